@@ -1,0 +1,5 @@
+"""`python -m tavern_tui` runs the command line."""
+
+from tavern_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Prompt assembly: macros, strategies and placement (resources + activation + persona → request)."""

@@ -1,0 +1,228 @@
+"""Provides the `tavern` command line. Every command calls the `Tavern` service, never the store.
+
+    tavern                      launch the TUI (also: tavern tui)
+    tavern import PATH... [--json]
+    tavern chat CHARACTER --say TEXT [--new | --playthrough ID] [--json]
+    tavern sessions [--json] [--character NAME]
+    tavern show PLAYTHROUGH [--json] [--system]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from tavern_tui import __version__
+from tavern_tui.config import Settings, load_settings
+from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
+from tavern_tui.engine.stream import ReasoningDelta, TextDelta
+from tavern_tui.errors import TavernError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tavern", description="Terminal roleplay client for SillyTavern cards.")
+    parser.add_argument("--version", action="version", version=f"tavern-tui {__version__}")
+    parser.add_argument("--db", metavar="URL", help="database URL (default: SQLite in the user data folder; env TAVERN_DB_URL)")
+    parser.add_argument("--api-base", metavar="URL", help="OpenAI-compatible API root, e.g. http://localhost:8080/v1 (env TAVERN_API_BASE)")
+    parser.add_argument("--model", help="model id (env TAVERN_MODEL)")
+    parser.add_argument("--api-key", help="API key (prefer env TAVERN_API_KEY: flags show up in process lists)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    commands.add_parser("tui", help="launch the terminal UI (the default)")
+
+    p_import = commands.add_parser("import", help="import character cards (PNG or JSON files, or folders of them)")
+    p_import.add_argument("paths", nargs="+", metavar="PATH")
+    p_import.add_argument("--json", action="store_true", help="print a JSON list of results")
+
+    p_chat = commands.add_parser("chat", help="send one message and print the streamed reply")
+    p_chat.add_argument("character", metavar="CHARACTER", help="character name or id")
+    p_chat.add_argument("--say", required=True, metavar="TEXT", help="what you say")
+    which = p_chat.add_mutually_exclusive_group()
+    which.add_argument("--new", action="store_true", help="start a new playthrough")
+    which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
+    p_chat.add_argument("--json", action="store_true", help="print the stored reply as JSON at the end")
+
+    p_sessions = commands.add_parser("sessions", help="list playthroughs, newest first")
+    p_sessions.add_argument("--character", metavar="NAME", help="only this character's playthroughs")
+    p_sessions.add_argument("--json", action="store_true")
+
+    p_show = commands.add_parser("show", help="print a playthrough's messages with role and origin")
+    p_show.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_show.add_argument("--json", action="store_true")
+    p_show.add_argument("--system", action="store_true", help="include the system section sent to the model")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(db_url=args.db, base_url=args.api_base, model=args.model, api_key=args.api_key)
+
+
+def _open(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from tavern_tui.service import Tavern
+
+    return Tavern(_settings(args))
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Import cards; exit 1 when any file failed."""
+    tavern = _open(args)
+    try:
+        results = tavern.import_paths(args.paths)
+    finally:
+        tavern.close()
+    if args.json:
+        json.dump([r.to_json() for r in results], out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    else:
+        for r in results:
+            if r.error:
+                err.write(f"error: {r.error}\n")
+            else:
+                note = " (already imported)" if r.duplicate else ""
+                out.write(f"imported character {r.id}: {r.name}{note}  [{r.path}]\n")
+            for warning in r.warnings:
+                err.write(f"warning: {r.path}: {warning}\n")
+        if not results:
+            err.write("error: no .png or .json files found\n")
+    return EXIT_FAILED if not results or any(r.error for r in results) else EXIT_OK
+
+
+async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    tavern = _open(args)
+    try:
+        character = tavern.find_character(args.character)
+        if args.playthrough is not None:
+            playthrough = tavern.playthrough(args.playthrough)
+            if playthrough.character_id != character.id:
+                err.write(f"error: playthrough {playthrough.id} belongs to {playthrough.character_name}, not {character.name}\n")
+                return EXIT_USAGE
+        else:
+            playthrough = None if args.new else tavern.latest_playthrough(character.id)
+            if playthrough is None:
+                playthrough = tavern.new_playthrough(character.id)
+                err.write(f"started playthrough {playthrough.id} with {character.name}\n")
+        tavern.open_playthrough(playthrough.id)
+        err.write(f"[{tavern.provider_label}] playthrough {playthrough.id}\n")
+        settled = None
+        in_reasoning = False
+        try:
+            async for update in tavern.send(playthrough.id, args.say):
+                if isinstance(update, ReasoningDelta):
+                    if not in_reasoning:
+                        err.write("(thinking) ")
+                        in_reasoning = True
+                    err.write(update.text)
+                    err.flush()
+                elif isinstance(update, TextDelta):
+                    if in_reasoning:
+                        err.write("\n")
+                        in_reasoning = False
+                    if not args.json:
+                        out.write(update.text)
+                        out.flush()
+                elif isinstance(update, StepSettled):
+                    settled = update
+                elif isinstance(update, StepStarted):
+                    pass
+        except StepFailed as exc:
+            if not args.json:
+                out.write("\n")
+            kept = f" (partial reply kept: {len(exc.attempt.content)} characters)" if exc.attempt and exc.attempt.content else ""
+            err.write(f"error ({exc.category}): {exc.cause}{kept}\n")
+            return EXIT_FAILED
+        if args.json and settled is not None:
+            event = settled.event
+            json.dump({"playthrough": playthrough.id, "session_id": event.session_id, "seq": event.seq,
+                       "content": event.content, "usage": event.body.get("usage")}, out, ensure_ascii=False)
+        out.write("\n")
+        return EXIT_OK
+    finally:
+        await tavern.aclose()
+
+
+def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """One headless step; Ctrl+C keeps the partial reply as an attempt."""
+    try:
+        return asyncio.run(_chat(args, out, err))
+    except KeyboardInterrupt:
+        err.write("\ncancelled; the partial reply is kept\n")
+        return 130
+
+
+def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """List playthroughs, most recently played first."""
+    tavern = _open(args)
+    try:
+        character_id = tavern.find_character(args.character).id if args.character else None
+        items = tavern.playthroughs(character_id)
+    finally:
+        tavern.close()
+    if args.json:
+        json.dump([p.to_json() for p in items], out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    if not items:
+        out.write("no playthroughs yet; start one with `tavern chat CHARACTER --say TEXT` or in the TUI\n")
+    for p in items:
+        out.write(f"{p.id:>4}  {p.character_name:<24} {p.message_count:>4} messages  last played {p.updated_at:%Y-%m-%d %H:%M} UTC\n")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Print a playthrough's messages with role and origin."""
+    tavern = _open(args)
+    try:
+        view = tavern.playthrough(args.playthrough)
+        messages = tavern.messages(view.id, include_system=args.system)
+    finally:
+        tavern.close()
+    if args.json:
+        json.dump({"playthrough": view.to_json(), "messages": [m.to_json() for m in messages]}, out,
+                  ensure_ascii=False, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    out.write(f"playthrough {view.id}: {view.character_name} with {view.user_name}\n")
+    for m in messages:
+        marks = [m.role, m.origin]
+        if m.partial:
+            marks.append("partial" + (f": {m.error}" if m.error else ""))
+        out.write(f"\n[{' · '.join(marks)}] {m.speaker}:\n{m.content}\n")
+    return EXIT_OK
+
+
+def cmd_tui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Launch the Textual app (imported lazily: the other commands never load textual)."""
+    from tavern_tui.tui.app import run
+
+    tavern = _open(args)
+    try:
+        run(tavern)
+    finally:
+        tavern.close()
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Any] = {"import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,
+                            "tui": cmd_tui, None: cmd_tui}
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 failed, 2 usage)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=err,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(COMMANDS[args.command](args, out, err))
+    except TavernError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_FAILED

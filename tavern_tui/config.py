@@ -1,0 +1,97 @@
+"""Provides `Settings`: database URL, provider endpoint and the user's name, from flags, env and file.
+
+Precedence (highest first): command-line flags, environment (`TAVERN_DB_URL`, `TAVERN_API_BASE`,
+`TAVERN_MODEL`, `TAVERN_API_KEY`, `TAVERN_USER_NAME`), the TOML config file, defaults.
+No I/O happens at import; `load_settings` is called once by the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from tavern_tui import paths
+from tavern_tui.errors import FormatError
+from tavern_tui.providers.base import ProviderSettings
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the service needs to start.
+
+    Attributes:
+        db_url: SQLAlchemy URL; default a SQLite file in the user data folder.
+        provider: endpoint settings; an empty `base_url` selects the offline demo provider.
+        user_name: the name `{{user}}` resolves to until a persona is chosen (SillyTavern's default is "User").
+        config_path: the config file that was read, or would be read.
+    """
+
+    db_url: str
+    provider: ProviderSettings = field(default_factory=ProviderSettings)
+    user_name: str = "User"
+    config_path: Path | None = None
+
+
+def default_db_url(env: Mapping[str, str] | None = None) -> str:
+    """The embedded default: `sqlite:///<user data dir>/tavern.sqlite3`."""
+    return f"sqlite:///{paths.default_db_path(dict(env) if env is not None else None)}"
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise FormatError(str(path), f"not valid TOML: {exc}") from exc
+
+
+def load_settings(
+    *,
+    db_url: str | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge flags, environment and the config file into `Settings`.
+
+    The config file has top-level `db_url` and `user_name`, and a `[provider]` table with
+    `base_url`, `model`, `api_key`, `timeout` (seconds).
+
+    Raises:
+        FormatError: the config file exists but is not valid TOML or has a wrong type.
+    """
+    source = env if env is not None else os.environ
+    path = paths.config_file(dict(source))
+    file = _read_config(path)
+    prov = file.get("provider", {})
+    if not isinstance(prov, dict):
+        raise FormatError(str(path), "must be a table", field="provider")
+
+    def pick(flag: str | None, env_name: str, file_value: Any, default: str = "") -> str:
+        if flag:
+            return flag
+        if source.get(env_name):
+            return source[env_name]
+        return str(file_value) if file_value not in (None, "") else default
+
+    try:
+        timeout = float(prov.get("timeout", 60.0))
+    except (TypeError, ValueError) as exc:
+        raise FormatError(str(path), "must be a number of seconds", field="provider.timeout") from exc
+    provider = ProviderSettings(
+        base_url=pick(base_url, "TAVERN_API_BASE", prov.get("base_url")),
+        model=pick(model, "TAVERN_MODEL", prov.get("model")),
+        api_key=pick(api_key, "TAVERN_API_KEY", prov.get("api_key")),
+        timeout=timeout,
+    )
+    return Settings(
+        db_url=pick(db_url, "TAVERN_DB_URL", file.get("db_url"), default_db_url(source)),
+        provider=provider,
+        user_name=pick(None, "TAVERN_USER_NAME", file.get("user_name"), "User"),
+        config_path=path,
+    )

@@ -1,0 +1,163 @@
+"""Provides the session-log protocol and the message surface derived from it.
+
+Rules: seed 000 §1 (`Session.deriveMessages()`: the model-visible messages, after surface
+replacement, without step boundaries or stream chunks; `inspect()` pins an inclusive
+`throughSeq`, `page()` reads a bounded stable slice of that snapshot) and §1.1 (forks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from tavern_tui.engine.events import (
+    MESSAGE_KINDS,
+    Event,
+    EventKind,
+    NewEvent,
+    Origin,
+    effective_origin,
+    is_agent,
+    is_customer,
+)
+
+SYSTEM_PROMPT_SOURCE = "system-prompt"
+"""`source` of the system section the engine admits each step; only the newest one is effective."""
+
+
+class SessionLog(Protocol):
+    """What the engine needs from storage. `store.EventLog` implements it; tests use `MemoryLog`."""
+
+    def create_session(self, parent_id: int | None = None, fork_seq: int | None = None) -> int:
+        """Create a session (a fork when `parent_id` is given) and return its id."""
+        ...
+
+    def append(self, session_id: int, events: Sequence[NewEvent]) -> list[Event]:
+        """Append events atomically with the next gapless seqs; return them as stored.
+
+        Raises:
+            NotFound: no such session.
+        """
+        ...
+
+    def surface_events(self, session_id: int, through_seq: int | None = None) -> list[Event]:
+        """Events visible from a session: for each ancestor, its events through the fork point,
+        then the session's own events through `through_seq` (inclusive; None = all), in order."""
+        ...
+
+    def head_seq(self, session_id: int) -> int:
+        """The last seq the session itself holds (0 when empty)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceMessage:
+    """One model-visible message of the effective surface.
+
+    Attributes:
+        ref: (session_id, seq) of the event that holds the body.
+        origin: the declared origin, None when it is the role's natural producer.
+        partial: True for an `assistant/attempt` (a reply cut off by cancel or error).
+    """
+
+    ref: tuple[int, int]
+    kind: str
+    role: str
+    content: str
+    origin: Origin | None
+    source: str | None
+    created_at: datetime
+    body: dict[str, Any]
+
+    @property
+    def partial(self) -> bool:
+        """True when the message is a cancelled or failed reply kept as an attempt."""
+        return self.kind == EventKind.ASSISTANT_ATTEMPT
+
+    @property
+    def effective_origin(self) -> Origin | None:
+        """The declared origin, else the role's natural producer (seed 001)."""
+        return effective_origin(self.role, self.origin)
+
+    @property
+    def by_person(self) -> bool:
+        """Did the person write this? (customer origin; seed 001)."""
+        return is_customer(self.role, self.origin)
+
+    @property
+    def by_model(self) -> bool:
+        """Did the model write this? (agent origin; seed 001)."""
+        return is_agent(self.role, self.origin)
+
+    def to_request(self) -> dict[str, Any]:
+        """The OpenAI-style message this surface entry sends: `{"role", "content"}` (+ `name`)."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        name = self.body.get("name")
+        if isinstance(name, str) and name:
+            message["name"] = name
+        return message
+
+
+def _to_surface(event: Event) -> SurfaceMessage:
+    role = event.role or "system"
+    return SurfaceMessage(event.ref, event.kind, role, event.content, event.origin, event.source, event.created_at, event.body)
+
+
+def derive_messages(log: SessionLog, session_id: int, through_seq: int | None = None) -> list[SurfaceMessage]:
+    """The effective message surface of a session (seed 000 §1 `deriveMessages`).
+
+    Only message kinds count; inbox, request and checkpoint events never become messages.
+    The newest `system/message` with source "system-prompt" is the system section and comes
+    first; older ones are superseded. An `assistant/attempt` with no text is dropped (a failure
+    before the first token says nothing to the model); one with text stays, marked partial,
+    as SillyTavern keeps a stopped reply in the chat.
+
+    Returns:
+        Messages in surface order, each pointing at its event by `ref`.
+    """
+    system: SurfaceMessage | None = None
+    messages: list[SurfaceMessage] = []
+    for event in log.surface_events(session_id, through_seq):
+        if event.kind not in MESSAGE_KINDS:
+            continue
+        if event.kind == EventKind.SYSTEM_MESSAGE and event.source == SYSTEM_PROMPT_SOURCE:
+            system = _to_surface(event)
+            continue
+        if event.kind == EventKind.ASSISTANT_ATTEMPT and not event.content:
+            continue
+        messages.append(_to_surface(event))
+    return ([system] if system else []) + messages
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A pinned view of a session: its surface through `through_seq` (inclusive)."""
+
+    session_id: int
+    through_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A bounded slice of a snapshot's surface: `messages` start at `offset` of `total`."""
+
+    snapshot: Snapshot
+    offset: int
+    total: int
+    messages: list[SurfaceMessage]
+
+
+def inspect(log: SessionLog, session_id: int) -> Snapshot:
+    """Pin the session's current head so later pages read one stable surface."""
+    return Snapshot(session_id, log.head_seq(session_id))
+
+
+def page(log: SessionLog, snapshot: Snapshot, offset: int = 0, limit: int = 50) -> Page:
+    """Read `limit` surface messages of a snapshot from `offset`; a negative offset counts
+    from the end (-50 = the last 50). Appends after the snapshot never shift a page."""
+    surface = derive_messages(log, snapshot.session_id, snapshot.through_seq)
+    total = len(surface)
+    start = max(0, total + offset) if offset < 0 else min(offset, total)
+    return Page(snapshot, start, total, surface[start : start + max(0, limit)])

@@ -1,0 +1,213 @@
+"""Provides one agent step: submit → inbox → claim → assemble → admit → header → stream → settle.
+
+Rules: seed 000 §1 and §5 and DESIGN.md "One step". World info and prompt building happen in
+the `Assembler` the caller passes (the engine knows nothing of SillyTavern formats); it sees the
+durable history **plus the claimed batch**, before the user's text enters the log as a message.
+A cancel or a provider error mid-stream keeps what arrived as `assistant/attempt`; periodic
+`stream/checkpoint` events keep it across a crash (`recover_interrupted` settles them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin
+from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SessionLog, SurfaceMessage, derive_messages
+from tavern_tui.engine.stream import ChatRequest, Finished, Provider, ReasoningDelta, TextDelta, Usage
+from tavern_tui.errors import ProviderError
+
+OPENING_SOURCE = "opening"
+"""`source` of the opening reference (a character's greeting): role assistant, origin engine."""
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    """What the assembler decided for one step.
+
+    Attributes:
+        system: the system section's text ("" for none); admitted as `system/message` when it
+            differs from the effective one.
+        config: call parameters (temperature, max_tokens, …); never history.
+        model: model id for this request ("" = the provider's default).
+        meta: assembly facts for the trace (resources used, token estimate, …).
+    """
+
+    system: str
+    config: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Assembler(Protocol):
+    """Builds the step's system section and call config from history plus the claimed input."""
+
+    def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StepStarted:
+    """The user's message is in the log; the request is about to be sent.
+
+    Attributes:
+        user: the stored `user/message`.
+        request: the exact request handed to the provider.
+    """
+
+    user: Event
+    request: ChatRequest
+
+
+@dataclass(frozen=True, slots=True)
+class StepSettled:
+    """The reply is settled as `assistant/message` (complete) in `event`."""
+
+    event: Event
+    usage: Usage | None
+
+
+StepUpdate = StepStarted | TextDelta | ReasoningDelta | StepSettled
+"""What `run_step` yields, in order: StepStarted, deltas…, StepSettled."""
+
+
+class StepFailed(ProviderError):
+    """The provider failed mid-step; `attempt` is the stored `assistant/attempt` (or None),
+    `cause` the classified provider error."""
+
+    def __init__(self, cause: ProviderError, attempt: Event | None) -> None:
+        super().__init__(str(cause), status=cause.status, param=cause.param)
+        self.category = cause.category
+        self.cause = cause
+        self.attempt = attempt
+
+
+def admit_opening(log: SessionLog, session_id: int, text: str, meta: dict[str, Any] | None = None) -> Event:
+    """Append the opening reference (a greeting): role assistant, origin engine, never an agent reply
+    (seed 000 §3: "Greeting is an opening reference, never a fabricated assistant reply")."""
+    body = {"content": text, **(meta or {})}
+    return log.append(session_id, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body, Origin.ENGINE, OPENING_SOURCE)])[0]
+
+
+def _settle_attempt(log: SessionLog, session_id: int, text: str, reasoning: str, extra: dict[str, Any]) -> Event:
+    body: dict[str, Any] = {"content": text, **extra}
+    if reasoning:
+        body["reasoning"] = reasoning
+    return log.append(session_id, [NewEvent(EventKind.ASSISTANT_ATTEMPT, "assistant", body)])[0]
+
+
+async def run_step(
+    log: SessionLog,
+    session_id: int,
+    provider: Provider,
+    assemble: Assembler,
+    text: str,
+    *,
+    checkpoint_every: float = 2.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> AsyncIterator[StepUpdate]:
+    """Run one step for the user's `text` and stream its progress.
+
+    Args:
+        log: the session log.
+        session_id: the session to extend.
+        provider: streams the completion.
+        assemble: builds the system section and config from history + the claimed batch.
+        text: what the person submitted.
+        checkpoint_every: seconds between `stream/checkpoint` events while streaming.
+        clock: monotonic seconds (injectable for tests).
+
+    Yields:
+        `StepStarted`, then `TextDelta`/`ReasoningDelta` as they arrive, then `StepSettled`.
+
+    Raises:
+        StepFailed: the provider failed; the partial reply is stored as `assistant/attempt`.
+        asyncio.CancelledError: the caller cancelled; the partial reply is stored first.
+    """
+    log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, "user",
+                                     {"op": "insert", "messages": [{"role": "user", "content": text}]})])
+    log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, None, {"op": "claim", "count": 1})])
+    history = derive_messages(log, session_id)
+    assembly = assemble(history, [text])
+
+    admitted: list[NewEvent] = []
+    current_system = history[0].content if history and history[0].source == SYSTEM_PROMPT_SOURCE else None
+    if assembly.system and assembly.system != current_system:
+        admitted.append(NewEvent(EventKind.SYSTEM_MESSAGE, "system", {"content": assembly.system},
+                                 source=SYSTEM_PROMPT_SOURCE))
+    admitted.append(NewEvent(EventKind.USER_MESSAGE, "user", {"content": text}))
+    user_event = log.append(session_id, admitted)[-1]
+
+    model = assembly.model or provider.model
+    header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
+              "assembly": assembly.meta}
+    log.append(session_id, [NewEvent(EventKind.REQUEST_HEADER, None, header)])
+    request = ChatRequest([m.to_request() for m in derive_messages(log, session_id)], model, dict(assembly.config))
+    yield StepStarted(user_event, request)
+
+    parts: list[str] = []
+    reasoning: list[str] = []
+    checkpointed = (0, 0)  # how much of parts/reasoning is already in checkpoints
+    last_checkpoint = clock()
+    usage: Usage | None = None
+    finished: Finished | None = None
+    try:
+        async for event in provider.stream(request):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+            elif isinstance(event, ReasoningDelta):
+                reasoning.append(event.text)
+            elif isinstance(event, Usage):
+                usage = event
+            elif isinstance(event, Finished):
+                finished = event
+                continue
+            if isinstance(event, (TextDelta, ReasoningDelta)):
+                yield event
+                if clock() - last_checkpoint >= checkpoint_every:
+                    body = {"content": "".join(parts[checkpointed[0]:]), "reasoning": "".join(reasoning[checkpointed[1]:])}
+                    log.append(session_id, [NewEvent(EventKind.STREAM_CHECKPOINT, None, body)])
+                    checkpointed = (len(parts), len(reasoning))
+                    last_checkpoint = clock()
+    except (asyncio.CancelledError, GeneratorExit):
+        _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"cancelled": True})
+        raise
+    except ProviderError as exc:
+        error = {"category": exc.category, "message": str(exc), "status": exc.status}
+        attempt = _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"error": error})
+        raise StepFailed(exc, attempt) from exc
+
+    body: dict[str, Any] = {"content": "".join(parts), "provider": provider.name, "model": model,
+                            "finish_reason": finished.finish_reason if finished else None}
+    if reasoning:
+        body["reasoning"] = "".join(reasoning)
+    if usage is not None:
+        body["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                         "total_tokens": usage.total_tokens}
+    settled = log.append(session_id, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body)])[0]
+    yield StepSettled(settled, usage)
+
+
+def recover_interrupted(log: SessionLog, session_id: int) -> Event | None:
+    """Settle a step a crash left open: checkpoints after the last `request/header` with no
+    settlement become one `assistant/attempt` (body `recovered: true`). Idempotent.
+
+    Returns:
+        The attempt appended, or None when nothing was open.
+    """
+    own = [e for e in log.surface_events(session_id) if e.session_id == session_id]
+    pending: list[Event] = []
+    for event in own:
+        if event.kind == EventKind.REQUEST_HEADER:
+            pending = []
+        elif event.kind == EventKind.STREAM_CHECKPOINT:
+            pending.append(event)
+        elif event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT):
+            pending = []
+    if not pending:
+        return None
+    text = "".join(str(e.body.get("content", "")) for e in pending)
+    thought = "".join(str(e.body.get("reasoning", "")) for e in pending)
+    return _settle_attempt(log, session_id, text, thought, {"recovered": True})

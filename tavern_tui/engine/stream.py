@@ -1,0 +1,85 @@
+"""Provides the typed stream events shared by providers, the engine and the UI."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Union, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the reply text, in arrival order."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (`reasoning_content`), kept apart from the reply."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage as the provider reported it (counts of tokens; None when not reported)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The stream ended normally.
+
+    Attributes:
+        finish_reason: the provider's `finish_reason` ("stop", "length", …) or None.
+        saw_done: True when the server sent `data: [DONE]`; False when it just closed.
+    """
+
+    finish_reason: str | None = None
+    saw_done: bool = True
+
+
+StreamEvent = Union[TextDelta, ReasoningDelta, Usage, Finished]
+"""What `Provider.stream` yields. Errors are raised as `ProviderError`, never yielded."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One chat-completions request, frozen before it is sent.
+
+    Attributes:
+        messages: the OpenAI-style message array, each `{"role": ..., "content": ...}`
+            (plus optional `name`), in the exact order sent.
+        model: model id; "" lets the provider use its configured default.
+        config: call parameters other than messages/model/stream (temperature, max_tokens, …).
+    """
+
+    messages: list[dict[str, Any]]
+    model: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Something that streams a chat completion (implemented in `tavern_tui.providers`).
+
+    `name` labels the provider in the status line and the trace ("openai-compatible", "demo").
+    `model` is the model id it will use when the request names none.
+    """
+
+    name: str
+    model: str
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one completion.
+
+        Yields `TextDelta`, `ReasoningDelta`, `Usage` and finally `Finished`.
+
+        Raises:
+            ProviderError: a subclass classifying the failure, before or during the stream.
+        """
+        ...

@@ -1,0 +1,89 @@
+"""Provides the error tree every layer raises; callers catch `TavernError`."""
+
+from __future__ import annotations
+
+
+class TavernError(Exception):
+    """Base class of every error tavern-tui raises on purpose."""
+
+
+class FormatError(TavernError):
+    """A file could not be read as the format it claims to be.
+
+    Attributes:
+        file: path or name of the file, as the user gave it.
+        field: the field, chunk or line that is wrong ("" when the whole file is).
+        reason: a plain sentence saying what is wrong.
+    """
+
+    def __init__(self, file: str, reason: str, field: str = "") -> None:
+        self.file = file
+        self.field = field
+        self.reason = reason
+        where = f"{file}: {field}: " if field else f"{file}: "
+        super().__init__(where + reason)
+
+
+class OriginError(TavernError, ValueError):
+    """An `origin` value outside the closed set (seed 001)."""
+
+
+class StoreError(TavernError):
+    """The database refused an operation or is not in the expected state."""
+
+
+class NotFound(TavernError, LookupError):
+    """A character, playthrough or session id that does not exist."""
+
+
+class ProviderError(TavernError):
+    """A model provider failed; subclasses say how.
+
+    Attributes:
+        category: short machine name of the class ("authentication", "rate_limit", …).
+        status: HTTP status when there was one, else None.
+        param: the request parameter the server blamed, when it named one.
+    """
+
+    category = "provider"
+
+    def __init__(self, message: str, *, status: int | None = None, param: str | None = None) -> None:
+        self.status = status
+        self.param = param
+        super().__init__(message)
+
+
+class AuthenticationError(ProviderError):
+    """The provider refused the API key (HTTP 401/403)."""
+
+    category = "authentication"
+
+
+class RateLimitError(ProviderError):
+    """Rate limit or quota exhausted (HTTP 429, or an in-band quota error)."""
+
+    category = "rate_limit"
+
+
+class BadRequestError(ProviderError):
+    """The provider rejected the request (HTTP 400/404/422); `param` names the field when known."""
+
+    category = "bad_request"
+
+
+class ServerError(ProviderError):
+    """The provider failed on its side (HTTP 5xx or an in-band server error)."""
+
+    category = "server"
+
+
+class NetworkError(ProviderError):
+    """The endpoint could not be reached or the connection broke."""
+
+    category = "network"
+
+
+class ProviderTimeout(ProviderError):
+    """The provider did not answer within the configured time."""
+
+    category = "timeout"

@@ -1,0 +1,1 @@
+"""Readers and writers for SillyTavern files: PNG chunks and character cards."""

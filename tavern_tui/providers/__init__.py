@@ -1,0 +1,1 @@
+"""Model providers: an OpenAI-compatible streaming adapter on httpx and an offline demo."""

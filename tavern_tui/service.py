@@ -1,0 +1,422 @@
+"""Provides `Tavern`, the one facade every user operation goes through (CLI and TUI alike).
+
+It wires the store (database), the engine (session log, step), the formats (card parsing), the
+assembly (prompt) and a provider together, and returns plain dataclasses, never ORM objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tavern_tui.assembly.basic import BasicAssembler, build_system_prompt
+from tavern_tui.assembly.macros import substitute_names
+from tavern_tui.assembly.tokens import estimate_messages
+from tavern_tui.config import Settings
+from tavern_tui.engine.events import canonical_json
+from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
+from tavern_tui.engine.step import StepUpdate, admit_opening, recover_interrupted, run_step
+from tavern_tui.engine.stream import Provider
+from tavern_tui.errors import FormatError, NotFound, TavernError
+from tavern_tui.formats.cards import ParsedCard, parse_card
+from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord
+from tavern_tui.store.store import Store
+
+logger = logging.getLogger(__name__)
+
+CARD_SUFFIXES = (".png", ".json")
+"""File types a folder import picks up."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """The outcome of importing one file.
+
+    Attributes:
+        path: the file as given.
+        kind: "character" (world books and presets come later).
+        id: the stored id, None when the import failed.
+        error: why it failed (names the file, field and reason), None on success.
+        duplicate: the same bytes were imported before; `id` is the earlier one and nothing new was stored.
+    """
+
+    path: str
+    kind: str
+    id: int | None = None
+    name: str | None = None
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+    duplicate: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when the file is in the database now."""
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `tavern import --json` object: kind, id, name, path, error, warnings, duplicate."""
+        return {"kind": self.kind, "id": self.id, "name": self.name, "path": self.path, "error": self.error,
+                "warnings": list(self.warnings), "duplicate": self.duplicate}
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterView:
+    """A character as lists show it."""
+
+    id: int
+    name: str
+    spec: str
+    creator: str
+    tags: tuple[str, ...]
+    greetings: int
+    book_entries: int | None
+    source_name: str
+    created_at: datetime
+    description: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `--json` output."""
+        return {"id": self.id, "name": self.name, "spec": self.spec, "creator": self.creator, "tags": list(self.tags),
+                "greetings": self.greetings, "book_entries": self.book_entries, "source_name": self.source_name,
+                "created_at": self.created_at.isoformat()}
+
+
+@dataclass(frozen=True, slots=True)
+class PlaythroughView:
+    """A playthrough as lists show it; `session_id` is its active head session."""
+
+    id: int
+    character_id: int
+    character_name: str
+    user_name: str
+    session_id: int
+    created_at: datetime
+    updated_at: datetime
+    message_count: int = 0
+
+    @property
+    def title(self) -> str:
+        """"<character> #<id>", the label lists use."""
+        return f"{self.character_name} #{self.id}"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern sessions --json`."""
+        return {"id": self.id, "character_id": self.character_id, "character": self.character_name,
+                "user_name": self.user_name, "session_id": self.session_id, "messages": self.message_count,
+                "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat()}
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    """One message of a playthrough's surface, ready to display.
+
+    Attributes:
+        ref: (session_id, seq) of the event holding it.
+        origin: the effective origin ("customer", "agent", "engine", "operator").
+        natural: True when the origin is the role's natural producer (not marked in the UI).
+        partial: a reply cut off by cancel or error (`assistant/attempt`).
+        error: the provider error that cut it off, if any.
+        speaker: the display name (character, person, or "System").
+    """
+
+    ref: tuple[int, int]
+    role: str
+    origin: str
+    natural: bool
+    kind: str
+    source: str | None
+    content: str
+    speaker: str
+    created_at: datetime
+    reasoning: str = ""
+    partial: bool = False
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern show --json`."""
+        return {"session_id": self.ref[0], "seq": self.ref[1], "role": self.role, "origin": self.origin,
+                "kind": self.kind, "source": self.source, "speaker": self.speaker, "content": self.content,
+                "reasoning": self.reasoning, "partial": self.partial, "error": self.error,
+                "created_at": self.created_at.isoformat()}
+
+
+def make_provider(settings: Settings) -> Provider:
+    """The OpenAI-compatible adapter when an endpoint is configured, else the offline demo."""
+    if settings.provider.base_url:
+        from tavern_tui.providers.openai_compat import OpenAICompatProvider
+
+        return OpenAICompatProvider(settings.provider)
+    from tavern_tui.providers.demo import DemoProvider
+
+    return DemoProvider()
+
+
+def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | None]]:
+    for given in paths:
+        path = Path(given).expanduser()
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in CARD_SUFFIXES)
+            yield from ((str(p), p) for p in found)
+        else:
+            yield (str(given), path)
+
+
+@dataclass
+class Tavern:
+    """Every user operation: import, list, start/open a playthrough, send, read messages.
+
+    Args:
+        settings: database URL, provider endpoint, default user name.
+        provider: overrides the provider chosen from settings (tests, demo).
+        store: an already open store (tests); otherwise one is opened on `settings.db_url`.
+
+    Raises:
+        StoreError: the database cannot be opened or migrated.
+    """
+
+    settings: Settings
+    provider: Provider | None = None
+    store: Store | None = None
+    _cards: dict[int, ParsedCard] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.store is None:
+            self.store = Store(self.settings.db_url)
+        if self.provider is None:
+            self.provider = make_provider(self.settings)
+
+    @property
+    def _store(self) -> Store:
+        assert self.store is not None
+        return self.store
+
+    @property
+    def _provider(self) -> Provider:
+        assert self.provider is not None
+        return self.provider
+
+    @property
+    def provider_label(self) -> str:
+        """"<provider> · <model>" for status lines; never contains the API key."""
+        model = getattr(self._provider, "model", "") or "default model"
+        return f"{self._provider.name} · {model}"
+
+    def close(self) -> None:
+        """Close the provider's connections and the database."""
+        self._store.close()
+
+    async def aclose(self) -> None:
+        """Close the provider's HTTP client (if any) and the database."""
+        closer = getattr(self._provider, "aclose", None)
+        if closer is not None:
+            await closer()
+        self.close()
+
+    # -- import ---------------------------------------------------------------------------
+
+    def import_paths(self, paths: Sequence[str | Path]) -> list[ImportResult]:
+        """Import character cards from files and folders (a folder: every .png/.json in it).
+
+        Each file is parsed completely before anything is stored, and stored in one transaction,
+        so a broken file stores nothing. Importing the same bytes again stores nothing new.
+
+        Returns:
+            One result per file, in order; failures carry `error` instead of raising.
+        """
+        results: list[ImportResult] = []
+        for shown, path in _iter_card_files(paths):
+            if path is None or not path.exists():
+                results.append(ImportResult(shown, "character", error=f"{shown}: no such file or folder"))
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                results.append(ImportResult(shown, "character", error=f"{shown}: cannot read: {exc.strerror}"))
+                continue
+            results.append(self.import_card_bytes(data, shown))
+        return results
+
+    def import_card_bytes(self, data: bytes, name: str) -> ImportResult:
+        """Import one card from bytes; `name` is used in messages and kept as the source name."""
+        try:
+            card = parse_card(data, name)
+        except FormatError as exc:
+            return ImportResult(name, "character", error=str(exc))
+        digest = hashlib.sha256(data).hexdigest()
+        with self._store.unit_of_work() as uow:
+            existing = uow.characters.by_sha256(digest)
+            if existing is not None:
+                return ImportResult(name, "character", existing.id, existing.name, warnings=card.warnings, duplicate=True)
+            record = uow.characters.add(name=card.name, spec=card.spec, spec_version=card.spec_version,
+                                        source_name=Path(name).name, original=data, original_sha256=digest,
+                                        data=canonical_json(card.to_dict()))
+        for warning in card.warnings:
+            logger.warning("%s: %s", name, warning)
+        return ImportResult(name, "character", record.id, record.name, warnings=card.warnings)
+
+    # -- characters -----------------------------------------------------------------------
+
+    def _card(self, record: CharacterRecord) -> ParsedCard:
+        card = self._cards.get(record.id)
+        if card is None:
+            card = ParsedCard.from_dict(json.loads(record.data))
+            self._cards[record.id] = card
+        return card
+
+    def _character_view(self, record: CharacterRecord) -> CharacterView:
+        card = self._card(record)
+        book = card.character_book
+        tags = card.data.get("tags") or []
+        return CharacterView(record.id, record.name, record.spec, str(card.data.get("creator") or ""),
+                             tuple(str(t) for t in tags), len(card.greetings),
+                             len(book.get("entries", [])) if book else None, record.source_name, record.created_at,
+                             str(card.data.get("description") or ""))
+
+    def characters(self) -> list[CharacterView]:
+        """Every imported character, by name."""
+        with self._store.unit_of_work() as uow:
+            records = uow.characters.all()
+        return [self._character_view(r) for r in records]
+
+    def character(self, character_id: int) -> CharacterView:
+        """One character. Raises NotFound."""
+        with self._store.unit_of_work() as uow:
+            return self._character_view(uow.characters.get(character_id))
+
+    def find_character(self, query: str) -> CharacterView:
+        """A character by id ("3") or by name (case-insensitive; the newest import of that name).
+
+        Raises:
+            NotFound: nothing matches.
+        """
+        with self._store.unit_of_work() as uow:
+            if query.strip().isdigit():
+                try:
+                    return self._character_view(uow.characters.get(int(query)))
+                except NotFound:
+                    pass
+            matches = uow.characters.by_name(query.strip())
+        if not matches:
+            raise NotFound(f"no character named {query!r}; import one with `tavern import FILE`")
+        return self._character_view(matches[0])
+
+    # -- playthroughs ---------------------------------------------------------------------
+
+    def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int]) -> PlaythroughView:
+        return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"), record.user_name,
+                               record.head_session_id, record.created_at, record.updated_at,
+                               counts.get(record.head_session_id, 0))
+
+    def playthroughs(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughView]:
+        """Playthroughs, most recently played first."""
+        with self._store.unit_of_work() as uow:
+            records = uow.playthroughs.list(character_id, limit)
+            names = {c.id: c.name for c in uow.characters.all()}
+            counts = uow.playthroughs.message_counts([r.head_session_id for r in records])
+        return [self._playthrough_view(r, names, counts) for r in records]
+
+    def playthrough(self, playthrough_id: int) -> PlaythroughView:
+        """One playthrough. Raises NotFound."""
+        with self._store.unit_of_work() as uow:
+            record = uow.playthroughs.get(playthrough_id)
+            name = uow.characters.get(record.character_id).name
+            counts = uow.playthroughs.message_counts([record.head_session_id])
+        return self._playthrough_view(record, {record.character_id: name}, counts)
+
+    def latest_playthrough(self, character_id: int) -> PlaythroughView | None:
+        """The character's most recently played playthrough, or None."""
+        found = self.playthroughs(character_id, limit=1)
+        return found[0] if found else None
+
+    def new_playthrough(self, character_id: int, *, user_name: str | None = None) -> PlaythroughView:
+        """Start a playthrough: a new session opened with the card's greeting as an opening
+        reference (role assistant, origin engine; seed 000 §3). A card without a greeting opens empty.
+
+        Raises:
+            NotFound: no such character.
+        """
+        user = user_name or self.settings.user_name
+        with self._store.unit_of_work() as uow:
+            record = uow.characters.get(character_id)
+        card = self._card(record)
+        log = self._store.events
+        session_id = log.create_session()
+        greetings = card.greetings
+        if greetings and greetings[0].strip():
+            text = substitute_names(greetings[0], card.name, user)
+            admit_opening(log, session_id, text, {"greeting_index": 0, "greetings": len(greetings)})
+        with self._store.unit_of_work() as uow:
+            created = uow.playthroughs.add(character_id=character_id, title="", user_name=user, session_id=session_id)
+        return self.playthrough(created.id)
+
+    def open_playthrough(self, playthrough_id: int) -> PlaythroughView:
+        """Open a playthrough for play: settles a reply a crash left mid-stream, then returns it."""
+        view = self.playthrough(playthrough_id)
+        if recover_interrupted(self._store.events, view.session_id) is not None:
+            logger.info("recovered an interrupted reply in playthrough %s", playthrough_id)
+        return view
+
+    def _message_view(self, message: SurfaceMessage, char: str, user: str) -> MessageView:
+        origin = message.effective_origin
+        if message.role == "user":
+            speaker = user
+        elif message.role == "assistant":
+            speaker = char
+        else:
+            speaker = "System"
+        error = message.body.get("error")
+        return MessageView(message.ref, message.role, origin.value if origin else "engine", message.origin is None,
+                           message.kind, message.source, message.content, speaker, message.created_at,
+                           str(message.body.get("reasoning") or ""), message.partial,
+                           str(error.get("message")) if isinstance(error, dict) else None)
+
+    def messages(self, playthrough_id: int, *, include_system: bool = False) -> list[MessageView]:
+        """The playthrough's messages in order (its head session's surface).
+
+        Args:
+            include_system: also return the system section sent to the model (hidden in the chat).
+        """
+        view = self.playthrough(playthrough_id)
+        surface = derive_messages(self._store.events, view.session_id)
+        return [self._message_view(m, view.character_name, view.user_name) for m in surface
+                if include_system or m.source != SYSTEM_PROMPT_SOURCE]
+
+    def estimate_tokens(self, playthrough_id: int) -> int:
+        """Estimated prompt tokens of the next request without new input (status line figure)."""
+        view = self.playthrough(playthrough_id)
+        with self._store.unit_of_work() as uow:
+            card = self._card(uow.characters.get(view.character_id))
+        system = build_system_prompt(card.data, card.name, view.user_name)
+        history = [m.to_request() for m in derive_messages(self._store.events, view.session_id)
+                   if m.source != SYSTEM_PROMPT_SOURCE]
+        return estimate_messages([{"content": system}] + history)
+
+    async def send(self, playthrough_id: int, text: str) -> AsyncIterator[StepUpdate]:
+        """Send the person's text and stream the reply (one engine step on the head session).
+
+        Yields:
+            `StepStarted`, `TextDelta`/`ReasoningDelta`…, `StepSettled` (engine.step).
+
+        Raises:
+            TavernError: empty text.
+            StepFailed: the provider failed; the partial reply is kept as an attempt.
+            asyncio.CancelledError: cancelled by the caller; the partial reply is kept first.
+        """
+        if not text.strip():
+            raise TavernError("nothing to send: the message is empty")
+        view = self.playthrough(playthrough_id)
+        with self._store.unit_of_work() as uow:
+            record = uow.characters.get(view.character_id)
+            uow.playthroughs.touch(playthrough_id)
+        card = self._card(record)
+        assembler = BasicAssembler(card.data, card.name, view.user_name,
+                                   {"character_id": record.id, "character_sha256": record.original_sha256,
+                                    "playthrough_id": playthrough_id})
+        async for update in run_step(self._store.events, view.session_id, self._provider, assembler, text):
+            yield update

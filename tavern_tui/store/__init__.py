@@ -1,0 +1,4 @@
+"""Persistence: SQLAlchemy 2.x models, repositories and Alembic migrations.
+
+The only package that imports sqlalchemy. Events are append-only here and in SQLite triggers.
+"""

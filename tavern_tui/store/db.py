@@ -1,0 +1,96 @@
+"""Provides engine creation (SQLite PRAGMAs on connect) and migrate-on-open with Alembic."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+from tavern_tui.errors import StoreError
+
+logger = logging.getLogger(__name__)
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def _sqlite_on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    # Autocommit at the driver level so our "begin" hook controls transactions (BEGIN IMMEDIATE).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    mode = cursor.execute("PRAGMA journal_mode=WAL").fetchone()
+    if mode and str(mode[0]).lower() == "wal":
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _sqlite_on_begin(conn) -> None:  # type: ignore[no-untyped-def]
+    # Take the write lock at BEGIN so `max(seq) + 1` cannot race another writer.
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine for `url`; for SQLite, create the folder and turn on WAL and foreign keys.
+
+    Raises:
+        StoreError: the URL cannot be parsed.
+    """
+    try:
+        parsed = make_url(url)
+    except Exception as exc:  # sqlalchemy raises ArgumentError
+        raise StoreError(f"not a database URL: {url!r} ({exc})") from exc
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed)
+        event.listen(engine, "connect", _sqlite_on_connect)
+        event.listen(engine, "begin", _sqlite_on_begin)
+        return engine
+    return create_engine(parsed, pool_pre_ping=True)
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
+
+
+def head_revision() -> str:
+    """The newest migration revision shipped with this version."""
+    return ScriptDirectory.from_config(_alembic_config()).get_current_head() or ""
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision the database is at, None for an empty database."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to `revision` (default the newest); a no-op when already there.
+
+    A fresh database and an old one take the same path (Alembic `upgrade`).
+
+    Raises:
+        StoreError: the database is newer than this version knows.
+    """
+    target = head_revision() if revision == "head" else revision
+    current = current_revision(engine)
+    if current == target:
+        return
+    script = ScriptDirectory.from_config(_alembic_config())
+    if current is not None and script.get_revision(current) is None:
+        raise StoreError(f"database is at schema revision {current}, which this tavern-tui does not know (newer version?)")
+    logger.info("migrating database from %s to %s", current, target)
+    config = _alembic_config()
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)

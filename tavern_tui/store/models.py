@@ -1,0 +1,135 @@
+"""Provides the SQLAlchemy table models. Columns only; behaviour lives in repositories."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ORIGINS_SQL = "('customer', 'agent', 'engine', 'operator')"
+
+
+class Base(DeclarativeBase):
+    """Declarative base with a naming convention, so Alembic can name constraints stably."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class _Resource:
+    """Columns every imported resource has: the original file, its hash and a normalised form."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(512))
+    source_name: Mapped[str] = mapped_column(String(1024), default="")
+    """The file name the resource was imported from."""
+    original: Mapped[bytes] = mapped_column(LargeBinary)
+    """The imported file's exact bytes (for re-export and audit)."""
+    original_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    data: Mapped[str] = mapped_column(Text)
+    """The normalised form as canonical JSON text."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Character(_Resource, Base):
+    """An imported character card (V1/V2/V3, PNG or JSON)."""
+
+    __tablename__ = "characters"
+    spec: Mapped[str] = mapped_column(String(32))
+    spec_version: Mapped[str] = mapped_column(String(16), default="")
+
+
+class WorldBook(_Resource, Base):
+    """An imported world book (lorebook)."""
+
+    __tablename__ = "world_books"
+
+
+class Preset(_Resource, Base):
+    """An imported chat-completion preset."""
+
+    __tablename__ = "presets"
+
+
+class Persona(Base):
+    """A user persona (SillyTavern: name + description); the persona document grows from here."""
+
+    __tablename__ = "personas"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(512))
+    description: Mapped[str] = mapped_column(Text, default="")
+    data: Mapped[str] = mapped_column(Text, default="{}")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SessionRow(Base):
+    """A session: an append-only list of events; a fork points at its parent through `fork_seq`."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (
+        CheckConstraint("(parent_id IS NULL) = (fork_seq IS NULL)", name="fork_pair"),
+        CheckConstraint("fork_seq IS NULL OR fork_seq >= 0", name="fork_seq_nonnegative"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("sessions.id"), index=True)
+    fork_seq: Mapped[int | None] = mapped_column(Integer)
+    """Inclusive: the fork's surface is the parent's events with seq <= fork_seq, then its own."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Playthrough(Base):
+    """A story with one character: its sessions form a tree; `head_session_id` is the active one."""
+
+    __tablename__ = "playthroughs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    character_id: Mapped[int] = mapped_column(ForeignKey("characters.id"), index=True)
+    title: Mapped[str] = mapped_column(String(512), default="")
+    user_name: Mapped[str] = mapped_column(String(512), default="User")
+    root_session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"))
+    head_session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class EventRow(Base):
+    """One event of a session. Never updated or deleted (triggers refuse it in SQLite)."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        UniqueConstraint("session_id", "seq", name="uq_events_session_seq"),
+        CheckConstraint("seq >= 1", name="seq_positive"),
+        CheckConstraint(f"origin IS NULL OR origin IN {ORIGINS_SQL}", name="origin_closed_set"),
+        Index("ix_events_session_kind", "session_id", "kind"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"))
+    seq: Mapped[int] = mapped_column(Integer)
+    """Gapless per session, from 1."""
+    kind: Mapped[str] = mapped_column(String(64))
+    role: Mapped[str | None] = mapped_column(String(16))
+    origin: Mapped[str | None] = mapped_column(String(16))
+    source: Mapped[str | None] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)
+    """Canonical JSON text; `body_sha256` is the SHA-256 of its UTF-8 bytes."""
+    body_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,156 @@
+"""Provides repositories for resources and playthroughs. They flush, never commit.
+
+Each repository takes an ORM `Session` bound by `Store.unit_of_work()`, which owns the
+transaction; repositories return plain records, never ORM objects, so nothing above the store
+holds a live database object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from tavern_tui.errors import NotFound
+from tavern_tui.store.models import Character, EventRow, Playthrough
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterRecord:
+    """A stored character card; `data` is the normalised card as canonical JSON text."""
+
+    id: int
+    name: str
+    spec: str
+    spec_version: str
+    source_name: str
+    original_sha256: str
+    data: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PlaythroughRecord:
+    """A stored playthrough; `head_session_id` is the session the chat shows and extends."""
+
+    id: int
+    character_id: int
+    title: str
+    user_name: str
+    root_session_id: int
+    head_session_id: int
+    created_at: datetime
+    updated_at: datetime
+
+
+def _character(row: Character) -> CharacterRecord:
+    return CharacterRecord(row.id, row.name, row.spec, row.spec_version, row.source_name, row.original_sha256,
+                           row.data, _utc(row.created_at))
+
+
+def _playthrough(row: Playthrough) -> PlaythroughRecord:
+    return PlaythroughRecord(row.id, row.character_id, row.title, row.user_name, row.root_session_id,
+                             row.head_session_id, _utc(row.created_at), _utc(row.updated_at))
+
+
+class CharacterRepository:
+    """Characters: add, find by file hash or name, list."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def add(self, *, name: str, spec: str, spec_version: str, source_name: str, original: bytes,
+            original_sha256: str, data: str) -> CharacterRecord:
+        """Insert a character and return it (flushed, not committed)."""
+        row = Character(name=name, spec=spec, spec_version=spec_version, source_name=source_name, original=original,
+                        original_sha256=original_sha256, data=data, created_at=datetime.now(UTC))
+        self._session.add(row)
+        self._session.flush()
+        return _character(row)
+
+    def by_sha256(self, digest: str) -> CharacterRecord | None:
+        """The character imported from a file with these exact bytes, if any."""
+        row = self._session.scalars(select(Character).where(Character.original_sha256 == digest)).first()
+        return _character(row) if row else None
+
+    def get(self, character_id: int) -> CharacterRecord:
+        """One character. Raises NotFound."""
+        row = self._session.get(Character, character_id)
+        if row is None:
+            raise NotFound(f"no character with id {character_id}")
+        return _character(row)
+
+    def original(self, character_id: int) -> bytes:
+        """The exact bytes of the imported file. Raises NotFound."""
+        row = self._session.get(Character, character_id)
+        if row is None:
+            raise NotFound(f"no character with id {character_id}")
+        return row.original
+
+    def by_name(self, name: str) -> list[CharacterRecord]:
+        """Characters whose name equals `name`, case-insensitively, newest first."""
+        query = select(Character).where(func.lower(Character.name) == name.lower()).order_by(Character.id.desc())
+        return [_character(row) for row in self._session.scalars(query)]
+
+    def all(self) -> list[CharacterRecord]:
+        """Every character, by name."""
+        return [_character(row) for row in self._session.scalars(select(Character).order_by(Character.name, Character.id))]
+
+    def count(self) -> int:
+        """How many characters are stored."""
+        return int(self._session.scalar(select(func.count()).select_from(Character)) or 0)
+
+
+class PlaythroughRepository:
+    """Playthroughs: add, get, list newest first, move the head, touch."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def add(self, *, character_id: int, title: str, user_name: str, session_id: int) -> PlaythroughRecord:
+        """Insert a playthrough rooted at `session_id` (also its head)."""
+        now = datetime.now(UTC)
+        row = Playthrough(character_id=character_id, title=title, user_name=user_name, root_session_id=session_id,
+                          head_session_id=session_id, created_at=now, updated_at=now)
+        self._session.add(row)
+        self._session.flush()
+        return _playthrough(row)
+
+    def get(self, playthrough_id: int) -> PlaythroughRecord:
+        """One playthrough. Raises NotFound."""
+        row = self._session.get(Playthrough, playthrough_id)
+        if row is None:
+            raise NotFound(f"no playthrough with id {playthrough_id}")
+        return _playthrough(row)
+
+    def list(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughRecord]:
+        """Playthroughs, most recently played first (then newest id first)."""
+        query = select(Playthrough).order_by(Playthrough.updated_at.desc(), Playthrough.id.desc())
+        if character_id is not None:
+            query = query.where(Playthrough.character_id == character_id)
+        if limit is not None:
+            query = query.limit(limit)
+        return [_playthrough(row) for row in self._session.scalars(query)]
+
+    def touch(self, playthrough_id: int) -> None:
+        """Mark the playthrough as just played (it sorts first)."""
+        row = self._session.get(Playthrough, playthrough_id)
+        if row is None:
+            raise NotFound(f"no playthrough with id {playthrough_id}")
+        row.updated_at = datetime.now(UTC)
+        self._session.flush()
+
+    def message_counts(self, session_ids: list[int]) -> dict[int, int]:
+        """Own message-event counts per session (for list views)."""
+        if not session_ids:
+            return {}
+        kinds = ["user/message", "assistant/message", "assistant/attempt"]
+        query = (select(EventRow.session_id, func.count()).where(EventRow.session_id.in_(session_ids))
+                 .where(EventRow.kind.in_(kinds)).group_by(EventRow.session_id))
+        return {sid: int(n) for sid, n in self._session.execute(query)}
