@@ -165,12 +165,13 @@ async def run_step(
                 finished = event
                 continue
             if isinstance(event, (TextDelta, ReasoningDelta)):
-                yield event
+                # Checkpoint before handing the delta on: what the caller has seen is durable.
                 if clock() - last_checkpoint >= checkpoint_every:
                     body = {"content": "".join(parts[checkpointed[0]:]), "reasoning": "".join(reasoning[checkpointed[1]:])}
                     log.append(session_id, [NewEvent(EventKind.STREAM_CHECKPOINT, None, body)])
                     checkpointed = (len(parts), len(reasoning))
                     last_checkpoint = clock()
+                yield event
     except (asyncio.CancelledError, GeneratorExit):
         _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"cancelled": True})
         raise

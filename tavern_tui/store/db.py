@@ -87,7 +87,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     if current == target:
         return
     script = ScriptDirectory.from_config(_alembic_config())
-    if current is not None and script.get_revision(current) is None:
+    if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
         raise StoreError(f"database is at schema revision {current}, which this tavern-tui does not know (newer version?)")
     logger.info("migrating database from %s to %s", current, target)
     config = _alembic_config()

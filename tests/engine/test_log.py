@@ -1,0 +1,84 @@
+"""The message surface: derive_messages, inspect/page, origin helpers (seed 000 §1, seed 001)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tavern_tui.engine.events import EventKind, NewEvent, Origin, effective_origin, is_agent, is_customer, parse_origin
+from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, derive_messages, inspect, page
+from tavern_tui.engine.memory import MemoryLog
+from tavern_tui.errors import OriginError
+
+
+def _log_with(*events: NewEvent) -> tuple[MemoryLog, int]:
+    log = MemoryLog()
+    sid = log.create_session()
+    log.append(sid, list(events))
+    return log, sid
+
+
+def test_surface_keeps_only_message_kinds_and_the_newest_system_section_first() -> None:
+    log, sid = _log_with(
+        NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "greeting"}, Origin.ENGINE, "opening"),
+        NewEvent(EventKind.INBOX_SPLICED, "user", {"op": "insert", "messages": [{"role": "user", "content": "hi"}]}),
+        NewEvent(EventKind.INBOX_SPLICED, None, {"op": "claim", "count": 1}),
+        NewEvent(EventKind.SYSTEM_MESSAGE, "system", {"content": "old system"}, source=SYSTEM_PROMPT_SOURCE),
+        NewEvent(EventKind.USER_MESSAGE, "user", {"content": "hi"}),
+        NewEvent(EventKind.REQUEST_HEADER, None, {"model": "m"}),
+        NewEvent(EventKind.STREAM_CHECKPOINT, None, {"content": "Hel"}),
+        NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "Hello"}),
+        NewEvent(EventKind.SYSTEM_MESSAGE, "system", {"content": "new system"}, source=SYSTEM_PROMPT_SOURCE),
+        NewEvent(EventKind.USER_MESSAGE, "user", {"content": "again"}),
+        NewEvent(EventKind.ASSISTANT_ATTEMPT, "assistant", {"content": "", "error": {"category": "server"}}),
+        NewEvent(EventKind.ASSISTANT_ATTEMPT, "assistant", {"content": "Partial", "cancelled": True}),
+    )
+    surface = derive_messages(log, sid)
+    assert [(m.role, m.content) for m in surface] == [
+        ("system", "new system"), ("assistant", "greeting"), ("user", "hi"), ("assistant", "Hello"),
+        ("user", "again"), ("assistant", "Partial")]
+    assert surface[-1].partial and not surface[3].partial
+    assert surface[0].ref == (sid, 9)
+    assert [m.to_request() for m in surface[1:3]] == [{"role": "assistant", "content": "greeting"},
+                                                       {"role": "user", "content": "hi"}]
+
+
+def test_through_seq_pins_an_earlier_surface() -> None:
+    log, sid = _log_with(*(NewEvent(EventKind.USER_MESSAGE, "user", {"content": str(i)}) for i in range(1, 6)))
+    assert [m.content for m in derive_messages(log, sid, through_seq=3)] == ["1", "2", "3"]
+
+
+def test_page_reads_a_stable_bounded_slice_of_a_snapshot() -> None:
+    log, sid = _log_with(*(NewEvent(EventKind.USER_MESSAGE, "user", {"content": str(i)}) for i in range(1, 11)))
+    snap = inspect(log, sid)
+    assert snap.through_seq == 10
+    log.append(sid, [NewEvent(EventKind.USER_MESSAGE, "user", {"content": "late"})])
+    last = page(log, snap, offset=-3, limit=3)
+    assert (last.offset, last.total, [m.content for m in last.messages]) == (7, 10, ["8", "9", "10"])
+    first = page(log, snap, offset=0, limit=4)
+    assert [m.content for m in first.messages] == ["1", "2", "3", "4"]
+    beyond = page(log, snap, offset=50, limit=4)
+    assert beyond.messages == [] and beyond.offset == 10
+
+
+@pytest.mark.parametrize(("role", "origin", "person", "model"), [
+    ("user", None, True, False),
+    ("user", "customer", True, False),
+    ("user", "agent", False, False),  # impersonation: a user line the model wrote
+    ("user", "engine", False, False),  # context delivered as a user message
+    ("assistant", None, False, True),
+    ("assistant", "engine", False, False),  # the greeting
+    ("assistant", "operator", False, False),  # a reply the person rewrote
+])
+def test_origin_helpers_follow_seed_001(role: str, origin: str | None, person: bool, model: bool) -> None:
+    assert is_customer(role, origin) is person
+    assert is_agent(role, origin) is model
+
+
+def test_origin_absent_means_natural_producer_and_unknown_is_refused() -> None:
+    assert effective_origin("user", None) is Origin.CUSTOMER
+    assert effective_origin("assistant", "") is Origin.AGENT
+    assert effective_origin("assistant", "engine") is Origin.ENGINE
+    assert parse_origin(" Operator ") is Origin.OPERATOR
+    with pytest.raises(OriginError) as info:
+        parse_origin("human")
+    assert "'human'" in str(info.value) and "customer, agent, engine, operator" in str(info.value)

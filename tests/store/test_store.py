@@ -1,0 +1,185 @@
+"""The store: migrate on open, SQLite settings, gapless append-only events, forks by pointer."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect as sa_inspect, text
+
+from tavern_tui.engine.events import EventKind, NewEvent, Origin, body_hash
+from tavern_tui.errors import NotFound, OriginError, StoreError
+from tavern_tui.store.db import current_revision, head_revision, make_engine, upgrade
+from tavern_tui.store.store import Store
+
+
+def _msg(content: str, role: str = "user") -> NewEvent:
+    kind = EventKind.USER_MESSAGE if role == "user" else EventKind.ASSISTANT_MESSAGE
+    return NewEvent(kind, role, {"content": content})
+
+
+def test_fresh_database_is_created_at_head_with_every_table(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'sub' / 'new.db'}")
+    try:
+        assert current_revision(store.engine) == head_revision() == "0001"
+        tables = set(sa_inspect(store.engine).get_table_names())
+        assert {"characters", "world_books", "presets", "personas", "sessions", "playthroughs", "events",
+                "alembic_version"} <= tables
+        columns = {c["name"] for c in sa_inspect(store.engine).get_columns("events")}
+        assert {"session_id", "seq", "kind", "role", "origin", "source", "body", "body_sha256", "created_at"} <= columns
+        session_columns = {c["name"] for c in sa_inspect(store.engine).get_columns("sessions")}
+        assert {"parent_id", "fork_seq"} <= session_columns
+    finally:
+        store.close()
+
+
+def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'wal.db'}")
+    try:
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    finally:
+        store.close()
+
+
+def test_reopening_keeps_data_and_upgrade_is_idempotent(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'twice.db'}"
+    first = Store(url)
+    sid = first.events.create_session()
+    first.events.append(sid, [_msg("kept")])
+    first.close()
+    second = Store(url)
+    try:
+        assert [e.content for e in second.events.surface_events(sid)] == ["kept"]
+        upgrade(second.engine)  # already at head: no-op
+        assert current_revision(second.engine) == "0001"
+    finally:
+        second.close()
+
+
+def test_an_older_empty_database_is_upgraded_on_open(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    with engine.begin() as conn:  # a database some other tool created: no alembic_version yet
+        conn.exec_driver_sql("CREATE TABLE unrelated (x INTEGER)")
+    engine.dispose()
+    store = Store(url)
+    try:
+        assert current_revision(store.engine) == "0001"
+        assert "unrelated" in sa_inspect(store.engine).get_table_names()
+    finally:
+        store.close()
+
+
+def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'future.db'}"
+    Store(url).close()
+    with sqlite3.connect(tmp_path / "future.db") as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    with pytest.raises(StoreError, match="9999"):
+        Store(url)
+
+
+def test_bad_url_is_a_clear_error() -> None:
+    with pytest.raises(StoreError, match="not a database URL"):
+        Store("definitely not a url")
+
+
+def test_seq_is_gapless_from_one_and_hash_is_sha256_of_stored_body(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'seq.db'}")
+    try:
+        a = store.events.create_session()
+        b = store.events.create_session()
+        store.events.append(a, [_msg("1"), _msg("2", "assistant")])
+        store.events.append(b, [_msg("x")])
+        store.events.append(a, [_msg("3")])
+        events = store.events.surface_events(a)
+        assert [e.seq for e in events] == [1, 2, 3]
+        assert [e.seq for e in store.events.surface_events(b)] == [1]
+        with store.engine.connect() as conn:
+            rows = conn.execute(text("SELECT seq, body, body_sha256 FROM events WHERE session_id = :s ORDER BY seq"),
+                                {"s": a}).all()
+        assert rows[0].body == '{"content":"1"}'
+        import hashlib
+
+        assert rows[0].body_sha256 == hashlib.sha256(b'{"content":"1"}').hexdigest() == body_hash(rows[0].body)
+        assert store.events.head_seq(a) == 3
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("statement", ["UPDATE events SET body = '{}'", "DELETE FROM events"])
+def test_sqlite_triggers_refuse_update_and_delete(tmp_path: Path, statement: str) -> None:
+    path = tmp_path / "ao.db"
+    store = Store(f"sqlite:///{path}")
+    sid = store.events.create_session()
+    store.events.append(sid, [_msg("original")])
+    store.close()
+    with sqlite3.connect(path) as conn, pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute(statement)
+    reopened = Store(f"sqlite:///{path}")
+    try:
+        assert [e.content for e in reopened.events.surface_events(sid)] == ["original"]
+    finally:
+        reopened.close()
+
+
+def test_origin_outside_the_closed_set_is_refused_before_and_by_the_database(tmp_path: Path) -> None:
+    with pytest.raises(OriginError, match="'robot'.*customer, agent, engine, operator"):
+        NewEvent(EventKind.USER_MESSAGE, "user", {"content": "x"}, origin="robot")  # type: ignore[arg-type]
+    path = tmp_path / "origin.db"
+    store = Store(f"sqlite:///{path}")
+    sid = store.events.create_session()
+    store.close()
+    with sqlite3.connect(path) as conn, pytest.raises(sqlite3.IntegrityError, match="origin"):
+        conn.execute("INSERT INTO events (session_id, seq, kind, role, origin, body, body_sha256, created_at) "
+                     "VALUES (?, 1, 'user/message', 'user', 'robot', '{}', '', '2026-01-01')", (sid,))
+
+
+def test_append_to_a_missing_session_raises_not_found(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'nf.db'}")
+    try:
+        with pytest.raises(NotFound):
+            store.events.append(42, [_msg("x")])
+        with pytest.raises(NotFound):
+            store.events.create_session(parent_id=42, fork_seq=1)
+    finally:
+        store.close()
+
+
+def test_fork_surface_is_parent_through_fork_seq_then_own_events_without_copying(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'fork.db'}")
+    try:
+        log = store.events
+        root = log.create_session()
+        log.append(root, [_msg("u1"), _msg("a1", "assistant"), _msg("u2"), _msg("a2", "assistant")])
+        child = log.create_session(parent_id=root, fork_seq=2)
+        log.append(child, [_msg("u2-alt")])
+        grandchild = log.create_session(parent_id=child, fork_seq=1)
+        log.append(grandchild, [_msg("a2-alt", "assistant")])
+        assert [e.content for e in log.surface_events(child)] == ["u1", "a1", "u2-alt"]
+        assert [e.content for e in log.surface_events(grandchild)] == ["u1", "a1", "u2-alt", "a2-alt"]
+        assert [(e.session_id, e.seq) for e in log.surface_events(grandchild)] == [(root, 1), (root, 2), (child, 1), (grandchild, 1)]
+        # The fork's own seq starts at 1; the parent's rows were not copied.
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM events")).scalar() == 6
+        # The parent's later events stay out of the fork.
+        log.append(root, [_msg("u3")])
+        assert "u3" not in [e.content for e in log.surface_events(child)]
+    finally:
+        store.close()
+
+
+def test_origin_is_stored_only_when_declared(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'o.db'}")
+    try:
+        sid = store.events.create_session()
+        store.events.append(sid, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "hi"}, Origin.ENGINE, "opening"),
+                                  _msg("me")])
+        with store.engine.connect() as conn:
+            origins = conn.execute(text("SELECT origin FROM events ORDER BY seq")).scalars().all()
+        assert origins == ["engine", None]
+    finally:
+        store.close()

@@ -1,0 +1,109 @@
+"""The `tavern` command line end to end, in real subprocesses, against the loopback SSE server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.loopback import LoopbackServer, sse_chunks_for
+
+SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+
+
+def _run(args: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tavern_tui", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.fixture
+def cli_env(isolated_profile: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAVERN_")}
+    env["TAVERN_HOME"] = str(isolated_profile)
+    return env
+
+
+def test_import_json_lists_results_and_fails_on_a_broken_file(cli_env: dict[str, str], corpus_dir: Path,
+                                                             tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"spec": "chara_card_v2", "data": {}}', encoding="utf-8")
+    done = _run(["import", "--json", str(corpus_dir / "cards" / "skynet_v1_legacy.png"), str(broken)], cli_env)
+    assert done.returncode == 1
+    results = json.loads(done.stdout)
+    assert [(r["kind"], r["name"], r["error"] is None) for r in results] == [("character", "Skynet", True),
+                                                                             ("character", None, False)]
+    assert isinstance(results[0]["id"], int) and str(broken) in results[1]["error"]
+    ok = _run(["import", str(corpus_dir / "cards")], cli_env)
+    assert ok.returncode == 0
+    assert ok.stdout.count("imported character") == 6 and "already imported" in ok.stdout
+
+
+def test_chat_against_a_loopback_server_then_a_new_process_reads_the_session(cli_env: dict[str, str],
+                                                                             corpus_dir: Path) -> None:
+    assert _run(["import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")], cli_env).returncode == 0
+    with LoopbackServer() as server:
+        server.enqueue_sse(sse_chunks_for("*Seraphina tends to your wounds.* Rest now.", pieces=4, usage=(321, 12)))
+        env = {**cli_env, "TAVERN_API_BASE": server.base_url, "TAVERN_MODEL": "loop-1", "TAVERN_API_KEY": SECRET}
+        chat = _run(["chat", "Seraphina", "--say", "Where am I?"], env)
+        assert chat.returncode == 0, chat.stderr
+        assert chat.stdout.strip() == "*Seraphina tends to your wounds.* Rest now."
+        assert "openai-compatible · loop-1" in chat.stderr
+        request = server.requests[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {SECRET}"
+    body = request.json
+    assert body["model"] == "loop-1" and body["stream"] is True
+    assert [m["role"] for m in body["messages"]] == ["system", "assistant", "user"]
+    assert body["messages"][0]["content"].startswith("Write Seraphina's next reply in a fictional chat between Seraphina and User.")
+    assert body["messages"][2]["content"] == "Where am I?"
+
+    shown = _run(["show", "1", "--json"], cli_env)  # a new process, no provider settings
+    assert shown.returncode == 0, shown.stderr
+    messages = json.loads(shown.stdout)["messages"]
+    assert [(m["role"], m["origin"], m["kind"]) for m in messages] == [
+        ("assistant", "engine", "assistant/message"),
+        ("user", "customer", "user/message"),
+        ("assistant", "agent", "assistant/message"),
+    ]
+    assert messages[1]["content"] == "Where am I?"
+    assert messages[2]["content"] == "*Seraphina tends to your wounds.* Rest now."
+    sessions = json.loads(_run(["sessions", "--json"], cli_env).stdout)
+    assert [(s["id"], s["character"], s["messages"]) for s in sessions] == [(1, "Seraphina", 3)]
+    # The key never reaches the database.
+    db = Path(cli_env["TAVERN_HOME"]) / "data" / "tavern.sqlite3"
+    stored = b"".join(p.read_bytes() for p in db.parent.glob("tavern.sqlite3*"))
+    assert SECRET.encode() not in stored
+
+
+def test_chat_reports_a_classified_error_and_keeps_nothing_it_did_not_get(cli_env: dict[str, str],
+                                                                        corpus_dir: Path) -> None:
+    assert _run(["import", str(corpus_dir / "cards" / "skynet_v1_legacy.png")], cli_env).returncode == 0
+    with LoopbackServer() as server:
+        server.enqueue_json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+        env = {**cli_env, "TAVERN_API_BASE": server.base_url, "TAVERN_API_KEY": SECRET}
+        chat = _run(["chat", "Skynet", "--say", "status report"], env)
+    assert chat.returncode == 1
+    assert "error (authentication)" in chat.stderr and "Incorrect API key" in chat.stderr
+    assert SECRET not in chat.stderr and SECRET not in chat.stdout
+    shown = json.loads(_run(["show", "1", "--json"], cli_env).stdout)["messages"]
+    assert [m["role"] for m in shown] == ["assistant", "user"]  # the greeting and what was said; no empty reply
+
+
+def test_chat_without_an_endpoint_uses_the_labelled_demo(cli_env: dict[str, str], corpus_dir: Path) -> None:
+    assert _run(["import", str(corpus_dir / "cards" / "coding_sensei_v2.png")], cli_env).returncode == 0
+    chat = _run(["chat", "coding sensei", "--say", "hello"], cli_env)
+    assert chat.returncode == 0, chat.stderr
+    assert "[demo reply" in chat.stdout and "demo · demo" in chat.stderr
+    new = _run(["chat", "Coding Sensei", "--say", "again", "--new"], cli_env)
+    assert "started playthrough 2" in new.stderr
+    listed = json.loads(_run(["sessions", "--json"], cli_env).stdout)
+    assert [s["id"] for s in listed] == [2, 1]
+
+
+def test_unknown_character_is_a_clear_error(cli_env: dict[str, str]) -> None:
+    done = _run(["chat", "Nobody", "--say", "hi"], cli_env)
+    assert done.returncode == 1 and "no character named 'Nobody'" in done.stderr
