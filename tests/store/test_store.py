@@ -106,6 +106,10 @@ def test_seq_is_gapless_from_one_and_hash_is_sha256_of_stored_body(tmp_path: Pat
 
         assert rows[0].body_sha256 == hashlib.sha256(b'{"content":"1"}').hexdigest() == body_hash(rows[0].body)
         assert store.events.head_seq(a) == 3
+        appended = store.events.append(b, [_msg("timed")])[0]
+        read_back = store.events.surface_events(b)[-1]
+        assert read_back.created_at == appended.created_at and read_back.created_at.tzinfo is not None
+        assert (read_back.body_text, read_back.body_sha256) == (appended.body_text, appended.body_sha256)
     finally:
         store.close()
 

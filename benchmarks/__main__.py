@@ -1,0 +1,138 @@
+"""Runs the named benchmarks and prints figures with their ratio to the target.
+
+    python -m benchmarks                 # all
+    python -m benchmarks event_append    # one
+    python -m benchmarks --json out.json
+
+Targets come from shared/research/performance-anchors.md §7 (B3, B4, B8). A ratio below 1.0
+means inside the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tavern_tui.engine.events import EventKind, NewEvent
+from tavern_tui.engine.log import derive_messages, inspect, page
+from tavern_tui.store.store import Store
+
+Result = dict[str, object]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def _body(i: int) -> dict[str, object]:
+    return {"content": ("Seraphina turns the page. " * 24)[: 400 + i % 200]}
+
+
+def event_append(workdir: Path, n: int = 5000) -> Result:
+    """B3: one transaction per event through EventLog, WAL + NORMAL. Target ≥ 5,000 events/s, p99 ≤ 2 ms."""
+    store = Store(f"sqlite:///{workdir / 'append.db'}")
+    sid = store.events.create_session()
+    kinds = [(EventKind.USER_MESSAGE, "user"), (EventKind.ASSISTANT_MESSAGE, "assistant")]
+    latencies = []
+    start = time.perf_counter()
+    for i in range(n):
+        kind, role = kinds[i % 2]
+        t0 = time.perf_counter()
+        store.events.append(sid, [NewEvent(kind, role, _body(i))])
+        latencies.append((time.perf_counter() - t0) * 1000)
+    elapsed = time.perf_counter() - start
+    wal = workdir / "append.db-wal"
+    store.close()
+    rate = n / elapsed
+    p99 = _pct(latencies, 0.99)
+    return {"events": n, "events_per_s": round(rate), "p50_ms": round(_pct(latencies, 0.5), 3), "p99_ms": round(p99, 3),
+            "wal_bytes": wal.stat().st_size if wal.exists() else 0,
+            "ratio_rate": round(5000 / rate, 2), "ratio_p99": round(p99 / 2.0, 2)}
+
+
+def session_open_query(workdir: Path, sessions: int = 200, per_session: int = 500, iterations: int = 50) -> Result:
+    """B4: last 50 visible messages of a 5-deep fork in a 100k-event database. Target p95 ≤ 3 ms.
+
+    Measures `page(inspect(...), -50, 50)` on the fork, which today derives the whole surface
+    and slices it (see the note printed with the figures).
+    """
+    store = Store(f"sqlite:///{workdir / 'open.db'}")
+    log = store.events
+    roots = []
+    for s in range(sessions - 5):
+        sid = log.create_session()
+        log.append(sid, [NewEvent(EventKind.USER_MESSAGE if i % 2 == 0 else EventKind.ASSISTANT_MESSAGE,
+                                  "user" if i % 2 == 0 else "assistant", _body(i)) for i in range(per_session)])
+        roots.append(sid)
+    parent = roots[0]
+    for depth in range(5):  # a chain of forks, each forking near its parent's end and adding 20 events
+        child = log.create_session(parent_id=parent, fork_seq=log.head_seq(parent) - 10)
+        log.append(child, [NewEvent(EventKind.USER_MESSAGE, "user", _body(i)) for i in range(20)])
+        parent = child
+    times = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        result = page(log, inspect(log, parent), offset=-50, limit=50)
+        times.append((time.perf_counter() - t0) * 1000)
+    assert len(result.messages) == 50
+    total = len(derive_messages(log, parent))
+    store.close()
+    p95 = _pct(times, 0.95)
+    return {"events_in_db": (sessions - 5) * per_session + 100, "fork_depth": 5, "surface_messages": total,
+            "p50_ms": round(statistics.median(times), 2), "p95_ms": round(p95, 2), "ratio_p95": round(p95 / 3.0, 2)}
+
+
+def fork_create(workdir: Path, n: int = 200) -> Result:
+    """B8 (first half): creating a fork is one row, no copying. Target ≤ 5 ms per fork."""
+    store = Store(f"sqlite:///{workdir / 'fork.db'}")
+    log = store.events
+    root = log.create_session()
+    log.append(root, [NewEvent(EventKind.USER_MESSAGE, "user", _body(i)) for i in range(5000)])
+    times = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        log.create_session(parent_id=root, fork_seq=2500 + i)
+        times.append((time.perf_counter() - t0) * 1000)
+    store.close()
+    p95 = _pct(times, 0.95)
+    return {"forks": n, "p50_ms": round(statistics.median(times), 3), "p95_ms": round(p95, 3), "ratio_p95": round(p95 / 5.0, 2)}
+
+
+BENCHMARKS: dict[str, Callable[[Path], Result]] = {
+    "event_append": event_append,
+    "session_open_query": session_open_query,
+    "fork_create": fork_create,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen benchmarks (all by default) and print one line of figures each."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"one of {', '.join(BENCHMARKS)} (default: all)")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    names = args.names or list(BENCHMARKS)
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    results: dict[str, Result] = {}
+    print(f"# {platform.python_implementation()} {platform.python_version()} on {platform.machine()}")
+    for name in names:
+        with tempfile.TemporaryDirectory() as tmp:
+            results[name] = BENCHMARKS[name](Path(tmp))
+        print(f"{name:<20} " + "  ".join(f"{k}={v}" for k, v in results[name].items()), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
