@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import aclosing
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -154,24 +155,26 @@ async def run_step(
     usage: Usage | None = None
     finished: Finished | None = None
     try:
-        async for event in provider.stream(request):
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-            elif isinstance(event, ReasoningDelta):
-                reasoning.append(event.text)
-            elif isinstance(event, Usage):
-                usage = event
-            elif isinstance(event, Finished):
-                finished = event
-                continue
-            if isinstance(event, (TextDelta, ReasoningDelta)):
-                # Checkpoint before handing the delta on: what the caller has seen is durable.
-                if clock() - last_checkpoint >= checkpoint_every:
-                    body = {"content": "".join(parts[checkpointed[0]:]), "reasoning": "".join(reasoning[checkpointed[1]:])}
-                    log.append(session_id, [NewEvent(EventKind.STREAM_CHECKPOINT, None, body)])
-                    checkpointed = (len(parts), len(reasoning))
-                    last_checkpoint = clock()
-                yield event
+        # aclosing: a consumer that stops early closes the provider's HTTP response at once.
+        async with aclosing(provider.stream(request)) as stream:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                elif isinstance(event, ReasoningDelta):
+                    reasoning.append(event.text)
+                elif isinstance(event, Usage):
+                    usage = event
+                elif isinstance(event, Finished):
+                    finished = event
+                    continue
+                if isinstance(event, (TextDelta, ReasoningDelta)):
+                    # Checkpoint before handing the delta on: what the caller has seen is durable.
+                    if clock() - last_checkpoint >= checkpoint_every:
+                        body = {"content": "".join(parts[checkpointed[0]:]), "reasoning": "".join(reasoning[checkpointed[1]:])}
+                        log.append(session_id, [NewEvent(EventKind.STREAM_CHECKPOINT, None, body)])
+                        checkpointed = (len(parts), len(reasoning))
+                        last_checkpoint = clock()
+                    yield event
     except (asyncio.CancelledError, GeneratorExit):
         _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"cancelled": True})
         raise

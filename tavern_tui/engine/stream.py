@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union, runtime_checkable
 
@@ -74,8 +74,8 @@ class Provider(Protocol):
     name: str
     model: str
 
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one completion.
+    def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        """Stream one completion (an async generator, so the engine can `aclose()` it early).
 
         Yields `TextDelta`, `ReasoningDelta`, `Usage` and finally `Finished`.
 

@@ -1,0 +1,274 @@
+"""Provides the mapping from HTTP answers, in-band stream errors and httpx exceptions to `ProviderError`s.
+
+The error body shape is the OpenAI chat-completions one,
+`{"error": {"message": str, "type": str, "param": str | None, "code": str | None}}`.
+Servers that only claim compatibility also send `{"error": "text"}`, a bare
+`{"message": ..., "type": ..., "code": ...}` (vLLM) or `{"error": {"code": 502, ...}}`
+(OpenRouter); all are read.
+
+Every message passes through `redact` so it can never carry the API key: callers pass
+the key in `secrets`, and bearer tokens / `sk-…` keys are masked regardless.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from tavern_tui.errors import (
+    AuthenticationError,
+    BadRequestError,
+    NetworkError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    ServerError,
+)
+
+__all__ = [
+    "MAX_SERVER_MESSAGE",
+    "classify_http_error",
+    "classify_stream_error",
+    "from_httpx_exception",
+    "redact",
+]
+
+MAX_SERVER_MESSAGE = 300
+"""Characters of the server's own message kept in ours (an HTML error page can be huge)."""
+
+_TOKEN_PATTERNS = (
+    re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+"),
+    re.compile(r"\bsk-[A-Za-z0-9_\-*]{6,}"),
+)
+_QUOTA_WORDS = ("insufficient_quota", "quota", "rate_limit", "rate limit", "too many requests")
+_AUTH_CODES = {"invalid_api_key", "authentication_error", "permission_error", "unauthorized", "forbidden"}
+_BAD_REQUEST_CODES = {
+    "invalid_request_error", "context_length_exceeded", "model_not_found", "invalid_value",
+    "not_found_error", "string_above_max_length",
+}
+_SERVER_CODES = {"server_error", "api_error", "overloaded_error", "internal_error", "service_unavailable"}
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove secrets from `text`.
+
+    Args:
+        text: any message about to be shown or raised.
+        secrets: exact strings to mask (the API key); empty strings are ignored.
+
+    Returns:
+        `text` with each secret replaced by "***", and any `Bearer <token>` or `sk-…`
+        key-shaped word masked too (servers echo keys back in 401 messages).
+    """
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = _TOKEN_PATTERNS[0].sub(r"\1 ***", text)
+    return _TOKEN_PATTERNS[1].sub("sk-***", text)
+
+
+def _shorten(text: str, limit: int = MAX_SERVER_MESSAGE) -> str:
+    text = " ".join(text.split())  # one line: the status bar and the trace want no newlines
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error_object(parsed: Any) -> dict[str, Any] | None:
+    """Find the OpenAI-style error dict in a parsed body, whatever variant the server used."""
+    if not isinstance(parsed, dict):
+        return None
+    err = parsed.get("error")
+    if isinstance(err, dict):
+        return err
+    if isinstance(err, str) and err:
+        return {"message": err}
+    if "message" in parsed or "detail" in parsed:
+        return parsed
+    return None
+
+
+def _message_of(err: Mapping[str, Any]) -> str:
+    message = err.get("message") or err.get("detail") or ""
+    if not isinstance(message, str):
+        message = json.dumps(message, ensure_ascii=False)
+    return message
+
+
+def _text_of(body: bytes | str | None) -> str:
+    if body is None:
+        return ""
+    if isinstance(body, bytes):
+        return body.decode("utf-8", errors="replace")
+    return body
+
+
+def _is_quota(err: Mapping[str, Any], *, message: bool) -> bool:
+    """True when `code`/`type` (and, if asked, the message) name a quota or rate limit."""
+    keys = ("code", "type", "message") if message else ("code", "type")
+    words = " ".join(str(err.get(k) or "") for k in keys).lower()
+    return any(word in words for word in _QUOTA_WORDS)
+
+
+def _http_status(value: Any) -> int | None:
+    """Read a status from an in-band field that may be an int or a numeric string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 100 <= value <= 599:
+        return value
+    if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+        return int(value)
+    return None
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> str:
+    for key, value in (headers or {}).items():
+        if key.lower() == "retry-after":
+            return _shorten(str(value), 20)
+    return ""
+
+
+def _classify_status(
+    status: int, err: Mapping[str, Any] | None, detail: str, *, where: str, retry_after: str, secrets: list[str]
+) -> ProviderError:
+    """Pick the subclass for an HTTP status (and the error object's code/type)."""
+    param = err.get("param") if err else None
+    param = param if isinstance(param, str) and param else None
+
+    def make(cls: type[ProviderError], label: str) -> ProviderError:
+        return cls(redact(f"{label} ({where}HTTP {status}): {detail}", secrets), status=status, param=param)
+
+    if status in (429, 402) or (err is not None and 400 <= status < 500 and _is_quota(err, message=False)):
+        label = "Rate limited or out of quota"
+        if retry_after:
+            label += f", retry after {retry_after} s"
+        return make(RateLimitError, label)
+    if status in (401, 403):
+        label = "The endpoint rejected the API key" if status == 401 else "The endpoint refused access"
+        return make(AuthenticationError, label)
+    if status == 404:
+        return make(BadRequestError, "Not found — check the base URL and the model name")
+    if status == 413:
+        return make(BadRequestError, "The request is too large for the endpoint")
+    if status in (400, 422):
+        blamed = f" (parameter {param!r})" if param else ""
+        return make(BadRequestError, f"The endpoint rejected the request{blamed}")
+    if status == 408:
+        return make(ProviderTimeout, "The endpoint timed out handling the request")
+    if 500 <= status <= 599:
+        return make(ServerError, "The endpoint failed on its side")
+    return make(ProviderError, "Unexpected answer from the endpoint")
+
+
+def classify_http_error(
+    status: int,
+    body: bytes | str | None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    secrets: Iterable[str] = (),
+) -> ProviderError:
+    """Turn a non-2xx HTTP answer into the matching `ProviderError` subclass.
+
+    Args:
+        status: the HTTP status code.
+        body: the response body (bytes or text; JSON error object or anything else).
+        headers: response headers; `Retry-After` is mentioned in a rate-limit message.
+        secrets: strings that must not appear in the message (the API key).
+
+    Returns:
+        (not raised) 429, 402, or any 4xx whose `code`/`type` names a quota or rate limit
+        (`insufficient_quota`, `rate_limit_exceeded`) → RateLimitError; 401/403 →
+        AuthenticationError; 400/404/413/422 → BadRequestError with `param` from the
+        error object; 408 → ProviderTimeout; 5xx → ServerError; anything else → ProviderError.
+        The message is one plain line that includes the server's own message, shortened
+        to `MAX_SERVER_MESSAGE` characters. Status meanings follow RFC 9110 and the
+        OpenAI API error-code table.
+    """
+    secret_list = [s for s in secrets if s]
+    text = _text_of(body)
+    try:
+        parsed: Any = json.loads(text) if text.strip() else None
+    except ValueError:
+        parsed = None
+    err = _error_object(parsed)
+    server_message = _message_of(err) if err else text
+    detail = _shorten(redact(server_message, secret_list)) or "(no message)"
+    return _classify_status(status, err, detail, where="", retry_after=_retry_after(headers), secrets=secret_list)
+
+
+def classify_stream_error(obj: Mapping[str, Any], *, secrets: Iterable[str] = ()) -> ProviderError:
+    """Turn an in-band error object received mid-stream into a `ProviderError`.
+
+    Args:
+        obj: the parsed SSE `data` JSON, either `{"error": {...}}` or the error dict itself.
+            Read fields: `message`, `type`, `code` (string, or a numeric status as
+            OpenRouter sends), `param`, `status`/`status_code`.
+        secrets: strings that must not appear in the message (the API key).
+
+    Returns:
+        (not raised) a numeric status is classified like `classify_http_error`;
+        otherwise `code`/`type`/message decide: quota or rate limit → RateLimitError,
+        key/permission → AuthenticationError, invalid request → BadRequestError,
+        anything else → ServerError (the server broke the stream). OpenAI-compatible
+        servers send these as `data: {"error": {...}}` lines after a 200 status.
+    """
+    secret_list = [s for s in secrets if s]
+    err = _error_object(obj) or (dict(obj) if isinstance(obj, Mapping) else {})
+    message = _message_of(err) or json.dumps(err, default=str, ensure_ascii=False)
+    detail = _shorten(redact(message, secret_list)) or "(no message)"
+    status = _http_status(err.get("status")) or _http_status(err.get("status_code")) or _http_status(err.get("code"))
+    if status is not None and status >= 400:
+        return _classify_status(status, err, detail, where="in-stream, ", retry_after="", secrets=secret_list)
+    code = " ".join(str(err.get(k) or "") for k in ("code", "type")).strip().lower()
+    param = err.get("param") if isinstance(err.get("param"), str) and err.get("param") else None
+    tags = f" [{_shorten(redact(code, secret_list), 60)}]" if code else ""
+
+    def make(cls: type[ProviderError], label: str) -> ProviderError:
+        return cls(redact(f"{label} mid-stream{tags}: {detail}", secret_list), status=status, param=param)
+
+    if _is_quota(err, message=True):
+        return make(RateLimitError, "Rate limited or out of quota")
+    if any(c in code for c in _AUTH_CODES):
+        return make(AuthenticationError, "The endpoint rejected the API key")
+    if any(c in code for c in _BAD_REQUEST_CODES):
+        return make(BadRequestError, "The endpoint rejected the request")
+    if any(c in code for c in _SERVER_CODES):
+        return make(ServerError, "The endpoint failed")
+    return make(ServerError, "The endpoint reported an error")
+
+
+def from_httpx_exception(exc: BaseException, *, secrets: Iterable[str] = ()) -> ProviderError:
+    """Turn an httpx transport exception into a `ProviderError`.
+
+    Args:
+        exc: what httpx raised while connecting, sending or reading.
+        secrets: strings that must not appear in the message (the API key).
+
+    Returns:
+        (not raised) `httpx.TimeoutException` (connect/read/write/pool) → ProviderTimeout;
+        `httpx.ConnectError`, `ReadError`, `WriteError`, `RemoteProtocolError` and other
+        `httpx.TransportError`s → NetworkError; anything else → ProviderError. httpx never
+        puts request headers in its messages, and we add only the URL, so the key stays out.
+    """
+    try:
+        url = str(exc.request.url)  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):  # httpx raises RuntimeError when no request is attached
+        url = ""
+    where = f" ({url})" if url else ""
+    reason = _shorten(str(exc) or type(exc).__name__, 200)
+    secret_list = list(secrets)
+    if isinstance(exc, httpx.TimeoutException):
+        phase = {
+            httpx.ConnectTimeout: "connecting to",
+            httpx.ReadTimeout: "waiting for",
+            httpx.WriteTimeout: "sending to",
+            httpx.PoolTimeout: "waiting for a free connection to",
+        }.get(type(exc), "talking to")
+        return ProviderTimeout(redact(f"Timed out {phase} the endpoint{where}: {reason}", secret_list))
+    if isinstance(exc, httpx.ConnectError):
+        return NetworkError(redact(f"Could not connect to the endpoint{where}: {reason}", secret_list))
+    if isinstance(exc, httpx.TransportError):
+        return NetworkError(redact(f"The connection to the endpoint broke{where}: {reason}", secret_list))
+    return ProviderError(redact(f"Request to the endpoint failed{where}: {reason}", secret_list))

@@ -1,0 +1,361 @@
+"""Provides the streaming adapter for OpenAI-compatible `POST /chat/completions` endpoints.
+
+Wire format (OpenAI chat-completions streaming): the answer is `text/event-stream`;
+each event's `data` is a JSON "chat.completion.chunk" whose `choices[0].delta` carries
+`content` (and, on reasoning servers, `reasoning_content` or `reasoning`), the last
+choice chunk carries `finish_reason`, `stream_options.include_usage` adds a final chunk
+with `choices: []` and `usage`, and `data: [DONE]` ends the stream. Errors after the
+200 status arrive in-band as `data: {"error": {...}}`.
+
+The shape follows openai-python's `AsyncStream`: one response per attempt, parsed by a
+separate pure decoder (`sse.SSEDecoder`), closed in `finally`, retried with jittered
+exponential backoff only before anything reached the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from tavern_tui.engine.stream import ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
+from tavern_tui.errors import ProviderError, ServerError
+from tavern_tui.providers.base import ProviderSettings
+from tavern_tui.providers.errors import (
+    classify_http_error,
+    classify_stream_error,
+    from_httpx_exception,
+    redact,
+)
+from tavern_tui.providers.sse import SSEDecoder, ServerSentEvent
+
+__all__ = ["OpenAICompatProvider", "retry_delay", "RETRY_CAP"]
+
+RETRY_CAP = 10.0
+"""Longest wait between attempts, in seconds, whatever `Retry-After` asks for."""
+
+_RETRY_CATEGORIES = frozenset({"rate_limit", "server", "network"})
+
+
+class _MalformedStream(Exception):
+    """The body was not the expected format; becomes a (non-retried) ServerError."""
+
+
+def retry_delay(attempt: int, headers: Mapping[str, str] | None, backoff: float, *, cap: float = RETRY_CAP) -> float:
+    """Seconds to wait before retry number `attempt + 1`.
+
+    Args:
+        attempt: 0 for the wait after the first failed attempt, 1 after the second, …
+        headers: the failed response's headers, or None for a network error.
+            `retry-after-ms` (OpenAI) or `Retry-After` (RFC 9110 §10.2.3: seconds or an
+            HTTP date) wins when present and non-negative.
+        backoff: base delay in seconds for the exponential fallback.
+        cap: upper bound in seconds.
+
+    Returns:
+        The server's requested delay capped at `cap`, else `backoff * 2**attempt` capped at
+        `cap` and shrunk by up to 25 % random jitter (as openai-python's
+        `_calculate_retry_timeout` does), so parallel clients do not retry in lockstep.
+    """
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    asked: float | None = None
+    try:
+        if "retry-after-ms" in lowered:
+            asked = float(lowered["retry-after-ms"]) / 1000
+        elif "retry-after" in lowered:
+            asked = float(lowered["retry-after"])
+    except ValueError:
+        when = email.utils.parsedate_tz(lowered.get("retry-after", ""))
+        if when is not None:
+            asked = email.utils.mktime_tz(when) - time.time()
+    if asked is not None and asked >= 0:
+        return min(asked, cap)
+    base = min(backoff * 2**attempt, cap)
+    return base * (1 - 0.25 * random.random())
+
+
+class OpenAICompatProvider:
+    """Streams chat completions from an OpenAI-compatible endpoint over httpx.
+
+    Args:
+        settings: base URL, default model, API key and timeout (seconds, for connect and
+            for each read).
+        client: an `httpx.AsyncClient` to use; the caller keeps owning it. When None the
+            provider creates one on first use and closes it in `aclose()`.
+        max_retries: extra attempts after the first for 429, 5xx and network errors
+            (never for timeouts, malformed bodies, or once anything was yielded).
+        backoff: base of the jittered exponential delay, in seconds.
+
+    Attributes:
+        attempts: one dict per HTTP attempt of the last `stream()` call:
+            `{"status": int | None, "error": str | None (ProviderError.category),
+            "retry_delay": float | None (seconds waited before the next attempt)}`.
+    """
+
+    name = "openai-compatible"
+
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        *,
+        client: httpx.AsyncClient | None = None,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+    ) -> None:
+        self.settings = settings
+        self.model = settings.model
+        self.max_retries = max(0, max_retries)
+        self.backoff = backoff
+        self.attempts: list[dict[str, Any]] = []
+        self._client = client
+        self._owns_client = client is None
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatProvider({self.settings!r})"  # settings' repr hides the key
+
+    @property
+    def url(self) -> str:
+        """The chat-completions URL: `{base_url}/chat/completions`, trailing slash stripped."""
+        return self.settings.base_url.rstrip("/") + "/chat/completions"
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.settings.timeout))
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it; a borrowed client is left open."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def __aenter__(self) -> OpenAICompatProvider:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON body: model (omitted when none is known), messages, `stream: true`,
+        `stream_options.include_usage`, then `request.config` (which wins on conflicts)."""
+        body: dict[str, Any] = {}
+        model = request.model or self.settings.model
+        if model:
+            body["model"] = model
+        body["messages"] = request.messages
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        body.update(request.config)
+        return body
+
+    def build_headers(self) -> dict[str, str]:
+        """Request headers; `Authorization: Bearer` only when a key is set."""
+        headers = {"Accept": "text/event-stream, application/json"}
+        if self.settings.api_key:
+            headers["Authorization"] = f"Bearer {self.settings.api_key}"
+        return headers
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one completion.
+
+        Yields:
+            `ReasoningDelta`/`TextDelta` in arrival order, then at most one `Usage` (the last
+            one reported), then `Finished(finish_reason, saw_done)`.
+
+        Raises:
+            AuthenticationError, RateLimitError, BadRequestError, ServerError: from the HTTP
+                status (`classify_http_error`) or an in-band error (`classify_stream_error`),
+                the latter after the deltas that preceded it were yielded.
+            NetworkError: connection refused or broken.
+            ProviderTimeout: no answer within `settings.timeout` seconds.
+            ServerError: the body was neither an event stream nor a JSON completion.
+        """
+        self.attempts = []
+        secrets = [self.settings.api_key] if self.settings.api_key else []
+        client = self._get_client()
+        body = self.build_body(request)
+        headers = self.build_headers()
+        timeout = httpx.Timeout(self.settings.timeout)
+        for attempt in range(self.max_retries + 1):
+            record: dict[str, Any] = {"status": None, "error": None, "retry_delay": None}
+            self.attempts.append(record)
+            yielded = False
+            error: ProviderError
+            retry_headers: Mapping[str, str] | None = None
+            try:
+                # `client.stream` closes the response in its exit (a `finally`), whether we
+                # return, raise, retry, or the consumer closes this generator early.
+                async with client.stream("POST", self.url, json=body, headers=headers, timeout=timeout) as response:
+                    record["status"] = response.status_code
+                    if not response.is_success:
+                        raw = await response.aread()
+                        retry_headers = response.headers
+                        raise classify_http_error(response.status_code, raw, response.headers, secrets=secrets)
+                    async for event in self._parse(response, secrets):
+                        yielded = True
+                        yield event
+                    return
+            except ProviderError as exc:
+                error = exc
+            except httpx.HTTPError as exc:
+                error = from_httpx_exception(exc, secrets=secrets)
+                error.__cause__, error.__suppress_context__ = exc, True
+            except _MalformedStream as exc:
+                record["error"] = "server"
+                raise ServerError(redact(str(exc), secrets)) from None
+            record["error"] = error.category
+            if yielded or attempt >= self.max_retries or error.category not in _RETRY_CATEGORIES:
+                raise error
+            delay = retry_delay(attempt, retry_headers, self.backoff)
+            record["retry_delay"] = delay
+            await asyncio.sleep(delay)
+
+    async def _parse(self, response: httpx.Response, secrets: list[str]) -> AsyncIterator[StreamEvent]:
+        """Dispatch on Content-Type: a JSON completion or an event stream."""
+        content_type = response.headers.get("content-type", "").lower()
+        if content_type.startswith("application/json"):
+            raw = await response.aread()
+            if raw.lstrip()[:5] != b"data:":  # some servers mislabel SSE as JSON
+                for event in self._parse_completion(raw, secrets):
+                    yield event
+                return
+            chunks: Any = _once(raw)
+        else:
+            chunks = response.aiter_bytes()
+        async for event in self._parse_sse(chunks, content_type, secrets):
+            yield event
+
+    async def _parse_sse(self, chunks: Any, content_type: str, secrets: list[str]) -> AsyncIterator[StreamEvent]:
+        decoder = SSEDecoder()
+        state = _StreamState()
+        async for chunk in chunks:
+            for sse in decoder.feed(chunk):
+                for event in state.take(sse, secrets):
+                    yield event
+                if state.done:
+                    break
+            if state.done:
+                break
+        if not state.done:
+            for sse in decoder.flush():  # lenient: a last event without its blank line still counts
+                for event in state.take(sse, secrets):
+                    yield event
+        if not state.arrived:
+            kind = content_type.split(";")[0].strip() or "no Content-Type"
+            raise _MalformedStream(
+                f"The endpoint answered {kind} without any chat-completion chunk — "
+                "check that the base URL ends at the API root (often …/v1)"
+            )
+        if state.usage is not None:
+            yield state.usage
+        yield Finished(state.finish_reason, saw_done=state.done)
+
+    def _parse_completion(self, raw: bytes, secrets: list[str]) -> list[StreamEvent]:
+        """A whole (non-streamed) `chat.completion`: a server that ignored `stream: true`.
+
+        A complete JSON body is as final as `[DONE]`, so `Finished.saw_done` is True.
+        """
+        obj = _json_object(raw.decode("utf-8", errors="replace"))
+        if obj.get("error"):
+            raise classify_stream_error(obj, secrets=secrets)
+        choices = obj.get("choices") or []
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise _MalformedStream("The endpoint answered JSON without `choices`")
+        choice = choices[0]
+        message = choice.get("message") or {}
+        events: list[StreamEvent] = []
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            events.append(ReasoningDelta(reasoning))
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            events.append(TextDelta(content))
+        usage = _usage(obj.get("usage"))
+        if usage is not None:
+            events.append(usage)
+        events.append(Finished(choice.get("finish_reason"), saw_done=True))
+        return events
+
+
+class _StreamState:
+    """What the SSE parser has learnt so far: done flag, finish reason, usage."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.arrived = False
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+
+    def take(self, sse: ServerSentEvent, secrets: list[str]) -> list[StreamEvent]:
+        """Events for one SSE event; raises the classified error for an in-band error."""
+        data = sse.data.strip()
+        if data == "[DONE]":
+            self.done = True
+            return []
+        if not data:
+            return []
+        if sse.event == "error":
+            try:
+                obj = json.loads(data)
+            except ValueError:
+                obj = {"message": data}
+            raise classify_stream_error(obj if isinstance(obj, dict) else {"message": data}, secrets=secrets)
+        obj = _json_object(data)
+        if obj.get("error"):
+            raise classify_stream_error(obj, secrets=secrets)
+        self.arrived = True
+        usage = _usage(obj.get("usage"))
+        if usage is not None:
+            self.usage = usage  # servers with continuous usage send it on every chunk; keep the last
+        choices = obj.get("choices")
+        if not choices or not isinstance(choices, list):
+            return []
+        choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
+        if choice is None:
+            return []
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        events: list[StreamEvent] = []
+        # Prefer `reasoning_content` (DeepSeek, vLLM); `reasoning` (OpenRouter, Ollama) may duplicate it.
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            events.append(ReasoningDelta(reasoning))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            events.append(TextDelta(content))
+        return events
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        preview = " ".join(text.split())[:80]
+        raise _MalformedStream(f"The endpoint sent a stream line that is not JSON: {preview!r}") from None
+    if not isinstance(obj, dict):
+        raise _MalformedStream(f"The endpoint sent JSON that is not an object: {type(obj).__name__}")
+    return obj
+
+
+def _usage(value: Any) -> Usage | None:
+    if not isinstance(value, dict):
+        return None
+
+    def count(key: str) -> int | None:
+        n = value.get(key)
+        return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+    return Usage(count("prompt_tokens"), count("completion_tokens"), count("total_tokens"))
+
+
+async def _once(raw: bytes) -> AsyncIterator[bytes]:
+    yield raw

@@ -1,0 +1,74 @@
+"""Tests for the offline `DemoProvider`."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tavern_tui.engine.stream import ChatRequest, Finished, TextDelta, Usage
+from tavern_tui.providers.base import Provider
+from tavern_tui.providers.demo import DEMO_LABEL, DemoProvider
+
+
+def request(text: str) -> ChatRequest:
+    return ChatRequest(messages=[{"role": "system", "content": "Be an innkeeper."}, {"role": "user", "content": text}])
+
+
+async def reply(provider: DemoProvider, req: ChatRequest) -> tuple[str, list]:
+    events = [e async for e in provider.stream(req)]
+    return "".join(e.text for e in events if isinstance(e, TextDelta)), events
+
+
+async def test_enqueued_replies_are_used_in_order_then_canned() -> None:
+    provider = DemoProvider(delay=0)
+    provider.enqueue("First exact reply.", "Second  reply,\nwith lines.")
+    assert (await reply(provider, request("a")))[0] == "First exact reply."
+    text, events = await reply(provider, request("b"))
+    assert text == "Second  reply,\nwith lines."
+    assert sum(isinstance(e, TextDelta) for e in events) > 1  # streamed in pieces
+    assert (await reply(provider, request("c")))[0].startswith(DEMO_LABEL)
+    assert [r.messages[-1]["content"] for r in provider.requests] == ["a", "b", "c"]
+
+
+async def test_canned_reply_is_labelled_quotes_user_and_explains_setup() -> None:
+    provider = DemoProvider(delay=0)
+    long_message = "Tell me   about the dragon that sleeps beneath the old mill, and why nobody wakes it."
+    text, events = await reply(provider, request(long_message))
+    assert text.startswith("[demo reply — no model is configured]")
+    quoted = text.split("“", 1)[1].split("”", 1)[0]
+    assert quoted.startswith("Tell me about the dragon that sleeps beneath the old mill")  # whitespace collapsed
+    assert quoted.endswith("…") and len(quoted) <= 60
+    for name in ("TAVERN_API_BASE", "TAVERN_MODEL", "TAVERN_API_KEY", "config file"):
+        assert name in text
+    usage, finished = events[-2:]
+    assert isinstance(usage, Usage) and usage.completion_tokens and usage.prompt_tokens
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    assert finished == Finished("stop", saw_done=True)
+    assert isinstance(provider, Provider) and (provider.name, provider.model) == ("demo", "demo")
+
+
+async def test_canned_reply_without_user_message() -> None:
+    text, _ = await reply(DemoProvider(delay=0), ChatRequest(messages=[]))
+    assert text.startswith(DEMO_LABEL) and "TAVERN_API_BASE" in text
+
+
+async def test_cancellation_mid_stream_propagates() -> None:
+    provider = DemoProvider(delay=0.05)
+    provider.enqueue("one two three four five six seven eight")
+    received: list[str] = []
+    started = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in provider.stream(request("hi")):
+            if isinstance(event, TextDelta):
+                received.append(event.text)
+                started.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(started.wait(), 1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 0.2)  # lands at once, not after the remaining pieces
+    assert task.cancelled()
+    assert 1 <= len(received) < 8
