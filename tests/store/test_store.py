@@ -187,3 +187,18 @@ def test_origin_is_stored_only_when_declared(tmp_path: Path) -> None:
         assert origins == ["engine", None]
     finally:
         store.close()
+
+
+def test_the_migration_creates_exactly_what_the_models_declare(tmp_path: Path) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from tavern_tui.store.models import Base
+
+    store = Store(f"sqlite:///{tmp_path / 'diff.db'}")
+    try:
+        with store.engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    finally:
+        store.close()
+    assert diff == []
