@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from contextlib import aclosing
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -137,12 +138,14 @@ class MessageView:
     reasoning: str = ""
     partial: bool = False
     error: str | None = None
+    error_category: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern show --json`."""
         return {"session_id": self.ref[0], "seq": self.ref[1], "role": self.role, "origin": self.origin,
                 "kind": self.kind, "source": self.source, "speaker": self.speaker, "content": self.content,
                 "reasoning": self.reasoning, "partial": self.partial, "error": self.error,
+                "error_category": self.error_category,
                 "created_at": self.created_at.isoformat()}
 
 
@@ -208,14 +211,18 @@ class Tavern:
         return f"{self._provider.name} · {model}"
 
     def close(self) -> None:
-        """Close the provider's connections and the database."""
+        """Close the database (the provider's HTTP client closes with `aclose_provider`)."""
         self._store.close()
 
-    async def aclose(self) -> None:
-        """Close the provider's HTTP client (if any) and the database."""
+    async def aclose_provider(self) -> None:
+        """Close the provider's HTTP client, if it has one; call it on the loop that used it."""
         closer = getattr(self._provider, "aclose", None)
         if closer is not None:
             await closer()
+
+    async def aclose(self) -> None:
+        """Close the provider's HTTP client (if any) and the database."""
+        await self.aclose_provider()
         self.close()
 
     # -- import ---------------------------------------------------------------------------
@@ -371,10 +378,12 @@ class Tavern:
         else:
             speaker = "System"
         error = message.body.get("error")
+        error = error if isinstance(error, dict) else {}
         return MessageView(message.ref, message.role, origin.value if origin else "engine", message.origin is None,
                            message.kind, message.source, message.content, speaker, message.created_at,
                            str(message.body.get("reasoning") or ""), message.partial,
-                           str(error.get("message")) if isinstance(error, dict) else None)
+                           str(error["message"]) if "message" in error else None,
+                           str(error["category"]) if "category" in error else None)
 
     def messages(self, playthrough_id: int, *, include_system: bool = False) -> list[MessageView]:
         """The playthrough's messages in order (its head session's surface).
@@ -418,5 +427,7 @@ class Tavern:
         assembler = BasicAssembler(card.data, card.name, view.user_name,
                                    {"character_id": record.id, "character_sha256": record.original_sha256,
                                     "playthrough_id": playthrough_id})
-        async for update in run_step(self._store.events, view.session_id, self._provider, assembler, text):
-            yield update
+        # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
+        async with aclosing(run_step(self._store.events, view.session_id, self._provider, assembler, text)) as steps:
+            async for update in steps:
+                yield update

@@ -1,0 +1,1 @@
+"""Provides the Textual user interface (the only package that imports textual); start it with `tui.app.run`."""

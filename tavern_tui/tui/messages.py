@@ -1,0 +1,51 @@
+"""Provides the app-level Messages: what screens and workers tell each other (messages up)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from tavern_tui.service import ImportResult
+
+
+@dataclass
+class PlaythroughChosen(Message):
+    """The person chose a playthrough to play; the app opens the chat screen on it."""
+
+    playthrough_id: int
+
+
+@dataclass
+class ImportFinished(Message):
+    """An import worker finished; one result per file, failures carry their error."""
+
+    results: list[ImportResult]
+
+
+@dataclass
+class ReplyStarted(Message):
+    """The engine stored the person's message and is about to stream the reply."""
+
+    user_text: str
+
+
+@dataclass
+class ReplyDelta(Message):
+    """A piece of the reply text arrived."""
+
+    text: str
+
+
+@dataclass
+class ReplyReasoning(Message):
+    """A piece of the model's reasoning arrived (shown apart from the reply)."""
+
+    text: str
+
+
+@dataclass
+class ReplySettled(Message):
+    """The reply is complete and stored as `assistant/message`."""
+
+    total_tokens: int | None = None

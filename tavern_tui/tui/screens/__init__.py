@@ -1,0 +1,1 @@
+"""Provides the app's screens: home (characters, playthroughs), chat, and the import modal."""

@@ -1,0 +1,207 @@
+"""Provides `HomeScreen`: the imported characters, the highlighted one's playthroughs, import."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tavern_tui.errors import TavernError
+from tavern_tui.service import CharacterView, ImportResult, Tavern
+from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
+from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen
+from tavern_tui.tui.screens.import_screen import ImportScreen
+
+EMPTY_TEXT = ("No characters yet.\n\n"
+              "Import a character card (.png or .json) with `tavern import FILE`,\n"
+              "or press i here and type its path.")
+"""What the home screen says when nothing is imported."""
+
+
+class HomeScreen(Screen[None]):
+    """Lists characters (Enter: latest playthrough, or a new one) and their playthroughs.
+
+    Posts `PlaythroughChosen` for the app to open; imports run in a thread worker.
+    """
+
+    BINDINGS = [
+        Binding("n", "new_playthrough", "New playthrough", id="home.new_playthrough"),
+        Binding("i", "import_cards", "Import", id="home.import"),
+        Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
+    ]
+
+    def __init__(self, tavern: Tavern, now: Callable[[], datetime]) -> None:
+        super().__init__()
+        self.tavern = tavern
+        self._now = now
+        self._characters: dict[int, CharacterView] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)", id="home-title")
+        yield Static(EMPTY_TEXT, id="empty", markup=False)
+        with Horizontal(id="home-panes"):
+            characters = OptionList(id="characters")
+            characters.border_title = "Characters"
+            yield characters
+            with Vertical(id="character-side"):
+                playthroughs = OptionList(id="playthroughs")
+                playthroughs.border_title = "Playthroughs"
+                yield playthroughs
+                details = Static("", id="character-details", markup=False)
+                details.border_title = "Card"
+                yield details
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_characters()
+        self.query_one("#characters", OptionList).focus()
+
+    def on_screen_resume(self) -> None:
+        # Coming back from a chat: message counts and the order of playthroughs changed.
+        if self.is_mounted:
+            self.refresh_characters()
+
+    @property
+    def highlighted_character(self) -> CharacterView | None:
+        """The character under the cursor, if any."""
+        option = self.query_one("#characters", OptionList).highlighted_option
+        return self._characters.get(int(option.id)) if option and option.id else None
+
+    def refresh_characters(self, select: int | None = None) -> None:
+        """Re-read the characters (fast SQLite reads), keeping the cursor on the same one.
+
+        Args:
+            select: id of a character to put the cursor on instead.
+        """
+        characters = self.tavern.characters()
+        self._characters = {c.id: c for c in characters}
+        self.set_class(not characters, "-empty")
+        listing = self.query_one("#characters", OptionList)
+        current = select if select is not None else getattr(self.highlighted_character, "id", None)
+        listing.set_options(Option(self._character_prompt(c), id=str(c.id)) for c in characters)
+        if characters:
+            ids = [c.id for c in characters]
+            listing.highlighted = ids.index(current) if current in ids else 0
+        self.refresh_playthroughs()
+
+    @staticmethod
+    def _character_prompt(character: CharacterView) -> Text:
+        prompt = Text(character.name, style="bold")
+        prompt.append("\n" + character_summary(character), style="dim")
+        return prompt
+
+    def refresh_playthroughs(self) -> None:
+        """Show the highlighted character's playthroughs, most recently played first."""
+        listing = self.query_one("#playthroughs", OptionList)
+        details = self.query_one("#character-details", Static)
+        character = self.highlighted_character
+        if character is None:
+            listing.clear_options()
+            details.update("")
+            return
+        now = self._now()
+        found = self.tavern.playthroughs(character.id)
+        listing.set_options(Option(playthrough_summary(p, now), id=str(p.id)) for p in found)
+        if found:
+            listing.highlighted = 0
+        else:
+            listing.add_option(Option("No playthroughs yet: Enter on the character starts one", disabled=True))
+        listing.border_title = f"Playthroughs of {character.name}"
+        details.update(self._details(character))
+
+    @staticmethod
+    def _details(character: CharacterView) -> str:
+        lines = [f"from {character.source_name}"]
+        if character.creator:
+            lines.append(f"by {character.creator}")
+        if character.tags:
+            lines.append("tags: " + ", ".join(character.tags))
+        description = " ".join(character.description.split())
+        if description:
+            lines.append("")
+            lines.append(description if len(description) <= 400 else description[:399].rstrip() + "…")
+        return "\n".join(lines)
+
+    @on(OptionList.OptionHighlighted, "#characters")
+    def _character_highlighted(self) -> None:
+        self.refresh_playthroughs()
+
+    @on(OptionList.OptionSelected, "#characters")
+    def _character_selected(self, event: OptionList.OptionSelected) -> None:
+        character = self._characters.get(int(event.option.id or 0))
+        if character is None:
+            return
+        latest = self.tavern.latest_playthrough(character.id)
+        if latest is None:
+            self._start_playthrough(character)
+        else:
+            self.post_message(PlaythroughChosen(latest.id))
+
+    @on(OptionList.OptionSelected, "#playthroughs")
+    def _playthrough_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.post_message(PlaythroughChosen(int(event.option.id)))
+
+    def _start_playthrough(self, character: CharacterView) -> None:
+        try:
+            created = self.tavern.new_playthrough(character.id)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot start a playthrough", severity="error")
+            return
+        self.post_message(PlaythroughChosen(created.id))
+
+    def action_new_playthrough(self) -> None:
+        """Start a new playthrough of the highlighted character and open it."""
+        character = self.highlighted_character
+        if character is None:
+            self.notify("Import a character first (press i).", severity="warning")
+            return
+        self._start_playthrough(character)
+
+    def action_refresh(self) -> None:
+        """Re-read characters and playthroughs."""
+        self.refresh_characters()
+
+    def action_import_cards(self) -> None:
+        """Ask for a path, then import it in a thread worker."""
+        def chosen(path: str | None) -> None:
+            if path:
+                self.notify(f"Importing {path}…", timeout=2)
+                self._import(path)
+
+        self.app.push_screen(ImportScreen(), chosen)
+
+    @work(thread=True, exclusive=True, group="import", exit_on_error=False, description="import cards")
+    def _import(self, path: str) -> None:
+        # Runs off the UI thread: reads files and writes SQLite, then hands the results back.
+        try:
+            results = self.tavern.import_paths([path])
+        except Exception as exc:  # a store failure must still reach the person, naming the file
+            results = [ImportResult(path, "character", error=f"{path}: {exc}")]
+        self.post_message(ImportFinished(results))
+
+    def on_import_finished(self, message: ImportFinished) -> None:
+        """Refresh the lists and say plainly what was imported and what failed (naming the file)."""
+        imported = [r for r in message.results if r.ok and not r.duplicate]
+        duplicates = [r for r in message.results if r.ok and r.duplicate]
+        failed = [r for r in message.results if not r.ok]
+        select = imported[0].id if imported else (duplicates[0].id if duplicates else None)
+        self.refresh_characters(select=select)
+        if imported:
+            names = ", ".join(r.name or r.path for r in imported)
+            self.notify(f"Imported {plural(len(imported), 'character')}: {names}", title="Import")
+        if duplicates:
+            names = ", ".join(r.name or r.path for r in duplicates)
+            self.notify(f"Already imported: {names}", title="Import")
+        for result in failed:
+            self.notify(result.error or result.path, title="Import failed", severity="error", timeout=10)
+        if not message.results:
+            self.notify("No .png or .json cards found there.", title="Import", severity="warning")

@@ -1,0 +1,1 @@
+"""Provides the small widgets the screens compose: message boxes, the transcript, the status line."""

@@ -1,0 +1,121 @@
+"""Provides `MessageBox`, one message of the transcript, which can also receive a streamed reply."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Collapsible, Label, Markdown
+from textual.widgets.markdown import MarkdownStream
+
+from tavern_tui.service import MessageView
+from tavern_tui.tui.labels import message_classes, message_mark
+
+_STATE_CLASSES = ("-streaming", "-partial", "-stopped", "-error")
+
+
+class MessageBox(Vertical):
+    """A message: speaker name, a subtle mark, optional reasoning (collapsed), Markdown body.
+
+    | class | meaning |
+    | --- | --- |
+    | `-user` / `-assistant` / `-system` | the role |
+    | `-origin-<origin>` | an origin other than the role's natural producer (the greeting: engine) |
+    | `-streaming` | the reply is still arriving |
+    | `-partial` with `-stopped` or `-error` | a reply cut off by Esc or by a provider error |
+    """
+
+    def __init__(self, speaker: str, content: str = "", *, mark: str = "", reasoning: str = "",
+                 classes: str = "") -> None:
+        super().__init__(classes=classes)
+        self._speaker = speaker
+        self._content = content
+        self._mark = mark
+        self._reasoning = reasoning
+        self._stream: MarkdownStream | None = None
+        self._reasoning_stream: MarkdownStream | None = None
+        self.view: MessageView | None = None
+        """The stored message shown here; None while a reply is still streaming."""
+
+    @classmethod
+    def from_view(cls, view: MessageView) -> MessageBox:
+        """A box for a stored message, with its role/origin/partial classes and mark."""
+        box = cls(view.speaker, view.content, mark=message_mark(view), reasoning=view.reasoning,
+                  classes=" ".join(message_classes(view)))
+        box.view = view
+        return box
+
+    @classmethod
+    def streaming(cls, speaker: str) -> MessageBox:
+        """An empty assistant box that a reply streams into."""
+        return cls(speaker, mark="writing…", classes="-assistant -streaming")
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="message-header"):
+            yield Label(self._speaker, classes="speaker", markup=False)
+            yield Label(self._mark, classes="mark", markup=False)
+        if self._reasoning:
+            yield self._reasoning_widget(self._reasoning)
+        yield Markdown(self._content, classes="message-body")
+
+    @staticmethod
+    def _reasoning_widget(text: str) -> Collapsible:
+        return Collapsible(Markdown(text), title="reasoning", collapsed=True, classes="reasoning")
+
+    @property
+    def body(self) -> Markdown:
+        """The Markdown widget holding the message text."""
+        return self.query_one(".message-body", Markdown)
+
+    @property
+    def text(self) -> str:
+        """The text shown so far (the Markdown source)."""
+        return self.body.source
+
+    def set_mark(self, mark: str) -> None:
+        """Replace the mark next to the speaker name."""
+        self.query_one(".mark", Label).update(mark)
+
+    async def append_text(self, fragment: str) -> None:
+        """Append reply text through a `MarkdownStream`, which batches fragments the widget cannot keep up with."""
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self.body)
+        await self._stream.write(fragment)
+
+    async def append_reasoning(self, fragment: str) -> None:
+        """Append reasoning text into the collapsed reasoning section (mounted on first use)."""
+        if self._reasoning_stream is None:
+            found = self.query(".reasoning")
+            if found:
+                section = found.first(Collapsible)
+            else:
+                section = self._reasoning_widget("")
+                await self.mount(section, before=self.body)
+            self._reasoning_stream = Markdown.get_stream(section.query_one(Markdown))
+        await self._reasoning_stream.write(fragment)
+
+    async def stop_streams(self) -> None:
+        """Flush and stop the streams (pending fragments are written first)."""
+        for stream in (self._stream, self._reasoning_stream):
+            if stream is not None:
+                await stream.stop()
+        self._stream = self._reasoning_stream = None
+
+    async def settle(self, view: MessageView | None, mark: str | None = None) -> None:
+        """Finish a streamed reply: show the stored message's text, mark and classes.
+
+        Args:
+            view: the stored message (its text wins over what streamed, in case they differ);
+                None when nothing was stored.
+            mark: overrides the mark derived from `view` (e.g. an error with its category).
+        """
+        await self.stop_streams()
+        self.remove_class(*_STATE_CLASSES)
+        if view is None:
+            self.add_class("-partial", "-stopped")
+            self.set_mark(mark or "stopped")
+            return
+        self.view = view
+        if self.body.source != view.content:
+            await self.body.update(view.content)
+        self.add_class(*message_classes(view))
+        self.set_mark(mark if mark is not None else message_mark(view))

@@ -1,0 +1,57 @@
+"""Provides `StatusLine`: provider label, token estimate and generation state under the chat."""
+
+from __future__ import annotations
+
+from textual.reactive import reactive
+from textual.widgets import Static
+
+STATES = ("idle", "streaming", "error")
+"""The generation states the status line shows."""
+
+
+class StatusLine(Static):
+    """One line: "<provider> · <model>  ·  ~N tokens  ·  <state>[ — detail]".
+
+    | class | meaning |
+    | --- | --- |
+    | `-streaming` | a reply is arriving |
+    | `-error` | the last step failed; `detail` names the category ("authentication: …") |
+    """
+
+    provider: reactive[str] = reactive("")
+    tokens: reactive[int | None] = reactive(None)
+    state: reactive[str] = reactive("idle")
+    detail: reactive[str] = reactive("")
+
+    def __init__(self, provider: str, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.set_reactive(StatusLine.provider, provider)
+
+    def on_mount(self) -> None:
+        self._render_line()
+
+    def watch_state(self, state: str) -> None:
+        for name in STATES:
+            self.set_class(state == name, f"-{name}")
+        self._render_line()
+
+    def watch_provider(self) -> None:
+        self._render_line()
+
+    def watch_tokens(self) -> None:
+        self._render_line()
+
+    def watch_detail(self) -> None:
+        self._render_line()
+
+    @property
+    def line(self) -> str:
+        """The text currently shown."""
+        parts = [self.provider]
+        if self.tokens is not None:
+            parts.append(f"~{self.tokens:,} tokens")
+        parts.append(f"{self.state} — {self.detail}" if self.detail else self.state)
+        return "  ·  ".join(p for p in parts if p)
+
+    def _render_line(self) -> None:
+        self.update(self.line)

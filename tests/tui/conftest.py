@@ -1,0 +1,123 @@
+"""Fixtures for the TUI tests: a scripted provider, a service with the corpus imported, helpers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, OptionList
+
+from tavern_tui.config import Settings
+from tavern_tui.engine.stream import ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
+from tavern_tui.service import Tavern
+
+GATE = object()
+"""A script step that waits until the test opens `ScriptedProvider.gate` (never, to test Esc)."""
+
+
+@dataclass(frozen=True)
+class Think:
+    """A script step that yields a reasoning delta."""
+
+    text: str
+
+
+class ScriptedProvider:
+    """A provider whose replies are scripts: strings are text deltas, `Think` reasoning deltas,
+    `GATE` waits for `gate`, an exception is raised where it stands."""
+
+    name = "scripted"
+    model = "script-1"
+
+    def __init__(self) -> None:
+        self.scripts: deque[tuple[object, ...]] = deque()
+        self.requests: list[ChatRequest] = []
+        self._gate: asyncio.Event | None = None
+
+    @property
+    def gate(self) -> asyncio.Event:
+        """Opened by the test to let a gated script continue (created on the running loop)."""
+        if self._gate is None:
+            self._gate = asyncio.Event()
+        return self._gate
+
+    def enqueue(self, *steps: object) -> None:
+        """Script the next reply."""
+        self.scripts.append(steps)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Play the next script (a default one-word reply when none is queued)."""
+        self.requests.append(request)
+        steps = self.scripts.popleft() if self.scripts else ("Hm.",)
+        for step in steps:
+            await asyncio.sleep(0)
+            if step is GATE:
+                await self.gate.wait()
+            elif isinstance(step, BaseException):
+                raise step
+            elif isinstance(step, Think):
+                yield ReasoningDelta(step.text)
+            else:
+                yield TextDelta(str(step))
+        yield Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15)
+        yield Finished("stop")
+
+
+@pytest.fixture
+def scripted() -> ScriptedProvider:
+    """A fresh scripted provider."""
+    return ScriptedProvider()
+
+
+@pytest.fixture
+def make_tavern(db_url: str, corpus_dir: Path) -> Iterator[Callable[..., Tavern]]:
+    """Build services on the test's database (several may share it, like two app runs)."""
+    opened: list[Tavern] = []
+
+    def make(provider: object, *, import_corpus: bool = True) -> Tavern:
+        service = Tavern(Settings(db_url=db_url), provider=provider)  # type: ignore[arg-type]
+        if import_corpus:
+            assert all(r.ok for r in service.import_paths([corpus_dir / "cards"]))
+        opened.append(service)
+        return service
+
+    yield make
+    for service in opened:
+        service.close()
+
+
+@pytest.fixture
+def corpus_tavern(make_tavern: Callable[..., Tavern], scripted: ScriptedProvider) -> Tavern:
+    """The service with the corpus cards imported and the scripted provider."""
+    return make_tavern(scripted)
+
+
+@pytest.fixture
+def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the Input cursor steady so screenshots do not depend on timing."""
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+
+
+async def wait_until(pilot: Pilot[object], predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Let the app process messages until `predicate()` holds (short pauses, bounded)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await pilot.pause(0.01)
+
+
+async def open_character(pilot: Pilot[object], name: str) -> None:
+    """On the home screen, move the cursor to `name` with the arrow keys and press Enter."""
+    listing = pilot.app.screen.query_one("#characters", OptionList)
+    prompts = [str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)]
+    target = prompts.index(name)
+    while listing.highlighted != target:
+        await pilot.press("down" if (listing.highlighted or 0) < target else "up")
+    await pilot.press("enter")

@@ -1,0 +1,231 @@
+"""Pilot tests of the real app on a real service (temp SQLite) with a scripted provider."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.message import Message
+from textual.notifications import Notify
+from textual.pilot import Pilot
+from textual.widgets import Collapsible, Label, OptionList
+
+from tavern_tui.errors import AuthenticationError
+from tavern_tui.service import Tavern
+from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.home import EMPTY_TEXT, HomeScreen
+from tests.tui.conftest import GATE, ScriptedProvider, Think, open_character, wait_until
+
+SIZE = (120, 40)
+
+
+def mark_of(box: object) -> str:
+    """The mark label's text next to a message's speaker."""
+    return str(box.query_one(".mark", Label).content)  # type: ignore[attr-defined]
+
+
+async def open_seraphina(pilot: Pilot[object]) -> ChatScreen:
+    """From the home screen, open Seraphina's chat and wait until its transcript is shown."""
+    await open_character(pilot, "Seraphina")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen) and bool(pilot.app.screen.transcript.boxes))
+    screen = pilot.app.screen
+    assert isinstance(screen, ChatScreen)
+    return screen
+
+
+async def send(pilot: Pilot[object], chat: ChatScreen, text: str, *, wait: bool = True) -> None:
+    """Type `text` into the prompt, press Enter and (by default) wait until the step has ended."""
+    await pilot.press(*text)
+    assert chat.prompt.value == text
+    await pilot.press("enter")
+    if wait:
+        await pilot.app.workers.wait_for_complete()
+        await wait_until(pilot, lambda: not chat.generating)
+
+
+async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    reply = '*Seraphina smiles softly.* "You are safe here, traveller."'
+    scripted.enqueue("*Seraphina smiles softly.* ", '"You are ', "safe here, ", 'traveller."')
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        assert isinstance(app.screen, HomeScreen)
+        listing = app.screen.query_one("#characters", OptionList)
+        shown = [str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)]
+        assert shown == [c.name for c in corpus_tavern.characters()]
+        assert {"Seraphina", "爱", "Skynet"} <= set(shown)
+        assert "V3 card · 1 greeting · 4 lorebook entries" in str(listing.get_option_at_index(shown.index("Seraphina")).prompt)
+
+        chat = await open_seraphina(pilot)
+        pid = chat.playthrough_id
+        greeting = corpus_tavern.messages(pid)[0]
+        [box] = chat.transcript.boxes
+        assert box.text == greeting.content and len(greeting.content) > 500
+        assert box.has_class("-origin-engine") and mark_of(box) == "opening"
+        assert "scripted · script-1" in chat.status.line and "tokens" in chat.status.line
+
+        await send(pilot, chat, "hello there")
+        stored = corpus_tavern.messages(pid)
+        assert [(m.role, m.content) for m in stored[-2:]] == [("user", "hello there"), ("assistant", reply)]
+        assert stored[-1].kind == "assistant/message" and stored[-1].origin == "agent" and not stored[-1].partial
+        user_box, reply_box = chat.transcript.boxes[-2:]
+        assert user_box.text == "hello there" and user_box.has_class("-user")
+        assert reply_box.text == reply and mark_of(reply_box) == ""
+        assert not reply_box.has_class("-streaming") and reply_box.view == stored[-1]
+        assert chat.status.state == "idle" and chat.prompt.value == ""
+
+
+async def test_escape_stops_the_reply_and_keeps_the_partial_text(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    scripted.enqueue("First reply.")
+    scripted.enqueue("The forest ", GATE, "is never reached.")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "hi")
+        await send(pilot, chat, "tell me more", wait=False)
+        await wait_until(pilot, lambda: chat._reply is not None and chat._reply.text == "The forest ")
+        assert chat.generating and chat.status.state == "streaming"
+
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await wait_until(pilot, lambda: not chat.generating)
+        assert app.screen is chat  # Esc stopped the reply; it did not leave the chat
+
+        last = corpus_tavern.messages(chat.playthrough_id)[-1]
+        assert last.partial and last.kind == "assistant/attempt" and last.error is None
+        assert last.content == "The forest "
+        box = chat.transcript.boxes[-1]
+        assert box.text == "The forest " and box.has_class("-stopped") and mark_of(box) == "stopped"
+        assert chat.status.state == "idle"
+
+        await pilot.press("escape")  # not generating now: back to the home screen
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+
+
+async def test_provider_error_shows_its_category(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    scripted.enqueue("Hel", AuthenticationError("Invalid API key", status=401))
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "hello")
+        assert chat.status.state == "error" and chat.status.has_class("-error")
+        assert "authentication: Invalid API key" in chat.status.line
+        box = chat.transcript.boxes[-1]
+        assert box.text == "Hel" and box.has_class("-error") and mark_of(box) == "error · authentication"
+        last = corpus_tavern.messages(chat.playthrough_id)[-1]
+        assert last.partial and last.content == "Hel" and last.error == "Invalid API key"
+        notes = [m.notification for m in seen if isinstance(m, Notify)]
+        assert any("authentication" in n.message and n.severity == "error" for n in notes)
+
+        scripted.enqueue("Better now.")  # the next send works and clears the error state
+        await send(pilot, chat, "again")
+        assert chat.status.state == "idle" and chat.transcript.boxes[-1].text == "Better now."
+
+
+async def test_reopening_shows_the_playthrough_and_its_messages(make_tavern: Callable[..., Tavern]) -> None:
+    first_provider = ScriptedProvider()
+    first_provider.enqueue("Welcome back.")
+    first = make_tavern(first_provider)
+    app = TavernApp(first)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "hello")
+        texts = [b.text for b in chat.transcript.boxes]
+        pid = chat.playthrough_id
+    first.close()
+
+    second = make_tavern(ScriptedProvider(), import_corpus=False)
+    app = TavernApp(second)
+    async with app.run_test(size=SIZE) as pilot:
+        home = app.screen
+        listing = home.query_one("#characters", OptionList)
+        listing.highlighted = [c.name for c in second.characters()].index("Seraphina")
+        await pilot.pause()
+        playthroughs = home.query_one("#playthroughs", OptionList)
+        assert playthroughs.option_count == 1
+        assert str(playthroughs.get_option_at_index(0).prompt) == f"#{pid} · 3 messages · just now"
+        await pilot.press("tab", "enter")  # focus the playthroughs, open the highlighted one
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        assert app.screen.playthrough_id == pid
+        assert [b.text for b in app.screen.transcript.boxes] == texts
+        assert texts[-1] == "Welcome back."
+
+
+async def test_new_playthrough_key_starts_a_fresh_one(corpus_tavern: Tavern) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        first = chat.playthrough_id
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        assert app.screen.playthrough_id != first
+        seraphina = corpus_tavern.find_character("Seraphina")
+        assert len(corpus_tavern.playthroughs(seraphina.id)) == 2
+
+
+async def test_reasoning_is_shown_apart_and_collapsed(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    scripted.enqueue(Think("The traveller seems tired. "), Think("Offer tea."), "Tea?")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "hello")
+        box = chat.transcript.boxes[-1]
+        assert box.text == "Tea?"
+        section = box.query_one(".reasoning", Collapsible)
+        assert section.collapsed
+        assert corpus_tavern.messages(chat.playthrough_id)[-1].reasoning == "The traveller seems tired. Offer tea."
+
+
+async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Tavern) -> None:
+    seraphina = corpus_tavern.find_character("Seraphina")
+    pid = corpus_tavern.new_playthrough(seraphina.id).id
+    for i in range(60):
+        async for _ in corpus_tavern.send(pid, f"line {i}"):
+            pass
+    total = len(corpus_tavern.messages(pid))
+    assert total == 121
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        assert len(chat.transcript.boxes) == 50 and chat.transcript.earlier_count == 71
+        assert chat.transcript.boxes[-1].text == "Hm."
+        oldest_shown = chat.transcript.boxes[0]
+        chat.transcript.scroll_home(animate=False)  # reaching the top loads the previous window
+        await wait_until(pilot, lambda: len(chat.transcript.boxes) == 100)
+        # the reading position is kept: what was the first message is still at the top of the view
+        await wait_until(pilot, lambda: abs(oldest_shown.region.y - chat.transcript.region.y) <= 2)
+        assert chat.transcript.scroll_y > 0
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: len(chat.transcript.boxes) == total)
+        assert chat.transcript.earlier_count == 0
+        assert chat.transcript.boxes[0].has_class("-origin-engine")
+        assert not chat.query_one("#earlier").display
+
+
+async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], corpus_dir: Path) -> None:
+    service = make_tavern(ScriptedProvider(), import_corpus=False)
+    seen: list[Message] = []
+    app = TavernApp(service)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        home = app.screen
+        assert home.has_class("-empty") and home.query_one("#empty").display
+        assert "tavern import FILE" in EMPTY_TEXT and "press i" in EMPTY_TEXT
+
+        for path in (str(corpus_dir / "cards" / "seraphina_chara_ccv3.png"), "/nowhere/missing.png"):
+            await pilot.press("i")
+            await wait_until(pilot, lambda: app.screen is not home and bool(app.screen.query("#import-path")))
+            app.screen.query_one("#import-path").value = path
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.screen is home)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+
+        assert not home.has_class("-empty")
+        listing = home.query_one("#characters", OptionList)
+        assert listing.option_count == 1 and str(listing.get_option_at_index(0).prompt).startswith("Seraphina")
+        notes = [m.notification for m in seen if isinstance(m, Notify)]
+        assert any(n.message == "Imported 1 character: Seraphina" for n in notes)
+        assert any("/nowhere/missing.png" in n.message and n.severity == "error" for n in notes)

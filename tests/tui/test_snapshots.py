@@ -1,0 +1,54 @@
+"""SVG snapshots of the main screens at 120×40 (regenerate with `--snapshot-update`, then look at them)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import OptionList
+
+from tavern_tui.errors import AuthenticationError
+from tavern_tui.service import Tavern
+from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.screens.chat import ChatScreen
+from tests.tui.conftest import ScriptedProvider, open_character, wait_until
+
+SIZE = (120, 40)
+
+pytestmark = pytest.mark.usefixtures("no_cursor_blink")
+
+
+async def _chat_with_one_exchange(pilot: Pilot[object]) -> None:
+    await open_character(pilot, "Seraphina")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen) and bool(pilot.app.screen.transcript.boxes))
+    chat = pilot.app.screen
+    await pilot.press(*"Where am I?")
+    await pilot.press("enter")
+    await pilot.app.workers.wait_for_complete()
+    await wait_until(pilot, lambda: not chat.generating)
+
+
+def test_home_screen(snap_compare, corpus_tavern: Tavern) -> None:
+    seraphina = corpus_tavern.find_character("Seraphina")
+    played = corpus_tavern.new_playthrough(seraphina.id)
+    # Freeze the clock relative to the stored time, so the list says "5 min ago" on every run.
+    app = TavernApp(corpus_tavern, now=lambda: played.updated_at + timedelta(minutes=5))
+
+    async def highlight_seraphina(pilot: Pilot[object]) -> None:
+        listing = pilot.app.screen.query_one("#characters", OptionList)
+        listing.highlighted = [c.name for c in corpus_tavern.characters()].index("Seraphina")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=highlight_seraphina)
+
+
+def test_chat_with_greeting_and_one_exchange(snap_compare, corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    scripted.enqueue("*Seraphina sets a cup of warm tea beside you.* ",
+                     '"You are in my glade, deep in the forest of Eldoria. ', "Rest now; you are safe here.\"")
+    assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_chat_with_one_exchange)
+
+
+def test_chat_after_a_provider_error(snap_compare, corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    scripted.enqueue("*Seraphina opens her mouth to ", AuthenticationError("Invalid API key", status=401))
+    assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_chat_with_one_exchange)
