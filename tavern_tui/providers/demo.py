@@ -46,7 +46,7 @@ def canned_reply(request: ChatRequest) -> str:
     )
     if last_user.strip():
         line = (
-            f"*The innkeeper sets down a mug and leans closer.* \"“{_quote(last_user)}”, you say? "
+            f"*The innkeeper sets down a mug and leans closer.* \"{_quote(last_user)}, you say? "
             "A fine tale — but tonight I'm only a placeholder, with no voice of my own.\""
         )
     else:

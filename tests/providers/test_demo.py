@@ -36,7 +36,7 @@ async def test_canned_reply_is_labelled_quotes_user_and_explains_setup() -> None
     long_message = "Tell me   about the dragon that sleeps beneath the old mill, and why nobody wakes it."
     text, events = await reply(provider, request(long_message))
     assert text.startswith("[demo reply — no model is configured]")
-    quoted = text.split("“", 1)[1].split("”", 1)[0]
+    quoted = text.split('"', 1)[1].split(", you say?", 1)[0]
     assert quoted.startswith("Tell me about the dragon that sleeps beneath the old mill")  # whitespace collapsed
     assert quoted.endswith("…") and len(quoted) <= 60
     for name in ("TAVERN_API_BASE", "TAVERN_MODEL", "TAVERN_API_KEY", "config file"):

@@ -61,7 +61,9 @@ class HomeScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.refresh_characters()
+        # Start on the character played last, so reopening the app shows where the person left off.
+        recent = self.tavern.playthroughs(limit=1)
+        self.refresh_characters(select=recent[0].character_id if recent else None)
         self.query_one("#characters", OptionList).focus()
 
     def on_screen_resume(self) -> None:
