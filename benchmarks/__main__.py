@@ -4,7 +4,7 @@
     python -m benchmarks event_append    # one
     python -m benchmarks --json out.json
 
-Targets come from shared/research/performance-anchors.md §7 (B3, B4, B8). A ratio below 1.0
+Targets come from shared/research/performance-anchors.md §7 (B3, B4, B5, B8). A ratio below 1.0
 means inside the target.
 """
 
@@ -106,10 +106,60 @@ def fork_create(workdir: Path, n: int = 200) -> Result:
     return {"forks": n, "p50_ms": round(statistics.median(times), 3), "p95_ms": round(p95, 3), "ratio_p95": round(p95 / 5.0, 2)}
 
 
+def chat_open(workdir: Path, exchanges: int = 60, runs: int = 5) -> Result:
+    """B5 (first half): open a chat of 121 messages in the headless app (120x40) until the
+    transcript is mounted. Target time-to-interactive ≤ 300 ms."""
+    import asyncio
+
+    from tavern_tui.config import Settings
+    from tavern_tui.providers.demo import DemoProvider
+    from tavern_tui.service import Tavern
+    from tavern_tui.tui.app import TavernApp
+    from tavern_tui.tui.screens.chat import ChatScreen
+
+    demo = DemoProvider(delay=0)
+    tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'chat.db'}"), provider=demo)
+    corpus = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cards" / "seraphina_chara_ccv3.png"
+    character = tavern.import_paths([corpus])[0].id or 0
+    playthrough = tavern.new_playthrough(character)
+    reply = "*She nods slowly.* " + "The forest hums, and the light through the leaves is green and gold. " * 4 + "\n\n**Rest.**"
+
+    async def fill() -> None:
+        for i in range(exchanges):
+            demo.enqueue(reply)
+            async for _ in tavern.send(playthrough.id, f"message {i}: " + "I look around the glade. " * 5):
+                pass
+
+    async def measure() -> list[float]:
+        app = TavernApp(tavern)
+        times = []
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            for _ in range(runs):
+                start = time.perf_counter()
+                screen = ChatScreen(tavern, playthrough.id)
+                await app.push_screen(screen)
+                while not screen.transcript.boxes:
+                    await pilot.pause()
+                await pilot.pause()
+                times.append((time.perf_counter() - start) * 1000)
+                app.pop_screen()
+                await pilot.pause()
+        return times
+
+    asyncio.run(fill())
+    times = asyncio.run(measure())
+    tavern.close()
+    median = statistics.median(times)
+    return {"messages": 2 * exchanges + 1, "median_ms": round(median), "max_ms": round(max(times)),
+            "ratio_median": round(median / 300, 2)}
+
+
 BENCHMARKS: dict[str, Callable[[Path], Result]] = {
     "event_append": event_append,
     "session_open_query": session_open_query,
     "fork_create": fork_create,
+    "chat_open": chat_open,
 }
 
 

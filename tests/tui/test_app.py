@@ -13,6 +13,7 @@ from textual.widgets import Collapsible, Label, OptionList
 from tavern_tui.errors import AuthenticationError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.widgets.transcript import WINDOW
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import EMPTY_TEXT, HomeScreen
 from tests.tui.conftest import GATE, ScriptedProvider, Think, open_character, wait_until
@@ -190,16 +191,21 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         chat = await open_seraphina(pilot)
-        assert len(chat.transcript.boxes) == 50 and chat.transcript.earlier_count == 71
+        window = WINDOW
+        assert window < 60  # the test needs several windows of history
+        assert len(chat.transcript.boxes) == window and chat.transcript.earlier_count == total - window
         assert chat.transcript.boxes[-1].text == "Hm."
         oldest_shown = chat.transcript.boxes[0]
         chat.transcript.scroll_home(animate=False)  # reaching the top loads the previous window
-        await wait_until(pilot, lambda: len(chat.transcript.boxes) == 100)
+        await wait_until(pilot, lambda: len(chat.transcript.boxes) == 2 * window)
         # the reading position is kept: what was the first message is still at the top of the view
         await wait_until(pilot, lambda: abs(oldest_shown.region.y - chat.transcript.region.y) <= 2)
         assert chat.transcript.scroll_y > 0
-        await pilot.press("ctrl+o")
-        await wait_until(pilot, lambda: len(chat.transcript.boxes) == total)
+        while chat.transcript.earlier_count:
+            before = len(chat.transcript.boxes)
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: len(chat.transcript.boxes) == min(total, before + window))
+        assert len(chat.transcript.boxes) == total
         assert chat.transcript.earlier_count == 0
         assert chat.transcript.boxes[0].has_class("-origin-engine")
         assert not chat.query_one("#earlier").display

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from rich.markdown import Markdown as RichMarkdown
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Collapsible, Label, Markdown
+from textual.widgets import Collapsible, Label, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from tavern_tui.service import MessageView
@@ -15,6 +16,10 @@ _STATE_CLASSES = ("-streaming", "-partial", "-stopped", "-error")
 
 class MessageBox(Vertical):
     """A message: speaker name, a subtle mark, optional reasoning (collapsed), Markdown body.
+
+    A stored message renders its body as one `Static` holding a Rich Markdown renderable: a
+    Textual `Markdown` widget is a widget per block, and a window of them made opening a chat
+    take twice as long. Only a reply that is streaming gets a `Markdown` widget (for `MarkdownStream`).
 
     | class | meaning |
     | --- | --- |
@@ -55,21 +60,25 @@ class MessageBox(Vertical):
             yield Label(self._mark, classes="mark", markup=False)
         if self._reasoning:
             yield self._reasoning_widget(self._reasoning)
-        yield Markdown(self._content, classes="message-body")
+        if self.view is not None:
+            yield Static(RichMarkdown(self._content), classes="message-body")
+        else:
+            yield Markdown(self._content, classes="message-body")
 
     @staticmethod
     def _reasoning_widget(text: str) -> Collapsible:
         return Collapsible(Markdown(text), title="reasoning", collapsed=True, classes="reasoning")
 
     @property
-    def body(self) -> Markdown:
-        """The Markdown widget holding the message text."""
-        return self.query_one(".message-body", Markdown)
+    def body(self) -> Markdown | Static:
+        """The widget holding the message text: `Markdown` while streaming, else a `Static`."""
+        return self.query_one(".message-body", (Markdown, Static))
 
     @property
     def text(self) -> str:
         """The text shown so far (the Markdown source)."""
-        return self.body.source
+        body = self.body
+        return body.source if isinstance(body, Markdown) else self._content
 
     def set_mark(self, mark: str) -> None:
         """Replace the mark next to the speaker name."""
@@ -78,7 +87,7 @@ class MessageBox(Vertical):
     async def append_text(self, fragment: str) -> None:
         """Append reply text through a `MarkdownStream`, which batches fragments the widget cannot keep up with."""
         if self._stream is None:
-            self._stream = Markdown.get_stream(self.body)
+            self._stream = Markdown.get_stream(self.query_one(".message-body", Markdown))
         await self._stream.write(fragment)
 
     async def append_reasoning(self, fragment: str) -> None:
@@ -115,7 +124,9 @@ class MessageBox(Vertical):
             self.set_mark(mark or "stopped")
             return
         self.view = view
-        if self.body.source != view.content:
-            await self.body.update(view.content)
+        body = self.body
+        if isinstance(body, Markdown) and body.source != view.content:
+            await body.update(view.content)
+        self._content = view.content
         self.add_class(*message_classes(view))
         self.set_mark(mark if mark is not None else message_mark(view))

@@ -12,9 +12,10 @@ from tavern_tui.service import MessageView
 from tavern_tui.tui.labels import plural
 from tavern_tui.tui.widgets.message_box import MessageBox
 
-WINDOW = 50
-"""Messages mounted at first, and added per "load earlier": hundreds of Markdown widgets make
-every keypress slow (performance-anchors §2.2)."""
+WINDOW = 20
+"""Messages mounted at first, and added per "load earlier": more than a screenful or two of
+message widgets only slows opening a chat and every keypress (performance-anchors §2.2;
+benchmarks `chat_open`)."""
 
 
 class Transcript(VerticalScroll):
