@@ -90,9 +90,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 out.write(f"imported character {r.id}: {r.name}{note}  [{r.path}]\n")
             for warning in r.warnings:
                 err.write(f"warning: {r.path}: {warning}\n")
-        if not results:
-            err.write("error: no .png or .json files found\n")
-    return EXIT_FAILED if not results or any(r.error for r in results) else EXIT_OK
+    return EXIT_FAILED if any(r.error for r in results) else EXIT_OK
 
 
 async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

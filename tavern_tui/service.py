@@ -161,10 +161,14 @@ def make_provider(settings: Settings) -> Provider:
 
 
 def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | None]]:
+    """(shown name, path) per file to import; a folder's own files (not subfolders, as
+    SillyTavern keeps characters in one flat folder); path None for an empty folder."""
     for given in paths:
         path = Path(given).expanduser()
         if path.is_dir():
             found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in CARD_SUFFIXES)
+            if not found:
+                yield (str(given), None)
             yield from ((str(p), p) for p in found)
         else:
             yield (str(given), path)
@@ -238,7 +242,10 @@ class Tavern:
         """
         results: list[ImportResult] = []
         for shown, path in _iter_card_files(paths):
-            if path is None or not path.exists():
+            if path is None:
+                results.append(ImportResult(shown, "character", error=f"{shown}: no .png or .json files in this folder"))
+                continue
+            if not path.exists():
                 results.append(ImportResult(shown, "character", error=f"{shown}: no such file or folder"))
                 continue
             try:

@@ -174,3 +174,20 @@ async def test_empty_message_and_unknown_ids_are_refused(tavern: Tavern, corpus_
         tavern.find_character("Nobody")
     assert tavern.find_character("skynet").name == "Skynet"
     assert tavern.find_character(str(cid)).name == "Skynet"
+
+
+@pytest.mark.parametrize(("folder", "kind"), [("worldbooks", "world book"), ("presets", "chat-completion preset")])
+def test_world_books_and_presets_are_refused_as_cards_by_name(tavern: Tavern, corpus_dir: Path, folder: str,
+                                                            kind: str) -> None:
+    # The Agnai memory book and the Chub export carry `name` and `description`, like a V1 card.
+    results = tavern.import_paths([corpus_dir / folder])
+    assert len(results) == 4
+    for result in results:
+        assert result.error == f"{result.path}: this is a {kind} file, not a character card"
+    assert tavern.characters() == []
+
+
+def test_an_empty_folder_is_named_in_the_error(tavern: Tavern, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    results = tavern.import_paths([tmp_path / "empty"])
+    assert [r.error for r in results] == [f"{tmp_path / 'empty'}: no .png or .json files in this folder"]

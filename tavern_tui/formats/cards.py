@@ -23,6 +23,7 @@ from typing import Any
 
 from tavern_tui.errors import FormatError
 from tavern_tui.formats.png import is_png, read_text_chunks
+from tavern_tui.formats.sniff import CARD, sniff_kind
 
 SPEC_V1 = "chara_card_v1"
 SPEC_V2 = "chara_card_v2"
@@ -294,6 +295,9 @@ def _json_type(value: Any) -> str:
 
 def _normalise(obj: dict, file: str, chunk: str, warnings: list[str]) -> tuple[str, str, dict]:
     """Detect the spec and return (spec, spec_version, normalised data)."""
+    kind = sniff_kind(obj)
+    if kind not in (None, CARD):
+        raise FormatError(file, f"this is a {kind} file, not a character card")
     if "spec" not in obj:
         # ST importFromJson: no spec but a name → V1 (TavernAI legacy, [CCv2] spec_v1.md).
         return SPEC_V1, "", _normalise_fields(_v1_to_data(obj), file, "", warnings)

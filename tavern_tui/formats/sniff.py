@@ -1,0 +1,50 @@
+"""Provides `sniff_kind`: tells which SillyTavern file a parsed JSON object is (card, world book, preset, chat).
+
+Used so that a world book or preset handed to the card importer gets a clear "this is a world
+book, not a card" instead of being mistaken for a V1 card (a V1 card is just an object with
+`name`, and Agnai memory books and Chub lorebooks carry a `name` too).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CARD = "character card"
+WORLD_BOOK = "world book"
+PRESET = "chat-completion preset"
+CHAT = "chat log"
+
+_CARD_FIELDS = ("first_mes", "description", "personality", "scenario", "mes_example", "char_persona", "char_greeting")
+
+
+def sniff_kind(obj: Any) -> str | None:
+    """Which kind of SillyTavern-ecosystem file `obj` (a parsed JSON value) looks like.
+
+    Rules, in order:
+    - `spec` "chara_card_v2"/"chara_card_v3" → character card;
+    - `spec` "lorebook_v3", `kind` "memory" (Agnai), `lorebookVersion` (NovelAI), or an
+      `entries` dict/list (SillyTavern World Info, Chub and V2 character_book exports) → world book;
+    - any V1 card field (`first_mes`, `description`, … or the Pygmalion `char_persona`) → character card;
+    - `prompts` list or `prompt_order` (SillyTavern chat-completion presets) → preset;
+    - `chat_metadata` or `user_name` + `character_name` (a chat .jsonl header line) → chat log.
+
+    Returns:
+        One of the module's kind names, or None when nothing matches.
+    """
+    if not isinstance(obj, dict):
+        return None
+    spec = obj.get("spec")
+    if spec in ("chara_card_v2", "chara_card_v3"):
+        return CARD
+    # Before the card fields: Agnai and Chub lorebooks carry `name` and `description` too.
+    if spec == "lorebook_v3" or obj.get("kind") == "memory" or "lorebookVersion" in obj:
+        return WORLD_BOOK
+    if isinstance(obj.get("entries"), (dict, list)):
+        return WORLD_BOOK
+    if any(field in obj for field in _CARD_FIELDS):
+        return CARD
+    if isinstance(obj.get("prompts"), list) or "prompt_order" in obj:
+        return PRESET
+    if "chat_metadata" in obj or ("user_name" in obj and "character_name" in obj):
+        return CHAT
+    return None
