@@ -192,7 +192,8 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         marks = [m.role, m.origin]
         if m.partial:
             marks.append("partial" + (f": {m.error}" if m.error else ""))
-        out.write(f"\n[{' · '.join(marks)}] {m.speaker}:\n{m.content}\n")
+        body = m.content if m.content or not m.partial else "(no text arrived)"
+        out.write(f"\n[{' · '.join(marks)}] {m.speaker}:\n{body}\n")
     return EXIT_OK
 
 

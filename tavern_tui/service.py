@@ -21,7 +21,7 @@ from tavern_tui.assembly.macros import substitute_names
 from tavern_tui.assembly.tokens import estimate_messages
 from tavern_tui.config import Settings
 from tavern_tui.engine.events import canonical_json
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
+from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, request_messages
 from tavern_tui.engine.step import StepUpdate, admit_opening, recover_interrupted, run_step
 from tavern_tui.engine.stream import Provider
 from tavern_tui.errors import FormatError, NotFound, TavernError
@@ -209,6 +209,11 @@ class Tavern:
         return self.provider
 
     @property
+    def _stale_after(self) -> float:
+        # A live stream checkpoints at least once per read timeout; quieter than this, it crashed.
+        return self.settings.provider.timeout + 15.0
+
+    @property
     def provider_label(self) -> str:
         """"<provider> · <model>" for status lines; never contains the API key."""
         model = getattr(self._provider, "model", "") or "default model"
@@ -372,7 +377,7 @@ class Tavern:
     def open_playthrough(self, playthrough_id: int) -> PlaythroughView:
         """Open a playthrough for play: settles a reply a crash left mid-stream, then returns it."""
         view = self.playthrough(playthrough_id)
-        if recover_interrupted(self._store.events, view.session_id) is not None:
+        if recover_interrupted(self._store.events, view.session_id, stale_after=self._stale_after) is not None:
             logger.info("recovered an interrupted reply in playthrough %s", playthrough_id)
         return view
 
@@ -393,13 +398,14 @@ class Tavern:
                            str(error["category"]) if "category" in error else None)
 
     def messages(self, playthrough_id: int, *, include_system: bool = False) -> list[MessageView]:
-        """The playthrough's messages in order (its head session's surface).
+        """The playthrough's messages in order (its head session's surface), including replies
+        that failed before any text arrived (`partial`, with `error`), which the model never sees.
 
         Args:
             include_system: also return the system section sent to the model (hidden in the chat).
         """
         view = self.playthrough(playthrough_id)
-        surface = derive_messages(self._store.events, view.session_id)
+        surface = derive_messages(self._store.events, view.session_id, include_failed=True)
         return [self._message_view(m, view.character_name, view.user_name) for m in surface
                 if include_system or m.source != SYSTEM_PROMPT_SOURCE]
 
@@ -409,8 +415,8 @@ class Tavern:
         with self._store.unit_of_work() as uow:
             card = self._card(uow.characters.get(view.character_id))
         system = build_system_prompt(card.data, card.name, view.user_name)
-        history = [m.to_request() for m in derive_messages(self._store.events, view.session_id)
-                   if m.source != SYSTEM_PROMPT_SOURCE]
+        history = request_messages([m for m in derive_messages(self._store.events, view.session_id)
+                                    if m.source != SYSTEM_PROMPT_SOURCE])
         return estimate_messages([{"content": system}] + history)
 
     async def send(self, playthrough_id: int, text: str) -> AsyncIterator[StepUpdate]:
@@ -421,7 +427,8 @@ class Tavern:
 
         Raises:
             TavernError: empty text.
-            StepFailed: the provider failed; the partial reply is kept as an attempt.
+            StepBusy: another process is replying in this playthrough right now.
+            StepFailed: the provider failed or the stream was cut; the partial reply is kept as an attempt.
             asyncio.CancelledError: cancelled by the caller; the partial reply is kept first.
         """
         if not text.strip():
@@ -435,6 +442,8 @@ class Tavern:
                                    {"character_id": record.id, "character_sha256": record.original_sha256,
                                     "playthrough_id": playthrough_id})
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
-        async with aclosing(run_step(self._store.events, view.session_id, self._provider, assembler, text)) as steps:
+        steps = run_step(self._store.events, view.session_id, self._provider, assembler, text,
+                         stale_after=self._stale_after)
+        async with aclosing(steps):
             async for update in steps:
                 yield update

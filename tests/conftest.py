@@ -46,15 +46,24 @@ def db_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'tavern.sqlite3'}"
 
 
-@pytest.fixture
-def demo() -> DemoProvider:
-    """An instant demo provider; `demo.enqueue("reply")` scripts exact replies."""
-    return DemoProvider(delay=0)
+class ScriptedModel(DemoProvider):
+    """Stands in for a real model: the demo's streaming and `enqueue`, but its replies count as
+    a model's (not a placeholder), so they are stored as agent messages and sent back."""
+
+    name = "scripted"
+    model = "scripted-1"
+    placeholder = False
 
 
 @pytest.fixture
-def tavern(db_url: str, demo: DemoProvider) -> Iterator[Tavern]:
-    """The service on a temp database with the instant demo provider."""
-    service = Tavern(Settings(db_url=db_url), provider=demo)
+def model() -> ScriptedModel:
+    """An instant scripted model; `model.enqueue("reply")` scripts exact replies."""
+    return ScriptedModel(delay=0)
+
+
+@pytest.fixture
+def tavern(db_url: str, model: ScriptedModel) -> Iterator[Tavern]:
+    """The service on a temp database with the instant scripted model."""
+    service = Tavern(Settings(db_url=db_url), provider=model)
     yield service
     service.close()

@@ -79,7 +79,7 @@ def test_chat_against_a_loopback_server_then_a_new_process_reads_the_session(cli
     assert SECRET.encode() not in stored
 
 
-def test_chat_reports_a_classified_error_and_keeps_nothing_it_did_not_get(cli_env: dict[str, str],
+def test_chat_reports_a_classified_error_and_show_lists_the_failed_reply(cli_env: dict[str, str],
                                                                         corpus_dir: Path) -> None:
     assert _run(["import", str(corpus_dir / "cards" / "skynet_v1_legacy.png")], cli_env).returncode == 0
     with LoopbackServer() as server:
@@ -90,7 +90,10 @@ def test_chat_reports_a_classified_error_and_keeps_nothing_it_did_not_get(cli_en
     assert "error (authentication)" in chat.stderr and "Incorrect API key" in chat.stderr
     assert SECRET not in chat.stderr and SECRET not in chat.stdout
     shown = json.loads(_run(["show", "1", "--json"], cli_env).stdout)["messages"]
-    assert [m["role"] for m in shown] == ["assistant", "user"]  # the greeting and what was said; no empty reply
+    assert [(m["role"], m["partial"]) for m in shown] == [("assistant", False), ("user", False), ("assistant", True)]
+    assert (shown[2]["content"], shown[2]["error_category"]) == ("", "authentication")
+    text = _run(["show", "1"], cli_env).stdout
+    assert "[assistant · agent · partial: " in text and "(no text arrived)" in text
 
 
 def test_chat_without_an_endpoint_uses_the_labelled_demo(cli_env: dict[str, str], corpus_dir: Path) -> None:

@@ -16,6 +16,7 @@ from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.formats.png import write_card_chunks
 from tavern_tui.providers.demo import DemoProvider
 from tavern_tui.service import Tavern
+from tests.conftest import ScriptedModel
 
 # shared/corpus/FACTS.md: name → (greetings = first_mes + alternate_greetings, lorebook entries or None)
 CORPUS_CARDS = {
@@ -118,12 +119,12 @@ def test_new_playthrough_opens_with_the_greeting_as_an_engine_opening_reference(
     assert greeting.speaker == "Coding Sensei"
 
 
-async def test_send_stores_user_and_agent_messages_and_sends_the_card_prompt(tavern: Tavern, demo: DemoProvider,
+async def test_send_stores_user_and_agent_messages_and_sends_the_card_prompt(tavern: Tavern, model: ScriptedModel,
                                                                            corpus_dir: Path) -> None:
     cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id
     assert cid is not None
     playthrough = tavern.new_playthrough(cid, user_name="Ada")
-    demo.enqueue("*She smiles.* Welcome, Ada.")
+    model.enqueue("*She smiles.* Welcome, Ada.")
     deltas = []
     settled = None
     async for update in tavern.send(playthrough.id, "Where am I?"):
@@ -136,7 +137,7 @@ async def test_send_stores_user_and_agent_messages_and_sends_the_card_prompt(tav
     messages = tavern.messages(playthrough.id)
     assert [(m.role, m.origin, m.content) for m in messages[1:]] == [
         ("user", "customer", "Where am I?"), ("assistant", "agent", "*She smiles.* Welcome, Ada.")]
-    sent = demo.requests[0].messages
+    sent = model.requests[0].messages
     assert sent[0]["role"] == "system"
     assert sent[0]["content"].startswith("Write Seraphina's next reply in a fictional chat between Seraphina and Ada.")
     assert "{{char}}" not in sent[0]["content"] and "{{user}}" not in sent[0]["content"]
@@ -191,3 +192,26 @@ def test_an_empty_folder_is_named_in_the_error(tavern: Tavern, tmp_path: Path) -
     (tmp_path / "empty").mkdir()
     results = tavern.import_paths([tmp_path / "empty"])
     assert [r.error for r in results] == [f"{tmp_path / 'empty'}: no .png or .json files in this folder"]
+
+
+async def test_demo_replies_are_marked_and_never_reach_a_real_model(db_url: str, corpus_dir: Path) -> None:
+    offline = Tavern(Settings(db_url=db_url), provider=DemoProvider(delay=0))
+    cid = offline.import_paths([corpus_dir / "cards" / "skynet_v1_legacy.png"])[0].id or 0
+    pid = offline.new_playthrough(cid).id
+    async for _ in offline.send(pid, "status?"):
+        pass
+    offline.close()
+    real = ScriptedModel(delay=0)
+    online = Tavern(Settings(db_url=db_url), provider=real)
+    try:
+        shown = online.messages(pid)
+        assert [(m.role, m.origin, m.source) for m in shown[1:]] == [("user", "customer", None),
+                                                                     ("assistant", "engine", "placeholder")]
+        assert shown[2].content.startswith("[demo reply")
+        async for _ in online.send(pid, "status now?"):
+            pass
+        sent = real.requests[0].messages
+        assert [m["role"] for m in sent] == ["system", "assistant", "user", "user"]
+        assert not any("[demo reply" in m["content"] for m in sent)
+    finally:
+        online.close()

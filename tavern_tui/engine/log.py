@@ -26,6 +26,10 @@ from tavern_tui.engine.events import (
 SYSTEM_PROMPT_SOURCE = "system-prompt"
 """`source` of the system section the engine admits each step; only the newest one is effective."""
 
+PLACEHOLDER_SOURCE = "placeholder"
+"""`source` of a reply from a placeholder provider (the offline demo): origin engine, shown in
+the chat but never sent to a model, which did not write it."""
+
 
 class SessionLog(Protocol):
     """What the engine needs from storage. `store.EventLog` implements it; tests use `MemoryLog`."""
@@ -105,7 +109,8 @@ def _to_surface(event: Event) -> SurfaceMessage:
     return SurfaceMessage(event.ref, event.kind, role, event.content, event.origin, event.source, event.created_at, event.body)
 
 
-def derive_messages(log: SessionLog, session_id: int, through_seq: int | None = None) -> list[SurfaceMessage]:
+def derive_messages(log: SessionLog, session_id: int, through_seq: int | None = None, *,
+                    include_failed: bool = False) -> list[SurfaceMessage]:
     """The effective message surface of a session (seed 000 §1 `deriveMessages`).
 
     Only message kinds count; inbox, request and checkpoint events never become messages.
@@ -113,6 +118,9 @@ def derive_messages(log: SessionLog, session_id: int, through_seq: int | None = 
     first; older ones are superseded. An `assistant/attempt` with no text is dropped (a failure
     before the first token says nothing to the model); one with text stays, marked partial,
     as SillyTavern keeps a stopped reply in the chat.
+
+    Args:
+        include_failed: keep empty attempts too (a chat view shows that a reply failed).
 
     Returns:
         Messages in surface order, each pointing at its event by `ref`.
@@ -125,10 +133,15 @@ def derive_messages(log: SessionLog, session_id: int, through_seq: int | None = 
         if event.kind == EventKind.SYSTEM_MESSAGE and event.source == SYSTEM_PROMPT_SOURCE:
             system = _to_surface(event)
             continue
-        if event.kind == EventKind.ASSISTANT_ATTEMPT and not event.content:
+        if event.kind == EventKind.ASSISTANT_ATTEMPT and not event.content and not include_failed:
             continue
         messages.append(_to_surface(event))
     return ([system] if system else []) + messages
+
+
+def request_messages(surface: list[SurfaceMessage]) -> list[dict[str, Any]]:
+    """The OpenAI message array a surface sends: every message but placeholder replies."""
+    return [m.to_request() for m in surface if m.source != PLACEHOLDER_SOURCE]
 
 
 @dataclass(frozen=True, slots=True)

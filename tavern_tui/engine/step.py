@@ -14,15 +14,27 @@ import time
 from contextlib import aclosing
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SessionLog, SurfaceMessage, derive_messages
+from tavern_tui.engine.log import (
+    PLACEHOLDER_SOURCE,
+    SYSTEM_PROMPT_SOURCE,
+    SessionLog,
+    SurfaceMessage,
+    derive_messages,
+    request_messages,
+)
 from tavern_tui.engine.stream import ChatRequest, Finished, Provider, ReasoningDelta, TextDelta, Usage
-from tavern_tui.errors import ProviderError
+from tavern_tui.errors import NetworkError, ProviderError, TavernError
 
 OPENING_SOURCE = "opening"
 """`source` of the opening reference (a character's greeting): role assistant, origin engine."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +104,47 @@ def admit_opening(log: SessionLog, session_id: int, text: str, meta: dict[str, A
     return log.append(session_id, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body, Origin.ENGINE, OPENING_SOURCE)])[0]
 
 
-def _settle_attempt(log: SessionLog, session_id: int, text: str, reasoning: str, extra: dict[str, Any]) -> Event:
+def _settle_attempt(log: SessionLog, session_id: int, text: str, reasoning: str, extra: dict[str, Any],
+                    origin: Origin | None = None, source: str | None = None) -> Event:
     body: dict[str, Any] = {"content": text, **extra}
     if reasoning:
         body["reasoning"] = reasoning
-    return log.append(session_id, [NewEvent(EventKind.ASSISTANT_ATTEMPT, "assistant", body)])[0]
+    return log.append(session_id, [NewEvent(EventKind.ASSISTANT_ATTEMPT, "assistant", body, origin, source)])[0]
+
+
+class StepBusy(TavernError):
+    """Another process is streaming a reply in this session right now."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenStep:
+    """A step that sent a request and has not settled: live elsewhere, or left by a crash.
+
+    Attributes:
+        checkpoints: its `stream/checkpoint` events (what arrived before the last one).
+        last_activity: time of its newest event (header or checkpoint).
+    """
+
+    checkpoints: list[Event]
+    last_activity: datetime
+
+
+def open_step(log: SessionLog, session_id: int) -> OpenStep | None:
+    """The session's unsettled step, if any: a `request/header` after the last settlement."""
+    own = [e for e in log.surface_events(session_id) if e.session_id == session_id]
+    header: Event | None = None
+    checkpoints: list[Event] = []
+    for event in own:
+        if event.kind == EventKind.REQUEST_HEADER:
+            header, checkpoints = event, []
+        elif event.kind == EventKind.STREAM_CHECKPOINT:
+            checkpoints.append(event)
+        elif event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT):
+            header, checkpoints = None, []
+    if header is None:
+        return None
+    last = checkpoints[-1] if checkpoints else header
+    return OpenStep(checkpoints, last.created_at)
 
 
 async def run_step(
@@ -108,6 +156,8 @@ async def run_step(
     *,
     checkpoint_every: float = 2.0,
     clock: Callable[[], float] = time.monotonic,
+    stale_after: float = 75.0,
+    now: Callable[[], datetime] = _utc_now,
 ) -> AsyncIterator[StepUpdate]:
     """Run one step for the user's `text` and stream its progress.
 
@@ -119,14 +169,25 @@ async def run_step(
         text: what the person submitted.
         checkpoint_every: seconds between `stream/checkpoint` events while streaming.
         clock: monotonic seconds (injectable for tests).
+        stale_after: seconds without activity after which an unsettled step counts as crashed
+            (a live stream checkpoints at least every `checkpoint_every` plus the provider's
+            read timeout); a fresher one means another process is replying.
+        now: wall-clock UTC time, compared with event times (injectable for tests).
 
     Yields:
         `StepStarted`, then `TextDelta`/`ReasoningDelta` as they arrive, then `StepSettled`.
 
     Raises:
-        StepFailed: the provider failed; the partial reply is stored as `assistant/attempt`.
+        StepBusy: another process is streaming a reply in this session (nothing is written).
+        StepFailed: the provider failed, or the stream was cut off (no `finish_reason` and no
+            `[DONE]`); the partial reply is stored as `assistant/attempt`.
         asyncio.CancelledError: the caller cancelled; the partial reply is stored first.
     """
+    if recover_interrupted(log, session_id, stale_after=stale_after, now=now) is None and open_step(log, session_id):
+        raise StepBusy("a reply is being written in this playthrough by another tavern window or command; "
+                       "wait for it or stop it there")
+    placeholder = bool(getattr(provider, "placeholder", False))
+    reply_origin, reply_source = (Origin.ENGINE, PLACEHOLDER_SOURCE) if placeholder else (None, None)
     log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, "user",
                                      {"op": "insert", "messages": [{"role": "user", "content": text}]})])
     log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, None, {"op": "claim", "count": 1})])
@@ -145,7 +206,7 @@ async def run_step(
     header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
               "assembly": assembly.meta}
     log.append(session_id, [NewEvent(EventKind.REQUEST_HEADER, None, header)])
-    request = ChatRequest([m.to_request() for m in derive_messages(log, session_id)], model, dict(assembly.config))
+    request = ChatRequest(request_messages(derive_messages(log, session_id)), model, dict(assembly.config))
     yield StepStarted(user_event, request)
 
     parts: list[str] = []
@@ -176,12 +237,22 @@ async def run_step(
                         last_checkpoint = clock()
                     yield event
     except (asyncio.CancelledError, GeneratorExit):
-        _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"cancelled": True})
+        _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"cancelled": True},
+                        reply_origin, reply_source)
         raise
     except ProviderError as exc:
         error = {"category": exc.category, "message": str(exc), "status": exc.status}
-        attempt = _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"error": error})
+        attempt = _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"error": error},
+                                  reply_origin, reply_source)
         raise StepFailed(exc, attempt) from exc
+    if finished is None or (finished.finish_reason is None and not finished.saw_done):
+        # Neither a finish_reason nor [DONE]: the connection closed mid-reply.
+        cut = NetworkError("the connection closed before the reply finished (no finish_reason and no [DONE]); "
+                           "the text that arrived is kept")
+        error = {"category": cut.category, "message": str(cut), "status": None}
+        attempt = _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"error": error},
+                                  reply_origin, reply_source)
+        raise StepFailed(cut, attempt)
 
     body: dict[str, Any] = {"content": "".join(parts), "provider": provider.name, "model": model,
                             "finish_reason": finished.finish_reason if finished else None}
@@ -190,28 +261,24 @@ async def run_step(
     if usage is not None:
         body["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                          "total_tokens": usage.total_tokens}
-    settled = log.append(session_id, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body)])[0]
+    settled = log.append(session_id, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body, reply_origin,
+                                                reply_source)])[0]
     yield StepSettled(settled, usage)
 
 
-def recover_interrupted(log: SessionLog, session_id: int) -> Event | None:
-    """Settle a step a crash left open: checkpoints after the last `request/header` with no
-    settlement become one `assistant/attempt` (body `recovered: true`). Idempotent.
+def recover_interrupted(log: SessionLog, session_id: int, *, stale_after: float = 75.0,
+                        now: Callable[[], datetime] = _utc_now) -> Event | None:
+    """Settle a step a crash left open: when the session's unsettled step has been quiet for
+    `stale_after` seconds, what its checkpoints hold becomes one `assistant/attempt` (body
+    `recovered: true`; empty when nothing had arrived). A fresher one is left alone: it may be
+    streaming in another process. Idempotent.
 
     Returns:
-        The attempt appended, or None when nothing was open.
+        The attempt appended, or None when nothing was settled.
     """
-    own = [e for e in log.surface_events(session_id) if e.session_id == session_id]
-    pending: list[Event] = []
-    for event in own:
-        if event.kind == EventKind.REQUEST_HEADER:
-            pending = []
-        elif event.kind == EventKind.STREAM_CHECKPOINT:
-            pending.append(event)
-        elif event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT):
-            pending = []
-    if not pending:
+    step = open_step(log, session_id)
+    if step is None or (now() - step.last_activity).total_seconds() < stale_after:
         return None
-    text = "".join(str(e.body.get("content", "")) for e in pending)
-    thought = "".join(str(e.body.get("reasoning", "")) for e in pending)
+    text = "".join(str(e.body.get("content", "")) for e in step.checkpoints)
+    thought = "".join(str(e.body.get("reasoning", "")) for e in step.checkpoints)
     return _settle_attempt(log, session_id, text, thought, {"recovered": True})

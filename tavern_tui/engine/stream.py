@@ -69,6 +69,8 @@ class Provider(Protocol):
 
     `name` labels the provider in the status line and the trace ("openai-compatible", "demo").
     `model` is the model id it will use when the request names none.
+    An optional `placeholder = True` marks a provider whose replies no model wrote (the offline
+    demo): the engine stores them with origin engine and never sends them to a model.
     """
 
     name: str

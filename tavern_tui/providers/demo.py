@@ -78,6 +78,8 @@ class DemoProvider:
 
     name = "demo"
     model = "demo"
+    placeholder = True
+    """Its replies are the app's, not a model's: stored with origin engine and never sent to a model."""
 
     def __init__(self, delay: float = 0.02) -> None:
         self.delay = delay

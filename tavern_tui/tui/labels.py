@@ -67,6 +67,8 @@ def message_mark(message: MessageView) -> str:
         return ""
     if message.origin == "engine" and message.source == "opening":
         return "opening"
+    if message.source == "placeholder":
+        return "demo"
     return message.origin
 
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 
 from tavern_tui.engine.events import EventKind, NewEvent, Origin
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
+from tavern_tui.engine.log import PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
 from tavern_tui.engine.memory import MemoryLog
 from tavern_tui.engine.step import (
     Assembly,
+    StepBusy,
+    open_step,
     StepFailed,
     StepSettled,
     StepStarted,
@@ -168,14 +171,88 @@ async def test_checkpoints_are_written_while_streaming_and_never_become_messages
     assert recover_interrupted(log, sid) is None  # settled: nothing to recover
 
 
-def test_a_crash_after_checkpoints_is_recovered_as_one_attempt() -> None:
+def _crashed_log() -> tuple[MemoryLog, int]:
     log = MemoryLog()
     sid = log.create_session()
     log.append(sid, [NewEvent(EventKind.USER_MESSAGE, "user", {"content": "go"}),
                      NewEvent(EventKind.REQUEST_HEADER, None, {}),
                      NewEvent(EventKind.STREAM_CHECKPOINT, None, {"content": "A", "reasoning": ""}),
                      NewEvent(EventKind.STREAM_CHECKPOINT, None, {"content": "B", "reasoning": "r"})])
-    attempt = recover_interrupted(log, sid)
+    return log, sid
+
+
+def _later(log: MemoryLog, sid: int, seconds: float):  # type: ignore[no-untyped-def]
+    last = log.surface_events(sid)[-1].created_at
+    return lambda: last + timedelta(seconds=seconds)
+
+
+def test_a_crash_after_checkpoints_is_recovered_as_one_attempt_once_it_is_stale() -> None:
+    log, sid = _crashed_log()
+    assert open_step(log, sid) is not None
+    # Quiet for less than stale_after: it may be streaming in another process.
+    assert recover_interrupted(log, sid, stale_after=75, now=_later(log, sid, 30)) is None
+    attempt = recover_interrupted(log, sid, stale_after=75, now=_later(log, sid, 80))
     assert attempt is not None and attempt.body == {"content": "AB", "reasoning": "r", "recovered": True}
-    assert recover_interrupted(log, sid) is None  # idempotent
+    assert open_step(log, sid) is None
+    assert recover_interrupted(log, sid, stale_after=0) is None  # idempotent
     assert derive_messages(log, sid)[-1].content == "AB" and derive_messages(log, sid)[-1].partial
+
+
+async def test_a_step_refuses_to_start_while_another_process_streams_in_the_session() -> None:
+    log, sid = _crashed_log()
+    before = len(log.surface_events(sid))
+    provider = ScriptedProvider([TextDelta("x"), Finished("stop")])
+    with pytest.raises(StepBusy, match="another tavern window"):
+        await _run(log, sid, provider, RecordingAssembler(), "me too")
+    assert len(log.surface_events(sid)) == before and provider.requests == []
+    # Once the other step is stale it is recovered first, and the new step runs after it.
+    updates = [u async for u in run_step(log, sid, provider, RecordingAssembler(), "me too", stale_after=75,
+                                         now=_later(log, sid, 90))]
+    assert isinstance(updates[-1], StepSettled)
+    contents = [m.content for m in derive_messages(log, sid) if m.role != "system"]
+    assert contents == ["go", "AB", "me too", "x"]
+
+
+async def test_a_stream_cut_without_finish_reason_or_done_is_kept_as_a_failed_attempt() -> None:
+    log = MemoryLog()
+    sid = log.create_session()
+    provider = ScriptedProvider([TextDelta("w0 "), TextDelta("w1"), Finished(None, saw_done=False)])
+    with pytest.raises(StepFailed) as info:
+        await _run(log, sid, provider, RecordingAssembler(), "go")
+    assert info.value.category == "network"
+    last = log.surface_events(sid)[-1]
+    assert last.kind == EventKind.ASSISTANT_ATTEMPT and last.content == "w0 w1"
+    # A finish_reason without [DONE] (some servers omit it) is a complete reply.
+    provider = ScriptedProvider([TextDelta("fine"), Finished("stop", saw_done=False)])
+    updates = await _run(log, sid, provider, RecordingAssembler(), "again")
+    assert isinstance(updates[-1], StepSettled) and updates[-1].event.content == "fine"
+
+
+async def test_placeholder_replies_are_shown_but_never_sent_to_a_model() -> None:
+    log = MemoryLog()
+    sid = log.create_session()
+    demo = ScriptedProvider([TextDelta("[demo] canned"), Finished("stop")])
+    demo.placeholder = True  # type: ignore[attr-defined]
+    updates = await _run(log, sid, demo, RecordingAssembler(), "hello")
+    settled = updates[-1]
+    assert isinstance(settled, StepSettled)
+    assert (settled.event.origin, settled.event.source) == (Origin.ENGINE, PLACEHOLDER_SOURCE)
+    real = ScriptedProvider([TextDelta("real"), Finished("stop")])
+    await _run(log, sid, real, RecordingAssembler(), "now for real")
+    assert real.requests[0].messages == [
+        {"role": "system", "content": "You are Sera."},
+        {"role": "user", "content": "hello"},
+        {"role": "user", "content": "now for real"},
+    ]
+    assert [m.content for m in derive_messages(log, sid)][2] == "[demo] canned"  # still in the chat
+
+
+async def test_failed_attempts_are_in_the_display_surface_only() -> None:
+    log = MemoryLog()
+    sid = log.create_session()
+    provider = ScriptedProvider([], error=RateLimitError("slow down", status=429))
+    with pytest.raises(StepFailed):
+        await _run(log, sid, provider, RecordingAssembler(), "hi")
+    assert [m.kind for m in derive_messages(log, sid) if m.role != "system"] == ["user/message"]
+    shown = derive_messages(log, sid, include_failed=True)
+    assert shown[-1].kind == "assistant/attempt" and shown[-1].body["error"]["category"] == "rate_limit"
