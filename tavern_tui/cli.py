@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -26,15 +27,32 @@ from tavern_tui.errors import TavernError
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+def _global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("--db", metavar="URL", default=default,
+                        help="database URL (default: SQLite in the user data folder; env TAVERN_DB_URL)")
+    parser.add_argument("--api-base", metavar="URL", default=default,
+                        help="OpenAI-compatible API root, e.g. http://localhost:8080/v1 (env TAVERN_API_BASE)")
+    parser.add_argument("--model", default=default, help="model id (env TAVERN_MODEL)")
+    parser.add_argument("--api-key", default=default,
+                        help="API key (prefer env TAVERN_API_KEY: flags show up in process lists)")
+    parser.add_argument("-v", "--verbose", action="store_true", default=default, help="log details to stderr")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tavern", description="Terminal roleplay client for SillyTavern cards.")
     parser.add_argument("--version", action="version", version=f"tavern-tui {__version__}")
-    parser.add_argument("--db", metavar="URL", help="database URL (default: SQLite in the user data folder; env TAVERN_DB_URL)")
-    parser.add_argument("--api-base", metavar="URL", help="OpenAI-compatible API root, e.g. http://localhost:8080/v1 (env TAVERN_API_BASE)")
-    parser.add_argument("--model", help="model id (env TAVERN_MODEL)")
-    parser.add_argument("--api-key", help="API key (prefer env TAVERN_API_KEY: flags show up in process lists)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _global_options(parser, None)
+    # The same options after the command (`tavern sessions --db URL`); SUPPRESS keeps the
+    # values given before it when they are not repeated.
+    common = argparse.ArgumentParser(add_help=False)
+    _global_options(common, argparse.SUPPRESS)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=argparse.ArgumentParser)
+    _add = commands.add_parser
+
+    def add_parser(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return _add(name, parents=[common], **kwargs)
+
+    commands.add_parser = add_parser  # type: ignore[method-assign]
 
     commands.add_parser("tui", help="launch the terminal UI (the default)")
 
@@ -101,7 +119,7 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             playthrough = tavern.playthrough(args.playthrough)
             if playthrough.character_id != character.id:
                 err.write(f"error: playthrough {playthrough.id} belongs to {playthrough.character_name}, not {character.name}\n")
-                return EXIT_USAGE
+                return EXIT_FAILED
         else:
             playthrough = None if args.new else tavern.latest_playthrough(character.id)
             if playthrough is None:
@@ -224,4 +242,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return int(COMMANDS[args.command](args, out, err))
     except TavernError as exc:
         err.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    except BrokenPipeError:
+        # The reader went away (`tavern show 3 | head`): stop quietly, as other CLI tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return EXIT_FAILED

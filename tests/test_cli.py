@@ -110,3 +110,19 @@ def test_chat_without_an_endpoint_uses_the_labelled_demo(cli_env: dict[str, str]
 def test_unknown_character_is_a_clear_error(cli_env: dict[str, str]) -> None:
     done = _run(["chat", "Nobody", "--say", "hi"], cli_env)
     assert done.returncode == 1 and "no character named 'Nobody'" in done.stderr
+
+
+def test_global_options_work_after_the_command_and_bad_databases_are_plain_errors(cli_env: dict[str, str],
+                                                                                tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'elsewhere' / 'db.sqlite3'}"
+    after = _run(["sessions", "--db", url, "--json"], cli_env)
+    assert after.returncode == 0 and json.loads(after.stdout) == []
+    assert (tmp_path / "elsewhere" / "db.sqlite3").is_file()
+    missing_driver = _run(["--db", "postgresql+nosuchdriver://u:secretpw@127.0.0.1:1/db", "sessions"], cli_env)
+    assert missing_driver.returncode == 1 and "Traceback" not in missing_driver.stderr
+    assert missing_driver.stderr.startswith("error: ") and "secretpw" not in missing_driver.stderr
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("x")
+    bad_folder = _run(["sessions", "--db", f"sqlite:///{blocked / 'sub' / 'db.sqlite3'}"], cli_env)
+    assert bad_folder.returncode == 1 and "cannot create the database folder" in bad_folder.stderr
+    assert "Traceback" not in bad_folder.stderr

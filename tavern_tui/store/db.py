@@ -11,6 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import NoSuchModuleError, OperationalError
 
 from tavern_tui.errors import StoreError
 
@@ -41,21 +42,30 @@ def make_engine(url: str) -> Engine:
     """Create an engine for `url`; for SQLite, create the folder and turn on WAL and foreign keys.
 
     Raises:
-        StoreError: the URL cannot be parsed.
+        StoreError: the URL cannot be parsed, its driver is not installed, or the SQLite
+            folder cannot be created (the message never shows the password).
     """
     try:
         parsed = make_url(url)
     except Exception as exc:  # sqlalchemy raises ArgumentError
         raise StoreError(f"not a database URL: {url!r} ({exc})") from exc
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        if database and database != ":memory:" and not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(parsed)
-        event.listen(engine, "connect", _sqlite_on_connect)
-        event.listen(engine, "begin", _sqlite_on_begin)
-        return engine
-    return create_engine(parsed, pool_pre_ping=True)
+    shown = parsed.render_as_string(hide_password=True)
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            database = parsed.database or ""
+            if database and database != ":memory:" and not database.startswith("file:"):
+                folder = Path(database).expanduser().parent
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"cannot create the database folder {folder}: {exc.strerror}") from exc
+            engine = create_engine(parsed)
+            event.listen(engine, "connect", _sqlite_on_connect)
+            event.listen(engine, "begin", _sqlite_on_begin)
+            return engine
+        return create_engine(parsed, pool_pre_ping=True)
+    except (ImportError, NoSuchModuleError) as exc:
+        raise StoreError(f"cannot use {shown}: its database driver is not installed ({exc})") from exc
 
 
 def _alembic_config() -> Config:
@@ -81,10 +91,14 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     A fresh database and an old one take the same path (Alembic `upgrade`).
 
     Raises:
-        StoreError: the database is newer than this version knows.
+        StoreError: the database cannot be opened, or is newer than this version knows.
     """
     target = head_revision() if revision == "head" else revision
-    current = current_revision(engine)
+    try:
+        current = current_revision(engine)
+    except OperationalError as exc:
+        shown = engine.url.render_as_string(hide_password=True)
+        raise StoreError(f"cannot open the database {shown}: {exc.orig}") from exc
     if current == target:
         return
     script = ScriptDirectory.from_config(_alembic_config())
