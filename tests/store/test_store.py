@@ -202,3 +202,25 @@ def test_the_migration_creates_exactly_what_the_models_declare(tmp_path: Path) -
     finally:
         store.close()
     assert diff == []
+
+
+def test_the_portable_append_path_gives_the_same_events_as_the_sqlite_fast_path(tmp_path: Path) -> None:
+    # Other databases (PostgreSQL by URL) take the SQLAlchemy Core path; run it here on SQLite.
+    fast = Store(f"sqlite:///{tmp_path / 'fast.db'}")
+    portable = Store(f"sqlite:///{tmp_path / 'portable.db'}")
+    portable.events._sqlite = False  # noqa: SLF001 - choose the Core path on purpose
+    try:
+        results = []
+        for store in (fast, portable):
+            sid = store.events.create_session()
+            store.events.append(sid, [_msg("a"), _msg("b", "assistant")])
+            store.events.append(sid, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "c"}, Origin.ENGINE, "opening")])
+            with pytest.raises(NotFound):
+                store.events.append(sid + 100, [_msg("x")])
+            results.append([(e.seq, e.kind, e.role, e.origin, e.source, e.body_text, e.body_sha256, e.created_at.tzinfo is not None)
+                            for e in store.events.surface_events(sid)])
+        assert results[0] == results[1]
+        assert [r[0] for r in results[1]] == [1, 2, 3]
+    finally:
+        fast.close()
+        portable.close()
