@@ -133,3 +133,21 @@ class EventRow(Base):
     """Canonical JSON text; `body_sha256` is the SHA-256 of its UTF-8 bytes."""
     body_sha256: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class WorldBookBinding(Base):
+    """Binds a world book to a scope: "global", a "character", a "playthrough" (SillyTavern's chat
+    lore) or a "persona". Binding is separate from editing (issue 3 §4)."""
+
+    __tablename__ = "world_book_bindings"
+    __table_args__ = (
+        UniqueConstraint("world_book_id", "scope", "target_id", name="uq_world_book_bindings_book_scope_target"),
+        CheckConstraint("scope IN ('global', 'character', 'playthrough', 'persona')", name="scope_known"),
+        CheckConstraint("(scope = 'global') = (target_id IS NULL)", name="target_matches_scope"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    world_book_id: Mapped[int] = mapped_column(ForeignKey("world_books.id"), index=True)
+    scope: Mapped[str] = mapped_column(String(16))
+    target_id: Mapped[int | None] = mapped_column(Integer)
+    """The character, playthrough or persona id; None for global."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tavern_tui.errors import NotFound
-from tavern_tui.store.models import Character, EventRow, Playthrough
+from tavern_tui.store.models import Character, EventRow, Playthrough, WorldBook, WorldBookBinding
 
 
 def _utc(value: datetime) -> datetime:
@@ -154,3 +154,94 @@ class PlaythroughRepository:
         query = (select(EventRow.session_id, func.count()).where(EventRow.session_id.in_(session_ids))
                  .where(EventRow.kind.in_(kinds)).group_by(EventRow.session_id))
         return {sid: int(n) for sid, n in self._session.execute(query)}
+
+
+@dataclass(frozen=True, slots=True)
+class WorldBookRecord:
+    """A stored world book; `data` is its SillyTavern World Info JSON as canonical text."""
+
+    id: int
+    name: str
+    source_name: str
+    original_sha256: str
+    data: str
+    created_at: datetime
+
+
+def _world_book(row: WorldBook) -> WorldBookRecord:
+    return WorldBookRecord(row.id, row.name, row.source_name, row.original_sha256, row.data, _utc(row.created_at))
+
+
+class WorldBookRepository:
+    """World books: add, find by file hash or name, list, replace the normalised data (an edit)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def add(self, *, name: str, source_name: str, original: bytes, original_sha256: str, data: str) -> WorldBookRecord:
+        """Insert a world book and return it (flushed, not committed)."""
+        row = WorldBook(name=name, source_name=source_name, original=original, original_sha256=original_sha256,
+                        data=data, created_at=datetime.now(UTC))
+        self._session.add(row)
+        self._session.flush()
+        return _world_book(row)
+
+    def by_sha256(self, digest: str) -> WorldBookRecord | None:
+        """The book imported from a file with these exact bytes, if any."""
+        row = self._session.scalars(select(WorldBook).where(WorldBook.original_sha256 == digest)).first()
+        return _world_book(row) if row else None
+
+    def get(self, book_id: int) -> WorldBookRecord:
+        """One book. Raises NotFound."""
+        row = self._session.get(WorldBook, book_id)
+        if row is None:
+            raise NotFound(f"no world book with id {book_id}")
+        return _world_book(row)
+
+    def by_name(self, name: str) -> list[WorldBookRecord]:
+        """Books whose name equals `name`, case-insensitively, newest first."""
+        query = select(WorldBook).where(func.lower(WorldBook.name) == name.lower()).order_by(WorldBook.id.desc())
+        return [_world_book(row) for row in self._session.scalars(query)]
+
+    def all(self) -> list[WorldBookRecord]:
+        """Every book, by name."""
+        return [_world_book(r) for r in self._session.scalars(select(WorldBook).order_by(WorldBook.name, WorldBook.id))]
+
+
+class BindingRepository:
+    """Which world books apply where (scope "global", "character", "playthrough", "persona")."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    @staticmethod
+    def _target(target_id: int | None):  # type: ignore[no-untyped-def]
+        return WorldBookBinding.target_id.is_(None) if target_id is None else WorldBookBinding.target_id == target_id
+
+    def _query(self, book_id: int, scope: str, target_id: int | None):  # type: ignore[no-untyped-def]
+        return select(WorldBookBinding).where(WorldBookBinding.world_book_id == book_id,
+                                              WorldBookBinding.scope == scope, self._target(target_id))
+
+    def bind(self, book_id: int, scope: str, target_id: int | None) -> bool:
+        """Bind a book; returns False when it was already bound there."""
+        exists = self._session.scalars(self._query(book_id, scope, target_id)).first()
+        if exists is not None:
+            return False
+        self._session.add(WorldBookBinding(world_book_id=book_id, scope=scope, target_id=target_id,
+                                           created_at=datetime.now(UTC)))
+        self._session.flush()
+        return True
+
+    def unbind(self, book_id: int, scope: str, target_id: int | None) -> bool:
+        """Remove a binding; returns False when there was none."""
+        row = self._session.scalars(self._query(book_id, scope, target_id)).first()
+        if row is None:
+            return False
+        self._session.delete(row)
+        self._session.flush()
+        return True
+
+    def books_for(self, scope: str, target_id: int | None) -> list[int]:
+        """Book ids bound to one scope/target, in binding order."""
+        query = select(WorldBookBinding.world_book_id).where(WorldBookBinding.scope == scope, self._target(target_id))
+        return list(self._session.scalars(query.order_by(WorldBookBinding.id)))

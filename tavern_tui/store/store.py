@@ -10,7 +10,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tavern_tui.store.db import make_engine, upgrade
 from tavern_tui.store.eventlog import EventLog
-from tavern_tui.store.repositories import CharacterRepository, PlaythroughRepository
+from tavern_tui.store.repositories import (
+    BindingRepository,
+    CharacterRepository,
+    PlaythroughRepository,
+    WorldBookRepository,
+)
 
 
 @dataclass(frozen=True)
@@ -19,6 +24,8 @@ class UnitOfWork:
 
     characters: CharacterRepository
     playthroughs: PlaythroughRepository
+    world_books: WorldBookRepository
+    bindings: BindingRepository
 
 
 class Store:
@@ -44,7 +51,8 @@ class Store:
         session: Session = self._sessions()
         try:
             with session.begin():
-                yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session))
+                yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
+                                 WorldBookRepository(session), BindingRepository(session))
         finally:
             session.close()
 

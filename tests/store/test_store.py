@@ -22,7 +22,7 @@ def _msg(content: str, role: str = "user") -> NewEvent:
 def test_fresh_database_is_created_at_head_with_every_table(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'sub' / 'new.db'}")
     try:
-        assert current_revision(store.engine) == head_revision() == "0001"
+        assert current_revision(store.engine) == head_revision() == "0002"
         tables = set(sa_inspect(store.engine).get_table_names())
         assert {"characters", "world_books", "presets", "personas", "sessions", "playthroughs", "events",
                 "alembic_version"} <= tables
@@ -54,7 +54,7 @@ def test_reopening_keeps_data_and_upgrade_is_idempotent(tmp_path: Path) -> None:
     try:
         assert [e.content for e in second.events.surface_events(sid)] == ["kept"]
         upgrade(second.engine)  # already at head: no-op
-        assert current_revision(second.engine) == "0001"
+        assert current_revision(second.engine) == head_revision()
     finally:
         second.close()
 
@@ -67,8 +67,29 @@ def test_an_older_empty_database_is_upgraded_on_open(tmp_path: Path) -> None:
     engine.dispose()
     store = Store(url)
     try:
-        assert current_revision(store.engine) == "0001"
+        assert current_revision(store.engine) == head_revision()
         assert "unrelated" in sa_inspect(store.engine).get_table_names()
+    finally:
+        store.close()
+
+
+def test_a_database_at_revision_0001_is_upgraded_keeping_its_events(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'v1.db'}"
+    engine = make_engine(url)
+    upgrade(engine, "0001")
+    assert "world_book_bindings" not in sa_inspect(engine).get_table_names()
+    with engine.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO sessions (id, created_at) VALUES (1, '2026-11-01 10:00:00.000000')")
+        conn.exec_driver_sql(
+            "INSERT INTO events (session_id, seq, kind, role, body, body_sha256, created_at) VALUES "
+            "(1, 1, 'user/message', 'user', '{\"content\":\"old\"}', 'x', '2026-11-01 10:00:01.000000')")
+    engine.dispose()
+    store = Store(url)
+    try:
+        assert current_revision(store.engine) == head_revision()
+        assert "world_book_bindings" in sa_inspect(store.engine).get_table_names()
+        assert [e.content for e in store.events.surface_events(1)] == ["old"]
+        assert store.events.append(1, [_msg("new")])[0].seq == 2
     finally:
         store.close()
 
