@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tavern_tui.assembly.basic import BasicAssembler, build_system_prompt
 from tavern_tui.assembly.macros import substitute_names
