@@ -24,7 +24,10 @@ from tavern_tui.engine.step import StepUpdate, admit_opening, recover_interrupte
 from tavern_tui.engine.stream import Provider
 from tavern_tui.errors import FormatError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard, parse_card
-from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord
+from tavern_tui.formats.sniff import WORLD_BOOK, sniff_bytes
+from tavern_tui.formats.worldinfo import parse_world_book, to_st_json
+from tavern_tui.lore.model import WorldBook
+from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, WorldBookRecord
 from tavern_tui.store.store import Store
 from tavern_tui.views import CharacterView, ImportResult, MessageView, PlaythroughView, WorldBookView
 
@@ -34,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 CARD_SUFFIXES = (".png", ".json")
 """File types a folder import picks up."""
+
+BINDING_SCOPES = ("global", "character", "playthrough", "persona")
+"""Where a world book can be bound (SillyTavern: global, character, chat, persona lore)."""
 
 
 def make_provider(settings: Settings) -> Provider:
@@ -78,6 +84,7 @@ class Tavern:
     provider: Provider | None = None
     store: Store | None = None
     _cards: dict[int, ParsedCard] = field(default_factory=dict, repr=False)
+    _books: dict[tuple[int, str], WorldBook] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.store is None:
@@ -124,7 +131,8 @@ class Tavern:
     # -- import ---------------------------------------------------------------------------
 
     def import_paths(self, paths: Sequence[str | Path]) -> list[ImportResult]:
-        """Import character cards from files and folders (a folder: every .png/.json in it).
+        """Import character cards and world books from files and folders (a folder: every
+        .png/.json in it). What a JSON file is comes from its content (`formats.sniff`).
 
         Each file is parsed completely before anything is stored, and stored in one transaction,
         so a broken file stores nothing. Importing the same bytes again stores nothing new.
@@ -145,7 +153,10 @@ class Tavern:
             except OSError as exc:
                 results.append(ImportResult(shown, "character", error=f"{shown}: cannot read: {exc.strerror}"))
                 continue
-            results.append(self.import_card_bytes(data, shown))
+            if sniff_bytes(data) == WORLD_BOOK:
+                results.append(self.import_world_book_bytes(data, shown))
+            else:
+                results.append(self.import_card_bytes(data, shown))
         return results
 
     def import_card_bytes(self, data: bytes, name: str) -> ImportResult:
@@ -165,6 +176,100 @@ class Tavern:
         for warning in card.warnings:
             logger.warning("%s: %s", name, warning)
         return ImportResult(name, "character", record.id, record.name, warnings=card.warnings)
+
+    def import_world_book_bytes(self, data: bytes, name: str) -> ImportResult:
+        """Import one world book from bytes (any shape `formats.worldinfo` reads).
+
+        The book is stored as SillyTavern World Info JSON plus the original bytes; the same
+        bytes imported again store nothing new. A broken file stores nothing.
+        """
+        try:
+            book = parse_world_book(data, name)
+        except FormatError as exc:
+            return ImportResult(name, "world_book", error=str(exc))
+        digest = hashlib.sha256(data).hexdigest()
+        with self._store.unit_of_work() as uow:
+            existing = uow.world_books.by_sha256(digest)
+            if existing is not None:
+                return ImportResult(name, "world_book", existing.id, existing.name, duplicate=True)
+            record = uow.world_books.add(name=book.name, source_name=Path(name).name, original=data,
+                                         original_sha256=digest, data=canonical_json(to_st_json(book)))
+        return ImportResult(name, "world_book", record.id, record.name)
+
+    # -- world books ----------------------------------------------------------------------
+
+    def _book(self, record: WorldBookRecord) -> WorldBook:
+        key = (record.id, hashlib.sha256(record.data.encode("utf-8")).hexdigest())
+        book = self._books.get(key)
+        if book is None:
+            book = parse_world_book(record.data.encode("utf-8"), record.name)
+            book.name = record.name
+            self._books[key] = book
+        return book
+
+    def _book_view(self, record: WorldBookRecord, bindings: tuple[str, ...] = ()) -> WorldBookView:
+        return WorldBookView(record.id, record.name, len(self._book(record).entries), record.source_name,
+                             record.created_at, bindings)
+
+    def world_books(self) -> list[WorldBookView]:
+        """Every imported world book, by name."""
+        with self._store.unit_of_work() as uow:
+            records = uow.world_books.all()
+        return [self._book_view(r) for r in records]
+
+    def find_world_book(self, query: str) -> WorldBookView:
+        """A world book by id ("3") or name (case-insensitive; the newest import of that name).
+
+        Raises:
+            NotFound: nothing matches.
+        """
+        with self._store.unit_of_work() as uow:
+            if query.strip().isdigit():
+                try:
+                    return self._book_view(uow.world_books.get(int(query)))
+                except NotFound:
+                    pass
+            matches = uow.world_books.by_name(query.strip())
+        if not matches:
+            raise NotFound(f"no world book named {query!r}; import one with `tavern import FILE`")
+        return self._book_view(matches[0])
+
+    def world_book(self, book_id: int) -> WorldBook:
+        """The parsed book (entries and book-level settings). Raises NotFound."""
+        with self._store.unit_of_work() as uow:
+            return self._book(uow.world_books.get(book_id))
+
+    def bind_world_book(self, book_id: int, scope: str, target_id: int | None = None) -> bool:
+        """Bind a book globally, to a character, to a playthrough (chat lore) or to a persona.
+
+        Returns:
+            False when it was already bound there.
+
+        Raises:
+            TavernError: unknown scope, or a target given/missing for the scope.
+            NotFound: no such book or target.
+        """
+        self._check_scope(scope, target_id)
+        with self._store.unit_of_work() as uow:
+            uow.world_books.get(book_id)
+            if scope == "character":
+                uow.characters.get(target_id or 0)
+            elif scope == "playthrough":
+                uow.playthroughs.get(target_id or 0)
+            return uow.bindings.bind(book_id, scope, target_id)
+
+    def unbind_world_book(self, book_id: int, scope: str, target_id: int | None = None) -> bool:
+        """Remove a binding; returns False when there was none. Unbinding never deletes the book."""
+        self._check_scope(scope, target_id)
+        with self._store.unit_of_work() as uow:
+            return uow.bindings.unbind(book_id, scope, target_id)
+
+    @staticmethod
+    def _check_scope(scope: str, target_id: int | None) -> None:
+        if scope not in BINDING_SCOPES:
+            raise TavernError(f"unknown binding scope {scope!r}; use one of {', '.join(BINDING_SCOPES)}")
+        if (scope == "global") != (target_id is None):
+            raise TavernError("a global binding takes no target; the other scopes need one")
 
     # -- characters -----------------------------------------------------------------------
 

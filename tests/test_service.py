@@ -177,15 +177,49 @@ async def test_empty_message_and_unknown_ids_are_refused(tavern: Tavern, corpus_
     assert tavern.find_character(str(cid)).name == "Skynet"
 
 
-@pytest.mark.parametrize(("folder", "kind"), [("worldbooks", "world book"), ("presets", "chat-completion preset")])
-def test_world_books_and_presets_are_refused_as_cards_by_name(tavern: Tavern, corpus_dir: Path, folder: str,
-                                                            kind: str) -> None:
-    # The Agnai memory book and the Chub export carry `name` and `description`, like a V1 card.
-    results = tavern.import_paths([corpus_dir / folder])
+def test_presets_are_refused_as_cards_by_name(tavern: Tavern, corpus_dir: Path) -> None:
+    results = tavern.import_paths([corpus_dir / "presets"])
     assert len(results) == 4
     for result in results:
-        assert result.error == f"{result.path}: this is a {kind} file, not a character card"
+        assert result.error == f"{result.path}: this is a chat-completion preset file, not a character card"
+    assert tavern.characters() == [] and tavern.world_books() == []
+
+
+def test_world_books_import_by_content_with_facts_counts(tavern: Tavern, corpus_dir: Path) -> None:
+    # The Agnai memory book and the Chub export carry `name` and `description`, like a V1 card,
+    # and must not become characters (shared/corpus/FACTS.md gives the counts and names).
+    results = tavern.import_paths([corpus_dir / "worldbooks"])
+    assert [(Path(r.path).name, r.kind, r.ok) for r in results] == [
+        ("eldoria_st_release_oldformat.json", "world_book", True), ("eldoria_st_staging.json", "world_book", True),
+        ("hogwarts_agnai_memory.json", "world_book", True), ("honkai_chub_st_hybrid.json", "world_book", True)]
+    books = {b.source_name: b for b in tavern.world_books()}
+    assert {name: b.entries for name, b in books.items()} == {
+        "eldoria_st_release_oldformat.json": 4, "eldoria_st_staging.json": 4,
+        "hogwarts_agnai_memory.json": 4, "honkai_chub_st_hybrid.json": 34}
+    assert books["honkai_chub_st_hybrid.json"].name == "Honkai Impact RPG"
+    assert books["hogwarts_agnai_memory.json"].name == "Hogwarts Legacy Lore"
     assert tavern.characters() == []
+    honkai = tavern.world_book(books["honkai_chub_st_hybrid.json"].id)
+    assert [e.uid for e in honkai.entries if e.constant] == [13] and [e.uid for e in honkai.entries if e.disable] == [15]
+    again = tavern.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])[0]
+    assert again.duplicate and again.id == books["eldoria_st_staging.json"].id
+
+
+def test_binding_a_world_book_checks_scope_and_target(tavern: Tavern, corpus_dir: Path) -> None:
+    book = tavern.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])[0].id or 0
+    character = tavern.import_paths([corpus_dir / "cards" / "skynet_v1_legacy.png"])[0].id or 0
+    assert tavern.bind_world_book(book, "character", character) is True
+    assert tavern.bind_world_book(book, "character", character) is False
+    assert tavern.bind_world_book(book, "global") is True
+    with pytest.raises(TavernError, match="unknown binding scope"):
+        tavern.bind_world_book(book, "everywhere", 1)
+    with pytest.raises(TavernError, match="global binding takes no target"):
+        tavern.bind_world_book(book, "global", 3)
+    with pytest.raises(NotFound):
+        tavern.bind_world_book(book, "playthrough", 999)
+    assert tavern.unbind_world_book(book, "global") is True
+    assert tavern.unbind_world_book(book, "global") is False
+    assert tavern.world_books()[0].entries == 4  # unbinding never deletes
 
 
 def test_an_empty_folder_is_named_in_the_error(tavern: Tavern, tmp_path: Path) -> None:

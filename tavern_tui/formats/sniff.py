@@ -7,6 +7,7 @@ book, not a card" instead of being mistaken for a V1 card (a V1 card is just an 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 CARD = "character card"
@@ -48,3 +49,16 @@ def sniff_kind(obj: Any) -> str | None:
     if "chat_metadata" in obj or ("user_name" in obj and "character_name" in obj):
         return CHAT
     return None
+
+
+def sniff_bytes(data: bytes) -> str | None:
+    """The kind of file `data` holds: a PNG is a character card; JSON is sniffed with `sniff_kind`.
+
+    Returns None for anything else (the card importer then explains what is wrong).
+    """
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return CARD
+    try:
+        return sniff_kind(json.loads(data.decode("utf-8-sig")))
+    except (UnicodeDecodeError, ValueError):
+        return None
