@@ -1,7 +1,8 @@
 """Provides the `tavern` command line. Every command calls the `Tavern` service, never the store.
 
     tavern                      launch the TUI (also: tavern tui)
-    tavern import PATH... [--json]
+    tavern import PATH... [--json]            cards and world books
+    tavern lore list|bind|unbind|export …
     tavern chat CHARACTER --say TEXT [--new | --playthrough ID] [--json]
     tavern sessions [--json] [--character NAME]
     tavern show PLAYTHROUGH [--json] [--system]
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from tavern_tui import __version__
+from tavern_tui.cli_lore import add_lore_parser, cmd_lore
 from tavern_tui.config import Settings, load_settings
 from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
@@ -56,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("tui", help="launch the terminal UI (the default)")
 
-    p_import = commands.add_parser("import", help="import character cards (PNG or JSON files, or folders of them)")
+    p_import = commands.add_parser("import", help="import character cards and world books (files or folders)")
     p_import.add_argument("paths", nargs="+", metavar="PATH")
     p_import.add_argument("--json", action="store_true", help="print a JSON list of results")
 
@@ -76,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     p_show.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_show.add_argument("--json", action="store_true")
     p_show.add_argument("--system", action="store_true", help="include the system section sent to the model")
+
+    add_lore_parser(commands)
     return parser
 
 
@@ -105,7 +109,8 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 err.write(f"error: {r.error}\n")
             else:
                 note = " (already imported)" if r.duplicate else ""
-                out.write(f"imported character {r.id}: {r.name}{note}  [{r.path}]\n")
+                kind = r.kind.replace("_", " ")
+                out.write(f"imported {kind} {r.id}: {r.name}{note}  [{r.path}]\n")
             for warning in r.warnings:
                 err.write(f"warning: {r.path}: {warning}\n")
     return EXIT_FAILED if any(r.error for r in results) else EXIT_OK
@@ -227,7 +232,16 @@ def cmd_tui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-COMMANDS: dict[str, Any] = {"import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,
+def cmd_lore_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern lore …` (see cli_lore)."""
+    tavern = _open(args)
+    try:
+        return cmd_lore(tavern, args, out, err)
+    finally:
+        tavern.close()
+
+
+COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,
                             "tui": cmd_tui, None: cmd_tui}
 
 

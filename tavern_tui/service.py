@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tavern_tui.assembly.basic import BasicAssembler, build_system_prompt
 from tavern_tui.assembly.macros import substitute_names
@@ -212,10 +213,14 @@ class Tavern:
                              record.created_at, bindings)
 
     def world_books(self) -> list[WorldBookView]:
-        """Every imported world book, by name."""
+        """Every imported world book, by name, with where it is bound."""
         with self._store.unit_of_work() as uow:
             records = uow.world_books.all()
-        return [self._book_view(r) for r in records]
+            bound = uow.bindings.all()
+        where: dict[int, list[str]] = {}
+        for book_id, scope, target in bound:
+            where.setdefault(book_id, []).append(scope if target is None else f"{scope}:{target}")
+        return [self._book_view(r, tuple(where.get(r.id, ()))) for r in records]
 
     def find_world_book(self, query: str) -> WorldBookView:
         """A world book by id ("3") or name (case-insensitive; the newest import of that name).
@@ -238,6 +243,10 @@ class Tavern:
         """The parsed book (entries and book-level settings). Raises NotFound."""
         with self._store.unit_of_work() as uow:
             return self._book(uow.world_books.get(book_id))
+
+    def export_world_book(self, book_id: int) -> dict[str, Any]:
+        """The book as SillyTavern World Info JSON (`{"entries": {...}}`), ready to write to a file."""
+        return to_st_json(self.world_book(book_id))
 
     def bind_world_book(self, book_id: int, scope: str, target_id: int | None = None) -> bool:
         """Bind a book globally, to a character, to a playthrough (chat lore) or to a persona.

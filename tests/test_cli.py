@@ -126,3 +126,27 @@ def test_global_options_work_after_the_command_and_bad_databases_are_plain_error
     bad_folder = _run(["sessions", "--db", f"sqlite:///{blocked / 'sub' / 'db.sqlite3'}"], cli_env)
     assert bad_folder.returncode == 1 and "cannot create the database folder" in bad_folder.stderr
     assert "Traceback" not in bad_folder.stderr
+
+
+def test_lore_import_bind_list_and_export_round_trip(cli_env: dict[str, str], corpus_dir: Path, tmp_path: Path) -> None:
+    done = _run(["import", "--json", str(corpus_dir / "worldbooks"), str(corpus_dir / "cards" / "skynet_v1_legacy.png")],
+                cli_env)
+    assert done.returncode == 0, done.stderr
+    kinds = [(r["kind"], r["name"]) for r in json.loads(done.stdout)]
+    assert kinds == [("world_book", "eldoria_st_release_oldformat"), ("world_book", "eldoria_st_staging"),
+                     ("world_book", "Hogwarts Legacy Lore"), ("world_book", "Honkai Impact RPG"),
+                     ("character", "Skynet")]
+    assert _run(["lore", "bind", "honkai impact rpg", "--global"], cli_env).stdout == "Honkai Impact RPG bound to global\n"
+    assert "already bound" in _run(["lore", "bind", "4", "--global"], cli_env).stdout
+    assert _run(["lore", "bind", "Hogwarts Legacy Lore", "--character", "skynet"], cli_env).returncode == 0
+    listed = {b["name"]: b for b in json.loads(_run(["lore", "list", "--json"], cli_env).stdout)}
+    assert listed["Honkai Impact RPG"]["bindings"] == ["global"] and listed["Honkai Impact RPG"]["entries"] == 34
+    assert listed["Hogwarts Legacy Lore"]["bindings"] == ["character:1"]
+    out = tmp_path / "honkai.json"
+    assert _run(["lore", "export", "Honkai Impact RPG", "--out", str(out)], cli_env).returncode == 0
+    exported = json.loads(out.read_text(encoding="utf-8"))
+    assert len(exported["entries"]) == 34
+    # uid 13 (key "14" in the Chub file) is the one constant entry (FACTS.md), kept by uid on export
+    assert exported["entries"]["13"]["constant"] is True and exported["entries"]["15"]["disable"] is True
+    missing = _run(["lore", "bind", "Nope", "--global"], cli_env)
+    assert missing.returncode == 1 and "no world book named 'Nope'" in missing.stderr

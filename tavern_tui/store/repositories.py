@@ -241,6 +241,11 @@ class BindingRepository:
         self._session.flush()
         return True
 
+    def all(self) -> list[tuple[int, str, int | None]]:
+        """Every binding as (book id, scope, target id), in binding order."""
+        query = select(WorldBookBinding.world_book_id, WorldBookBinding.scope, WorldBookBinding.target_id)
+        return [(b, s, t) for b, s, t in self._session.execute(query.order_by(WorldBookBinding.id))]
+
     def books_for(self, scope: str, target_id: int | None) -> list[int]:
         """Book ids bound to one scope/target, in binding order."""
         query = select(WorldBookBinding.world_book_id).where(WorldBookBinding.scope == scope, self._target(target_id))
