@@ -1,0 +1,54 @@
+"""Provides `build_buckets`: activated content by position, in SillyTavern's order.
+
+Rule: SillyTavern 1.18 `checkWorldInfo` "BUILDING PROMPT" (public/scripts/world-info.js;
+format-digest §b.5.8): activated entries sorted by `order` descending (stable) are *prepended*
+to their bucket, so every bucket ends in ascending order; outlet entries are *appended*, so an
+outlet reads highest order first. Empty content is skipped (SillyTavern checks after its regex
+scripts, which run elsewhere); an outlet entry without an outlet name is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tavern_tui.lore.model import Position, Role
+from tavern_tui.lore.result import ActivatedEntry, Buckets
+
+
+def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
+    """Distribute `activated` (in activation order) into the position buckets."""
+    before: list[str] = []
+    after: list[str] = []
+    an_top: list[str] = []
+    an_bottom: list[str] = []
+    em_top: list[str] = []
+    em_bottom: list[str] = []
+    depth_groups: dict[tuple[int, Role], list[str]] = {}
+    outlets: dict[str, list[str]] = {}
+    for entry in sorted(activated, key=lambda e: -e.order):
+        content = entry.content
+        if not content:
+            continue
+        position = entry.position
+        if position == Position.BEFORE_CHAR:
+            before.insert(0, content)
+        elif position == Position.AFTER_CHAR:
+            after.insert(0, content)
+        elif position == Position.EM_TOP:
+            em_top.insert(0, content)
+        elif position == Position.EM_BOTTOM:
+            em_bottom.insert(0, content)
+        elif position == Position.AN_TOP:
+            an_top.insert(0, content)
+        elif position == Position.AN_BOTTOM:
+            an_bottom.insert(0, content)
+        elif position == Position.AT_DEPTH:
+            depth_groups.setdefault((entry.depth, Role(entry.role)), []).insert(0, content)
+        elif position == Position.OUTLET and entry.outlet_name:
+            outlets.setdefault(entry.outlet_name, []).append(content)
+    return Buckets(
+        before="\n".join(before), after="\n".join(after), an_top=an_top, an_bottom=an_bottom,
+        at_depth={key: "\n".join(parts) for key, parts in depth_groups.items()},
+        examples_top=em_top, examples_bottom=em_bottom,
+        outlets={name: "\n".join(parts) for name, parts in outlets.items()},
+    )

@@ -1,0 +1,119 @@
+"""Provides `ScanBuffer`: the text each entry's keys are matched against, built once per shape.
+
+Rule: SillyTavern 1.18 `WorldInfoBuffer` (public/scripts/world-info.js; format-digest §b.5.1):
+
+    "\\x01" + messages[0:depth].join("\\n\\x01")          newest message first, each trimmed
+      + "\\n\\x01" + <each extra source the entry opts into, if non-empty>
+      + "\\n\\x01" + injections.join("\\n\\x01")            prompts flagged for WI scanning
+      + "\\n\\x01" + recursion.join("\\n\\x01")             not during min-activation loops
+
+With an effective depth <= 0 the whole buffer is "" (no extra sources, no recursion either).
+Depth is capped at 1000 (`MAX_SCAN_DEPTH`). Many entries share a shape (depth, extra sources,
+with/without recursion), so texts are cached per shape and per recursion length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tavern_tui.lore.context import EXTRA_SOURCES, ActivationContext
+from tavern_tui.lore.jsregex import js_trim
+from tavern_tui.lore.timed import EntryKey
+
+MAX_SCAN_DEPTH = 1000
+MATCHER = "\x01"
+JOINER = "\n" + MATCHER
+
+ExtraFlags = tuple[bool, bool, bool, bool, bool, bool]
+"""Which extra sources an entry scans, in `context.EXTRA_SOURCES` order."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One piece of a scan buffer, for telling where a key was found.
+
+    Attributes:
+        where: the decision's `matched_in` (message ref, "input", source name, "injection",
+            "entry:<book>/<uid>").
+        label: human words for it ("message 3 (Alice)", "the input", "the scenario").
+        text: the piece as it appears in the buffer.
+        from_entry: for recursion pieces, the entry whose content this is.
+    """
+
+    where: Any
+    label: str
+    text: str
+    from_entry: EntryKey | None = None
+
+
+class ScanBuffer:
+    """The scan texts of one activation.
+
+    Args:
+        ctx: messages, input, extra sources and injections.
+        include_names: prefix messages with `Name: ` (`world_info_include_names`).
+    """
+
+    def __init__(self, ctx: ActivationContext, include_names: bool) -> None:
+        newest_first: list[Segment] = []
+        if ctx.input:
+            text = f"{ctx.user_name}: {ctx.input}" if include_names else ctx.input
+            newest_first.append(Segment("input", "the input", js_trim(text)))
+        total = len(ctx.messages)
+        for offset, message in enumerate(reversed(ctx.messages)):
+            if len(newest_first) >= MAX_SCAN_DEPTH:
+                break
+            text = f"{message.name}: {message.text}" if include_names else message.text
+            ref = message.ref if message.ref is not None else total - offset
+            newest_first.append(Segment(ref, f"message {_ref_label(ref)} ({message.name})", js_trim(text)))
+        self.messages = newest_first
+        self.extras = [
+            Segment(attr, f"the {attr.replace('_', ' ')}", getattr(ctx, attr)) if getattr(ctx, attr) else None
+            for attr, _flag in EXTRA_SOURCES
+        ]
+        self.injections = [Segment("injection", "an injected prompt", text) for text in ctx.injections if text]
+        self.recursion: list[str] = []
+        self.recursion_pieces: list[Segment] = []
+        self._cache: dict[tuple[int, ExtraFlags, bool, int], str] = {}
+
+    def add_recursion(self, text: str, pieces: list[Segment]) -> None:
+        """Append one loop's recursion text (contents joined with "\\n") and its per-entry pieces."""
+        self.recursion.append(text)
+        self.recursion_pieces.extend(pieces)
+
+    def text(self, depth: int, extras: ExtraFlags, with_recursion: bool) -> str:
+        """The buffer for an entry scanning `depth` messages and the given extra sources."""
+        token = (depth, extras, with_recursion, len(self.recursion) if with_recursion else 0)
+        cached = self._cache.get(token)
+        if cached is not None:
+            return cached
+        if depth <= 0:
+            result = ""
+        else:
+            parts = [MATCHER + JOINER.join(m.text for m in self.messages[:min(depth, MAX_SCAN_DEPTH)])]
+            parts.extend(JOINER + seg.text for seg, on in zip(self.extras, extras) if on and seg is not None)
+            if self.injections:
+                parts.append(JOINER + JOINER.join(seg.text for seg in self.injections))
+            if with_recursion and self.recursion:
+                parts.append(JOINER + JOINER.join(self.recursion))
+            result = "".join(parts)
+        self._cache[token] = result
+        return result
+
+    def segments(self, depth: int, extras: ExtraFlags, with_recursion: bool) -> list[Segment]:
+        """The pieces of `text(depth, extras, with_recursion)` in buffer order."""
+        if depth <= 0:
+            return []
+        pieces = list(self.messages[:min(depth, MAX_SCAN_DEPTH)])
+        pieces.extend(seg for seg, on in zip(self.extras, extras) if on and seg is not None)
+        pieces.extend(self.injections)
+        if with_recursion:
+            pieces.extend(self.recursion_pieces)
+        return pieces
+
+
+def _ref_label(ref: Any) -> str:
+    if isinstance(ref, tuple):
+        return "/".join(str(part) for part in ref)
+    return str(ref)

@@ -1,0 +1,214 @@
+"""Provides SillyTavern's key matching: regex keys, whole words, case folding, and the `KeyIndex` protocol.
+
+Rule: SillyTavern 1.18 `WorldInfoBuffer.matchKeys` and `parseRegexFromString`
+(public/scripts/world-info.js; format-digest §b.5.2, performance-anchors §1.1):
+
+- A key of the form `/pattern/flags` (flags ⊂ gimsuy, inner `/` escaped) that compiles is a
+  regex, tested on the raw buffer; case and whole-word settings do not apply to it. A key that
+  looks like one but does not compile is matched as plain text (`AC/DC` is plain text).
+- A plain key is compared after `toLowerCase` on both sides unless case-sensitive (`str.lower`
+  gives the same result, final sigma included).
+- With whole words on, a key containing whitespace is a plain substring test; any other key
+  must match `(?:^|\\W)key(?:$|\\W)` where `\\W` is JS's ASCII-only class, so every non-ASCII
+  character counts as a boundary: `魔法` matches inside `我会魔法了`, `ai` does not match in
+  `ain't`, `#hello` matches in `say #hello`.
+
+All matching goes through a `KeyIndex`: built once from every key of an activation, then asked
+which keys occur in a text. `ReferenceIndex` does one test per key per call, exactly as
+SillyTavern does; it is the correctness oracle and the baseline for faster indexes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+import regex
+
+from tavern_tui.lore.jsregex import JS_WHITESPACE, JSRegexError, compile_js_regex
+
+DEFAULT_REGEX_TIMEOUT = 0.05
+"""Seconds one regex-key search may run before it is abandoned and reported as timed out."""
+
+_REGEX_KEY = re.compile(r"\A/([\s\S]+?)/([gimsuy]*)\Z")
+_UNESCAPED_SLASH = re.compile(r"(?:^|[^\\])/")
+_NON_WORD = "[^A-Za-z0-9_]"
+
+
+@dataclass(frozen=True)
+class RegexKey:
+    """A parsed `/pattern/flags` key: the compiled Python pattern, and whether JS's sticky `y`
+    flag anchors the test at position 0."""
+
+    source: str
+    flags: str
+    compiled: regex.Pattern[str]
+    sticky: bool
+
+
+@lru_cache(maxsize=4096)
+def parse_regex_key(key: str) -> RegexKey | None:
+    """Parse a key as SillyTavern's `parseRegexFromString` does; None if it is a plain key.
+
+    `/…/flags`: the shortest body such that the rest is `/` plus flags ⊂ "gimsuy"; an unescaped
+    `/` in the body makes it plain text; the JS pattern must compile (translated by
+    `jsregex.compile_js_regex`, which lists what differs). Cached: keys repeat across calls.
+    """
+    match = _REGEX_KEY.match(key)
+    if not match:
+        return None
+    pattern, flags = match.groups()
+    if _UNESCAPED_SLASH.search(pattern):
+        return None
+    pattern = pattern.replace("\\/", "/", 1)  # JS String.replace with a string: first only
+    try:
+        compiled, sticky = compile_js_regex(pattern, flags)
+    except JSRegexError:
+        return None
+    return RegexKey(pattern, flags, compiled, sticky)
+
+
+def has_js_whitespace(text: str) -> bool:
+    """True if `text` holds a JS `\\s` character, i.e. `text.split(/\\s+/)` has more than one part:
+    SillyTavern's test for a multi-word key."""
+    return any(ch in JS_WHITESPACE for ch in text)
+
+
+def whole_word_pattern(key: str) -> re.Pattern[str]:
+    """`(?:^|\\W)key(?:$|\\W)` with JS semantics: ASCII `\\W`, `^`/`$` at the very ends."""
+    return re.compile(f"(?:\\A|{_NON_WORD}){re.escape(key)}(?:\\Z|{_NON_WORD})")
+
+
+@dataclass(frozen=True)
+class CompiledKey:
+    """One distinct key to look for.
+
+    Attributes:
+        key_id: the caller's id for it (unique within one index).
+        text: the key as matched: already macro-expanded and trimmed for primary/secondary
+            matching; raw for SillyTavern's group scoring (which skips both steps).
+        case_sensitive, whole_words: the effective settings (entry ?? global); ignored when
+            `text` parses as a regex key.
+    """
+
+    key_id: int
+    text: str
+    case_sensitive: bool
+    whole_words: bool
+
+
+@dataclass(frozen=True)
+class KeyHits:
+    """Result of one `KeyIndex.hits` call: ids found, and ids whose regex search timed out
+    (neither found nor known absent)."""
+
+    matched: frozenset[int]
+    timed_out: frozenset[int] = frozenset()
+
+
+class KeyIndex(Protocol):
+    """Finds which keys occur in a text (SillyTavern `matchKeys`, for many keys at once).
+
+    Implementations are built from a sequence of `CompiledKey` (see `IndexFactory`) and must
+    give the same answer as `ReferenceIndex` for every key. The text is a scan buffer as
+    SillyTavern builds it (`"\\x01" + messages.join("\\n\\x01")`, …) or one piece of it.
+    """
+
+    def hits(self, text: str, keys: Collection[int] | None = None) -> KeyHits:
+        """Keys found in `text`. With `keys`, only those ids are asked about (the result may
+        still contain others; callers filter). Never raises for a slow regex: a search that
+        exceeds the index's time limit is listed in `timed_out`."""
+        ...
+
+
+IndexFactory = Callable[[Sequence[CompiledKey]], KeyIndex]
+"""Builds a `KeyIndex` from keys. Pass `functools.partial(ReferenceIndex, regex_timeout=…)`
+to change the time limit."""
+
+
+class _Plain:
+    __slots__ = ("folded", "needle", "pattern")
+
+    def __init__(self, key: CompiledKey) -> None:
+        self.folded = not key.case_sensitive
+        self.needle = key.text.lower() if self.folded else key.text
+        whole = key.whole_words and not has_js_whitespace(self.needle)
+        self.pattern = whole_word_pattern(self.needle) if whole else None
+
+    def test(self, text: str) -> bool:
+        if self.pattern is not None:
+            return self.pattern.search(text) is not None
+        return self.needle in text
+
+
+class ReferenceIndex:
+    """The oracle `KeyIndex`: one compiled test per key per call, as SillyTavern does.
+
+    Args:
+        keys: the keys; ids must be unique.
+        regex_timeout: seconds each regex-key search may take (`regex` module `timeout=`).
+
+    Raises:
+        ValueError: duplicate key ids.
+    """
+
+    def __init__(self, keys: Iterable[CompiledKey], *, regex_timeout: float = DEFAULT_REGEX_TIMEOUT) -> None:
+        self.regex_timeout = regex_timeout
+        self._plain: dict[int, _Plain] = {}
+        self._regex: dict[int, RegexKey] = {}
+        for key in keys:
+            if key.key_id in self._plain or key.key_id in self._regex:
+                raise ValueError(f"duplicate key id {key.key_id}")
+            parsed = parse_regex_key(key.text)
+            if parsed is not None:
+                self._regex[key.key_id] = parsed
+            else:
+                self._plain[key.key_id] = _Plain(key)
+
+    def hits(self, text: str, keys: Collection[int] | None = None) -> KeyHits:
+        """See `KeyIndex.hits`."""
+        matched: set[int] = set()
+        timed_out: set[int] = set()
+        lowered: str | None = None
+        plain = self._plain.items() if keys is None else ((k, self._plain[k]) for k in keys if k in self._plain)
+        for key_id, matcher in plain:
+            if matcher.folded:
+                if lowered is None:
+                    lowered = text.lower()
+                found = matcher.test(lowered)
+            else:
+                found = matcher.test(text)
+            if found:
+                matched.add(key_id)
+        wanted = self._regex.items() if keys is None else ((k, self._regex[k]) for k in keys if k in self._regex)
+        for key_id, rx in wanted:
+            try:
+                search = rx.compiled.match if rx.sticky else rx.compiled.search
+                if search(text, timeout=self.regex_timeout) is not None:
+                    matched.add(key_id)
+            except TimeoutError:
+                timed_out.add(key_id)
+        return KeyHits(frozenset(matched), frozenset(timed_out))
+
+
+class IndexCache:
+    """Memoizes an `IndexFactory` on the exact key tuple, so repeated activations over the same
+    books reuse their indexes (e.g. an Aho-Corasick automaton). Holds at most `size` indexes."""
+
+    def __init__(self, factory: IndexFactory = ReferenceIndex, size: int = 8) -> None:
+        self.factory = factory
+        self.size = size
+        self._cache: dict[tuple[CompiledKey, ...], KeyIndex] = {}
+
+    def __call__(self, keys: Sequence[CompiledKey]) -> KeyIndex:
+        token = tuple(keys)
+        index = self._cache.pop(token, None)
+        if index is None:
+            index = self.factory(token)
+        self._cache[token] = index
+        while len(self._cache) > self.size:
+            self._cache.pop(next(iter(self._cache)))
+        return index
