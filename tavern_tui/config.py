@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from tavern_tui import paths
 from tavern_tui.errors import FormatError
+from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.providers.base import ProviderSettings
 
 
@@ -26,12 +27,15 @@ class Settings:
         db_url: SQLAlchemy URL; default a SQLite file in the user data folder.
         provider: endpoint settings; an empty `base_url` selects the offline demo provider.
         user_name: the name `{{user}}` resolves to until a persona is chosen (SillyTavern's default is "User").
+        world_info: world-info activation settings (SillyTavern's shipped defaults unless the
+            config file's `[world_info]` table sets its `world_info_*` keys or `max_context`).
         config_path: the config file that was read, or would be read.
     """
 
     db_url: str
     provider: ProviderSettings = field(default_factory=ProviderSettings)
     user_name: str = "User"
+    world_info: WorldInfoSettings = field(default_factory=WorldInfoSettings)
     config_path: Path | None = None
 
 
@@ -59,8 +63,9 @@ def load_settings(
 ) -> Settings:
     """Merge flags, environment and the config file into `Settings`.
 
-    The config file has top-level `db_url` and `user_name`, and a `[provider]` table with
-    `base_url`, `model`, `api_key`, `timeout` (seconds).
+    The config file has top-level `db_url` and `user_name`, a `[provider]` table with
+    `base_url`, `model`, `api_key`, `timeout` (seconds), and a `[world_info]` table with
+    SillyTavern's `world_info_settings` keys (`world_info_depth`, …) and `max_context`.
 
     Raises:
         FormatError: the config file exists but is not valid TOML or has a wrong type.
@@ -89,9 +94,17 @@ def load_settings(
         api_key=pick(api_key, "TAVERN_API_KEY", prov.get("api_key")),
         timeout=timeout,
     )
+    lore = file.get("world_info", {})
+    if not isinstance(lore, dict):
+        raise FormatError(str(path), "must be a table", field="world_info")
+    try:
+        world_info = WorldInfoSettings.from_st(lore)
+    except ValueError as exc:
+        raise FormatError(str(path), str(exc), field="world_info") from exc
     return Settings(
         db_url=pick(db_url, "TAVERN_DB_URL", file.get("db_url"), default_db_url(source)),
         provider=provider,
         user_name=pick(None, "TAVERN_USER_NAME", file.get("user_name"), "User"),
+        world_info=world_info,
         config_path=path,
     )

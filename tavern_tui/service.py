@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +26,13 @@ from tavern_tui.engine.stream import Provider
 from tavern_tui.errors import FormatError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard, parse_card
 from tavern_tui.formats.sniff import WORLD_BOOK, sniff_bytes
-from tavern_tui.formats.worldinfo import parse_world_book, to_st_json
+from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, scan_context, timed_state_of
+from tavern_tui.formats.worldinfo import from_character_book, parse_world_book, to_st_json
+from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
+from tavern_tui.lore.matching import IndexCache
 from tavern_tui.lore.model import WorldBook
+from tavern_tui.lore.result import ActivationResult
+from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, WorldBookRecord
 from tavern_tui.store.store import Store
 from tavern_tui.views import CharacterView, ImportResult, MessageView, PlaythroughView, WorldBookView
@@ -86,6 +91,8 @@ class Tavern:
     store: Store | None = None
     _cards: dict[int, ParsedCard] = field(default_factory=dict, repr=False)
     _books: dict[tuple[int, str], WorldBook] = field(default_factory=dict, repr=False)
+    _card_books: dict[int, WorldBook] = field(default_factory=dict, repr=False)
+    _index_cache: IndexCache = field(default_factory=IndexCache, repr=False)
 
     def __post_init__(self) -> None:
         if self.store is None:
@@ -280,6 +287,73 @@ class Tavern:
         if (scope == "global") != (target_id is None):
             raise TavernError("a global binding takes no target; the other scopes need one")
 
+    def _world_info(self, books: Sequence[SourcedBook], rng: Callable[[], float] | None = None) -> WorldInfoStep:
+        return WorldInfoStep(books, self.settings.world_info, rng, self._index_cache)
+
+    @staticmethod
+    def _facts(record: CharacterRecord, card: ParsedCard, user_name: str) -> CardFacts:
+        return CardFacts.from_card(card.data, card.name, user_name, Path(record.source_name).stem)
+
+    def _card_book(self, record: CharacterRecord, card: ParsedCard) -> WorldBook | None:
+        """The card's embedded `character_book` as a world book (converted once per character)."""
+        if card.character_book is None:
+            return None
+        book = self._card_books.get(record.id)
+        if book is None:
+            book = from_character_book(card.character_book, record.source_name, card.name)
+            self._card_books[record.id] = book
+        return book
+
+    def _effective_books(self, playthrough_id: int, character_id: int, card: ParsedCard) -> list[SourcedBook]:
+        """The books that apply to a playthrough's steps: chat (playthrough) lore, global lore and
+        character lore (its bindings, then the card's embedded book), each book once, in
+        SillyTavern's source order (`getSortedEntries`; the activation orders entries by the
+        character strategy). Personas arrive with the persona surface."""
+        with self._store.unit_of_work() as uow:
+            ids = [("chat", uow.bindings.books_for("playthrough", playthrough_id)),
+                   ("global", uow.bindings.books_for("global", None)),
+                   ("character", uow.bindings.books_for("character", character_id))]
+            records = {r.id: r for r in uow.world_books.all()}
+            character = uow.characters.get(character_id)
+        seen: set[int] = set()
+        books: list[SourcedBook] = []
+        for source, book_ids in ids:
+            for book_id in book_ids:
+                if book_id not in seen and book_id in records:
+                    seen.add(book_id)
+                    books.append(SourcedBook(self._book(records[book_id]), source))
+        embedded = self._card_book(character, card)
+        if embedded is not None:
+            books.append(SourcedBook(embedded, "character"))
+        return books
+
+    def world_info_preview(self, playthrough_id: int, text: str = "", *,
+                           rng: Callable[[], float] | None = None) -> ActivationResult:
+        """Which entries would fire if `text` were sent now in this playthrough, and why.
+
+        A dry run (seed 000: preview runs the same code and never calls a provider): the same
+        books, settings, history and timed effects as a real step; nothing is stored.
+        """
+        view = self.playthrough(playthrough_id)
+        with self._store.unit_of_work() as uow:
+            record = uow.characters.get(view.character_id)
+        card = self._card(record)
+        events = self._store.events.surface_events(view.session_id)
+        history = derive_messages(self._store.events, view.session_id)
+        ctx = scan_context(history, [text] if text else [], self._facts(record, card, view.user_name),
+                           timed_state_of(events))
+        return self._world_info(self._effective_books(view.id, record.id, card), rng).run(ctx)
+
+    def test_world_info(self, books: Sequence[WorldBook], messages: Sequence[ScanMessage], text: str | None, *,
+                        settings: WorldInfoSettings | None = None, rng: Callable[[], float] | None = None,
+                        char_name: str = "Character", user_name: str = "User") -> ActivationResult:
+        """Activate `books` (as global lore) against a given history and input (the `lore test`
+        tool): no playthrough, nothing stored."""
+        ctx = ActivationContext(messages=tuple(messages), input=text or None, char_name=char_name, user_name=user_name)
+        step = WorldInfoStep([SourcedBook(b, "global") for b in books], settings or self.settings.world_info, rng,
+                             self._index_cache)
+        return step.run(ctx)
+
     # -- characters -----------------------------------------------------------------------
 
     def _card(self, record: CharacterRecord) -> ParsedCard:
@@ -439,9 +513,12 @@ class Tavern:
             record = uow.characters.get(view.character_id)
             uow.playthroughs.touch(playthrough_id)
         card = self._card(record)
-        assembler = BasicAssembler(card.data, card.name, view.user_name,
-                                   {"character_id": record.id, "character_sha256": record.original_sha256,
-                                    "playthrough_id": playthrough_id})
+        books = self._effective_books(view.id, record.id, card)
+        timed = timed_state_of(self._store.events.surface_events(view.session_id))
+        meta = {"character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
+                "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries)} for b in books]}
+        assembler = BasicAssembler(card.data, card.name, view.user_name, meta, self._world_info(books),
+                                   self._facts(record, card, view.user_name), timed)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self._store.events, view.session_id, self._provider, assembler, text,
                          stale_after=self._stale_after)

@@ -10,13 +10,16 @@ then example dialogue under "[Example Chat]". A card's `system_prompt` replaces 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.assembly.macros import substitute_names
 from tavern_tui.assembly.tokens import estimate_messages
-from tavern_tui.engine.log import SurfaceMessage
+from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
+from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, request_messages
 from tavern_tui.engine.step import Assembly
+from tavern_tui.lore.result import Buckets
+from tavern_tui.lore.timed import TimedState
 
 DEFAULT_MAIN_PROMPT = "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}."
 PERSONALITY_FORMAT = "[{{char}}'s personality: {{personality}}]"
@@ -50,18 +53,28 @@ def _main_prompt(card_system_prompt: str) -> str:
     return parts[0] + DEFAULT_MAIN_PROMPT + "".join(parts[1:])
 
 
-def build_system_prompt(card: dict[str, Any], char: str, user: str) -> str:
-    """Render a card's `data` into the system section text.
+def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Buckets | None = None) -> str:
+    """Render a card's `data` (and activated world info) into the system section text.
+
+    Order follows SillyTavern's default prompt order: main, world info before, description,
+    personality, scenario, world info after, example dialogue (world-info example blocks
+    before/after the card's). World info @depth entries have no chat position in this
+    compatibility rendering, so they close the section, deepest first; author's-note positions
+    are dropped as SillyTavern drops them when the Author's Note is off (format-digest §b.3).
 
     Args:
         card: the normalised card `data` (description, personality, scenario, mes_example, system_prompt).
         char: the character's name for `{{char}}`.
         user: the person's name for `{{user}}`.
+        lore: activated world info, or None.
 
     Returns:
         Sections joined by blank lines; empty fields are left out.
     """
+    lore = lore or Buckets()
     sections = [_main_prompt(str(card.get("system_prompt") or ""))]
+    if lore.before.strip():
+        sections.append(lore.before)
     description = str(card.get("description") or "").strip()
     if description:
         sections.append(description)
@@ -71,29 +84,52 @@ def build_system_prompt(card: dict[str, Any], char: str, user: str) -> str:
     scenario = str(card.get("scenario") or "").strip()
     if scenario:
         sections.append(SCENARIO_FORMAT.replace("{{scenario}}", scenario))
-    for block in split_examples(str(card.get("mes_example") or "")):
-        sections.append(f"{EXAMPLE_CHAT_HEADER}\n{block}")
+    if lore.after.strip():
+        sections.append(lore.after)
+    blocks = [*lore.examples_top, *split_examples(str(card.get("mes_example") or "")), *lore.examples_bottom]
+    for block in blocks:
+        sections.append(f"{EXAMPLE_CHAT_HEADER}\n{block.strip()}")
+    for (_depth, _role), text in sorted(lore.at_depth.items(), key=lambda item: -item[0][0]):
+        if text.strip():
+            sections.append(text)
     return substitute_names("\n\n".join(sections), char, user)
 
 
 @dataclass(frozen=True)
 class BasicAssembler:
-    """The compatibility assembler: a fixed system section from the card, no call config.
+    """The compatibility assembler: the card and activated world info in one system section.
 
     Attributes:
         card: normalised card `data`.
         char: character name; user: the person's name.
         meta: resource facts recorded in the request header (character id, spec …).
+        world_info: the playthrough's books and settings, or None for no world info.
+        facts: what world info scans besides the chat (card fields, filter facts).
+        timed_state: the branch's world-info timed effects before this step.
     """
 
     card: dict[str, Any]
     char: str
     user: str
     meta: dict[str, Any]
+    world_info: WorldInfoStep | None = None
+    facts: CardFacts | None = None
+    timed_state: TimedState = field(default_factory=TimedState)
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
-        """Build this step's system section; the token estimate covers history + claimed input."""
-        system = build_system_prompt(self.card, self.char, self.user)
-        messages = [{"content": system}] + [m.to_request() for m in history if m.source != "system-prompt"]
+        """Build this step's system section: world info scans the history plus the claimed input
+        (seed 000 §5); its decisions go to the request header, its timed effects to the branch."""
+        meta = {**self.meta, "strategy": "compat"}
+        records = ()
+        lore = None
+        if self.world_info is not None and self.world_info.books:
+            facts = self.facts or CardFacts(self.char, self.user)
+            result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state))
+            lore = result.buckets
+            meta["world_info"] = decisions_record(result)
+            records = (self.world_info.state_event(result),)
+        system = build_system_prompt(self.card, self.char, self.user, lore)
+        messages = [{"content": system}] + request_messages([m for m in history if m.source != SYSTEM_PROMPT_SOURCE])
         messages += [{"content": text} for text in claimed]
-        return Assembly(system=system, meta={**self.meta, "strategy": "compat", "estimated_prompt_tokens": estimate_messages(messages)})
+        meta["estimated_prompt_tokens"] = estimate_messages(messages)
+        return Assembly(system=system, meta=meta, records=records)

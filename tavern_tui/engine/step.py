@@ -47,12 +47,15 @@ class Assembly:
         config: call parameters (temperature, max_tokens, …); never history.
         model: model id for this request ("" = the provider's default).
         meta: assembly facts for the trace (resources used, token estimate, …).
+        records: events the assembler wants kept with this step (e.g. world-info timed effects),
+            appended just before the request header, so they exist only for steps really sent.
     """
 
     system: str
     config: dict[str, Any] = field(default_factory=dict)
     model: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    records: tuple[NewEvent, ...] = ()
 
 
 class Assembler(Protocol):
@@ -205,7 +208,7 @@ async def run_step(
     model = assembly.model or provider.model
     header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
               "assembly": assembly.meta}
-    log.append(session_id, [NewEvent(EventKind.REQUEST_HEADER, None, header)])
+    log.append(session_id, [*assembly.records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
     request = ChatRequest(request_messages(derive_messages(log, session_id)), model, dict(assembly.config))
     yield StepStarted(user_event, request)
 

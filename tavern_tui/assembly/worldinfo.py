@@ -1,0 +1,119 @@
+"""Provides world info for one step: the scan context from the chat, activation, and what the
+request header records (decisions) and the session keeps (timed effects per branch).
+
+Rules: SillyTavern `Generate` builds the scan from the visible chat plus the message being sent
+(world-info.js `checkWorldInfo`); timed effects live per chat and branches inherit them
+(format-digest §b.6), which here falls out of the session log: the newest `lore/state` event on
+the fork's surface is its state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tavern_tui.engine.events import Event, NewEvent
+from tavern_tui.engine.log import PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
+from tavern_tui.lore.activation import activate
+from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
+from tavern_tui.lore.matching import IndexCache
+from tavern_tui.lore.result import ActivationResult, Reason
+from tavern_tui.lore.settings import WorldInfoSettings
+from tavern_tui.lore.timed import TimedState
+
+LORE_STATE_KIND = "lore/state"
+"""Event kind holding a branch's world-info timed effects after a step (body: TimedState JSON)."""
+
+
+def timed_state_of(events: Sequence[Event]) -> TimedState:
+    """The newest timed state on a surface (ancestors included, so a fork inherits its parent's)."""
+    for event in reversed(events):
+        if event.kind == LORE_STATE_KIND:
+            return TimedState.from_json(event.body)
+    return TimedState()
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """What of the character world info reads: names, extra scan sources, filter facts."""
+
+    char_name: str
+    user_name: str
+    description: str = ""
+    personality: str = ""
+    scenario: str = ""
+    depth_prompt: str = ""
+    creator_notes: str = ""
+    character_file: str = ""
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def from_card(cls, data: dict[str, Any], char_name: str, user_name: str, character_file: str) -> CardFacts:
+        """From a normalised card `data` (`extensions.depth_prompt.prompt` is the character's note)."""
+        depth = (data.get("extensions") or {}).get("depth_prompt") or {}
+        return cls(char_name, user_name, str(data.get("description") or ""), str(data.get("personality") or ""),
+                   str(data.get("scenario") or ""), str(depth.get("prompt") or "") if isinstance(depth, dict) else "",
+                   str(data.get("creator_notes") or ""), character_file,
+                   tuple(str(t) for t in data.get("tags") or ()))
+
+
+def scan_context(history: Sequence[SurfaceMessage], claimed: Sequence[str], facts: CardFacts,
+                 timed_state: TimedState, generation_type: str = "normal") -> ActivationContext:
+    """The activation context of a step: visible history (no system section, no placeholder
+    replies, no failed empty attempts) plus the claimed input as the newest message."""
+    messages = [ScanMessage(facts.user_name if m.role == "user" else facts.char_name, m.content, m.ref)
+                for m in history
+                if m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE) and m.role in ("user", "assistant")
+                and m.content]
+    text = "\n".join(claimed) if claimed else None
+    return ActivationContext(
+        messages=tuple(messages), input=text, char_name=facts.char_name, user_name=facts.user_name,
+        character_description=facts.description, character_personality=facts.personality,
+        character_depth_prompt=facts.depth_prompt, scenario=facts.scenario, creator_notes=facts.creator_notes,
+        character_file=facts.character_file, character_tags=facts.tags, generation_type=generation_type,
+        timed_state=timed_state)
+
+
+def decisions_record(result: ActivationResult) -> dict[str, Any]:
+    """The request header's world-info record: every decision, compactly.
+
+    Entries that fired, and entries skipped for a specific reason, get their whole decision;
+    the (usually many) entries whose keys simply did not match are listed by book and uid.
+    """
+    record: dict[str, Any] = {"fired": [], "skipped": [], "no_match": {}, "tokens_used": result.tokens_used,
+                              "budget": result.budget, "overflowed": result.overflowed}
+    for decision in result.decisions:
+        if decision.fired:
+            record["fired"].append(decision.to_json())
+        elif decision.reason is Reason.NO_MATCH:
+            record["no_match"].setdefault(decision.book, []).append(decision.uid)
+        else:
+            record["skipped"].append(decision.to_json())
+    return record
+
+
+@dataclass
+class WorldInfoStep:
+    """World info for the steps of one playthrough: books, settings and a reusable key index.
+
+    Attributes:
+        books: the effective books with their sources (chat, persona, global, character).
+        settings: SillyTavern world-info settings.
+        rng: a roll source in [0, 100) (None = random).
+        cache: compiled key indexes reused across steps while the books do not change.
+    """
+
+    books: Sequence[SourcedBook]
+    settings: WorldInfoSettings = field(default_factory=WorldInfoSettings)
+    rng: Callable[[], float] | None = None
+    cache: IndexCache = field(default_factory=IndexCache)
+
+    def run(self, ctx: ActivationContext) -> ActivationResult:
+        """Activate the books for `ctx` (pure: the caller stores `new_timed_state`)."""
+        return activate(self.books, ctx, self.settings, rng=self.rng, index_factory=self.cache)
+
+    @staticmethod
+    def state_event(result: ActivationResult) -> NewEvent:
+        """The `lore/state` event that keeps this step's timed effects on the branch."""
+        return NewEvent(LORE_STATE_KIND, None, result.new_timed_state.to_json())

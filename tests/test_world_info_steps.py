@@ -1,0 +1,101 @@
+"""World info in real steps: effective books, the prompt, decisions in the header, timed effects per branch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tavern_tui.assembly.worldinfo import LORE_STATE_KIND
+from tavern_tui.service import Tavern
+from tests.conftest import ScriptedModel
+
+
+def _header(tavern: Tavern, session_id: int) -> dict:
+    assert tavern.store is not None
+    headers = [e for e in tavern.store.events.surface_events(session_id) if e.kind == "request/header"]
+    return headers[-1].body
+
+
+async def _say(tavern: Tavern, playthrough: int, text: str) -> None:
+    async for _ in tavern.send(playthrough, text):
+        pass
+
+
+async def test_the_cards_embedded_book_fires_on_the_input_and_lands_before_the_description(
+        tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
+    cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
+    view = tavern.new_playthrough(cid, user_name="Ada")
+    await _say(tavern, view.id, "What are the shadowfang beasts?")
+    system = model.requests[0].messages[0]["content"]
+    # Entry 1 of the card's "Eldoria" book (keys shadowfang/beast…); its content names Shadowfangs.
+    # The entry's `{{user}}: "What are Shadowfangs?"` is in the system section, macros expanded,
+    # before the description (position 0, before_char).
+    assert 'Ada: "What are Shadowfangs?"' in system and "{{user}}" not in system
+    assert system.index('Ada: "What are Shadowfangs?"') < system.index("[Seraphina's Personality=")
+    record = _header(tavern, view.session_id)["assembly"]["world_info"]
+    fired = {d["uid"]: d for d in record["fired"]}
+    assert fired[1]["reason"] == "key" and fired[1]["matched_in"] == "input"
+    assert fired[1]["matched_key"] in ("shadowfang", "beast", "beasts")
+    # The greeting (history) mentions the forest: entry 0 fires from a message, not the input.
+    assert fired[0]["reason"] == "key" and fired[0]["matched_in"] != "input"
+    # Entry 3 (keys power/magic/ability) matches "magic" in the greeting too.
+    assert fired[3]["reason"] == "key" and fired[3]["matched_key"] == "magic"
+    # Entry 2 (glade/safe haven/refuge) also matches the greeting ("room"? no: the card's
+    # greeting has no glade) — whatever it decided, it has exactly one decision with a reason.
+    assert sum(1 for d in record["fired"] + record["skipped"] if d["uid"] == 2) + record["no_match"].get("Eldoria", []).count(2) == 1
+
+
+async def test_constant_entries_compete_for_the_budget_and_say_so(db_url: str, corpus_dir: Path) -> None:
+    # SillyTavern gives constant entries no budget priority (format-digest §b.5.6): with its default
+    # max context of 4095 tokens (budget 25 % = 1024) most of 爱's long constant entries are cut,
+    # each with reason over_budget; with a 200k context they are all sent.
+    from tavern_tui.config import Settings
+    from tavern_tui.lore.settings import WorldInfoSettings
+
+    for max_context, expect_all in ((4095, False), (200_000, True)):
+        model = ScriptedModel(delay=0)
+        settings = Settings(db_url=db_url.replace(".sqlite3", f"{max_context}.sqlite3"),
+                            world_info=WorldInfoSettings(max_context=max_context))
+        tavern = Tavern(settings, provider=model)
+        try:
+            cid = tavern.import_paths([corpus_dir / "cards" / "ai_v3_with_book.json"])[0].id or 0
+            view = tavern.new_playthrough(cid)
+            await _say(tavern, view.id, "你好")
+            record = _header(tavern, view.session_id)["assembly"]["world_info"]
+            reasons = {d["uid"]: d["reason"] for d in record["fired"] + record["skipped"]}
+            assert reasons[23] == "disabled"  # FACTS: the one disabled entry
+            constants = {0, 1, 21, 22, 24, 25, 26}  # FACTS: constant ids without the disabled 23
+            if expect_all:
+                assert {u for u in constants if reasons[u] == "constant"} == constants
+                assert "世界框架: 修仙世界" in model.requests[0].messages[0]["content"]
+                assert record["budget"] == round(200_000 * 25 / 100)
+            else:
+                assert record["budget"] == 1024 and record["overflowed"] is True
+                assert {reasons[u] for u in constants} == {"constant", "over_budget"}
+        finally:
+            tavern.close()
+
+
+async def test_a_globally_bound_book_fires_and_timed_state_is_kept_per_branch(tavern: Tavern, model: ScriptedModel,
+                                                                              corpus_dir: Path, tmp_path: Path) -> None:
+    book = {"entries": {"0": {"uid": 0, "key": ["lighthouse"], "content": "The lighthouse keeper is a ghost.",
+                              "sticky": 2, "order": 100, "position": 1}}}
+    path = tmp_path / "coast.json"
+    path.write_text(json.dumps(book), encoding="utf-8")
+    book_id = tavern.import_paths([path])[0].id or 0
+    cid = tavern.import_paths([corpus_dir / "cards" / "skynet_v1_legacy.png"])[0].id or 0
+    assert tavern.bind_world_book(book_id, "global")
+    view = tavern.new_playthrough(cid)
+    await _say(tavern, view.id, "Scan the lighthouse.")
+    assert "The lighthouse keeper is a ghost." in model.requests[0].messages[0]["content"]
+    # Sticky 2: the next step still has it although no message mentions it within the scan depth (2).
+    await _say(tavern, view.id, "Report.")
+    await _say(tavern, view.id, "Anything else?")
+    assert tavern.store is not None
+    states = [e for e in tavern.store.events.surface_events(view.session_id) if e.kind == LORE_STATE_KIND]
+    assert len(states) == 3 and states[0].body["sticky"][0]["uid"] == 0
+    second = _header(tavern, view.session_id)
+    assert second["assembly"]["world_books"] == [{"name": "coast", "source": "global", "entries": 1}]
+    preview = tavern.world_info_preview(view.id, "the lighthouse again")
+    assert preview.decision("coast", 0).fired
+    assert len([e for e in tavern.store.events.surface_events(view.session_id) if e.kind == LORE_STATE_KIND]) == 3
