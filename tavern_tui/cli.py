@@ -2,7 +2,7 @@
 
     tavern                      launch the TUI (also: tavern tui)
     tavern import PATH... [--json]            cards and world books
-    tavern lore list|bind|unbind|export …
+    tavern lore list|bind|unbind|export|test …
     tavern chat CHARACTER --say TEXT [--new | --playthrough ID] [--json]
     tavern sessions [--json] [--character NAME]
     tavern show PLAYTHROUGH [--json] [--system]

@@ -1,9 +1,10 @@
-"""Provides the `tavern lore …` commands: list, bind, unbind and export world books.
+"""Provides the `tavern lore …` commands: list, bind, unbind, export and test world books.
 
     tavern lore list [--json]
     tavern lore bind BOOK (--global | --character NAME | --playthrough ID)
     tavern lore unbind BOOK (--global | --character NAME | --playthrough ID)
     tavern lore export BOOK --out FILE
+    tavern lore test BOOK... --input TEXT [--history FILE] [--settings FILE] [--roll N] [--json]
 """
 
 from __future__ import annotations
@@ -13,12 +14,19 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from tavern_tui.assembly.worldinfo import insertion_order
+from tavern_tui.errors import FormatError, TavernError
+from tavern_tui.formats.worldinfo import parse_world_book
+from tavern_tui.lore.context import ScanMessage
+from tavern_tui.lore.model import WorldBook
+from tavern_tui.lore.settings import WorldInfoSettings
+
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def add_lore_parser(commands: Any) -> None:
     """Register `lore` and its subcommands on the CLI's subparsers."""
-    p_lore = commands.add_parser("lore", help="world books: list, bind, unbind, export")
+    p_lore = commands.add_parser("lore", help="world books: list, bind, unbind, export, test activation")
     sub = p_lore.add_subparsers(dest="lore_command", metavar="ACTION", required=True)
 
     p_list = sub.add_parser("list", help="imported world books and where they are bound")
@@ -35,6 +43,20 @@ def add_lore_parser(commands: Any) -> None:
     p_export = sub.add_parser("export", help="write a world book as SillyTavern World Info JSON")
     p_export.add_argument("book", metavar="BOOK")
     p_export.add_argument("--out", required=True, metavar="FILE")
+    _add_test_parser(sub)
+
+
+def _add_test_parser(sub: Any) -> None:
+    p_test = sub.add_parser("test", help="show which entries fire for a history and input, and why")
+    p_test.add_argument("books", nargs="+", metavar="BOOK", help="world book files, or imported names/ids")
+    p_test.add_argument("--input", required=True, metavar="TEXT", help="the message being sent")
+    p_test.add_argument("--history", metavar="FILE", help='JSON list of {"name", "role", "text"}, oldest first')
+    p_test.add_argument("--settings", metavar="FILE",
+                        help="JSON of SillyTavern world_info_settings keys (world_info_depth, …) and max_context")
+    p_test.add_argument("--roll", type=float, metavar="N", help="pin every probability roll to N (0–100)")
+    p_test.add_argument("--char", default="Character", metavar="NAME", help="the character's name for {{char}}")
+    p_test.add_argument("--user", default="User", metavar="NAME", help="the person's name for {{user}}")
+    p_test.add_argument("--json", action="store_true", help="a JSON list of decisions")
 
 
 def _target(tavern: Any, args: argparse.Namespace) -> tuple[str, int | None]:
@@ -74,4 +96,63 @@ def cmd_lore(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) ->
                                   encoding="utf-8")
         out.write(f"wrote {book.name} ({book.entries} entries) to {args.out}\n")
         return EXIT_OK
-    raise AssertionError(f"unknown lore action {action!r}")  # argparse allows only the ones above
+    return cmd_lore_test(tavern, args, out, err)
+
+
+def _read_json(path: str, what: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise TavernError(f"{path}: cannot read the {what}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+
+
+def _history(path: str) -> list[ScanMessage]:
+    items = _read_json(path, "history")
+    if not isinstance(items, list):
+        raise FormatError(path, "must be a JSON list of {\"name\", \"role\", \"text\"} objects, oldest first")
+    messages = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise FormatError(path, "needs a \"text\" string", field=f"[{index}]")
+        messages.append(ScanMessage(str(item.get("name") or item.get("role") or ""), item["text"], index + 1))
+    return messages
+
+
+def _book(tavern: Any, given: str) -> WorldBook:
+    path = Path(given)
+    if path.is_file():
+        return parse_world_book(path.read_bytes(), given)
+    return tavern.world_book(tavern.find_world_book(given).id)
+
+
+def cmd_lore_test(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern lore test`: every entry's decision, the fired ones in prompt insertion order."""
+    books = [_book(tavern, given) for given in args.books]
+    settings = None
+    if args.settings:
+        try:
+            settings = WorldInfoSettings.from_st(_read_json(args.settings, "settings"))
+        except ValueError as exc:
+            raise FormatError(args.settings, str(exc)) from exc
+    if args.roll is not None and not 0 <= args.roll <= 100:
+        raise TavernError(f"--roll must be between 0 and 100, not {args.roll}")
+    rng = (lambda: args.roll) if args.roll is not None else None
+    messages = _history(args.history) if args.history else []
+    result = tavern.test_world_info(books, messages, args.input, settings=settings, rng=rng,
+                                    char_name=args.char, user_name=args.user)
+    ordered = insertion_order(result)
+    if args.json:
+        json.dump([d.to_json() for d in ordered], out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    for d in ordered:
+        mark = "fired  " if d.fired else "skipped"
+        title = f" ({d.comment})" if d.comment else ""
+        place = f"position {int(d.position)}" + (f" depth {d.depth}" if int(d.position) == 4 else "")
+        out.write(f"{mark} {d.book}#{d.uid}{title}: {d.reason.value}: {d.detail}  [{place}, order {d.order}]\n")
+    out.write(f"{sum(d.fired for d in ordered)} of {len(ordered)} entries fired; "
+              f"{result.tokens_used} of {result.budget} budget tokens used"
+              f"{' (over budget)' if result.overflowed else ''}\n")
+    return EXIT_OK

@@ -150,3 +150,44 @@ def test_lore_import_bind_list_and_export_round_trip(cli_env: dict[str, str], co
     assert exported["entries"]["13"]["constant"] is True and exported["entries"]["15"]["disable"] is True
     missing = _run(["lore", "bind", "Nope", "--global"], cli_env)
     assert missing.returncode == 1 and "no world book named 'Nope'" in missing.stderr
+
+
+def test_lore_test_prints_each_decision_with_rolls_settings_and_history(cli_env: dict[str, str], tmp_path: Path) -> None:
+    book = {"entries": {
+        "0": {"uid": 0, "key": ["busy"], "content": "Work is hectic.", "order": 50},
+        "1": {"uid": 1, "key": ["dragon"], "content": "Dragons sleep.", "probability": 10, "useProbability": True,
+              "order": 10},
+        "2": {"uid": 2, "key": ["AI"], "content": "An AI.", "order": 20},
+        "3": {"uid": 3, "key": ["old"], "content": "Old news.", "order": 30},
+    }}
+    path = tmp_path / "book.json"
+    path.write_text(json.dumps(book), encoding="utf-8")
+    history = tmp_path / "history.json"
+    history.write_text(json.dumps([{"name": "Ada", "role": "user", "text": "an old story"},
+                                   {"name": "Bot", "role": "assistant", "text": "Maine is a state, ain't it?"}]))
+
+    def decisions(*extra: str) -> dict[int, dict]:
+        done = _run(["lore", "test", str(path), "--input", "I'm busy with a dragon", "--json", *extra], cli_env)
+        assert done.returncode == 0, done.stderr
+        return {d["uid"]: d for d in json.loads(done.stdout)}
+
+    pinned_low = decisions("--roll", "10", "--history", str(history))
+    assert pinned_low[0]["fired"] and pinned_low[0]["reason"] == "key" and pinned_low[0]["matched_in"] == "input"
+    assert pinned_low[1]["fired"]  # roll 10 <= probability 10
+    assert not pinned_low[2]["fired"] and pinned_low[2]["reason"] == "no_match"  # "AI" is not a word in "ain't"
+    # Default scan depth 2 covers the input and the newest message only, not "an old story".
+    assert pinned_low[3]["fired"] is False and pinned_low[3]["reason"] == "no_match"
+    for field_name in ("book", "uid", "fired", "reason", "position", "depth", "order"):
+        assert field_name in pinned_low[0]
+    pinned_high = decisions("--roll", "11")
+    assert not pinned_high[1]["fired"] and pinned_high[1]["reason"] == "probability_failed"
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"world_info_depth": 3, "max_context": 8192}))
+    deeper = decisions("--roll", "0", "--history", str(history), "--settings", str(settings))
+    assert deeper[3]["fired"] and deeper[3]["reason"] == "key"  # depth 3 reaches "an old story"
+    fired_order = [uid for uid, d in deeper.items() if d["fired"]]
+    assert fired_order == [1, 3, 0]  # prompt insertion order: ascending `order` (10, 30, 50)
+    text = _run(["lore", "test", str(path), "--input", "busy"], cli_env).stdout
+    assert text.splitlines()[0].startswith("fired   book#0: key: key 'busy' found in the input")
+    bad = _run(["lore", "test", str(path), "--input", "x", "--settings", str(history)], cli_env)
+    assert bad.returncode == 1 and str(history) in bad.stderr and "Traceback" not in bad.stderr

@@ -18,7 +18,8 @@ from tavern_tui.engine.log import PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, Surf
 from tavern_tui.lore.activation import activate
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
 from tavern_tui.lore.matching import IndexCache
-from tavern_tui.lore.result import ActivationResult, Reason
+from tavern_tui.lore.model import Position
+from tavern_tui.lore.result import ActivationResult, Decision, Reason
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.lore.timed import TimedState
 
@@ -117,3 +118,23 @@ class WorldInfoStep:
     def state_event(result: ActivationResult) -> NewEvent:
         """The `lore/state` event that keeps this step's timed effects on the branch."""
         return NewEvent(LORE_STATE_KIND, None, result.new_timed_state.to_json())
+
+
+_PROMPT_RANK = {Position.BEFORE_CHAR: 0, Position.AFTER_CHAR: 1, Position.EM_TOP: 2, Position.EM_BOTTOM: 3,
+                Position.AN_TOP: 4, Position.AN_BOTTOM: 5, Position.AT_DEPTH: 6, Position.OUTLET: 7}
+
+
+def insertion_order(result: ActivationResult) -> list[Decision]:
+    """Decisions with the fired ones first, in the order their content enters the prompt:
+    world info before the character, after it, example blocks (top, bottom), author's-note
+    top/bottom, @depth (deepest first), outlets; ascending `order` inside each place (outlets:
+    highest first), as SillyTavern builds its buckets (format-digest §b.5.8). Entries that did
+    not fire follow in the order they were considered."""
+    def key(decision: Decision) -> tuple[int, int, float]:
+        position = Position(decision.position)
+        depth = -(decision.depth or 0) if position is Position.AT_DEPTH else 0
+        order = -decision.order if position is Position.OUTLET else decision.order
+        return (_PROMPT_RANK[position], depth, order)
+
+    fired = sorted((d for d in result.decisions if d.fired), key=key)
+    return fired + [d for d in result.decisions if not d.fired]
