@@ -6,6 +6,7 @@ assembly (prompt) and a provider together, and returns plain dataclasses, never 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -247,9 +248,27 @@ class Tavern:
         return self._book_view(matches[0])
 
     def world_book(self, book_id: int) -> WorldBook:
-        """The parsed book (entries and book-level settings). Raises NotFound."""
+        """The parsed book (entries and book-level settings), a copy the caller may edit and
+        hand to `save_world_book`. Raises NotFound."""
         with self._store.unit_of_work() as uow:
-            return self._book(uow.world_books.get(book_id))
+            return copy.deepcopy(self._book(uow.world_books.get(book_id)))
+
+    def save_world_book(self, book_id: int, book: WorldBook) -> WorldBookView:
+        """Store an edited book (entries and book fields). Editing never binds or unbinds it;
+        steps after the save read the new version.
+
+        Raises:
+            NotFound: no such book.
+            FormatError: the edited book does not survive a SillyTavern round trip (e.g. duplicate uids).
+        """
+        try:
+            data = to_st_json(book)
+        except ValueError as exc:
+            raise FormatError(book.name, str(exc)) from exc
+        parse_world_book(json.dumps(data).encode("utf-8"), book.name)  # refuse what we could not read back
+        with self._store.unit_of_work() as uow:
+            record = uow.world_books.replace_data(book_id, name=book.name, data=canonical_json(data))
+        return self._book_view(record)
 
     def export_world_book(self, book_id: int) -> dict[str, Any]:
         """The book as SillyTavern World Info JSON (`{"entries": {...}}`), ready to write to a file."""

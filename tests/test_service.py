@@ -249,3 +249,21 @@ async def test_demo_replies_are_marked_and_never_reach_a_real_model(db_url: str,
         assert not any("[demo reply" in m["content"] for m in sent)
     finally:
         online.close()
+
+
+def test_editing_a_world_book_saves_a_new_version_without_touching_bindings(tavern: Tavern, corpus_dir: Path) -> None:
+    book_id = tavern.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])[0].id or 0
+    assert tavern.bind_world_book(book_id, "global")
+    book = tavern.world_book(book_id)
+    book.entries[0].key.append("grove")
+    book.entries[1].disable = True
+    tavern.save_world_book(book_id, book)
+    again = tavern.world_book(book_id)
+    assert "grove" in again.entries[0].key and again.entries[1].disable is True
+    assert tavern.world_books()[0].bindings == ("global",)
+    book.entries[2].uid = book.entries[3].uid  # two entries with one uid cannot be saved
+    from tavern_tui.errors import FormatError
+
+    with pytest.raises(FormatError, match="uid"):
+        tavern.save_world_book(book_id, book)
+    assert [e.uid for e in tavern.world_book(book_id).entries] == [0, 1, 2, 3]

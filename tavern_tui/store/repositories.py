@@ -207,6 +207,16 @@ class WorldBookRepository:
         """Every book, by name."""
         return [_world_book(r) for r in self._session.scalars(select(WorldBook).order_by(WorldBook.name, WorldBook.id))]
 
+    def replace_data(self, book_id: int, *, name: str, data: str) -> WorldBookRecord:
+        """Store an edited book (name and normalised JSON); the original file bytes stay. Raises NotFound."""
+        row = self._session.get(WorldBook, book_id)
+        if row is None:
+            raise NotFound(f"no world book with id {book_id}")
+        row.name = name
+        row.data = data
+        self._session.flush()
+        return _world_book(row)
+
 
 class BindingRepository:
     """Which world books apply where (scope "global", "character", "playthrough", "persona")."""
