@@ -66,6 +66,23 @@ def type_name(value: Any) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
+def _array_index(key: str) -> int | None:
+    # ECMAScript "array index": canonical decimal ("0", "17", not "017" or "-1"), below 2**32 - 1.
+    if key.isascii() and key.isdigit() and (key == "0" or key[0] != "0"):
+        value = int(key)
+        return value if value < 2**32 - 1 else None
+    return None
+
+
+def js_key_order(obj: dict) -> list[tuple[str, Any]]:
+    """The items of a JSON object in the order JavaScript iterates them: array-index keys
+    ascending, then the other keys in insertion order (ECMAScript OrdinaryOwnPropertyKeys).
+    SillyTavern reads `entries` this way, and that order breaks ties between equal `order`s."""
+    indexed = sorted(((i, k) for k in obj if (i := _array_index(k)) is not None))
+    named = [k for k in obj if _array_index(k) is None]
+    return [(k, obj[k]) for _, k in indexed] + [(k, obj[k]) for k in named]
+
+
 def iter_objects(container: Any, label: str, file: str) -> Iterator[tuple[str, int, str | None, dict]]:
     """Yield `(where, index, dict_key, entry)` for a dict or list of entry objects.
 
@@ -74,7 +91,7 @@ def iter_objects(container: Any, label: str, file: str) -> Iterator[tuple[str, i
             field `where` — an entry is not an object.
     """
     if isinstance(container, dict):
-        items = [(f"{label}[{json.dumps(k, ensure_ascii=False)}]", k, v) for k, v in container.items()]
+        items = [(f"{label}[{json.dumps(k, ensure_ascii=False)}]", k, v) for k, v in js_key_order(container)]
     elif isinstance(container, list):
         items = [(f"{label}[{i}]", None, v) for i, v in enumerate(container)]
     elif container is None:

@@ -495,3 +495,14 @@ def test_error_card_book() -> None:
     with pytest.raises(FormatError) as info:
         from_character_book({"entries": [{"keys": "a", "extensions": []}]}, "card.png", "Zed")
     assert info.value.field == "character_book.entries[0].extensions"
+
+
+def test_dict_entries_are_read_in_javascript_key_order() -> None:
+    # SillyTavern iterates `entries` as a JS object: array-index keys ascending, then the others
+    # in file order; ties in `order` are broken by that sequence (world-info.js getSortedEntries).
+    from tavern_tui.formats.worldinfo import parse_world_book
+
+    raw = {"entries": {"10": {"uid": 10, "key": ["a"]}, "b": {"uid": 20, "key": ["b"]}, "2": {"uid": 2, "key": ["c"]},
+                       "a": {"uid": 30, "key": ["d"]}, "01": {"uid": 1, "key": ["e"]}}}
+    book = parse_world_book(json.dumps(raw).encode(), "order.json")
+    assert [e.uid for e in book.entries] == [2, 10, 20, 30, 1]
