@@ -247,11 +247,17 @@ class Tavern:
             raise NotFound(f"no world book named {query!r}; import one with `tavern import FILE`")
         return self._book_view(matches[0])
 
-    def world_book(self, book_id: int) -> WorldBook:
-        """The parsed book (entries and book-level settings), a copy the caller may edit and
-        hand to `save_world_book`. Raises NotFound."""
+    def world_book(self, book_id: int, *, editable: bool = True) -> WorldBook:
+        """The parsed book (entries and book-level settings). Raises NotFound.
+
+        Args:
+            editable: True (default) returns a copy the caller may change and hand to
+                `save_world_book`; False returns the service's cached book, which must not be
+                changed (cheap: browsing a 3,000-entry book should not copy it each time).
+        """
         with self._store.unit_of_work() as uow:
-            return copy.deepcopy(self._book(uow.world_books.get(book_id)))
+            book = self._book(uow.world_books.get(book_id))
+        return copy.deepcopy(book) if editable else book
 
     def save_world_book(self, book_id: int, book: WorldBook) -> WorldBookView:
         """Store an edited book (entries and book fields). Editing never binds or unbinds it;

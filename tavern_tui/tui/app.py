@@ -12,9 +12,10 @@ from textual.logging import TextualHandler
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui import theming
-from tavern_tui.tui.messages import PlaythroughChosen
+from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import HomeScreen
+from tavern_tui.tui.screens.lore import LoreScreen
 
 
 def _utc_now() -> datetime:
@@ -62,6 +63,10 @@ class TavernApp(App[None]):
     def on_playthrough_chosen(self, message: PlaythroughChosen) -> None:
         """Open the chosen playthrough in a chat screen on top of the home screen."""
         self.push_screen(ChatScreen(self.tavern, message.playthrough_id))
+
+    def on_world_books_requested(self, message: WorldBooksRequested) -> None:
+        """Open the world-book pane (from a chat it knows the playthrough)."""
+        self.push_screen(LoreScreen(self.tavern, message.playthrough_id))
 
 
 def run(tavern: Tavern) -> None:

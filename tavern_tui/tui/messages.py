@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from tavern_tui.lore.result import ActivationResult
 from tavern_tui.service import ImportResult
 
 
@@ -49,3 +50,20 @@ class ReplySettled(Message):
     """The reply is complete and stored as `assistant/message`."""
 
     total_tokens: int | None = None
+
+
+@dataclass
+class WorldBooksRequested(Message):
+    """The person asked for the world-book pane; from a chat it carries the playthrough."""
+
+    playthrough_id: int | None = None
+
+
+@dataclass
+class WorldInfoTested(Message):
+    """A tester run finished: the activation result, or the plain error that stopped it."""
+
+    run: int
+    text: str
+    result: ActivationResult | None = None
+    error: str | None = None

@@ -22,6 +22,10 @@ APP_VARIABLES: dict[str, str] = {
     "mark-error": "error",
     "reasoning-foreground": "text-muted",
     "message-user-background": "surface",
+    "wi-fired": "success",
+    "wi-skipped": "text-muted",
+    "wi-over-budget": "warning",
+    "wi-bound": "accent",
 }
 """Variables `app.tcss` uses beyond Textual's own, each with the Textual variable it falls back to.
 

@@ -12,6 +12,7 @@ from tavern_tui.errors import AuthenticationError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.lore import LoreScreen
 from tests.tui.conftest import ScriptedProvider, open_character, wait_until
 
 SIZE = (120, 40)
@@ -52,3 +53,23 @@ def test_chat_with_greeting_and_one_exchange(snap_compare, corpus_tavern: Tavern
 def test_chat_after_a_provider_error(snap_compare, corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
     scripted.enqueue("*Seraphina opens her mouth to ", AuthenticationError("Invalid API key", status=401))
     assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_chat_with_one_exchange)
+
+
+def test_lore_screen_in_a_chat_with_the_tester(snap_compare, corpus_tavern: Tavern, corpus_dir) -> None:
+    [book] = corpus_tavern.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])
+    seraphina = corpus_tavern.find_character("Seraphina")
+    corpus_tavern.bind_world_book(book.id, "character", seraphina.id)  # marked "this character"
+
+    async def _test_in_the_lore_pane(pilot: Pilot[object]) -> None:
+        await open_character(pilot, "Seraphina")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen) and bool(pilot.app.screen.transcript.boxes))
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, LoreScreen) and pilot.app.screen.tester.result is not None)
+        lore = pilot.app.screen
+        text = "what are the shadowfang beasts"
+        await pilot.press("t", *text)
+        await wait_until(pilot, lambda: lore.tester.result_text == text)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_test_in_the_lore_pane)

@@ -5,10 +5,22 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from tavern_tui.service import CharacterView, MessageView, Tavern
+from tavern_tui.lore.model import Position, WorldInfoEntry
+from tavern_tui.lore.result import Decision, Reason
+from tavern_tui.service import CharacterView, MessageView, Tavern, WorldBookView
 from tavern_tui.tui import theming
 from tavern_tui.tui.app import TavernApp
-from tavern_tui.tui.labels import character_summary, message_classes, message_mark, relative_time, spec_label
+from tavern_tui.tui.labels import (
+    binding_labels,
+    character_summary,
+    decision_line,
+    keys_label,
+    message_classes,
+    message_mark,
+    position_label,
+    relative_time,
+    spec_label,
+)
 
 NOW = datetime(2025, 3, 14, 12, 0, tzinfo=timezone.utc)
 
@@ -68,6 +80,26 @@ def test_labels() -> None:
     many = CharacterView(2, "B", "chara_card_v3", "", (), 3, 27, "b.png", NOW)
     assert character_summary(one) == "V2 card · 1 greeting · 1 lorebook entry"
     assert character_summary(many) == "V3 card · 3 greetings · 27 lorebook entries"
+
+
+def test_world_book_labels() -> None:
+    assert keys_label(["shadowfang", "beast", "monster", "monsters", "beasts"], 26) == "shadowfang, beast +3"
+    assert keys_label(["glade", "refuge"], 26) == "glade, refuge" and keys_label([], 26) == ""
+    assert keys_label(["x" * 40, "y"], 12) == "xxxxxxxx… +1"  # 12 wide
+    assert position_label(WorldInfoEntry(0)) == "↑Char"
+    assert position_label(WorldInfoEntry(0, position=Position.AT_DEPTH, depth=2)) == "@D 2"
+
+    book = WorldBookView(1, "Lore", 3, "lore.json", NOW, ("global", "character:3", "character:5", "playthrough:7"))
+    names = {3: "Seraphina", 5: "Skynet"}
+    assert binding_labels(book, character_id=3, playthrough_id=7, character_names=names) == (
+        ["global", "this character", "Skynet", "this playthrough"], True)
+    assert binding_labels(book, character_id=None, playthrough_id=None, character_names=names) == (
+        ["global", "Seraphina", "Skynet", "playthrough #7"], False)
+
+    fired = Decision("Eldoria", 1, "shadowfang", True, Reason.KEY, "key 'shadowfang' found in the input")
+    assert decision_line(fired) == "✓ Eldoria#1 shadowfang — key: key 'shadowfang' found in the input"
+    skipped = Decision("Eldoria", 2, "", False, Reason.NO_MATCH, "no primary key found")
+    assert decision_line(skipped) == "✗ Eldoria#2 — no_match: no primary key found"
 
 
 async def test_the_stylesheet_works_under_builtin_themes_too(corpus_tavern: Tavern) -> None:

@@ -16,7 +16,7 @@ from tavern_tui.engine.step import StepSettled, StepStarted
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
-from tavern_tui.tui.messages import ReplyDelta, ReplyReasoning, ReplySettled, ReplyStarted
+from tavern_tui.tui.messages import ReplyDelta, ReplyReasoning, ReplySettled, ReplyStarted, WorldBooksRequested
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.status_line import StatusLine
 from tavern_tui.tui.widgets.transcript import Transcript
@@ -46,6 +46,8 @@ class ChatScreen(Screen[None]):
         Binding("escape", "stop", "Stop", id="chat.stop"),
         Binding("escape", "back", "Back", id="chat.back"),
         Binding("ctrl+o", "load_earlier", "Earlier messages", id="chat.load_earlier"),
+        # F2, not ctrl+w: the prompt has focus and Input keeps ctrl+w for deleting a word.
+        Binding("f2", "world_books", "World books", id="chat.world_books"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
@@ -187,6 +189,10 @@ class ChatScreen(Screen[None]):
     def action_stop(self) -> None:
         """Cancel the streaming reply; the service keeps the text received so far."""
         self.workers.cancel_group(self, GENERATION)
+
+    def action_world_books(self) -> None:
+        """Open the world-book pane on this playthrough (bindings here, tester on this chat)."""
+        self.post_message(WorldBooksRequested(self.playthrough_id))
 
     def action_back(self) -> None:
         """Return to the home screen."""

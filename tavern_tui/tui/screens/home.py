@@ -17,7 +17,7 @@ from textual.widgets.option_list import Option
 from tavern_tui.errors import TavernError
 from tavern_tui.service import CharacterView, ImportResult, Tavern
 from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
-from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen
+from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.import_screen import ImportScreen
 
 EMPTY_TEXT = ("No characters yet.\n\n"
@@ -35,6 +35,7 @@ class HomeScreen(Screen[None]):
     BINDINGS = [
         Binding("n", "new_playthrough", "New playthrough", id="home.new_playthrough"),
         Binding("i", "import_cards", "Import", id="home.import"),
+        Binding("w", "world_books", "World books", id="home.world_books"),
         Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
     ]
 
@@ -167,6 +168,10 @@ class HomeScreen(Screen[None]):
             self.notify("Import a character first (press i).", severity="warning")
             return
         self._start_playthrough(character)
+
+    def action_world_books(self) -> None:
+        """Open the world-book pane (the library, no playthrough)."""
+        self.post_message(WorldBooksRequested())
 
     def action_refresh(self) -> None:
         """Re-read characters and playthroughs."""

@@ -11,14 +11,24 @@ from textual.widgets import Input, Static
 
 
 class ImportScreen(ModalScreen[str | None]):
-    """Asks for a path; dismisses with the path typed, or None when cancelled (Esc)."""
+    """Asks for a path; dismisses with the path typed, or None when cancelled (Esc).
+
+    Args:
+        title, placeholder: what to ask for (character cards by default; the lore pane asks for books).
+    """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="import.cancel")]
 
+    def __init__(self, title: str = "Import character cards",
+                 placeholder: str = "path to a .png/.json card, or a folder of them") -> None:
+        super().__init__()
+        self._title = title
+        self._placeholder = placeholder
+
     def compose(self) -> ComposeResult:
         with Vertical(id="import-box") as box:
-            box.border_title = "Import character cards"
-            yield Input(placeholder="path to a .png/.json card, or a folder of them", id="import-path")
+            box.border_title = self._title
+            yield Input(placeholder=self._placeholder, id="import-path")
             yield Static("Enter imports · Esc cancels · ~ is your home folder", id="import-hint")
 
     @on(Input.Submitted, "#import-path")

@@ -1,0 +1,168 @@
+"""Provides `EntryEditor`, the modal that edits one world-info entry and saves its book."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static, TextArea
+
+from tavern_tui.errors import TavernError
+from tavern_tui.lore.model import Position, WorldBook, WorldInfoEntry
+from tavern_tui.service import Tavern, WorldBookView
+from tavern_tui.tui.labels import POSITION_NAMES
+
+
+def split_keys(text: str) -> list[str]:
+    """"a, b ,,c" → ["a", "b", "c"]."""
+    return [key.strip() for key in text.split(",") if key.strip()]
+
+
+def _number(value: str, field: str, *, integer: bool) -> int | float:
+    try:
+        return int(value) if integer else float(value)
+    except ValueError:
+        raise ValueError(f"{field} must be a {'whole number' if integer else 'number'}, not {value!r}") from None
+
+
+class EntryEditor(ModalScreen[WorldBookView | None]):
+    """Edits entry `index` of a book; Save stores the whole book through the service.
+
+    When the service refuses the book (a `FormatError`, e.g. two entries with one uid), the
+    error is shown and the editor stays open with the edits; Cancel discards them. Dismisses
+    with the saved book's view, or None.
+    """
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="entry.cancel"),
+        Binding("ctrl+s", "save", "Save", id="entry.save", priority=True),
+    ]
+
+    def __init__(self, tavern: Tavern, book_id: int, book: WorldBook, index: int) -> None:
+        super().__init__()
+        self.tavern = tavern
+        self.book_id = book_id
+        self.book = book
+        self.index = index
+        self.entry: WorldInfoEntry = book.entries[index]
+
+    def compose(self) -> ComposeResult:
+        entry = self.entry
+        positions = [(f"{int(p)} · {short} ({long})", int(p)) for p, (short, long) in POSITION_NAMES.items()]
+        with Vertical(id="editor-box") as box:
+            box.border_title = f"{self.book.name} · entry {entry.uid}"
+            with Horizontal(classes="editor-row"):
+                yield Label("UID", classes="editor-label")
+                yield Input(str(entry.uid), id="uid", type="integer" if isinstance(entry.uid, int) else "text",
+                            compact=True, classes="-short")
+                yield Label("Title", classes="editor-label -inner")
+                yield Input(entry.comment, id="title", compact=True)
+            with Horizontal(classes="editor-row"):
+                yield Label("Keys", classes="editor-label")
+                yield Input(", ".join(entry.key), id="keys", placeholder="comma-separated", compact=True)
+            with Horizontal(classes="editor-row"):
+                yield Label("Secondary", classes="editor-label")
+                yield Input(", ".join(entry.keysecondary), id="keysecondary", placeholder="comma-separated",
+                            compact=True)
+            yield Label("Content", classes="editor-label")
+            yield TextArea(entry.content, id="content", soft_wrap=True)
+            with Horizontal(classes="editor-row"):
+                yield Label("Position", classes="editor-label")
+                yield Select(positions, value=int(entry.position), allow_blank=False, id="position", compact=True)
+                yield Label("Depth", classes="editor-label -inner", id="depth-label")
+                yield Input(str(entry.depth), id="depth", type="integer", compact=True, classes="-short")
+            with Horizontal(classes="editor-row"):
+                yield Label("Order", classes="editor-label")
+                yield Input(str(entry.order), id="order", type="integer", compact=True, classes="-short")
+                yield Label("Probability", classes="editor-label -inner")
+                yield Input(f"{entry.probability:g}", id="probability", type="number", compact=True, classes="-short")
+                yield Checkbox("Constant", entry.constant, id="constant", compact=True)
+                yield Checkbox("Disabled", entry.disable, id="disable", compact=True)
+            yield Static("", id="editor-error", markup=False)
+            with Horizontal(id="editor-buttons"):
+                yield Button("Save", id="save", variant="primary", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+                yield Static("Ctrl+S saves · Esc cancels", id="editor-hint")
+
+    def on_mount(self) -> None:
+        self._show_depth(self.entry.position)
+        self.query_one("#keys", Input).focus()
+
+    def _show_depth(self, position: Position) -> None:
+        # Depth only means something for @depth entries; the field is hidden otherwise.
+        self.set_class(position is Position.AT_DEPTH, "-at-depth")
+
+    @on(Select.Changed, "#position")
+    def _position_changed(self, event: Select.Changed) -> None:
+        if isinstance(event.value, int):
+            self._show_depth(Position(event.value))
+
+    def edited_entry(self) -> WorldInfoEntry:
+        """The entry as the form now says.
+
+        Raises:
+            ValueError: a number field does not hold a number (the message names the field).
+        """
+        entry = self.entry
+        uid_text = self._text("#uid")
+        uid: int | str = _number(uid_text, "UID", integer=True) if isinstance(entry.uid, int) else uid_text
+        if uid == "":
+            raise ValueError("UID must not be empty")
+        probability = _number(self._text("#probability") or "100", "Probability", integer=False)
+        if not 0 <= probability <= 100:
+            raise ValueError(f"Probability must be between 0 and 100, not {probability:g}")
+        # Keys are re-split only when their text changed: a regex key may itself hold a comma.
+        keys_text, secondary_text = self._text("#keys"), self._text("#keysecondary")
+        position = self.query_one("#position", Select).value
+        return dataclasses.replace(
+            entry,
+            uid=uid,
+            comment=self.query_one("#title", Input).value,
+            key=list(entry.key) if keys_text == ", ".join(entry.key) else split_keys(keys_text),
+            keysecondary=(list(entry.keysecondary) if secondary_text == ", ".join(entry.keysecondary)
+                          else split_keys(secondary_text)),
+            content=self.query_one("#content", TextArea).text,
+            constant=self.query_one("#constant", Checkbox).value,
+            disable=self.query_one("#disable", Checkbox).value,
+            position=Position(position) if isinstance(position, int) else entry.position,
+            order=int(_number(self._text("#order") or "0", "Order", integer=True)),
+            probability=probability,
+            depth=int(_number(self._text("#depth") or "0", "Depth", integer=True)),
+        )
+
+    def _text(self, selector: str) -> str:
+        return self.query_one(selector, Input).value.strip()
+
+    def action_save(self) -> None:
+        """Store the book with this entry replaced; on failure say why and stay open."""
+        error = self.query_one("#editor-error", Static)
+        try:
+            edited = self.edited_entry()
+        except ValueError as exc:
+            error.update(str(exc))
+            return
+        book = copy.deepcopy(self.book)
+        book.entries[self.index] = edited
+        try:
+            view = self.tavern.save_world_book(self.book_id, book)
+        except TavernError as exc:
+            error.update(f"Not saved: {exc}")
+            return
+        self.dismiss(view)
+
+    def action_cancel(self) -> None:
+        """Close without saving."""
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#save")
+    def _save_pressed(self) -> None:
+        self.action_save()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()

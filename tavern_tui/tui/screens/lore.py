@@ -1,0 +1,350 @@
+"""Provides `LoreScreen`: the world-book library, a book's entries, bindings, and the tester."""
+
+from __future__ import annotations
+
+from textual import getters, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tavern_tui.errors import TavernError
+from tavern_tui.lore.model import WorldBook
+from tavern_tui.service import ImportResult, Tavern, WorldBookView
+from tavern_tui.tui.labels import binding_labels, clip, plural
+from tavern_tui.tui.messages import ImportFinished
+from tavern_tui.tui.screens.entry_editor import EntryEditor
+from tavern_tui.tui.screens.import_screen import ImportScreen
+from tavern_tui.tui.widgets.entry_table import EntryTable
+from tavern_tui.tui.widgets.lore_tester import LoreTester
+
+EMPTY_TEXT = ("No world books yet.\n\n"
+              "Press i and type the path of a world book (.json from SillyTavern, Chub, Agnai, NovelAI\n"
+              "or RisuAI) or a folder of them, or run `tavern import FILE`.")
+"""What the pane says when the library is empty."""
+
+LIBRARY_TEXT_WIDTH = 26
+"""Characters of a book's name or summary line that fit the library pane (after the 2-column mark)."""
+
+FILTER_DEBOUNCE = 0.1
+"""Seconds of quiet typing before the entry filter applies."""
+
+CARD_BOOK_NOTE = "The card's own book always applies here"
+"""Shown in a chat's pane: the embedded book is part of every step but cannot be bound."""
+
+
+class LoreScreen(Screen[None]):
+    """World books: the library (left), the highlighted book's entries, and the tester (right).
+
+    Opened from the home screen it knows no playthrough: bindings are global only, and the tester
+    runs the highlighted book alone. Opened from a chat it also binds to the character and the
+    playthrough, marks the books that apply there, and the tester previews the next step on the
+    current chat (every effective book, the card's own included).
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="lore.back"),
+        Binding("g", "toggle_binding('global')", "Global", id="lore.bind_global"),
+        Binding("c", "toggle_binding('character')", "Character", id="lore.bind_character"),
+        Binding("p", "toggle_binding('playthrough')", "Playthrough", id="lore.bind_playthrough"),
+        Binding("e", "edit_entry", "Edit", id="lore.edit", show=False),
+        Binding("s", "sort_next", "Sort", id="lore.sort"),
+        Binding("r", "reverse_sort", "Reverse", id="lore.reverse_sort", show=False),
+        Binding("slash", "focus_filter", "Filter", id="lore.filter"),
+        Binding("t", "focus_tester", "Test", id="lore.tester"),
+        Binding("i", "import_books", "Import", id="lore.import"),
+    ]
+
+    books = getters.query_one("#books", OptionList)
+    entries = getters.query_one("#entries", EntryTable)
+    tester = getters.query_one("#tester", LoreTester)
+
+    def __init__(self, tavern: Tavern, playthrough_id: int | None = None) -> None:
+        super().__init__()
+        self.tavern = tavern
+        self.playthrough_id = playthrough_id
+        self.character_id: int | None = None
+        self.character_name = ""
+        self.views: dict[int, WorldBookView] = {}
+        """The library by book id, as last read."""
+        self.book_id: int | None = None
+        self.book: WorldBook | None = None
+        """The highlighted book (an editable copy from the service)."""
+        self._filter_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="lore-title", markup=False)
+        with Horizontal(id="lore-panes"):
+            with Vertical(id="lore-library"):
+                books = OptionList(id="books")
+                books.border_title = "Library"
+                yield books
+                yield Static("", id="card-book-note", markup=False)
+            with Vertical(id="lore-main"):
+                yield Input(placeholder="Filter entries by title, keys or content… (/)", id="entry-filter")
+                yield EntryTable(id="entries")
+                yield Static(EMPTY_TEXT, id="lore-empty", markup=False)
+                tester = LoreTester(id="tester")
+                tester.border_title = "Tester"
+                yield tester
+        yield Footer()
+
+    def on_mount(self) -> None:
+        title = "World books · Enter on an entry edits it"
+        if self.playthrough_id is not None:
+            try:
+                playthrough = self.tavern.playthrough(self.playthrough_id)
+            except TavernError as exc:
+                self.notify(str(exc), title="Cannot open the playthrough", severity="error")
+                self.playthrough_id = None
+            else:
+                self.character_id, self.character_name = playthrough.character_id, playthrough.character_name
+                title = f"World books · {playthrough.title} · Enter on an entry edits it"
+                self._show_card_book_note()
+        self.set_class(self.playthrough_id is not None, "-in-chat")
+        self.query_one("#lore-title", Static).update(title)
+        if self.playthrough_id is not None:
+            pid = self.playthrough_id
+            self.tester.border_title = f"Tester · the next message in {self.character_name} #{pid}"
+            self.tester.set_runner(lambda text: self.tavern.world_info_preview(pid, text))
+        self.refresh_library()
+        self.refresh_bindings()
+        self.books.focus()
+
+    def _show_card_book_note(self) -> None:
+        assert self.character_id is not None
+        entries = self.tavern.character(self.character_id).book_entries
+        note = (f"{self.character_name}'s card has no book of its own." if entries is None
+                else f"{CARD_BOOK_NOTE} ({self.character_name}'s, {plural(entries, 'entry', 'entries')}); "
+                     "it is not in the library and cannot be unbound.")
+        self.query_one("#card-book-note", Static).update(note)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_binding" and parameters and parameters[0] != "global":
+            return self.playthrough_id is not None
+        return True
+
+    # -- library --------------------------------------------------------------------------
+
+    def refresh_library(self, select: int | None = None) -> None:
+        """Re-read the books and their bindings, keeping (or moving to `select`) the highlight."""
+        views = self.tavern.world_books()
+        self.views = {v.id: v for v in views}
+        self.set_class(not views, "-empty")
+        names = {c.id: c.name for c in self.tavern.characters()} if views else {}
+        current = select if select is not None else self.highlighted_book_id
+        applying: list[int] = []
+        options = []
+        for view in views:
+            prompt, applies = self._book_prompt(view, names)
+            options.append(Option(prompt, id=str(view.id)))
+            if applies:
+                applying.append(view.id)
+        self.books.set_options(options)
+        if current is None and applying:  # opening from a chat: start on a book that applies there
+            current = applying[0]
+        if not views:
+            self._show_book(None)
+            return
+        ids = [v.id for v in views]
+        index = ids.index(current) if current in ids else 0
+        self.books.highlighted = index
+        if ids[index] != self.book_id:
+            self._show_book(ids[index])
+
+    def _book_prompt(self, view: WorldBookView, names: dict[int, str]) -> tuple[Content, bool]:
+        """The library line of a book, and whether it applies to the playthrough in view."""
+        where, applies = binding_labels(view, character_id=self.character_id, playthrough_id=self.playthrough_id,
+                                        character_names=names)
+        # Wrapped here, piece by piece, so continuation lines keep the indent.
+        lines = [""]
+        for piece in [plural(view.entries, "entry", "entries"), *where]:
+            joined = f"{lines[-1]} · {piece}" if lines[-1] else piece
+            if lines[-1] and len(joined) > LIBRARY_TEXT_WIDTH:
+                lines.append(piece)
+            else:
+                lines[-1] = joined
+        summary = "".join(f"\n  {line}" for line in lines)
+        # Styles as strings resolve against the theme at render time ($wi-bound comes from app.tcss's variables).
+        prompt = Content.assemble(("● " if applies else "  ", "$wi-bound"),
+                                  (clip(view.name, LIBRARY_TEXT_WIDTH), "bold"), (summary, "dim"))
+        return prompt, applies
+
+    @property
+    def highlighted_book_id(self) -> int | None:
+        """Id of the book under the library's cursor (read now, not from a queued event)."""
+        option = self.books.highlighted_option
+        return int(option.id) if option is not None and option.id else None
+
+    @on(OptionList.OptionHighlighted, "#books")
+    def _book_highlighted(self) -> None:
+        self._sync_book()
+
+    def _sync_book(self) -> None:
+        # Keys typed fast can run an action before the highlight events arrive: follow the cursor.
+        book_id = self.highlighted_book_id
+        if book_id != self.book_id and book_id in self.views:
+            self._show_book(book_id)
+
+    def _show_book(self, book_id: int | None, *, keep_cursor: bool = False) -> None:
+        """Load a book's entries into the table (and, outside a chat, into the tester)."""
+        book: WorldBook | None = None
+        if book_id is not None:
+            try:
+                book = self.tavern.world_book(book_id, editable=False)  # the editor copies before changing
+            except TavernError as exc:
+                self.notify(str(exc), title="Cannot read the book", severity="error")
+                book_id = None
+        self.book_id, self.book = book_id, book
+        self.entries.show(book.entries if book else [], keep_cursor=keep_cursor)
+        self.entries.border_title = book.name if book else ""
+        if self.playthrough_id is None:
+            if book is None:
+                self.tester.border_title = "Tester"
+                self.tester.set_runner(None, "Import a world book to test it (press i).")
+            else:
+                self.tester.border_title = f"Tester · {book.name} alone, no chat"
+                self.tester.set_runner(lambda text: self.tavern.test_world_info([book], [], text))
+
+    @property
+    def selected_view(self) -> WorldBookView | None:
+        """The highlighted book as the library lists it."""
+        self._sync_book()
+        return self.views.get(self.book_id) if self.book_id is not None else None
+
+    # -- entries --------------------------------------------------------------------------
+
+    @on(Input.Changed, "#entry-filter")
+    def _filter_changed(self) -> None:
+        # Refilling a DataTable costs ~0.3 ms a row: wait for a pause in typing on big books.
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        self._filter_timer = self.set_timer(FILTER_DEBOUNCE, self._apply_filter)
+
+    def _apply_filter(self) -> None:
+        self._filter_timer = None
+        self.entries.set_filter(self.query_one("#entry-filter", Input).value)
+
+    @on(Input.Submitted, "#entry-filter")
+    def _filter_submitted(self) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._apply_filter()
+        self.entries.focus()
+
+    @on(DataTable.RowSelected, "#entries")
+    def _row_selected(self) -> None:
+        self.action_edit_entry()
+
+    def action_edit_entry(self) -> None:
+        """Open the editor on the entry under the table's cursor."""
+        index = self.entries.selected_index
+        if self.book is None or self.book_id is None or index is None:
+            self.notify("No entry selected.", severity="warning")
+            return
+        book_id = self.book_id
+
+        def saved(view: WorldBookView | None) -> None:
+            if view is None:
+                return
+            self.notify(f"Saved {view.name}.", title="World book")
+            self.refresh_library()
+            self._show_book(book_id, keep_cursor=True)
+            if self.playthrough_id is not None:
+                self.tester.rerun()
+
+        self.app.push_screen(EntryEditor(self.tavern, book_id, self.book, index), saved)
+
+    def action_sort_next(self) -> None:
+        """Sort the entries by the next column."""
+        self.entries.sort_next()
+
+    def action_reverse_sort(self) -> None:
+        """Flip the sort direction."""
+        self.entries.sort_by(self.entries.sort_column)
+
+    def action_focus_filter(self) -> None:
+        """Put the cursor in the entry filter."""
+        self.query_one("#entry-filter", Input).focus()
+
+    def action_focus_tester(self) -> None:
+        """Put the cursor in the tester's input."""
+        self.query_one("#tester-input", Input).focus()
+
+    # -- bindings -------------------------------------------------------------------------
+
+    def action_toggle_binding(self, scope: str) -> None:
+        """Bind the highlighted book to `scope` ("global", this "character" or "playthrough"), or unbind it."""
+        view = self.selected_view
+        if view is None:
+            self.notify("No book selected.", severity="warning")
+            return
+        target = {"global": None, "character": self.character_id, "playthrough": self.playthrough_id}[scope]
+        if scope != "global" and target is None:
+            return
+        bound = (scope if target is None else f"{scope}:{target}") in view.bindings
+        where, reach = {"global": ("globally", "every chat"),
+                        "character": (f"to {self.character_name}", f"every chat with {self.character_name}"),
+                        "playthrough": ("to this playthrough", f"#{self.playthrough_id} only")}[scope]
+        try:
+            if bound:
+                self.tavern.unbind_world_book(view.id, scope, target)
+            else:
+                self.tavern.bind_world_book(view.id, scope, target)
+        except TavernError as exc:
+            self.notify(str(exc), title="Binding failed", severity="error")
+            return
+        change = f"no longer bound {where}" if bound else f"now bound {where} ({reach})"
+        self.notify(f"{view.name} is {change}.", title="World book")
+        self.refresh_library()
+        if self.playthrough_id is not None:
+            self.tester.rerun()
+
+    # -- import ---------------------------------------------------------------------------
+
+    def action_import_books(self) -> None:
+        """Ask for a path, then import it in a thread worker."""
+        def chosen(path: str | None) -> None:
+            if path:
+                self.notify(f"Importing {path}…", timeout=2)
+                self._import(path)
+
+        self.app.push_screen(ImportScreen("Import world books",
+                                          "path to a world book .json, or a folder of them"), chosen)
+
+    @work(thread=True, exclusive=True, group="import", exit_on_error=False, description="import world books")
+    def _import(self, path: str) -> None:
+        # Runs off the UI thread: reads files and writes SQLite, then hands the results back.
+        try:
+            results = self.tavern.import_paths([path])
+        except Exception as exc:  # a store failure must still reach the person, naming the file
+            results = [ImportResult(path, "world_book", error=f"{path}: {exc}")]
+        self.post_message(ImportFinished(results))
+
+    def on_import_finished(self, message: ImportFinished) -> None:
+        """Refresh the library on the first new book and say what was imported and what failed."""
+        books = [r for r in message.results if r.ok and r.kind == "world_book"]
+        new = [r for r in books if not r.duplicate]
+        cards = [r for r in message.results if r.ok and r.kind == "character" and not r.duplicate]
+        first = (new or books or [None])[0]
+        self.refresh_library(select=first.id if first else None)
+        if new:
+            self.notify(f"Imported {plural(len(new), 'world book')}: {', '.join(r.name or r.path for r in new)}",
+                        title="Import")
+        if len(books) > len(new):
+            names = ", ".join(r.name or r.path for r in books if r.duplicate)
+            self.notify(f"Already imported: {names}", title="Import")
+        if cards:
+            self.notify(f"Also imported {plural(len(cards), 'character')} (see the home screen).", title="Import")
+        for result in (r for r in message.results if not r.ok):
+            self.notify(result.error or result.path, title="Import failed", severity="error", timeout=10)
+        if not message.results:
+            self.notify("No .json files found there.", title="Import", severity="warning")
+
+    def action_back(self) -> None:
+        """Return to where the pane was opened from."""
+        self.dismiss()

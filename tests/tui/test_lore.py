@@ -1,0 +1,296 @@
+"""Pilot tests of the world-book pane on the real app and service (temp SQLite, corpus books)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.message import Message
+from textual.notifications import Notify
+from textual.pilot import Pilot
+from textual.widgets import Input, Select, Static
+
+from tavern_tui.lore.model import Position
+from tavern_tui.lore.result import Decision, Reason
+from tavern_tui.service import Tavern
+from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.messages import WorldBooksRequested, WorldInfoTested
+from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.entry_editor import EntryEditor
+from tavern_tui.tui.screens.home import HomeScreen
+from tavern_tui.tui.screens.lore import CARD_BOOK_NOTE, EMPTY_TEXT, LoreScreen
+from tavern_tui.tui.widgets.decision_list import SKIPPED_SHOWN, DecisionList
+from tavern_tui.tui.widgets.entry_table import EntryTable
+from tests.tui.conftest import open_character, wait_until
+
+SIZE = (120, 40)
+TITLES = ["eldoria", "shadowfang", "glade", "power"]
+
+
+@pytest.fixture
+def staging(corpus_tavern: Tavern, corpus_dir: Path) -> int:
+    """Import the corpus's SillyTavern staging book (4 entries, uids 0-3); its id."""
+    [result] = corpus_tavern.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])
+    assert result.ok and result.kind == "world_book"
+    return result.id  # type: ignore[return-value]
+
+
+def column(table: EntryTable, index: int) -> list[str]:
+    """One column of the table as shown, top to bottom."""
+    return [str(table.get_row_at(row)[index]) for row in range(table.row_count)]
+
+
+def notes(seen: list[Message]) -> list[str]:
+    """Every notification's message text so far."""
+    return [m.notification.message for m in seen if isinstance(m, Notify)]
+
+
+def bindings_of(tavern: Tavern, book_id: int) -> tuple[str, ...]:
+    """Where the service says the book is bound."""
+    return next(v.bindings for v in tavern.world_books() if v.id == book_id)
+
+
+async def open_lore_from_home(pilot: Pilot[object]) -> LoreScreen:
+    """Press w on the home screen and wait until the pane shows the first book's entries."""
+    assert isinstance(pilot.app.screen, HomeScreen)
+    await pilot.press("w")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, LoreScreen) and pilot.app.screen.entries.row_count > 0)
+    screen = pilot.app.screen
+    assert isinstance(screen, LoreScreen)
+    return screen
+
+
+async def open_editor(pilot: Pilot[object], lore: LoreScreen, row: int) -> EntryEditor:
+    """Put the table's cursor on `row`, press Enter, and return the editor that opens."""
+    lore.entries.focus()
+    lore.entries.move_cursor(row=row)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, EntryEditor))
+    editor = pilot.app.screen
+    assert isinstance(editor, EntryEditor)
+    return editor
+
+
+async def test_the_pane_lists_filters_and_sorts_a_books_entries(corpus_tavern: Tavern, staging: int) -> None:
+    book = corpus_tavern.world_book(staging)
+    for entry, order in zip(book.entries, (40, 10, 30, 20)):
+        entry.order = order
+    corpus_tavern.save_world_book(staging, book)
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        lore = await open_lore_from_home(pilot)
+        assert any(isinstance(m, WorldBooksRequested) and m.playthrough_id is None for m in seen)
+        table = lore.entries
+        assert table.row_count == 4 and column(table, 1) == TITLES
+        assert column(table, 0) == ["0", "1", "2", "3"] and column(table, 5) == ["40", "10", "30", "20"]
+        assert column(table, 2)[:2] == ["eldoria, wood, forest +1", "shadowfang, beast +3"]  # the rest are counted
+        assert column(table, 6) == ["✓"] * 4 and column(table, 4) == ["↑Char"] * 4
+        assert table.border_title == "eldoria_st_staging"
+
+        await pilot.press("slash", *"SHADOW")  # any case; titles, keys and content
+        # the eldoria and glade entries mention the Shadowfangs in their content
+        await wait_until(pilot, lambda: column(table, 1) == ["eldoria", "shadowfang", "glade"])
+        assert "3 of 4 shown" in str(table.border_subtitle)
+        filter_input = lore.query_one("#entry-filter", Input)
+        filter_input.value = "Monster"  # only shadowfang has it (a key)
+        await wait_until(pilot, lambda: column(table, 1) == ["shadowfang"])
+        filter_input.value = ""
+        await wait_until(pilot, lambda: table.row_count == 4)
+        await pilot.press("enter")  # Enter in the filter moves to the table
+        assert app.focused is table
+
+        await pilot.press(*"sssss")  # uid → title → keys → constant → position → order
+        assert table.sort_column == "order" and column(table, 1) == ["shadowfang", "power", "glade", "eldoria"]
+        assert "sorted by order ↑" in str(table.border_subtitle)
+        await pilot.press("r")
+        assert column(table, 5) == ["40", "30", "20", "10"]
+
+        await pilot.click(EntryTable, offset=(2, 1))  # the UID header: sort by uid, then reversed
+        await wait_until(pilot, lambda: table.sort_column == "uid")
+        assert column(table, 0) == ["0", "1", "2", "3"]
+        await pilot.click(EntryTable, offset=(2, 1))
+        await wait_until(pilot, lambda: column(table, 0) == ["3", "2", "1", "0"])
+
+
+async def test_editing_an_entry_saves_the_book(corpus_tavern: Tavern, staging: int) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        lore = await open_lore_from_home(pilot)
+        editor = await open_editor(pilot, lore, row=1)
+        assert editor.entry.comment == "shadowfang" and app.focused is editor.query_one("#keys", Input)
+        assert not editor.has_class("-at-depth")  # depth is only asked for @depth entries
+        await pilot.press("end", *", wolfkin")
+        editor.query_one("#title", Input).value = "[Lore] shadowfang"  # brackets are text, not markup
+        editor.query_one("#position", Select).value = int(Position.AT_DEPTH)
+        await wait_until(pilot, lambda: editor.has_class("-at-depth"))
+        editor.query_one("#depth", Input).value = "2"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.screen is lore)
+
+        saved = corpus_tavern.world_book(staging).entries[1]
+        assert saved.key == ["shadowfang", "beast", "monster", "monsters", "beasts", "wolfkin"]
+        assert saved.position is Position.AT_DEPTH and saved.depth == 2
+        assert saved.content and saved.uid == 1 and saved.comment == "[Lore] shadowfang"  # the rest is kept
+        row = lore.entries.get_row_at(1)
+        assert str(row[1]) == "[Lore] shadowfang" and str(row[2]) == "shadowfang, beast +4" and str(row[4]) == "@D 2" and lore.entries.cursor_row == 1
+
+
+async def test_a_refused_save_keeps_the_editor_open_and_stores_nothing(corpus_tavern: Tavern, staging: int) -> None:
+    before = corpus_tavern.export_world_book(staging)
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        lore = await open_lore_from_home(pilot)
+        editor = await open_editor(pilot, lore, row=1)
+        editor.query_one("#uid", Input).value = "0"  # the uid of the first entry
+        editor.query_one("#title", Input).value = "renamed"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is editor
+        error = str(editor.query_one("#editor-error", Static).content)
+        assert error.startswith("Not saved:") and "duplicate uid 0" in error
+        assert corpus_tavern.export_world_book(staging) == before
+
+        editor.query_one("#order", Input).value = "many"
+        await pilot.press("ctrl+s")
+        assert "Order must be a whole number" in str(editor.query_one("#editor-error", Static).content)
+
+        await pilot.press("escape")  # Cancel discards the edits
+        await wait_until(pilot, lambda: app.screen is lore)
+        assert corpus_tavern.export_world_book(staging) == before
+        assert column(lore.entries, 1) == TITLES
+
+
+async def test_g_binds_the_book_globally_and_again_unbinds_it(corpus_tavern: Tavern, staging: int) -> None:
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        lore = await open_lore_from_home(pilot)
+        await pilot.press("g")
+        assert bindings_of(corpus_tavern, staging) == ("global",)
+        assert "eldoria_st_staging is now bound globally (every chat)." in notes(seen)
+        assert "4 entries · global" in str(lore.books.get_option_at_index(0).prompt)
+
+        await pilot.press("c", "p")  # no chat here: there is no character or playthrough to bind to
+        assert bindings_of(corpus_tavern, staging) == ("global",)
+
+        await pilot.press("g")
+        assert bindings_of(corpus_tavern, staging) == ()
+        assert "eldoria_st_staging is no longer bound globally." in notes(seen)
+
+
+async def test_the_tester_on_the_home_screen_runs_the_selected_book_alone(corpus_tavern: Tavern, staging: int) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        lore = await open_lore_from_home(pilot)
+        tester = lore.tester
+        await pilot.press("t", *"the glade")
+        await wait_until(pilot, lambda: tester.result_text == "the glade")
+        lines = tester.decisions.lines
+        assert len(lines) == 4 and "✓ eldoria_st_staging#2 glade — key: key 'glade' found in the input" in lines
+        assert any(" — recursion: " in line for line in lines)
+        fired = sum(line.startswith("✓") for line in lines)  # glade's content names other entries' keys
+        assert tester.totals.startswith(f"{fired} fired · ") and " of 1024 budget tokens" in tester.totals
+        assert tester.result is not None and tester.totals.endswith("over budget") == tester.result.overflowed
+
+
+async def test_the_tester_in_a_chat_previews_the_next_message(corpus_tavern: Tavern, staging: int) -> None:
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await open_character(pilot, "Seraphina")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        chat = app.screen
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.tester.result is not None)
+        lore = app.screen
+        assert isinstance(lore, LoreScreen) and lore.playthrough_id == chat.playthrough_id
+        assert str(lore.query_one("#card-book-note", Static).content).startswith(CARD_BOOK_NOTE)
+
+        tester = lore.tester
+        text = "what are the shadowfang beasts"
+        await pilot.press("t", *text)
+        fired = "✓ Eldoria#1 shadowfang — key: key 'shadowfang' found in the input"
+        await wait_until(pilot, lambda: tester.result_text == text)
+        assert fired in tester.decisions.lines
+        runs = [m for m in seen if isinstance(m, WorldInfoTested) and m.result is not None]
+        assert len(runs) < len(text) // 2  # debounced: not one activation per key
+        last = runs[-1]
+        assert last.text == text
+        decision = last.result.decision("Eldoria", 1)  # type: ignore[union-attr]
+        assert decision.fired and decision.reason is Reason.KEY
+        lines = tester.decisions.lines
+        marks = [line[0] for line in lines]
+        assert marks == sorted(marks, key=lambda mark: mark != "✓")  # fired first
+        assert " of 1024 budget tokens" in tester.totals
+
+        # a result from a superseded run is dropped
+        tester.post_message(WorldInfoTested(0, "old", error="stale"))
+        await pilot.pause()
+        assert tester.decisions.lines == lines
+
+        await pilot.press("escape")  # the tester's input has focus; Esc leaves the pane
+        await wait_until(pilot, lambda: app.screen is chat)
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.entries.row_count == 4)
+        lore = app.screen
+        assert isinstance(lore, LoreScreen)
+        await pilot.press("c", "p")
+        pid = chat.playthrough_id
+        character_id = corpus_tavern.playthrough(pid).character_id
+        assert set(bindings_of(corpus_tavern, staging)) == {f"character:{character_id}", f"playthrough:{pid}"}
+        prompt = str(lore.books.get_option_at_index(0).prompt)
+        assert prompt == "● eldoria_st_staging\n  4 entries · this character\n  this playthrough"
+        # the bound book now takes part in the preview
+        await wait_until(pilot, lambda: any(line.startswith(("✗ eldoria_st_staging#", "✓ eldoria_st_staging#"))
+                                            for line in lore.tester.decisions.lines))
+        assert any("now bound to Seraphina" in n for n in notes(seen))
+
+
+async def test_importing_a_book_from_the_pane(corpus_tavern: Tavern, staging: int, corpus_dir: Path) -> None:
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        lore = await open_lore_from_home(pilot)
+        await pilot.press("i")
+        await wait_until(pilot, lambda: app.screen is not lore and bool(app.screen.query("#import-path")))
+        app.screen.query_one("#import-path", Input).value = str(corpus_dir / "worldbooks" / "hogwarts_agnai_memory.json")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.screen is lore)
+        await app.workers.wait_for_complete()
+        await wait_until(pilot, lambda: lore.books.option_count == 2 and lore.entries.border_title == "Hogwarts Legacy Lore")
+        assert "Imported 1 world book: Hogwarts Legacy Lore" in notes(seen)
+
+
+async def test_an_empty_library_says_how_to_import(corpus_tavern: Tavern) -> None:
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.has_class("-empty"))
+        lore = app.screen
+        assert isinstance(lore, LoreScreen)
+        empty = lore.query_one("#lore-empty", Static)
+        assert empty.display and str(empty.content) == EMPTY_TEXT and not lore.entries.display
+        assert lore.tester.totals == "Import a world book to test it (press i)."
+        await pilot.press("g")
+        assert "No book selected." in notes(seen)
+
+
+class _Host(App[None]):
+    def compose(self) -> ComposeResult:
+        yield DecisionList(id="decisions")
+
+
+async def test_a_huge_book_lists_every_fired_entry_and_counts_the_rest() -> None:
+    decisions = [Decision("Big", i, f"entry {i}", i % 500 == 0, Reason.KEY if i % 500 == 0 else Reason.NO_MATCH,
+                          "detail") for i in range(3000)]
+    async with _Host().run_test() as pilot:
+        listing = pilot.app.query_one(DecisionList)
+        listing.show(decisions)
+        await pilot.pause()
+        lines = listing.lines
+        assert sum(line.startswith("✓") for line in lines) == 6
+        assert sum(line.startswith("✗") for line in lines) == SKIPPED_SHOWN
+        assert lines[-1] == f"… and {3000 - 6 - SKIPPED_SHOWN} more entries that did not fire"
