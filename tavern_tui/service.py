@@ -236,16 +236,7 @@ class Tavern:
         Raises:
             NotFound: nothing matches.
         """
-        with self._store.unit_of_work() as uow:
-            if query.strip().isdigit():
-                try:
-                    return self._book_view(uow.world_books.get(int(query)))
-                except NotFound:
-                    pass
-            matches = uow.world_books.by_name(query.strip())
-        if not matches:
-            raise NotFound(f"no world book named {query!r}; import one with `tavern import FILE`")
-        return self._book_view(matches[0])
+        return self._book_view(self._find(query, "world_books", "world book"))
 
     def world_book(self, book_id: int, *, editable: bool = True) -> WorldBook:
         """The parsed book (entries and book-level settings). Raises NotFound.
@@ -414,16 +405,21 @@ class Tavern:
         Raises:
             NotFound: nothing matches.
         """
+        return self._character_view(self._find(query, "characters", "character"))
+
+    def _find(self, query: str, repository: str, what: str) -> Any:
+        """The record with id `query`, else the newest with that name (case-insensitive)."""
         with self._store.unit_of_work() as uow:
+            repo = getattr(uow, repository)
             if query.strip().isdigit():
                 try:
-                    return self._character_view(uow.characters.get(int(query)))
+                    return repo.get(int(query))
                 except NotFound:
                     pass
-            matches = uow.characters.by_name(query.strip())
+            matches = repo.by_name(query.strip())
         if not matches:
-            raise NotFound(f"no character named {query!r}; import one with `tavern import FILE`")
-        return self._character_view(matches[0])
+            raise NotFound(f"no {what} named {query!r}; import one with `tavern import FILE`")
+        return matches[0]
 
     # -- playthroughs ---------------------------------------------------------------------
 

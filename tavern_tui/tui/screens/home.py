@@ -15,10 +15,10 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tavern_tui.errors import TavernError
-from tavern_tui.service import CharacterView, ImportResult, Tavern
+from tavern_tui.service import CharacterView, Tavern
 from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
 from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.screens.import_screen import ImportScreen
+from tavern_tui.tui.screens.import_screen import ImportScreen, import_results
 
 EMPTY_TEXT = ("No characters yet.\n\n"
               "Import a character card (.png or .json) with `tavern import FILE`,\n"
@@ -189,11 +189,7 @@ class HomeScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="import", exit_on_error=False, description="import cards")
     def _import(self, path: str) -> None:
         # Runs off the UI thread: reads files and writes SQLite, then hands the results back.
-        try:
-            results = self.tavern.import_paths([path])
-        except Exception as exc:  # a store failure must still reach the person, naming the file
-            results = [ImportResult(path, "character", error=f"{path}: {exc}")]
-        self.post_message(ImportFinished(results))
+        self.post_message(import_results(self.tavern, path, "character"))
 
     def on_import_finished(self, message: ImportFinished) -> None:
         """Refresh the lists and say plainly what was imported and what failed (naming the file)."""

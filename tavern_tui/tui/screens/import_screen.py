@@ -9,6 +9,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from tavern_tui.service import ImportResult, Tavern
+from tavern_tui.tui.messages import ImportFinished
+
 
 class ImportScreen(ModalScreen[str | None]):
     """Asks for a path; dismisses with the path typed, or None when cancelled (Esc).
@@ -39,3 +42,15 @@ class ImportScreen(ModalScreen[str | None]):
     def action_cancel(self) -> None:
         """Close without importing."""
         self.dismiss(None)
+
+
+def import_results(tavern: Tavern, path: str, kind: str) -> ImportFinished:
+    """Import `path` through the service (call it from a thread worker) and wrap the results.
+
+    A failure of the store itself still reaches the person as a result naming the file.
+    """
+    try:
+        results = tavern.import_paths([path])
+    except Exception as exc:  # noqa: BLE001 - shown to the person, never swallowed silently
+        results = [ImportResult(path, kind, error=f"{path}: {exc}")]
+    return ImportFinished(results)

@@ -14,11 +14,11 @@ from textual.widgets.option_list import Option
 
 from tavern_tui.errors import TavernError
 from tavern_tui.lore.model import WorldBook
-from tavern_tui.service import ImportResult, Tavern, WorldBookView
+from tavern_tui.service import Tavern, WorldBookView
 from tavern_tui.tui.labels import binding_labels, clip, plural
 from tavern_tui.tui.messages import ImportFinished
 from tavern_tui.tui.screens.entry_editor import EntryEditor
-from tavern_tui.tui.screens.import_screen import ImportScreen
+from tavern_tui.tui.screens.import_screen import ImportScreen, import_results
 from tavern_tui.tui.widgets.entry_table import EntryTable
 from tavern_tui.tui.widgets.lore_tester import LoreTester
 
@@ -319,11 +319,7 @@ class LoreScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="import", exit_on_error=False, description="import world books")
     def _import(self, path: str) -> None:
         # Runs off the UI thread: reads files and writes SQLite, then hands the results back.
-        try:
-            results = self.tavern.import_paths([path])
-        except Exception as exc:  # a store failure must still reach the person, naming the file
-            results = [ImportResult(path, "world_book", error=f"{path}: {exc}")]
-        self.post_message(ImportFinished(results))
+        self.post_message(import_results(self.tavern, path, "world_book"))
 
     def on_import_finished(self, message: ImportFinished) -> None:
         """Refresh the library on the first new book and say what was imported and what failed."""
