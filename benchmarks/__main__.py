@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.wi_activation import wi_activation
 from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.engine.log import derive_messages, inspect, page
 from tavern_tui.store.store import Store
@@ -160,6 +161,7 @@ BENCHMARKS: dict[str, Callable[[Path], Result]] = {
     "session_open_query": session_open_query,
     "fork_create": fork_create,
     "chat_open": chat_open,
+    "wi_activation": wi_activation,
 }
 
 

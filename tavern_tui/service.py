@@ -30,6 +30,7 @@ from tavern_tui.formats.sniff import WORLD_BOOK, sniff_bytes
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.formats.worldinfo import from_character_book, parse_world_book, to_st_json
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
+from tavern_tui.lore.fastindex import FastIndex
 from tavern_tui.lore.matching import IndexCache
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.result import ActivationResult
@@ -93,7 +94,7 @@ class Tavern:
     _cards: dict[int, ParsedCard] = field(default_factory=dict, repr=False)
     _books: dict[tuple[int, str], WorldBook] = field(default_factory=dict, repr=False)
     _card_books: dict[int, WorldBook] = field(default_factory=dict, repr=False)
-    _index_cache: IndexCache = field(default_factory=IndexCache, repr=False)
+    _index_cache: IndexCache = field(default_factory=lambda: IndexCache(FastIndex), repr=False)
 
     def __post_init__(self) -> None:
         if self.store is None:

@@ -20,6 +20,8 @@ SillyTavern does; it is the correctness oracle and the baseline for faster index
 
 from __future__ import annotations
 
+import threading
+
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -49,7 +51,7 @@ class RegexKey:
     sticky: bool
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1 << 16)  # above any book's distinct keys: plain keys are cached too
 def parse_regex_key(key: str) -> RegexKey | None:
     """Parse a key as SillyTavern's `parseRegexFromString` does; None if it is a plain key.
 
@@ -202,13 +204,15 @@ class IndexCache:
         self.factory = factory
         self.size = size
         self._cache: dict[tuple[CompiledKey, ...], KeyIndex] = {}
+        self._lock = threading.Lock()  # the TUI tester activates from worker threads
 
     def __call__(self, keys: Sequence[CompiledKey]) -> KeyIndex:
         token = tuple(keys)
-        index = self._cache.pop(token, None)
-        if index is None:
-            index = self.factory(token)
-        self._cache[token] = index
-        while len(self._cache) > self.size:
-            self._cache.pop(next(iter(self._cache)))
+        with self._lock:
+            index = self._cache.pop(token, None)
+            if index is None:
+                index = self.factory(token)
+            self._cache[token] = index
+            while len(self._cache) > self.size:
+                self._cache.pop(next(iter(self._cache)))
         return index

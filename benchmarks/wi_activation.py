@@ -1,0 +1,371 @@
+"""B1 `wi_activation`: world-info activation over a 5,000-entry book, FastIndex against ReferenceIndex.
+
+Workload (shared/research/performance-anchors.md §7, B1): one book of 5,000 entries, ~11.6k plain
+primary keys (names, two-word titles, keys shared between entries so that keys nest; ~8.5k
+distinct keys in all after expansion, as `keys` reports); 10% of the entries
+have 1-3 secondary keys (AND_ANY / NOT_ALL / AND_ALL); 20% have a regex key (~1,000 before
+de-duplication; see `_regex_key` for the mix: half with one plain required literal), 0.5% are
+constant. A 300-message history, scan depth 10, `max_recursion_steps=3`, whole words on,
+case-insensitive, budget 25% of 32k tokens. Variants EN, DE (ß, umlauts, İ) and CJK; all text
+is seeded random, nothing is downloaded.
+
+Figures per variant (prefixed `en_`, `de_`, `cjk_`), all in one process:
+
+- `regex_compile_ms`: translating and compiling the book's regex keys (jsregex, first use only;
+  `parse_regex_key` caches them). `build_ms`: `FastIndex(keys)` after that (automata, literal
+  and scope analysis, whose cache is cleared first). Target build ≤ 150 ms.
+- `cold_first_ms`: the first activation in the process (compile + build + an empty cache).
+- `cold_ms`: an activation with the index built but its caches cleared (B1's "empty
+  per-message cache"), median of 5 runs with a fresh input each. Target ≤ 60 ms.
+- `warm_p50_ms` / `warm_p95_ms`: 20 steps, each appending one new user message, the index reused
+  through `IndexCache`. Target p95 ≤ 10 ms.
+- Breakdown, from separate instrumented runs (6 warm steps, 3 cold): `warm_plan_ms` (the
+  `prepare.build_plan` part of an activation), `warm_index_p50_ms` / `warm_index_p95_ms` (time
+  inside `FastIndex.hits`), split into `warm_index_scan_ms` (the per-shape scans) and
+  `warm_index_locate_ms` (activation.py's `locate`: one `hits` call per buffer segment per fired
+  entry, `warm_index_calls` calls in all); `cold_index_ms` likewise for a cold activation.
+- `ref_cold_ms`, `ref_warm_p50_ms`: the same activations with `ReferenceIndex` (one regex test per
+  key, as SillyTavern). They take seconds, so only the first activation and `ref_warm_n` = 2 warm
+  steps run; each result is compared with FastIndex's for the same input (book, uid, fired,
+  reason, matched key, where): `same_decisions` is asserted.
+- `ratio_*`: figure / target (below 1.0 = inside the target); `ratio_index_*` hold the index's
+  own share against the same targets.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Self
+
+from tavern_tui.lore.activation import activate
+from tavern_tui.lore.buffer import ScanBuffer
+from tavern_tui.lore.context import ActivationContext, ScanMessage
+from tavern_tui.lore.fastindex import FastIndex, _analyse
+from tavern_tui.lore.matching import IndexCache, ReferenceIndex, parse_regex_key
+from tavern_tui.lore.model import SelectiveLogic, WorldBook, WorldInfoEntry
+from tavern_tui.lore.prepare import build_plan
+from tavern_tui.lore.result import ActivationResult
+from tavern_tui.lore.settings import WorldInfoSettings
+
+ENTRIES = 5000
+HISTORY = 300
+WARM_ITERATIONS = 20
+COLD_RUNS = 5
+REF_WARM_ITERATIONS = 2
+BREAKDOWN_ITERATIONS = 6
+TARGET_WARM_P95 = 10.0
+TARGET_COLD = 60.0
+TARGET_BUILD = 150.0
+
+SETTINGS = WorldInfoSettings(depth=10, budget=25, max_context=32768, max_recursion_steps=3, recursive=True,
+                             match_whole_words=True, case_sensitive=False)
+
+
+# -- seeded fixtures ----------------------------------------------------------------------------
+
+class _Language:
+    """Word and name makers for one variant."""
+
+    def __init__(self, rng: random.Random, syllables: list[str], filler: list[str], joiner: str,
+                 punctuation: list[str], title_words: list[str], name_parts: tuple[int, int]) -> None:
+        self.rng, self.syllables, self.filler, self.joiner = rng, syllables, filler, joiner
+        self.punctuation, self.title_words, self.name_parts = punctuation, title_words, name_parts
+
+    def name(self) -> str:
+        lo, hi = self.name_parts
+        word = "".join(self.rng.choice(self.syllables) for _ in range(self.rng.randint(lo, hi)))
+        return word[:1].upper() + word[1:]
+
+    def sentence(self, mentions: list[str], words: int) -> str:
+        rng = self.rng
+        parts = [rng.choice(self.filler) for _ in range(words)]
+        for name in mentions:
+            parts.insert(rng.randrange(len(parts) + 1), name)
+        out = []
+        for i, part in enumerate(parts):
+            out.append(part)
+            if i % rng.randint(6, 14) == 0 and i:
+                out.append(rng.choice(self.punctuation))
+        return self.joiner.join(out)
+
+
+_EN_SYLLABLES = "ka ri dor val thar mor el an is us gar wen lo bri sta fen ix or ul ae dra kor syl ven qua"
+_EN_WORDS = (
+    "the a and of to in he she it was for on with as his her they at be this from have had not but what "
+    "all were when we there can an your which their said if do will each about how up out them then many "
+    "some so these would other into has more two like time could no make than first been its who now "
+    "people my made over did down only way find use may water long little very after words called just "
+    "where most know sword castle forest river night dark light king queen dragon fire stone road old "
+    "ain't I'm #signal you'll"
+)
+_DE_SYLLABLES = "grü mör stra ße hei bö lä wal der ün kö berg fuß mann ach öl ri tz wä sch ib İl kay ro"
+_DE_WORDS = (
+    "der die das und ist nicht ein eine zu mit auf für über größer Straße schön weiß Fuß Grüße Mädchen "
+    "Bär Öl äußerst müde hören König Königin Drache Feuer Burg Wald Fluss Nacht dunkel Licht alt Weg "
+    "gehen sehen sagen aber oder wenn dann auch noch nur schon sehr hier dort immer wieder heute morgen "
+    "Schwert Stein Brücke Turm İstanbul STRASSE Maß spät"
+)
+_CJK_NAME_CHARS = "龍魔剣姫城森河夜闇光王炎石道古竜神鬼雪月星花風雷海山影翼黒白紅蒼金銀鉄鋼霊聖獣狼鷹虎"
+_CJK_TEXT_CHARS = (
+    "的了是在我有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可里后小么心多天而能好都然没日于起"
+    "还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点"
+    "月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少"
+    "关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感"
+    "金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让"
+    "认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强"
+    "步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持取设始版双历越史商千片容研像找友孩站"
+    "广改议形委早房音火际则首单据导影失拿网香似斯专石若兵弟谁校读志飞观争究包组造落视济喜离虽坏兴切"
+)
+
+
+def _language(kind: str, rng: random.Random) -> _Language:
+    """Name syllables, filler words and punctuation for EN, DE (ß, umlauts, İ) or CJK (no spaces;
+    the name characters partly overlap the text characters)."""
+    if kind == "en":
+        return _Language(rng, _EN_SYLLABLES.split(), _EN_WORDS.split(), " ", [",", ".", "!", "?", "—", ";"],
+                         ["Lord", "Lady", "Sir", "Keep", "Tower", "Vale"], (2, 3))
+    if kind == "de":
+        return _Language(rng, _DE_SYLLABLES.split(), _DE_WORDS.split(), " ", [",", ".", "!", "?", "–", ";", "„", "“"],
+                         ["Herr", "Frau", "Burg", "Turm", "Tal"], (2, 3))
+    return _Language(rng, list(_CJK_NAME_CHARS), list(_CJK_TEXT_CHARS), "", ["，", "。", "！", "？", "、", "「", "」"],
+                     ["王", "城", "森", "塔"], (2, 3))
+
+
+def _regex_key(rng: random.Random, kind: str, names: list[str]) -> str:
+    """One regex key (B1: about half with a plain required literal):
+
+    50% `\\bname(?:s|'s)?\\b/i` (one literal), 25% an alternation of two names (no single
+    literal), 10% a three-letter prefix plus a class, 8% `name.*other` / `^\\x01…name` (can span
+    the buffer), 7% without any literal (`\\b[A-Z]{n,}\\b`-like, many variants)."""
+    name = rng.choice(names)
+    other = rng.choice(names)
+    roll = rng.random()
+    n = rng.randint(3, 12)
+    if kind == "cjk":
+        forms = [f"/{name}(?:様|殿)?/", f"/(?:{name}|{other})/", f"/{name[:2]}[一-龥]{{1,{n}}}/",
+                 rng.choice([f"/[一-龥]{{{n}}}[王城]/", f"/[ァ-ヴ]{{{n},}}/", f"/\\d{{{n}}}年/"]),
+                 rng.choice([f"/{name}.{{0,{n}}}{other}/", f"/^\\x01[^\\n]*{name}/"])]
+    else:
+        forms = [f"/\\b{name.lower()}(?:s|'s)?\\b/i", f"/\\b(?:{name}|{other})\\b/i",
+                 f"/\\b{name[:3]}[a-zäöüß]{{2,{n}}}\\b/",
+                 rng.choice([f"/\\b[A-Z]{{{n},}}\\b/", f"/\\b\\d{{{n}}}\\b/", f"/\\b[A-Z][a-z]{{{n}}}(?:or|is|an)\\b/",
+                             f"/(?:[a-z]+-){{{n % 4 + 2}}}[a-z]+/"]),
+                 rng.choice([f"/{name}.*{other}/i", f"/^\\x01[^\\n]*{name}/"])]
+    for share, form in zip((0.5, 0.75, 0.85, 0.92, 1.0), forms):
+        if roll < share:
+            return form
+    return forms[-1]
+
+
+def make_fixture(kind: str, seed: int = 1) -> tuple[WorldBook, list[ScanMessage]]:
+    """The 5,000-entry book and the messages for `kind`: HISTORY of history, then one new user
+    input per warm step and per cold run."""
+    rng = random.Random(f"{kind}-{seed}")
+    lang = _language(kind, rng)
+    names = list(dict.fromkeys(lang.name() for _ in range(ENTRIES * 2)))
+    while len(names) < ENTRIES + 500:
+        names.append(lang.name() + lang.name())
+    entries = []
+    hot = names[:ENTRIES]
+    for uid in range(ENTRIES):
+        primary = [hot[uid]]
+        for _ in range(rng.choice([0, 1, 1, 2, 2, 2])):  # ~2.2 primary keys per entry
+            roll = rng.random()
+            if roll < 0.4:
+                primary.append(rng.choice(names[ENTRIES:]))
+            elif roll < 0.7:
+                primary.append(f"{rng.choice(lang.title_words)}{lang.joiner}{hot[uid]}")
+            else:
+                primary.append(rng.choice(hot))  # shared and nested keys
+        if rng.random() < 0.2:
+            primary.append(_regex_key(rng, kind, hot))
+        secondary, logic = [], SelectiveLogic.AND_ANY
+        if rng.random() < 0.1:
+            secondary = [rng.choice(hot) if rng.random() < 0.5 else rng.choice(lang.filler) for _ in range(rng.randint(1, 3))]
+            logic = rng.choice([SelectiveLogic.AND_ANY, SelectiveLogic.NOT_ALL, SelectiveLogic.AND_ALL])
+        mentions = [rng.choice(hot) for _ in range(rng.choice([0, 0, 1, 2]))]
+        content = lang.sentence(mentions, rng.randint(15, 35) if kind != "cjk" else rng.randint(30, 70))
+        entries.append(WorldInfoEntry(uid=uid, key=primary, keysecondary=secondary, selective_logic=logic,
+                                      content=content, constant=rng.random() < 0.005, order=rng.randint(0, 200),
+                                      comment=hot[uid]))
+    book = WorldBook(f"bench-{kind}", entries)
+    messages = []
+    popular = hot[:400]  # a chat keeps returning to a few hundred names
+    for i in range(HISTORY + WARM_ITERATIONS + 1 + COLD_RUNS):
+        mentions = [rng.choice(popular) if rng.random() < 0.7 else rng.choice(hot) for _ in range(rng.randint(0, 2))]
+        words = rng.randint(60, 140) if kind != "cjk" else rng.randint(150, 350)
+        # From the history's end on, every message is a new user input (named as the input is).
+        speaker = "User" if i % 2 or i >= HISTORY else "Seraphina"
+        messages.append(ScanMessage(speaker, lang.sentence(mentions, words), i))
+    return book, messages
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+def _context(messages: list[ScanMessage], step: int) -> ActivationContext:
+    """Step `step`: HISTORY + step messages of history and the next one as the new user input."""
+    history = messages[:HISTORY + step]
+    return ActivationContext(messages=history, input=messages[HISTORY + step].text, user_name="User",
+                             char_name="Seraphina")
+
+
+def _decisions(result: ActivationResult) -> list[tuple]:
+    return [(d.book, d.uid, d.fired, d.reason.value, d.matched_key, d.matched_in) for d in result.decisions]
+
+
+def _run(book: WorldBook, ctx: ActivationContext, factory: Callable) -> tuple[float, ActivationResult]:
+    started = time.perf_counter()
+    result = activate([book], ctx, SETTINGS, rng=lambda: 50.0, index_factory=factory)
+    return (time.perf_counter() - started) * 1000, result
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+class _Stopwatch:
+    """Wraps one index's `hits` to add up the time spent in it, apart for the per-shape scans
+    (`_Run.match`: many keys asked at once) and for locating single keys (`_Run.locate`)."""
+
+    def __init__(self, index: FastIndex) -> None:
+        self.index, self.inner = index, index.hits
+        self.scan_ms = self.locate_ms = 0.0
+        self.calls = 0
+
+    def __enter__(self) -> Self:
+        def timed(text: str, keys: object = None) -> object:
+            started = time.perf_counter()
+            try:
+                return self.inner(text, keys)  # type: ignore[arg-type]
+            finally:
+                took = (time.perf_counter() - started) * 1000
+                if keys is not None and len(keys) == 1:  # type: ignore[arg-type]
+                    self.locate_ms += took
+                else:
+                    self.scan_ms += took
+                self.calls += 1
+
+        self.index.hits = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        del self.index.hits
+
+
+def measure(kind: str) -> dict[str, object]:
+    """All figures for one variant; raises AssertionError if the two indexes decide differently."""
+    book, messages = make_fixture(kind)
+    ctx0 = _context(messages, 0)
+    captured: list = []  # the keys exactly as activate() compiles them (one buffer shape here)
+    build_plan([book], ctx0, SETTINGS, lambda ks: captured.append(list(ks)) or ReferenceIndex(()))
+    compiled = captured[0]
+
+    parse_regex_key.cache_clear()  # what the first activation of a book pays: JS regex translation
+    _analyse.cache_clear()
+    started = time.perf_counter()
+    regexes = sum(1 for k in compiled if parse_regex_key(k.text) is not None)
+    compile_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    FastIndex(compiled)
+    build_ms = (time.perf_counter() - started) * 1000
+
+    parse_regex_key.cache_clear()
+    _analyse.cache_clear()
+    gc.collect()
+    fast = IndexCache(FastIndex)
+    cold_first_ms, fast_result = _run(book, ctx0, fast)
+    fast_first, fired, steps = _decisions(fast_result), sum(1 for d in fast_result.decisions if d.fired), fast_result.steps
+    del fast_result
+    index = next(iter(fast._cache.values()))
+    assert isinstance(index, FastIndex)
+    colds = []
+    for step in range(COLD_RUNS):  # a fresh input each time; the index stays, its caches go
+        index.clear_cache()
+        ms, _ = _run(book, _context(messages, WARM_ITERATIONS + 1 + step), fast)
+        colds.append(ms)
+    index.clear_cache()
+    _run(book, ctx0, fast)  # the chat as it was before the warm steps
+    gc.collect()
+    warm, fast_results = [], {}
+    for step in range(1, WARM_ITERATIONS + 1):
+        ms, result = _run(book, _context(messages, step), fast)
+        warm.append(ms)
+        if step <= REF_WARM_ITERATIONS:  # kept small: 5,000 decisions per result slow the GC down
+            fast_results[step] = _decisions(result)
+        del result
+
+    # Where the time goes (separate runs, so the stopwatch does not touch the figures above):
+    # the index (per-shape scans, and locating each fired entry's key), the plan (prepare), the rest.
+    plan_ms, scan_ms, locate_ms, calls, cold_index_ms = [], [], [], [], []
+    index.clear_cache()
+    _run(book, ctx0, fast)
+    for step in range(1, BREAKDOWN_ITERATIONS + 1):
+        started = time.perf_counter()
+        build_plan([book], _context(messages, step), SETTINGS, fast)
+        plan_ms.append((time.perf_counter() - started) * 1000)
+        with _Stopwatch(index) as watch:
+            _run(book, _context(messages, step), fast)
+        scan_ms.append(watch.scan_ms)
+        locate_ms.append(watch.locate_ms)
+        calls.append(watch.calls)
+    for step in range(3):
+        index.clear_cache()
+        with _Stopwatch(index) as watch:
+            _run(book, _context(messages, WARM_ITERATIONS + 1 + step), fast)
+        cold_index_ms.append(watch.scan_ms + watch.locate_ms)
+    index_warm = [a + b for a, b in zip(scan_ms, locate_ms)]
+
+    gc.collect()
+    reference = IndexCache(ReferenceIndex)
+    ref_cold_ms, ref_result = _run(book, ctx0, reference)
+    same = _decisions(ref_result) == fast_first
+    ref_warm = []
+    for step in range(1, REF_WARM_ITERATIONS + 1):
+        ms, result = _run(book, _context(messages, step), reference)
+        ref_warm.append(ms)
+        same = same and _decisions(result) == fast_results[step]
+    assert same, f"{kind}: FastIndex and ReferenceIndex decided differently"
+
+    warm_p50, warm_p95 = statistics.median(warm), _pct(warm, 0.95)
+    cold = statistics.median(colds)
+    return {
+        "keys": len(compiled), "regex_keys": regexes, "scan_chars": len(_buffer_text(ctx0)),
+        "fired": fired, "steps": steps,
+        "regex_compile_ms": round(compile_ms), "build_ms": round(build_ms, 1), "cold_first_ms": round(cold_first_ms),
+        "cold_ms": round(cold, 1), "warm_p50_ms": round(warm_p50, 1), "warm_p95_ms": round(warm_p95, 1),
+        "warm_n": len(warm), "warm_plan_ms": round(statistics.median(plan_ms), 1),
+        "warm_index_p50_ms": round(statistics.median(index_warm), 1), "warm_index_p95_ms": round(_pct(index_warm, 0.95), 1),
+        "warm_index_scan_ms": round(statistics.median(scan_ms), 1), "warm_index_locate_ms": round(statistics.median(locate_ms), 1),
+        "warm_index_calls": round(statistics.median(calls)), "cold_index_ms": round(statistics.median(cold_index_ms), 1),
+        "ref_cold_ms": round(ref_cold_ms), "ref_warm_p50_ms": round(statistics.median(ref_warm)),
+        "ref_warm_n": len(ref_warm), "speedup_warm": round(statistics.median(ref_warm) / warm_p50, 1),
+        "same_decisions": same, "ratio_warm_p95": round(warm_p95 / TARGET_WARM_P95, 2),
+        "ratio_cold": round(cold / TARGET_COLD, 2), "ratio_build": round(build_ms / TARGET_BUILD, 2),
+        "ratio_index_warm_p95": round(_pct(index_warm, 0.95) / TARGET_WARM_P95, 2),
+        "ratio_index_cold": round(statistics.median(cold_index_ms) / TARGET_COLD, 2),
+    }
+
+
+def _buffer_text(ctx: ActivationContext) -> str:
+    """The initial scan buffer (depth 10, no extras, no recursion)."""
+    return ScanBuffer(ctx, SETTINGS.include_names).text(SETTINGS.depth, (False,) * 6, False)
+
+
+def wi_activation(workdir: Path) -> dict[str, object]:
+    """B1: figures for EN, DE and CJK, flat (`en_warm_p95_ms`, …). `workdir` is unused (no files).
+
+    Raises:
+        AssertionError: FastIndex and ReferenceIndex decided some entry differently.
+    """
+    out: dict[str, object] = {}
+    for kind in ("en", "de", "cjk"):
+        for name, value in measure(kind).items():
+            out[f"{kind}_{name}"] = value
+    out["same_decisions"] = all(out[f"{k}_same_decisions"] for k in ("en", "de", "cjk"))
+    return out

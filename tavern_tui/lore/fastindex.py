@@ -1,0 +1,757 @@
+"""Provides `FastIndex`: a `KeyIndex` that answers exactly as `ReferenceIndex`, built for big books.
+
+Rule: the answer is SillyTavern 1.18 `WorldInfoBuffer.matchKeys` for every key, as
+`matching.ReferenceIndex` implements it (whole words with JS's ASCII `\\W`, `toLowerCase` folding,
+multi-word keys as substring tests, `/regex/flags` keys on the raw buffer with a time limit).
+How it gets there fast (performance-anchors §1.1, §5):
+
+- Units and their cache. A scan buffer is `"\\x01" + pieces.join("\\n\\x01")` (buffer.py), and
+  chat messages repeat from one generation step to the next. Cut the text at every `\\n` and
+  `\\x01` into atoms: a plain key holding neither character matches the text iff it matches an
+  atom, because every occurrence lies inside one atom and what an atom edge stands for (`\\n`,
+  `\\x01` or a text end) is a `\\W` boundary either way. `str.lower()` commutes with the cut
+  (its only context rule, final sigma, stops at `\\n` and `\\x01`, neither cased nor
+  case-ignorable). So the facts about an atom string (plain keys and prefilter literals in it,
+  regex results) are cached by the string itself and reused across calls and activations.
+- Plain keys, per atom, lower-cased once with `str.lower()` as the reference lowers both sides:
+  * whole-word keys made only of `[A-Za-z0-9_]`: a whole-word occurrence is exactly a maximal
+    run of those characters equal to the key, so one set lookup per run finds them all;
+  * all other keys go into two ahocorasick_rs automata (folded and case-sensitive) searched with
+    OVERLAPPING matches, so nested keys ("Jon" in "Jon Snow") all report; each occurrence of a
+    whole-word key is checked for the reference's `(?:^|\\W)key(?:$|\\W)` with ASCII `\\W` on
+    the same (folded or raw) text. Lengths that change under folding (`İ`) do not matter: no
+    offset is mapped back to the original text.
+- Regex keys are compiled by `matching.parse_regex_key`, exactly as the reference does. From the
+  translated pattern (parsed with `re._parser`, `analyse_regex`) we derive:
+  * a required literal, or alternatives one of which every match contains, fed to the automata
+    as a prefilter: where none occurs, the regex cannot match and is not run. Under the `i` flag
+    only ASCII and Latin-1/Extended-A letters are used (not ß), lower-cased and looked up in the
+    lowered text, also after mapping `İ ı ſ` (which `regex` folds onto i, I, s;
+    `_FOLDS_ONTO_ASCII`) to those letters;
+  * a scope: a pattern that can consume neither `\\n` nor `\\x01` (lookaround bodies included),
+    has no `\\A`/`\\Z` anchor and is not sticky matches the text iff it matches an atom; one
+    that avoids only `\\x01` is decided per `\\x01`-piece, one that avoids only `\\n` per line;
+    anything else runs on the whole text as in the reference. `\\b` keeps the atom scope.
+    Results are cached per unit string (or per whole text). The undecided units of a key are
+    searched in one go, joined by a separator its scope cannot cross;
+  * a relaxed pattern without the `\\b`/`\\B` assertions, a cheap necessary condition
+    searched first (`RegexPlan.relaxed`).
+- Odd keys (an empty needle, a needle holding `\\n` or `\\x01`) are tested on the whole text
+  the reference's way.
+
+Timeouts: a search that exceeds `regex_timeout` is reported in `timed_out`, as by the reference,
+and never cached; each key gets one search of at most `regex_timeout` per call (the relaxed
+prefilter has a budget of its own). FastIndex searches less text than the reference (known
+units, units without the literal), so a key the reference reports as timed out can come out
+decided here (e.g. found in a remembered message); never the other way round for the same
+search.
+
+Not thread-safe: the caches are plain dicts (use one index per thread).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import accumulate
+
+import ahocorasick_rs
+import regex
+
+from tavern_tui.lore.jsregex import compile_js_regex
+from tavern_tui.lore.matching import (
+    DEFAULT_REGEX_TIMEOUT,
+    CompiledKey,
+    KeyHits,
+    RegexKey,
+    has_js_whitespace,
+    parse_regex_key,
+    whole_word_pattern,
+)
+
+try:  # Python 3.11+: the pure-Python parser behind `re` (sre_parse is a deprecated alias of it).
+    import re._constants as _sre
+    import re._parser as _sre_parse
+except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_constants as _sre  # type: ignore[no-redef]
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+SEPARATOR = "\x01"
+"""What buffer.py puts before every piece of a scan buffer (SillyTavern's MATCHER)."""
+NEWLINE = "\n"
+
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")  # JS \w: ASCII only
+_FOLDS_ONTO_ASCII = {"İ": "i", "ı": "i", "ſ": "s"}
+"""The non-ASCII characters `regex` IGNORECASE matches against an ASCII pattern letter although
+`str.lower()` does not turn them into it (pattern `i` matches `İ`, `I` matches `ı`, `s`/`S` match
+`ſ`), and the letter each stands for. The tests re-derive this by brute force over all code points."""
+_FOLD_FIX = str.maketrans(_FOLDS_ONTO_ASCII)
+_HAS_FOLD_EXCEPTION = re.compile(f"[{''.join(_FOLDS_ONTO_ASCII)}]")
+_TOKEN = re.compile(r"[A-Za-z0-9_]+")  # maximal runs of JS \w
+_LITERAL_STOP = re.compile(r"[\n\x01]")
+# Characters a folded literal may hold: ASCII and Latin-1/Extended-A letters, whose `regex`
+# IGNORECASE classes all lower-case (after `_FOLD_FIX`) to one character; not ß, which `regex`'s
+# newer Unicode tables also match against U+1DF95 (the tests check all of this by brute force).
+_FOLDED_LITERAL_STOP = re.compile(r"[^\x00-\x7f\xc0-\u017f]|[\n\x01\xdf]")
+MIN_LITERAL = 3
+"""Shortest ASCII literal worth a prefilter (one character less with a non-ASCII one, e.g. two
+CJK characters): shorter ones occur almost everywhere and flood the automaton."""
+_NOTHING = KeyHits(frozenset())
+_UNKNOWN = object()
+
+
+# -- regex analysis -----------------------------------------------------------------------------
+
+ATOM, PIECE, LINE, TEXT = "atom", "piece", "line", "text"
+"""Scopes of a regex key: the units of the text a match must lie in (see `RegexPlan.scope`)."""
+
+
+@dataclass(frozen=True)
+class RegexPlan:
+    """What FastIndex knows about one regex key.
+
+    Attributes:
+        required: alternatives of which every match contains at least one (lower-cased when
+            `folded`), or None if no safe literal was found.
+        folded: the literals are looked up case-insensitively (the key has the `i` flag).
+        scope: where a match must lie, so results can be cached per unit string: ATOM (no
+            element can consume `\\n` or `\\x01`: units split at both), PIECE (none can consume
+            `\\x01`: `text.split("\\x01")`), LINE (none can consume `\\n`: `text.split("\\n")`),
+            TEXT (anything else, every anchored or sticky pattern: the whole text).
+        relaxed: the translation without its `\\b`/`\\B` assertions, or None. It matches
+            wherever the key does (dropping a zero-width assertion that is not inside a negative
+            lookaround only widens a pattern) and runs up to 200x faster in `regex`, whose
+            literal and class scans the lookaround spelling of `\\b` defeats; searched first.
+    """
+
+    required: frozenset[str] | None
+    folded: bool
+    scope: str
+    relaxed: str | None = None
+
+
+def analyse_regex(rx: RegexKey) -> RegexPlan:
+    """Derive the prefilter literal and the scope of a parsed regex key (see `RegexPlan`).
+
+    Works on the Python translation (`rx.compiled.pattern`) parsed by `re._parser`; a pattern it
+    cannot parse (e.g. `\\p{…}` under `u`) gets no literal and TEXT scope, which is always safe.
+    Memoized on the translation and flags, so rebuilding an index for an edited book is cheap.
+    Never raises.
+    """
+    flags = rx.compiled.flags
+    return _analyse(rx.compiled.pattern, bool(flags & regex.IGNORECASE), bool(flags & regex.FULLCASE), rx.sticky)
+
+
+@lru_cache(maxsize=1 << 14)
+def _analyse(pattern: str, folded: bool, fullcase: bool, sticky: bool) -> RegexPlan:
+    if folded and fullcase:
+        return RegexPlan(None, True, TEXT)  # multi-character folds: literals would not be safe
+    # jsregex spells \b and \B as long lookaround groups on [A-Za-z0-9_]. They consume nothing
+    # and hold no literal, so an empty group stands in for them (parsing gets ~5x faster). The
+    # spelling cannot come from anything else: jsregex escapes a literal "(" as \x28.
+    stripped = pattern
+    for spelled in _BOUNDARIES:
+        stripped = stripped.replace(spelled, "(?:)")
+    try:
+        tree = list(_sre_parse.parse(stripped))
+    except Exception:  # noqa: BLE001 - any parse failure only means "no shortcut"
+        return RegexPlan(None, folded, TEXT)
+    required = _best(_requirements(tree, folded))
+    relaxed = stripped if stripped != pattern and not _has_negative_lookaround(tree) else None
+    scope = TEXT if sticky else {0: ATOM, _NL: PIECE, _SEP: LINE}.get(_reach(tree), TEXT)
+    return RegexPlan(required, folded, scope, relaxed)
+
+
+def _has_negative_lookaround(items: list) -> bool:
+    for op, av in items:
+        if op is _sre.ASSERT_NOT:
+            return True
+        children = (av[3],) if op is _sre.SUBPATTERN else (av[2],) if op in _REPEATS else \
+            tuple(av[1]) if op is _sre.BRANCH else (av[1],) if op is _sre.ASSERT else \
+            (av,) if _ATOMIC is not None and op is _ATOMIC else ()
+        if any(_has_negative_lookaround(list(child)) for child in children):
+            return True
+    return False
+
+
+@lru_cache(maxsize=1 << 14)
+def _compile_relaxed(pattern: str, flags: int) -> regex.Pattern[str] | None:
+    try:
+        return regex.compile(pattern, flags)
+    except (regex.error, OverflowError, RecursionError):
+        return None
+
+
+_BOUNDARIES = tuple(compile_js_regex(b, "")[0].pattern for b in ("\\b", "\\B"))
+_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT} | ({_sre.POSSESSIVE_REPEAT} if hasattr(_sre, "POSSESSIVE_REPEAT") else set())
+_ATOMIC = getattr(_sre, "ATOMIC_GROUP", None)
+_SEP, _NL, _ALL = 1, 2, 3  # may consume \x01, may consume \n, both (also: anchored or not understood)
+_SEP_CODE, _NL_CODE = ord(SEPARATOR), ord(NEWLINE)
+
+
+def _reach(items: list) -> int:
+    """Which separators some element of `items` (lookaround bodies included) may consume, as
+    `_SEP | _NL`; `_ALL` for anchors and anything not understood.
+
+    A pattern that can neither consume `c` nor anchor has every match, and whatever its
+    lookarounds inspect, between two `c` characters or text ends: a match of that unit alone.
+    Both separators are control characters without case variants, so IGNORECASE cannot add
+    them to a literal or a class (checked by the tests)."""
+    reach = 0
+    for op, av in items:
+        if op is _sre.LITERAL:
+            reach |= _SEP if av == _SEP_CODE else _NL if av == _NL_CODE else 0
+        elif op is _sre.NOT_LITERAL:
+            reach |= _NL if av == _SEP_CODE else _SEP if av == _NL_CODE else _ALL
+        elif op is _sre.IN:
+            reach |= _class_reach(av)
+        elif op is _sre.SUBPATTERN:
+            reach |= _reach(list(av[3]))
+        elif op in _REPEATS:
+            reach |= _reach(list(av[2]))
+        elif op is _sre.BRANCH:
+            for branch in av[1]:
+                reach |= _reach(list(branch))
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            reach |= _reach(list(av[1]))
+        elif op is _sre.GROUPREF:
+            continue  # repeats a group's text, which is accounted for where the group is
+        elif _ATOMIC is not None and op is _ATOMIC:
+            reach |= _reach(list(av))
+        else:  # ANY, AT (\A, \Z), CATEGORY, GROUPREF_EXISTS, anything new: assume the worst
+            return _ALL
+        if reach == _ALL:
+            return _ALL
+    return reach
+
+
+def _class_reach(items: list) -> int:
+    """Which separators the character class `items` may match."""
+    negated = False
+    listed = 0
+    for op, av in items:
+        if op is _sre.NEGATE:  # always first
+            negated = True
+        elif op is _sre.LITERAL:
+            listed |= _SEP if av == _SEP_CODE else _NL if av == _NL_CODE else 0
+        elif op is _sre.RANGE:
+            listed |= (_SEP if av[0] <= _SEP_CODE <= av[1] else 0) | (_NL if av[0] <= _NL_CODE <= av[1] else 0)
+        elif not negated:
+            return _ALL  # CATEGORY etc. in a plain class might hold either
+    # […] matches what is listed; [^…] what is not (an unknown item there only shrinks it).
+    return _ALL & ~listed if negated else listed
+
+
+def _requirements(items: list, folded: bool) -> list[frozenset[str]]:
+    """Requirements (sets of alternative literals) that every match of the sequence `items` meets.
+
+    Runs of consecutive literals; what a group or a repeat of at least one holds; for an
+    alternation, the union of each branch's best requirement if every branch has one. Nothing
+    is taken from optional parts, lookarounds, classes or backreferences."""
+    found: list[frozenset[str]] = []
+    run: list[str] = []
+    for op, av in items:
+        if op is _sre.LITERAL:
+            run.append(chr(av))
+            continue
+        if run:
+            found.append(frozenset(["".join(run)]))
+            run = []
+        if op is _sre.SUBPATTERN:
+            if not ((av[1] or 0) | (av[2] or 0)) & _sre.SRE_FLAG_IGNORECASE:  # jsregex never scopes i
+                found.extend(_requirements(list(av[3]), folded))
+        elif op in _REPEATS:
+            if av[0] >= 1:
+                found.extend(_requirements(list(av[2]), folded))
+        elif op is _sre.BRANCH:
+            options = [_best(_requirements(list(branch), folded)) for branch in av[1]]
+            if all(option is not None for option in options):
+                found.append(frozenset().union(*options))  # type: ignore[arg-type]
+        elif _ATOMIC is not None and op is _ATOMIC:
+            found.extend(_requirements(list(av), folded))
+    if run:
+        found.append(frozenset(["".join(run)]))
+    return [r for r in (_usable(req, folded) for req in found) if r is not None]
+
+
+def _usable(alternatives: frozenset[str], folded: bool) -> frozenset[str] | None:
+    """Shrink each alternative to its longest part the prefilter can look for; None if one is
+    too short.
+
+    A part of a required literal is required too. Parts stop at `\\n` and `\\x01` (where the text
+    is cut into atoms) and, when folded, at characters whose `regex` case folding is not
+    `str.lower`'s (`_FOLDED_LITERAL_STOP`)."""
+    out = []
+    for literal in alternatives:
+        best = max((_FOLDED_LITERAL_STOP if folded else _LITERAL_STOP).split(literal), key=len)
+        if len(best) < (MIN_LITERAL if best.isascii() else MIN_LITERAL - 1):
+            return None
+        out.append(best.translate(_FOLD_FIX).lower() if folded else best)
+    return frozenset(out)
+
+
+def _best(requirements: list[frozenset[str]]) -> frozenset[str] | None:
+    """The most selective requirement: the longest shortest alternative, then the fewest."""
+    if not requirements:
+        return None
+    return max(requirements, key=lambda r: (min(map(len, r)), -len(r)))
+
+
+# -- the index ----------------------------------------------------------------------------------
+
+@dataclass
+class _Unit:
+    """Facts about one unit string (an atom, a piece or a line), true wherever the string occurs:
+    the plain keys found in it by the reference's rules, the prefilter literals present, and the
+    regex keys already searched in it."""
+
+    keys: frozenset[int]
+    lits: frozenset[int]
+    size: int
+    candidates: frozenset[int] | None = None  # regex keys worth searching here (lazy)
+    rx_true: set[int] = field(default_factory=set)
+    rx_false: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _Text:
+    """A whole text asked about recently: its atoms, the union of their facts, its pieces and
+    lines (lazily, for PIECE/LINE-scope regexes) and its TEXT-scope regex results."""
+
+    atoms: list[tuple[str, _Unit]]
+    keys: frozenset[int]
+    lits: frozenset[int]
+    size: int
+    splits: dict[str, list[tuple[str, _Unit]]] = field(default_factory=dict)
+    searched: dict[int, bool] = field(default_factory=dict)  # TEXT-scope regex results
+
+
+def _atoms(text: str) -> list[str]:
+    """`text` cut at every `\\n` and `\\x01` (str.split is much faster than a regex split)."""
+    if NEWLINE in text:
+        return [atom for line in text.split(NEWLINE) for atom in line.split(SEPARATOR)]
+    return text.split(SEPARATOR)
+
+
+def _add_words(words: dict[str, list[int]], text: str, keys: set[int]) -> None:
+    """Add the keys of `words` that are a maximal `\\w` run of `text`."""
+    for word in words.keys() & set(_TOKEN.findall(text)):
+        keys.update(words[word])
+
+
+class _Automaton:
+    """One ahocorasick_rs automaton and, per needle: key ids matched by any occurrence, key ids
+    that need a whole-word occurrence, and prefilter literal ids."""
+
+    def __init__(self) -> None:
+        self.slot: dict[str, int] = {}
+        self.any: list[list[int]] = []
+        self.whole: list[list[int]] = []
+        self.lits: list[list[int]] = []
+        self.ac: ahocorasick_rs.AhoCorasick | None = None
+        self.has_lits = False
+
+    def add(self, needle: str) -> int:
+        """The slot of `needle`, added if new."""
+        slot = self.slot.get(needle)
+        if slot is None:
+            slot = self.slot[needle] = len(self.any)
+            self.any.append([])
+            self.whole.append([])
+            self.lits.append([])
+        return slot
+
+    def build(self) -> None:
+        """Compile the automaton once every needle is added."""
+        if self.slot:
+            # The standard match kind is the only one that reports overlapping matches.
+            self.ac = ahocorasick_rs.AhoCorasick(list(self.slot), matchkind=ahocorasick_rs.MatchKind.Standard)
+        self.any_t = [tuple(x) for x in self.any]
+        self.whole_t = [tuple(x) for x in self.whole]
+        self.lits_t = [tuple(x) for x in self.lits]
+        self.has_lits = any(self.lits)
+
+    def scan(self, text: str, keys: set[int], lits: set[int]) -> None:
+        """Add the keys (by the reference's whole-word rule) and literals found in `text`."""
+        if self.ac is None or not text:
+            return
+        any_t, whole_t, lits_t = self.any_t, self.whole_t, self.lits_t
+        seen: set[int] = set()
+        done: set[int] = set()
+        size = len(text)
+        for slot, start, end in self.ac.find_matches_as_indexes(text, overlapping=True):
+            if slot in done:
+                continue
+            if slot not in seen:
+                seen.add(slot)
+                keys.update(any_t[slot])
+                lits.update(lits_t[slot])
+                if not whole_t[slot]:
+                    done.add(slot)
+                    continue
+            # The reference's (?:^|\W)key(?:$|\W), JS \W being every non-[A-Za-z0-9_] character.
+            if (start == 0 or text[start - 1] not in _WORD) and (end == size or text[end] not in _WORD):
+                keys.update(whole_t[slot])
+                done.add(slot)
+
+    def scan_literals(self, text: str, lits: set[int]) -> None:
+        """Add only the literals found in `text`."""
+        if self.ac is not None and self.has_lits and text:
+            lits_t = self.lits_t
+            for slot in {slot for slot, _, _ in self.ac.find_matches_as_indexes(text, overlapping=True)}:
+                lits.update(lits_t[slot])
+
+
+class FastIndex:
+    """A `KeyIndex` equal to `ReferenceIndex` (the contract): Aho-Corasick for plain keys,
+    literal prefilters for regex keys, and results cached per message-sized unit of text (see
+    the module docstring).
+
+    Args:
+        keys: the keys; ids must be unique.
+        regex_timeout: seconds a regex key's search may take per `hits` call (`regex` module
+            `timeout=`), as in `ReferenceIndex`.
+        cache_chars: roughly how many characters of unit strings and whole texts keep their
+            results; the least recently used go first.
+
+    Attributes:
+        plans: regex key id -> its `RegexPlan` (literal prefilter and scope), for diagnostics.
+
+    Raises:
+        ValueError: duplicate key ids.
+    """
+
+    def __init__(self, keys: Iterable[CompiledKey], *, regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
+                 cache_chars: int = 4_000_000) -> None:
+        self.regex_timeout = regex_timeout
+        self.cache_chars = cache_chars
+        self.plans: dict[int, RegexPlan] = {}
+        self._folded = _Automaton()
+        self._exact = _Automaton()
+        # Whole-word keys made only of JS \w characters: a whole-word occurrence is exactly a
+        # maximal \w run equal to the needle, so a set lookup per run finds them (no automaton
+        # matches for "a" inside every word).
+        self._folded_words: dict[str, list[int]] = {}
+        self._exact_words: dict[str, list[int]] = {}
+        self._odd: dict[int, tuple[bool, str, re.Pattern[str] | None]] = {}
+        self._regex: dict[int, RegexKey] = {}
+        self._literal_ids: dict[tuple[bool, str], int] = {}
+        lit_regexes: list[set[int]] = []  # literal id -> regex keys having it among their alternatives
+        seen: set[int] = set()
+        for key in keys:
+            if key.key_id in seen:
+                raise ValueError(f"duplicate key id {key.key_id}")
+            seen.add(key.key_id)
+            parsed = parse_regex_key(key.text)
+            if parsed is not None:
+                self._add_regex(key.key_id, parsed, lit_regexes)
+                continue
+            # Exactly the reference's `_Plain`: the needle, folding and the whole-word decision.
+            folded = not key.case_sensitive
+            needle = key.text.lower() if folded else key.text
+            if key.whole_words and _TOKEN.fullmatch(needle):  # (no whitespace in it: skip that test)
+                (self._folded_words if folded else self._exact_words).setdefault(needle, []).append(key.key_id)
+                continue
+            whole = key.whole_words and not has_js_whitespace(needle)
+            if not needle or SEPARATOR in needle or NEWLINE in needle:
+                self._odd[key.key_id] = (folded, needle, whole_word_pattern(needle) if whole else None)
+                continue
+            automaton = self._folded if folded else self._exact
+            slot = automaton.add(needle)
+            (automaton.whole if whole else automaton.any)[slot].append(key.key_id)
+        self._folded.build()
+        self._exact.build()
+        self._lit_regexes = [frozenset(x) for x in lit_regexes]
+        self._regex_ids = frozenset(self._regex)
+        self._requires = {k: None if p.required is None else frozenset(
+            self._literal_ids[(p.folded, literal)] for literal in p.required) for k, p in self.plans.items()}
+        self._unfiltered = frozenset(k for k, p in self.plans.items() if p.required is None)
+        self._scopes = {scope: frozenset(k for k, p in self.plans.items() if p.scope == scope)
+                        for scope in (ATOM, PIECE, LINE, TEXT)}
+        self._units: dict[str, _Unit] = {}
+        self._texts: dict[str, _Text] = {}
+        self._cached_chars = 0
+
+    def _add_regex(self, key_id: int, parsed: RegexKey, lit_regexes: list[set[int]]) -> None:
+        self._regex[key_id] = parsed
+        plan = self.plans[key_id] = analyse_regex(parsed)
+        for literal in plan.required or ():
+            lit = self._literal_ids.get((plan.folded, literal))
+            if lit is None:
+                lit = self._literal_ids[(plan.folded, literal)] = len(lit_regexes)
+                lit_regexes.append(set())
+                automaton = self._folded if plan.folded else self._exact
+                automaton.lits[automaton.add(literal)].append(lit)
+            lit_regexes[lit].add(key_id)
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def hits(self, text: str, keys: Collection[int] | None = None) -> KeyHits:
+        """See `matching.KeyIndex.hits`: equal to `ReferenceIndex(same keys).hits(text, keys)`.
+
+        Only asked keys are reported, as by the reference. Never raises for a slow regex."""
+        info = self._text(text)
+        if keys is not None and len(keys) == 1:  # the activation locating one key: be quick
+            (key_id,) = keys
+            if key_id not in self._odd:
+                plan = self.plans.get(key_id)
+                if plan is None:
+                    found: bool | None = key_id in info.keys
+                else:
+                    found = self._one_regex(text, info, key_id, plan)
+                if self._cached_chars > self.cache_chars:
+                    self._trim()
+                return _NOTHING if found is False else KeyHits(frozenset(keys)) if found else KeyHits(
+                    frozenset(), frozenset(keys))
+        wanted: frozenset[int] | set[int] | None
+        if keys is None or isinstance(keys, (set, frozenset)):
+            wanted = keys  # type: ignore[assignment]
+        else:
+            wanted = frozenset(keys)
+        matched = set(info.keys) if wanted is None else set(info.keys & wanted)
+        if self._odd:
+            self._odd_hits(text, wanted, matched)
+        timed_out: set[int] = set()
+        if self._regex:
+            self._regex_hits(text, info, wanted, matched, timed_out)
+        if self._cached_chars > self.cache_chars:
+            self._trim()
+        if not matched and not timed_out:
+            return _NOTHING
+        return KeyHits(frozenset(matched), frozenset(timed_out))
+
+    def clear_cache(self) -> None:
+        """Forget every cached unit and text (the automata stay built)."""
+        self._units.clear()
+        self._texts.clear()
+        self._cached_chars = 0
+
+    # -- units ----------------------------------------------------------------------------------
+
+    def _text(self, text: str) -> _Text:
+        """The facts of a whole text, cached (an activation asks about one text many times)."""
+        info = self._texts.pop(text, None)
+        if info is None:
+            atoms = self._units_of(_atoms(text))
+            if len(atoms) == 1:
+                keys, lits = atoms[0][1].keys, atoms[0][1].lits
+            else:
+                keys = frozenset().union(*(u.keys for _, u in atoms))
+                lits = frozenset().union(*(u.lits for _, u in atoms))
+            info = _Text(atoms, keys, lits, len(text) + 100)
+            self._cached_chars += info.size
+        self._texts[text] = info  # (re)inserted last: the most recently used
+        return info
+
+    def _units_of(self, strings: list[str]) -> list[tuple[str, _Unit]]:
+        """The distinct strings with their facts (a repeated unit is looked at once)."""
+        return [(s, self._unit(s)) for s in dict.fromkeys(strings)]
+
+    def _unit(self, string: str) -> _Unit:
+        info = self._units.pop(string, None)
+        if info is None:
+            if SEPARATOR in string or NEWLINE in string:
+                # A piece or a line: the union of its atoms (no key or literal holds \n or \x01).
+                parts = [self._unit(atom) for atom in dict.fromkeys(_atoms(string))]
+                info = _Unit(frozenset().union(*(u.keys for u in parts)),
+                             frozenset().union(*(u.lits for u in parts)), len(string) + 100)
+            else:
+                keys: set[int] = set()
+                lits: set[int] = set()
+                self._exact.scan(string, keys, lits)
+                if self._exact_words:
+                    _add_words(self._exact_words, string, keys)
+                lowered = string.lower()
+                if self._folded_words:
+                    _add_words(self._folded_words, lowered, keys)
+                if self._folded.ac is not None:
+                    self._folded.scan(lowered, keys, lits)
+                    if self._folded.has_lits and _HAS_FOLD_EXCEPTION.search(string):
+                        # `regex` reads İ ı ſ as ASCII letters under IGNORECASE; str.lower does not.
+                        self._folded.scan_literals(string.translate(_FOLD_FIX).lower(), lits)
+                info = _Unit(frozenset(keys), frozenset(lits), len(string) + 100)
+            self._cached_chars += info.size
+        self._units[string] = info  # (re)inserted last: the most recently used
+        return info
+
+    def _split(self, text: str, info: _Text, separator: str) -> list[tuple[str, _Unit]]:
+        units = info.splits.get(separator)
+        if units is None:
+            units = info.splits[separator] = self._units_of(text.split(separator))
+        return units
+
+    def _trim(self) -> None:
+        while self._cached_chars > self.cache_chars and (self._units or self._texts):
+            if self._texts:
+                self._cached_chars -= self._texts.pop(next(iter(self._texts))).size
+            else:
+                self._cached_chars -= self._units.pop(next(iter(self._units))).size
+
+    # -- matching -------------------------------------------------------------------------------
+
+    def _odd_hits(self, text: str, wanted: Collection[int] | None, matched: set[int]) -> None:
+        """Keys no unit can decide, tested as the reference tests them."""
+        lowered: str | None = None
+        for key_id, (folded, needle, pattern) in self._odd.items():
+            if wanted is not None and key_id not in wanted:
+                continue
+            if folded:
+                if lowered is None:
+                    lowered = text.lower()
+                hay = lowered
+            else:
+                hay = text
+            if (pattern.search(hay) is not None) if pattern is not None else needle in hay:
+                matched.add(key_id)
+
+    def _candidates(self, info: _Unit) -> frozenset[int]:
+        """Regex keys that may match inside this unit: no literal needed, or one is present."""
+        if info.candidates is None:
+            candidates = set(self._unfiltered)
+            for lit in info.lits:
+                candidates.update(self._lit_regexes[lit])
+            info.candidates = frozenset(candidates)
+        return info.candidates
+
+    def _regex_hits(self, text: str, info: _Text, wanted: Collection[int] | None, matched: set[int],
+                    timed_out: set[int]) -> None:
+        asked = self._regex_ids if wanted is None else self._regex_ids & (
+            wanted if isinstance(wanted, (set, frozenset)) else set(wanted))
+        if not asked:
+            return
+        # A regex with a required literal cannot match a text without one of its alternatives.
+        lits = info.lits
+        if len(asked) <= 16:  # e.g. locating one key: check the few asked keys one by one
+            requires = self._requires
+            possible = {k for k in asked if requires[k] is None or not requires[k].isdisjoint(lits)}
+        else:
+            possible = set(self._unfiltered)
+            for lit in lits:
+                possible.update(self._lit_regexes[lit])
+            if wanted is not None:
+                possible &= asked
+        if not possible:
+            return
+        for scope, separator in ((ATOM, None), (PIECE, SEPARATOR), (LINE, NEWLINE)):
+            ids = possible & self._scopes[scope]
+            if ids:
+                units = info.atoms if separator is None else self._split(text, info, separator)
+                self._unit_hits(units, ids, matched, timed_out, separator or NEWLINE)
+        ids = possible & self._scopes[TEXT]
+        if ids:
+            self._text_hits(text, info.searched, ids, matched, timed_out)
+
+    def _one_regex(self, text: str, info: _Text, key_id: int, plan: RegexPlan) -> bool | None:
+        """`_regex_hits` for a single key: found, not found, or None if it timed out."""
+        required = self._requires[key_id]
+        if required is not None and required.isdisjoint(info.lits):
+            return False
+        matched: set[int] = set()
+        timed_out: set[int] = set()
+        if plan.scope == TEXT:
+            self._text_hits(text, info.searched, {key_id}, matched, timed_out)
+        else:
+            separator = None if plan.scope == ATOM else SEPARATOR if plan.scope == PIECE else NEWLINE
+            units = info.atoms if separator is None else self._split(text, info, separator)
+            self._unit_hits(units, {key_id}, matched, timed_out, separator or NEWLINE)
+        return True if matched else None if timed_out else False
+
+    def _unit_hits(self, units: list[tuple[str, _Unit]], ids: set[int], matched: set[int],
+                   timed_out: set[int], joiner: str) -> None:
+        """Regex keys whose matches lie in one unit: found iff found in some unit.
+
+        Known results first (a key already seen matching an old message needs no search in the
+        new one). Then each key is searched once, in its undecided candidate units joined by
+        `joiner` (a separator its scope cannot cross, so no match spans two units), with
+        `regex_timeout` for that search; the leftmost match tells which units are decided."""
+        todo = set(ids)
+        for _, info in units:
+            known = todo & info.rx_true
+            if known:
+                matched.update(known)
+                todo -= known
+        if not todo:
+            return
+        pending: dict[int, list[tuple[str, _Unit]]] = {}
+        for unit in units:
+            info = unit[1]
+            for key_id in (todo & self._candidates(info)) - info.rx_false:
+                pending.setdefault(key_id, []).append(unit)
+        for key_id, chosen in pending.items():
+            found = self._search_units(key_id, chosen, joiner)
+            if found is None:
+                timed_out.add(key_id)
+            elif found:
+                matched.add(key_id)
+
+    def _search_units(self, key_id: int, chosen: list[tuple[str, _Unit]], joiner: str) -> bool | None:
+        """Search a unit-scoped key in the joined units; record what the search decides per
+        unit. None if it timed out (nothing recorded past what the prefilter proved)."""
+        strings = [string for string, _ in chosen]
+        text = strings[0] if len(strings) == 1 else joiner.join(strings)
+        starts = list(accumulate((len(string) + 1 for string in strings[:-1]), initial=0))
+        rx = self._regex[key_id]
+        first = 0  # the first unit the prefilter could not rule out
+        relaxed = self.plans[key_id].relaxed
+        quick = _compile_relaxed(relaxed, rx.compiled.flags) if relaxed is not None else None
+        if quick is not None:
+            try:
+                hint = quick.search(text, timeout=self.regex_timeout)
+            except TimeoutError:  # the prefilter has a budget of its own: go on without it
+                hint = _UNKNOWN
+            if hint is None:
+                for _, info in chosen:
+                    info.rx_false.add(key_id)
+                return False
+            if hint is not _UNKNOWN:
+                first = bisect_right(starts, hint.start()) - 1
+        offset = starts[first]
+        try:
+            found = rx.compiled.search(text[offset:] if offset else text, timeout=self.regex_timeout)
+        except TimeoutError:
+            for _, info in chosen[:first]:
+                info.rx_false.add(key_id)
+            return None
+        last = len(chosen) if found is None else bisect_right(starts, offset + found.start()) - 1
+        for _, info in chosen[:last]:
+            info.rx_false.add(key_id)
+        if found is None:
+            return False
+        chosen[last][1].rx_true.add(key_id)
+        return True
+
+    def _search(self, key_id: int, text: str) -> bool | None:
+        """Search one regex key in the whole text as the reference does (match at 0 if sticky);
+        None if it timed out. The relaxed pattern goes first with a budget of its own, so it
+        never makes a key time out that the reference's search would decide."""
+        rx = self._regex[key_id]
+        relaxed = self.plans[key_id].relaxed
+        quick = _compile_relaxed(relaxed, rx.compiled.flags) if relaxed is not None else None
+        if quick is not None:
+            try:
+                if (quick.match if rx.sticky else quick.search)(text, timeout=self.regex_timeout) is None:
+                    return False
+            except TimeoutError:
+                pass
+        try:
+            return (rx.compiled.match if rx.sticky else rx.compiled.search)(text, timeout=self.regex_timeout) is not None
+        except TimeoutError:
+            return None
+
+    def _text_hits(self, text: str, known: dict[int, bool], ids: set[int], matched: set[int],
+                   timed_out: set[int]) -> None:
+        """Regex keys searched in the whole text as the reference does (`known` holds this
+        text's finished searches)."""
+        for key_id in ids:
+            result = known.get(key_id)
+            if result is None:
+                result = self._search(key_id, text)
+                if result is None:
+                    timed_out.add(key_id)
+                    continue
+                known[key_id] = result
+            if result:
+                matched.add(key_id)
