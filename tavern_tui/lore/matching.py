@@ -20,9 +20,8 @@ SillyTavern does; it is the correctness oracle and the baseline for faster index
 
 from __future__ import annotations
 
-import threading
-
 import re
+import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
