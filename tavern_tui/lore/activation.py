@@ -26,6 +26,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 
 from tavern_tui.assembly.tokens import estimate_tokens
 from tavern_tui.lore.buckets import build_buckets
@@ -86,10 +87,14 @@ class _Run:
         self.plan, self.ctx, self.settings, self.roll = plan, ctx, settings, roll
         self.count_tokens = token_counter
         self.chat_length = ctx.effective_chat_length
-        self.timed = evaluate_timed(ctx.timed_state, {p.key: p.entry for p in plan.entries}, self.chat_length)
+        self.timed = evaluate_timed(ctx.timed_state, plan.by_key, self.chat_length, plan.delaying)
         self.buffer = ScanBuffer(ctx, settings.include_names)
         self.budget = settings.token_budget
         self.decisions: dict[int, Decision] = {}  # by Prepared.pos
+        self.stages: dict[int, int] = {}  # STAGE of each held decision, by Prepared.pos
+        self.settled: set[int] = set()  # positions whose decision is no-match or further
+        self.pending: list[tuple[Prepared, Reason, dict]] = []  # this loop's candidates (`locate`)
+        self.located: dict[tuple, dict[int, Segment | None]] = {}  # per buffer: key id -> piece
         self.activated: dict[EntryKey, tuple[Prepared, Decision]] = {}  # SillyTavern: `${world}.${uid}`
         self.failed: set[int] = set()  # failed probability rolls, by Prepared.pos
         self.overflowed = False
@@ -98,17 +103,33 @@ class _Run:
 
     # -- decisions ---------------------------------------------------------------------------
 
-    def note(self, p: Prepared, reason: Reason, detail: str, **fields: object) -> Decision:
-        e = p.entry
-        decision = Decision(book=p.book, uid=e.uid, comment=e.comment, fired=reason.fired, reason=reason,
-                            detail=detail, step=self.step, position=e.position, depth=e.depth, role=e.role,
-                            order=e.order, **fields)  # type: ignore[arg-type]
-        old = self.decisions.get(p.pos)
+    def note(self, p: Prepared, reason: Reason, detail: str | Callable[[], str], *, need: bool = False,
+             **fields: object) -> Decision | None:
+        """Record a decision for `p` if it goes further than the one held. `detail` may be a
+        function, called when the decision's `detail` is first read;
+        without `need`, nothing is built (and None returned) for a decision that is not kept."""
+        old = self.stages.get(p.pos)
+        stage = _STAGE_BY_ID[id(reason)]  # an id lookup: hashing a str Enum member runs Python code
         # Keep the furthest stage; on a tie the first explanation (e.g. the group winner), except
         # that a later delay-until-recursion note names the level reached.
-        if old is None or STAGE[reason] > STAGE[old.reason] or (
-                reason == old.reason == Reason.DELAY_UNTIL_RECURSION):
+        keep = old is None or stage > old or (
+            reason is Reason.DELAY_UNTIL_RECURSION and self.decisions[p.pos].reason is reason)
+        if not keep and not need:
+            return None
+        # Built without Decision.__init__ (same fields, defaults from the plan's template): an
+        # activation makes thousands of these.
+        decision = _new_decision()
+        values = p.template.copy()
+        values["fired"], values["reason"], values["step"] = reason.fired, reason, self.step
+        values["_detail"] = detail  # a formatter is called on first read (result.Decision.detail)
+        if fields:
+            values.update(fields)
+        decision.__dict__ = values
+        if keep:
             self.decisions[p.pos] = decision
+            self.stages[p.pos] = stage
+            if stage >= _NO_MATCH_STAGE:
+                self.settled.add(p.pos)
         return decision
 
     # -- the loop ----------------------------------------------------------------------------
@@ -165,12 +186,22 @@ class _Run:
         return base + self.skew
 
     def scan(self, state: int) -> list[tuple[Prepared, Reason, dict]]:
-        """One pass of SillyTavern's per-entry checks; returns the matched candidates in scan order."""
+        """One pass of SillyTavern's per-entry checks; returns the matched candidates in scan order.
+
+        Simple entries (`Prepared.simple`) that are not active, failed or timed can only end in key
+        matching, so they are not walked one by one: only those owning a key found (or timed out)
+        are; the others get their no-match decision. The rest go through the full filter chain.
+        """
         candidates: list[tuple[Prepared, Reason, dict]] = []
         to_match: list[Prepared] = []
         excluded: list[Prepared] = []
-        ctx, timed = self.ctx, self.timed
-        for p in self.plan.entries:
+        ctx, timed, plan = self.ctx, self.timed, self.plan
+        touched = set(self.activated).union(timed.delayed, timed.cooldown_active, timed.sticky_active)
+        complex_pos = set(self.failed)
+        for key in touched:
+            complex_pos.update(p.pos for p in plan.same_key.get(key, ()))
+        complex_pos.update(plan.complex)
+        for p in [plan.entries[pos] for pos in sorted(complex_pos)]:
             if p.pos in self.failed:
                 continue
             if p.key in self.activated:
@@ -211,8 +242,39 @@ class _Run:
                 self.note(p, Reason.NO_KEYS, "every primary key is blank")
             else:
                 to_match.append(p)
-        self.hits = self.match(to_match + excluded, state)
+        self.hits = self.match(to_match + excluded, state, bulk=True)
         self.asked = {p.pos for p in to_match}
+        bulk = []
+        for shape, group in plan.simple.items():
+            token = self.shape_token(group[0], state)
+            found = self.hits[token]
+            interesting: dict[int, Prepared] = {}
+            for k in found.matched | found.timed_out if found.timed_out else found.matched:
+                for p in plan.owners.get(k, ()):
+                    if p.shape == shape and p.pos not in complex_pos:
+                        interesting[p.pos] = p
+            bulk.extend(interesting.values())
+            # Entries already holding a no-match (or further) decision need nothing: set arithmetic
+            # finds the others (all of them in the first loop, usually none later).
+            depth = self.depth_of(group[0])
+            todo = plan.simple_pos[shape] - complex_pos - interesting.keys() - self.settled
+            # `note` inlined (it would keep every one of these): thousands per first loop.
+            templates = plan.no_match.get((shape, depth))
+            if templates is None:  # kept with the (cached) plan: built once per shape and depth
+                templates = plan.no_match[(shape, depth)] = {
+                    p.pos: {**p.template, "fired": False, "reason": _NO_MATCH,
+                            "_detail": partial(_no_match, p.primary, depth)} for p in group}
+            decisions, stages, step = self.decisions, self.stages, self.step
+            for pos in todo:
+                values = templates[pos].copy()
+                values["step"] = step
+                decision = _new_decision()
+                decision.__dict__ = values
+                decisions[pos] = decision
+                stages[pos] = _NO_MATCH_STAGE
+            self.settled |= todo
+        self.asked.update(p.pos for p in bulk)
+        to_match.extend(bulk)
         for p in excluded:
             found = self.hits[self.shape_token(p, state)]
             key = next((text for text, k in p.primary if k is not None and k in found.matched), None)
@@ -224,13 +286,19 @@ class _Run:
         merged.sort(key=lambda c: c[0].pos)
         return merged
 
-    def match(self, entries: list[Prepared], state: int) -> dict[tuple, KeyHits]:
-        """Ask each shape's index once for the keys of the entries that need matching."""
-        wanted: dict[tuple, set[int]] = {}
+    def match(self, entries: list[Prepared], state: int, bulk: bool = False) -> dict[tuple, KeyHits]:
+        """Ask each shape's index once for the keys of the entries that need matching; with
+        `bulk`, every shape with simple entries is asked for all its keys (a superset)."""
+        wanted: dict[tuple, set[int] | frozenset[int]] = {}
+        if bulk:
+            for shape, group in self.plan.simple.items():
+                wanted[self.shape_token(group[0], state)] = self.plan.shape_ids[shape]
         for p in entries:
-            ids = wanted.setdefault(self.shape_token(p, state), set())
-            ids.update(k for _, k in p.primary + p.secondary if k is not None)
-            ids.update(k for k in p.raw_primary + p.raw_secondary if k is not None)
+            ids = wanted.get(token := self.shape_token(p, state))
+            if ids is None:
+                ids = wanted[token] = set()
+            if isinstance(ids, set):
+                ids.update(p.key_ids)
         results: dict[tuple, KeyHits] = {}
         for token, ids in wanted.items():
             shape, depth, with_recursion = token
@@ -252,9 +320,7 @@ class _Run:
                     self.note(p, Reason.REGEX_TIMEOUT, f"regex key {timed_out[0]!r} timed out; no other key matched",
                               timed_out_keys=timed_out)
                 else:
-                    depth = self.depth_of(p)
-                    scope = f"the last {depth} messages" if depth > 0 else "nothing (scan depth 0)"
-                    self.note(p, Reason.NO_MATCH, f"no primary key of {[t for t, _ in primary]} found in {scope}")
+                    self.note(p, Reason.NO_MATCH, partial(_no_match, primary, self.depth_of(p)))
                 continue
             if p.entry.selective and p.secondary:
                 verdict, detail, timed_out = _secondary(p, found)
@@ -272,6 +338,7 @@ class _Run:
         """Inclusion groups, probability and budget for this loop's candidates (in place of
         SillyTavern's loop over `newEntries`); returns the entries that did not fail their roll."""
         info = {c[0].pos: c for c in new}
+        self.pending, self.located = new, {}  # for `locate`
         entries = [c[0] for c in new]
         losses = filter_by_inclusion_groups(
             entries, [p.entry.group for p, _ in self.activated.values()],
@@ -351,20 +418,38 @@ class _Run:
             detail = "constant entry"
         else:
             detail = "@@activate decorator"
-        decision = self.note(p, reason, detail, **fields)
+        decision = self.note(p, reason, detail, need=True, **fields)
+        assert decision is not None
         held = self.activated.get(p.key)
         if held is not None and held[0] is not p:  # same book and uid: SillyTavern's Map.set replaces it
+            self.stages[held[0].pos] = _STAGE_BY_ID[id(Reason.DUPLICATE_UID)]
+            self.settled.discard(held[0].pos)
             self.decisions[held[0].pos] = replace(held[1], fired=False, reason=Reason.DUPLICATE_UID, detail=(
                 f"replaced by entry {p.pos + 1} of the scan, which has the same uid"))
         self.activated[p.key] = (p, decision)
 
     def locate(self, key_id: int, shape: tuple, depth: int, with_recursion: bool) -> Segment | None:
-        """The first piece of the buffer that holds the key on its own (for the decision)."""
-        index = self.plan.indexes[shape]
-        for segment in self.buffer.segments(depth, shape[2], with_recursion):
-            if key_id in index.hits(MATCHER + segment.text, (key_id,)).matched:
-                return segment
-        return None
+        """The first piece of the buffer that holds the key on its own (for the decision).
+
+        Found for all of this loop's key candidates of one buffer at once: one `hits` call per
+        piece, asking the keys not yet placed (the buffer does not change within a loop)."""
+        token = (shape, depth, with_recursion)
+        found = self.located.get(token)
+        if found is None or key_id not in found:
+            wanted = {c[2]["key"][1] for c in self.pending if c[1] == Reason.KEY and c[2]["token"] == token}
+            wanted.add(key_id)
+            found = self.located.setdefault(token, {})
+            remaining = wanted - found.keys()
+            found.update(dict.fromkeys(remaining))
+            index = self.plan.indexes[shape]
+            for segment in self.buffer.segments(depth, shape[2], with_recursion):
+                if not remaining:
+                    break
+                hit = index.hits(MATCHER + segment.text, remaining).matched
+                for k in remaining & hit:
+                    found[k] = segment
+                remaining -= hit
+        return found[key_id]
 
     # -- output --------------------------------------------------------------------------------
 
@@ -376,7 +461,8 @@ class _Run:
                            ignore_budget=p.entry.ignore_budget)
             for p, d in self.activated.values()
         ]
-        decisions = [self.decisions[p.pos] for p in self.plan.entries if p.pos in self.decisions]
+        held = self.decisions  # keyed by scan position, which is the index in plan.entries
+        decisions = [held[pos] for pos in range(len(self.plan.entries)) if pos in held]
         used = self.count_tokens("".join(a.content + "\n" for a in activated)) if activated else 0
         new_state = self.timed.finish((p.key, p.entry) for p, _ in self.activated.values())
         return ActivationResult(decisions=decisions, activated=activated, buckets=build_buckets(activated),
@@ -399,6 +485,20 @@ class _RunningCount:
             return math.ceil(self.size / 4)
         self.text += piece
         return self.counter(self.text)
+
+
+_STAGE_BY_ID = {id(reason): stage for reason, stage in STAGE.items()}
+_NO_MATCH_STAGE = STAGE[Reason.NO_MATCH]
+_NO_MATCH = Reason.NO_MATCH
+
+
+def _new_decision() -> Decision:
+    return object.__new__(Decision)
+
+
+def _no_match(primary: list[tuple[str, int | None]], depth: int) -> str:
+    scope = f"the last {depth} messages" if depth > 0 else "nothing (scan depth 0)"
+    return f"no primary key of {[t for t, k in primary if k is not None]} found in {scope}"
 
 
 def _entry_label(p: Prepared) -> str:

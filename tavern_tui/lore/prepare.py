@@ -5,14 +5,21 @@ Rule: SillyTavern 1.18 `getSortedEntries` and `parseDecorators` (public/scripts/
 format-digest §b.4 "Lore sources"): chat lore first, then persona lore, then global and character
 lore by `world_info_character_strategy`; each part sorted by `order` descending (stable, so ties
 keep book order, then entry order). Keys are expanded (`{{char}}`, `{{user}}`) and trimmed here,
-once per activation, not once per scan loop.
+once per plan, not once per scan loop.
+
+Plans are cached (`build_plan`, small LRU): a book handed to `activate` is treated as immutable,
+so the cache is keyed on the books' identity (held strongly while cached, so ids are not reused),
+the names and the settings the plan reads, and the index factory. An edited book must be a new
+`WorldBook` object (the service does this); `clear_plan_cache` drops everything.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 from tavern_tui.assembly.macros import substitute_names
 from tavern_tui.lore.buffer import ExtraFlags
@@ -25,6 +32,7 @@ from tavern_tui.lore.matching import (
     parse_regex_key,
 )
 from tavern_tui.lore.model import WorldBook, WorldInfoEntry
+from tavern_tui.lore.result import Decision
 from tavern_tui.lore.settings import (
     STRATEGY_CHARACTER_FIRST,
     STRATEGY_GLOBAL_FIRST,
@@ -53,6 +61,10 @@ class Prepared:
             which SillyTavern's `getScore` always counts as found); empty if never scored.
         shape: the buffer shape; `index` its key index.
         group_names: inclusion groups split as SillyTavern does (`group.split(/,\\s*/)`).
+        key_ids: every non-blank key id of the entry (primary, secondary, raw), for `_Run.match`.
+        template: the entry's fixed `Decision` fields (book, uid, comment, placement); fields equal
+            to the `Decision` default are left out (they read as the class attribute). Small
+            instance dicts keep building thousands of decisions cheap.
     """
 
     pos: int
@@ -69,15 +81,57 @@ class Prepared:
     shape: Shape
     delay_level: int
     group_names: list[str]
+    key_ids: tuple[int, ...] = ()
+    template: dict = field(default_factory=dict)
+    simple: bool = False
+    """Only its keys and the activation's state (active, failed roll, timed) decide it: enabled,
+    no triggers, character filter, delay level, exclude-recursion, decorators or constant flag,
+    and a non-blank primary key. `_Run.scan` handles such entries in bulk."""
 
 
 @dataclass
 class Plan:
-    """Entries in scan order, one index per shape, and every compiled key by id."""
+    """Entries in scan order, one index per shape, and every compiled key by id.
+
+    The rest is derived once per plan for the scan loops: `by_key` the last entry per (book, uid)
+    (for the timed effects), `same_key` every entry per (book, uid), `simple` the simple entries
+    per shape, `owners` the simple entries by primary key id, `shape_ids` every key id per shape,
+    `simple_pos` their positions, `complex` the positions of the other entries, `delaying` the
+    entries with a `delay`; `no_match` is filled by `_Run.scan`: (shape, depth) -> position ->
+    the fields of that entry's no-match `Decision` (with a detail formatter).
+    """
 
     entries: list[Prepared]
     indexes: dict[Shape, KeyIndex]
     keys: dict[int, CompiledKey] = field(default_factory=dict)
+    by_key: dict[EntryKey, WorldInfoEntry] = field(default_factory=dict)
+    same_key: dict[EntryKey, list[Prepared]] = field(default_factory=dict)
+    simple: dict[Shape, list[Prepared]] = field(default_factory=dict)
+    owners: dict[int, list[Prepared]] = field(default_factory=dict)
+    shape_ids: dict[Shape, frozenset[int]] = field(default_factory=dict)
+    complex: list[int] = field(default_factory=list)
+    delaying: dict[EntryKey, WorldInfoEntry] = field(default_factory=dict)
+    no_match: dict[tuple, dict[int, dict]] = field(default_factory=dict)
+    simple_pos: dict[Shape, frozenset[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for p in self.entries:
+            if not p.simple:
+                self.complex.append(p.pos)
+            self.by_key[p.key] = p.entry
+            if p.entry.delay:
+                self.delaying[p.key] = p.entry
+            self.same_key.setdefault(p.key, []).append(p)
+            if p.simple:
+                self.simple.setdefault(p.shape, []).append(p)
+                for k in dict.fromkeys(k for _, k in p.primary if k is not None):
+                    self.owners.setdefault(k, []).append(p)
+        self.simple_pos = {shape: frozenset(p.pos for p in group) for shape, group in self.simple.items()}
+        if not self.shape_ids:  # a plan built by hand: every key id its entries ask for
+            ids: dict[Shape, set[int]] = {}
+            for p in self.entries:
+                ids.setdefault(p.shape, set()).update(p.key_ids)
+            self.shape_ids = {shape: frozenset(k) for shape, k in ids.items()}
 
 
 def order_books(books: Sequence[WorldBook | SourcedBook], strategy: int) -> list[tuple[WorldInfoEntry, WorldBook, str]]:
@@ -151,8 +205,46 @@ class _KeyRegistry:
         return key_id
 
 
+_DECISION_DEFAULTS = {f.name: f.default for f in fields(Decision) if f.default is not MISSING}
+assert all(getattr(Decision, name) is value for name, value in _DECISION_DEFAULTS.items())  # class attributes
+PLAN_CACHE_SIZE = 8
+_plans: OrderedDict[tuple, tuple[tuple, Plan]] = OrderedDict()
+_plans_lock = threading.Lock()  # the TUI tester activates from worker threads
+
+
+def clear_plan_cache() -> None:
+    """Forget every cached plan (e.g. after editing a book in place, which callers should not do)."""
+    with _plans_lock:
+        _plans.clear()
+
+
 def build_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, settings: WorldInfoSettings,
                index_factory: IndexFactory) -> Plan:
+    """The plan for `books` (see `make_plan`), from the cache when the same book objects, names,
+    plan settings and index factory were seen recently. Plans are never modified after building."""
+    sourced = [item if isinstance(item, SourcedBook) else SourcedBook(item) for item in books]
+    token = (tuple((id(s.book), s.source) for s in sourced), ctx.char_name, ctx.user_name,
+             settings.character_strategy, settings.case_sensitive, settings.match_whole_words,
+             settings.use_group_scoring, id(index_factory))
+    # Cheap guard against the commonest in-place edits (entries added, removed or the list replaced).
+    guard = tuple((id(s.book.entries), len(s.book.entries), s.book.name, s.book.scan_depth) for s in sourced)
+    with _plans_lock:
+        held = _plans.get(token)
+        if held is not None and held[0][0] == guard:
+            _plans.move_to_end(token)
+            return held[1]
+    plan = make_plan(books, ctx, settings, index_factory)
+    with _plans_lock:
+        # The books and the factory are kept alive with the plan, so their ids stay theirs.
+        _plans[token] = ((guard, tuple(s.book for s in sourced), index_factory), plan)
+        _plans.move_to_end(token)
+        while len(_plans) > PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
+    return plan
+
+
+def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, settings: WorldInfoSettings,
+              index_factory: IndexFactory) -> Plan:
     """Sort the entries, expand and compile their keys, and build one index per buffer shape."""
     ordered = order_books(books, settings.character_strategy)
     registry = _KeyRegistry()
@@ -181,14 +273,26 @@ def build_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext,
         ids.update(k for _, k in primary + secondary if k is not None)
         ids.update(k for k in raw_primary + raw_secondary if k is not None)
         decorators, content = parse_decorators(entry.content or "")
+        key_ids = tuple(dict.fromkeys([k for _, k in primary + secondary if k is not None]
+                                      + [k for k in raw_primary + raw_secondary if k is not None]))
+        template = {"book": book.name, "uid": entry.uid, "comment": entry.comment}
+        for name in ("position", "depth", "role", "order"):
+            value = getattr(entry, name)
+            default = _DECISION_DEFAULTS[name]
+            if not (value is default or (type(value) is type(default) and value == default)):
+                template[name] = value
+        simple = bool(not entry.disable and not entry.triggers and entry.character_filter is None
+                      and not entry.delay_until_recursion and not entry.exclude_recursion and not decorators
+                      and not entry.constant and entry.key and any(k is not None for _, k in primary))
         entries.append(Prepared(
             pos=pos, key=(book.name, entry.uid), book=book.name, source=source, entry=entry,
             content=substitute_names(content, ctx.char_name, ctx.user_name), decorators=decorators,
             primary=primary, secondary=secondary, raw_primary=raw_primary, raw_secondary=raw_secondary,
             shape=shape, delay_level=int(entry.delay_until_recursion or 0), group_names=group_names,
+            key_ids=key_ids, template=template, simple=simple,
         ))
     indexes = {shape: index_factory([registry.keys[k] for k in sorted(ids)]) for shape, ids in shape_keys.items()}
-    return Plan(entries, indexes, registry.keys)
+    return Plan(entries, indexes, registry.keys, shape_ids={shape: frozenset(ids) for shape, ids in shape_keys.items()})
 
 
 def _split_groups(group: str) -> list[str]:
