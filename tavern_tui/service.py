@@ -169,42 +169,42 @@ class Tavern:
                 results.append(self.import_card_bytes(data, shown))
         return results
 
-    def import_card_bytes(self, data: bytes, name: str) -> ImportResult:
+    def import_card_bytes(self, payload: bytes, name: str) -> ImportResult:
         """Import one card from bytes; `name` is used in messages and kept as the source name."""
         try:
-            card = parse_card(data, name)
+            card = parse_card(payload, name)
         except FormatError as exc:
             return ImportResult(name, "character", error=str(exc))
-        digest = hashlib.sha256(data).hexdigest()
-        with self._store.unit_of_work() as uow:
-            existing = uow.characters.by_sha256(digest)
-            if existing is not None:
-                return ImportResult(name, "character", existing.id, existing.name, warnings=card.warnings, duplicate=True)
-            record = uow.characters.add(name=card.name, spec=card.spec, spec_version=card.spec_version,
-                                        source_name=Path(name).name, original=data, original_sha256=digest,
-                                        data=canonical_json(card.to_dict()))
         for warning in card.warnings:
             logger.warning("%s: %s", name, warning)
-        return ImportResult(name, "character", record.id, record.name, warnings=card.warnings)
+        return self._store_import("character", "characters", name, payload, card.warnings, name=card.name,
+                                  spec=card.spec, spec_version=card.spec_version, data=canonical_json(card.to_dict()))
 
-    def import_world_book_bytes(self, data: bytes, name: str) -> ImportResult:
+    def import_world_book_bytes(self, payload: bytes, name: str) -> ImportResult:
         """Import one world book from bytes (any shape `formats.worldinfo` reads).
 
         The book is stored as SillyTavern World Info JSON plus the original bytes; the same
         bytes imported again store nothing new. A broken file stores nothing.
         """
         try:
-            book = parse_world_book(data, name)
+            book = parse_world_book(payload, name)
         except FormatError as exc:
             return ImportResult(name, "world_book", error=str(exc))
-        digest = hashlib.sha256(data).hexdigest()
+        return self._store_import("world_book", "world_books", name, payload, (), name=book.name,
+                                  data=canonical_json(to_st_json(book)))
+
+    def _store_import(self, kind: str, repository: str, file: str, original: bytes, warnings: tuple[str, ...],
+                      **fields: Any) -> ImportResult:
+        """Store a parsed resource with its original bytes in one transaction; the same bytes
+        imported again return the earlier record (`duplicate`) and store nothing."""
+        digest = hashlib.sha256(original).hexdigest()
         with self._store.unit_of_work() as uow:
-            existing = uow.world_books.by_sha256(digest)
+            repo = getattr(uow, repository)
+            existing = repo.by_sha256(digest)
             if existing is not None:
-                return ImportResult(name, "world_book", existing.id, existing.name, duplicate=True)
-            record = uow.world_books.add(name=book.name, source_name=Path(name).name, original=data,
-                                         original_sha256=digest, data=canonical_json(to_st_json(book)))
-        return ImportResult(name, "world_book", record.id, record.name)
+                return ImportResult(file, kind, existing.id, existing.name, warnings=warnings, duplicate=True)
+            record = repo.add(source_name=Path(file).name, original=original, original_sha256=digest, **fields)
+        return ImportResult(file, kind, record.id, record.name, warnings=warnings)
 
     # -- world books ----------------------------------------------------------------------
 
