@@ -43,6 +43,19 @@ RETRY_CAP = 10.0
 _RETRY_CATEGORIES = frozenset({"rate_limit", "server", "network"})
 
 
+def _message_events(message: dict[str, Any]) -> list[StreamEvent]:
+    """Reasoning then text from a streamed `delta` or a whole `message` (both carry the same fields)."""
+    events: list[StreamEvent] = []
+    # Prefer `reasoning_content` (DeepSeek, vLLM); `reasoning` (OpenRouter, Ollama) may duplicate it.
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        events.append(ReasoningDelta(reasoning))
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        events.append(TextDelta(content))
+    return events
+
+
 class _MalformedStream(Exception):
     """The body was not the expected format; becomes a (non-retried) ServerError."""
 
@@ -269,13 +282,7 @@ class OpenAICompatProvider:
             raise _MalformedStream("The endpoint answered JSON without `choices`")
         choice = choices[0]
         message = choice.get("message") or {}
-        events: list[StreamEvent] = []
-        reasoning = message.get("reasoning_content") or message.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
-            events.append(ReasoningDelta(reasoning))
-        content = message.get("content")
-        if isinstance(content, str) and content:
-            events.append(TextDelta(content))
+        events = _message_events(message if isinstance(message, dict) else {})
         usage = _usage(obj.get("usage"))
         if usage is not None:
             events.append(usage)
@@ -324,15 +331,7 @@ class _StreamState:
         delta = choice.get("delta")
         if not isinstance(delta, dict):
             delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        events: list[StreamEvent] = []
-        # Prefer `reasoning_content` (DeepSeek, vLLM); `reasoning` (OpenRouter, Ollama) may duplicate it.
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
-            events.append(ReasoningDelta(reasoning))
-        content = delta.get("content")
-        if isinstance(content, str) and content:
-            events.append(TextDelta(content))
-        return events
+        return _message_events(delta)
 
 
 def _json_object(text: str) -> dict[str, Any]:

@@ -71,4 +71,4 @@ async def test_cancellation_mid_stream_propagates() -> None:
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 0.2)  # lands at once, not after the remaining pieces
     assert task.cancelled()
-    assert 1 <= len(received) < 8
+    assert 0 < len(received) < 8  # at least the first piece, far from all of them
