@@ -19,9 +19,9 @@ import binascii
 import copy
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from tavern_tui.errors import FormatError
+from tavern_tui.formats.jsontypes import type_name
 from tavern_tui.formats.png import is_png, read_text_chunks
 from tavern_tui.formats.sniff import CARD, sniff_kind
 
@@ -261,7 +261,7 @@ def _decode_chunk(text: bytes, file: str, chunk: str) -> dict:
     except json.JSONDecodeError as exc:
         raise FormatError(file, f"decoded chunk is not JSON: {_json_error(exc)}", chunk) from exc
     if not isinstance(obj, dict):
-        raise FormatError(file, f"card JSON is a {_json_type(obj)}, not an object", chunk)
+        raise FormatError(file, f"card JSON is a {type_name(obj)}, not an object", chunk)
     return obj
 
 
@@ -277,7 +277,7 @@ def _load_json(data: bytes, file: str) -> dict:
     except json.JSONDecodeError as exc:
         raise FormatError(file, f"not a PNG or JSON card{hint} (JSON error: {_json_error(exc)})") from exc
     if not isinstance(obj, dict):
-        raise FormatError(file, f"card JSON is a {_json_type(obj)}, not an object")
+        raise FormatError(file, f"card JSON is a {type_name(obj)}, not an object")
     return obj
 
 
@@ -285,9 +285,6 @@ def _json_error(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
 
 
-def _json_type(value: Any) -> str:
-    names = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 # --- normalising ---------------------------------------------------------------------
@@ -309,7 +306,7 @@ def _normalise(obj: dict, file: str, chunk: str, warnings: list[str]) -> tuple[s
     spec_version = "" if version is None else str(version)
     _check_version(spec, spec_version, warnings)
     if not isinstance(obj.get("data"), dict):
-        what = "missing" if "data" not in obj else f"a {_json_type(obj['data'])}"
+        what = "missing" if "data" not in obj else f"a {type_name(obj['data'])}"
         raise FormatError(file, f"{spec} keeps its fields in data, which is {what}, not an object", "data")
     return spec, spec_version, _normalise_fields(copy.deepcopy(obj["data"]), file, "data.", warnings)
 
@@ -360,7 +357,7 @@ def _normalise_fields(data: dict, file: str, prefix: str, warnings: list[str]) -
     if name is None:
         raise FormatError(file, "the card has no name", prefix + "name")
     if not isinstance(name, str):
-        raise FormatError(file, f"name is a {_json_type(name)}, not a string", prefix + "name")
+        raise FormatError(file, f"name is a {type_name(name)}, not a string", prefix + "name")
     if not name.strip():
         raise FormatError(file, "the card's name is empty", prefix + "name")
 
@@ -372,7 +369,7 @@ def _normalise_fields(data: dict, file: str, prefix: str, warnings: list[str]) -
             data[field] = str(value)
             warnings.append(f"{prefix}{field} was the number {value!r}; stored as text")
         elif not isinstance(value, str):
-            raise FormatError(file, f"expected a string, found a {_json_type(value)}", prefix + field)
+            raise FormatError(file, f"expected a string, found a {type_name(value)}", prefix + field)
 
     for field in V2_LIST_FIELDS:
         value = data.get(field)
@@ -380,7 +377,7 @@ def _normalise_fields(data: dict, file: str, prefix: str, warnings: list[str]) -
             data[field] = []
         elif not isinstance(value, list):
             data[field] = []
-            warnings.append(f"{prefix}{field} is a {_json_type(value)}, not a list; dropped")
+            warnings.append(f"{prefix}{field} is a {type_name(value)}, not a list; dropped")
         else:
             kept = [item for item in value if isinstance(item, str)]
             if len(kept) != len(value):
@@ -391,7 +388,7 @@ def _normalise_fields(data: dict, file: str, prefix: str, warnings: list[str]) -
     if ext is None:
         data["extensions"] = {}
     elif not isinstance(ext, dict):
-        raise FormatError(file, f"extensions is a {_json_type(ext)}, not an object", prefix + "extensions")
+        raise FormatError(file, f"extensions is a {type_name(ext)}, not an object", prefix + "extensions")
 
     if "character_book" in data:
         book = data["character_book"]

@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import Any
 
 from tavern_tui.errors import FormatError
+from tavern_tui.formats.jsontypes import type_name
 from tavern_tui.formats.sniff import WORLD_BOOK, sniff_kind
 from tavern_tui.formats.worldinfo_foreign import (
     BOOK_CONSUMED,
@@ -25,7 +26,6 @@ from tavern_tui.formats.worldinfo_foreign import (
     RawEntry,
     card_entries,
     iter_objects,
-    type_name,
 )
 from tavern_tui.lore.model import (
     CharacterFilter,

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from tavern_tui.errors import FormatError
+from tavern_tui.formats.jsontypes import type_name
 
 
 class RawEntry(NamedTuple):
@@ -58,12 +59,6 @@ EXT_KEYS = {
 }
 _CARD_ENTRY_FIELDS = frozenset({"id", "keys", "secondary_keys", "comment", "content", "constant", "selective",
                                 "insertion_order", "enabled", "position", "extensions", "use_regex"})
-
-
-def type_name(value: Any) -> str:
-    """JSON type name of a decoded value, for error messages."""
-    names = {bool: "boolean", int: "number", float: "number", str: "string", list: "list", dict: "object"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 def _array_index(key: str) -> int | None:
