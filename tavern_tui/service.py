@@ -321,7 +321,7 @@ class Tavern:
             self._card_books[record.id] = book
         return book
 
-    def _effective_books(self, playthrough_id: int, character_id: int, card: ParsedCard) -> list[SourcedBook]:
+    def _effective_books(self, playthrough_id: int, character: CharacterRecord, card: ParsedCard) -> list[SourcedBook]:
         """The books that apply to a playthrough's steps: chat (playthrough) lore, global lore and
         character lore (its bindings, then the card's embedded book), each book once, in
         SillyTavern's source order (`getSortedEntries`; the activation orders entries by the
@@ -329,9 +329,9 @@ class Tavern:
         with self._store.unit_of_work() as uow:
             ids = [("chat", uow.bindings.books_for("playthrough", playthrough_id)),
                    ("global", uow.bindings.books_for("global", None)),
-                   ("character", uow.bindings.books_for("character", character_id))]
-            records = {r.id: r for r in uow.world_books.all()}
-            character = uow.characters.get(character_id)
+                   ("character", uow.bindings.books_for("character", character.id))]
+            # Only the bound books: every step reads this, and a library can hold many large books.
+            records = uow.world_books.get_many([book_id for _, book_ids in ids for book_id in book_ids])
         seen: set[int] = set()
         books: list[SourcedBook] = []
         for source, book_ids in ids:
@@ -359,7 +359,7 @@ class Tavern:
         history = derive_messages(self._store.events, view.session_id)
         ctx = scan_context(history, [text] if text else [], self._facts(record, card, view.user_name),
                            timed_state_of(events))
-        return self._world_info(self._effective_books(view.id, record.id, card), rng).run(ctx)
+        return self._world_info(self._effective_books(view.id, record, card), rng).run(ctx)
 
     def test_world_info(self, books: Sequence[WorldBook], messages: Sequence[ScanMessage], text: str | None, *,
                         settings: WorldInfoSettings | None = None, rng: Callable[[], float] | None = None,
@@ -535,7 +535,7 @@ class Tavern:
             record = uow.characters.get(view.character_id)
             uow.playthroughs.touch(playthrough_id)
         card = self._card(record)
-        books = self._effective_books(view.id, record.id, card)
+        books = self._effective_books(view.id, record, card)
         timed = timed_state_of(self._store.events.surface_events(view.session_id))
         meta = {"character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
                 "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries)} for b in books]}

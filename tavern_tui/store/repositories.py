@@ -198,6 +198,13 @@ class WorldBookRepository:
             raise NotFound(f"no world book with id {book_id}")
         return _world_book(row)
 
+    def get_many(self, book_ids: list[int]) -> dict[int, WorldBookRecord]:
+        """The books with these ids (missing ids are left out), by id."""
+        if not book_ids:
+            return {}
+        rows = self._session.scalars(select(WorldBook).where(WorldBook.id.in_(book_ids)))
+        return {row.id: _world_book(row) for row in rows}
+
     def by_name(self, name: str) -> list[WorldBookRecord]:
         """Books whose name equals `name`, case-insensitively, newest first."""
         query = select(WorldBook).where(func.lower(WorldBook.name) == name.lower()).order_by(WorldBook.id.desc())
