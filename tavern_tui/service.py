@@ -22,7 +22,7 @@ from tavern_tui.assembly.tokens import estimate_messages
 from tavern_tui.config import Settings
 from tavern_tui.engine.events import canonical_json
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, request_messages
-from tavern_tui.engine.step import StepUpdate, admit_opening, recover_interrupted, run_step
+from tavern_tui.engine.step import Generation, StepUpdate, admit_opening, recover_interrupted, run_step
 from tavern_tui.engine.stream import Provider
 from tavern_tui.errors import FormatError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard, parse_card
@@ -36,6 +36,7 @@ from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, WorldBookRecord
+from tavern_tui.service_timeline import TimelineOps
 from tavern_tui.store.store import Store
 from tavern_tui.views import CharacterView, ImportResult, MessageView, PlaythroughView, WorldBookView
 
@@ -76,7 +77,7 @@ def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | 
 
 
 @dataclass
-class Tavern:
+class Tavern(TimelineOps):
     """Every user operation: import, list, start/open a playthrough, send, read messages.
 
     Args:
@@ -530,6 +531,12 @@ class Tavern:
         """
         if not text.strip():
             raise TavernError("nothing to send: the message is empty")
+        async with aclosing(self._step(playthrough_id, text, Generation())) as steps:
+            async for update in steps:
+                yield update
+
+    async def _step(self, playthrough_id: int, text: str | None, generation: Generation) -> AsyncIterator[StepUpdate]:
+        """One engine step on the playthrough's head session (send, regenerate, continue, impersonate)."""
         view = self.playthrough(playthrough_id)
         with self._store.unit_of_work() as uow:
             record = uow.characters.get(view.character_id)
@@ -540,10 +547,10 @@ class Tavern:
         meta = {"character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
                 "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries)} for b in books]}
         assembler = BasicAssembler(card.data, card.name, view.user_name, meta, self._world_info(books),
-                                   self._facts(record, card, view.user_name), timed)
+                                   self._facts(record, card, view.user_name), timed, generation.type)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self._store.events, view.session_id, self._provider, assembler, text,
-                         stale_after=self._stale_after)
+                         generation=generation, stale_after=self._stale_after)
         async with aclosing(steps):
             async for update in steps:
                 yield update

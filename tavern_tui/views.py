@@ -140,3 +140,95 @@ class WorldBookView:
         """JSON form for `--json` output."""
         return {"id": self.id, "name": self.name, "entries": self.entries, "source_name": self.source_name,
                 "bindings": list(self.bindings), "created_at": self.created_at.isoformat()}
+
+
+@dataclass(frozen=True, slots=True)
+class VariantView:
+    """One message variant of a playthrough's timeline (the branch-tree pane, `tavern tree`).
+
+    Attributes:
+        ref: (session_id, seq) of the event holding it.
+        parent: the ref of the message before it on its branch; None for a first message.
+        depth: its position in the conversation (0 = the first message).
+        position: (n, m): the n-th of m siblings (variants with the same parent).
+        active: on the path the chat shows.
+        preview: the start of its text (an edit's text when the active path shows it edited).
+        edited / deleted: the active path shows it replaced by an edit, or deleted.
+        children: how many variants continue from it.
+        branches: playthroughs started from here ("new playthrough from here").
+    """
+
+    ref: tuple[int, int]
+    parent: tuple[int, int] | None
+    depth: int
+    role: str
+    origin: str
+    source: str | None
+    kind: str
+    position: tuple[int, int]
+    active: bool
+    preview: str
+    children: int
+    edited: bool = False
+    deleted: bool = False
+    partial: bool = False
+    branches: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern tree --json`."""
+        return {"session_id": self.ref[0], "seq": self.ref[1],
+                "parent": list(self.parent) if self.parent else None, "depth": self.depth, "role": self.role,
+                "origin": self.origin, "source": self.source, "kind": self.kind,
+                "sibling": self.position[0], "siblings": self.position[1],
+                "siblings_refs": None, "active": self.active, "preview": self.preview, "children": self.children,
+                "edited": self.edited, "deleted": self.deleted, "partial": self.partial,
+                "branches": list(self.branches)}
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineView:
+    """A playthrough's tree of message variants, depth-first (children oldest first).
+
+    Attributes:
+        head_session_id: the active session.
+        path: refs of the active path, first message first.
+        siblings: ref → refs of it and its siblings, oldest first.
+    """
+
+    playthrough_id: int
+    head_session_id: int
+    variants: list[VariantView]
+    path: list[tuple[int, int]]
+    siblings: dict[tuple[int, int], list[tuple[int, int]]]
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern tree --json`: the head, the active path and every variant."""
+        variants = []
+        for variant in self.variants:
+            item = variant.to_json()
+            item["siblings_refs"] = [list(r) for r in self.siblings.get(variant.ref, [variant.ref])]
+            variants.append(item)
+        return {"playthrough_id": self.playthrough_id, "head_session_id": self.head_session_id,
+                "path": [list(r) for r in self.path], "variants": variants}
+
+
+@dataclass(frozen=True, slots=True)
+class SwipeView:
+    """The swipe counter of the chat's last message.
+
+    Attributes:
+        ref: the message swipes act on (None when the chat is empty).
+        position: (n, m) shown as `n/m`; for a greeting, m counts the card's greetings.
+        greeting: the last message is the opening greeting (swipes move among greetings).
+        can_generate: swiping right past the last sibling generates a new reply.
+    """
+
+    ref: tuple[int, int] | None
+    position: tuple[int, int]
+    greeting: bool = False
+    can_generate: bool = False
+
+    @property
+    def label(self) -> str:
+        """"n/m", or "" when there is nothing to swipe."""
+        return f"{self.position[0]}/{self.position[1]}" if self.ref is not None else ""

@@ -106,6 +106,7 @@ class BasicAssembler:
         world_info: the playthrough's books and settings, or None for no world info.
         facts: what world info scans besides the chat (card fields, filter facts).
         timed_state: the branch's world-info timed effects before this step.
+        generation_type: the step's SillyTavern generation type (world-info `triggers`).
     """
 
     card: dict[str, Any]
@@ -115,6 +116,7 @@ class BasicAssembler:
     world_info: WorldInfoStep | None = None
     facts: CardFacts | None = None
     timed_state: TimedState = field(default_factory=TimedState)
+    generation_type: str = "normal"
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         """Build this step's system section: world info scans the history plus the claimed input
@@ -124,7 +126,8 @@ class BasicAssembler:
         lore = None
         if self.world_info is not None and self.world_info.books:
             facts = self.facts or CardFacts(self.char, self.user)
-            result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state))
+            result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state,
+                                                      self.generation_type))
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)

@@ -34,8 +34,10 @@ the chat but never sent to a model, which did not write it."""
 class SessionLog(Protocol):
     """What the engine needs from storage. `store.EventLog` implements it; tests use `MemoryLog`."""
 
-    def create_session(self, parent_id: int | None = None, fork_seq: int | None = None) -> int:
-        """Create a session (a fork when `parent_id` is given) and return its id."""
+    def create_session(self, parent_id: int | None = None, fork_seq: int | None = None,
+                       playthrough_id: int | None = None) -> int:
+        """Create a session (a fork when `parent_id` is given; `playthrough_id` names the
+        timeline it belongs to, where the log keeps one) and return its id."""
         ...
 
     def append(self, session_id: int, events: Sequence[NewEvent]) -> list[Event]:
@@ -125,9 +127,22 @@ def derive_messages(log: SessionLog, session_id: int, through_seq: int | None = 
     Returns:
         Messages in surface order, each pointing at its event by `ref`.
     """
+    return surface_of(log.surface_events(session_id, through_seq), include_failed=include_failed)
+
+
+def surface_of(events: Sequence[Event], *, include_failed: bool = False) -> list[SurfaceMessage]:
+    """`derive_messages` on events already read (in surface order); see there for the rules.
+
+    A `surface/replaced` event obscures the messages it targets (body `targets`: [[session,
+    seq], …], a contiguous range) and puts its `message` (None = a delete) where the first one
+    was (DESIGN.md: edit and delete are surface replacements; the originals stay in the log).
+    """
     system: SurfaceMessage | None = None
     messages: list[SurfaceMessage] = []
-    for event in log.surface_events(session_id, through_seq):
+    for event in events:
+        if event.kind == EventKind.SURFACE_REPLACED:
+            _replace(messages, event)
+            continue
         if event.kind not in MESSAGE_KINDS:
             continue
         if event.kind == EventKind.SYSTEM_MESSAGE and event.source == SYSTEM_PROMPT_SOURCE:
@@ -139,9 +154,53 @@ def derive_messages(log: SessionLog, session_id: int, through_seq: int | None = 
     return ([system] if system else []) + messages
 
 
+def _replace(messages: list[SurfaceMessage], event: Event) -> None:
+    targets = {(int(t[0]), int(t[1])) for t in event.body.get("targets", ())}
+    hits = [i for i, m in enumerate(messages) if m.ref in targets]
+    if not hits:
+        return  # its targets are not on this surface (already obscured)
+    replacement = event.body.get("message")
+    for index in reversed(hits):
+        del messages[index]
+    if isinstance(replacement, dict):
+        role = str(replacement.get("role") or event.role or "assistant")
+        content = replacement.get("content")
+        messages.insert(hits[0], SurfaceMessage(
+            event.ref, REPLACED_KIND.get(role, EventKind.SYSTEM_MESSAGE), role,
+            content if isinstance(content, str) else "", event.origin, event.source, event.created_at,
+            replacement))
+
+
+REPLACED_KIND = {"user": EventKind.USER_MESSAGE, "assistant": EventKind.ASSISTANT_MESSAGE,
+                 "system": EventKind.SYSTEM_MESSAGE, "tool": EventKind.TOOL_RESULT}
+"""The message kind a replacement shows as, by its role."""
+
+EDIT_SOURCE = "edit"
+"""`source` of a `surface/replaced` event the person made (an edit or a delete)."""
+
+
+def replacement_event(targets: Sequence[tuple[int, int]], message: dict[str, Any] | None,
+                      origin: Origin | None = None, source: str = EDIT_SOURCE) -> NewEvent:
+    """A `surface/replaced` event obscuring `targets` with `message` (None = delete them).
+
+    Args:
+        targets: refs of a contiguous run of surface messages.
+        message: the replacement `{"role", "content", …}`, or None.
+        origin: the replacement's origin (operator for an assistant message the person rewrote).
+    """
+    role = message.get("role") if message else None
+    return NewEvent(EventKind.SURFACE_REPLACED, role if isinstance(role, str) else None,
+                    {"targets": [list(t) for t in targets], "message": message}, origin, source)
+
+
+HIDDEN_KEY = "hidden"
+"""Body flag of a message shown in the chat but never sent (SillyTavern `is_system`)."""
+
+
 def request_messages(surface: list[SurfaceMessage]) -> list[dict[str, Any]]:
-    """The OpenAI message array a surface sends: every message but placeholder replies."""
-    return [m.to_request() for m in surface if m.source != PLACEHOLDER_SOURCE]
+    """The OpenAI message array a surface sends: every message but placeholder replies and
+    hidden ones (SillyTavern `is_system`: "hidden from the prompt, still displayed")."""
+    return [m.to_request() for m in surface if m.source != PLACEHOLDER_SOURCE and not m.body.get(HIDDEN_KEY)]
 
 
 @dataclass(frozen=True, slots=True)

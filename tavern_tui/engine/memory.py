@@ -17,7 +17,8 @@ class MemoryLog:
         self._events: dict[int, list[Event]] = {}
         self._parents: dict[int, tuple[int | None, int | None]] = {}
 
-    def create_session(self, parent_id: int | None = None, fork_seq: int | None = None) -> int:
+    def create_session(self, parent_id: int | None = None, fork_seq: int | None = None,
+                       playthrough_id: int | None = None) -> int:
         """Create a session; a fork when `parent_id` is given (then `fork_seq` is required)."""
         if (parent_id is None) != (fork_seq is None):
             raise ValueError("a fork needs both parent_id and fork_seq")

@@ -32,6 +32,46 @@ from tavern_tui.errors import NetworkError, ProviderError, TavernError
 OPENING_SOURCE = "opening"
 """`source` of the opening reference (a character's greeting): role assistant, origin engine."""
 
+IMPERSONATION_SOURCE = "impersonation"
+"""`source` of a user-role line the model wrote (impersonate): origin agent (DESIGN.md)."""
+
+GENERATION_TYPES = ("normal", "regenerate", "swipe", "continue", "impersonate")
+"""SillyTavern generation types a step can be (world-info `triggers` filter on them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """What a step asks the model for (SillyTavern `Generate(type)`).
+
+    Attributes:
+        type: one of `GENERATION_TYPES`. "normal" sends the person's text; "regenerate" and
+            "swipe" answer the history as it is (no new input); "continue" extends
+            `continue_text`; "impersonate" has the model write the person's next line, stored
+            as `user/message` with origin agent and source "impersonation".
+        continue_text: the reply being continued; sent as the last assistant message, and the
+            settled reply is it plus the new text (SillyTavern continue without prefill).
+        continues: (session, seq) of the message being continued (kept in the reply's body).
+        instruction: a final system message for this request only (the continue nudge or the
+            impersonation prompt); recorded in the step's `request/assembly` event.
+    """
+
+    type: str = "normal"
+    continue_text: str = ""
+    continues: tuple[int, int] | None = None
+    instruction: str = ""
+
+    def __post_init__(self) -> None:
+        if self.type not in GENERATION_TYPES:
+            raise ValueError(f"unknown generation type {self.type!r}; use one of {', '.join(GENERATION_TYPES)}")
+
+
+def join_continuation(original: str, addition: str) -> str:
+    """The continued reply: the original, a space when neither side has one (SillyTavern's
+    default `continue_postfix` " "), then the new text."""
+    if not original or not addition or original[-1].isspace() or addition[0].isspace():
+        return original + addition
+    return f"{original} {addition}"
+
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
@@ -66,15 +106,18 @@ class Assembler(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class StepStarted:
-    """The user's message is in the log; the request is about to be sent.
+    """The step's input is in the log; the request is about to be sent.
 
     Attributes:
-        user: the stored `user/message`.
+        user: the stored `user/message`, None when the step had no new input (regenerate,
+            swipe, continue, impersonate).
         request: the exact request handed to the provider.
+        generation: what the step asks for.
     """
 
-    user: Event
+    user: Event | None
     request: ChatRequest
+    generation: Generation = Generation()
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +151,11 @@ def admit_opening(log: SessionLog, session_id: int, text: str, meta: dict[str, A
 
 
 def _settle_attempt(log: SessionLog, session_id: int, text: str, reasoning: str, extra: dict[str, Any],
-                    origin: Origin | None = None, source: str | None = None) -> Event:
+                    origin: Origin | None = None, source: str | None = None, role: str = "assistant") -> Event:
     body: dict[str, Any] = {"content": text, **extra}
     if reasoning:
         body["reasoning"] = reasoning
-    return log.append(session_id, [NewEvent(EventKind.ASSISTANT_ATTEMPT, "assistant", body, origin, source)])[0]
+    return log.append(session_id, [NewEvent(EventKind.ASSISTANT_ATTEMPT, role, body, origin, source)])[0]
 
 
 class StepBusy(TavernError):
@@ -142,7 +185,9 @@ def open_step(log: SessionLog, session_id: int) -> OpenStep | None:
             header, checkpoints = event, []
         elif event.kind == EventKind.STREAM_CHECKPOINT:
             checkpoints.append(event)
-        elif event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT):
+        elif event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT, EventKind.USER_MESSAGE):
+            # A user message after the header is an impersonation settling (the person's own
+            # message always comes before its step's header).
             header, checkpoints = None, []
     if header is None:
         return None
@@ -155,8 +200,9 @@ async def run_step(
     session_id: int,
     provider: Provider,
     assemble: Assembler,
-    text: str,
+    text: str | None,
     *,
+    generation: Generation = Generation(),
     checkpoint_every: float = 2.0,
     clock: Callable[[], float] = time.monotonic,
     stale_after: float = 75.0,
@@ -169,7 +215,9 @@ async def run_step(
         session_id: the session to extend.
         provider: streams the completion.
         assemble: builds the system section and config from history + the claimed batch.
-        text: what the person submitted.
+        text: what the person submitted; None for a step without new input (regenerate,
+            swipe, continue, impersonate).
+        generation: what the step asks the model for (continue text, impersonation, …).
         checkpoint_every: seconds between `stream/checkpoint` events while streaming.
         clock: monotonic seconds (injectable for tests).
         stale_after: seconds without activity after which an unsettled step counts as crashed
@@ -191,26 +239,49 @@ async def run_step(
                        "wait for it or stop it there")
     placeholder = bool(getattr(provider, "placeholder", False))
     reply_origin, reply_source = (Origin.ENGINE, PLACEHOLDER_SOURCE) if placeholder else (None, None)
-    log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, "user",
-                                     {"op": "insert", "messages": [{"role": "user", "content": text}]})])
-    log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, None, {"op": "claim", "count": 1})])
+    impersonate = generation.type == "impersonate"
+    if impersonate and not placeholder:
+        reply_origin, reply_source = Origin.AGENT, IMPERSONATION_SOURCE
+    reply_role = "user" if impersonate else "assistant"
+    if text is not None:
+        log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, "user",
+                                         {"op": "insert", "messages": [{"role": "user", "content": text}]})])
+        log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, None, {"op": "claim", "count": 1})])
     history = derive_messages(log, session_id)
-    assembly = assemble(history, [text])
+    assembly = assemble(history, [text] if text is not None else [])
 
     admitted: list[NewEvent] = []
     current_system = history[0].content if history and history[0].source == SYSTEM_PROMPT_SOURCE else None
     if assembly.system and assembly.system != current_system:
         admitted.append(NewEvent(EventKind.SYSTEM_MESSAGE, "system", {"content": assembly.system},
                                  source=SYSTEM_PROMPT_SOURCE))
-    admitted.append(NewEvent(EventKind.USER_MESSAGE, "user", {"content": text}))
-    user_event = log.append(session_id, admitted)[-1]
+    if text is not None:
+        admitted.append(NewEvent(EventKind.USER_MESSAGE, "user", {"content": text}))
+    stored = log.append(session_id, admitted)
+    user_event = stored[-1] if text is not None else None
 
+    # Messages this request alone carries (never part of the surface), kept for the trace.
+    extra: list[dict[str, Any]] = []
+    if generation.type == "continue":
+        extra.append({"role": "assistant", "content": generation.continue_text})
+    if generation.instruction:
+        extra.append({"role": "system", "content": generation.instruction})
+    records = list(assembly.records)
+    if extra:
+        records.append(NewEvent(EventKind.REQUEST_ASSEMBLY, None, {"append": extra, "generation": generation.type}))
     model = assembly.model or provider.model
     header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
-              "assembly": assembly.meta}
-    log.append(session_id, [*assembly.records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
-    request = ChatRequest(request_messages(derive_messages(log, session_id)), model, dict(assembly.config))
-    yield StepStarted(user_event, request)
+              "assembly": assembly.meta, "generation": generation.type}
+    log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
+    request = ChatRequest(request_messages(derive_messages(log, session_id)) + extra, model, dict(assembly.config))
+    yield StepStarted(user_event, request, generation)
+
+    def settle_text(new: str) -> str:
+        return join_continuation(generation.continue_text, new) if generation.type == "continue" else new
+
+    context: dict[str, Any] = {}
+    if generation.continues is not None:
+        context["continues"] = list(generation.continues)
 
     parts: list[str] = []
     reasoning: list[str] = []
@@ -240,32 +311,32 @@ async def run_step(
                         last_checkpoint = clock()
                     yield event
     except (asyncio.CancelledError, GeneratorExit):
-        _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"cancelled": True},
-                        reply_origin, reply_source)
+        _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
+                        {"cancelled": True, **context}, reply_origin, reply_source, reply_role)
         raise
     except ProviderError as exc:
         error = {"category": exc.category, "message": str(exc), "status": exc.status}
-        attempt = _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"error": error},
-                                  reply_origin, reply_source)
+        attempt = _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
+                                  {"error": error, **context}, reply_origin, reply_source, reply_role)
         raise StepFailed(exc, attempt) from exc
     if finished is None or (finished.finish_reason is None and not finished.saw_done):
         # Neither a finish_reason nor [DONE]: the connection closed mid-reply.
         cut = NetworkError("the connection closed before the reply finished (no finish_reason and no [DONE]); "
                            "the text that arrived is kept")
         error = {"category": cut.category, "message": str(cut), "status": None}
-        attempt = _settle_attempt(log, session_id, "".join(parts), "".join(reasoning), {"error": error},
-                                  reply_origin, reply_source)
+        attempt = _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
+                                  {"error": error, **context}, reply_origin, reply_source, reply_role)
         raise StepFailed(cut, attempt)
 
-    body: dict[str, Any] = {"content": "".join(parts), "provider": provider.name, "model": model,
-                            "finish_reason": finished.finish_reason if finished else None}
+    body: dict[str, Any] = {"content": settle_text("".join(parts)), "provider": provider.name, "model": model,
+                            "finish_reason": finished.finish_reason if finished else None, **context}
     if reasoning:
         body["reasoning"] = "".join(reasoning)
     if usage is not None:
         body["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                          "total_tokens": usage.total_tokens}
-    settled = log.append(session_id, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body, reply_origin,
-                                                reply_source)])[0]
+    kind = EventKind.USER_MESSAGE if impersonate else EventKind.ASSISTANT_MESSAGE
+    settled = log.append(session_id, [NewEvent(kind, reply_role, body, reply_origin, reply_source)])[0]
     yield StepSettled(settled, usage)
 
 

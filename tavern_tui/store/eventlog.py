@@ -7,10 +7,11 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select
+from sqlalchemy import Engine, and_, bindparam, func, insert, literal, or_, select, union_all
 from sqlalchemy.exc import IntegrityError
 
-from tavern_tui.engine.events import Event, NewEvent, body_hash, canonical_json, parse_origin
+from tavern_tui.engine.events import MESSAGE_KINDS, Event, EventKind, NewEvent, body_hash, canonical_json, parse_origin
+from tavern_tui.engine.timeline import SessionLink, VariantRow
 from tavern_tui.errors import NotFound, StoreError
 from tavern_tui.store.models import EventRow, SessionRow
 
@@ -74,8 +75,11 @@ class EventLog:
         self._sqlite = engine.dialect.name == "sqlite" and sqlite3.sqlite_version_info >= (3, 35)  # RETURNING
         self._lineage: dict[int, tuple[int | None, int | None]] = {}  # sessions never re-parent
 
-    def create_session(self, parent_id: int | None = None, fork_seq: int | None = None) -> int:
+    def create_session(self, parent_id: int | None = None, fork_seq: int | None = None,
+                       playthrough_id: int | None = None) -> int:
         """Insert a session row (a fork when `parent_id` is given) and return its id.
+
+        A fork is one row: nothing of the parent is copied (seed 000 §1.1).
 
         Raises:
             ValueError: only one of `parent_id` / `fork_seq` given.
@@ -89,7 +93,8 @@ class EventLog:
                 if exists is None:
                     raise NotFound(f"session {parent_id} does not exist")
             result = conn.execute(
-                insert(SESSIONS).values(parent_id=parent_id, fork_seq=fork_seq, created_at=datetime.now(UTC))
+                insert(SESSIONS).values(parent_id=parent_id, fork_seq=fork_seq, playthrough_id=playthrough_id,
+                                        created_at=datetime.now(UTC))
             )
             session_id = int(result.inserted_primary_key[0])
         self._lineage[session_id] = (parent_id, fork_seq)
@@ -206,3 +211,101 @@ class EventLog:
             if last is None and conn.execute(_SESSION_EXISTS, {"sid": session_id}).first() is None:
                 raise NotFound(f"session {session_id} does not exist")
         return int(last or 0)
+
+    # -- timeline and bounded reads ---------------------------------------------------------
+
+    def ancestry(self, session_id: int) -> list[tuple[int, int | None]]:
+        """[(session, upto)] from the root down to `session_id` (upto None = all its events).
+
+        Raises:
+            NotFound: no such session.
+        """
+        return self._chain(session_id, None)
+
+    def playthrough_sessions(self, playthrough_id: int, root_session_id: int) -> list[SessionLink]:
+        """The playthrough's sessions plus the ancestors of its root (a branched playthrough
+        starts inside another tree), each with its fork pointer."""
+        with self._engine.connect() as conn:
+            rows = conn.execute(select(SESSIONS.c.id, SESSIONS.c.parent_id, SESSIONS.c.fork_seq,
+                                       SESSIONS.c.playthrough_id)
+                                .where(SESSIONS.c.playthrough_id == playthrough_id)).all()
+        links = {r.id: SessionLink(r.id, r.parent_id, r.fork_seq, r.playthrough_id) for r in rows}
+        for sid, _ in self._chain(root_session_id, None):
+            if sid not in links:
+                parent, fork_seq = self._lineage[sid]
+                links[sid] = SessionLink(sid, parent, fork_seq, None)
+        return sorted(links.values(), key=lambda link: link.id)
+
+    def variant_rows(self, bounds: dict[int, int | None], *, bodies: bool = False) -> list[VariantRow]:
+        """Message and `surface/replaced` events of sessions (each through its bound, None =
+        all), for the timeline; bodies only when asked (the tree pane's previews)."""
+        if not bounds:
+            return []
+        kinds = [str(k) for k in (*MESSAGE_KINDS, EventKind.SURFACE_REPLACED)]
+        columns = [EVENTS.c.id, EVENTS.c.session_id, EVENTS.c.seq, EVENTS.c.kind, EVENTS.c.role, EVENTS.c.origin,
+                   EVENTS.c.source, EVENTS.c.body if bodies else EVENTS.c.body_sha256]
+        unbounded = [sid for sid, upto in bounds.items() if upto is None]
+        clauses = [EVENTS.c.session_id.in_(unbounded)] if unbounded else []
+        clauses += [and_(EVENTS.c.session_id == sid, EVENTS.c.seq <= upto) for sid, upto in bounds.items()
+                    if upto is not None]
+        with self._engine.connect() as conn:
+            rows = conn.execute(select(*columns).where(or_(*clauses), EVENTS.c.kind.in_(kinds))).all()
+        result = []
+        for row in rows:
+            body = json.loads(row[7]) if bodies or row.kind == EventKind.SURFACE_REPLACED else None
+            if body is None and row.kind == EventKind.SURFACE_REPLACED:
+                body = {}
+            result.append(VariantRow(row.id, row.session_id, row.seq, row.kind, row.role, parse_origin(row.origin),
+                                     row.source, body))
+        if not bodies:
+            # Replacement bodies hold the targets the overlay needs: read just those.
+            wanted = [(r.session_id, r.seq) for r in result if r.kind == EventKind.SURFACE_REPLACED]
+            if wanted:
+                texts = self.bodies(wanted)
+                result = [VariantRow(r.order, r.session_id, r.seq, r.kind, r.role, r.origin, r.source,
+                                     texts[r.ref]) if r.ref in texts else r for r in result]
+        return result
+
+    def bodies(self, refs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], dict]:
+        """Parsed bodies of the events at these refs (missing refs are left out)."""
+        if not refs:
+            return {}
+        clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq == seq) for sid, seq in refs]
+        with self._engine.connect() as conn:
+            rows = conn.execute(select(EVENTS.c.session_id, EVENTS.c.seq, EVENTS.c.body).where(or_(*clauses))).all()
+        return {(r.session_id, r.seq): json.loads(r.body) for r in rows}
+
+    def tail_events(self, session_id: int, limit: int) -> tuple[list[Event], bool]:
+        """The newest `limit` message and `surface/replaced` events of a session's surface (across
+        its forks), oldest first, in one bounded query: per ancestor, an index scan from its fork
+        point backwards that stops after `limit` rows. The first system section of a step is
+        among them when in range (callers that show the chat drop it).
+
+        Returns:
+            (events, complete): complete is True when nothing older exists.
+        """
+        chain = self._chain(session_id, None)
+        kinds = [str(k) for k in (*MESSAGE_KINDS, EventKind.SURFACE_REPLACED)]
+        parts = []
+        for index, (sid, upto) in enumerate(chain):
+            query = select(EVENTS, literal(index).label("chain_index")).where(
+                EVENTS.c.session_id == sid, EVENTS.c.kind.in_(kinds))
+            if upto is not None:
+                query = query.where(EVENTS.c.seq <= upto)
+            parts.append(query.order_by(EVENTS.c.seq.desc()).limit(limit + 1).subquery().select())
+        statement = union_all(*parts) if len(parts) > 1 else parts[0]
+        with self._engine.connect() as conn:
+            rows = conn.execute(statement).all()
+        rows.sort(key=lambda r: (r.chain_index, r.seq))
+        complete = len(rows) <= limit
+        return [row_to_event(row) for row in rows[-limit:]], complete
+
+    def count_messages(self, session_id: int) -> int:
+        """How many message events a session's surface holds (before replacements); index-only."""
+        chain = self._chain(session_id, None)
+        kinds = [str(k) for k in MESSAGE_KINDS]
+        clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq <= upto) if upto is not None
+                   else EVENTS.c.session_id == sid for sid, upto in chain]
+        with self._engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(EVENTS)
+                                    .where(or_(*clauses), EVENTS.c.kind.in_(kinds))).scalar_one())

@@ -94,6 +94,9 @@ class SessionRow(Base):
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("sessions.id"), index=True)
     fork_seq: Mapped[int | None] = mapped_column(Integer)
     """Inclusive: the fork's surface is the parent's events with seq <= fork_seq, then its own."""
+    playthrough_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    """The playthrough whose timeline this session belongs to (no FK: a session is created
+    before the playthrough that roots on it)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
@@ -107,6 +110,8 @@ class Playthrough(Base):
     user_name: Mapped[str] = mapped_column(String(512), default="User")
     root_session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"))
     head_session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"))
+    meta: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
+    """JSON: what an imported chat carried that has no column (SillyTavern header, chat_metadata)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from tavern_tui.errors import NotFound
-from tavern_tui.store.models import Character, EventRow, Playthrough, WorldBook, WorldBookBinding
+from tavern_tui.errors import NotFound, StoreError
+from tavern_tui.store.models import Character, EventRow, Playthrough, SessionRow, WorldBook, WorldBookBinding
 
 
 def _utc(value: datetime) -> datetime:
@@ -47,6 +47,8 @@ class PlaythroughRecord:
     head_session_id: int
     created_at: datetime
     updated_at: datetime
+    meta: str = "{}"
+    """JSON text: an imported chat's SillyTavern header and chat_metadata."""
 
 
 def _character(row: Character) -> CharacterRecord:
@@ -56,7 +58,7 @@ def _character(row: Character) -> CharacterRecord:
 
 def _playthrough(row: Playthrough) -> PlaythroughRecord:
     return PlaythroughRecord(row.id, row.character_id, row.title, row.user_name, row.root_session_id,
-                             row.head_session_id, _utc(row.created_at), _utc(row.updated_at))
+                             row.head_session_id, _utc(row.created_at), _utc(row.updated_at), row.meta or "{}")
 
 
 class CharacterRepository:
@@ -113,14 +115,52 @@ class PlaythroughRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def add(self, *, character_id: int, title: str, user_name: str, session_id: int) -> PlaythroughRecord:
-        """Insert a playthrough rooted at `session_id` (also its head)."""
+    def add(self, *, character_id: int, title: str, user_name: str, session_id: int,
+            meta: str = "{}") -> PlaythroughRecord:
+        """Insert a playthrough rooted at `session_id` (also its head); the session joins it."""
         now = datetime.now(UTC)
         row = Playthrough(character_id=character_id, title=title, user_name=user_name, root_session_id=session_id,
-                          head_session_id=session_id, created_at=now, updated_at=now)
+                          head_session_id=session_id, meta=meta, created_at=now, updated_at=now)
         self._session.add(row)
         self._session.flush()
+        self.adopt([session_id], row.id)
         return _playthrough(row)
+
+    def adopt(self, session_ids: list[int], playthrough_id: int) -> None:
+        """Make sessions part of a playthrough's timeline (forks made for it)."""
+        for session_id in session_ids:
+            session = self._session.get(SessionRow, session_id)
+            if session is None:
+                raise NotFound(f"session {session_id} does not exist")
+            session.playthrough_id = playthrough_id
+        self._session.flush()
+
+    def set_head(self, playthrough_id: int, session_id: int) -> PlaythroughRecord:
+        """Point the playthrough at another head session (a swipe, jump or rollback) and touch it.
+
+        Raises:
+            NotFound: no such playthrough.
+            StoreError: the session is not part of this playthrough.
+        """
+        row = self._session.get(Playthrough, playthrough_id)
+        if row is None:
+            raise NotFound(f"no playthrough with id {playthrough_id}")
+        session = self._session.get(SessionRow, session_id)
+        if session is None or session.playthrough_id != playthrough_id:
+            raise StoreError(f"session {session_id} is not part of playthrough {playthrough_id}")
+        row.head_session_id = session_id
+        row.updated_at = datetime.now(UTC)
+        self._session.flush()
+        return _playthrough(row)
+
+    def children_of(self, session_ids: list[int]) -> list[tuple[int, int]]:
+        """(playthrough id, root session id) of playthroughs branched off these sessions
+        ("new playthrough from here"), oldest first."""
+        if not session_ids:
+            return []
+        query = (select(Playthrough.id, Playthrough.root_session_id).join(SessionRow, SessionRow.id == Playthrough.root_session_id)
+                 .where(SessionRow.parent_id.in_(session_ids)).order_by(Playthrough.id))
+        return [(int(p), int(s)) for p, s in self._session.execute(query)]
 
     def get(self, playthrough_id: int) -> PlaythroughRecord:
         """One playthrough. Raises NotFound."""

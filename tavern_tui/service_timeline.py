@@ -1,0 +1,403 @@
+"""Provides the timeline half of the `Tavern` facade: swipes, continue, impersonate, edit,
+delete, rollback, branches and the variant tree.
+
+Rules: seed 000 §1.1 and DESIGN.md "The session log": every one of these is a fork of a
+session or a surface replacement; nothing is rewritten and every variant stays reachable.
+SillyTavern behaviour followed (format-digest §d): only the last message swipes; swiping right
+past the last reply generates a new one; the greeting swipes among `first_mes` and
+`alternate_greetings`; continue extends the last reply; impersonate writes the person's line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from tavern_tui.assembly.macros import substitute_names
+from tavern_tui.engine.events import EventKind, Origin
+from tavern_tui.engine.log import EDIT_SOURCE, SYSTEM_PROMPT_SOURCE, replacement_event
+from tavern_tui.engine.step import OPENING_SOURCE, Generation, StepUpdate, admit_opening
+from tavern_tui.engine.timeline import Ref, Timeline, VariantRow
+from tavern_tui.errors import NotFound, TavernError
+from tavern_tui.views import PlaythroughView, SwipeView, TimelineView, VariantView
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
+
+CONTINUE_NUDGE = "[Continue your last message without repeating its original content.]"
+"""SillyTavern's default `continue_nudge_prompt` (format-digest §c utility prompts)."""
+
+IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user}}, using the chat history so far as "
+                        "a guideline for the writing style of {{user}}. Don't write as or describe actions of {{char}}.]")
+"""SillyTavern's default `impersonation_prompt` (format-digest §c utility prompts)."""
+
+PREVIEW_CHARS = 80
+"""Characters of text a tree node shows."""
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+class TimelineOps:
+    """Timeline operations of `Tavern` (mixed into it; see `service.Tavern`)."""
+
+    # -- reading the tree ---------------------------------------------------------------
+
+    def _timeline(self: Tavern, playthrough_id: int, *, bodies: bool = False) -> tuple[Timeline, list[int]]:
+        """The playthrough's variant tree and the ids of its own sessions (those a head may be)."""
+        with self._store.unit_of_work() as uow:
+            record = uow.playthroughs.get(playthrough_id)
+        log = self._store.events
+        links = log.playthrough_sessions(playthrough_id, record.root_session_id)
+        members = [link.id for link in links if link.playthrough_id == playthrough_id]
+        # Ancestors outside the playthrough count only through the fork point into it.
+        bounds: dict[int, int | None] = {sid: None for sid in members}
+        for sid, upto in log.ancestry(record.root_session_id)[:-1]:
+            bounds[sid] = upto
+        rows = log.variant_rows(bounds, bodies=bodies)
+        return Timeline(links, rows, record.head_session_id), members
+
+    def _last_visible(self: Tavern, timeline: Timeline) -> Ref | None:
+        """The last variant of the active path that the chat shows (deleted ones skipped)."""
+        for ref in reversed(timeline.path):
+            replacement = timeline.replacements.get(ref)
+            if replacement is None or replacement.message is not None:
+                return ref
+        return None
+
+    def timeline(self: Tavern, playthrough_id: int) -> TimelineView:
+        """The playthrough's tree of message variants with the active path and previews.
+
+        Raises:
+            NotFound: no such playthrough.
+        """
+        timeline, _members = self._timeline(playthrough_id, bodies=True)
+        with self._store.unit_of_work() as uow:
+            branches = uow.playthroughs.children_of(list(timeline.sessions))
+        links: dict[Ref, list[int]] = {}
+        for child_id, root in branches:
+            chain = self._store.events.ancestry(root)
+            if child_id != playthrough_id and len(chain) >= 2:
+                parent_sid, fork_seq = chain[-2]  # the parent, through the branch's fork point
+                at = timeline.end_of(parent_sid, fork_seq)
+                if at is not None:
+                    links.setdefault(at, []).append(child_id)
+        views: list[VariantView] = []
+        siblings: dict[Ref, list[Ref]] = {}
+
+        def visit(ref: Ref, depth: int) -> None:
+            variant = timeline.variants[ref]
+            row = variant.row
+            body = row.body or {}
+            text = str(body.get("content") or "")
+            replacement = timeline.replacements.get(ref) if ref in timeline.active else None
+            while replacement is not None and replacement.message is not None and replacement.ref in timeline.replacements:
+                replacement = timeline.replacements[replacement.ref]
+            if replacement is not None and replacement.message is not None:
+                text = str(replacement.message.get("content") or "")
+            origin = row.origin.value if row.origin else {"user": "customer", "assistant": "agent"}.get(row.role or "", "engine")
+            sibs = timeline.siblings(ref)
+            siblings[ref] = sibs
+            views.append(VariantView(ref, variant.parent, depth, row.role or "system", origin, row.source, row.kind,
+                                     (sibs.index(ref) + 1, len(sibs)), ref in timeline.active, _preview(text),
+                                     len(variant.children), replacement is not None and replacement.message is not None,
+                                     replacement is not None and replacement.message is None,
+                                     row.kind == EventKind.ASSISTANT_ATTEMPT, tuple(links.get(ref, ()))))
+
+        # Iterative depth-first walk: a 5,000-message chat is 5,000 levels deep.
+        stack: list[tuple[Ref, int]] = [(r, 0) for r in reversed(timeline.roots)]
+        while stack:
+            ref, depth = stack.pop()
+            visit(ref, depth)
+            stack.extend((child, depth + 1) for child in reversed(timeline.variants[ref].children))
+        return TimelineView(playthrough_id, timeline.head_session, views, list(timeline.path), siblings)
+
+    def swipe_state(self: Tavern, playthrough_id: int) -> SwipeView:
+        """The swipe counter of the chat's last message (`n/m`)."""
+        timeline, _members = self._timeline(playthrough_id)
+        return self._swipe_view(playthrough_id, timeline)
+
+    def _swipe_view(self: Tavern, playthrough_id: int, timeline: Timeline) -> SwipeView:
+        last = self._last_visible(timeline)
+        if last is None:
+            return SwipeView(None, (0, 0))
+        row = timeline.variants[last].row
+        if row.source == OPENING_SOURCE:
+            index, count = self._greeting_position(playthrough_id, last)
+            return SwipeView(last, (index + 1, count), greeting=True)
+        can_generate = row.role == "assistant" and row.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT)
+        return SwipeView(last, timeline.position(last), can_generate=can_generate)
+
+    def _greetings(self: Tavern, playthrough_id: int) -> tuple[list[str], str, str]:
+        view = self.playthrough(playthrough_id)
+        with self._store.unit_of_work() as uow:
+            card = self._card(uow.characters.get(view.character_id))
+        return card.greetings, card.name, view.user_name
+
+    def _greeting_position(self: Tavern, playthrough_id: int, ref: Ref) -> tuple[int, int]:
+        greetings, _char, _user = self._greetings(playthrough_id)
+        body = self._store.events.bodies([ref]).get(ref, {})
+        index = body.get("greeting_index", 0)
+        return (index if isinstance(index, int) else 0), max(1, len(greetings))
+
+    # -- moving the head ----------------------------------------------------------------
+
+    def _set_head(self: Tavern, playthrough_id: int, session_id: int) -> PlaythroughView:
+        with self._store.unit_of_work() as uow:
+            uow.playthroughs.set_head(playthrough_id, session_id)
+        return self.playthrough(playthrough_id)
+
+    def _fork(self: Tavern, playthrough_id: int, at: Ref | None, timeline: Timeline | None = None,
+              root_session: int | None = None) -> int:
+        """A new session of the playthrough whose surface ends at `at` (None: empty, from the
+        root session at seq 0). Edits and deletes the head shows of messages up to `at` are
+        carried into the fork, so a swipe after an edit answers the edited text."""
+        log = self._store.events
+        if at is None:
+            assert root_session is not None
+            session_id = log.create_session(root_session, 0, playthrough_id)
+        else:
+            session_id = log.create_session(at[0], at[1], playthrough_id)
+        if timeline is not None and at is not None:
+            kept = set(timeline.path_to(at))
+            bounds = dict(log.ancestry(session_id))
+            carried = []
+            seen = set()
+            for target, replacement in timeline.replacements.items():
+                rsid, rseq = replacement.ref
+                inside = rsid in bounds and (bounds[rsid] is None or rseq <= bounds[rsid])  # type: ignore[operator]
+                if inside or replacement.ref in seen or not set(replacement.targets) <= kept:
+                    continue
+                seen.add(replacement.ref)
+                carried.append(replacement)
+            if carried:
+                rows = {r.ref: r for r in log.variant_rows({sid: None for sid in {c.ref[0] for c in carried}})}
+                events = []
+                for replacement in sorted(carried, key=lambda c: rows[c.ref].order if c.ref in rows else 0):
+                    row = rows.get(replacement.ref)
+                    events.append(replacement_event(replacement.targets, replacement.message,
+                                                    row.origin if row else None, row.source if row and row.source else EDIT_SOURCE))
+                log.append(session_id, events)
+        return session_id
+
+    def select_variant(self: Tavern, playthrough_id: int, ref: Ref) -> PlaythroughView:
+        """Show a variant: the head moves to the session that ends at its newest continuation
+        (or stays, when it is already on the active path). The choice is stored, so it survives
+        a restart.
+
+        Raises:
+            NotFound: no such playthrough or variant.
+        """
+        timeline, members = self._timeline(playthrough_id)
+        if ref not in timeline.variants:
+            raise NotFound(f"no message {ref[0]}:{ref[1]} in playthrough {playthrough_id}")
+        return self._set_head(playthrough_id, timeline.session_for(ref, members))
+
+    def swipe(self: Tavern, playthrough_id: int, direction: int) -> SwipeView | None:
+        """Move the last message to its previous (-1) or next (+1) sibling variant.
+
+        On the greeting, moves among the card's greetings (a greeting not shown before is
+        admitted as a new opening reference in a fork; no reply is fabricated).
+
+        Returns:
+            The new counter, or None when swiping right past the last reply: the caller then
+            generates a new variant with `regenerate` (SillyTavern's swipe-right-to-generate).
+            Swiping left of the first, or past the last greeting, returns the counter unchanged.
+        """
+        timeline, members = self._timeline(playthrough_id)
+        state = self._swipe_view(playthrough_id, timeline)
+        if state.ref is None or direction == 0:
+            return state
+        step = 1 if direction > 0 else -1
+        if state.greeting:
+            return self._swipe_greeting(playthrough_id, timeline, members, state, step)
+        siblings = timeline.siblings(state.ref)
+        target = siblings.index(state.ref) + step
+        if target < 0:
+            return state
+        if target >= len(siblings):
+            return None if state.can_generate else state
+        self._set_head(playthrough_id, timeline.session_for(siblings[target], members))
+        return self.swipe_state(playthrough_id)
+
+    def _swipe_greeting(self: Tavern, playthrough_id: int, timeline: Timeline, members: list[int], state: SwipeView,
+                        step: int) -> SwipeView:
+        assert state.ref is not None
+        index = state.position[0] - 1 + step
+        greetings, char, user = self._greetings(playthrough_id)
+        if index < 0 or index >= len(greetings):
+            return state
+        roots = timeline.siblings(state.ref)
+        bodies = self._store.events.bodies(roots)
+        for root in roots:
+            row = timeline.variants[root].row
+            if row.source == OPENING_SOURCE and bodies.get(root, {}).get("greeting_index", 0) == index:
+                self._set_head(playthrough_id, timeline.session_for(root, members))
+                return self.swipe_state(playthrough_id)
+        with self._store.unit_of_work() as uow:
+            root_session = uow.playthroughs.get(playthrough_id).root_session_id
+        origin_session = self._store.events.ancestry(root_session)[0][0]
+        session_id = self._fork(playthrough_id, None, root_session=origin_session)
+        admit_opening(self._store.events, session_id, substitute_names(greetings[index], char, user),
+                      {"greeting_index": index, "greetings": len(greetings)})
+        self._set_head(playthrough_id, session_id)
+        return self.swipe_state(playthrough_id)
+
+    def rollback(self: Tavern, playthrough_id: int, ref: Ref) -> PlaythroughView:
+        """Continue the playthrough from an earlier message: the head becomes a fork ending at
+        `ref`; the later messages stay reachable as a sibling branch.
+
+        Raises:
+            NotFound: no such playthrough or message.
+        """
+        timeline, _members = self._timeline(playthrough_id)
+        if ref not in timeline.variants:
+            raise NotFound(f"no message {ref[0]}:{ref[1]} in playthrough {playthrough_id}")
+        return self._set_head(playthrough_id, self._fork(playthrough_id, ref, timeline))
+
+    def branch_playthrough(self: Tavern, playthrough_id: int, ref: Ref) -> PlaythroughView:
+        """Start a new playthrough from a message ("new playthrough from here"): its root is a
+        fork of this one ending at `ref`; the tree of this playthrough links to it.
+
+        Raises:
+            NotFound: no such playthrough or message.
+        """
+        timeline, _members = self._timeline(playthrough_id)
+        if ref not in timeline.variants:
+            raise NotFound(f"no message {ref[0]}:{ref[1]} in playthrough {playthrough_id}")
+        view = self.playthrough(playthrough_id)
+        session_id = self._fork(playthrough_id, ref, timeline)
+        with self._store.unit_of_work() as uow:
+            created = uow.playthroughs.add(character_id=view.character_id, title=f"branch of #{playthrough_id}",
+                                           user_name=view.user_name, session_id=session_id,
+                                           meta=json.dumps({"branch_of": playthrough_id, "from": list(ref)}))
+        return self.playthrough(created.id)
+
+    # -- edits --------------------------------------------------------------------------
+
+    def _surface_message(self: Tavern, playthrough_id: int, ref: Ref):  # type: ignore[no-untyped-def]
+        from tavern_tui.engine.log import derive_messages
+
+        view = self.playthrough(playthrough_id)
+        for message in derive_messages(self._store.events, view.session_id, include_failed=True):
+            if message.ref == tuple(ref) and message.source != SYSTEM_PROMPT_SOURCE:
+                return view, message
+        raise NotFound(f"message {ref[0]}:{ref[1]} is not shown in playthrough {playthrough_id}")
+
+    def edit_message(self: Tavern, playthrough_id: int, ref: Ref, text: str) -> None:
+        """Replace a shown message's text (a surface replacement; the original stays in the log).
+
+        An assistant message the person rewrote carries origin operator (seed 001); the person's
+        own message stays theirs. Later swipes and branches are untouched.
+
+        Raises:
+            NotFound: the message is not on the playthrough's surface.
+            TavernError: empty text (delete the message instead).
+        """
+        if not text.strip():
+            raise TavernError("an edit needs text; to remove the message, delete it")
+        view, message = self._surface_message(playthrough_id, ref)
+        replacement: dict[str, Any] = {"role": message.role, "content": text}
+        for key in ("name", "hidden"):
+            if key in message.body:
+                replacement[key] = message.body[key]
+        origin = Origin.OPERATOR if message.role != "user" else None
+        self._store.events.append(view.session_id, [replacement_event([message.ref], replacement, origin)])
+
+    def delete_message(self: Tavern, playthrough_id: int, ref: Ref, *, to_end: bool = False) -> int:
+        """Hide a shown message (and, with `to_end`, every message after it, as SillyTavern's
+        delete mode does) from the surface; the originals stay in the log and in the tree.
+
+        Returns:
+            How many messages were hidden.
+
+        Raises:
+            NotFound: the message is not on the playthrough's surface.
+        """
+        from tavern_tui.engine.log import derive_messages
+
+        view, message = self._surface_message(playthrough_id, ref)
+        surface = [m for m in derive_messages(self._store.events, view.session_id, include_failed=True)
+                   if m.source != SYSTEM_PROMPT_SOURCE]
+        start = next(i for i, m in enumerate(surface) if m.ref == message.ref)
+        targets = [m.ref for m in (surface[start:] if to_end else surface[start:start + 1])]
+        self._store.events.append(view.session_id, [replacement_event(targets, None)])
+        return len(targets)
+
+    # -- generating variants --------------------------------------------------------------
+
+    def _last_message(self: Tavern, playthrough_id: int):  # type: ignore[no-untyped-def]
+        from tavern_tui.engine.log import derive_messages
+
+        view = self.playthrough(playthrough_id)
+        shown = [m for m in derive_messages(self._store.events, view.session_id) if m.source != SYSTEM_PROMPT_SOURCE]
+        return view, (shown[-1] if shown else None)
+
+    async def regenerate(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Generate a new variant of the last reply (a swipe right past the end, `--swipe`):
+        a fork before the reply, then one step without new input. When the chat ends with the
+        person's message (no reply yet, or the last one failed), it just generates the reply.
+
+        Raises:
+            TavernError: the last message is the greeting (swipes move among greetings instead).
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        timeline, _members = self._timeline(playthrough_id)
+        last = self._last_visible(timeline)
+        generation = Generation("regenerate")
+        if last is not None:
+            row = timeline.variants[last].row
+            if row.source == OPENING_SOURCE:
+                raise TavernError("the greeting swipes among the card's greetings; there is no reply to regenerate")
+            if row.role == "assistant":
+                parent = timeline.variants[last].parent
+                if parent is None:
+                    raise TavernError("nothing to answer before this message; send something first")
+                self._set_head(playthrough_id, self._fork(playthrough_id, parent, timeline))
+                generation = Generation("swipe")
+        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+            async for update in steps:
+                yield update
+
+    async def continue_reply(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Extend the last reply (SillyTavern "continue"): the reply is sent as the last
+        assistant message with the continue nudge after it, and the result, the original text
+        plus the new, becomes a sibling variant of it (the original stays one swipe away).
+
+        Raises:
+            TavernError: the chat does not end with a reply.
+        """
+        timeline, _members = self._timeline(playthrough_id)
+        last = self._last_visible(timeline)
+        _view, shown = self._last_message(playthrough_id)
+        if last is None or shown is None or shown.role != "assistant":
+            raise TavernError("continue extends the last reply, and the chat does not end with one")
+        parent = timeline.variants[last].parent
+        if parent is None:
+            with self._store.unit_of_work() as uow:
+                root = uow.playthroughs.get(playthrough_id).root_session_id
+            session_id = self._fork(playthrough_id, None, root_session=self._store.events.ancestry(root)[0][0])
+        else:
+            session_id = self._fork(playthrough_id, parent, timeline)
+        self._set_head(playthrough_id, session_id)
+        generation = Generation("continue", continue_text=shown.content, continues=shown.ref,
+                                instruction=CONTINUE_NUDGE)
+        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+            async for update in steps:
+                yield update
+
+    async def impersonate(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Have the model write the person's next line (SillyTavern "impersonate"): stored as
+        `user/message` with origin agent (DESIGN.md), then the person may send or edit it."""
+        _greetings, char, user = self._greetings(playthrough_id)
+        generation = Generation("impersonate", instruction=substitute_names(IMPERSONATION_PROMPT, char, user))
+        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+            async for update in steps:
+                yield update
+
+
+__all__ = ["CONTINUE_NUDGE", "IMPERSONATION_PROMPT", "TimelineOps", "VariantRow"]
