@@ -1,11 +1,13 @@
 """Provides the `tavern` command line. Every command calls the `Tavern` service, never the store.
 
     tavern                      launch the TUI (also: tavern tui)
-    tavern import PATH... [--json]            cards and world books
+    tavern import PATH... [--character NAME] [--json]   cards, world books, chats (.jsonl)
     tavern lore list|bind|unbind|export|test …
-    tavern chat CHARACTER --say TEXT [--new | --playthrough ID] [--json]
+    tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate) [--new | --playthrough ID] [--json]
     tavern sessions [--json] [--character NAME]
     tavern show PLAYTHROUGH [--json] [--system]
+    tavern tree PLAYTHROUGH [--json]
+    tavern export PLAYTHROUGH --jsonl FILE
 """
 
 from __future__ import annotations
@@ -58,13 +60,19 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("tui", help="launch the terminal UI (the default)")
 
-    p_import = commands.add_parser("import", help="import character cards and world books (files or folders)")
+    p_import = commands.add_parser("import", help="import character cards, world books and SillyTavern chats (.jsonl)")
     p_import.add_argument("paths", nargs="+", metavar="PATH")
+    p_import.add_argument("--character", metavar="NAME", help="the character imported chats are with "
+                                                             "(default: the name in the chat file)")
     p_import.add_argument("--json", action="store_true", help="print a JSON list of results")
 
     p_chat = commands.add_parser("chat", help="send one message and print the streamed reply")
     p_chat.add_argument("character", metavar="CHARACTER", help="character name or id")
-    p_chat.add_argument("--say", required=True, metavar="TEXT", help="what you say")
+    action = p_chat.add_mutually_exclusive_group(required=True)
+    action.add_argument("--say", metavar="TEXT", help="what you say")
+    action.add_argument("--swipe", action="store_true", help="regenerate the last reply as a new sibling (a swipe)")
+    action.add_argument("--continue", dest="continue_", action="store_true", help="extend the last reply")
+    action.add_argument("--impersonate", action="store_true", help="have the model write your next line")
     which = p_chat.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="start a new playthrough")
     which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
@@ -78,6 +86,14 @@ def _parser() -> argparse.ArgumentParser:
     p_show.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_show.add_argument("--json", action="store_true")
     p_show.add_argument("--system", action="store_true", help="include the system section sent to the model")
+
+    p_tree = commands.add_parser("tree", help="print a playthrough's timeline: every message variant")
+    p_tree.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_tree.add_argument("--json", action="store_true")
+
+    p_export = commands.add_parser("export", help="write a playthrough as a SillyTavern chat (.jsonl)")
+    p_export.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_export.add_argument("--jsonl", required=True, metavar="FILE", help="where to write it ('-' for stdout)")
 
     add_lore_parser(commands)
     return parser
@@ -97,7 +113,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Import cards; exit 1 when any file failed."""
     tavern = _open(args)
     try:
-        results = tavern.import_paths(args.paths)
+        results = tavern.import_paths(args.paths, character=args.character)
     finally:
         tavern.close()
     if args.json:
@@ -134,8 +150,16 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"[{tavern.provider_label}] playthrough {playthrough.id}\n")
         settled = None
         in_reasoning = False
+        if args.swipe:
+            updates = tavern.regenerate(playthrough.id)
+        elif args.continue_:
+            updates = tavern.continue_reply(playthrough.id)
+        elif args.impersonate:
+            updates = tavern.impersonate(playthrough.id)
+        else:
+            updates = tavern.send(playthrough.id, args.say)
         try:
-            async for update in tavern.send(playthrough.id, args.say):
+            async for update in updates:
                 if isinstance(update, ReasoningDelta):
                     if not in_reasoning:
                         err.write("(thinking) ")
@@ -162,7 +186,9 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.json and settled is not None:
             event = settled.event
             json.dump({"playthrough": playthrough.id, "session_id": event.session_id, "seq": event.seq,
-                       "content": event.content, "usage": event.body.get("usage")}, out, ensure_ascii=False)
+                       "role": event.role, "origin": event.origin.value if event.origin else None,
+                       "content": event.content, "usage": event.body.get("usage"),
+                       "swipe": tavern.swipe_state(playthrough.id).label}, out, ensure_ascii=False)
         out.write("\n")
         return EXIT_OK
     finally:
@@ -220,6 +246,48 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Print the playthrough's variant tree (indented by branch) or its JSON."""
+    tavern = _open(args)
+    try:
+        tree = tavern.timeline(args.playthrough)
+    finally:
+        tavern.close()
+    if args.json:
+        json.dump(tree.to_json(), out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    branch_depth: dict[tuple[int, int] | None, int] = {None: 0}
+    for v in tree.variants:
+        # Indent only where the story branches, so a long chat stays readable.
+        parent_depth = branch_depth.get(v.parent, 0)
+        depth = parent_depth + (1 if v.position[1] > 1 else 0)
+        branch_depth[v.ref] = depth
+        marks = ["*" if v.active else " "]
+        counter = f"{v.position[0]}/{v.position[1]} " if v.position[1] > 1 else ""
+        flags = "".join(f" [{flag}]" for flag, on in (("edited", v.edited), ("deleted", v.deleted),
+                                                      ("partial", v.partial)) if on)
+        links = "".join(f" -> playthrough {b}" for b in v.branches)
+        out.write(f"{marks[0]} {'  ' * depth}{v.ref[0]}:{v.ref[1]} {counter}{v.role}/{v.origin}: {v.preview}{flags}{links}\n")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Write the playthrough's active path (with swipes) as SillyTavern JSONL."""
+    tavern = _open(args)
+    try:
+        text = tavern.export_chat(args.playthrough)
+    finally:
+        tavern.close()
+    if args.jsonl == "-":
+        out.write(text)
+    else:
+        with open(args.jsonl, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        err.write(f"wrote {text.count(chr(10)) - 1} messages to {args.jsonl}\n")
+    return EXIT_OK
+
+
 def cmd_tui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Launch the Textual app (imported lazily: the other commands never load textual)."""
     from tavern_tui.tui.app import run
@@ -242,7 +310,7 @@ def cmd_lore_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,
-                            "tui": cmd_tui, None: cmd_tui}
+                            "tree": cmd_tree, "export": cmd_export, "tui": cmd_tui, None: cmd_tui}
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

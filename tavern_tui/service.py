@@ -26,6 +26,7 @@ from tavern_tui.engine.step import Generation, StepUpdate, admit_opening, recove
 from tavern_tui.engine.stream import Provider
 from tavern_tui.errors import FormatError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard, parse_card
+from tavern_tui.formats.chatlog import CHAT_SUFFIXES, looks_like_chat_jsonl
 from tavern_tui.formats.sniff import WORLD_BOOK, sniff_bytes
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.formats.worldinfo import from_character_book, parse_world_book, to_st_json
@@ -36,6 +37,7 @@ from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, WorldBookRecord
+from tavern_tui.service_chats import ChatFileOps
 from tavern_tui.service_timeline import TimelineOps
 from tavern_tui.store.store import Store
 from tavern_tui.views import CharacterView, ImportResult, MessageView, PlaythroughView, WorldBookView
@@ -77,7 +79,7 @@ def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | 
 
 
 @dataclass
-class Tavern(TimelineOps):
+class Tavern(TimelineOps, ChatFileOps):
     """Every user operation: import, list, start/open a playthrough, send, read messages.
 
     Args:
@@ -141,9 +143,14 @@ class Tavern(TimelineOps):
 
     # -- import ---------------------------------------------------------------------------
 
-    def import_paths(self, paths: Sequence[str | Path]) -> list[ImportResult]:
-        """Import character cards and world books from files and folders (a folder: every
-        .png/.json in it). What a JSON file is comes from its content (`formats.sniff`).
+    def import_paths(self, paths: Sequence[str | Path], *, character: str | None = None) -> list[ImportResult]:
+        """Import character cards, world books and SillyTavern chats (.jsonl) from files and
+        folders (a folder: every .png/.json in it). What a file is comes from its content
+        (`formats.sniff`, `formats.chatlog.looks_like_chat_jsonl`).
+
+        Args:
+            character: the character (id or name) imported chats are with; default: the
+                name the chat file gives.
 
         Each file is parsed completely before anything is stored, and stored in one transaction,
         so a broken file stores nothing. Importing the same bytes again stores nothing new.
@@ -164,7 +171,9 @@ class Tavern(TimelineOps):
             except OSError as exc:
                 results.append(ImportResult(shown, "character", error=f"{shown}: cannot read: {exc.strerror}"))
                 continue
-            if sniff_bytes(data) == WORLD_BOOK:
+            if path.suffix.lower() in CHAT_SUFFIXES or looks_like_chat_jsonl(data):
+                results.append(self.import_chat_bytes(data, shown, character=character))
+            elif sniff_bytes(data) == WORLD_BOOK:
                 results.append(self.import_world_book_bytes(data, shown))
             else:
                 results.append(self.import_card_bytes(data, shown))

@@ -252,9 +252,7 @@ class EventLog:
             rows = conn.execute(select(*columns).where(or_(*clauses), EVENTS.c.kind.in_(kinds))).all()
         result = []
         for row in rows:
-            body = json.loads(row[7]) if bodies or row.kind == EventKind.SURFACE_REPLACED else None
-            if body is None and row.kind == EventKind.SURFACE_REPLACED:
-                body = {}
+            body = json.loads(row[7]) if bodies else None
             result.append(VariantRow(row.id, row.session_id, row.seq, row.kind, row.role, parse_origin(row.origin),
                                      row.source, body))
         if not bodies:

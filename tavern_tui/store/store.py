@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from sqlalchemy import insert
 from sqlalchemy.orm import Session, sessionmaker
+
+from tavern_tui.engine.events import NewEvent, body_hash, canonical_json
+from tavern_tui.store.models import EventRow, SessionRow
 
 from tavern_tui.store.db import make_engine, upgrade
 from tavern_tui.store.eventlog import EventLog
 from tavern_tui.store.repositories import (
     BindingRepository,
     CharacterRepository,
+    PlaythroughRecord,
     PlaythroughRepository,
     WorldBookRepository,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedSession:
+    """A session an import creates: `parent` is an earlier planned session's key (None for the
+    root), `fork_seq` the inclusive fork point in it."""
+
+    key: str
+    parent: str | None = None
+    fork_seq: int | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,46 @@ class Store:
             with session.begin():
                 yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
                                  WorldBookRepository(session), BindingRepository(session))
+        finally:
+            session.close()
+
+    def import_playthrough(self, *, character_id: int, user_name: str, title: str, meta: str,
+                           sessions: Sequence[PlannedSession], events: Sequence[tuple[str, NewEvent]],
+                           head: str) -> PlaythroughRecord:
+        """Create a whole playthrough (its session tree and events) in one transaction: a
+        failure stores none of it. Events are inserted in the order given (siblings of the
+        timeline sort by it); each session's seqs run gaplessly from 1.
+
+        Raises:
+            KeyError: an event or parent names a session not planned before it.
+            StoreError / SQLAlchemyError: the database refused it (nothing is kept).
+        """
+        now = datetime.now(UTC)
+        session: Session = self._sessions()
+        try:
+            with session.begin():
+                ids: dict[str, int] = {}
+                for planned in sessions:
+                    row = SessionRow(parent_id=ids[planned.parent] if planned.parent else None,
+                                     fork_seq=planned.fork_seq, created_at=now)
+                    session.add(row)
+                    session.flush()
+                    ids[planned.key] = row.id
+                seqs: dict[str, int] = {}
+                rows = []
+                for key, new in events:
+                    seqs[key] = seqs.get(key, 0) + 1
+                    text = canonical_json(new.body)
+                    rows.append({"session_id": ids[key], "seq": seqs[key], "kind": str(new.kind), "role": new.role,
+                                 "origin": new.origin.value if new.origin else None, "source": new.source,
+                                 "body": text, "body_sha256": body_hash(text), "created_at": now})
+                if rows:
+                    session.execute(insert(EventRow), rows)
+                repo = PlaythroughRepository(session)
+                record = repo.add(character_id=character_id, title=title, user_name=user_name,
+                                  session_id=ids[sessions[0].key], meta=meta)
+                repo.adopt(list(ids.values()), record.id)
+                return repo.set_head(record.id, ids[head])
         finally:
             session.close()
 

@@ -1,0 +1,185 @@
+"""Provides SillyTavern chat import and export for the `Tavern` facade.
+
+Rules: format-digest §d (SillyTavern 1.18 chat JSONL) and DESIGN.md "Message origin":
+`is_user` → customer, other speakers → agent, `is_system` → engine (shown, never sent). Each
+message's swipes become sibling variants (forks before it), the saved `swipe_id` on the active
+path; export writes the active path back with every sibling as a swipe.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tavern_tui.assembly.macros import substitute_names
+from tavern_tui.engine.events import EventKind, NewEvent, Origin
+from tavern_tui.engine.log import HIDDEN_KEY, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
+from tavern_tui.engine.step import OPENING_SOURCE
+from tavern_tui.engine.timeline import Ref, Timeline
+from tavern_tui.errors import FormatError, NotFound
+from tavern_tui.formats.chatlog import ChatLine, ParsedChat, format_send_date, parse_chat_jsonl, write_chat_jsonl
+from tavern_tui.store.store import PlannedSession
+from tavern_tui.views import ImportResult
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
+
+ST_KEY = "st"
+"""Body key holding the fields of an imported chat line this app has no use for (kept for export)."""
+
+_LINE_FIELDS = ("name", "is_user", "is_system", "send_date", "mes", "swipes", "swipe_id", "swipe_info", "extra")
+
+
+def _event_for(line: ChatLine, swipe: int) -> NewEvent:
+    """The event one swipe of an imported line becomes."""
+    info = line.swipe_info[swipe] if swipe < len(line.swipe_info) else {}
+    body: dict[str, Any] = {
+        "content": line.swipes[swipe], "name": line.name,
+        "send_date": info.get("send_date", line.send_date), "extra": info.get("extra") or {},
+        "swipe_info": info, ST_KEY: {k: v for k, v in line.raw.items() if k not in _LINE_FIELDS},
+        "imported": {"line": line.line_no, "swipe": swipe, "had_swipes": line.had_swipes,
+                     "had_extra": "extra" in line.raw},
+    }
+    reasoning = body["extra"].get("reasoning") if isinstance(body["extra"], dict) else None
+    if isinstance(reasoning, str) and reasoning:
+        body["reasoning"] = reasoning
+    if line.is_system:
+        body[HIDDEN_KEY] = True
+        return NewEvent(EventKind.SYSTEM_MESSAGE, "system", body, Origin.ENGINE, "chat-import")
+    if line.is_user:
+        return NewEvent(EventKind.USER_MESSAGE, "user", body)
+    return NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body)
+
+
+def plan_chat(chat: ParsedChat) -> tuple[list[PlannedSession], list[tuple[str, NewEvent]]]:
+    """Sessions and events for an imported chat: the chosen swipes in one root session (message
+    i at seq i+1), each other swipe in a fork ending just before its message. Events come in
+    swipe order, so siblings keep the file's swipe order."""
+    sessions = [PlannedSession("root")]
+    events: list[tuple[str, NewEvent]] = []
+    for index, line in enumerate(chat.messages):
+        for swipe in range(len(line.swipes)):
+            if swipe == line.swipe_id:
+                events.append(("root", _event_for(line, swipe)))
+            else:
+                key = f"m{index}s{swipe}"
+                sessions.append(PlannedSession(key, "root", index))
+                events.append((key, _event_for(line, swipe)))
+    return sessions, events
+
+
+class ChatFileOps:
+    """SillyTavern chat import/export of `Tavern` (mixed into it)."""
+
+    def import_chat_bytes(self: Tavern, payload: bytes, name: str, *, character: str | None = None) -> ImportResult:
+        """Import a SillyTavern chat (.jsonl) as a new playthrough, in one transaction.
+
+        The character is `character` (id or name), else the header's `character_name`, else
+        the name of the first message the person did not write; it must be imported already.
+
+        Returns:
+            An ImportResult of kind "chat" whose id is the new playthrough; `error` names the
+            file and line (malformed line) or the missing character.
+        """
+        try:
+            chat = parse_chat_jsonl(payload, name)
+            record = self._chat_character(chat, name, character)
+        except (FormatError, NotFound) as exc:
+            return ImportResult(name, "chat", error=str(exc))
+        user = chat.user_name or next((m.name for m in chat.messages if m.is_user and m.name), None) \
+            or self.settings.user_name
+        sessions, events = plan_chat(chat)
+        meta = json.dumps({"source": Path(name).name, "header": chat.header}, ensure_ascii=False)
+        created = self._store.import_playthrough(character_id=record.id, user_name=user, title=Path(name).stem,
+                                                 meta=meta, sessions=sessions, events=events, head="root")
+        return ImportResult(name, "chat", created.id, f"{record.name} #{created.id}", warnings=tuple(chat.warnings))
+
+    def _chat_character(self: Tavern, chat: ParsedChat, file: str, given: str | None) -> Any:
+        wanted = given or chat.character_name or next(
+            (m.name for m in chat.messages if not m.is_user and not m.is_system and m.name), None)
+        if not wanted:
+            raise NotFound(f"{file}: the chat does not say which character it is with; pass --character NAME")
+        try:
+            return self._find(wanted, "characters", "character")
+        except NotFound:
+            raise NotFound(f"{file}: no character named {wanted!r}; import its card first, "
+                           "or pass --character NAME") from None
+
+    def export_chat(self: Tavern, playthrough_id: int) -> str:
+        """The playthrough's active path as SillyTavern chat JSONL, every sibling variant of a
+        message as one of its swipes (the shown one as `swipe_id`); the greeting's swipes are
+        the card's greetings. Imported chats keep their header and unknown fields.
+
+        Raises:
+            NotFound: no such playthrough.
+        """
+        view = self.playthrough(playthrough_id)
+        with self._store.unit_of_work() as uow:
+            record = uow.playthroughs.get(playthrough_id)
+            card = self._card(uow.characters.get(view.character_id))
+        timeline, _members = self._timeline(playthrough_id, bodies=True)
+        meta = json.loads(record.meta or "{}")
+        header = meta.get("header") or {"user_name": view.user_name, "character_name": card.name,
+                                        "create_date": format_send_date(view.created_at), "chat_metadata": {}}
+        lines: list[ChatLine] = []
+        for message in derive_messages(self._store.events, view.session_id):
+            if message.source == SYSTEM_PROMPT_SOURCE:
+                continue
+            lines.append(self._chat_line(len(lines) + 2, message, timeline, view.user_name, card.name,
+                                         [substitute_names(g, card.name, view.user_name) for g in card.greetings]))
+        return write_chat_jsonl(header, lines)
+
+    def _chat_line(self: Tavern, line_no: int, message: SurfaceMessage, timeline: Timeline, user: str, char: str,
+                   greetings: list[str]) -> ChatLine:
+        raw_ref = _original_ref(message.ref, timeline)
+        body = message.body
+        swipes, infos, chosen = [message.content], [_info(body, message)], 0
+        if message.source == OPENING_SOURCE and len(greetings) > 1:
+            index = body.get("greeting_index", 0)
+            chosen = index if isinstance(index, int) and 0 <= index < len(greetings) else 0
+            swipes = list(greetings)
+            swipes[chosen] = message.content
+            infos = [dict(infos[0]) for _ in swipes]
+        elif raw_ref is not None:
+            role = timeline.variants[raw_ref].row.role
+            siblings = [s for s in timeline.siblings(raw_ref) if timeline.variants[s].row.role == role]
+            chosen = siblings.index(raw_ref)
+            swipes, infos = [], []
+            for sibling in siblings:
+                sibling_body = timeline.variants[sibling].row.body or {}
+                swipes.append(message.content if sibling == raw_ref else str(sibling_body.get("content") or ""))
+                infos.append(_info(body if sibling == raw_ref else sibling_body, message))
+        imported = body.get("imported") if isinstance(body.get("imported"), dict) else {}
+        extra = dict(body.get("extra") or {}) if isinstance(body.get("extra"), dict) else {}
+        if body.get("reasoning") and "reasoning" not in extra:
+            extra["reasoning"] = body["reasoning"]
+        name = body.get("name") if isinstance(body.get("name"), str) else (user if message.role == "user" else char)
+        send_date = infos[chosen].get("send_date")
+        raw = dict(body.get(ST_KEY) or {})
+        if imported.get("had_extra", True):
+            raw["extra"] = extra  # SillyTavern writes `extra` on every message it makes
+        return ChatLine(line_no, name, message.role == "user", bool(body.get(HIDDEN_KEY)) or message.role == "system",
+                        swipes, chosen, infos, send_date, None, extra, raw,
+                        bool(imported.get("had_swipes")) or len(swipes) > 1)
+
+
+def _info(body: dict[str, Any], message: SurfaceMessage) -> dict[str, Any]:
+    """A swipe's `swipe_info`: the imported one, else its send date and extra."""
+    info = body.get("swipe_info")
+    if isinstance(info, dict) and info:
+        return dict(info)
+    return {"send_date": body.get("send_date") or format_send_date(message.created_at), "gen_started": None,
+            "gen_finished": None, "extra": dict(body.get("extra") or {}) if isinstance(body.get("extra"), dict) else {}}
+
+
+def _original_ref(ref: Ref, timeline: Timeline) -> Ref | None:
+    """The variant a surface message stands for: itself, or what an edit replaced."""
+    seen = 0
+    while ref not in timeline.variants and seen < 100:
+        replaced = next((r for r in timeline.replacements.values() if r.ref == ref), None)
+        if replaced is None or not replaced.targets:
+            return None
+        ref = replaced.targets[0]
+        seen += 1
+    return ref if ref in timeline.variants else None
