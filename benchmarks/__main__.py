@@ -22,7 +22,7 @@ from pathlib import Path
 
 from benchmarks.wi_activation import wi_activation
 from tavern_tui.engine.events import EventKind, NewEvent
-from tavern_tui.engine.log import derive_messages, inspect, page
+from tavern_tui.engine.log import derive_messages, inspect, page, tail
 from tavern_tui.store.store import Store
 
 Result = dict[str, object]
@@ -62,8 +62,8 @@ def event_append(workdir: Path, n: int = 5000) -> Result:
 def session_open_query(workdir: Path, sessions: int = 200, per_session: int = 500, iterations: int = 50) -> Result:
     """B4: last 50 visible messages of a 5-deep fork in a 100k-event database. Target p95 ≤ 3 ms.
 
-    Measures `page(inspect(...), -50, 50)` on the fork, which today derives the whole surface
-    and slices it (see the note printed with the figures).
+    Measures `engine.log.tail` (one bounded query: per ancestor an index scan from its fork
+    point backwards) and, for comparison, `page`, which derives the whole surface and slices it.
     """
     store = Store(f"sqlite:///{workdir / 'open.db'}")
     log = store.events
@@ -81,14 +81,76 @@ def session_open_query(workdir: Path, sessions: int = 200, per_session: int = 50
     times = []
     for _ in range(iterations):
         t0 = time.perf_counter()
-        result = page(log, inspect(log, parent), offset=-50, limit=50)
+        result = tail(log, inspect(log, parent), 50)
         times.append((time.perf_counter() - t0) * 1000)
-    assert len(result.messages) == 50
-    total = len(derive_messages(log, parent))
+    assert len(result) == 50
+    full = derive_messages(log, parent)
+    assert [m.ref for m in result] == [m.ref for m in full[-50:]], "the bounded read differs from the full surface"
+    whole = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        page(log, inspect(log, parent), offset=-50, limit=50)
+        whole.append((time.perf_counter() - t0) * 1000)
     store.close()
     p95 = _pct(times, 0.95)
-    return {"events_in_db": (sessions - 5) * per_session + 100, "fork_depth": 5, "surface_messages": total,
-            "p50_ms": round(statistics.median(times), 2), "p95_ms": round(p95, 2), "ratio_p95": round(p95 / 3.0, 2)}
+    return {"events_in_db": (sessions - 5) * per_session + 100, "fork_depth": 5, "surface_messages": len(full),
+            "p50_ms": round(statistics.median(times), 2), "p95_ms": round(p95, 2),
+            "full_derive_ms": round(statistics.median(whole), 2), "ratio_p95": round(p95 / 3.0, 2)}
+
+
+def _long_chat(messages: int) -> bytes:
+    """A SillyTavern chat of `messages` lines; every 10th reply and the last carry 3 swipes."""
+    lines = [json.dumps({"user_name": "Ann", "character_name": "Seraphina", "chat_metadata": {}})]
+    for i in range(messages):
+        user = i % 2 == 1
+        text = _body(i)["content"]
+        line: dict[str, object] = {"name": "Ann" if user else "Seraphina", "is_user": user, "is_system": False,
+                                   "send_date": "2024-07-12T01:31:37.000Z", "mes": text}
+        if not user and (i % 20 == 0 or i == messages - 1):
+            line.update(swipes=[text, text + " (b)", text + " (c)"], swipe_id=0)
+        lines.append(json.dumps(line))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def swipe_switch(workdir: Path, messages: int = 5000, runs: int = 20) -> Result:
+    """B8 (second half): in a 5,000-message playthrough, create a fork (rollback at the last
+    message) and switch swipes of the last reply, reading what the chat repaints (its last 20
+    messages and the counter). Targets: fork ≤ 5 ms, switch ≤ 100 ms."""
+    from tavern_tui.config import Settings
+    from tavern_tui.service import Tavern
+
+    tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'swipe.db'}"))
+    card = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cards" / "seraphina_chara_ccv3.png"
+    tavern.import_paths([card])
+    t0 = time.perf_counter()
+    result = tavern.import_chat_bytes(_long_chat(messages), "long.jsonl")
+    import_ms = (time.perf_counter() - t0) * 1000
+    pid = result.id or 0
+    log = tavern._store.events
+    head = tavern.playthrough(pid).session_id
+    forks = []
+    for i in range(runs):
+        t0 = time.perf_counter()
+        log.create_session(head, messages - 1 - i, pid)
+        forks.append((time.perf_counter() - t0) * 1000)
+    switches = []
+    for i in range(runs):
+        t0 = time.perf_counter()
+        state = tavern.swipe(pid, -1 if i % 4 < 2 else 1)
+        shown = tavern.messages(pid, last=20)
+        switches.append((time.perf_counter() - t0) * 1000)
+    assert state is not None and len(shown) == 20
+    tree = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        tavern.timeline(pid)
+        tree.append((time.perf_counter() - t0) * 1000)
+    tavern.close()
+    fork_p95, switch_p95 = _pct(forks, 0.95), _pct(switches, 0.95)
+    return {"messages": messages, "import_ms": round(import_ms), "fork_p95_ms": round(fork_p95, 2),
+            "switch_p50_ms": round(statistics.median(switches), 1), "switch_p95_ms": round(switch_p95, 1),
+            "tree_ms": round(statistics.median(tree)), "ratio_fork": round(fork_p95 / 5.0, 2),
+            "ratio_switch": round(switch_p95 / 100.0, 2)}
 
 
 def fork_create(workdir: Path, n: int = 200) -> Result:
@@ -160,6 +222,7 @@ BENCHMARKS: dict[str, Callable[[Path], Result]] = {
     "event_append": event_append,
     "session_open_query": session_open_query,
     "fork_create": fork_create,
+    "swipe_switch": swipe_switch,
     "chat_open": chat_open,
     "wi_activation": wi_activation,
 }

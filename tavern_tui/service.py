@@ -21,7 +21,14 @@ from tavern_tui.assembly.macros import substitute_names
 from tavern_tui.assembly.tokens import estimate_messages
 from tavern_tui.config import Settings
 from tavern_tui.engine.events import canonical_json
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, request_messages
+from tavern_tui.engine.log import (
+    SYSTEM_PROMPT_SOURCE,
+    SurfaceMessage,
+    derive_messages,
+    inspect,
+    request_messages,
+    tail,
+)
 from tavern_tui.engine.step import Generation, StepUpdate, admit_opening, recover_interrupted, run_step
 from tavern_tui.engine.stream import Provider
 from tavern_tui.errors import FormatError, NotFound, TavernError
@@ -504,14 +511,21 @@ class Tavern(TimelineOps, ChatFileOps):
                            str(error["message"]) if "message" in error else None,
                            str(error["category"]) if "category" in error else None)
 
-    def messages(self, playthrough_id: int, *, include_system: bool = False) -> list[MessageView]:
+    def messages(self, playthrough_id: int, *, include_system: bool = False,
+                 last: int | None = None) -> list[MessageView]:
         """The playthrough's messages in order (its head session's surface), including replies
         that failed before any text arrived (`partial`, with `error`), which the model never sees.
 
         Args:
             include_system: also return the system section sent to the model (hidden in the chat).
+            last: only the newest `last` messages, read with one bounded query (`engine.log.tail`);
+                the system section is never among them.
         """
         view = self.playthrough(playthrough_id)
+        if last is not None:
+            log = self._store.events
+            recent = tail(log, inspect(log, view.session_id), last, include_failed=True)
+            return [self._message_view(m, view.character_name, view.user_name) for m in recent]
         surface = derive_messages(self._store.events, view.session_id, include_failed=True)
         return [self._message_view(m, view.character_name, view.user_name) for m in surface
                 if include_system or m.source != SYSTEM_PROMPT_SOURCE]

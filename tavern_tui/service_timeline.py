@@ -221,8 +221,10 @@ class TimelineOps:
             return state
         if target >= len(siblings):
             return None if state.can_generate else state
-        self._set_head(playthrough_id, timeline.session_for(siblings[target], members))
-        return self.swipe_state(playthrough_id)
+        head = timeline.session_for(siblings[target], members)
+        self._set_head(playthrough_id, head)
+        timeline.move_head(head)
+        return self._swipe_view(playthrough_id, timeline)
 
     def _swipe_greeting(self: Tavern, playthrough_id: int, timeline: Timeline, members: list[int], state: SwipeView,
                         step: int) -> SwipeView:

@@ -222,3 +222,21 @@ async def test_unknown_refs_and_bad_operations_are_refused(tavern: Tavern, model
     greeting = tavern.messages(pid)[0]
     with pytest.raises(TavernError, match="needs text"):
         tavern.edit_message(pid, greeting.ref, "   ")
+
+
+async def test_the_last_messages_of_a_deep_fork_match_the_full_surface(tavern: Tavern, model: ScriptedModel,
+                                                                      pid: int) -> None:
+    for i in range(6):
+        model.enqueue(f"r{i}")
+        await drain(tavern.send(pid, f"u{i}"))
+        if i % 2:
+            shown = tavern.messages(pid)
+            tavern.rollback(pid, shown[-2].ref)  # fork before the reply, then answer again
+            model.enqueue(f"r{i} again")
+            await drain(tavern.regenerate(pid))
+    shown = tavern.messages(pid)
+    tavern.edit_message(pid, shown[-3].ref, "edited")
+    tavern.delete_message(pid, shown[-5].ref)
+    full = tavern.messages(pid)
+    for last in (1, 3, 5, 50):
+        assert [(m.ref, m.content) for m in tavern.messages(pid, last=last)] == [(m.ref, m.content) for m in full[-last:]]

@@ -226,6 +226,28 @@ def inspect(log: SessionLog, session_id: int) -> Snapshot:
     return Snapshot(session_id, log.head_seq(session_id))
 
 
+def tail(log: SessionLog, snapshot: Snapshot, limit: int = 50, *, include_failed: bool = False) -> list[SurfaceMessage]:
+    """The last `limit` chat messages of a snapshot (the system section left out), read with
+    a bounded query when the log offers `tail_events` (the store does: one index scan per
+    ancestor, never the whole history); otherwise derived in full and sliced.
+
+    Edits and deletes inside the window apply; a window that deletes thinned is read again
+    wider, so the result is the same as slicing the whole surface.
+    """
+    reader = getattr(log, "tail_events", None)
+    if reader is None:
+        surface = [m for m in derive_messages(log, snapshot.session_id, snapshot.through_seq,
+                                              include_failed=include_failed) if m.source != SYSTEM_PROMPT_SOURCE]
+        return surface[-limit:] if limit > 0 else []
+    window = limit + 8
+    while True:
+        events, complete = reader(snapshot.session_id, window, snapshot.through_seq)
+        surface = [m for m in surface_of(events, include_failed=include_failed) if m.source != SYSTEM_PROMPT_SOURCE]
+        if len(surface) >= limit or complete:
+            return surface[-limit:] if limit > 0 else []
+        window *= 4
+
+
 def page(log: SessionLog, snapshot: Snapshot, offset: int = 0, limit: int = 50) -> Page:
     """Read `limit` surface messages of a snapshot from `offset`; a negative offset counts
     from the end (-50 = the last 50). Appends after the snapshot never shift a page."""

@@ -114,10 +114,12 @@ class Timeline:
         self.head_session = head_session
         own: dict[int, list[VariantRow]] = {sid: [] for sid in self.sessions}
         replacement_rows: list[VariantRow] = []
+        surface_replaced, system_message = str(EventKind.SURFACE_REPLACED), str(EventKind.SYSTEM_MESSAGE)
         for row in rows:
-            if row.kind == EventKind.SURFACE_REPLACED:
+            kind = row.kind
+            if kind == surface_replaced:
                 replacement_rows.append(row)
-            elif is_variant(row.kind, row.source, system_source):
+            elif kind in VARIANT_KINDS and not (kind == system_message and row.source == system_source):
                 own[row.session_id].append(row)
         for listed in own.values():
             listed.sort(key=lambda r: r.seq)
@@ -126,21 +128,29 @@ class Timeline:
         self._end_cache: dict[tuple[int, int | None], Ref | None] = {}
         self.variants: dict[Ref, Variant] = {}
         self.roots: list[Ref] = []
+        variants = self.variants
         for sid, listed in own.items():
             link = self.sessions[sid]
             parent = self.end_of(link.parent_id, link.fork_seq) if link.parent_id is not None else None
             for row in listed:
-                self.variants[row.ref] = Variant(row, parent)
-                parent = row.ref
-        by_order = sorted(self.variants.values(), key=lambda v: v.row.order)
-        for variant in by_order:
+                ref = (sid, row.seq)
+                variants[ref] = Variant(row, parent)
+                parent = ref
+        for variant in sorted(variants.values(), key=lambda v: v.row.order):
             if variant.parent is None:
-                self.roots.append(variant.ref)
+                self.roots.append((variant.row.session_id, variant.row.seq))
             else:
-                self.variants[variant.parent].children.append(variant.ref)
+                variants[variant.parent].children.append((variant.row.session_id, variant.row.seq))
+        self._replacement_rows = replacement_rows
+        self.move_head(head_session)
+
+    def move_head(self, head_session: int) -> None:
+        """Make another session the head (after a swipe or jump): recomputes the active path
+        and the replacements it shows, not the tree."""
+        self.head_session = head_session
         self.path: list[Ref] = self._path_to(self.end_of(head_session, None))
         self.active: frozenset[Ref] = frozenset(self.path)
-        self.replacements = self._visible_replacements(replacement_rows)
+        self.replacements = self._visible_replacements(self._replacement_rows)
 
     # -- structure ------------------------------------------------------------------------
 

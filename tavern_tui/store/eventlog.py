@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -10,7 +11,16 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, and_, bindparam, func, insert, literal, or_, select, union_all
 from sqlalchemy.exc import IntegrityError
 
-from tavern_tui.engine.events import MESSAGE_KINDS, Event, EventKind, NewEvent, body_hash, canonical_json, parse_origin
+from tavern_tui.engine.events import (
+    MESSAGE_KINDS,
+    Event,
+    EventKind,
+    NewEvent,
+    Origin,
+    body_hash,
+    canonical_json,
+    parse_origin,
+)
 from tavern_tui.engine.timeline import SessionLink, VariantRow
 from tavern_tui.errors import NotFound, StoreError
 from tavern_tui.store.models import EventRow, SessionRow
@@ -39,6 +49,25 @@ _APPEND_SQLITE = (
     "SELECT :session_id, coalesce(max(seq), 0) + 1, :kind, :role, :origin, :source, :body, :body_sha256, :created_at "
     "FROM events WHERE session_id = :session_id RETURNING seq"
 )
+
+
+_NO_BOUND = 2**62
+"""An upper seq bound no session reaches (for the unbounded last link of a chain)."""
+_TAIL_KINDS = [str(k) for k in (*MESSAGE_KINDS, EventKind.SURFACE_REPLACED)]
+
+
+@functools.lru_cache(maxsize=32)
+def _tail_statement(links: int):  # type: ignore[no-untyped-def]
+    """UNION ALL of one backward index scan per chain link: session s_i through seq u_i, newest
+    `lim` message/replacement events, tagged with the link's index."""
+    parts = []
+    for index in range(links):
+        query = (select(EVENTS, literal(index).label("chain_index"))
+                 .where(EVENTS.c.session_id == bindparam(f"s{index}"), EVENTS.c.seq <= bindparam(f"u{index}"),
+                        EVENTS.c.kind.in_(_TAIL_KINDS))
+                 .order_by(EVENTS.c.seq.desc()).limit(bindparam("lim")))
+        parts.append(query.subquery().select())
+    return union_all(*parts) if links > 1 else parts[0]
 
 
 def _as_utc(value: datetime) -> datetime:
@@ -243,18 +272,16 @@ class EventLog:
             return []
         kinds = [str(k) for k in (*MESSAGE_KINDS, EventKind.SURFACE_REPLACED)]
         columns = [EVENTS.c.id, EVENTS.c.session_id, EVENTS.c.seq, EVENTS.c.kind, EVENTS.c.role, EVENTS.c.origin,
-                   EVENTS.c.source, EVENTS.c.body if bodies else EVENTS.c.body_sha256]
+                   EVENTS.c.source, EVENTS.c.body if bodies else literal(None)]
         unbounded = [sid for sid, upto in bounds.items() if upto is None]
         clauses = [EVENTS.c.session_id.in_(unbounded)] if unbounded else []
         clauses += [and_(EVENTS.c.session_id == sid, EVENTS.c.seq <= upto) for sid, upto in bounds.items()
                     if upto is not None]
         with self._engine.connect() as conn:
             rows = conn.execute(select(*columns).where(or_(*clauses), EVENTS.c.kind.in_(kinds))).all()
-        result = []
-        for row in rows:
-            body = json.loads(row[7]) if bodies else None
-            result.append(VariantRow(row.id, row.session_id, row.seq, row.kind, row.role, parse_origin(row.origin),
-                                     row.source, body))
+        origins = {None: None, **{o.value: o for o in Origin}}
+        result = [VariantRow(order, sid, seq, kind, role, origins[origin], source, json.loads(body) if bodies else None)
+                  for order, sid, seq, kind, role, origin, source, body in rows]
         if not bodies:
             # Replacement bodies hold the targets the overlay needs: read just those.
             wanted = [(r.session_id, r.seq) for r in result if r.kind == EventKind.SURFACE_REPLACED]
@@ -273,7 +300,7 @@ class EventLog:
             rows = conn.execute(select(EVENTS.c.session_id, EVENTS.c.seq, EVENTS.c.body).where(or_(*clauses))).all()
         return {(r.session_id, r.seq): json.loads(r.body) for r in rows}
 
-    def tail_events(self, session_id: int, limit: int) -> tuple[list[Event], bool]:
+    def tail_events(self, session_id: int, limit: int, through_seq: int | None = None) -> tuple[list[Event], bool]:
         """The newest `limit` message and `surface/replaced` events of a session's surface (across
         its forks), oldest first, in one bounded query: per ancestor, an index scan from its fork
         point backwards that stops after `limit` rows. The first system section of a step is
@@ -282,18 +309,15 @@ class EventLog:
         Returns:
             (events, complete): complete is True when nothing older exists.
         """
-        chain = self._chain(session_id, None)
-        kinds = [str(k) for k in (*MESSAGE_KINDS, EventKind.SURFACE_REPLACED)]
-        parts = []
+        chain = self._chain(session_id, through_seq)
+        # Bounds as parameters: one statement per chain length, built once (building it costs
+        # more than running it).
+        params: dict[str, object] = {"lim": limit + 1}
         for index, (sid, upto) in enumerate(chain):
-            query = select(EVENTS, literal(index).label("chain_index")).where(
-                EVENTS.c.session_id == sid, EVENTS.c.kind.in_(kinds))
-            if upto is not None:
-                query = query.where(EVENTS.c.seq <= upto)
-            parts.append(query.order_by(EVENTS.c.seq.desc()).limit(limit + 1).subquery().select())
-        statement = union_all(*parts) if len(parts) > 1 else parts[0]
+            params[f"s{index}"] = sid
+            params[f"u{index}"] = upto if upto is not None else _NO_BOUND
         with self._engine.connect() as conn:
-            rows = conn.execute(statement).all()
+            rows = conn.execute(_tail_statement(len(chain)), params).all()
         rows.sort(key=lambda r: (r.chain_index, r.seq))
         complete = len(rows) <= limit
         return [row_to_event(row) for row in rows[-limit:]], complete
