@@ -105,6 +105,7 @@ class Tavern(TimelineOps, ChatFileOps):
     _books: dict[tuple[int, str], WorldBook] = field(default_factory=dict, repr=False)
     _card_books: dict[int, WorldBook] = field(default_factory=dict, repr=False)
     _index_cache: IndexCache = field(default_factory=lambda: IndexCache(FastIndex), repr=False)
+    _timelines: dict[tuple[int, bool], tuple[tuple[int, int], Any, list[int]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.store is None:

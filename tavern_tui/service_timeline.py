@@ -52,6 +52,16 @@ class TimelineOps:
         with self._store.unit_of_work() as uow:
             record = uow.playthroughs.get(playthrough_id)
         log = self._store.events
+        # Building the tree reads every message row; between appends and forks only the head
+        # moves, so a swipe or jump reuses the tree and recomputes the active path.
+        key = (playthrough_id, bodies)
+        version = log.version()
+        cached = self._timelines.get(key)
+        if cached is not None and cached[0] == version:
+            timeline, members = cached[1], cached[2]
+            if timeline.head_session != record.head_session_id:
+                timeline.move_head(record.head_session_id)
+            return timeline, members
         links = log.playthrough_sessions(playthrough_id, record.root_session_id)
         members = [link.id for link in links if link.playthrough_id == playthrough_id]
         # Ancestors outside the playthrough count only through the fork point into it.
@@ -59,7 +69,11 @@ class TimelineOps:
         for sid, upto in log.ancestry(record.root_session_id)[:-1]:
             bounds[sid] = upto
         rows = log.variant_rows(bounds, bodies=bodies)
-        return Timeline(links, rows, record.head_session_id), members
+        timeline = Timeline(links, rows, record.head_session_id)
+        if len(self._timelines) >= 4:
+            self._timelines.pop(next(iter(self._timelines)))
+        self._timelines[key] = (version, timeline, members)
+        return timeline, members
 
     def _last_visible(self: Tavern, timeline: Timeline) -> Ref | None:
         """The last variant of the active path that the chat shows (deleted ones skipped)."""

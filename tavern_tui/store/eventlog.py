@@ -291,6 +291,14 @@ class EventLog:
                                      texts[r.ref]) if r.ref in texts else r for r in result]
         return result
 
+    def version(self) -> tuple[int, int]:
+        """(newest event id, newest session id): changes whenever anything is appended or forked
+        anywhere, so a cached timeline keyed by it is never stale."""
+        with self._engine.connect() as conn:
+            row = conn.execute(select(select(func.max(EVENTS.c.id)).scalar_subquery(),
+                                      select(func.max(SESSIONS.c.id)).scalar_subquery())).one()
+        return (int(row[0] or 0), int(row[1] or 0))
+
     def bodies(self, refs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], dict]:
         """Parsed bodies of the events at these refs (missing refs are left out)."""
         if not refs:
