@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from tavern_tui.assembly.worldinfo import insertion_order
 from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.worldinfo import parse_world_book
+from tavern_tui.formats.chatlog import looks_like_chat_jsonl, parse_chat_jsonl
 from tavern_tui.lore.context import ScanMessage
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.settings import WorldInfoSettings
@@ -50,7 +51,8 @@ def _add_test_parser(sub: Any) -> None:
     p_test = sub.add_parser("test", help="show which entries fire for a history and input, and why")
     p_test.add_argument("books", nargs="+", metavar="BOOK", help="world book files, or imported names/ids")
     p_test.add_argument("--input", required=True, metavar="TEXT", help="the message being sent")
-    p_test.add_argument("--history", metavar="FILE", help='JSON list of {"name", "role", "text"}, oldest first')
+    p_test.add_argument("--history", metavar="FILE", help='JSON list of {"name", "role", "text"}, oldest first, '
+                                                         'or a SillyTavern chat (.jsonl)')
     p_test.add_argument("--settings", metavar="FILE",
                         help="JSON of SillyTavern world_info_settings keys (world_info_depth, …) and max_context")
     p_test.add_argument("--roll", type=float, metavar="N", help="pin every probability roll to N (0–100)")
@@ -109,6 +111,16 @@ def _read_json(path: str, what: str) -> Any:
 
 
 def _history(path: str) -> list[ScanMessage]:
+    """A scan history: a JSON list of {"name", "role", "text"} (oldest first), or a SillyTavern
+    chat (.jsonl), whose hidden `is_system` lines are left out as SillyTavern's scan does."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise TavernError(f"{path}: cannot read the history: {exc.strerror}") from exc
+    if path.lower().endswith(".jsonl") or looks_like_chat_jsonl(raw):
+        chat = parse_chat_jsonl(raw, path)
+        return [ScanMessage(line.name, line.mes, index + 1)
+                for index, line in enumerate(chat.messages) if not line.is_system]
     items = _read_json(path, "history")
     if not isinstance(items, list):
         raise FormatError(path, "must be a JSON list of {\"name\", \"role\", \"text\"} objects, oldest first")

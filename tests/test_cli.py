@@ -191,3 +191,21 @@ def test_lore_test_prints_each_decision_with_rolls_settings_and_history(cli_env:
     assert text.splitlines()[0].startswith("fired   book#0: key: key 'busy' found in the input")
     bad = _run(["lore", "test", str(path), "--input", "x", "--settings", str(history)], cli_env)
     assert bad.returncode == 1 and str(history) in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_lore_test_reads_a_sillytavern_chat_as_history(cli_env: dict[str, str], tmp_path: Path) -> None:
+    book = {"entries": {"0": {"uid": 0, "key": ["lantern"], "content": "The lantern is cursed."},
+                        "1": {"uid": 1, "key": ["narrator"], "content": "Hidden lines are not scanned."}}}
+    path = tmp_path / "book.json"
+    path.write_text(json.dumps(book), encoding="utf-8")
+    chat = tmp_path / "chat.jsonl"
+    lines = [{"user_name": "Ann", "character_name": "Mira", "chat_metadata": {}},
+             {"name": "SillyTavern System", "is_user": False, "is_system": True, "mes": "narrator note"},
+             {"name": "Mira", "is_user": False, "is_system": False, "mes": "Take the lantern.",
+              "swipes": ["Take the torch.", "Take the lantern."], "swipe_id": 1}]
+    chat.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    done = _run(["lore", "test", str(path), "--input", "ok", "--history", str(chat), "--json"], cli_env)
+    assert done.returncode == 0, done.stderr
+    decided = {d["uid"]: d for d in json.loads(done.stdout)}
+    assert decided[0]["fired"]  # the chosen swipe (swipe_id 1) is what was said
+    assert not decided[1]["fired"]  # is_system lines are hidden from the scan
