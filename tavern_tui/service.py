@@ -452,7 +452,7 @@ class Tavern(TimelineOps, ChatFileOps):
         with self._store.unit_of_work() as uow:
             records = uow.playthroughs.list(character_id, limit)
             names = {c.id: c.name for c in uow.characters.all()}
-            counts = uow.playthroughs.message_counts([r.head_session_id for r in records])
+        counts = {r.head_session_id: self._store.events.count_messages(r.head_session_id) for r in records}
         return [self._playthrough_view(r, names, counts) for r in records]
 
     def playthrough(self, playthrough_id: int) -> PlaythroughView:
@@ -460,7 +460,7 @@ class Tavern(TimelineOps, ChatFileOps):
         with self._store.unit_of_work() as uow:
             record = uow.playthroughs.get(playthrough_id)
             name = uow.characters.get(record.character_id).name
-            counts = uow.playthroughs.message_counts([record.head_session_id])
+        counts = {record.head_session_id: self._store.events.count_messages(record.head_session_id)}
         return self._playthrough_view(record, {record.character_id: name}, counts)
 
     def latest_playthrough(self, character_id: int) -> PlaythroughView | None:

@@ -188,6 +188,8 @@ async def test_rollback_keeps_later_messages_as_a_sibling_branch(tavern: Tavern,
     # Jumping to the old branch shows its continuation.
     tavern.select_variant(pid, u2.ref)
     assert texts(tavern, pid)[-2:] == ["u2", "r2"]
+    # Lists count what the chat shows, across the forks (greeting, u1, r1, u2, r2).
+    assert tavern.playthrough(pid).message_count == len(tavern.messages(pid)) == 5
 
 
 async def test_new_playthrough_from_here_is_linked_from_the_tree(tavern: Tavern, model: ScriptedModel, pid: int) -> None:

@@ -331,9 +331,10 @@ class EventLog:
         return [row_to_event(row) for row in rows[-limit:]], complete
 
     def count_messages(self, session_id: int) -> int:
-        """How many message events a session's surface holds (before replacements); index-only."""
+        """How many chat messages (user, assistant, attempts) a session's surface holds across
+        its forks, counted on the index (edits and deletes not applied)."""
         chain = self._chain(session_id, None)
-        kinds = [str(k) for k in MESSAGE_KINDS]
+        kinds = [str(EventKind.USER_MESSAGE), str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT)]
         clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq <= upto) if upto is not None
                    else EVENTS.c.session_id == sid for sid, upto in chain]
         with self._engine.connect() as conn:

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tavern_tui.errors import NotFound, StoreError
-from tavern_tui.store.models import Character, EventRow, Playthrough, SessionRow, WorldBook, WorldBookBinding
+from tavern_tui.store.models import Character, Playthrough, SessionRow, WorldBook, WorldBookBinding
 
 
 def _utc(value: datetime) -> datetime:
@@ -185,15 +185,6 @@ class PlaythroughRepository:
             raise NotFound(f"no playthrough with id {playthrough_id}")
         row.updated_at = datetime.now(UTC)
         self._session.flush()
-
-    def message_counts(self, session_ids: list[int]) -> dict[int, int]:
-        """Own message-event counts per session (for list views)."""
-        if not session_ids:
-            return {}
-        kinds = ["user/message", "assistant/message", "assistant/attempt"]
-        query = (select(EventRow.session_id, func.count()).where(EventRow.session_id.in_(session_ids))
-                 .where(EventRow.kind.in_(kinds)).group_by(EventRow.session_id))
-        return {sid: int(n) for sid, n in self._session.execute(query)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,15 @@ class ImportFinished(Message):
 
 @dataclass
 class ReplyStarted(Message):
-    """The engine stored the person's message and is about to stream the reply."""
+    """A step's input is stored and its output is about to stream.
 
-    user_text: str
+    Attributes:
+        user_text: the person's message a send stored; None for a step without new input.
+        generation: what streams: "send", "regenerate", "continue" or "impersonate".
+    """
+
+    user_text: str | None
+    generation: str = "send"
 
 
 @dataclass

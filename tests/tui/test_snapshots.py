@@ -13,6 +13,7 @@ from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.lore import LoreScreen
+from tavern_tui.tui.screens.tree import TreeScreen
 from tests.tui.conftest import ScriptedProvider, open_character, wait_until
 
 SIZE = (120, 40)
@@ -73,3 +74,33 @@ def test_lore_screen_in_a_chat_with_the_tester(snap_compare, corpus_tavern: Tave
         await pilot.pause()
 
     assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_test_in_the_lore_pane)
+
+
+def test_tree_screen_after_swipes_an_edit_and_a_branch(snap_compare, corpus_tavern: Tavern,
+                                                       scripted: ScriptedProvider) -> None:
+    for reply in ("*Seraphina smiles.* You are safe here.", "*Seraphina frowns.* You should rest.",
+                  "*Seraphina laughs.* Welcome to my glade!", "*She pours tea.* Drink this; it helps."):
+        scripted.enqueue(reply)
+
+    async def _open_the_tree(pilot: Pilot[object]) -> None:
+        await _chat_with_one_exchange(pilot)
+        chat = pilot.app.screen
+        assert isinstance(chat, ChatScreen)
+        for _ in range(2):  # two more replies, then back to the second
+            await pilot.press("ctrl+right")
+            await pilot.app.workers.wait_for_complete()
+            await wait_until(pilot, lambda: not chat.generating)
+        await pilot.press("ctrl+left")
+        await pilot.press(*"Thank you.")
+        await pilot.press("enter")
+        await pilot.app.workers.wait_for_complete()
+        await wait_until(pilot, lambda: not chat.generating)
+        pid = chat.playthrough_id
+        question = corpus_tavern.messages(pid)[1]
+        corpus_tavern.edit_message(pid, question.ref, "Where am I? What happened?")
+        corpus_tavern.branch_playthrough(pid, question.ref)
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, TreeScreen) and pilot.app.screen.current is not None)
+        await pilot.pause()
+
+    assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_open_the_tree)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 
 from textual import getters, on, work
@@ -12,17 +13,24 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from tavern_tui.engine.step import StepSettled, StepStarted
+from tavern_tui.engine.step import StepSettled, StepStarted, StepUpdate
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
-from tavern_tui.tui.messages import ReplyDelta, ReplyReasoning, ReplySettled, ReplyStarted, WorldBooksRequested
+from tavern_tui.tui.messages import (PlaythroughChosen, ReplyDelta, ReplyReasoning, ReplySettled, ReplyStarted,
+                                     WorldBooksRequested)
+from tavern_tui.tui.screens.tree import TreeScreen
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.status_line import StatusLine
 from tavern_tui.tui.widgets.transcript import Transcript
 
 GENERATION = "generation"
 """Worker group of the reply stream (one at a time)."""
+
+Updates = Callable[[], AsyncIterator[StepUpdate]]
+"""Starts a step's stream: `tavern.send(...)`, `regenerate`, `continue_reply` or `impersonate`."""
+
+_SWIPE = Binding.Group("Swipe")
 
 
 def describe_failure(error: BaseException | None) -> tuple[str, str]:
@@ -37,16 +45,29 @@ def describe_failure(error: BaseException | None) -> tuple[str, str]:
 class ChatScreen(Screen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
-    The send runs in an async worker that only posts Messages; the handlers here touch widgets.
-    Whatever the outcome, the stored messages are re-read afterwards, so what is shown is what
-    the database holds (a stopped or failed reply stays visible, marked).
+    Keys: ctrl+←/ctrl+→ swipe the last message (→ past the last reply generates a new one;
+    with text in the prompt they move by word instead), ctrl+r regenerates the last reply,
+    F3 continues it, F4 has the model write the person's next line (Enter on the empty prompt
+    then answers it), F5 opens the branch tree, F2 the world books.
+
+    Every step runs in one async worker that only posts Messages; the handlers here touch
+    widgets. Whatever the outcome, the stored messages are re-read afterwards, so what is shown
+    is what the database holds (a stopped or failed reply stays visible, marked).
     """
 
     BINDINGS = [
         Binding("escape", "stop", "Stop", id="chat.stop"),
         Binding("escape", "back", "Back", id="chat.back"),
         Binding("ctrl+o", "load_earlier", "Earlier messages", id="chat.load_earlier"),
-        # F2, not ctrl+w: the prompt has focus and Input keeps ctrl+w for deleting a word.
+        # Priority, because the focused prompt binds ctrl+←/→ to word moves; check_action hands
+        # them back to it while the prompt holds text.
+        Binding("ctrl+left", "swipe(-1)", "Swipe ←", id="chat.swipe_left", priority=True, group=_SWIPE),
+        Binding("ctrl+right", "swipe(1)", "Swipe →", id="chat.swipe_right", priority=True, group=_SWIPE),
+        Binding("ctrl+r", "regenerate", "Regenerate", id="chat.regenerate"),
+        # F-keys, not ctrl+e/ctrl+w…: Input keeps those for editing the line.
+        Binding("f3", "continue", "Continue", id="chat.continue"),
+        Binding("f4", "impersonate", "Impersonate", id="chat.impersonate"),
+        Binding("f5", "tree", "Branches", id="chat.tree"),
         Binding("f2", "world_books", "World books", id="chat.world_books"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
@@ -65,6 +86,10 @@ class ChatScreen(Screen[None]):
         self.playthrough_id = playthrough_id
         self.playthrough: PlaythroughView | None = None
         self._reply: MessageBox | None = None
+        self._generation = "send"
+        self._started = False  # the running step got as far as ReplyStarted
+        self._before: set[tuple[int, int]] = set()  # refs shown when the step began
+        self._prompt_empty = True
 
     def compose(self) -> ComposeResult:
         yield Static("", id="chat-title", markup=False)
@@ -84,6 +109,7 @@ class ChatScreen(Screen[None]):
         self.prompt.placeholder = f"Say something as {view.user_name}… (Enter sends, Esc stops a reply or goes back)"
         await self.transcript.show(self.tavern.messages(self.playthrough_id))
         self._update_tokens()
+        self._update_swipe()
         self.refresh_bindings()
         self.prompt.focus()
 
@@ -97,6 +123,11 @@ class ChatScreen(Screen[None]):
             return not self.generating
         if action == "load_earlier":
             return self.is_mounted and self.transcript.earlier_count > 0
+        if action == "swipe":
+            # None (shown dimmed) also lets the key fall through to the prompt's word move.
+            return None if self.generating or not self._prompt_empty else True
+        if action in ("regenerate", "continue", "impersonate", "tree"):
+            return None if self.generating else True
         return True
 
     def _update_tokens(self) -> None:
@@ -105,32 +136,76 @@ class ChatScreen(Screen[None]):
         except TavernError:
             self.status.tokens = None
 
+    def _update_swipe(self) -> None:
+        try:
+            state = self.tavern.swipe_state(self.playthrough_id)
+        except TavernError:
+            self.status.swipe = ""
+            return
+        shown, count = state.position
+        if state.ref is None or count <= 1:
+            self.status.swipe = ""
+        else:
+            self.status.swipe = f"{'greeting' if state.greeting else 'swipe'} {shown}/{count}"
+
+    async def _reload(self, messages: list[MessageView] | None = None) -> None:
+        """Show what the database holds now (after a step, a swipe or the tree), rebuilding
+        the transcript only where it differs."""
+        if messages is None:
+            messages = self.tavern.messages(self.playthrough_id)
+        await self.transcript.sync(messages)
+        self._update_tokens()
+        self._update_swipe()
+        self.refresh_bindings()
+
     # -- sending --------------------------------------------------------------------------
+
+    @on(Input.Changed, "#prompt")
+    def _prompt_changed(self, event: Input.Changed) -> None:
+        # Only when emptiness flips: the footer re-renders on every refresh_bindings.
+        empty = not event.value
+        if empty != self._prompt_empty:
+            self._prompt_empty = empty
+            self.refresh_bindings()
 
     @on(Input.Submitted, "#prompt")
     def _submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip()
-        if not text:
-            return
         if self.generating:
-            self.notify("A reply is still streaming: wait, or press Esc to stop it.", severity="warning")
+            if text:
+                self.notify("A reply is still streaming: wait, or press Esc to stop it.", severity="warning")
+            return
+        if not text:
+            # As SillyTavern: an empty send after the person's last line (e.g. an impersonated
+            # one) asks for the reply to it.
+            messages = self.tavern.messages(self.playthrough_id)
+            if messages and messages[-1].role == "user":
+                self._start("regenerate", lambda: self.tavern.regenerate(self.playthrough_id))
             return
         self.prompt.clear()
+        self._start("send", lambda: self.tavern.send(self.playthrough_id, text), text)
+
+    def _start(self, generation: str, updates: Updates, text: str = "") -> None:
+        """Run one step (`generation` names it for the transcript) in the generation worker."""
         self._reply = None
+        self._generation = generation
+        self._started = False
+        self._before = {box.view.ref for box in self.transcript.boxes if box.view is not None}
         self.generating = True
         self.status.detail = ""
         self.status.state = "streaming"
-        self._generate(text)
+        self._generate(generation, updates, text)
 
     @work(exclusive=True, group=GENERATION, exit_on_error=False, description="stream a reply")
-    async def _generate(self, text: str) -> None:
-        # Only posts Messages: cancellation (Esc) lands inside `send`, which stores the partial
-        # reply before re-raising; aclosing makes that deterministic if it lands here instead.
-        async with aclosing(self.tavern.send(self.playthrough_id, text)) as updates:
-            async for update in updates:
+    async def _generate(self, generation: str, updates: Updates, text: str = "") -> None:
+        # Only posts Messages: cancellation (Esc) lands inside the service's step, which stores
+        # the partial reply before re-raising; aclosing makes that deterministic if it lands here.
+        async with aclosing(updates()) as stream:
+            async for update in stream:
                 match update:
                     case StepStarted(user=event):
-                        self.post_message(ReplyStarted(str(event.body.get("content", text))))
+                        user_text = None if event is None else str(event.body.get("content", text))
+                        self.post_message(ReplyStarted(user_text, generation))
                     case TextDelta(text=fragment):
                         self.post_message(ReplyDelta(fragment))
                     case ReasoningDelta(text=fragment):
@@ -139,10 +214,28 @@ class ChatScreen(Screen[None]):
                         self.post_message(ReplySettled(usage.total_tokens if usage else None))
 
     async def on_reply_started(self, message: ReplyStarted) -> None:
-        """Show the person's message and an empty reply box to stream into."""
+        """Show the person's message (a send) and a box to stream into.
+
+        A regenerated reply replaces the last box, a continued one too but streams after its
+        text (a continued greeting becomes a reply); an impersonation streams into a box of the
+        person's.
+        """
         assert self.playthrough is not None
-        await self.transcript.add(MessageBox(self.playthrough.user_name, message.user_text, classes="-user"))
-        self._reply = await self.transcript.add(MessageBox.streaming(self.playthrough.character_name))
+        self._started = True
+        if message.user_text is not None:
+            await self.transcript.add(MessageBox(self.playthrough.user_name, message.user_text, classes="-user"))
+        prefill = ""
+        boxes = self.transcript.boxes
+        last = boxes[-1].view if boxes else None
+        if last is not None and last.role == "assistant" and (
+                message.generation == "continue" or (message.generation == "regenerate" and last.source != "opening")):
+            prefill = boxes[-1].text if message.generation == "continue" else ""
+            await boxes[-1].remove()
+        if message.generation == "impersonate":
+            box = MessageBox(self.playthrough.user_name, mark="writing…", classes="-user -streaming")
+        else:
+            box = MessageBox(self.playthrough.character_name, prefill, mark="writing…", classes="-assistant -streaming")
+        self._reply = await self.transcript.add(box)
 
     async def on_reply_delta(self, message: ReplyDelta) -> None:
         """Append reply text (MarkdownStream batches it)."""
@@ -167,8 +260,16 @@ class ChatScreen(Screen[None]):
     async def _finish(self, worker: Worker[None]) -> None:
         """Reconcile with the database after the step ended (settled, stopped or failed)."""
         messages = self.tavern.messages(self.playthrough_id)
-        stored = _last_reply(messages)
-        if worker.state == WorkerState.ERROR:
+        role = "user" if self._generation == "impersonate" else "assistant"
+        stored = _new_last(messages, role, self._before)
+        refused = (worker.state == WorkerState.ERROR and not self._started
+                   and isinstance(worker.error, TavernError) and not isinstance(worker.error, ProviderError))
+        if refused:
+            # Not applicable here (continue without a reply…): a plain word, not an error state.
+            self.status.state, self.status.detail = "idle", ""
+            self.notify(str(worker.error), title=f"Cannot {self._generation}", severity="warning")
+            mark = None
+        elif worker.state == WorkerState.ERROR:
             category, text = describe_failure(worker.error)
             self.status.state, self.status.detail = "error", f"{category}: {text}"
             self.notify(f"{category}: {text}", title="The reply failed", severity="error", timeout=10)
@@ -178,13 +279,48 @@ class ChatScreen(Screen[None]):
             mark = "stopped" if worker.state == WorkerState.CANCELLED else None
         if self._reply is not None:
             await self._reply.settle(stored, mark)
-        await self.transcript.sync(messages)
         self._reply = None
-        self._update_tokens()
         self.generating = False
-        self.refresh_bindings()
+        await self._reload(messages)
 
     # -- actions --------------------------------------------------------------------------
+
+    async def action_swipe(self, direction: int) -> None:
+        """Show the last message's previous (-1) or next (+1) variant; past the last reply,
+        generate a new one (streamed like a send)."""
+        try:
+            state = self.tavern.swipe(self.playthrough_id, direction)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot swipe", severity="warning")
+            return
+        if state is None:
+            self._start("regenerate", lambda: self.tavern.regenerate(self.playthrough_id))
+        else:
+            await self._reload()
+
+    def action_regenerate(self) -> None:
+        """Generate a new variant of the last reply (the old one stays a swipe away)."""
+        self._start("regenerate", lambda: self.tavern.regenerate(self.playthrough_id))
+
+    def action_continue(self) -> None:
+        """Extend the last reply; the longer text becomes a new variant of it."""
+        self._start("continue", lambda: self.tavern.continue_reply(self.playthrough_id))
+
+    def action_impersonate(self) -> None:
+        """Have the model write the person's next line (Enter on the empty prompt answers it)."""
+        self._start("impersonate", lambda: self.tavern.impersonate(self.playthrough_id))
+
+    def action_tree(self) -> None:
+        """Open the branch tree of this playthrough; the chat reloads when it closes."""
+        self.app.push_screen(TreeScreen(self.tavern, self.playthrough_id), self._tree_closed)
+
+    async def _tree_closed(self, playthrough_id: int | None) -> None:
+        if playthrough_id is not None and playthrough_id != self.playthrough_id:
+            # A new playthrough from a message: it replaces this chat (Esc there goes home).
+            self.dismiss()
+            self.app.post_message(PlaythroughChosen(playthrough_id))
+            return
+        await self._reload()
 
     def action_stop(self) -> None:
         """Cancel the streaming reply; the service keeps the text received so far."""
@@ -211,8 +347,9 @@ class ChatScreen(Screen[None]):
             self.transcript.scroll_page_down()
 
 
-def _last_reply(messages: list[MessageView]) -> MessageView | None:
-    """The stored reply of the step that just ended: the last message when it is the model's."""
-    if messages and messages[-1].role == "assistant" and messages[-1].source != "opening":
+def _new_last(messages: list[MessageView], role: str, before: set[tuple[int, int]]) -> MessageView | None:
+    """What the step that just ended stored: the last message, when it has the streamed role, is
+    not the greeting and was not shown before the step."""
+    if messages and messages[-1].role == role and messages[-1].source != "opening" and messages[-1].ref not in before:
         return messages[-1]
     return None

@@ -10,7 +10,9 @@ STATES = ("idle", "streaming", "error")
 
 
 class StatusLine(Static):
-    """One line: "<provider> · <model>  ·  ~N tokens  ·  <state>[ — detail]".
+    """One line: "<provider> · <model>  ·  ~N tokens  ·  swipe n/m  ·  <state>[ — detail]".
+
+    `swipe` is the last message's counter ("swipe 2/3"), empty when it has no alternatives.
 
     | class | meaning |
     | --- | --- |
@@ -22,6 +24,7 @@ class StatusLine(Static):
     tokens: reactive[int | None] = reactive(None)
     state: reactive[str] = reactive("idle")
     detail: reactive[str] = reactive("")
+    swipe: reactive[str] = reactive("")
 
     def __init__(self, provider: str, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -44,12 +47,16 @@ class StatusLine(Static):
     def watch_detail(self) -> None:
         self._render_line()
 
+    def watch_swipe(self) -> None:
+        self._render_line()
+
     @property
     def line(self) -> str:
         """The text currently shown."""
         parts = [self.provider]
         if self.tokens is not None:
             parts.append(f"~{self.tokens:,} tokens")
+        parts.append(self.swipe)
         parts.append(f"{self.state} — {self.detail}" if self.detail else self.state)
         return "  ·  ".join(p for p in parts if p)
 

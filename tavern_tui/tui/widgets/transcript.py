@@ -64,12 +64,15 @@ class Transcript(VerticalScroll):
         self.anchor()
 
     async def sync(self, messages: Sequence[MessageView]) -> bool:
-        """Take the stored list after a step; re-show only when the mounted boxes no longer match it.
+        """Take the stored list after a step, swipe or jump; re-show only when the mounted boxes
+        no longer show its tail (another count, or another message or text at any position).
 
         Returns:
             True when the transcript was rebuilt.
         """
-        if len(self.boxes) == len(messages) - self._first:
+        boxes = self.boxes
+        tail = messages[self._first:]
+        if len(boxes) == len(tail) and all(_shows(box, message) for box, message in zip(boxes, tail)):
             self._messages = list(messages)
             return False
         await self.show(messages)
@@ -108,3 +111,15 @@ class Transcript(VerticalScroll):
         super().watch_scroll_y(old_value, new_value)
         if new_value <= 0 < old_value and self._first > 0:
             self.call_later(self.load_earlier)
+
+
+def _shows(box: MessageBox, message: MessageView) -> bool:
+    """Whether `box` shows `message`. The person's box mounted while sending has no stored view
+    yet: it matches the stored message of its role and text, and takes that view (a reply cut
+    off before anything was stored, marked partial, never does)."""
+    if box.view is None:
+        if box.has_class(f"-{message.role}") and not box.has_class("-partial") and box.text == message.content:
+            box.view = message
+            return True
+        return False
+    return box.view == message

@@ -1,0 +1,281 @@
+"""Provides `TreeScreen`: a playthrough's message variants as a tree, to jump, roll back or branch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import getters, on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from tavern_tui.errors import TavernError
+from tavern_tui.service import Tavern
+from tavern_tui.tui.labels import plural
+from tavern_tui.views import TimelineView, VariantView
+
+Ref = tuple[int, int]
+
+_ALTERNATIVES = Binding.Group("Alternatives")
+
+_TOGGLE = Style(bold=True) + Style.from_meta({"toggle": True})
+"""The expand icon's style: the `toggle` meta makes a click on it expand, as in `Tree`."""
+
+
+def placements(variants: Sequence[VariantView]) -> dict[Ref, Ref | None]:
+    """Where each variant's node goes: the ref of the node it is added under (None: the top).
+
+    A chat is a chain as deep as it is long, so the tree does not nest each message under the
+    one before. Each variant that has siblings (an alternative at a branch point) gets a node
+    of its own, placed where its parent's chain is, and its continuation is listed inside it;
+    every other message follows its parent in the same list. The nesting depth is therefore
+    the number of branch points on the way, never the length of the chat.
+
+    Args:
+        variants: depth-first, as `Tavern.timeline` gives them (a parent before its children).
+    """
+    placed: dict[Ref, Ref | None] = {}
+    inner: dict[Ref, Ref | None] = {}  # where a variant's continuation goes
+    for variant in variants:
+        container = None if variant.parent is None else inner.get(variant.parent)
+        placed[variant.ref] = container
+        inner[variant.ref] = variant.ref if variant.position[1] > 1 else container
+    return placed
+
+
+def variant_marks(variant: VariantView) -> list[str]:
+    """The marks after a node's preview: "edited", "deleted", "cut off", "→ #5"."""
+    marks = []
+    if variant.edited:
+        marks.append("edited")
+    if variant.deleted:
+        marks.append("deleted")
+    if variant.partial:
+        marks.append("cut off")
+    if variant.branches:
+        marks.append("→ " + ", ".join(f"#{b}" for b in variant.branches))
+    return marks
+
+
+class VariantTree(Tree[VariantView]):
+    """The variants of a playthrough; each node shows ● (on the active path), the speaker,
+    `n/m` among its siblings, a preview and marks. Each node's data is its `VariantView`.
+
+    Keys: ↑/↓ move, ←/→ move to the previous/next alternative (of the node, or of the branch
+    it is in), space expands or collapses, Enter posts `Tree.NodeSelected`.
+
+    | class | meaning |
+    | --- | --- |
+    | `variant-tree--active` | the ● marker and speaker of a message on the active path |
+    | `variant-tree--person` | the person's name |
+    | `variant-tree--character` | the character's (or System) name |
+    | `variant-tree--off-path` | the preview of a message off the active path |
+    | `variant-tree--mark` | the marks (edited, deleted, cut off, branches) |
+    """
+
+    # Own bindings only: Tree/ScrollView bind ←/→ to scrolling, which a key listed later
+    # could not override (bindings of one key run in class order).
+    _inherit_bindings: ClassVar[bool] = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Jump here", id="tree.jump"),
+        Binding("left", "alternative(-1)", "Previous", id="tree.previous", group=_ALTERNATIVES),
+        Binding("right", "alternative(1)", "Next", id="tree.next", group=_ALTERNATIVES),
+        Binding("space", "toggle_node", "Expand", id="tree.toggle", show=False),
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("shift+left", "cursor_parent", "Cursor to parent", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "scroll_home", "First", show=False),
+        Binding("end", "scroll_end", "Last", show=False),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = Tree.COMPONENT_CLASSES | {
+        "variant-tree--active", "variant-tree--person", "variant-tree--character",
+        "variant-tree--off-path", "variant-tree--mark",
+    }
+
+    DEFAULT_CSS = """
+    VariantTree {
+        & > .variant-tree--active { text-style: bold; }
+        /* dim, not $text-muted: a label span cannot blend a translucent colour */
+        & > .variant-tree--off-path { text-style: dim; }
+        & > .variant-tree--mark { text-style: italic dim; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.show_root = False
+        self.auto_expand = False  # Enter jumps; space expands
+        self.guide_depth = 3
+        self.nodes: dict[Ref, TreeNode[VariantView]] = {}
+        """Each variant's node."""
+        self._siblings: Mapping[Ref, Sequence[Ref]] = {}
+        self._names: dict[str, str] = {}
+
+    def show(self, timeline: TimelineView, names: dict[str, str]) -> None:
+        """Replace the tree with `timeline`'s variants; expand the active path.
+
+        Args:
+            names: speaker by role ("user" → the person's name, "assistant" → the character's).
+        """
+        self.clear()
+        self.nodes = {}
+        self._siblings = timeline.siblings
+        self._names = names
+        placed = placements(timeline.variants)
+        for variant in timeline.variants:
+            container = placed[variant.ref]
+            under = self.root if container is None else self.nodes[container]
+            if variant.position[1] > 1 and variant.children:
+                node = under.add(variant.preview, variant, expand=variant.active)
+            else:
+                node = under.add_leaf(variant.preview, variant)
+            self.nodes[variant.ref] = node
+
+    def render_label(self, node: TreeNode[VariantView], base_style: Style, style: Style) -> Text:
+        variant = node.data
+        if variant is None:
+            return super().render_label(node, base_style, style)
+        component = self.get_component_rich_style
+        speaker = component("variant-tree--person" if variant.role == "user" else "variant-tree--character",
+                            partial=True)
+        label = Text()
+        if variant.active:
+            active = component("variant-tree--active", partial=True)
+            label.append("● ", active)
+            label.append(self._names.get(variant.role, "System"), speaker + active)
+        else:
+            label.append("  ")
+            label.append(self._names.get(variant.role, "System"), speaker)
+        if variant.position[1] > 1:
+            label.append(f" {variant.position[0]}/{variant.position[1]}")
+        label.append("  ")
+        label.append(variant.preview or "(empty)", None if variant.active else component("variant-tree--off-path",
+                                                                                        partial=True))
+        marks = variant_marks(variant)
+        if marks:
+            label.append("  · " + " · ".join(marks), component("variant-tree--mark", partial=True))
+        label.stylize(style)
+        if node.allow_expand:
+            icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
+            return Text.assemble((icon, base_style + _TOGGLE), label)
+        # as wide as the icon, so a leaf's speaker lines up with an expandable sibling's
+        return Text.assemble(" " * len(self.ICON_NODE), label)
+
+    def action_alternative(self, step: int) -> None:
+        """Move the cursor to the previous (-1) / next (+1) alternative: of the node when it
+        has siblings, else of the branch it sits in. Nothing else changes."""
+        node = self.cursor_node
+        while node is not None and node.data is not None and node.data.position[1] <= 1:
+            node = node.parent
+        if node is None or node.data is None:
+            return
+        siblings = self._siblings.get(node.data.ref, [node.data.ref])
+        index = siblings.index(node.data.ref) + step
+        if 0 <= index < len(siblings) and siblings[index] in self.nodes:
+            self.move_cursor(self.nodes[siblings[index]], animate=False)
+
+
+class TreeScreen(Screen[int | None]):
+    """The branch tree of one playthrough (F5 in the chat), the shown message under the cursor.
+
+    Keys: Enter jumps to the message under the cursor (the chat then shows it and its newest
+    continuation), `r` rolls back to it (continue from there; what followed stays a branch),
+    `b` starts a new playthrough from it, ←/→ move among alternatives, Esc goes back.
+
+    Dismisses with the playthrough the chat should show: this one after a jump or rollback,
+    the new one after `b`, None after Esc.
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="tree.back"),
+        Binding("r", "rollback", "Roll back here", id="tree.rollback"),
+        Binding("b", "branch", "New playthrough from here", id="tree.branch"),
+    ]
+
+    tree = getters.query_one("#variants", VariantTree)
+
+    def __init__(self, tavern: Tavern, playthrough_id: int) -> None:
+        super().__init__()
+        self.tavern = tavern
+        self.playthrough_id = playthrough_id
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="tree-title", markup=False)
+        yield VariantTree(id="variants")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        try:
+            view = self.tavern.playthrough(self.playthrough_id)
+            timeline = self.tavern.timeline(self.playthrough_id)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot show the branches", severity="error")
+            self.dismiss(None)
+            return
+        forks = sum(1 for v in timeline.variants if v.position[1] > 1 and v.position[0] == 1)
+        self.query_one("#tree-title", Static).update(
+            f"Branches · {view.character_name} #{view.id} · {plural(len(timeline.variants), 'message')}"
+            f" · {plural(forks, 'branch point')}")
+        self.tree.show(timeline, {"user": view.user_name, "assistant": view.character_name})
+        self.tree.focus()
+        if timeline.path:
+            # After the first layout: the cursor needs the tree's lines, the scroll its size.
+            current = self.tree.nodes[timeline.path[-1]]
+            self.call_after_refresh(self.tree.move_cursor, current)
+
+    @property
+    def current(self) -> VariantView | None:
+        """The variant under the cursor."""
+        node = self.tree.cursor_node
+        return None if node is None else node.data
+
+    @on(Tree.NodeSelected, "#variants")
+    def _jump(self, event: Tree.NodeSelected[VariantView]) -> None:
+        event.stop()
+        variant = event.node.data
+        if variant is None:
+            return
+        try:
+            self.tavern.select_variant(self.playthrough_id, variant.ref)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot jump there", severity="error")
+            return
+        self.dismiss(self.playthrough_id)
+
+    def action_rollback(self) -> None:
+        """Continue from the message under the cursor; later messages stay a sibling branch."""
+        variant = self.current
+        if variant is None:
+            return
+        try:
+            self.tavern.rollback(self.playthrough_id, variant.ref)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot roll back", severity="error")
+            return
+        self.dismiss(self.playthrough_id)
+
+    def action_branch(self) -> None:
+        """Start a new playthrough from the message under the cursor and open it."""
+        variant = self.current
+        if variant is None:
+            return
+        try:
+            created = self.tavern.branch_playthrough(self.playthrough_id, variant.ref)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot branch", severity="error")
+            return
+        self.notify(f"Playthrough #{created.id} starts here (#{self.playthrough_id} is unchanged).",
+                    title="New playthrough")
+        self.dismiss(created.id)
+
+    def action_back(self) -> None:
+        """Return to the chat unchanged."""
+        self.dismiss(None)
