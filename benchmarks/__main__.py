@@ -99,14 +99,14 @@ def session_open_query(workdir: Path, sessions: int = 200, per_session: int = 50
 
 
 def _long_chat(messages: int) -> bytes:
-    """A SillyTavern chat of `messages` lines; every 10th reply and the last carry 3 swipes."""
+    """A SillyTavern chat of `messages` lines (person first); every 10th reply and the last carry 3 swipes."""
     lines = [json.dumps({"user_name": "Ann", "character_name": "Seraphina", "chat_metadata": {}})]
     for i in range(messages):
-        user = i % 2 == 1
-        text = _body(i)["content"]
+        user = i % 2 == 0  # the person first, so an even count ends on a reply
+        text = f"{i}: " + str(_body(i)["content"])
         line: dict[str, object] = {"name": "Ann" if user else "Seraphina", "is_user": user, "is_system": False,
                                    "send_date": "2024-07-12T01:31:37.000Z", "mes": text}
-        if not user and (i % 20 == 0 or i == messages - 1):
+        if not user and (i % 20 == 1 or i == messages - 1):
             line.update(swipes=[text, text + " (b)", text + " (c)"], swipe_id=0)
         lines.append(json.dumps(line))
     return ("\n".join(lines) + "\n").encode("utf-8")
@@ -141,7 +141,7 @@ def swipe_switch(workdir: Path, messages: int = 5000, runs: int = 20) -> Result:
         state = tavern.swipe(pid, -1 if i % 4 < 2 else 1)
         shown = tavern.messages(pid, last=20)
         switches.append((time.perf_counter() - t0) * 1000)
-    assert state is not None and len(shown) == 20
+    assert state is not None and state.position[1] == 3 and len(shown) == 20
     cold = []
     for i in range(5):
         tavern._timelines.clear()  # as after a new reply: the tree is read again
@@ -229,11 +229,55 @@ def chat_open(workdir: Path, exchanges: int = 60, runs: int = 5) -> Result:
             "ratio_median": round(median / 300, 2)}
 
 
+def swipe_repaint(workdir: Path, messages: int = 5000, runs: int = 8) -> Result:
+    """B8 (repaint): in the headless app (120x40) on a 5,000-message playthrough, press
+    ctrl+left/ctrl+right on the last reply and time until the transcript shows the other
+    variant. Target ≤ 100 ms."""
+    import asyncio
+
+    from tavern_tui.config import Settings
+    from tavern_tui.providers.demo import DemoProvider
+    from tavern_tui.service import Tavern
+    from tavern_tui.tui.app import TavernApp
+    from tavern_tui.tui.screens.chat import ChatScreen
+
+    tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'repaint.db'}"), provider=DemoProvider(delay=0))
+    card = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cards" / "seraphina_chara_ccv3.png"
+    tavern.import_paths([card])
+    pid = tavern.import_chat_bytes(_long_chat(messages), "long.jsonl").id or 0
+
+    async def measure() -> list[float]:
+        app = TavernApp(tavern)
+        times = []
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            screen = ChatScreen(tavern, pid)
+            await app.push_screen(screen)
+            while not screen.transcript.boxes:
+                await pilot.pause()
+            await pilot.pause()
+            for i in range(runs):
+                before = screen.transcript.boxes[-1].view
+                start = time.perf_counter()
+                await pilot.press("ctrl+right" if i % 4 < 2 else "ctrl+left")  # starts at 1/3
+                while screen.transcript.boxes[-1].view == before:
+                    await pilot.pause()
+                times.append((time.perf_counter() - start) * 1000)
+        return times
+
+    times = asyncio.run(measure())
+    tavern.close()
+    median = statistics.median(times)
+    return {"messages": messages, "median_ms": round(median), "max_ms": round(max(times)),
+            "ratio_median": round(median / 100, 2), "ratio_max": round(max(times) / 100, 2)}
+
+
 BENCHMARKS: dict[str, Callable[[Path], Result]] = {
     "event_append": event_append,
     "session_open_query": session_open_query,
     "fork_create": fork_create,
     "swipe_switch": swipe_switch,
+    "swipe_repaint": swipe_repaint,
     "chat_open": chat_open,
     "wi_activation": wi_activation,
 }

@@ -105,6 +105,7 @@ class Tavern(TimelineOps, ChatFileOps):
     _books: dict[tuple[int, str], WorldBook] = field(default_factory=dict, repr=False)
     _card_books: dict[int, WorldBook] = field(default_factory=dict, repr=False)
     _index_cache: IndexCache = field(default_factory=lambda: IndexCache(FastIndex), repr=False)
+    _counts: dict[tuple[int, tuple[int, int]], int] = field(default_factory=dict, repr=False)
     _timelines: dict[tuple[int, bool], tuple[tuple[int, int], Any, list[int]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -452,15 +453,26 @@ class Tavern(TimelineOps, ChatFileOps):
         with self._store.unit_of_work() as uow:
             records = uow.playthroughs.list(character_id, limit)
             names = {c.id: c.name for c in uow.characters.all()}
-        counts = {r.head_session_id: self._store.events.count_messages(r.head_session_id) for r in records}
+        counts = {r.head_session_id: self._message_count(r.head_session_id) for r in records}
         return [self._playthrough_view(r, names, counts) for r in records]
+
+    def _message_count(self, head_session_id: int) -> int:
+        """Messages on a head session's surface, cached until the next append or fork (every
+        operation reads its playthrough, and counting a 5,000-message chat takes milliseconds)."""
+        version = self._store.events.version()
+        key = (head_session_id, version)
+        if key not in self._counts:
+            if len(self._counts) > 256:
+                self._counts.clear()
+            self._counts[key] = self._store.events.count_messages(head_session_id)
+        return self._counts[key]
 
     def playthrough(self, playthrough_id: int) -> PlaythroughView:
         """One playthrough. Raises NotFound."""
         with self._store.unit_of_work() as uow:
             record = uow.playthroughs.get(playthrough_id)
             name = uow.characters.get(record.character_id).name
-        counts = {record.head_session_id: self._store.events.count_messages(record.head_session_id)}
+        counts = {record.head_session_id: self._message_count(record.head_session_id)}
         return self._playthrough_view(record, {record.character_id: name}, counts)
 
     def latest_playthrough(self, character_id: int) -> PlaythroughView | None:

@@ -206,6 +206,8 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
             await pilot.press("ctrl+o")
             await wait_until(pilot, lambda: len(chat.transcript.boxes) == min(total, before + window))
         assert len(chat.transcript.boxes) == total
+        # More than the chat reads at first (HELD): the oldest windows came through `fetch`, in order.
+        assert [b.text for b in chat.transcript.boxes] == [m.content for m in corpus_tavern.messages(pid)]
         assert chat.transcript.earlier_count == 0
         assert chat.transcript.boxes[0].has_class("-origin-engine")
         assert not chat.query_one("#earlier").display

@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from tavern_tui.engine.step import StepSettled, StepStarted, StepUpdate
@@ -22,10 +23,16 @@ from tavern_tui.tui.messages import (PlaythroughChosen, ReplyDelta, ReplyReasoni
 from tavern_tui.tui.screens.tree import TreeScreen
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.status_line import StatusLine
-from tavern_tui.tui.widgets.transcript import Transcript
+from tavern_tui.tui.widgets.transcript import WINDOW, Transcript
 
 GENERATION = "generation"
 """Worker group of the reply stream (one at a time)."""
+
+TOKEN_DELAY = 0.3
+"""Seconds of quiet before the status line's token estimate is recomputed."""
+
+HELD = 4 * WINDOW
+"""Messages read when the chat opens or reloads; older ones are read as you scroll up."""
 
 Updates = Callable[[], AsyncIterator[StepUpdate]]
 """Starts a step's stream: `tavern.send(...)`, `regenerate`, `continue_reply` or `impersonate`."""
@@ -90,6 +97,7 @@ class ChatScreen(Screen[None]):
         self._started = False  # the running step got as far as ReplyStarted
         self._before: set[tuple[int, int]] = set()  # refs shown when the step began
         self._prompt_empty = True
+        self._token_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="chat-title", markup=False)
@@ -107,7 +115,8 @@ class ChatScreen(Screen[None]):
             return
         self.query_one("#chat-title", Static).update(f"{view.character_name} · #{view.id} · playing as {view.user_name}")
         self.prompt.placeholder = f"Say something as {view.user_name}… (Enter sends, Esc stops a reply or goes back)"
-        await self.transcript.show(self.tavern.messages(self.playthrough_id))
+        self.transcript.fetch = self._fetch
+        await self.transcript.show(self._fetch(HELD), view.message_count)
         self._update_tokens()
         self._update_swipe()
         self.refresh_bindings()
@@ -130,11 +139,25 @@ class ChatScreen(Screen[None]):
             return None if self.generating else True
         return True
 
+    def _fetch(self, last: int) -> list[MessageView]:
+        """The newest `last` messages (one bounded read, however long the chat)."""
+        return self.tavern.messages(self.playthrough_id, last=last)
+
     def _update_tokens(self) -> None:
+        # Debounced: the estimate reads the whole history, and a burst of swipes should repaint
+        # first and count once.
+        if self._token_timer is not None:
+            self._token_timer.stop()
+        self._token_timer = self.set_timer(TOKEN_DELAY, self._estimate_tokens)
+
+    @work(thread=True, exclusive=True, group="tokens", exit_on_error=False, description="estimate tokens")
+    def _estimate_tokens(self) -> None:
+        # Reads the whole history: off the UI thread, so a swipe repaints before it is done.
         try:
-            self.status.tokens = self.tavern.estimate_tokens(self.playthrough_id)
+            tokens: int | None = self.tavern.estimate_tokens(self.playthrough_id)
         except TavernError:
-            self.status.tokens = None
+            tokens = None
+        self.app.call_from_thread(setattr, self.status, "tokens", tokens)
 
     def _update_swipe(self) -> None:
         try:
@@ -152,11 +175,15 @@ class ChatScreen(Screen[None]):
         """Show what the database holds now (after a step, a swipe or the tree), rebuilding
         the transcript only where it differs."""
         if messages is None:
-            messages = self.tavern.messages(self.playthrough_id)
-        await self.transcript.sync(messages)
-        self._update_tokens()
-        self._update_swipe()
-        self.refresh_bindings()
+            messages = self._fetch(HELD)
+        total = self.tavern.playthrough(self.playthrough_id).message_count
+        earlier = self.transcript.earlier_count
+        with self.app.batch_update():  # one layout pass for the boxes and the counter
+            await self.transcript.sync(messages, total)
+            self._update_tokens()
+            self._update_swipe()
+            if (self.transcript.earlier_count > 0) != (earlier > 0):
+                self.refresh_bindings()  # "Earlier messages" came or went (the footer recomposes)
 
     # -- sending --------------------------------------------------------------------------
 
@@ -178,7 +205,7 @@ class ChatScreen(Screen[None]):
         if not text:
             # As SillyTavern: an empty send after the person's last line (e.g. an impersonated
             # one) asks for the reply to it.
-            messages = self.tavern.messages(self.playthrough_id)
+            messages = self._fetch(1)
             if messages and messages[-1].role == "user":
                 self._start("regenerate", lambda: self.tavern.regenerate(self.playthrough_id))
             return
@@ -259,7 +286,7 @@ class ChatScreen(Screen[None]):
 
     async def _finish(self, worker: Worker[None]) -> None:
         """Reconcile with the database after the step ended (settled, stopped or failed)."""
-        messages = self.tavern.messages(self.playthrough_id)
+        messages = self._fetch(HELD)
         role = "user" if self._generation == "impersonate" else "assistant"
         stored = _new_last(messages, role, self._before)
         refused = (worker.state == WorkerState.ERROR and not self._started

@@ -109,6 +109,29 @@ class MessageBox(Vertical):
                 await stream.stop()
         self._stream = self._reasoning_stream = None
 
+    async def show_view(self, view: MessageView) -> bool:
+        """Show another stored message in this box (a swipe to a sibling): text, mark and
+        classes change in place, cheaper than a new box. Returns False when it cannot (a box
+        that is streaming, or reasoning appears or goes away): then replace the box."""
+        body = self.body
+        if self.view is None or not isinstance(body, Static) or bool(view.reasoning) != bool(self._reasoning):
+            return False
+        if view.reasoning:
+            return False  # the collapsed section would keep the old reasoning
+        wanted = set(message_classes(view))
+        current = {c for c in self.classes if c.startswith("-")}
+        if wanted != current:  # a class change restyles and re-lays out the screen
+            self.remove_class(*(current - wanted))
+            self.add_class(*(wanted - current))
+        if view.speaker != self._speaker:
+            self._speaker = view.speaker
+            self.query_one(".speaker", Label).update(view.speaker)
+        self.set_mark(message_mark(view))
+        self._content = view.content
+        body.update(RichMarkdown(view.content))
+        self.view = view
+        return True
+
     async def settle(self, view: MessageView | None, mark: str | None = None) -> None:
         """Finish a streamed reply: show the stored message's text, mark and classes.
 

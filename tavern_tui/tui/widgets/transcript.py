@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -21,14 +21,22 @@ benchmarks `chat_open`)."""
 class Transcript(VerticalScroll):
     """The chat transcript: the last `window` messages, older ones on demand.
 
-    Scrolling to the top (or `load_earlier`) mounts the previous `window` messages above,
-    keeping the reading position.
+    It holds a suffix of the playthrough's messages (the caller need not read a 5,000-message
+    chat whole); scrolling to the top (or `load_earlier`) mounts the previous `window` messages
+    above, keeping the reading position, and reads further back through `fetch` when the held
+    suffix runs out.
+
+    Attributes:
+        fetch: `fetch(n)` returns the newest n messages (`Tavern.messages(pid, last=n)`); None
+            when `show` is always given the whole list.
     """
 
     def __init__(self, *, window: int = WINDOW, id: str | None = None) -> None:
         super().__init__(id=id)
         self.window = window
+        self.fetch: Callable[[int], list[MessageView]] | None = None
         self._messages: list[MessageView] = []
+        self._offset = 0  # messages older than _messages[0] that are not held
         self._first = 0  # index in _messages of the first mounted message
         self._loading = False
 
@@ -42,7 +50,7 @@ class Transcript(VerticalScroll):
     @property
     def earlier_count(self) -> int:
         """Stored messages older than the first mounted one."""
-        return self._first
+        return self._offset + self._first
 
     @property
     def boxes(self) -> list[MessageBox]:
@@ -51,31 +59,61 @@ class Transcript(VerticalScroll):
 
     def _update_earlier(self) -> None:
         earlier = self.query_one("#earlier", Static)
-        earlier.display = self._first > 0
-        earlier.update(f"▲ {plural(self._first, 'earlier message')} · scroll up or press ctrl+o")
+        count = self.earlier_count
+        earlier.display = count > 0
+        earlier.update(f"▲ {plural(count, 'earlier message')} · scroll up or press ctrl+o")
 
-    async def show(self, messages: Sequence[MessageView]) -> None:
-        """Replace the transcript with `messages`, mounting only the newest window."""
+    async def show(self, messages: Sequence[MessageView], total: int | None = None) -> None:
+        """Replace the transcript with `messages` (the newest ones; `total` counts them all),
+        mounting only the newest window."""
         self._messages = list(messages)
+        self._offset = max(0, (total if total is not None else len(self._messages)) - len(self._messages))
         self._first = max(0, len(self._messages) - self.window)
         await self.remove_children(MessageBox)
         await self.mount_all([MessageBox.from_view(m) for m in self._messages[self._first:]])
         self._update_earlier()
         self.anchor()
 
-    async def sync(self, messages: Sequence[MessageView]) -> bool:
-        """Take the stored list after a step, swipe or jump; re-show only when the mounted boxes
-        no longer show its tail (another count, or another message or text at any position).
+    async def sync(self, messages: Sequence[MessageView], total: int | None = None) -> bool:
+        """Take the stored list (the newest messages; `total` counts them all) after a step,
+        swipe or jump; replace only the boxes from the first one that no longer matches.
 
         Returns:
-            True when the transcript was rebuilt.
+            True when any box changed.
         """
         boxes = self.boxes
-        tail = messages[self._first:]
-        if len(boxes) == len(tail) and all(_shows(box, message) for box, message in zip(boxes, tail)):
-            self._messages = list(messages)
+        anchor = boxes[0].view.ref if boxes and boxes[0].view is not None else None
+        start = next((i for i, m in enumerate(messages) if m.ref == anchor), None) if anchor else None
+        if start is None:
+            await self.show(messages, total)
+            return True
+        tail = messages[start:]
+        common = 0
+        for box, message in zip(boxes, tail):
+            if not _shows(box, message):
+                break
+            common += 1
+        self._messages = list(messages)
+        self._first = start
+        self._offset = max(0, (total if total is not None else len(messages)) - len(messages))
+        self._update_earlier()
+        if common == len(boxes) == len(tail):
             return False
-        await self.show(messages)
+        if common == 0 or len(tail) - common > self.window:
+            await self.show(messages, total)
+            return True
+        # Only the end changed (a swipe, a regenerated or continued reply): replace just those
+        # boxes; remounting the whole window costs a few hundred ms (benchmarks swipe_repaint).
+        stale, fresh = boxes[common:], list(tail[common:])
+        # Same count (a swipe): show the new messages in the boxes already there.
+        while stale and fresh and await stale[0].show_view(fresh[0]):
+            stale.pop(0)
+            fresh.pop(0)
+        if stale:
+            await self.remove_children(stale)
+        if fresh:
+            await self.mount_all([MessageBox.from_view(m) for m in fresh])
+        self.anchor()
         return True
 
     async def load_earlier(self) -> int:
@@ -84,10 +122,16 @@ class Transcript(VerticalScroll):
         Returns:
             How many messages were added.
         """
-        if self._first == 0 or self._loading:
+        if self.earlier_count == 0 or self._loading:
             return 0
         self._loading = True
         try:
+            if self._first == 0 and self.fetch is not None:
+                held = len(self._messages)
+                more = self.fetch(held + 4 * self.window)
+                added = max(0, len(more) - held)
+                self._messages, self._first = more, added
+                self._offset = 0 if added < 4 * self.window else max(0, self._offset - added)
             start = max(0, self._first - self.window)
             boxes = [MessageBox.from_view(m) for m in self._messages[start:self._first]]
             reading = self.boxes[0] if self.boxes else None
@@ -109,7 +153,7 @@ class Transcript(VerticalScroll):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if new_value <= 0 < old_value and self._first > 0:
+        if new_value <= 0 < old_value and self.earlier_count > 0:
             self.call_later(self.load_earlier)
 
 
