@@ -18,7 +18,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from tavern_tui import __version__
@@ -109,13 +110,20 @@ def _open(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return Tavern(_settings(args))
 
 
-def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Import cards; exit 1 when any file failed."""
+@contextmanager
+def _service(args: argparse.Namespace) -> Iterator[Any]:
+    """The service for one command, closed (database released) when the command ends."""
     tavern = _open(args)
     try:
-        results = tavern.import_paths(args.paths, character=args.character)
+        yield tavern
     finally:
         tavern.close()
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Import cards; exit 1 when any file failed."""
+    with _service(args) as tavern:
+        results = tavern.import_paths(args.paths, character=args.character)
     if args.json:
         json.dump([r.to_json() for r in results], out, ensure_ascii=False, indent=2)
         out.write("\n")
@@ -206,12 +214,9 @@ def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """List playthroughs, most recently played first."""
-    tavern = _open(args)
-    try:
+    with _service(args) as tavern:
         character_id = tavern.find_character(args.character).id if args.character else None
         items = tavern.playthroughs(character_id)
-    finally:
-        tavern.close()
     if args.json:
         json.dump([p.to_json() for p in items], out, ensure_ascii=False, indent=2)
         out.write("\n")
@@ -225,12 +230,9 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print a playthrough's messages with role and origin."""
-    tavern = _open(args)
-    try:
+    with _service(args) as tavern:
         view = tavern.playthrough(args.playthrough)
         messages = tavern.messages(view.id, include_system=args.system)
-    finally:
-        tavern.close()
     if args.json:
         json.dump({"playthrough": view.to_json(), "messages": [m.to_json() for m in messages]}, out,
                   ensure_ascii=False, indent=2)
@@ -248,11 +250,8 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print the playthrough's variant tree (indented by branch) or its JSON."""
-    tavern = _open(args)
-    try:
+    with _service(args) as tavern:
         tree = tavern.timeline(args.playthrough)
-    finally:
-        tavern.close()
     if args.json:
         json.dump(tree.to_json(), out, ensure_ascii=False, indent=2)
         out.write("\n")
@@ -274,11 +273,8 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Write the playthrough's active path (with swipes) as SillyTavern JSONL."""
-    tavern = _open(args)
-    try:
+    with _service(args) as tavern:
         text = tavern.export_chat(args.playthrough)
-    finally:
-        tavern.close()
     if args.jsonl == "-":
         out.write(text)
     else:
@@ -292,21 +288,15 @@ def cmd_tui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Launch the Textual app (imported lazily: the other commands never load textual)."""
     from tavern_tui.tui.app import run
 
-    tavern = _open(args)
-    try:
+    with _service(args) as tavern:
         run(tavern)
-    finally:
-        tavern.close()
     return EXIT_OK
 
 
 def cmd_lore_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern lore …` (see cli_lore)."""
-    tavern = _open(args)
-    try:
+    with _service(args) as tavern:
         return cmd_lore(tavern, args, out, err)
-    finally:
-        tavern.close()
 
 
 COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,

@@ -12,14 +12,13 @@ objects/dicts out.
 from __future__ import annotations
 
 import copy
-import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 
 from tavern_tui.errors import FormatError
-from tavern_tui.formats.jsontypes import type_name
+from tavern_tui.formats.jsontypes import load_json_object, type_name
 from tavern_tui.formats.sniff import PRESET, sniff_kind
 
 ROLES = ("system", "user", "assistant")
@@ -470,19 +469,7 @@ def export_preset(preset: ParsedPreset) -> dict:
 def _load_json(data: bytes, file: str) -> dict:
     if not data.strip():
         raise FormatError(file, "file is empty")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise FormatError(file, f"not UTF-8 text (bad byte 0x{data[exc.start]:02x} at offset {exc.start}, "
-                                f"line {line}); save the file as UTF-8") from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(file, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    if not isinstance(obj, dict):
-        raise FormatError(file, f"top level is a {type_name(obj)}, not an object")
-    return obj
+    return load_json_object(data, file)
 
 
 def _read_prompts(value: Any, file: str, warnings: list[str]) -> dict[str, PresetPrompt]:

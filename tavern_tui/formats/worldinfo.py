@@ -10,14 +10,13 @@ give them back. Pure: bytes/dicts in, objects/dicts out.
 from __future__ import annotations
 
 import copy
-import json
 import math
 import re
 from pathlib import PurePath
 from typing import Any
 
 from tavern_tui.errors import FormatError
-from tavern_tui.formats.jsontypes import type_name
+from tavern_tui.formats.jsontypes import load_json_object, type_name
 from tavern_tui.formats.sniff import WORLD_BOOK, sniff_kind
 from tavern_tui.formats.worldinfo_foreign import (
     BOOK_CONSUMED,
@@ -258,17 +257,7 @@ def _load_json(data: bytes, file: str) -> dict:
         raise FormatError(file, "file is empty")
     if data.startswith(b"\x89PNG\r\n\x1a\n"):  # cards, NovelAI `naidata` images: not read here
         raise FormatError(file, "this is a PNG image (a character card?), not a world book JSON file")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(file, f"not UTF-8 text (bad byte at offset {exc.start})") from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(file, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    if not isinstance(obj, dict):
-        raise FormatError(file, f"top level is a {type_name(obj)}, not an object")
-    return obj
+    return load_json_object(data, file)
 
 
 def _book_fields(obj: dict, file: str, fallback_name: str, prefix: str) -> dict[str, Any]:
