@@ -8,6 +8,7 @@
     tavern show PLAYTHROUGH [--json] [--system]
     tavern tree PLAYTHROUGH [--json]
     tavern export PLAYTHROUGH --jsonl FILE
+    tavern edit PLAYTHROUGH SESSION:SEQ --text TEXT | tavern delete PLAYTHROUGH SESSION:SEQ [--to-end]
 """
 
 from __future__ import annotations
@@ -92,12 +93,30 @@ def _parser() -> argparse.ArgumentParser:
     p_tree.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_tree.add_argument("--json", action="store_true")
 
+    p_edit = commands.add_parser("edit", help="replace a message's text (the original stays in the log)")
+    p_edit.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_edit.add_argument("ref", type=_ref, metavar="SESSION:SEQ", help="the message, as `tavern tree` or `show --json` names it")
+    p_edit.add_argument("--text", required=True)
+
+    p_delete = commands.add_parser("delete", help="hide a message from the chat (the original stays in the log)")
+    p_delete.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_delete.add_argument("ref", type=_ref, metavar="SESSION:SEQ")
+    p_delete.add_argument("--to-end", action="store_true", help="also every message after it")
+
     p_export = commands.add_parser("export", help="write a playthrough as a SillyTavern chat (.jsonl)")
     p_export.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_export.add_argument("--jsonl", required=True, metavar="FILE", help="where to write it ('-' for stdout)")
 
     add_lore_parser(commands)
     return parser
+
+
+def _ref(text: str) -> tuple[int, int]:
+    """"12:7" → (12, 7): a message's session and seq."""
+    session, _, seq = text.partition(":")
+    if not (session.isdigit() and seq.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not SESSION:SEQ (e.g. 12:7, as `tavern tree` prints)")
+    return int(session), int(seq)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -271,6 +290,22 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_edit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Replace a message's text as a surface replacement."""
+    with _service(args) as tavern:
+        tavern.edit_message(args.playthrough, args.ref, args.text)
+    out.write(f"edited {args.ref[0]}:{args.ref[1]}\n")
+    return EXIT_OK
+
+
+def cmd_delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Hide a message (and with --to-end the rest) from the chat."""
+    with _service(args) as tavern:
+        hidden = tavern.delete_message(args.playthrough, args.ref, to_end=args.to_end)
+    out.write(f"hid {hidden} message{'s' if hidden != 1 else ''}\n")
+    return EXIT_OK
+
+
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Write the playthrough's active path (with swipes) as SillyTavern JSONL."""
     with _service(args) as tavern:
@@ -300,7 +335,8 @@ def cmd_lore_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,
-                            "tree": cmd_tree, "export": cmd_export, "tui": cmd_tui, None: cmd_tui}
+                            "tree": cmd_tree, "export": cmd_export,
+                            "edit": cmd_edit, "delete": cmd_delete, "tui": cmd_tui, None: cmd_tui}
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -299,13 +299,25 @@ class TimelineOps:
         from tavern_tui.engine.log import derive_messages
 
         view = self.playthrough(playthrough_id)
+        shown = tuple(ref)
+        # A variant the head shows edited is on the surface as its (newest) replacement.
+        timeline, _members = self._timeline(playthrough_id)
+        seen = 0
+        while shown in timeline.replacements and seen < 1000:
+            shown, seen = timeline.replacements[shown].ref, seen + 1  # type: ignore[assignment]
         for message in derive_messages(self._store.events, view.session_id, include_failed=True):
-            if message.ref == tuple(ref) and message.source != SYSTEM_PROMPT_SOURCE:
+            if message.ref == shown and message.source != SYSTEM_PROMPT_SOURCE:
                 return view, message
         raise NotFound(f"message {ref[0]}:{ref[1]} is not shown in playthrough {playthrough_id}")
 
+    def shown_ref(self: Tavern, playthrough_id: int, ref: Ref) -> Ref:
+        """The ref under which the chat shows a variant: itself, or its newest edit."""
+        return self._surface_message(playthrough_id, ref)[1].ref
+
     def edit_message(self: Tavern, playthrough_id: int, ref: Ref, text: str) -> None:
         """Replace a shown message's text (a surface replacement; the original stays in the log).
+        `ref` is the message as the chat shows it, or the variant the tree lists (an earlier
+        edit of it is edited again).
 
         An assistant message the person rewrote carries origin operator (seed 001); the person's
         own message stays theirs. Later swipes and branches are untouched.

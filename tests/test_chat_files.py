@@ -182,3 +182,15 @@ def test_cli_imports_swipes_shows_the_tree_and_exports(tmp_path: Path) -> None:
     assert exported.messages[-1].swipe_id == 2
     text = _cli("tree", str(pid), home=home).stdout
     assert "They call me Mira." in text and "2/3" in text
+    # Edit and delete by the ref the tree prints; the tree still lists the original.
+    third = next(v for v in tree["variants"] if v["preview"] == "They call me Mira.")
+    ref = f"{third['session_id']}:{third['seq']}"
+    assert _cli("edit", str(pid), ref, "--text", "Call me Mira.", home=home).returncode == 0
+    shown = json.loads(_cli("show", str(pid), "--json", home=home).stdout)["messages"]
+    assert [m["content"] for m in shown][2] == "Call me Mira." and shown[2]["origin"] == "operator"
+    done = _cli("delete", str(pid), ref, "--to-end", home=home)
+    assert done.returncode == 0 and "hid 4 messages" in done.stdout  # the edit, the hidden line, the last two
+    assert [m["content"] for m in json.loads(_cli("show", str(pid), "--json", home=home).stdout)["messages"]] == [
+        "Oh, a visitor!", "Hi! Who are you?"]
+    bad = _cli("edit", str(pid), "nope", "--text", "x", home=home)
+    assert bad.returncode == 2 and "SESSION:SEQ" in bad.stderr

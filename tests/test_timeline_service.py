@@ -242,3 +242,16 @@ async def test_the_last_messages_of_a_deep_fork_match_the_full_surface(tavern: T
     full = tavern.messages(pid)
     for last in (1, 3, 5, 50):
         assert [(m.ref, m.content) for m in tavern.messages(pid, last=last)] == [(m.ref, m.content) for m in full[-last:]]
+
+
+async def test_a_variant_can_be_edited_again_through_its_tree_ref(tavern: Tavern, model: ScriptedModel, pid: int) -> None:
+    model.enqueue("draft")
+    await drain(tavern.send(pid, "hi"))
+    variant = tavern.timeline(pid).path[-1]
+    tavern.edit_message(pid, variant, "second draft")
+    tavern.edit_message(pid, variant, "final")  # the tree still names the original variant
+    assert texts(tavern, pid)[-1] == "final"
+    node = next(v for v in tavern.timeline(pid).variants if v.ref == variant)
+    assert node.edited and node.preview == "final"
+    tavern.delete_message(pid, variant)
+    assert texts(tavern, pid)[-1] == "hi"

@@ -340,3 +340,39 @@ def _depth(node: object) -> int:
         node = node.parent  # type: ignore[attr-defined]
     return depth
 
+
+
+async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    from textual.widgets import TextArea
+
+    from tavern_tui.tui.screens.edit_message import EditMessageScreen
+
+    scripted.enqueue("Reply one.")
+    scripted.enqueue("Reply two.")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        greeting = stored(corpus_tavern, chat)[0]
+        await send(pilot, chat, "hello")
+        await send(pilot, chat, "more")
+        tree_screen = await open_tree(pilot)
+        await pilot.press("up", "up")
+        assert tree_screen.current.preview == "Reply one."
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        editor = app.screen.query_one(TextArea)
+        assert editor.text == "Reply one."
+        editor.text = "Reply one, rewritten by me."
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.screen is tree_screen and tree_screen.current is not None
+                         and tree_screen.current.edited)
+        assert tree_screen.current.preview == "Reply one, rewritten by me."
+        await pilot.press("down", "down")  # "Reply two."
+        assert tree_screen.current.preview == "Reply two."
+        await pilot.press("d")
+        await wait_until(pilot, lambda: tree_screen.current is not None and tree_screen.current.deleted)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is chat and shown(chat)[-1] == "more")
+        assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Reply one, rewritten by me.", "more"]
+        rewritten = corpus_tavern.messages(chat.playthrough_id)[2]
+        assert rewritten.origin == "operator"

@@ -17,6 +17,7 @@ from textual.widgets.tree import TreeNode
 from tavern_tui.errors import TavernError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import plural
+from tavern_tui.tui.screens.edit_message import EditMessageScreen
 from tavern_tui.views import TimelineView, VariantView
 
 Ref = tuple[int, int]
@@ -198,6 +199,8 @@ class TreeScreen(Screen[int | None]):
         Binding("escape", "back", "Back", id="tree.back"),
         Binding("r", "rollback", "Roll back here", id="tree.rollback"),
         Binding("b", "branch", "New playthrough from here", id="tree.branch"),
+        Binding("e", "edit", "Edit", id="tree.edit"),
+        Binding("d", "delete", "Delete", id="tree.delete"),
     ]
 
     tree = getters.query_one("#variants", VariantTree)
@@ -213,6 +216,10 @@ class TreeScreen(Screen[int | None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._load()
+
+    def _load(self, cursor: Ref | None = None) -> None:
+        """(Re)build the tree from the service; the cursor goes to `cursor`, else the last message."""
         try:
             view = self.tavern.playthrough(self.playthrough_id)
             timeline = self.tavern.timeline(self.playthrough_id)
@@ -226,10 +233,10 @@ class TreeScreen(Screen[int | None]):
             f" · {plural(forks, 'branch point')}")
         self.tree.show(timeline, {"user": view.user_name, "assistant": view.character_name})
         self.tree.focus()
-        if timeline.path:
+        target = cursor if cursor in self.tree.nodes else (timeline.path[-1] if timeline.path else None)
+        if target is not None:
             # After the first layout: the cursor needs the tree's lines, the scroll its size.
-            current = self.tree.nodes[timeline.path[-1]]
-            self.call_after_refresh(self.tree.move_cursor, current)
+            self.call_after_refresh(self.tree.move_cursor, self.tree.nodes[target])
 
     @property
     def current(self) -> VariantView | None:
@@ -275,6 +282,49 @@ class TreeScreen(Screen[int | None]):
         self.notify(f"Playthrough #{created.id} starts here (#{self.playthrough_id} is unchanged).",
                     title="New playthrough")
         self.dismiss(created.id)
+
+    def action_edit(self) -> None:
+        """Rewrite the message under the cursor (on the path the chat shows)."""
+        variant = self.current
+        if variant is None:
+            return
+        if not variant.active or variant.deleted:
+            self.notify("Only messages the chat shows can be edited: jump there first (Enter).",
+                        title="Cannot edit", severity="warning")
+            return
+        try:
+            ref = self.tavern.shown_ref(self.playthrough_id, variant.ref)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot edit", severity="error")
+            return
+        shown = next((m for m in self.tavern.messages(self.playthrough_id) if m.ref == ref), None)
+        speaker = shown.speaker if shown is not None else variant.role
+        text = shown.content if shown is not None else variant.preview
+
+        def save(edited: str | None) -> None:
+            if edited is None:
+                return
+            try:
+                self.tavern.edit_message(self.playthrough_id, variant.ref, edited)
+            except TavernError as exc:
+                self.notify(str(exc), title="Cannot edit", severity="error")
+                return
+            self._load(variant.ref)
+
+        self.app.push_screen(EditMessageScreen(speaker, text), save)
+
+    def action_delete(self) -> None:
+        """Hide the message under the cursor from the chat (it stays here, marked deleted)."""
+        variant = self.current
+        if variant is None:
+            return
+        try:
+            self.tavern.delete_message(self.playthrough_id, variant.ref)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot delete", severity="error")
+            return
+        self.notify("Hidden from the chat; the original stays here.", title="Deleted")
+        self._load(variant.ref)
 
     def action_back(self) -> None:
         """Return to the chat unchanged."""

@@ -1,0 +1,43 @@
+"""Provides `EditMessageScreen`, the modal that rewrites one message's text."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static, TextArea
+
+
+class EditMessageScreen(ModalScreen[str | None]):
+    """A multi-line editor on a message's text: ctrl+s saves (dismisses with the new text),
+    Esc cancels (None). The caller stores the edit as a surface replacement; the original
+    stays in the log."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="edit.save", priority=True),
+        Binding("escape", "cancel", "Cancel", id="edit.cancel"),
+    ]
+
+    def __init__(self, speaker: str, text: str) -> None:
+        super().__init__()
+        self._speaker = speaker
+        self._text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="edit-box") as box:
+            box.border_title = f"Edit {self._speaker}'s message"
+            yield TextArea(self._text, id="edit-text", soft_wrap=True)
+            yield Static("ctrl+s saves · Esc cancels · the original stays in the branch tree", id="edit-hint")
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def action_save(self) -> None:
+        """Dismiss with the edited text (unchanged or blank text counts as a cancel)."""
+        text = self.query_one(TextArea).text
+        self.dismiss(text if text.strip() and text != self._text else None)
+
+    def action_cancel(self) -> None:
+        """Dismiss without an edit."""
+        self.dismiss(None)
