@@ -34,7 +34,7 @@ from tavern_tui.engine.stream import Provider
 from tavern_tui.errors import FormatError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard, parse_card
 from tavern_tui.formats.chatlog import CHAT_SUFFIXES, looks_like_chat_jsonl
-from tavern_tui.formats.sniff import WORLD_BOOK, sniff_bytes
+from tavern_tui.formats.sniff import PRESET, WORLD_BOOK, sniff_bytes
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.formats.worldinfo import from_character_book, parse_world_book, to_st_json
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
@@ -45,6 +45,7 @@ from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, WorldBookRecord
 from tavern_tui.service_chats import ChatFileOps
+from tavern_tui.service_presets import PresetOps
 from tavern_tui.service_timeline import TimelineOps
 from tavern_tui.store.store import Store
 from tavern_tui.views import CharacterView, ImportResult, MessageView, PlaythroughView, WorldBookView
@@ -86,7 +87,7 @@ def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | 
 
 
 @dataclass
-class Tavern(TimelineOps, ChatFileOps):
+class Tavern(TimelineOps, ChatFileOps, PresetOps):
     """Every user operation: import, list, start/open a playthrough, send, read messages.
 
     Args:
@@ -105,6 +106,7 @@ class Tavern(TimelineOps, ChatFileOps):
     _books: dict[tuple[int, str], WorldBook] = field(default_factory=dict, repr=False)
     _card_books: dict[int, WorldBook] = field(default_factory=dict, repr=False)
     _index_cache: IndexCache = field(default_factory=lambda: IndexCache(FastIndex), repr=False)
+    _presets: dict[str, Any] = field(default_factory=dict, repr=False)
     _counts: dict[tuple[int, tuple[int, int]], int] = field(default_factory=dict, repr=False)
     _timelines: dict[tuple[int, bool], tuple[tuple[int, int], Any, list[int]]] = field(default_factory=dict, repr=False)
 
@@ -182,8 +184,10 @@ class Tavern(TimelineOps, ChatFileOps):
                 continue
             if path.suffix.lower() in CHAT_SUFFIXES or looks_like_chat_jsonl(data):
                 results.append(self.import_chat_bytes(data, shown, character=character))
-            elif sniff_bytes(data) == WORLD_BOOK:
+            elif (kind := sniff_bytes(data)) == WORLD_BOOK:
                 results.append(self.import_world_book_bytes(data, shown))
+            elif kind == PRESET:
+                results.append(self.import_preset_bytes(data, shown))
             else:
                 results.append(self.import_card_bytes(data, shown))
         return results

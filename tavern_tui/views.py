@@ -232,3 +232,26 @@ class SwipeView:
     def label(self) -> str:
         """"n/m", or "" when there is nothing to swipe."""
         return f"{self.position[0]}/{self.position[1]}" if self.ref is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class PresetView:
+    """An imported chat-completion preset as lists show it.
+
+    Attributes:
+        order_source: which prompt order is used: "100001", "100000" or "default".
+        enabled: how many prompts that order sends.
+    """
+
+    id: int
+    name: str
+    prompts: int
+    order_source: str
+    enabled: int
+    source_name: str
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `--json` output."""
+        return {"id": self.id, "name": self.name, "prompts": self.prompts, "order_source": self.order_source,
+                "enabled": self.enabled, "source_name": self.source_name, "created_at": self.created_at.isoformat()}

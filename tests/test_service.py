@@ -177,12 +177,18 @@ async def test_empty_message_and_unknown_ids_are_refused(tavern: Tavern, corpus_
     assert tavern.find_character(str(cid)).name == "Skynet"
 
 
-def test_presets_are_refused_as_cards_by_name(tavern: Tavern, corpus_dir: Path) -> None:
+def test_presets_import_as_presets_and_are_refused_as_cards(tavern: Tavern, corpus_dir: Path) -> None:
     results = tavern.import_paths([corpus_dir / "presets"])
-    assert len(results) == 4
-    for result in results:
-        assert result.error == f"{result.path}: this is a chat-completion preset file, not a character card"
+    assert [r.kind for r in results] == ["preset"] * 4 and all(r.ok for r in results)
+    # Prompt counts from shared/corpus/SOURCES.md.
+    assert {p.name: p.prompts for p in tavern.presets()} == {
+        "st_openai_default_staging": 12, "nemo_vivarium_v1_0_beta": 16, "atelier_1_2": 88, "nemoengine_5_4_tutorial": 186}
     assert tavern.characters() == [] and tavern.world_books() == []
+    default = tavern.find_preset("st_openai_default_staging")
+    assert default.order_source == "100001"
+    assert all(r.duplicate for r in tavern.import_paths([corpus_dir / "presets"]))
+    card_result = tavern.import_card_bytes((corpus_dir / "presets" / "atelier_1_2.json").read_bytes(), "atelier_1_2.json")
+    assert card_result.error == "atelier_1_2.json: this is a chat-completion preset file, not a character card"
 
 
 def test_world_books_import_by_content_with_facts_counts(tavern: Tavern, corpus_dir: Path) -> None:

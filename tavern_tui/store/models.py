@@ -112,6 +112,10 @@ class Playthrough(Base):
     head_session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"))
     meta: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
     """JSON: what an imported chat carried that has no column (SillyTavern header, chat_metadata)."""
+    preset_id: Mapped[int | None] = mapped_column(Integer)
+    """The bound chat-completion preset (no FK, as SQLite cannot add one to a table in place)."""
+    strategy: Mapped[str | None] = mapped_column(String(64))
+    """The applied assembly strategy; None = nothing applied (the compatibility renderer)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 

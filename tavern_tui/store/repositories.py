@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tavern_tui.errors import NotFound, StoreError
-from tavern_tui.store.models import Character, Playthrough, SessionRow, WorldBook, WorldBookBinding
+from tavern_tui.store.models import Character, Playthrough, Preset, SessionRow, WorldBook, WorldBookBinding
 
 
 def _utc(value: datetime) -> datetime:
@@ -49,6 +49,10 @@ class PlaythroughRecord:
     updated_at: datetime
     meta: str = "{}"
     """JSON text: an imported chat's SillyTavern header and chat_metadata."""
+    preset_id: int | None = None
+    """The preset bound to this playthrough (None: the built-in default preset)."""
+    strategy: str | None = None
+    """The applied assembly strategy (None: nothing applied, the compatibility renderer)."""
 
 
 def _character(row: Character) -> CharacterRecord:
@@ -58,7 +62,8 @@ def _character(row: Character) -> CharacterRecord:
 
 def _playthrough(row: Playthrough) -> PlaythroughRecord:
     return PlaythroughRecord(row.id, row.character_id, row.title, row.user_name, row.root_session_id,
-                             row.head_session_id, _utc(row.created_at), _utc(row.updated_at), row.meta or "{}")
+                             row.head_session_id, _utc(row.created_at), _utc(row.updated_at), row.meta or "{}",
+                             row.preset_id, row.strategy)
 
 
 class CharacterRepository:
@@ -153,6 +158,26 @@ class PlaythroughRepository:
         self._session.flush()
         return _playthrough(row)
 
+    def set_preset(self, playthrough_id: int, preset_id: int | None) -> PlaythroughRecord:
+        """Bind a preset to the playthrough (None: back to the built-in default). Raises NotFound."""
+        row = self._session.get(Playthrough, playthrough_id)
+        if row is None:
+            raise NotFound(f"no playthrough with id {playthrough_id}")
+        if preset_id is not None and self._session.get(Preset, preset_id) is None:
+            raise NotFound(f"no preset with id {preset_id}")
+        row.preset_id = preset_id
+        self._session.flush()
+        return _playthrough(row)
+
+    def set_strategy(self, playthrough_id: int, strategy: str | None) -> PlaythroughRecord:
+        """Record the strategy applied to the playthrough. Raises NotFound."""
+        row = self._session.get(Playthrough, playthrough_id)
+        if row is None:
+            raise NotFound(f"no playthrough with id {playthrough_id}")
+        row.strategy = strategy
+        self._session.flush()
+        return _playthrough(row)
+
     def children_of(self, session_ids: list[int]) -> list[tuple[int, int]]:
         """(playthrough id, root session id) of playthroughs branched off these sessions
         ("new playthrough from here"), oldest first."""
@@ -189,7 +214,8 @@ class PlaythroughRepository:
 
 @dataclass(frozen=True, slots=True)
 class WorldBookRecord:
-    """A stored world book; `data` is its SillyTavern World Info JSON as canonical text."""
+    """A stored world book (`data`: its SillyTavern World Info JSON as canonical text), or a
+    preset (`data`: the preset's SillyTavern JSON)."""
 
     id: int
     name: str
@@ -199,19 +225,23 @@ class WorldBookRecord:
     created_at: datetime
 
 
-def _world_book(row: WorldBook) -> WorldBookRecord:
+def _world_book(row: WorldBook | Preset) -> WorldBookRecord:
     return WorldBookRecord(row.id, row.name, row.source_name, row.original_sha256, row.data, _utc(row.created_at))
 
 
 class WorldBookRepository:
-    """World books: add, find by file hash or name, list, replace the normalised data (an edit)."""
+    """World books: add, find by file hash or name, list, replace the normalised data (an edit).
+    `PresetRepository` is the same over presets."""
+
+    model: type[WorldBook] | type[Preset] = WorldBook
+    what = "world book"
 
     def __init__(self, session: Session) -> None:
         self._session = session
 
     def add(self, *, name: str, source_name: str, original: bytes, original_sha256: str, data: str) -> WorldBookRecord:
         """Insert a world book and return it (flushed, not committed)."""
-        row = WorldBook(name=name, source_name=source_name, original=original, original_sha256=original_sha256,
+        row = self.model(name=name, source_name=source_name, original=original, original_sha256=original_sha256,
                         data=data, created_at=datetime.now(UTC))
         self._session.add(row)
         self._session.flush()
@@ -219,41 +249,49 @@ class WorldBookRepository:
 
     def by_sha256(self, digest: str) -> WorldBookRecord | None:
         """The book imported from a file with these exact bytes, if any."""
-        row = self._session.scalars(select(WorldBook).where(WorldBook.original_sha256 == digest)).first()
+        row = self._session.scalars(select(self.model).where(self.model.original_sha256 == digest)).first()
         return _world_book(row) if row else None
 
     def get(self, book_id: int) -> WorldBookRecord:
         """One book. Raises NotFound."""
-        row = self._session.get(WorldBook, book_id)
+        row = self._session.get(self.model, book_id)
         if row is None:
-            raise NotFound(f"no world book with id {book_id}")
+            raise NotFound(f"no {self.what} with id {book_id}")
         return _world_book(row)
 
     def get_many(self, book_ids: list[int]) -> dict[int, WorldBookRecord]:
         """The books with these ids (missing ids are left out), by id."""
         if not book_ids:
             return {}
-        rows = self._session.scalars(select(WorldBook).where(WorldBook.id.in_(book_ids)))
+        rows = self._session.scalars(select(self.model).where(self.model.id.in_(book_ids)))
         return {row.id: _world_book(row) for row in rows}
 
     def by_name(self, name: str) -> list[WorldBookRecord]:
         """Books whose name equals `name`, case-insensitively, newest first."""
-        query = select(WorldBook).where(func.lower(WorldBook.name) == name.lower()).order_by(WorldBook.id.desc())
+        query = select(self.model).where(func.lower(self.model.name) == name.lower()).order_by(self.model.id.desc())
         return [_world_book(row) for row in self._session.scalars(query)]
 
     def all(self) -> list[WorldBookRecord]:
         """Every book, by name."""
-        return [_world_book(r) for r in self._session.scalars(select(WorldBook).order_by(WorldBook.name, WorldBook.id))]
+        return [_world_book(r) for r in self._session.scalars(select(self.model).order_by(self.model.name, self.model.id))]
 
     def replace_data(self, book_id: int, *, name: str, data: str) -> WorldBookRecord:
         """Store an edited book (name and normalised JSON); the original file bytes stay. Raises NotFound."""
-        row = self._session.get(WorldBook, book_id)
+        row = self._session.get(self.model, book_id)
         if row is None:
-            raise NotFound(f"no world book with id {book_id}")
+            raise NotFound(f"no {self.what} with id {book_id}")
         row.name = name
         row.data = data
         self._session.flush()
         return _world_book(row)
+
+
+class PresetRepository(WorldBookRepository):
+    """Chat-completion presets: the same operations as world books (`data` is the preset as
+    SillyTavern JSON, connection fields left out)."""
+
+    model = Preset
+    what = "preset"
 
 
 class BindingRepository:

@@ -20,6 +20,7 @@ from tavern_tui.store.repositories import (
     CharacterRepository,
     PlaythroughRecord,
     PlaythroughRepository,
+    PresetRepository,
     WorldBookRepository,
 )
 
@@ -42,6 +43,7 @@ class UnitOfWork:
     playthroughs: PlaythroughRepository
     world_books: WorldBookRepository
     bindings: BindingRepository
+    presets: PresetRepository
 
 
 class Store:
@@ -68,7 +70,7 @@ class Store:
         try:
             with session.begin():
                 yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
-                                 WorldBookRepository(session), BindingRepository(session))
+                                 WorldBookRepository(session), BindingRepository(session), PresetRepository(session))
         finally:
             session.close()
 
