@@ -26,11 +26,15 @@ from tavern_tui.engine.log import (
     derive_messages,
     request_messages,
 )
-from tavern_tui.engine.stream import ChatRequest, Finished, Provider, ReasoningDelta, TextDelta, Usage
+from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, Provider, ReasoningDelta, TextDelta, Usage
 from tavern_tui.errors import NetworkError, ProviderError, TavernError
 
 OPENING_SOURCE = "opening"
 """`source` of the opening reference (a character's greeting): role assistant, origin engine."""
+
+CONFIG_ADJUSTED = "request/config-adjusted"
+"""Event kind: the provider retried without (or with renamed) rejected call parameters; body
+`{"requested", "effective", "omitted": {field: reason}}`."""
 
 IMPERSONATION_SOURCE = "impersonation"
 """`source` of a user-role line the model wrote (impersonate): origin agent (DESIGN.md)."""
@@ -89,6 +93,11 @@ class Assembly:
         meta: assembly facts for the trace (resources used, token estimate, …).
         records: events the assembler wants kept with this step (e.g. world-info timed effects),
             appended just before the request header, so they exist only for steps really sent.
+        request: a projected request (the `projection` strategy): when set, this exact message
+            array is sent and recorded in a `request/assembly` event, no system section is
+            admitted, and nothing of it but the person's input enters the chat history.
+        request_parts: one `{"role", "source", "identifier", "ref"}` per projected message
+            (where it came from), recorded with it.
     """
 
     system: str
@@ -96,6 +105,8 @@ class Assembly:
     model: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
     records: tuple[NewEvent, ...] = ()
+    request: tuple[dict[str, Any], ...] | None = None
+    request_parts: tuple[dict[str, Any], ...] = ()
 
 
 class Assembler(Protocol):
@@ -262,18 +273,31 @@ async def run_step(
 
     # Messages this request alone carries (never part of the surface), kept for the trace.
     extra: list[dict[str, Any]] = []
-    if generation.type == "continue":
-        extra.append({"role": "assistant", "content": generation.continue_text})
-    if generation.instruction:
-        extra.append({"role": "system", "content": generation.instruction})
     records = list(assembly.records)
-    if extra:
-        records.append(NewEvent(EventKind.REQUEST_ASSEMBLY, None, {"append": extra, "generation": generation.type}))
+    if assembly.request is not None:
+        parts = [dict(p) for p in assembly.request_parts]
+        if user_event is not None:  # the input's event exists now: point its part at it
+            for part in parts:
+                if part.get("source") == "input" and part.get("ref") is None:
+                    part["ref"] = list(user_event.ref)
+        records.append(NewEvent(EventKind.REQUEST_ASSEMBLY, None, {
+            "messages": list(assembly.request), "parts": parts, "generation": generation.type}))
+    else:
+        if generation.type == "continue":
+            extra.append({"role": "assistant", "content": generation.continue_text})
+        if generation.instruction:
+            extra.append({"role": "system", "content": generation.instruction})
+        if extra:
+            records.append(NewEvent(EventKind.REQUEST_ASSEMBLY, None, {"append": extra, "generation": generation.type}))
     model = assembly.model or provider.model
     header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
               "assembly": assembly.meta, "generation": generation.type}
     log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
-    request = ChatRequest(request_messages(derive_messages(log, session_id)) + extra, model, dict(assembly.config))
+    if assembly.request is not None:
+        messages = [dict(m) for m in assembly.request]
+    else:
+        messages = request_messages(derive_messages(log, session_id)) + extra
+    request = ChatRequest(messages, model, dict(assembly.config))
     yield StepStarted(user_event, request, generation)
 
     def settle_text(new: str) -> str:
@@ -301,6 +325,13 @@ async def run_step(
                     usage = event
                 elif isinstance(event, Finished):
                     finished = event
+                    continue
+                elif isinstance(event, ConfigAdjusted):
+                    # The provider dropped or renamed rejected parameters (seed 000 §3): keep
+                    # requested vs effective and each omission with the step, for the trace.
+                    adjusted = {"requested": event.requested, "effective": event.effective, "omitted": event.omitted}
+                    log.append(session_id, [NewEvent(CONFIG_ADJUSTED, None, adjusted)])
+                    context["config"] = {"effective": event.effective, "omitted": event.omitted}
                     continue
                 if isinstance(event, (TextDelta, ReasoningDelta)):
                     # Checkpoint before handing the delta on: what the caller has seen is durable.

@@ -43,7 +43,33 @@ class Finished:
     saw_done: bool = True
 
 
-StreamEvent = Union[TextDelta, ReasoningDelta, Usage, Finished]
+@dataclass(frozen=True, slots=True)
+class ConfigAdjusted:
+    """The call config actually sent differs from the requested one (preset fallback).
+
+    Rule source, seed 000 §3: "Preset fallback omits only a rejected active preset override
+    (temperature, maxTokens, reasoningEffort or stop), before output and when not canceled.
+    Each field is tried at most once, with at most four native retries. Authentication,
+    quota and unrelated network errors do not trigger this fallback. The original preset is
+    unchanged; Trace records requested/effective values and omissions."
+
+    A provider yields at most one, before any other event of the stream, and only when the
+    effective config differs from the requested one.
+
+    Attributes:
+        requested: `ChatRequest.config` as the caller built it (never modified).
+        effective: the config of the request that produced the stream.
+        omitted: field → the provider's reason, e.g. "400: Unsupported parameter: 'temperature'
+            is not supported with this model."; a field whose value moved to a replacement
+            field ends its reason with "→ <replacement>" (e.g. "→ max_completion_tokens").
+    """
+
+    requested: dict[str, Any]
+    effective: dict[str, Any]
+    omitted: dict[str, str]
+
+
+StreamEvent = Union[TextDelta, ReasoningDelta, Usage, Finished, ConfigAdjusted]
 """What `Provider.stream` yields. Errors are raised as `ProviderError`, never yielded."""
 
 

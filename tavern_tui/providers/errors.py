@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -30,11 +31,14 @@ from tavern_tui.errors import (
 )
 
 __all__ = [
+    "FALLBACK_PARAMETERS",
     "MAX_SERVER_MESSAGE",
+    "RejectedParameter",
     "classify_http_error",
     "classify_stream_error",
     "from_httpx_exception",
     "redact",
+    "rejected_parameter",
 ]
 
 MAX_SERVER_MESSAGE = 300
@@ -272,3 +276,195 @@ def from_httpx_exception(exc: BaseException, *, secrets: Iterable[str] = ()) -> 
     if isinstance(exc, httpx.TransportError):
         return NetworkError(redact(f"The connection to the endpoint broke{where}: {reason}", secret_list))
     return ProviderError(redact(f"Request to the endpoint failed{where}: {reason}", secret_list))
+
+
+# -- call-config fallback: which request parameter did a 400/422 reject? --
+
+FALLBACK_PARAMETERS = (
+    "temperature", "max_tokens", "max_completion_tokens", "reasoning_effort", "stop",
+    "top_p", "frequency_penalty", "presence_penalty", "seed", "top_k",
+)
+"""Call parameters a provider may drop (or rename) when the server rejects them: the seed 000 §3
+preset overrides (temperature, maxTokens → `max_tokens`/`max_completion_tokens`,
+reasoningEffort, stop) plus the other plain sampling knobs a preset sets. Never `model`,
+`messages`, `stream`, `n`, tools or anything structural."""
+
+_EQUIVALENT_PARAMETERS = {"max_tokens": "max_completion_tokens", "max_completion_tokens": "max_tokens"}
+"""Renames allowed when the server names a replacement: same meaning, different name. Any other
+suggestion (Groq's "did you mean 'top_p'?" for `top_k`) is ignored and the field just omitted."""
+
+_Q = r"[`'\"]?"
+_NAME = r"[A-Za-z_][\w.]*"
+_LIST = rf"(?P<list>{_Q}{_NAME}{_Q}(?:\s*(?:,|\bor\b|\band\b|&)\s*{_Q}{_NAME}{_Q})*)"
+_NAMES = re.compile(rf"{_Q}({_NAME}){_Q}")
+
+# (pattern, which field of the matched list is blamed). Examples each pattern is meant for:
+_REJECTION_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), pick)
+    for pattern, pick in (
+        # OpenAI: "Unsupported parameter: 'max_tokens' is not supported with this model. Use
+        # 'max_completion_tokens' instead." / "Unsupported value: 'temperature' does not support
+        # 0.2 with this model. Only the default (1) value is supported."; llama.cpp server:
+        # "Unsupported param: best_of".
+        (rf"\bunsupported\s+(?:parameter|param|value|field|argument|property)s?\s*:?\s*{_LIST}", "first"),
+        # OpenAI: "Unknown parameter: 'reasoning'."
+        (rf"\bunknown\s+(?:parameter|param|field|argument|property)s?\s*:?\s*{_LIST}", "first"),
+        # OpenAI/Azure on older models: "Unrecognized request argument supplied: reasoning_effort"
+        # (also the plural "arguments supplied: a, b").
+        (rf"\bunrecognized\s+(?:request\s+)?arguments?(?:\s+supplied)?\s*:?\s*{_LIST}", "first"),
+        # "This model does not support 'stop'", "model doesn't support the parameter top_k".
+        ((rf"\b(?:does\s+not|doesn't|do\s+not|cannot)\s+support\s+(?:the\s+)?"
+          rf"(?:(?:parameter|param|field|argument)s?\s+)?{_LIST}"), "first"),
+        # Python servers passing the body as kwargs: "got an unexpected keyword argument 'top_k'".
+        (rf"\b(?:unexpected|unknown|invalid)\s+keyword\s+arguments?\s*:?\s*{_LIST}", "first"),
+        # "Invalid value for 'reasoning_effort': ..."
+        (rf"\b(?:invalid|unsupported)\s+value\s+for\s+(?:(?:parameter|param|field)\s+)?{_LIST}", "first"),
+        # Groq: "property 'top_k' is unsupported, did you mean 'top_p'?"; DeepSeek-style
+        # "temperature is not supported"; vLLM: "'max_tokens' or 'max_completion_tokens' is too
+        # large: 4000. This model's maximum context length is 4096 tokens ..."
+        ((rf"{_LIST}\s+(?:is|are)\s+(?:not\s+(?:supported|allowed|permitted|recognized|recognised)|"
+          rf"unsupported|unknown|unrecognized|too\s+large|out\s+of\s+range)"), "first"),
+        # vLLM SamplingParams checks: "temperature must be non-negative, got -1.0.",
+        # "max_tokens must be at least 1, got 0.", "top_p must be in (0, 1], got 1.5."
+        (rf"{_LIST}\s+must\s+be\b", "first"),
+        # pydantic as text: "reasoning_effort\n  Extra inputs are not permitted [type=extra_forbidden"
+        (rf"{_LIST}\s*:?\s+extra\s+(?:inputs|fields)\s+(?:are\s+)?not\s+permitted", "first"),
+        # Anthropic models (direct, Bedrock, OpenAI-compatible proxies): "`temperature` and `top_p`
+        # cannot both be specified for this model. Please use only one." The later one goes.
+        (rf"{_LIST}\s+cannot\s+both\s+be\b", "last"),
+    )
+)
+_REPLACEMENT = re.compile(rf"\buse\s+{_Q}([A-Za-z_]\w*){_Q}\s+instead\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class RejectedParameter:
+    """A request parameter a 400/422 answer rejected.
+
+    Attributes:
+        name: the rejected field, one of the caller's candidates.
+        replacement: an equivalent field the server told us to use instead
+            (`max_tokens` ⇄ `max_completion_tokens`), else None: the field is to be omitted.
+        reason: "<status>: <the server's message>", one line, redacted, at most
+            `MAX_SERVER_MESSAGE` characters of message.
+    """
+
+    name: str
+    replacement: str | None
+    reason: str
+
+
+def _field_name(token: str) -> str:
+    """`'temperature'`, `body.temperature` → `temperature` (lower-cased)."""
+    return token.strip("`'\"").lower().removeprefix("body.")
+
+
+def _validation_fields(node: Any, depth: int = 0) -> list[str]:
+    """Top-level fields named by pydantic/FastAPI validation entries (`{"loc": ["body", "top_k"],
+    "type": "extra_forbidden", ...}`), found anywhere in the parsed body, including a message that
+    is itself a JSON string (Mistral sends both forms)."""
+    if depth > 6:
+        return []
+    found: list[str] = []
+    if isinstance(node, str):
+        text = node.strip()
+        if text[:1] in ("{", "[") and '"loc"' in text:
+            try:
+                return _validation_fields(json.loads(text), depth + 1)
+            except ValueError:
+                return []
+        return []
+    if isinstance(node, list):
+        for item in node:
+            found.extend(_validation_fields(item, depth + 1))
+        return found
+    if isinstance(node, dict):
+        loc = node.get("loc")
+        if isinstance(loc, list) and loc:
+            parts = loc[1:] if loc[0] == "body" else loc
+            if parts and isinstance(parts[0], str):
+                found.append(_field_name(parts[0]))
+        for value in node.values():
+            if isinstance(value, (dict, list, str)):
+                found.extend(_validation_fields(value, depth + 1))
+    return found
+
+
+def _named_in_text(message: str, candidates: list[str]) -> str | None:
+    for pattern, pick in _REJECTION_PATTERNS:
+        for match in pattern.finditer(message):
+            named = [_field_name(n) for n in _NAMES.findall(match.group("list"))]
+            hits = [n for n in named if n in candidates]
+            if hits:
+                return hits[0] if pick == "first" else hits[-1]
+    return None
+
+
+def rejected_parameter(
+    status: int,
+    body: bytes | str | None,
+    candidates: Iterable[str],
+    *,
+    secrets: Iterable[str] = (),
+) -> RejectedParameter | None:
+    """Which of `candidates` a bad-request answer rejected, for the call-config fallback.
+
+    Rule source, seed 000 §3: "Preset fallback omits only a rejected active preset override
+    (temperature, maxTokens, reasoningEffort or stop), before output and when not canceled. ...
+    Authentication, quota and unrelated network errors do not trigger this fallback."
+
+    Args:
+        status: the HTTP status; only 400 and 422 can name a rejected parameter.
+        body: the error body as received.
+        candidates: the fields the caller could drop (active overrides not yet dropped).
+        secrets: strings that must not appear in the reason (the API key).
+
+    Returns:
+        None unless the answer blames a candidate. The blamed field is read, in this order,
+        from (1) the OpenAI `error.param` (when it names a non-candidate, e.g. "messages",
+        the answer is not about a candidate and None is returned); (2) pydantic/FastAPI
+        validation entries (`detail[].loc == ["body", field]`: Mistral, vLLM-style and other
+        FastAPI servers, 422); (3) the message text, by `_REJECTION_PATTERNS` (OpenAI
+        "Unsupported parameter/value: 'x'", "Unknown parameter: 'x'", Azure "Unrecognized
+        request argument supplied: x", llama.cpp "Unsupported param: x", Groq "property 'x' is
+        unsupported", "x is not supported", "does not support 'x'", vLLM "x must be …" and
+        "'x' … is too large", pydantic "x Extra inputs are not permitted", Anthropic "`x` and
+        `y` cannot both be specified" → y). A quota code (`insufficient_quota`) never counts.
+        A replacement is kept only when the message says "use 'y' instead" and y is the
+        equivalent of the field (`max_tokens` ⇄ `max_completion_tokens`).
+    """
+    if status not in (400, 422):
+        return None
+    names = [c.lower() for c in candidates]
+    if not names:
+        return None
+    secret_list = [s for s in secrets if s]
+    text = _text_of(body)
+    try:
+        parsed: Any = json.loads(text) if text.strip() else None
+    except ValueError:
+        parsed = None
+    err = _error_object(parsed)
+    if err is not None and _is_quota(err, message=False):
+        return None
+    # Matched as received (a short key masked inside a field name would hide it); only the
+    # reason, which is kept and shown, is redacted.
+    message = " ".join((_message_of(err) if err else text).split())
+    param = err.get("param") if err else None
+    field: str | None = None
+    if isinstance(param, str) and param.strip():
+        field = _field_name(param)
+        if field not in names:
+            return None  # the server blamed something else (messages, model, a dropped field)
+    if field is None:
+        field = next((f for f in _validation_fields(parsed) if f in names), None)
+    if field is None:
+        field = _named_in_text(message, names)
+    if field is None:
+        return None
+    replacement = None
+    match = _REPLACEMENT.search(message)
+    if match and match.group(1).lower() == _EQUIVALENT_PARAMETERS.get(field):
+        replacement = match.group(1).lower()
+    reason = f"{status}: {_shorten(redact(message, secret_list)) or '(no message)'}"
+    return RejectedParameter(field, replacement, redact(reason, secret_list))

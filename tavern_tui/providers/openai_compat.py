@@ -10,6 +10,15 @@ with `choices: []` and `usage`, and `data: [DONE]` ends the stream. Errors after
 The shape follows openai-python's `AsyncStream`: one response per attempt, parsed by a
 separate pure decoder (`sse.SSEDecoder`), closed in `finally`, retried with jittered
 exponential backoff only before anything reached the caller.
+
+Call-config fallback (seed 000 §3: "Preset fallback omits only a rejected active preset
+override (temperature, maxTokens, reasoningEffort or stop), before output and when not
+canceled. Each field is tried at most once, with at most four native retries. Authentication,
+quota and unrelated network errors do not trigger this fallback. The original preset is
+unchanged; Trace records requested/effective values and omissions."): a 400/422 answer that
+blames one of the request's `config` fields in `FALLBACK_PARAMETERS` is retried at once without
+that field (or with its value moved to the equivalent field the server names, `max_tokens` →
+`max_completion_tokens`); see `OpenAICompatProvider.stream`.
 """
 
 from __future__ import annotations
@@ -20,25 +29,40 @@ import json
 import random
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
-from tavern_tui.engine.stream import ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
-from tavern_tui.errors import ProviderError, ServerError
+from tavern_tui.engine.stream import (
+    ChatRequest,
+    ConfigAdjusted,
+    Finished,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    Usage,
+)
+from tavern_tui.errors import BadRequestError, ProviderError, ServerError
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.providers.errors import (
+    FALLBACK_PARAMETERS,
+    RejectedParameter,
     classify_http_error,
     classify_stream_error,
     from_httpx_exception,
     redact,
+    rejected_parameter,
 )
 from tavern_tui.providers.sse import SSEDecoder, ServerSentEvent
 
-__all__ = ["OpenAICompatProvider", "retry_delay", "RETRY_CAP"]
+__all__ = ["OpenAICompatProvider", "retry_delay", "RETRY_CAP", "MAX_CONFIG_FALLBACKS"]
 
 RETRY_CAP = 10.0
 """Longest wait between attempts, in seconds, whatever `Retry-After` asks for."""
+
+MAX_CONFIG_FALLBACKS = 4
+"""Call-config fallback retries per `stream()` call (seed 000 §3: "at most four native retries")."""
 
 _RETRY_CATEGORIES = frozenset({"rate_limit", "server", "network"})
 
@@ -102,13 +126,17 @@ class OpenAICompatProvider:
         client: an `httpx.AsyncClient` to use; the caller keeps owning it. When None the
             provider creates one on first use and closes it in `aclose()`.
         max_retries: extra attempts after the first for 429, 5xx and network errors
-            (never for timeouts, malformed bodies, or once anything was yielded).
+            (never for timeouts, malformed bodies, or once anything was yielded). The
+            call-config fallback retries (at most `MAX_CONFIG_FALLBACKS`) come on top.
         backoff: base of the jittered exponential delay, in seconds.
 
     Attributes:
         attempts: one dict per HTTP attempt of the last `stream()` call:
             `{"status": int | None, "error": str | None (ProviderError.category),
-            "retry_delay": float | None (seconds waited before the next attempt)}`.
+            "retry_delay": float | None (seconds waited before the next attempt),
+            "config": dict (the call config this attempt sent), "omitted": dict[str, str]
+            (fields left out of `config` so far → the provider's reason; a moved field's
+            reason ends with "→ <new field>")}`.
     """
 
     name = "openai-compatible"
@@ -177,7 +205,26 @@ class OpenAICompatProvider:
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream one completion.
 
+        Call-config fallback (seed 000 §3: "Preset fallback omits only a rejected active preset
+        override (temperature, maxTokens, reasoningEffort or stop), before output and when not
+        canceled. Each field is tried at most once, with at most four native retries.
+        Authentication, quota and unrelated network errors do not trigger this fallback. The
+        original preset is unchanged; Trace records requested/effective values and
+        omissions."): when the endpoint answers HTTP 400/422 (a `BadRequestError`, not a quota
+        error) before any output, and the answer blames a field of `request.config` that is in
+        `FALLBACK_PARAMETERS` (`providers.errors.rejected_parameter` reads `error.param`,
+        validation `loc`s or the message), the request is sent again at once without that
+        field, or with its value under the replacement the server names when that is an
+        equivalent field (`max_tokens` → `max_completion_tokens`). Each field is dropped at
+        most once (a second rejection of a dropped field is raised as usual) and at most
+        `MAX_CONFIG_FALLBACKS` such retries happen per call, apart from the 429/5xx/network
+        retries. 401/403, 429, 5xx, timeouts, network errors and in-band (after HTTP 200)
+        errors never trigger it; cancellation propagates as always. `request` itself is never
+        changed.
+
         Yields:
+            `ConfigAdjusted(requested, effective, omitted)` first when the config sent differs
+            from `request.config` (at most once, just before the first other event), then
             `ReasoningDelta`/`TextDelta` in arrival order, then at most one `Usage` (the last
             one reported), then `Finished(finish_reason, saw_done)`.
 
@@ -192,13 +239,20 @@ class OpenAICompatProvider:
         self.attempts = []
         secrets = [self.settings.api_key] if self.settings.api_key else []
         client = self._get_client()
-        body = self.build_body(request)
         headers = self.build_headers()
         timeout = httpx.Timeout(self.settings.timeout)
-        for attempt in range(self.max_retries + 1):
-            record: dict[str, Any] = {"status": None, "error": None, "retry_delay": None}
+        requested = dict(request.config)
+        effective = dict(requested)
+        omitted: dict[str, str] = {}
+        tried: set[str] = set()  # fields already dropped or moved: never dropped or restored again
+        retries = fallbacks = 0
+        while True:
+            body = self.build_body(replace(request, config=effective) if effective != requested else request)
+            record: dict[str, Any] = {"status": None, "error": None, "retry_delay": None,
+                                      "config": dict(effective), "omitted": dict(omitted)}
             self.attempts.append(record)
             yielded = False
+            rejected: RejectedParameter | None = None
             error: ProviderError
             retry_headers: Mapping[str, str] | None = None
             try:
@@ -209,8 +263,14 @@ class OpenAICompatProvider:
                     if not response.is_success:
                         raw = await response.aread()
                         retry_headers = response.headers
-                        raise classify_http_error(response.status_code, raw, response.headers, secrets=secrets)
+                        error = classify_http_error(response.status_code, raw, response.headers, secrets=secrets)
+                        if isinstance(error, BadRequestError) and fallbacks < MAX_CONFIG_FALLBACKS:
+                            candidates = [f for f in FALLBACK_PARAMETERS if f in effective and f not in tried]
+                            rejected = rejected_parameter(response.status_code, raw, candidates, secrets=secrets)
+                        raise error
                     async for event in self._parse(response, secrets):
+                        if not yielded and effective != requested:
+                            yield ConfigAdjusted(dict(requested), dict(effective), dict(omitted))
                         yielded = True
                         yield event
                     return
@@ -223,9 +283,21 @@ class OpenAICompatProvider:
                 record["error"] = "server"
                 raise ServerError(redact(str(exc), secrets)) from None
             record["error"] = error.category
-            if yielded or attempt >= self.max_retries or error.category not in _RETRY_CATEGORIES:
+            if rejected is not None and not yielded:
+                fallbacks += 1
+                tried.add(rejected.name)
+                value = effective.pop(rejected.name)
+                target = rejected.replacement
+                if target is not None and target not in effective and target not in tried:
+                    effective[target] = value
+                    omitted[rejected.name] = f"{rejected.reason} → {target}"
+                else:
+                    omitted[rejected.name] = rejected.reason
+                continue
+            if yielded or retries >= self.max_retries or error.category not in _RETRY_CATEGORIES:
                 raise error
-            delay = retry_delay(attempt, retry_headers, self.backoff)
+            delay = retry_delay(retries, retry_headers, self.backoff)
+            retries += 1
             record["retry_delay"] = delay
             await asyncio.sleep(delay)
 

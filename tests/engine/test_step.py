@@ -256,3 +256,22 @@ async def test_failed_attempts_are_in_the_display_surface_only() -> None:
     assert [m.kind for m in derive_messages(log, sid) if m.role != "system"] == ["user/message"]
     shown = derive_messages(log, sid, include_failed=True)
     assert shown[-1].kind == "assistant/attempt" and shown[-1].body["error"]["category"] == "rate_limit"
+
+
+async def test_a_config_adjustment_is_recorded_with_the_step() -> None:
+    from tavern_tui.engine.step import CONFIG_ADJUSTED
+    from tavern_tui.engine.stream import ConfigAdjusted
+
+    log = MemoryLog()
+    sid = log.create_session()
+    adjusted = ConfigAdjusted({"temperature": 0.7, "max_tokens": 300}, {"max_tokens": 300},
+                              {"temperature": "400: Unsupported parameter: 'temperature'"})
+    provider = ScriptedProvider([adjusted, TextDelta("ok"), Finished("stop")])
+    await _run(log, sid, provider, RecordingAssembler(), "hi")
+    events = log.surface_events(sid)
+    [record] = [e for e in events if e.kind == CONFIG_ADJUSTED]
+    assert record.body["omitted"] == {"temperature": "400: Unsupported parameter: 'temperature'"}
+    assert record.body["effective"] == {"max_tokens": 300}
+    reply = events[-1]
+    assert reply.kind == EventKind.ASSISTANT_MESSAGE and reply.content == "ok"
+    assert reply.body["config"]["omitted"] == {"temperature": "400: Unsupported parameter: 'temperature'"}

@@ -70,7 +70,7 @@ async def test_plain_stream(loopback, make) -> None:
     assert text_of(events) == "The tavern is warm tonight."
     assert events[-2:] == [Usage(10, 5, 15), Finished("stop", saw_done=True)]
     assert isinstance(provider, Provider)
-    assert provider.attempts == [{"status": 200, "error": None, "retry_delay": None}]
+    assert provider.attempts == [{"status": 200, "error": None, "retry_delay": None, "config": {}, "omitted": {}}]
 
 
 async def test_request_body_path_and_auth_header(loopback, make) -> None:
@@ -196,7 +196,7 @@ async def test_401_is_authentication_error_without_key_in_message(loopback, make
     assert info.value.status == 401
     assert_no_key(info.value)
     assert len(loopback.requests) == 1  # not retried
-    assert provider.attempts == [{"status": 401, "error": "authentication", "retry_delay": None}]
+    assert provider.attempts == [{"status": 401, "error": "authentication", "retry_delay": None, "config": {}, "omitted": {}}]
 
 
 async def test_429_with_retry_after_no_retries(loopback, make) -> None:
@@ -225,8 +225,8 @@ async def test_429_then_200_succeeds(loopback, make) -> None:
     assert text_of(events) == "second time lucky"
     assert len(loopback.requests) == 2
     assert provider.attempts == [
-        {"status": 429, "error": "rate_limit", "retry_delay": 0.02},
-        {"status": 200, "error": None, "retry_delay": None},
+        {"status": 429, "error": "rate_limit", "retry_delay": 0.02, "config": {}, "omitted": {}},
+        {"status": 200, "error": None, "retry_delay": None, "config": {}, "omitted": {}},
     ]
 
 
