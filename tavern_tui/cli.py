@@ -4,7 +4,10 @@
     tavern import PATH... [--character NAME] [--json]   cards, world books, chats (.jsonl)
     tavern lore list|bind|unbind|export|test …
     tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate) [--new | --playthrough ID] [--json]
+                [--preset NAME] [--lore BOOK]... [--strategy NAME]
     tavern sessions [--json] [--character NAME]
+    tavern presets [--json]
+    tavern preview PLAYTHROUGH [--input TEXT] [--strategy NAME] [--preset NAME] [--json]
     tavern show PLAYTHROUGH [--json] [--system]
     tavern tree PLAYTHROUGH [--json]
     tavern export PLAYTHROUGH --jsonl FILE
@@ -44,6 +47,24 @@ def _global_options(parser: argparse.ArgumentParser, default: object) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", default=default, help="log details to stderr")
 
 
+def _selection_options(parser: argparse.ArgumentParser) -> None:
+    """--preset / --lore / --strategy: bound to the playthrough and remembered (issue 5 §7)."""
+    parser.add_argument("--preset", metavar="NAME", help="bind this imported preset to the playthrough (remembered)")
+    parser.add_argument("--lore", action="append", default=[], metavar="BOOK",
+                        help="bind this imported world book to the playthrough (repeatable; remembered)")
+    parser.add_argument("--strategy", metavar="NAME", help="apply this assembly strategy (compat, projection)")
+
+
+def _apply_selection(tavern: Any, args: argparse.Namespace, playthrough_id: int) -> None:
+    """Bind what --preset/--lore/--strategy name, before the step."""
+    if args.preset:
+        tavern.bind_preset(playthrough_id, tavern.find_preset(args.preset).id)
+    for book in args.lore:
+        tavern.bind_world_book(tavern.find_world_book(book).id, "playthrough", playthrough_id)
+    if args.strategy:
+        tavern.apply_strategy(playthrough_id, args.strategy)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tavern", description="Terminal roleplay client for SillyTavern cards.")
     parser.add_argument("--version", action="version", version=f"tavern-tui {__version__}")
@@ -79,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     which.add_argument("--new", action="store_true", help="start a new playthrough")
     which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
     p_chat.add_argument("--json", action="store_true", help="print the stored reply as JSON at the end")
+    _selection_options(p_chat)
 
     p_sessions = commands.add_parser("sessions", help="list playthroughs, newest first")
     p_sessions.add_argument("--character", metavar="NAME", help="only this character's playthroughs")
@@ -88,6 +110,15 @@ def _parser() -> argparse.ArgumentParser:
     p_show.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_show.add_argument("--json", action="store_true")
     p_show.add_argument("--system", action="store_true", help="include the system section sent to the model")
+
+    p_preview = commands.add_parser("preview", help="print the exact request the next step would send (no model call)")
+    p_preview.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_preview.add_argument("--input", default="", metavar="TEXT", help="what you would send")
+    p_preview.add_argument("--json", action="store_true")
+    _selection_options(p_preview)
+
+    p_presets = commands.add_parser("presets", help="list imported chat-completion presets")
+    p_presets.add_argument("--json", action="store_true")
 
     p_tree = commands.add_parser("tree", help="print a playthrough's timeline: every message variant")
     p_tree.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
@@ -174,6 +205,7 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 playthrough = tavern.new_playthrough(character.id)
                 err.write(f"started playthrough {playthrough.id} with {character.name}\n")
         tavern.open_playthrough(playthrough.id)
+        _apply_selection(tavern, args, playthrough.id)
         err.write(f"[{tavern.provider_label}] playthrough {playthrough.id}\n")
         settled = None
         in_reasoning = False
@@ -243,7 +275,7 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not items:
         out.write("no playthroughs yet; start one with `tavern chat CHARACTER --say TEXT` or in the TUI\n")
     for p in items:
-        out.write(f"{p.id:>4}  {p.character_name:<24} {p.message_count:>4} messages  last played {p.updated_at:%Y-%m-%d %H:%M} UTC\n")
+        out.write(f"{p.id:>4}  {p.character_name:<24} {p.message_count:>4} {'message ' if p.message_count == 1 else 'messages'}  last played {p.updated_at:%Y-%m-%d %H:%M} UTC\n")
     return EXIT_OK
 
 
@@ -264,6 +296,42 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             marks.append("partial" + (f": {m.error}" if m.error else ""))
         body = m.content if m.content or not m.partial else "(no text arrived)"
         out.write(f"\n[{' · '.join(marks)}] {m.speaker}:\n{body}\n")
+    return EXIT_OK
+
+
+def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """The request the next step would send: messages with their source, config, tokens."""
+    with _service(args) as tavern:
+        _apply_selection(tavern, args, args.playthrough)  # remembered, as with `tavern chat` (issue 5 §7)
+        shown = tavern.preview(args.playthrough, args.input)
+    if args.json:
+        json.dump(shown, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    out.write(f"PREVIEW (not sent) · strategy {shown['strategy']} · ~{shown['tokens'].get('total', 0):,} tokens"
+              f" · config {json.dumps(shown['config'])}\n")
+    for message in shown["messages"]:
+        name = f" ({message['name']})" if message.get("name") else ""
+        out.write(f"\n[{message['role']}{name} · {message['source']}]\n{message['content']}\n")
+    for note in shown["adjustments"]:
+        out.write(f"\nadjusted: {note}")
+    if shown["adjustments"]:
+        out.write("\n")
+    return EXIT_OK
+
+
+def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """List imported presets."""
+    with _service(args) as tavern:
+        items = tavern.presets()
+    if args.json:
+        json.dump([p.to_json() for p in items], out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    if not items:
+        out.write("no presets yet; import a SillyTavern chat-completion preset with `tavern import FILE.json`\n")
+    for p in items:
+        out.write(f"{p.id:>4}  {p.name:<32} {p.prompts:>4} prompts, {p.enabled} sent (order {p.order_source})\n")
     return EXIT_OK
 
 
@@ -313,8 +381,11 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.jsonl == "-":
         out.write(text)
     else:
-        with open(args.jsonl, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        try:
+            with open(args.jsonl, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise TavernError(f"{args.jsonl}: cannot write the chat: {exc.strerror}") from exc
         err.write(f"wrote {text.count(chr(10)) - 1} messages to {args.jsonl}\n")
     return EXIT_OK
 
@@ -335,7 +406,7 @@ def cmd_lore_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,
-                            "tree": cmd_tree, "export": cmd_export,
+                            "tree": cmd_tree, "export": cmd_export, "presets": cmd_presets, "preview": cmd_preview,
                             "edit": cmd_edit, "delete": cmd_delete, "tui": cmd_tui, None: cmd_tui}
 
 

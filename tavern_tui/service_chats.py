@@ -8,6 +8,7 @@ path; export writes the active path back with every sibling as a swipe.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,18 +80,25 @@ class ChatFileOps:
         the name of the first message the person did not write; it must be imported already.
 
         Returns:
-            An ImportResult of kind "chat" whose id is the new playthrough; `error` names the
-            file and line (malformed line) or the missing character.
+            An ImportResult of kind "chat" whose id is the new playthrough (`duplicate` with the
+            earlier one when these exact bytes were imported before); `error` names the file and
+            line (malformed line) or the missing character.
         """
         try:
             chat = parse_chat_jsonl(payload, name)
             record = self._chat_character(chat, name, character)
         except (FormatError, NotFound) as exc:
             return ImportResult(name, "chat", error=str(exc))
+        digest = hashlib.sha256(payload).hexdigest()
+        with self._store.unit_of_work() as uow:
+            earlier = uow.playthroughs.by_source_digest(digest)
+        if earlier is not None:
+            return ImportResult(name, "chat", earlier.id, f"{record.name} #{earlier.id}", warnings=tuple(chat.warnings),
+                                duplicate=True)
         user = chat.user_name or next((m.name for m in chat.messages if m.is_user and m.name), None) \
             or self.settings.user_name
         sessions, events = plan_chat(chat)
-        meta = json.dumps({"source": Path(name).name, "header": chat.header}, ensure_ascii=False)
+        meta = json.dumps({"source": Path(name).name, "sha256": digest, "header": chat.header}, ensure_ascii=False)
         created = self._store.import_playthrough(character_id=record.id, user_name=user, title=Path(name).stem,
                                                  meta=meta, sessions=sessions, events=events, head="root")
         return ImportResult(name, "chat", created.id, f"{record.name} #{created.id}", warnings=tuple(chat.warnings))
@@ -103,8 +111,8 @@ class ChatFileOps:
         try:
             return self._find(wanted, "characters", "character")
         except NotFound:
-            raise NotFound(f"{file}: no character named {wanted!r}; import its card first, "
-                           "or pass --character NAME") from None
+            hint = "import its card first" if given else "import its card first, or pass --character NAME"
+            raise NotFound(f"{file}: no character named {wanted!r}; {hint}") from None
 
     def export_chat(self: Tavern, playthrough_id: int) -> str:
         """The playthrough's active path as SillyTavern chat JSONL, every sibling variant of a

@@ -160,6 +160,10 @@ class TimelineOps:
 
     # -- moving the head ----------------------------------------------------------------
 
+    def _touch(self: Tavern, playthrough_id: int) -> None:
+        with self._store.unit_of_work() as uow:
+            uow.playthroughs.touch(playthrough_id)
+
     def _set_head(self: Tavern, playthrough_id: int, session_id: int) -> PlaythroughView:
         with self._store.unit_of_work() as uow:
             uow.playthroughs.set_head(playthrough_id, session_id)
@@ -335,6 +339,7 @@ class TimelineOps:
                 replacement[key] = message.body[key]
         origin = Origin.OPERATOR if message.role != "user" else None
         self._store.events.append(view.session_id, [replacement_event([message.ref], replacement, origin)])
+        self._touch(playthrough_id)
 
     def delete_message(self: Tavern, playthrough_id: int, ref: Ref, *, to_end: bool = False) -> int:
         """Hide a shown message (and, with `to_end`, every message after it, as SillyTavern's
@@ -354,6 +359,7 @@ class TimelineOps:
         start = next(i for i, m in enumerate(surface) if m.ref == message.ref)
         targets = [m.ref for m in (surface[start:] if to_end else surface[start:start + 1])]
         self._store.events.append(view.session_id, [replacement_event(targets, None)])
+        self._touch(playthrough_id)
         return len(targets)
 
     # -- generating variants --------------------------------------------------------------

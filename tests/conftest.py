@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,8 +12,10 @@ from tavern_tui.config import Settings
 from tavern_tui.providers.demo import DemoProvider
 from tavern_tui.service import Tavern
 
-# The corpus sits beside the repository: <parent>/shared/corpus (SOURCES.md lists the files).
-CORPUS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+# The corpus sits beside the repository: <parent>/shared/corpus (SOURCES.md lists the files);
+# TAVERN_TEST_CORPUS points elsewhere (a clone in another folder).
+CORPUS_DIR = Path(os.environ.get("TAVERN_TEST_CORPUS")
+                  or Path(__file__).resolve().parents[1].parent / "shared" / "corpus")
 
 _ENV = ("TAVERN_DB_URL", "TAVERN_API_BASE", "TAVERN_MODEL", "TAVERN_API_KEY", "TAVERN_USER_NAME", "TAVERN_CONFIG")
 
@@ -35,8 +38,8 @@ def corpus_dir() -> Path:
     Fails (never skips) when it is missing: the importer tests are meaningless without it.
     """
     if not (CORPUS_DIR / "cards").is_dir():
-        pytest.fail(f"test corpus not found at {CORPUS_DIR} (expected cards/ there); see shared/corpus/SOURCES.md",
-                    pytrace=False)
+        pytest.fail(f"test corpus not found at {CORPUS_DIR} (expected cards/ there; set TAVERN_TEST_CORPUS to "
+                    "the shared/corpus folder); see shared/corpus/SOURCES.md", pytrace=False)
     return CORPUS_DIR
 
 

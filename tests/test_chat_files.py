@@ -194,3 +194,12 @@ def test_cli_imports_swipes_shows_the_tree_and_exports(tmp_path: Path) -> None:
         "Oh, a visitor!", "Hi! Who are you?"]
     bad = _cli("edit", str(pid), "nope", "--text", "x", home=home)
     assert bad.returncode == 2 and "SESSION:SEQ" in bad.stderr
+
+
+def test_the_same_chat_file_imports_once(tavern: Tavern, mira: int, tmp_path: Path) -> None:
+    source = write_chat(tmp_path / "chat.jsonl")
+    [first] = tavern.import_paths([source])
+    [again] = tavern.import_paths([source])
+    assert again.duplicate and again.id == first.id and len(tavern.playthroughs()) == 1
+    # Lists count what the chat shows, the hidden is_system line included.
+    assert tavern.playthrough(first.id).message_count == len(tavern.messages(first.id)) == 6

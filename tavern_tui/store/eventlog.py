@@ -331,12 +331,14 @@ class EventLog:
         return [row_to_event(row) for row in rows[-limit:]], complete
 
     def count_messages(self, session_id: int) -> int:
-        """How many chat messages (user, assistant, attempts) a session's surface holds across
-        its forks, counted on the index (edits and deletes not applied)."""
+        """How many chat messages (user, assistant, attempts, shown system lines) a session's
+        surface holds across its forks, counted on the index (deletes not subtracted)."""
         chain = self._chain(session_id, None)
         kinds = [str(EventKind.USER_MESSAGE), str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT)]
         clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq <= upto) if upto is not None
                    else EVENTS.c.session_id == sid for sid, upto in chain]
+        # System lines shown in the chat (an imported `is_system`), not the per-step system section.
+        shown_system = and_(EVENTS.c.kind == str(EventKind.SYSTEM_MESSAGE), EVENTS.c.source != "system-prompt")
         with self._engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(EVENTS)
-                                    .where(or_(*clauses), EVENTS.c.kind.in_(kinds))).scalar_one())
+                                    .where(or_(*clauses), or_(EVENTS.c.kind.in_(kinds), shown_system))).scalar_one())

@@ -158,6 +158,12 @@ class PlaythroughRepository:
         self._session.flush()
         return _playthrough(row)
 
+    def by_source_digest(self, digest: str) -> PlaythroughRecord | None:
+        """The playthrough imported from a chat file with these exact bytes (SHA-256), if any."""
+        row = self._session.scalars(select(Playthrough).where(Playthrough.meta.contains(f'"sha256": "{digest}"'))
+                                    .order_by(Playthrough.id)).first()
+        return _playthrough(row) if row else None
+
     def set_preset(self, playthrough_id: int, preset_id: int | None) -> PlaythroughRecord:
         """Bind a preset to the playthrough (None: back to the built-in default). Raises NotFound."""
         row = self._session.get(Playthrough, playthrough_id)
