@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui.assembly.basic import BasicAssembler, build_system_prompt
+from tavern_tui.assembly.preset import PROJECTION, PresetAssembler
+from tavern_tui.assembly.st_prompt import to_messages
 from tavern_tui.assembly.macros import substitute_names
 from tavern_tui.assembly.tokens import estimate_messages
 from tavern_tui.config import Settings
@@ -45,7 +47,7 @@ from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, WorldBookRecord
 from tavern_tui.service_chats import ChatFileOps
-from tavern_tui.service_presets import PresetOps
+from tavern_tui.service_presets import STRATEGIES, PresetOps
 from tavern_tui.service_timeline import TimelineOps
 from tavern_tui.store.store import Store
 from tavern_tui.views import CharacterView, ImportResult, MessageView, PlaythroughView, WorldBookView
@@ -557,6 +559,62 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps):
                                     if m.source != SYSTEM_PROMPT_SOURCE])
         return estimate_messages([{"content": system}] + history)
 
+    def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None) -> Any:
+        """The assembler a step of this playthrough uses: its applied strategy (`strategy`
+        overrides it, for previews), with its card, books, timed effects and preset."""
+        view = self.playthrough(playthrough_id)
+        with self._store.unit_of_work() as uow:
+            record = uow.characters.get(view.character_id)
+            applied = uow.playthroughs.get(playthrough_id).strategy
+        card = self._card(record)
+        books = self._effective_books(view.id, record, card)
+        timed = timed_state_of(self._store.events.surface_events(view.session_id))
+        meta: dict[str, Any] = {
+            "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
+            "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries)} for b in books]}
+        facts = self._facts(record, card, view.user_name)
+        if (strategy or applied or "compat") == PROJECTION:
+            preset, preset_facts = self.playthrough_preset(playthrough_id)
+            meta["preset"] = preset_facts
+            return PresetAssembler(preset, card.data, card.name, view.user_name, meta, world_info=self._world_info(books),
+                                   facts=facts, timed_state=timed, generation_type=generation.type,
+                                   continue_text=generation.continue_text)
+        return BasicAssembler(card.data, card.name, view.user_name, meta, self._world_info(books), facts, timed,
+                              generation.type)
+
+    def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
+        """The exact request the next step would send if `text` were sent now (seed 000: the
+        same code path as a step, no provider call, nothing stored).
+
+        Returns:
+            `{"strategy", "messages": [{"role", "content", "source"}], "config", "tokens",
+            "adjustments", "world_info"}`; `tokens` are estimates per source and in total.
+
+        Raises:
+            TavernError: unknown strategy; NotFound: no such playthrough.
+        """
+        if strategy is not None and strategy not in STRATEGIES:
+            raise TavernError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+        view = self.playthrough(playthrough_id)
+        assembler = self._assembler(playthrough_id, Generation(), strategy)
+        history = derive_messages(self._store.events, view.session_id)
+        claimed = [text] if text else []
+        if isinstance(assembler, PresetAssembler):
+            built, meta, _records = assembler.build(history, claimed)
+            messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
+            config = assembler.preset.call_config()
+            tokens = {**built.tokens, "total": sum(built.tokens.values())}
+        else:
+            assembly = assembler(history, claimed)
+            meta, config = assembly.meta, assembly.config
+            messages = ([{"role": "system", "content": assembly.system, "source": "system"}] if assembly.system else [])
+            messages += [{**m, "source": "history"} for m in request_messages(
+                [m for m in history if m.source != SYSTEM_PROMPT_SOURCE])]
+            messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
+            tokens = {"total": estimate_messages(messages)}
+        return {"strategy": meta.get("strategy", "compat"), "messages": messages, "config": config, "tokens": tokens,
+                "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info")}
+
     async def send(self, playthrough_id: int, text: str) -> AsyncIterator[StepUpdate]:
         """Send the person's text and stream the reply (one engine step on the head session).
 
@@ -579,15 +637,8 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps):
         """One engine step on the playthrough's head session (send, regenerate, continue, impersonate)."""
         view = self.playthrough(playthrough_id)
         with self._store.unit_of_work() as uow:
-            record = uow.characters.get(view.character_id)
             uow.playthroughs.touch(playthrough_id)
-        card = self._card(record)
-        books = self._effective_books(view.id, record, card)
-        timed = timed_state_of(self._store.events.surface_events(view.session_id))
-        meta = {"character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
-                "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries)} for b in books]}
-        assembler = BasicAssembler(card.data, card.name, view.user_name, meta, self._world_info(books),
-                                   self._facts(record, card, view.user_name), timed, generation.type)
+        assembler = self._assembler(playthrough_id, generation)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self._store.events, view.session_id, self._provider, assembler, text,
                          generation=generation, stale_after=self._stale_after)

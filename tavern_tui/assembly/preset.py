@@ -1,0 +1,97 @@
+"""Provides `PresetAssembler`: the `projection` strategy, the request SillyTavern would send.
+
+Rules: issue 5 §3-§4 and DESIGN.md "Strategies": the preset's prompts, the card, persona and
+activated world info are placed as SillyTavern's prompt manager places them
+(`assembly.st_prompt.build_prompt`), the result is a request-only array: the engine records it
+in a `request/assembly` event and never writes its bodies into chat history. Preset
+parameters become call config only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tavern_tui.assembly.macros import MacroContext
+from tavern_tui.assembly.st_prompt import BuiltPrompt, HistoryMessage, PromptInputs, build_prompt, to_messages
+from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
+from tavern_tui.engine.log import HIDDEN_KEY, PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
+from tavern_tui.engine.step import Assembly
+from tavern_tui.formats.presets import ParsedPreset
+from tavern_tui.lore.result import Buckets
+from tavern_tui.lore.timed import TimedState
+
+PROJECTION = "projection"
+
+
+def history_for_prompt(history: list[SurfaceMessage], claimed: list[str], char: str,
+                       user: str) -> list[HistoryMessage]:
+    """The chat as the prompt builder reads it: the visible user/assistant messages (no system
+    section, no placeholder replies, nothing hidden, no failed empty attempts), then the claimed
+    input as the newest message."""
+    messages = [HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else char)
+                for m in history
+                if m.role in ("user", "assistant") and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
+                and not m.body.get(HIDDEN_KEY) and m.content]
+    messages += [HistoryMessage("user", text, None, user, is_input=True) for text in claimed]
+    return messages
+
+
+@dataclass
+class PresetAssembler:
+    """Builds each step's request with a preset (the `projection` strategy).
+
+    Attributes:
+        preset: the bound preset (the built-in default when none is bound).
+        card: normalised card `data`; char/user: the names for macros.
+        persona: the persona description ("" = none).
+        meta: resource facts for the request header (character, preset, books …).
+        world_info / facts / timed_state: as `BasicAssembler`.
+        generation_type / continue_text: the step's SillyTavern generation type, and the
+            reply being continued.
+        macros: base macro context (time, random source, variables); None = defaults.
+    """
+
+    preset: ParsedPreset
+    card: dict[str, Any]
+    char: str
+    user: str
+    meta: dict[str, Any]
+    persona: str = ""
+    world_info: WorldInfoStep | None = None
+    facts: CardFacts | None = None
+    timed_state: TimedState = field(default_factory=TimedState)
+    generation_type: str = "normal"
+    continue_text: str = ""
+    macros: MacroContext | None = None
+
+    def build(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[BuiltPrompt, dict[str, Any], tuple]:
+        """The built prompt, the header meta and the records to keep (world-info timed state);
+        also what `preview` shows."""
+        meta: dict[str, Any] = {**self.meta, "strategy": PROJECTION}
+        lore = Buckets()
+        records: tuple = ()
+        if self.world_info is not None and self.world_info.books:
+            facts = self.facts or CardFacts(self.char, self.user)
+            result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state, self.generation_type))
+            lore = result.buckets
+            meta["world_info"] = decisions_record(result)
+            records = (self.world_info.state_event(result),)
+        built = build_prompt(PromptInputs(
+            preset=self.preset, card=self.card, char=self.char, user=self.user, persona=self.persona, lore=lore,
+            history=history_for_prompt(history, claimed, self.char, self.user), generation=self.generation_type,
+            continue_text=self.continue_text, macros=self.macros))
+        meta["adjustments"] = list(built.adjustments)
+        meta["tokens"] = dict(built.tokens)
+        meta["budget"] = built.budget
+        meta["history_dropped"] = built.history_dropped
+        return built, meta, records
+
+    def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
+        """The step's assembly: no system section is admitted; the whole request is the
+        projection, recorded by the engine as `request/assembly`."""
+        built, meta, records = self.build(history, claimed)
+        parts = [{"role": p.role, "source": p.source, "identifier": p.identifier,
+                  "ref": list(p.ref) if p.ref else None} for p in built.parts]
+        return Assembly(system="", config=self.preset.call_config(), meta=meta, records=records,
+                        request=tuple(to_messages(built.parts)), request_parts=tuple(parts))
