@@ -209,3 +209,45 @@ def test_lore_test_reads_a_sillytavern_chat_as_history(cli_env: dict[str, str], 
     decided = {d["uid"]: d for d in json.loads(done.stdout)}
     assert decided[0]["fired"]  # the chosen swipe (swipe_id 1) is what was said
     assert not decided[1]["fired"]  # is_system lines are hidden from the scan
+
+
+def test_projection_with_a_preset_sends_the_preset_order_and_preview_matches_the_next_request(
+        cli_env: dict[str, str], corpus_dir: Path) -> None:
+    from tavern_tui.assembly.macros import substitute_names
+    from tavern_tui.formats.cards import parse_card
+
+    card_path = corpus_dir / "cards" / "seraphina_chara_ccv3.png"
+    card = parse_card(card_path.read_bytes(), card_path.name)
+    assert _run(["import", str(card_path), str(corpus_dir / "presets" / "st_openai_default_staging.json")],
+                cli_env).returncode == 0
+    with LoopbackServer() as server:
+        server.enqueue_sse(sse_chunks_for("*She smiles.*"))
+        server.enqueue_sse(sse_chunks_for("*She nods.*"))
+        env = {**cli_env, "TAVERN_API_BASE": server.base_url, "TAVERN_MODEL": "loop-1"}
+        chat = _run(["chat", "Seraphina", "--say", "Where am I?", "--preset", "st_openai_default_staging",
+                     "--strategy", "projection"], env)
+        assert chat.returncode == 0, chat.stderr
+        body = server.requests[0].json
+        messages = body["messages"]
+        # Default.json 100001: main first (its text, names filled), then the card's description …
+        assert messages[0] == {"role": "system", "content": "Write Seraphina's next reply in a fictional chat between "
+                                                            "Seraphina and User."}
+        # … the history starts with the new-chat line, and the input is the last message.
+        history_start = [m["content"] for m in messages].index("[Start a new Chat]")
+        description = {"role": "system", "content": substitute_names(card.data["description"], "Seraphina", "User")}
+        assert description in messages[1:history_start]
+        assert messages[history_start + 1]["role"] == "assistant"  # the greeting
+        assert messages[-1] == {"role": "user", "content": "Where am I?"}
+        # Preset parameters are call config only (Default.json: temperature 1, openai_max_tokens 300).
+        assert body["temperature"] == 1 and body["max_tokens"] == 300
+        preview = _run(["preview", "1", "--input", "And now?", "--json"], env)
+        assert preview.returncode == 0, preview.stderr
+        shown = json.loads(preview.stdout)
+        assert shown["strategy"] == "projection" and shown["tokens"]["total"] > 0
+        sent = _run(["chat", "Seraphina", "--say", "And now?", "--playthrough", "1"], env)
+        assert sent.returncode == 0, sent.stderr
+        second = server.requests[1].json["messages"]
+    assert [{k: v for k, v in m.items() if k != "source"} for m in shown["messages"]] == second
+    # Request-only bodies never enter the chat history: no system section was admitted.
+    history = json.loads(_run(["show", "1", "--json", "--system"], cli_env).stdout)["messages"]
+    assert [m["role"] for m in history] == ["assistant", "user", "assistant", "user", "assistant"]
