@@ -565,7 +565,8 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps):
         view = self.playthrough(playthrough_id)
         with self._store.unit_of_work() as uow:
             record = uow.characters.get(view.character_id)
-            applied = uow.playthroughs.get(playthrough_id).strategy
+            playthrough = uow.playthroughs.get(playthrough_id)
+        applied = playthrough.strategy
         card = self._card(record)
         books = self._effective_books(view.id, record, card)
         timed = timed_state_of(self._store.events.surface_events(view.session_id))
@@ -579,8 +580,12 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps):
             return PresetAssembler(preset, card.data, card.name, view.user_name, meta, world_info=self._world_info(books),
                                    facts=facts, timed_state=timed, generation_type=generation.type,
                                    continue_text=generation.continue_text)
+        config: dict[str, Any] = {}
+        if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
+            preset, meta["preset"] = self.playthrough_preset(playthrough_id)
+            config = preset.call_config()
         return BasicAssembler(card.data, card.name, view.user_name, meta, self._world_info(books), facts, timed,
-                              generation.type)
+                              generation.type, config)
 
     def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
         """The exact request the next step would send if `text` were sent now (seed 000: the

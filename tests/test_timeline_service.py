@@ -255,3 +255,23 @@ async def test_a_variant_can_be_edited_again_through_its_tree_ref(tavern: Tavern
     assert node.edited and node.preview == "final"
     tavern.delete_message(pid, variant)
     assert texts(tavern, pid)[-1] == "hi"
+
+
+async def test_preview_equals_the_next_request_for_each_strategy(tavern: Tavern, model: ScriptedModel, pid: int,
+                                                                 corpus_dir: Path) -> None:
+    [preset] = tavern.import_paths([corpus_dir / "presets" / "st_openai_default_staging.json"])
+    tavern.bind_preset(pid, preset.id)
+    for strategy in ("compat", "projection"):
+        tavern.apply_strategy(pid, strategy)
+        shown = tavern.preview(pid, f"hello via {strategy}")
+        assert shown["strategy"] == strategy
+        model.enqueue(f"reply via {strategy}")
+        await drain(tavern.send(pid, f"hello via {strategy}"))
+        sent = model.requests[-1]
+        assert [{k: v for k, v in m.items() if k != "source"} for m in shown["messages"]] == sent.messages
+        assert shown["config"] == sent.config
+        # The bound preset's parameters are the call config under either strategy (Default.json values).
+        assert sent.config == {"temperature": 1, "top_p": 1, "frequency_penalty": 0, "presence_penalty": 0,
+                               "max_tokens": 300}
+    with pytest.raises(TavernError, match="unknown strategy"):
+        tavern.apply_strategy(pid, "nonsense")

@@ -107,6 +107,7 @@ class BasicAssembler:
         facts: what world info scans besides the chat (card fields, filter facts).
         timed_state: the branch's world-info timed effects before this step.
         generation_type: the step's SillyTavern generation type (world-info `triggers`).
+        config: call parameters to send (a bound preset's), never history.
     """
 
     card: dict[str, Any]
@@ -117,6 +118,7 @@ class BasicAssembler:
     facts: CardFacts | None = None
     timed_state: TimedState = field(default_factory=TimedState)
     generation_type: str = "normal"
+    config: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         """Build this step's system section: world info scans the history plus the claimed input
@@ -135,4 +137,4 @@ class BasicAssembler:
         messages = [{"content": system}] + request_messages([m for m in history if m.source != SYSTEM_PROMPT_SOURCE])
         messages += [{"content": text} for text in claimed]
         meta["estimated_prompt_tokens"] = estimate_messages(messages)
-        return Assembly(system=system, meta=meta, records=records)
+        return Assembly(system=system, config=dict(self.config), meta=meta, records=records)
