@@ -452,7 +452,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps):
     def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int]) -> PlaythroughView:
         return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"), record.user_name,
                                record.head_session_id, record.created_at, record.updated_at,
-                               counts.get(record.head_session_id, 0))
+                               counts.get(record.head_session_id, 0), record.strategy or "compat", record.preset_id)
 
     def playthroughs(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughView]:
         """Playthroughs, most recently played first."""

@@ -72,6 +72,10 @@ class PlaythroughView:
     created_at: datetime
     updated_at: datetime
     message_count: int = 0
+    strategy: str = "compat"
+    """The applied assembly strategy ("compat" when none was applied)."""
+    preset_id: int | None = None
+    """The bound preset; None = SillyTavern's built-in default."""
 
     @property
     def title(self) -> str:
@@ -82,6 +86,7 @@ class PlaythroughView:
         """JSON form for `tavern sessions --json`."""
         return {"id": self.id, "character_id": self.character_id, "character": self.character_name,
                 "user_name": self.user_name, "session_id": self.session_id, "messages": self.message_count,
+                "strategy": self.strategy, "preset_id": self.preset_id,
                 "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat()}
 
 

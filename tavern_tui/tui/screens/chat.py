@@ -113,7 +113,9 @@ class ChatScreen(Screen[None]):
             self.notify(str(exc), title="Cannot open the playthrough", severity="error")
             self.dismiss()
             return
-        self.query_one("#chat-title", Static).update(f"{view.character_name} · #{view.id} · playing as {view.user_name}")
+        preset = "default preset" if view.preset_id is None else f"preset #{view.preset_id}"
+        self.query_one("#chat-title", Static).update(
+            f"{view.character_name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
         self.prompt.placeholder = f"Say something as {view.user_name}… (Enter sends, Esc stops a reply or goes back)"
         self.transcript.fetch = self._fetch
         await self.transcript.show(self._fetch(HELD), view.message_count)
