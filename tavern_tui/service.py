@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui.assembly.basic import BasicAssembler, build_system_prompt
-from tavern_tui.assembly.preset import PROJECTION, PresetAssembler
+from tavern_tui.assembly.preset import PROJECTION, SLOTS_FIRST, PresetAssembler, SlotsFirstAssembler
 from tavern_tui.assembly.st_prompt import to_messages
 from tavern_tui.assembly.macros import substitute_names
 from tavern_tui.assembly.tokens import estimate_messages
@@ -574,12 +574,14 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps):
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries)} for b in books]}
         facts = self._facts(record, card, view.user_name)
-        if (strategy or applied or "compat") == PROJECTION:
+        chosen = strategy or applied or "compat"
+        if chosen in (PROJECTION, SLOTS_FIRST):
             preset, preset_facts = self.playthrough_preset(playthrough_id)
             meta["preset"] = preset_facts
-            return PresetAssembler(preset, card.data, card.name, view.user_name, meta, world_info=self._world_info(books),
-                                   facts=facts, timed_state=timed, generation_type=generation.type,
-                                   continue_text=generation.continue_text)
+            kind = PresetAssembler if chosen == PROJECTION else SlotsFirstAssembler
+            return kind(preset, card.data, card.name, view.user_name, meta, world_info=self._world_info(books),
+                        facts=facts, timed_state=timed, generation_type=generation.type,
+                        continue_text=generation.continue_text)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.playthrough_preset(playthrough_id)
@@ -604,7 +606,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps):
         assembler = self._assembler(playthrough_id, Generation(), strategy)
         history = derive_messages(self._store.events, view.session_id)
         claimed = [text] if text else []
-        if isinstance(assembler, PresetAssembler):
+        if getattr(assembler, "strategy", None) == PROJECTION:
             built, meta, _records = assembler.build(history, claimed)
             messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
             config = assembler.preset.call_config()

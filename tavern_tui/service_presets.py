@@ -20,10 +20,12 @@ from tavern_tui.views import ImportResult, PresetView
 if TYPE_CHECKING:
     from tavern_tui.service import Tavern
 
-STRATEGIES = ("compat", "projection")
+STRATEGIES = ("compat", "preset-slots-first", "projection")
 """Strategies this version can apply: `compat` renders the card (and world info) into one
-system section; `projection` sends the request SillyTavern would build from the preset, as a
-request-only array recorded in `request/assembly` (never written into chat history)."""
+system section; `preset-slots-first` places the preset's prompts in `prompt_order` in the native
+regions (one system section, then the stored history, then the input) and names every move;
+`projection` sends the request SillyTavern would build from the preset, as a request-only
+array recorded in `request/assembly` (never written into chat history)."""
 
 STRATEGY_APPLIED = "strategy/applied"
 """Event kind recording an explicit apply (strategy, preset and its hash) in the session log."""

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.assembly.macros import MacroContext
-from tavern_tui.assembly.st_prompt import BuiltPrompt, HistoryMessage, PromptInputs, build_prompt, to_messages
+from tavern_tui.assembly.st_prompt import (
+    BuiltPrompt,
+    HistoryMessage,
+    PromptInputs,
+    PromptPart,
+    build_prompt,
+    to_messages,
+)
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.log import HIDDEN_KEY, PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
 from tavern_tui.engine.step import Assembly
@@ -22,6 +29,11 @@ from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
 
 PROJECTION = "projection"
+SLOTS_FIRST = "preset-slots-first"
+
+_CHAT_SOURCES = frozenset({"new_chat", "history", "input"})
+_CONTROL_SOURCES = frozenset({"continue", "impersonate", "prefill", "send_if_empty"})
+_DEPTH_IDENTIFIERS = ("worldInfoDepth", "charDepthPrompt")
 
 
 def history_for_prompt(history: list[SurfaceMessage], claimed: list[str], char: str,
@@ -64,11 +76,12 @@ class PresetAssembler:
     generation_type: str = "normal"
     continue_text: str = ""
     macros: MacroContext | None = None
+    strategy = PROJECTION
 
     def build(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[BuiltPrompt, dict[str, Any], tuple]:
         """The built prompt, the header meta and the records to keep (world-info timed state);
         also what `preview` shows."""
-        meta: dict[str, Any] = {**self.meta, "strategy": PROJECTION}
+        meta: dict[str, Any] = {**self.meta, "strategy": self.strategy}
         lore = Buckets()
         records: tuple = ()
         if self.world_info is not None and self.world_info.books:
@@ -95,3 +108,73 @@ class PresetAssembler:
                   "ref": list(p.ref) if p.ref else None} for p in built.parts]
         return Assembly(system="", config=self.preset.call_config(), meta=meta, records=records,
                         request=tuple(to_messages(built.parts)), request_parts=tuple(parts))
+
+
+@dataclass
+class SlotsFirstAssembler(PresetAssembler):
+    """The `preset-slots-first` strategy: the preset's prompts in `prompt_order`, delivered in
+    the native regions, every adjustment named (DESIGN.md "Strategies").
+
+    The same SillyTavern placement as `projection` is computed, then mapped onto native
+    delivery: one durable system section, then the chat history as stored, then the input.
+    What sits before the history goes into the system section in order; what SillyTavern
+    would put inside or after the history (in-chat injections at depth, post-history
+    instructions) has no native slot there and is appended to the system section, each move
+    named in `meta["adjustments"]` (and so in preview). A non-system prompt inside the system
+    section is named too. The history is not trimmed to the preset's context (native history
+    is sent whole); continue and impersonate prompts come from the engine's step.
+    """
+
+    strategy = SLOTS_FIRST
+
+    def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
+        built, meta, records = self.build(history, claimed)
+        parts = built.parts
+        chat_at = [i for i, p in enumerate(parts) if p.source in _CHAT_SOURCES]
+        first = chat_at[0] if chat_at else len(parts)
+        before: list[PromptPart] = []
+        moved: list[PromptPart] = []
+        adjustments = [a for a in built.adjustments]
+        for index, part in enumerate(parts):
+            if part.source in _CHAT_SOURCES or part.source in _CONTROL_SOURCES:
+                continue
+            (before if index < first else moved).append(part)
+        for part in moved:
+            what = _label(part)
+            if part.source in ("injection",) or part.identifier.endswith(_DEPTH_IDENTIFIERS) or "+" in part.identifier:
+                adjustments.append(f"{what} (in-chat injection) sent in the system section: native delivery has no "
+                                   "slot inside the history")
+            else:
+                adjustments.append(f"{what} (after the history) sent at the end of the system section: native "
+                                   "delivery has no system slot after the input")
+        for part in before + moved:
+            if part.role != "system" and not part.name:
+                adjustments.append(f"{_label(part)} (role {part.role}) sent inside the system section")
+        if built.history_dropped:
+            adjustments.append(f"the whole history is sent ({built.history_dropped} older messages did not fit "
+                               "the preset's context): native history is not trimmed")
+        meta["adjustments"] = adjustments
+        system = "\n\n".join(_section_texts(before + moved, self.char, self.user))
+        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records)
+
+
+def _label(part: PromptPart) -> str:
+    return f"'{part.identifier}'" if part.identifier else f"a {part.source} prompt"
+
+
+def _section_texts(parts: list[PromptPart], char: str, user: str) -> list[str]:
+    """Texts of the system section: each "[Example Chat]" header starts a block whose example
+    messages follow as "Name: text" lines; everything else is its content."""
+    texts: list[str] = []
+    in_examples = False
+    for part in parts:
+        if part.source == "examples" and part.name and in_examples:
+            speaker = user if part.name == "example_user" else char
+            texts[-1] += f"\n{speaker}: {part.content}"
+            continue
+        in_examples = part.source == "examples" and not part.name
+        if part.content.strip():
+            texts.append(part.content)
+        elif in_examples:
+            texts.append("")  # a header-less block still collects its lines
+    return [t for t in texts if t.strip()]
