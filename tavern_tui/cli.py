@@ -11,6 +11,7 @@
     tavern show PLAYTHROUGH [--json] [--system]
     tavern tree PLAYTHROUGH [--json]
     tavern export PLAYTHROUGH --jsonl FILE
+    tavern trace list [--playthrough P | --session S] | show ID | verify ID|--all
     tavern edit PLAYTHROUGH SESSION:SEQ --text TEXT | tavern delete PLAYTHROUGH SESSION:SEQ [--to-end]
 """
 
@@ -28,6 +29,7 @@ from typing import Any, TextIO
 
 from tavern_tui import __version__
 from tavern_tui.cli_lore import add_lore_parser, cmd_lore
+from tavern_tui.cli_trace import add_trace_parser, cmd_trace
 from tavern_tui.config import Settings, load_settings
 from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
@@ -139,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     p_export.add_argument("--jsonl", required=True, metavar="FILE", help="where to write it ('-' for stdout)")
 
     add_lore_parser(commands)
+    add_trace_parser(commands)
     return parser
 
 
@@ -399,13 +402,19 @@ def cmd_tui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_trace_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern trace …` (see cli_trace)."""
+    with _service(args) as tavern:
+        return cmd_trace(tavern, args, out, err)
+
+
 def cmd_lore_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern lore …` (see cli_lore)."""
     with _service(args) as tavern:
         return cmd_lore(tavern, args, out, err)
 
 
-COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,
+COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "trace": cmd_trace_command, "import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,
                             "tree": cmd_tree, "export": cmd_export, "presets": cmd_presets, "preview": cmd_preview,
                             "edit": cmd_edit, "delete": cmd_delete, "tui": cmd_tui, None: cmd_tui}
 

@@ -49,6 +49,7 @@ from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, Wo
 from tavern_tui.service_chats import ChatFileOps
 from tavern_tui.service_presets import STRATEGIES, PresetOps
 from tavern_tui.service_timeline import TimelineOps
+from tavern_tui.service_trace import TraceOps
 from tavern_tui.store.store import Store
 from tavern_tui.views import CharacterView, ImportResult, MessageView, PlaythroughView, WorldBookView
 
@@ -89,7 +90,7 @@ def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | 
 
 
 @dataclass
-class Tavern(TimelineOps, ChatFileOps, PresetOps):
+class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
     """Every user operation: import, list, start/open a playthrough, send, read messages.
 
     Args:

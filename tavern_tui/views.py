@@ -260,3 +260,40 @@ class PresetView:
         """JSON form for `--json` output."""
         return {"id": self.id, "name": self.name, "prompts": self.prompts, "order_source": self.order_source,
                 "enabled": self.enabled, "source_name": self.source_name, "created_at": self.created_at.isoformat()}
+
+
+@dataclass(frozen=True, slots=True)
+class TraceView:
+    """One recorded provider request (history, never a preview).
+
+    Attributes:
+        id: "session:seq" of its `trace/request` event.
+        attempts: one per HTTP attempt: `{"status", "category", "config", "omitted", …}`
+            (several after retries; empty when the provider keeps no attempt list).
+        usage: prompt/completion tokens as the provider reported them, or None.
+        latency_ms: submit to first streamed text, or None.
+        reply: "session:seq" of the reply (or attempt) it produced, or None.
+    """
+
+    id: str
+    session_id: int
+    submitted_at: str
+    provider: str
+    model: str
+    strategy: str
+    generation: str
+    messages: int
+    config: dict[str, Any]
+    attempts: list[dict[str, Any]]
+    usage: dict[str, Any] | None
+    latency_ms: int | None
+    reply: str | None
+    outcome: str
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern trace list --json`."""
+        return {"id": self.id, "session_id": self.session_id, "submitted_at": self.submitted_at,
+                "provider": self.provider, "model": self.model, "strategy": self.strategy,
+                "generation": self.generation, "messages": self.messages, "config": self.config,
+                "attempts": self.attempts, "usage": self.usage, "latency_ms": self.latency_ms, "reply": self.reply,
+                "outcome": self.outcome}

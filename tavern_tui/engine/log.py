@@ -197,10 +197,15 @@ HIDDEN_KEY = "hidden"
 """Body flag of a message shown in the chat but never sent (SillyTavern `is_system`)."""
 
 
+def sent_to_model(message: SurfaceMessage) -> bool:
+    """Whether a surface message goes into requests: not a placeholder reply, not hidden
+    (SillyTavern `is_system`: "hidden from the prompt, still displayed")."""
+    return message.source != PLACEHOLDER_SOURCE and not message.body.get(HIDDEN_KEY)
+
+
 def request_messages(surface: list[SurfaceMessage]) -> list[dict[str, Any]]:
-    """The OpenAI message array a surface sends: every message but placeholder replies and
-    hidden ones (SillyTavern `is_system`: "hidden from the prompt, still displayed")."""
-    return [m.to_request() for m in surface if m.source != PLACEHOLDER_SOURCE and not m.body.get(HIDDEN_KEY)]
+    """The OpenAI message array a surface sends (the messages `sent_to_model` keeps)."""
+    return [m.to_request() for m in surface if sent_to_model(m)]
 
 
 @dataclass(frozen=True, slots=True)

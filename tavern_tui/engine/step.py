@@ -24,8 +24,9 @@ from tavern_tui.engine.log import (
     SessionLog,
     SurfaceMessage,
     derive_messages,
-    request_messages,
+    sent_to_model,
 )
+from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
 from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, Provider, ReasoningDelta, TextDelta, Usage
 from tavern_tui.errors import NetworkError, ProviderError, TavernError
 
@@ -292,11 +293,29 @@ async def run_step(
     model = assembly.model or provider.model
     header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
               "assembly": assembly.meta, "generation": generation.type}
-    log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
+    stored_records = log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
+    header_event = stored_records[-1]
+    assembly_event = next((e for e in stored_records if e.kind == EventKind.REQUEST_ASSEMBLY), None)
     if assembly.request is not None:
         messages = [dict(m) for m in assembly.request]
+        assert assembly_event is not None
+        sent = [SentMessage(m["role"], str(part.get("source", "request-only")), assembly_event.ref, i, message_hash(m))
+                for i, (m, part) in enumerate(zip(messages, list(assembly.request_parts) + [{}] * len(messages)))]
     else:
-        messages = request_messages(derive_messages(log, session_id)) + extra
+        surface = [m for m in derive_messages(log, session_id) if sent_to_model(m)]
+        messages = [m.to_request() for m in surface] + extra
+        sent = [SentMessage(m.role, _source_of(m, user_event), m.ref, None, message_hash(message))
+                for m, message in zip(surface, messages)]
+        if extra:
+            assert assembly_event is not None
+            sent += [SentMessage(m["role"], "request-only", assembly_event.ref, i, message_hash(m))
+                     for i, m in enumerate(extra)]
+    # The trace record: references and hashes of exactly what is sent, no bodies (seed 000 §4).
+    log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
+        "schema": TRACE_SCHEMA, "header": list(header_event.ref), "provider": provider.name, "model": model,
+        "strategy": assembly.meta.get("strategy", "compat"), "generation": generation.type,
+        "config": dict(assembly.config), "submitted_at": now().isoformat(),
+        "messages": [m.to_json() for m in sent]})])
     request = ChatRequest(messages, model, dict(assembly.config))
     yield StepStarted(user_event, request, generation)
 
@@ -306,6 +325,8 @@ async def run_step(
     context: dict[str, Any] = {}
     if generation.continues is not None:
         context["continues"] = list(generation.continues)
+    timing: dict[str, Any] = {"submitted": now().isoformat()}
+    context["timing"] = timing
 
     parts: list[str] = []
     reasoning: list[str] = []
@@ -334,6 +355,8 @@ async def run_step(
                     context["config"] = {"effective": event.effective, "omitted": event.omitted}
                     continue
                 if isinstance(event, (TextDelta, ReasoningDelta)):
+                    if "first_byte" not in timing:
+                        timing["first_byte"] = now().isoformat()
                     # Checkpoint before handing the delta on: what the caller has seen is durable.
                     if clock() - last_checkpoint >= checkpoint_every:
                         body = {"content": "".join(parts[checkpointed[0]:]), "reasoning": "".join(reasoning[checkpointed[1]:])}
@@ -342,14 +365,17 @@ async def run_step(
                         last_checkpoint = clock()
                     yield event
     except (asyncio.CancelledError, GeneratorExit):
+        _finish_context(context, provider, now)
         _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
                         {"cancelled": True, **context}, reply_origin, reply_source, reply_role)
         raise
     except ProviderError as exc:
+        _finish_context(context, provider, now)
         error = {"category": exc.category, "message": str(exc), "status": exc.status}
         attempt = _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
                                   {"error": error, **context}, reply_origin, reply_source, reply_role)
         raise StepFailed(exc, attempt) from exc
+    _finish_context(context, provider, now)
     if finished is None or (finished.finish_reason is None and not finished.saw_done):
         # Neither a finish_reason nor [DONE]: the connection closed mid-reply.
         cut = NetworkError("the connection closed before the reply finished (no finish_reason and no [DONE]); "
@@ -369,6 +395,21 @@ async def run_step(
     kind = EventKind.USER_MESSAGE if impersonate else EventKind.ASSISTANT_MESSAGE
     settled = log.append(session_id, [NewEvent(kind, reply_role, body, reply_origin, reply_source)])[0]
     yield StepSettled(settled, usage)
+
+
+def _source_of(message: SurfaceMessage, user_event: Event | None) -> str:
+    if message.source == SYSTEM_PROMPT_SOURCE:
+        return "system"
+    return "input" if user_event is not None and message.ref == user_event.ref else "history"
+
+
+def _finish_context(context: dict[str, Any], provider: Provider, now: Callable[[], datetime]) -> None:
+    """Last byte time and the provider's attempts (status, config, omissions; never
+    credentials) go with the settled reply, for the trace."""
+    context["timing"]["last_byte"] = now().isoformat()
+    attempts = getattr(provider, "attempts", None)
+    if isinstance(attempts, list) and attempts:
+        context["attempts"] = [dict(a) for a in attempts]
 
 
 def recover_interrupted(log: SessionLog, session_id: int, *, stale_after: float = 75.0,

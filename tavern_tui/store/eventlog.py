@@ -291,6 +291,28 @@ class EventLog:
                                      texts[r.ref]) if r.ref in texts else r for r in result]
         return result
 
+    def events_at(self, refs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], Event]:
+        """The stored events at these refs (missing ones left out), as stored now."""
+        if not refs:
+            return {}
+        found: dict[tuple[int, int], Event] = {}
+        with self._engine.connect() as conn:
+            for start in range(0, len(refs), 400):  # bounded statements for long traces
+                chunk = refs[start:start + 400]
+                clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq == seq) for sid, seq in chunk]
+                for row in conn.execute(select(EVENTS).where(or_(*clauses))).all():
+                    found[(row.session_id, row.seq)] = row_to_event(row)
+        return found
+
+    def events_of_kind(self, kinds: Sequence[str], session_ids: Sequence[int] | None = None) -> list[Event]:
+        """Events of some kinds (in some sessions, or everywhere), by session then seq."""
+        query = select(EVENTS).where(EVENTS.c.kind.in_(list(kinds)))
+        if session_ids is not None:
+            query = query.where(EVENTS.c.session_id.in_(list(session_ids)))
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(EVENTS.c.session_id, EVENTS.c.seq)).all()
+        return [row_to_event(row) for row in rows]
+
     def version(self) -> tuple[int, int]:
         """(newest event id, newest session id): changes whenever anything is appended or forked
         anywhere, so a cached timeline keyed by it is never stale."""

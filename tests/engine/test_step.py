@@ -81,6 +81,7 @@ async def test_step_orders_events_as_design_says_and_sends_the_frozen_request() 
         (EventKind.SYSTEM_MESSAGE, None),
         (EventKind.USER_MESSAGE, None),
         (EventKind.REQUEST_HEADER, None),
+        ("trace/request", None),  # references and hashes of what is sent, no bodies
         (EventKind.ASSISTANT_MESSAGE, None),
     ]
     # The assembler saw durable history plus the claimed batch, before the input became a message.
@@ -140,7 +141,8 @@ async def test_cancel_mid_stream_keeps_the_partial_reply_as_an_attempt() -> None
         await task
     last = log.surface_events(sid)[-1]
     assert last.kind == EventKind.ASSISTANT_ATTEMPT
-    assert last.body == {"content": "Once upon ", "cancelled": True}
+    assert {k: v for k, v in last.body.items() if k != "timing"} == {"content": "Once upon ", "cancelled": True}
+    assert set(last.body["timing"]) == {"submitted", "first_byte", "last_byte"}  # for the trace
     assert seen == ["Once upon "]
     assert derive_messages(log, sid)[-1].partial
 

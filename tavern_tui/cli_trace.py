@@ -1,0 +1,99 @@
+"""Provides `tavern trace list|show|verify`: recorded requests, explained and verified.
+
+Everything here calls the `Tavern` service (`service_trace`); a trace is history, so the
+output says so, unlike `tavern preview`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, TextIO
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def add_trace_parser(commands: Any) -> None:
+    """Register `trace` and its subcommands on the CLI's subparsers."""
+    p_trace = commands.add_parser("trace", help="recorded requests: list, show, verify against what was sent")
+    sub = p_trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
+    p_list = sub.add_parser("list", help="recorded requests, oldest first")
+    which = p_list.add_mutually_exclusive_group()
+    which.add_argument("--playthrough", type=int, metavar="P")
+    which.add_argument("--session", type=int, metavar="S")
+    p_list.add_argument("--json", action="store_true")
+    p_show = sub.add_parser("show", help="one request: message sources, refs, hashes, world info, config")
+    p_show.add_argument("trace_id", metavar="ID", help="SESSION:SEQ, as `trace list` prints")
+    p_show.add_argument("--json", action="store_true")
+    p_verify = sub.add_parser("verify", help="rebuild what was sent from the log; exit 1 on any mismatch")
+    target = p_verify.add_mutually_exclusive_group(required=True)
+    target.add_argument("trace_id", nargs="?", metavar="ID")
+    target.add_argument("--all", action="store_true")
+    p_verify.add_argument("--json", action="store_true")
+
+
+def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run one `tavern trace` subcommand."""
+    if args.trace_command == "list":
+        items = tavern.traces(args.playthrough, session_id=args.session)
+        if args.json:
+            json.dump([t.to_json() for t in items], out, ensure_ascii=False, indent=2)
+            out.write("\n")
+            return EXIT_OK
+        if not items:
+            out.write("no recorded requests yet\n")
+        for t in items:
+            tokens = (t.usage or {}).get("total_tokens")
+            latency = f"{t.latency_ms} ms" if t.latency_ms is not None else "-"
+            retries = f"  {len(t.attempts)} attempts" if len(t.attempts) > 1 else ""
+            out.write(f"{t.id:>9}  {t.submitted_at[:19]}  {t.model or t.provider:<18} {t.strategy:<18} "
+                      f"{t.messages:>3} msgs  {tokens if tokens is not None else '-':>6} tok  {latency:>8}  "
+                      f"{t.outcome}{retries}\n")
+        return EXIT_OK
+    if args.trace_command == "show":
+        shown = tavern.trace(args.trace_id)
+        if args.json:
+            json.dump(shown, out, ensure_ascii=False, indent=2)
+            out.write("\n")
+            return EXIT_OK
+        view = shown["view"]
+        out.write(f"HISTORY (sent {view['submitted_at']}) · trace {shown['id']} · {view['provider']} · {view['model']} · "
+                  f"strategy {view['strategy']} · {view['outcome']}\n")
+        for position, message in enumerate(shown["record"]["messages"]):
+            index = f"#{message['index']}" if message.get("index") is not None else ""
+            out.write(f"  {position:>3} {message['role']:<9} {message['source']:<12} "
+                      f"{message['ref'][0]}:{message['ref'][1]}{index}  sha256 {message['sha256'][:16]}…\n")
+        out.write(f"config requested: {json.dumps(shown['record'].get('config', {}))}\n")
+        if shown.get("config_adjusted"):
+            out.write(f"config effective: {json.dumps(shown['config_adjusted'])}\n")
+        for attempt in view["attempts"]:
+            out.write(f"attempt: {json.dumps(attempt)}\n")
+        lore = shown.get("world_info") or {}
+        for decision in lore.get("fired", []):
+            out.write(f"world info fired: {decision.get('book')}#{decision.get('uid')}: {decision.get('reason')}"
+                      f" {decision.get('detail', '')}\n")
+        for decision in lore.get("skipped", []):
+            out.write(f"world info skipped: {decision.get('book')}#{decision.get('uid')}: {decision.get('reason')}"
+                      f" {decision.get('detail', '')}\n")
+        unmatched = sum(len(uids) for uids in lore.get("no_match", {}).values())
+        if unmatched:
+            out.write(f"world info: {unmatched} entries had no key match\n")
+        return EXIT_OK
+    results = tavern.verify_all() if args.all else [(args.trace_id, tavern.verify_trace(args.trace_id))]
+    failed = False
+    report = []
+    for trace_id, result in results:
+        bad = [c for c in result.checks if c.status != "ok"]
+        failed = failed or bool(bad)
+        report.append({"id": trace_id, "ok": result.ok, "checks": [
+            {"position": c.position, "status": c.status, "ref": list(c.ref), "detail": c.detail} for c in result.checks]})
+        if not args.json:
+            mark = "verified" if result.ok else "MISMATCH"
+            out.write(f"{trace_id:>9}  {mark}  {len(result.checks)} messages\n")
+            for check in bad:
+                out.write(f"           message {check.position} ({check.ref[0]}:{check.ref[1]}): {check.status}: "
+                          f"{check.detail}\n")
+    if args.json:
+        json.dump(report, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    return EXIT_FAILED if failed else EXIT_OK

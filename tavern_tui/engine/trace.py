@@ -1,0 +1,146 @@
+"""Provides the request trace: what each provider request was made of, by reference and hash,
+and `verify`, which proves from the log that a recorded request is what was sent.
+
+Rules: seed 000 §4 and §6, DESIGN.md "Trace": a trace stores metadata, hashes and references
+to the authoritative events, never bodies of its own; it is captured when the request is
+serialised (no matcher is re-run later); verify re-reads the referenced bodies, recomputes
+hashes and rebuilds the exact message array, reporting each message ok / changed / missing;
+a preview or today's surface never fills in a past request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tavern_tui.engine.events import Event, EventKind
+
+TRACE_REQUEST = "trace/request"
+"""Event kind of a trace record (one per step's request; its attempts are recorded at settle)."""
+
+TRACE_SCHEMA = 1
+"""Schema version stamped on every trace record."""
+
+
+def message_hash(message: dict[str, Any]) -> str:
+    """SHA-256 of one request message exactly as serialised for the provider (its JSON with
+    sorted keys, compact, UTF-8): the hash a trace records and verify recomputes."""
+    text = json.dumps(message, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class SentMessage:
+    """Where one message of a request came from.
+
+    Attributes:
+        role: the role sent.
+        source: "system" (the system section), "history", "input", or "request-only" (a body
+            only the request carried, held by the step's `request/assembly` event).
+        ref: (session, seq) of the event holding the body.
+        index: for a request-only message, its index in the `request/assembly` event's array.
+        sha256: hash of the exact message sent (`message_hash`).
+    """
+
+    role: str
+    source: str
+    ref: tuple[int, int]
+    index: int | None
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Stored form inside the trace event."""
+        return {"role": self.role, "source": self.source, "ref": list(self.ref), "index": self.index,
+                "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SentMessage:
+        """Read a stored entry back."""
+        return cls(str(data["role"]), str(data["source"]), (int(data["ref"][0]), int(data["ref"][1])),
+                   data.get("index"), str(data["sha256"]))
+
+
+@dataclass(frozen=True, slots=True)
+class MessageCheck:
+    """verify's verdict on one message: "ok", "changed" (the body no longer hashes as sent) or
+    "missing" (the referenced event or array entry is gone)."""
+
+    position: int
+    status: str
+    ref: tuple[int, int]
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The result of `verify`: per-message checks, the rebuilt array (only bodies that still
+    hash as sent) and the recorded call config."""
+
+    checks: list[MessageCheck]
+    messages: list[dict[str, Any] | None]
+    config: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        """True when every message rebuilt to the exact bytes sent."""
+        return all(c.status == "ok" for c in self.checks)
+
+
+def request_message_of(event: Event, index: int | None) -> dict[str, Any] | None:
+    """The request message an event held: a message event's `{"role", "content"(, "name")}`,
+    a replacement's message, or entry `index` of a `request/assembly` array."""
+    body = event.body
+    if index is not None:
+        array = body.get("messages") if event.kind == EventKind.REQUEST_ASSEMBLY else None
+        if array is None:
+            array = body.get("append")
+        if not isinstance(array, list) or not 0 <= index < len(array):
+            return None
+        return array[index]
+    if event.kind == EventKind.SURFACE_REPLACED:
+        message = body.get("message")
+        if not isinstance(message, dict):
+            return None
+        built: dict[str, Any] = {"role": message.get("role") or event.role, "content": message.get("content", "")}
+        if message.get("name"):
+            built["name"] = message["name"]
+        return built
+    built = {"role": event.role or "system", "content": event.content}
+    name = body.get("name")
+    if isinstance(name, str) and name:
+        built["name"] = name
+    return built
+
+
+def verify(record: dict[str, Any], read: Callable[[Sequence[tuple[int, int]]], dict[tuple[int, int], Event]]) -> Verification:
+    """Check a trace record against the log: re-read every referenced body, rebuild the message
+    it was, hash it, and compare with the hash recorded when the request was sent.
+
+    Args:
+        record: a `trace/request` event body.
+        read: returns the stored events at the given refs (missing ones left out).
+
+    Returns:
+        Per-message ok/changed/missing, the rebuilt array (None where a body is missing or
+        changed; a changed body is never silently replaced) and the recorded config.
+    """
+    sent = [SentMessage.from_json(m) for m in record.get("messages", [])]
+    events = read(sorted({m.ref for m in sent}))
+    checks: list[MessageCheck] = []
+    rebuilt: list[dict[str, Any] | None] = []
+    for position, entry in enumerate(sent):
+        event = events.get(entry.ref)
+        message = request_message_of(event, entry.index) if event is not None else None
+        if message is None:
+            checks.append(MessageCheck(position, "missing", entry.ref, "the referenced body is gone"))
+            rebuilt.append(None)
+        elif message_hash(message) != entry.sha256:
+            checks.append(MessageCheck(position, "changed", entry.ref, "the stored body no longer hashes as sent"))
+            rebuilt.append(None)
+        else:
+            checks.append(MessageCheck(position, "ok", entry.ref))
+            rebuilt.append(message)
+    return Verification(checks, rebuilt, dict(record.get("config", {})))

@@ -1,0 +1,135 @@
+"""Provides the trace half of the `Tavern` facade: list, show and verify recorded requests.
+
+Rules: seed 000 §4, §6 and DESIGN.md "Trace" (see `engine.trace`): traces hold references and
+hashes; `verify` re-reads the referenced bodies and rebuilds the exact array that was sent;
+nothing here reads today's surface to fill in a past request.
+"""
+
+from __future__ import annotations
+
+import bisect
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from tavern_tui.engine.events import Event, EventKind
+from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
+from tavern_tui.errors import NotFound
+from tavern_tui.views import TraceView
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
+
+_SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE))
+
+
+def _ref_text(ref: tuple[int, int]) -> str:
+    return f"{ref[0]}:{ref[1]}"
+
+
+def parse_trace_id(text: str) -> tuple[int, int]:
+    """"12:7" → (12, 7). Raises NotFound for anything else."""
+    session, _, seq = str(text).partition(":")
+    if not (session.isdigit() and seq.isdigit()):
+        raise NotFound(f"{text!r} is not a trace id (SESSION:SEQ, as `tavern trace list` prints)")
+    return int(session), int(seq)
+
+
+class TraceOps:
+    """Trace operations of `Tavern` (mixed into it)."""
+
+    def _trace_events(self: Tavern, playthrough_id: int | None = None, session_id: int | None = None) -> list[Event]:
+        sessions: list[int] | None = None
+        if session_id is not None:
+            sessions = [session_id]
+        elif playthrough_id is not None:
+            with self._store.unit_of_work() as uow:
+                root = uow.playthroughs.get(playthrough_id).root_session_id
+            sessions = [link.id for link in self._store.events.playthrough_sessions(playthrough_id, root)
+                        if link.playthrough_id == playthrough_id]
+        return self._store.events.events_of_kind([TRACE_REQUEST], sessions)
+
+    def _settlements(self: Tavern, traces: list[Event]) -> dict[tuple[int, int], Event]:
+        """trace ref → the reply (or attempt) that settled its step: the first settling event
+        after it in its session."""
+        sessions = sorted({t.session_id for t in traces})
+        settles = self._store.events.events_of_kind(_SETTLE_KINDS, sessions) if sessions else []
+        by_session: dict[int, list[Event]] = {}
+        for event in settles:
+            if event.kind != EventKind.USER_MESSAGE or event.source == "impersonation":
+                by_session.setdefault(event.session_id, []).append(event)
+        result: dict[tuple[int, int], Event] = {}
+        for trace in traces:
+            listed = by_session.get(trace.session_id, [])
+            index = bisect.bisect_right([e.seq for e in listed], trace.seq)
+            if index < len(listed):
+                result[trace.ref] = listed[index]
+        return result
+
+    def _trace_view(self: Tavern, trace: Event, settled: Event | None) -> TraceView:
+        body = trace.body
+        reply = settled.body if settled is not None else {}
+        timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else {}
+        latency = None
+        if timing.get("first_byte") and timing.get("submitted"):
+            delta = datetime.fromisoformat(timing["first_byte"]) - datetime.fromisoformat(timing["submitted"])
+            latency = int(delta.total_seconds() * 1000)
+        if settled is None:
+            outcome = "open"
+        elif settled.kind == EventKind.ASSISTANT_ATTEMPT:
+            outcome = "failed" if reply.get("error") else "stopped"
+        else:
+            outcome = "ok"
+        return TraceView(_ref_text(trace.ref), trace.session_id, str(body.get("submitted_at", "")),
+                         str(body.get("provider", "")), str(body.get("model", "")), str(body.get("strategy", "")),
+                         str(body.get("generation", "")), len(body.get("messages", [])), dict(body.get("config", {})),
+                         list(reply.get("attempts", [])), reply.get("usage"), latency,
+                         _ref_text(settled.ref) if settled is not None else None, outcome)
+
+    def traces(self: Tavern, playthrough_id: int | None = None, *, session_id: int | None = None) -> list[TraceView]:
+        """Recorded requests, oldest first: of one playthrough, one session, or all."""
+        events = self._trace_events(playthrough_id, session_id)
+        settled = self._settlements(events)
+        return [self._trace_view(e, settled.get(e.ref)) for e in events]
+
+    def trace(self: Tavern, trace_id: str) -> dict[str, Any]:
+        """One trace in full: the record (message sources, refs, hashes), the header it
+        points at (world-info decisions, resources, requested config), attempts, usage, timing.
+
+        Raises:
+            NotFound: no such trace.
+        """
+        ref = parse_trace_id(trace_id)
+        event = self._store.events.events_at([ref]).get(ref)
+        if event is None or event.kind != TRACE_REQUEST:
+            raise NotFound(f"no trace {trace_id}")
+        settled = self._settlements([event]).get(ref)
+        header_ref = tuple(event.body.get("header", ()))
+        header = self._store.events.events_at([header_ref]).get(header_ref) if len(header_ref) == 2 else None  # type: ignore[arg-type]
+        assembly = header.body.get("assembly", {}) if header is not None else {}
+        reply = settled.body if settled is not None else {}
+        return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
+                "world_info": assembly.get("world_info"), "resources": {k: assembly.get(k) for k in (
+                    "character_id", "character_sha256", "preset", "world_books") if k in assembly},
+                "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
+                "config_adjusted": reply.get("config")}
+
+    def verify_trace(self: Tavern, trace_id: str) -> Verification:
+        """Re-read the bodies a trace references and rebuild the array that was sent; each
+        message is ok, changed or missing (a changed body is reported, never replaced).
+
+        Raises:
+            NotFound: no such trace.
+        """
+        ref = parse_trace_id(trace_id)
+        event = self._store.events.events_at([ref]).get(ref)
+        if event is None or event.kind != TRACE_REQUEST:
+            raise NotFound(f"no trace {trace_id}")
+        return verify(event.body, self._store.events.events_at)
+
+    def verify_all(self: Tavern) -> list[tuple[str, Verification]]:
+        """Verify every recorded request, oldest first (reads each referenced body once)."""
+        events = self._trace_events()
+        wanted = sorted({tuple(m["ref"]) for e in events for m in e.body.get("messages", [])})
+        stored = self._store.events.events_at(wanted)  # type: ignore[arg-type]
+        return [(_ref_text(e.ref), verify(e.body, lambda refs: {r: stored[r] for r in refs if r in stored}))
+                for e in events]

@@ -1,0 +1,133 @@
+"""Trace (issue 6): every request recorded by reference and hash, verified against the body the
+loopback server really received; tampering is reported; retries keep their omissions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tavern_tui.config import Settings
+from tavern_tui.providers.base import ProviderSettings
+from tavern_tui.service import Tavern
+from tests.loopback import LoopbackServer, sse_chunks_for
+
+SECRET = "sk-trace-secret-4242"
+BOOK = {"entries": {
+    "0": {"uid": 0, "key": ["lantern"], "content": "The lantern is cursed.", "position": 4, "depth": 1, "role": 0},
+    "1": {"uid": 1, "key": ["storm"], "content": "A storm is coming.", "position": 0},
+}}
+
+
+@pytest.fixture
+def server():  # type: ignore[no-untyped-def]
+    with LoopbackServer() as loopback:
+        yield loopback
+
+
+@pytest.fixture
+def live(server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    settings = Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1",
+                                                                 api_key=SECRET, timeout=10))
+    service = Tavern(settings)
+    book = tmp_path / "Lanterns.json"
+    book.write_text(json.dumps(BOOK))
+    card, preset, lore = service.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png",
+                                               corpus_dir / "presets" / "st_openai_default_staging.json", book])
+    assert card.ok and preset.ok and lore.ok
+    pid = service.new_playthrough(card.id, user_name="Ann").id
+    service.bind_preset(pid, preset.id)
+    service.bind_world_book(lore.id, "playthrough", pid)
+    yield service, pid
+    service.close()
+
+
+async def say(service: Tavern, pid: int, text: str) -> None:
+    async for _ in service.send(pid, text):
+        pass
+
+
+@pytest.mark.parametrize("strategy", ["compat", "preset-slots-first", "projection"])
+async def test_verify_rebuilds_exactly_what_the_server_received(live, server: LoopbackServer, strategy: str) -> None:  # type: ignore[no-untyped-def]
+    service, pid = live
+    service.apply_strategy(pid, strategy)
+    for reply in ("One.", "Two."):
+        server.enqueue_sse(sse_chunks_for(reply))
+    await say(service, pid, "I light the lantern.")  # fires the @depth entry
+    await say(service, pid, "Is a storm coming?")
+    traces = service.traces(pid)
+    assert [t.strategy for t in traces] == [strategy, strategy] and all(t.outcome == "ok" for t in traces)
+    for trace, request in zip(traces, server.requests):
+        result = service.verify_trace(trace.id)
+        assert result.ok, result.checks
+        assert result.messages == request.json["messages"]  # the exact array sent
+        sent_config = {k: request.json[k] for k in result.config}
+        assert sent_config == result.config
+        assert trace.usage == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    shown = service.trace(traces[0].id)
+    fired = {(d["uid"], d["reason"]) for d in shown["world_info"]["fired"]}
+    assert (0, "key") in fired
+    # No secret in any trace or header.
+    assert SECRET not in json.dumps([service.trace(t.id) for t in traces])
+
+
+async def test_a_tampered_body_is_reported_changed(live, server: LoopbackServer, db_url: str) -> None:  # type: ignore[no-untyped-def]
+    service, pid = live
+    server.enqueue_sse(sse_chunks_for("Hello."))
+    await say(service, pid, "Hi there.")
+    [trace] = service.traces(pid)
+    record = service.trace(trace.id)["record"]
+    user = next(m for m in record["messages"] if m["source"] == "input")
+    path = db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as db:  # bypass the append-only guard, in this test only
+        db.execute("DROP TRIGGER IF EXISTS events_no_update")
+        db.execute("UPDATE events SET body = ? WHERE session_id = ? AND seq = ?",
+                   (json.dumps({"content": "Something else."}), *user["ref"]))
+    result = service.verify_trace(trace.id)
+    assert not result.ok
+    changed = [c for c in result.checks if c.status != "ok"]
+    assert [(c.status, list(c.ref)) for c in changed] == [("changed", user["ref"])]
+    assert result.messages[changed[0].position] is None  # never silently replaced
+
+
+async def test_a_retry_without_a_rejected_parameter_is_recorded(live, server: LoopbackServer) -> None:  # type: ignore[no-untyped-def]
+    service, pid = live
+    server.enqueue_json(400, {"error": {"message": "Unsupported parameter: 'temperature' is not supported with this "
+                                                   "model.", "type": "invalid_request_error", "param": "temperature",
+                                        "code": "unsupported_parameter"}})
+    server.enqueue_sse(sse_chunks_for("Fine."))
+    await say(service, pid, "Hello?")
+    [trace] = service.traces(pid)
+    assert len(trace.attempts) == 2
+    first, second = trace.attempts
+    assert "temperature" in first["config"] and "temperature" not in second["config"]
+    assert "temperature" in second["omitted"]
+    assert "temperature" not in server.requests[1].json
+    assert service.trace(trace.id)["config_adjusted"]["omitted"].keys() == {"temperature"}
+
+
+def test_cli_trace_verify_exits_non_zero_on_a_mismatch(tmp_path: Path, corpus_dir: Path) -> None:
+    home = tmp_path / "home"
+    env = {"TAVERN_HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tavern_tui", *args], capture_output=True, text=True, env=env,
+                              timeout=60)
+
+    assert run("import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")).returncode == 0
+    assert run("chat", "Seraphina", "--say", "Hello").returncode == 0  # the offline demo model
+    listed = json.loads(run("trace", "list", "--json").stdout)
+    assert len(listed) == 1 and listed[0]["outcome"] == "ok"
+    ok = run("trace", "verify", "--all")
+    assert ok.returncode == 0 and "verified" in ok.stdout
+    ref = next(m for m in json.loads(run("trace", "show", listed[0]["id"], "--json").stdout)["record"]["messages"]
+               if m["source"] == "input")["ref"]
+    with sqlite3.connect(home / "data" / "tavern.sqlite3") as db:
+        db.execute("DROP TRIGGER IF EXISTS events_no_update")
+        db.execute("UPDATE events SET body = '{\"content\":\"x\"}' WHERE session_id = ? AND seq = ?", ref)
+    bad = run("trace", "verify", listed[0]["id"])
+    assert bad.returncode == 1 and "MISMATCH" in bad.stdout and "changed" in bad.stdout
