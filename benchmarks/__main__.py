@@ -272,12 +272,52 @@ def swipe_repaint(workdir: Path, messages: int = 5000, runs: int = 8) -> Result:
             "ratio_median": round(median / 100, 2), "ratio_max": round(max(times) / 100, 2)}
 
 
+def trace_verify(workdir: Path, requests: int = 1000) -> Result:
+    """Issue 6: `trace verify --all` over 1,000 recorded requests (50 playthroughs of 20 steps,
+    so each request references its whole history). Target under 1 s."""
+    import asyncio
+
+    from tavern_tui.config import Settings
+    from tavern_tui.providers.demo import DemoProvider
+    from tavern_tui.service import Tavern
+
+    demo = DemoProvider(delay=0)
+    tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'trace.db'}"), provider=demo)
+    card = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cards" / "seraphina_chara_ccv3.png"
+    character = tavern.import_paths([card])[0].id or 0
+
+    async def fill() -> None:
+        per = 20
+        for _ in range(requests // per):
+            pid = tavern.new_playthrough(character).id
+            for i in range(per):
+                demo.enqueue("*She listens.* " * 8)
+                async for _ in tavern.send(pid, f"message {i}: I look around. " * 3):
+                    pass
+
+    t0 = time.perf_counter()
+    asyncio.run(fill())
+    fill_s = time.perf_counter() - t0
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        results = tavern.verify_all()
+        times.append(time.perf_counter() - t0)
+    tavern.close()
+    assert len(results) == requests and all(r.ok for _, r in results)
+    messages = sum(len(r.checks) for _, r in results)
+    best = min(times)
+    return {"requests": requests, "messages_checked": messages, "fill_s": round(fill_s, 1),
+            "verify_all_s": round(best, 3), "ratio": round(best / 1.0, 2)}
+
+
 BENCHMARKS: dict[str, Callable[[Path], Result]] = {
     "event_append": event_append,
     "session_open_query": session_open_query,
     "fork_create": fork_create,
     "swipe_switch": swipe_switch,
     "swipe_repaint": swipe_repaint,
+    "trace_verify": trace_verify,
     "chat_open": chat_open,
     "wi_activation": wi_activation,
 }
