@@ -20,6 +20,7 @@ from tavern_tui.errors import ProviderError, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
 from tavern_tui.tui.messages import (PlaythroughChosen, ReplyDelta, ReplyReasoning, ReplySettled, ReplyStarted,
                                      WorldBooksRequested)
+from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.status_line import StatusLine
@@ -55,7 +56,7 @@ class ChatScreen(Screen[None]):
     Keys: ctrl+←/ctrl+→ swipe the last message (→ past the last reply generates a new one;
     with text in the prompt they move by word instead), ctrl+r regenerates the last reply,
     F3 continues it, F4 has the model write the person's next line (Enter on the empty prompt
-    then answers it), F5 opens the branch tree, F2 the world books.
+    then answers it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset.
 
     Every step runs in one async worker that only posts Messages; the handlers here touch
     widgets. Whatever the outcome, the stored messages are re-read afterwards, so what is shown
@@ -76,6 +77,7 @@ class ChatScreen(Screen[None]):
         Binding("f4", "impersonate", "Impersonate", id="chat.impersonate"),
         Binding("f5", "tree", "Branches", id="chat.tree"),
         Binding("f2", "world_books", "World books", id="chat.world_books"),
+        Binding("f6", "strategy", "Strategy", id="chat.strategy"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
@@ -113,9 +115,7 @@ class ChatScreen(Screen[None]):
             self.notify(str(exc), title="Cannot open the playthrough", severity="error")
             self.dismiss()
             return
-        preset = "default preset" if view.preset_id is None else f"preset #{view.preset_id}"
-        self.query_one("#chat-title", Static).update(
-            f"{view.character_name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
+        self._update_title(view)
         self.prompt.placeholder = f"Say something as {view.user_name}… (Enter sends, Esc stops a reply or goes back)"
         self.transcript.fetch = self._fetch
         await self.transcript.show(self._fetch(HELD), view.message_count)
@@ -123,6 +123,19 @@ class ChatScreen(Screen[None]):
         self._update_swipe()
         self.refresh_bindings()
         self.prompt.focus()
+
+    def _update_title(self, view: PlaythroughView | None = None) -> None:
+        """Show the playthrough's character, person, strategy and preset in the title (re-read
+        from the service when `view` is not given)."""
+        if view is None:
+            try:
+                self.playthrough = view = self.tavern.playthrough(self.playthrough_id)
+            except TavernError as exc:
+                self.notify(str(exc), title="Cannot read the playthrough", severity="error")
+                return
+        preset = "default preset" if view.preset_id is None else f"preset #{view.preset_id}"
+        self.query_one("#chat-title", Static).update(
+            f"{view.character_name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
 
     def watch_generating(self, generating: bool) -> None:
         self.set_class(generating, "-generating")
@@ -137,7 +150,7 @@ class ChatScreen(Screen[None]):
         if action == "swipe":
             # None (shown dimmed) also lets the key fall through to the prompt's word move.
             return None if self.generating or not self._prompt_empty else True
-        if action in ("regenerate", "continue", "impersonate", "tree"):
+        if action in ("regenerate", "continue", "impersonate", "tree", "strategy"):
             return None if self.generating else True
         return True
 
@@ -350,6 +363,10 @@ class ChatScreen(Screen[None]):
             self.app.post_message(PlaythroughChosen(playthrough_id))
             return
         await self._reload()
+
+    def action_strategy(self) -> None:
+        """Open the strategy and preset pane; the title is re-read when it closes."""
+        self.app.push_screen(StrategyScreen(self.tavern, self.playthrough_id), lambda _: self._update_title())
 
     def action_stop(self) -> None:
         """Cancel the streaming reply; the service keeps the text received so far."""
