@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from tavern_tui import __version__
 from tavern_tui.cli_lore import add_lore_parser, cmd_lore
+from tavern_tui.cli_output import print_json
 from tavern_tui.cli_trace import add_trace_parser, cmd_trace
 from tavern_tui.config import Settings, load_settings
 from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
@@ -272,9 +273,7 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         character_id = tavern.find_character(args.character).id if args.character else None
         items = tavern.playthroughs(character_id)
     if args.json:
-        json.dump([p.to_json() for p in items], out, ensure_ascii=False, indent=2)
-        out.write("\n")
-        return EXIT_OK
+        return print_json(out, [p.to_json() for p in items])
     if not items:
         out.write("no playthroughs yet; start one with `tavern chat CHARACTER --say TEXT` or in the TUI\n")
     for p in items:
@@ -308,9 +307,7 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _apply_selection(tavern, args, args.playthrough)  # remembered, as with `tavern chat` (issue 5 §7)
         shown = tavern.preview(args.playthrough, args.input)
     if args.json:
-        json.dump(shown, out, ensure_ascii=False, indent=2)
-        out.write("\n")
-        return EXIT_OK
+        return print_json(out, shown)
     out.write(f"PREVIEW (not sent) · strategy {shown['strategy']} · ~{shown['tokens'].get('total', 0):,} tokens"
               f" · config {json.dumps(shown['config'])}\n")
     for message in shown["messages"]:
@@ -328,9 +325,7 @@ def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with _service(args) as tavern:
         items = tavern.presets()
     if args.json:
-        json.dump([p.to_json() for p in items], out, ensure_ascii=False, indent=2)
-        out.write("\n")
-        return EXIT_OK
+        return print_json(out, [p.to_json() for p in items])
     if not items:
         out.write("no presets yet; import a SillyTavern chat-completion preset with `tavern import FILE.json`\n")
     for p in items:
@@ -343,9 +338,7 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with _service(args) as tavern:
         tree = tavern.timeline(args.playthrough)
     if args.json:
-        json.dump(tree.to_json(), out, ensure_ascii=False, indent=2)
-        out.write("\n")
-        return EXIT_OK
+        return print_json(out, tree.to_json())
     branch_depth: dict[tuple[int, int] | None, int] = {None: 0}
     for v in tree.variants:
         # Indent only where the story branches, so a long chat stays readable.

@@ -21,6 +21,7 @@ from tavern_tui.formats.chatlog import looks_like_chat_jsonl, parse_chat_jsonl
 from tavern_tui.lore.context import ScanMessage
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.settings import WorldInfoSettings
+from tavern_tui.cli_output import print_json
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -156,9 +157,7 @@ def cmd_lore_test(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextI
                                     char_name=args.char, user_name=args.user)
     ordered = insertion_order(result)
     if args.json:
-        json.dump([d.to_json() for d in ordered], out, ensure_ascii=False, indent=2)
-        out.write("\n")
-        return EXIT_OK
+        return print_json(out, [d.to_json() for d in ordered])
     for d in ordered:
         mark = "fired  " if d.fired else "skipped"
         title = f" ({d.comment})" if d.comment else ""

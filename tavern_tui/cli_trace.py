@@ -10,6 +10,8 @@ import argparse
 import json
 from typing import Any, TextIO
 
+from tavern_tui.cli_output import print_json
+
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
@@ -37,9 +39,7 @@ def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -
     if args.trace_command == "list":
         items = tavern.traces(args.playthrough, session_id=args.session)
         if args.json:
-            json.dump([t.to_json() for t in items], out, ensure_ascii=False, indent=2)
-            out.write("\n")
-            return EXIT_OK
+            return print_json(out, [t.to_json() for t in items])
         if not items:
             out.write("no recorded requests yet\n")
         for t in items:
@@ -53,9 +53,7 @@ def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -
     if args.trace_command == "show":
         shown = tavern.trace(args.trace_id)
         if args.json:
-            json.dump(shown, out, ensure_ascii=False, indent=2)
-            out.write("\n")
-            return EXIT_OK
+            return print_json(out, shown)
         view = shown["view"]
         out.write(f"HISTORY (sent {view['submitted_at']}) · trace {shown['id']} · {view['provider']} · {view['model']} · "
                   f"strategy {view['strategy']} · {view['outcome']}\n")
@@ -94,6 +92,5 @@ def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -
                 out.write(f"           message {check.position} ({check.ref[0]}:{check.ref[1]}): {check.status}: "
                           f"{check.detail}\n")
     if args.json:
-        json.dump(report, out, ensure_ascii=False, indent=2)
-        out.write("\n")
+        print_json(out, report)
     return EXIT_FAILED if failed else EXIT_OK
