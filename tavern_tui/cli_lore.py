@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from tavern_tui.cli_output import print_json
 from tavern_tui.assembly.worldinfo import insertion_order
 from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.worldinfo import parse_world_book
@@ -21,7 +22,6 @@ from tavern_tui.formats.chatlog import looks_like_chat_jsonl, parse_chat_jsonl
 from tavern_tui.lore.context import ScanMessage
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.settings import WorldInfoSettings
-from tavern_tui.cli_output import print_json
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
