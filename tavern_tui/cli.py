@@ -11,7 +11,7 @@
     tavern show PLAYTHROUGH [--json] [--system]
     tavern tree PLAYTHROUGH [--json]
     tavern export PLAYTHROUGH --jsonl FILE
-    tavern trace list [--playthrough P | --session S] | show ID | verify ID|--all
+    tavern trace list [--playthrough P | --session S] | show ID | verify ID|--all | replay ID [--model M]
     tavern edit PLAYTHROUGH SESSION:SEQ --text TEXT | tavern delete PLAYTHROUGH SESSION:SEQ [--to-end]
 """
 

@@ -1,4 +1,4 @@
-"""Provides `tavern trace list|show|verify`: recorded requests, explained and verified.
+"""Provides `tavern trace list|show|verify|replay`: recorded requests, explained and verified.
 
 Everything here calls the `Tavern` service (`service_trace`); a trace is history, so the
 output says so, unlike `tavern preview`.
@@ -7,10 +7,12 @@ output says so, unlike `tavern preview`.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from typing import Any, TextIO
 
 from tavern_tui.cli_output import print_json
+from tavern_tui.engine.stream import TextDelta
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -27,11 +29,26 @@ def add_trace_parser(commands: Any) -> None:
     p_show = sub.add_parser("show", help="one request: message sources, refs, hashes, world info, config")
     p_show.add_argument("trace_id", metavar="ID", help="SESSION:SEQ, as `trace list` prints")
     p_show.add_argument("--json", action="store_true")
+    p_replay = sub.add_parser("replay", help="send a verified past request again, byte for byte, as a new variant")
+    p_replay.add_argument("trace_id", metavar="ID")
+    p_replay.add_argument("--model", metavar="MODEL", help="another model (default: the one it was sent to)")
     p_verify = sub.add_parser("verify", help="rebuild what was sent from the log; exit 1 on any mismatch")
     target = p_verify.add_mutually_exclusive_group(required=True)
     target.add_argument("trace_id", nargs="?", metavar="ID")
     target.add_argument("--all", action="store_true")
     p_verify.add_argument("--json", action="store_true")
+
+
+async def _replay(tavern: Any, args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        async for update in tavern.replay(args.trace_id, model=args.model):
+            if isinstance(update, TextDelta):
+                out.write(update.text)
+                out.flush()
+    finally:
+        await tavern.aclose_provider()
+    out.write("\n")
+    return EXIT_OK
 
 
 def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -50,6 +67,8 @@ def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -
                       f"{t.messages:>3} msgs  {tokens if tokens is not None else '-':>6} tok  {latency:>8}  "
                       f"{t.outcome}{retries}\n")
         return EXIT_OK
+    if args.trace_command == "replay":
+        return asyncio.run(_replay(tavern, args, out))
     if args.trace_command == "show":
         shown = tavern.trace(args.trace_id)
         if args.json:

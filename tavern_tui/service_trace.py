@@ -11,9 +11,13 @@ import bisect
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
 from tavern_tui.engine.events import Event, EventKind
+from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
-from tavern_tui.errors import NotFound
+from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.views import TraceView
 
 if TYPE_CHECKING:
@@ -125,6 +129,54 @@ class TraceOps:
         if event is None or event.kind != TRACE_REQUEST:
             raise NotFound(f"no trace {trace_id}")
         return verify(event.body, self._store.events.events_at)
+
+    async def replay(self: Tavern, trace_id: str, *, model: str | None = None) -> AsyncIterator[StepUpdate]:
+        """Send a recorded request again, byte for byte (the messages rebuilt by `verify` and the
+        recorded config), to the same model or `model`, as a new sibling of the reply it
+        produced; the new trace names the one replayed (`replay_of`).
+
+        Raises:
+            NotFound: no such trace, or its playthrough is gone.
+            TavernError: the trace does not verify (a body changed or is missing), or it
+                produced no reply to branch from.
+        """
+        result = self.verify_trace(trace_id)
+        if not result.ok:
+            bad = ", ".join(f"message {c.position} {c.status}" for c in result.checks if c.status != "ok")
+            raise TavernError(f"trace {trace_id} does not verify ({bad}); only an exact past request is replayed")
+        view = self._trace_view_of(trace_id)
+        if view.reply is None:
+            raise TavernError(f"trace {trace_id} produced no reply to branch from")
+        reply_ref = parse_trace_id(view.reply)
+        playthrough_id = self._playthrough_of_session(reply_ref[0])
+        timeline, _members = self._timeline(playthrough_id)
+        parent = timeline.variants[reply_ref].parent if reply_ref in timeline.variants else None
+        if parent is None:
+            raise TavernError(f"trace {trace_id}: its reply has no message before it to branch from")
+        self._set_head(playthrough_id, self._fork(playthrough_id, parent, timeline))
+        messages = [m for m in result.messages if m is not None]
+        frozen = Assembly(system="", config=dict(result.config), model=model or view.model,
+                          meta={"strategy": view.strategy, "replay_of": trace_id},
+                          request=tuple(messages), request_parts=tuple({"source": "replay"} for _ in messages))
+        steps = run_step(self._store.events, self.playthrough(playthrough_id).session_id, self._provider,
+                         lambda history, claimed: frozen, None, generation=Generation("regenerate"),
+                         stale_after=self._stale_after)
+        async with aclosing(steps):
+            async for update in steps:
+                yield update
+
+    def _trace_view_of(self: Tavern, trace_id: str) -> TraceView:
+        ref = parse_trace_id(trace_id)
+        event = self._store.events.events_at([ref]).get(ref)
+        if event is None or event.kind != TRACE_REQUEST:
+            raise NotFound(f"no trace {trace_id}")
+        return self._trace_view(event, self._settlements([event]).get(ref))
+
+    def _playthrough_of_session(self: Tavern, session_id: int) -> int:
+        found = self._store.events.playthrough_of(session_id)
+        if found is None:
+            raise NotFound(f"session {session_id} belongs to no playthrough")
+        return int(found)
 
     def verify_all(self: Tavern) -> list[tuple[str, Verification]]:
         """Verify every recorded request, oldest first (reads each referenced body once)."""

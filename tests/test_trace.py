@@ -126,8 +126,34 @@ def test_cli_trace_verify_exits_non_zero_on_a_mismatch(tmp_path: Path, corpus_di
     assert ok.returncode == 0 and "verified" in ok.stdout
     ref = next(m for m in json.loads(run("trace", "show", listed[0]["id"], "--json").stdout)["record"]["messages"]
                if m["source"] == "input")["ref"]
+    replayed = run("trace", "replay", listed[0]["id"])
+    assert replayed.returncode == 0, replayed.stderr
+    assert len(json.loads(run("trace", "list", "--json").stdout)) == 2
     with sqlite3.connect(home / "data" / "tavern.sqlite3") as db:
         db.execute("DROP TRIGGER IF EXISTS events_no_update")
         db.execute("UPDATE events SET body = '{\"content\":\"x\"}' WHERE session_id = ? AND seq = ?", ref)
     bad = run("trace", "verify", listed[0]["id"])
     assert bad.returncode == 1 and "MISMATCH" in bad.stdout and "changed" in bad.stdout
+    refused = run("trace", "replay", listed[0]["id"])
+    assert refused.returncode == 1 and "does not verify" in refused.stderr
+
+
+async def test_replay_sends_the_same_bytes_as_a_sibling_and_links_the_trace(live, server: LoopbackServer) -> None:  # type: ignore[no-untyped-def]
+    service, pid = live
+    service.apply_strategy(pid, "projection")
+    server.enqueue_sse(sse_chunks_for("First answer."))
+    server.enqueue_sse(sse_chunks_for("Second answer."))
+    await say(service, pid, "I light the lantern.")
+    [original] = service.traces(pid)
+    async for _ in service.replay(original.id, model="loop-2"):
+        pass
+    first, second = server.requests
+    assert second.json["messages"] == first.json["messages"]
+    assert second.json["model"] == "loop-2"
+    assert {k: second.json[k] for k in original.config} == original.config
+    # A new sibling of the replayed reply; the new trace names the old one.
+    assert service.swipe_state(pid).label == "2/2"
+    assert [m.content for m in service.messages(pid)][-1] == "Second answer."
+    replayed = service.traces(pid)[-1]
+    assert service.trace(replayed.id)["record"]["replay_of"] == original.id
+    assert service.verify_trace(replayed.id).ok

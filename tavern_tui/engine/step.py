@@ -314,6 +314,7 @@ async def run_step(
     log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
         "schema": TRACE_SCHEMA, "header": list(header_event.ref), "provider": provider.name, "model": model,
         "strategy": assembly.meta.get("strategy", "compat"), "generation": generation.type,
+        "replay_of": assembly.meta.get("replay_of"),
         "config": dict(assembly.config), "submitted_at": now().isoformat(),
         "messages": [m.to_json() for m in sent]})])
     request = ChatRequest(messages, model, dict(assembly.config))

@@ -291,6 +291,11 @@ class EventLog:
                                      texts[r.ref]) if r.ref in texts else r for r in result]
         return result
 
+    def playthrough_of(self, session_id: int) -> int | None:
+        """The playthrough whose timeline a session belongs to (None: none, or no such session)."""
+        with self._engine.connect() as conn:
+            return conn.execute(select(SESSIONS.c.playthrough_id).where(SESSIONS.c.id == session_id)).scalar()
+
     def events_at(self, refs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], Event]:
         """The stored events at these refs (missing ones left out), as stored now."""
         if not refs:
