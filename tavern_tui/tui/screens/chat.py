@@ -21,6 +21,7 @@ from tavern_tui.service import MessageView, PlaythroughView, Tavern
 from tavern_tui.tui.messages import (PlaythroughChosen, ReplyDelta, ReplyReasoning, ReplySettled, ReplyStarted,
                                      WorldBooksRequested)
 from tavern_tui.tui.screens.strategy import StrategyScreen
+from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.status_line import StatusLine
@@ -56,7 +57,8 @@ class ChatScreen(Screen[None]):
     Keys: ctrl+←/ctrl+→ swipe the last message (→ past the last reply generates a new one;
     with text in the prompt they move by word instead), ctrl+r regenerates the last reply,
     F3 continues it, F4 has the model write the person's next line (Enter on the empty prompt
-    then answers it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset.
+    then answers it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset,
+    F7 the requests sent (trace).
 
     Every step runs in one async worker that only posts Messages; the handlers here touch
     widgets. Whatever the outcome, the stored messages are re-read afterwards, so what is shown
@@ -78,6 +80,7 @@ class ChatScreen(Screen[None]):
         Binding("f5", "tree", "Branches", id="chat.tree"),
         Binding("f2", "world_books", "World books", id="chat.world_books"),
         Binding("f6", "strategy", "Strategy", id="chat.strategy"),
+        Binding("f7", "trace", "Trace", id="chat.trace"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
@@ -150,7 +153,7 @@ class ChatScreen(Screen[None]):
         if action == "swipe":
             # None (shown dimmed) also lets the key fall through to the prompt's word move.
             return None if self.generating or not self._prompt_empty else True
-        if action in ("regenerate", "continue", "impersonate", "tree", "strategy"):
+        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace"):
             return None if self.generating else True
         return True
 
@@ -367,6 +370,14 @@ class ChatScreen(Screen[None]):
     def action_strategy(self) -> None:
         """Open the strategy and preset pane; the title is re-read when it closes."""
         self.app.push_screen(StrategyScreen(self.tavern, self.playthrough_id), lambda _: self._update_title())
+
+    def action_trace(self) -> None:
+        """Open the requests this playthrough sent; the chat reloads when Enter there jumped."""
+        self.app.push_screen(TraceScreen(self.tavern, self.playthrough_id), self._trace_closed)
+
+    async def _trace_closed(self, jumped: bool | None) -> None:
+        if jumped:
+            await self._reload()
 
     def action_stop(self) -> None:
         """Cancel the streaming reply; the service keeps the text received so far."""

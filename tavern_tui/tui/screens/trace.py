@@ -1,0 +1,452 @@
+"""Provides `TraceScreen`: the requests a playthrough sent, each as it was sent, verified from the log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from textual import getters, on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.markup import escape
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Collapsible, Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tavern_tui.engine.trace import Verification
+from tavern_tui.errors import TavernError
+from tavern_tui.service import Tavern
+from tavern_tui.tui.labels import clip, plural, relative_time
+from tavern_tui.views import TraceView
+
+HISTORY_LABEL = "HISTORY — what was sent"
+"""The detail panel's title: what it shows was sent and is read back from the log (the
+strategy pane's "PREVIEW — not sent" is its opposite)."""
+
+OPEN_BODIES = 2
+"""How many of the last messages start expanded; the others start collapsed."""
+
+OWN_SECTIONS = 60
+"""The newest messages of a request that get a section each; earlier ones share one section, so a
+long chat's request mounts a bounded number of widgets."""
+
+DETAIL_DELAY = 0.05
+"""Seconds the cursor rests on a request before its detail is built (holding ↓ builds one)."""
+
+MODEL_WIDTH = 18
+"""Characters of a model's name that fit the list beside the time and the mark."""
+
+MARKS = {True: ("✓ verified", "bold $success"), False: ("✗ mismatch", "bold $error"), None: ("· unchecked", "dim")}
+"""A request's verification mark (True: every body rebuilt to the bytes sent; None: not checked)."""
+
+OUTCOME_STYLES = {"ok": "", "failed": "$error", "stopped": "$warning", "open": "italic"}
+"""How a request's outcome is styled in the list."""
+
+
+def _moment(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def duration(ms: float | None) -> str:
+    """"340 ms", "2.4 s", "—" when unknown."""
+    if ms is None:
+        return "—"
+    return f"{int(ms)} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def request_tokens(view: TraceView) -> str:
+    """"15 tok" (the provider's total), "? tok" when it reported none."""
+    usage = view.usage or {}
+    total = usage.get("total_tokens")
+    if total is None and usage.get("prompt_tokens") is not None:
+        total = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+    return f"{total if total is not None else '?'} tok"
+
+
+def request_prompt(view: TraceView, verified: bool | None, now: datetime) -> Content:
+    """A request's list lines: when, the model and its verification mark; then tokens, latency,
+    strategy (and the generation when not a plain send) and outcome."""
+    moment = _moment(view.submitted_at)
+    when = relative_time(moment, now) if moment is not None else "?"
+    mark, mark_style = MARKS[verified]
+    kind = view.strategy if view.generation in ("", "normal") else f"{view.strategy} · {view.generation}"
+    return Content.assemble(
+        (when, "bold"), "  ", clip(view.model or view.provider or "?", MODEL_WIDTH), "  ", (mark, mark_style),
+        (f"\n  {request_tokens(view)} · {duration(view.latency_ms)} · {kind} · ", "dim"),
+        (view.outcome, OUTCOME_STYLES.get(view.outcome, "") or "dim"))
+
+
+def verification_line(verification: Verification | None) -> Content:
+    """"✓ verified: 3 messages rebuilt from the log, hashes as sent" or what did not match."""
+    if verification is None:
+        return Content.styled("· unchecked (v verifies)", "dim")
+    if verification.ok:
+        return Content.assemble(("✓ verified", "bold $success"),
+                                f": {plural(len(verification.checks), 'message')} rebuilt from the log, "
+                                "each hashing as sent")
+    return Content.assemble(("✗ mismatch", "bold $error"), f": {mismatch_summary(verification)}")
+
+
+def mismatch_summary(verification: Verification) -> str:
+    """"message 2 changed, message 4 missing" (1-based positions)."""
+    return ", ".join(f"message {c.position + 1} {c.status}" for c in verification.checks if c.status != "ok")
+
+
+def decision_text(decision: Mapping[str, Any]) -> str:
+    """"✓ Eldoria#1 shadowfang — key: key 'shadowfang' found in the input" (as the lore pane
+    words a decision, from its stored JSON)."""
+    mark = "✓" if decision.get("fired") else "✗"
+    comment = f" {decision['comment']}" if decision.get("comment") else ""
+    detail = f": {decision['detail']}" if decision.get("detail") else ""
+    return f"{mark} {decision.get('book', '?')}#{decision.get('uid', '?')}{comment} — {decision.get('reason', '?')}{detail}"
+
+
+def _pairs(mapping: Mapping[str, Any] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in (mapping or {}).items())
+
+
+def _section(title: str, *rest: str | Content | tuple[str, str]) -> Content:
+    return Content.assemble((f"{title}  ", "bold"), *rest)
+
+
+def facts_content(view: TraceView, trace: Mapping[str, Any]) -> Content:
+    """Everything after the messages: world info, config requested vs effective, attempts,
+    usage, timing, resources and adjustments."""
+    parts: list[Content] = []
+    world_info = trace.get("world_info")
+    if isinstance(world_info, Mapping):
+        fired: Sequence[Mapping[str, Any]] = world_info.get("fired") or []
+        skipped: Sequence[Mapping[str, Any]] = world_info.get("skipped") or []
+        no_match: Mapping[str, Sequence[Any]] = world_info.get("no_match") or {}
+        unmatched = sum(len(uids) for uids in no_match.values())
+        budget = f"{world_info.get('tokens_used', '?')} of {world_info.get('budget', '?')} budget tokens"
+        parts.append(_section("world info", f"{len(fired)} fired · {len(skipped)} skipped · "
+                              f"{unmatched} without a match · {budget}",
+                              (" · over budget" if world_info.get("overflowed") else "", "$wi-over-budget")))
+        parts.extend(Content.styled(f"  {decision_text(d)}", "$wi-fired") for d in fired)
+        parts.extend(Content.styled(f"  {decision_text(d)}",
+                                    "$wi-over-budget" if d.get("reason") == "over_budget" else "$wi-skipped")
+                     for d in skipped)
+    else:
+        parts.append(_section("world info", ("not recorded for this request", "dim")))
+
+    requested = (trace.get("record") or {}).get("config", view.config)
+    adjusted = trace.get("config_adjusted") or {}
+    parts.append(_section("config requested", _pairs(requested) or ("none (the provider's defaults)", "dim")))
+    if adjusted:
+        effective = adjusted.get("effective")
+        parts.append(_section("config effective", ("same as requested", "dim") if effective == requested
+                              else (_pairs(effective) or ("none", "dim"))))
+        omitted = adjusted.get("omitted") or []
+        parts.append(_section("omitted", ", ".join(map(str, omitted)) if omitted else ("nothing", "dim")))
+
+    attempts = view.attempts
+    parts.append(_section("attempts", str(len(attempts)) if attempts else ("one, no retries recorded", "dim")))
+    for number, attempt in enumerate(attempts, start=1):
+        detail = " · ".join(f"{k} {_pairs(v) if isinstance(v, Mapping) else v}" for k, v in attempt.items()
+                            if v not in (None, "", [], {}))
+        parts.append(Content(f"  {number}. {detail}"))
+
+    usage = view.usage
+    parts.append(_section("usage", ("not reported", "dim") if not usage else
+                          f"{usage.get('prompt_tokens', '?')} prompt + {usage.get('completion_tokens', '?')} "
+                          f"completion = {usage.get('total_tokens', '?')} tokens"))
+
+    timing = trace.get("timing")
+    submitted = _moment(timing.get("submitted")) if isinstance(timing, Mapping) else None
+    if submitted is None:
+        parts.append(_section("timing", ("not recorded", "dim")))
+    else:
+        assert isinstance(timing, Mapping)
+        steps = ["submitted"]
+        for key, label in (("first_byte", "first byte"), ("last_byte", "last byte")):
+            moment = _moment(timing.get(key))
+            steps.append(f"{label} " + ("—" if moment is None else
+                                         f"+{duration((moment - submitted).total_seconds() * 1000)}"))
+        parts.append(_section("timing", " → ".join(steps)))
+
+    resources: Mapping[str, Any] = trace.get("resources") or {}
+    books = [f"{b.get('name', '?')} ({b.get('source', '?')}, {plural(int(b.get('entries', 0)), 'entry', 'entries')})"
+             for b in resources.get("world_books") or [] if isinstance(b, Mapping)]
+    used = [f"character #{resources['character_id']}"] if resources.get("character_id") is not None else []
+    if resources.get("preset"):
+        preset = resources["preset"]
+        used.append(f"preset {preset.get('name', preset) if isinstance(preset, Mapping) else preset}")
+    if books:
+        used.append("books: " + "; ".join(books))
+    parts.append(_section("resources", " · ".join(used) if used else ("none recorded", "dim")))
+
+    adjustments: Sequence[str] = trace.get("adjustments") or []
+    parts.append(_section("adjustments", "" if adjustments else ("none", "dim")))
+    parts.extend(Content(f"  · {adjustment}") for adjustment in adjustments)
+    return Content("\n").join(parts)
+
+
+def _role_style(role: str) -> str:
+    return {"user": "$speaker-user", "assistant": "$speaker-character"}.get(role, "$speaker-system")
+
+
+def message_title(position: int, sent: Mapping[str, Any], body: Mapping[str, Any] | None, status: str) -> str:
+    """A message section's title (markup): "3. user · input · 42 chars", or its check's status."""
+    role = str(sent.get("role", "?"))
+    parts = [f"{position + 1}. {role}", str(sent.get("source", "?"))]
+    if body is not None and body.get("name"):
+        parts.append(str(body["name"]))
+    head = f"[bold {_role_style(role)}]{escape(' · '.join(parts))}[/]"
+    if status == "ok" and body is not None:
+        return f"{head}  [dim]{len(str(body.get('content', '')))} chars[/]"
+    return f"{head}  [bold $error]({'changed since sent' if status == 'changed' else 'missing'})[/]"
+
+
+def message_body(body: Mapping[str, Any] | None, status: str) -> Content:
+    """A message's body as sent, or why it cannot be shown."""
+    if status == "changed":
+        return Content.styled("(changed since sent) the stored body no longer hashes as it was sent; "
+                              "it is not shown in its place", "$error")
+    if status != "ok" or body is None:
+        return Content.styled("(missing) the referenced body is gone from the log", "$error")
+    content = str(body.get("content", ""))
+    return Content(content) if content else Content.styled("(empty)", "dim italic")
+
+
+class RequestList(OptionList):
+    """The requests, newest first; Enter jumps the chat to the reply the highlighted one produced."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Jump to reply", id="trace.jump")]
+
+
+class TraceScreen(Screen[bool]):
+    """The requests one playthrough sent (F7 in the chat): history, read back from the log.
+
+    Left, the requests newest first (when, model, tokens, latency, strategy, outcome and a mark:
+    ✓ verified, ✗ mismatch, · unchecked). Right, labelled "HISTORY — what was sent", the
+    highlighted request: each message as sent (role · source, its body rebuilt from the log by
+    `Tavern.verify_trace`; a body that no longer hashes as sent is marked, never shown in its
+    place), the last two expanded, then the world-info decisions, the config requested and
+    effective, attempts, usage, timing and resources. Showing a request verifies it.
+
+    Keys: ↑/↓ move, `v` verifies the highlighted request again, Enter jumps the chat to the reply
+    it produced, Tab moves to the messages, Esc goes back.
+
+    Dismisses with True when the chat moved to another message (it reloads then), else False.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", id="trace.back"),
+        Binding("v", "verify", "Verify", id="trace.verify"),
+        Binding("tab", "app.focus_next", "Next pane", id="trace.next_pane"),
+        Binding("shift+tab", "app.focus_previous", "Previous pane", show=False),
+    ]
+
+    requests = getters.query_one("#requests", RequestList)
+    detail = getters.query_one("#trace-detail", VerticalScroll)
+
+    def __init__(self, tavern: Tavern, playthrough_id: int) -> None:
+        super().__init__()
+        self.tavern = tavern
+        self.playthrough_id = playthrough_id
+        self.views: dict[str, TraceView] = {}
+        """The requests by trace id."""
+        self.verified: dict[str, Verification] = {}
+        """Verifications done while the screen is open (the list's marks)."""
+        self._traces: dict[str, dict[str, Any]] = {}
+        self.shown_id: str | None = None
+        """The request the detail panel shows."""
+        self._wanted: str | None = None
+        self._timer: Timer | None = None
+        self._lock = asyncio.Lock()
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="trace-title", markup=False)
+        with Horizontal(id="trace-panes"):
+            requests = RequestList(id="requests")
+            requests.border_title = "Requests"
+            yield requests
+            with VerticalScroll(id="trace-detail") as detail:
+                detail.border_title = HISTORY_LABEL
+                yield Static("", id="trace-empty", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        try:
+            view = self.tavern.playthrough(self.playthrough_id)
+            traces = self.tavern.traces(self.playthrough_id)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot show the requests", severity="error")
+            self.dismiss(False)
+            return
+        self.views = {t.id: t for t in traces}
+        self.query_one("#trace-title", Static).update(
+            f"Requests · {view.character_name} #{view.id} · {plural(len(traces), 'request')} sent · "
+            "history read back from the log")
+        self.requests.set_options(self._option(t) for t in reversed(traces))
+        self.requests.focus()
+        if traces:
+            self.requests.highlighted = 0
+        else:
+            self.query_one("#trace-empty", Static).update(
+                "No requests yet: what each step sends is recorded here once the chat sends one.")
+
+    @property
+    def _now(self) -> Callable[[], datetime]:
+        return getattr(self.app, "now", lambda: datetime.now(UTC))
+
+    def _option(self, view: TraceView) -> Option:
+        verification = self.verified.get(view.id)
+        return Option(request_prompt(view, None if verification is None else verification.ok, self._now()),
+                      id=view.id)
+
+    def mark(self, trace_id: str) -> str:
+        """The highlighted request's mark as listed: "✓ verified", "✗ mismatch", "· unchecked"."""
+        verification = self.verified.get(trace_id)
+        return MARKS[None if verification is None else verification.ok][0]
+
+    @property
+    def current(self) -> TraceView | None:
+        """The request under the list's cursor."""
+        option = self.requests.highlighted_option
+        return None if option is None or option.id is None else self.views.get(option.id)
+
+    # -- verification ---------------------------------------------------------------------
+
+    def _verify(self, trace_id: str) -> Verification | None:
+        """Verify one request and refresh its mark; None (after a notification) on an error."""
+        try:
+            verification = self.tavern.verify_trace(trace_id)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot verify", severity="error")
+            return None
+        self.verified[trace_id] = verification
+        view = self.views.get(trace_id)
+        if view is not None:
+            self.requests.replace_option_prompt(trace_id, self._option(view).prompt)
+        return verification
+
+    async def action_verify(self) -> None:
+        """Verify the highlighted request now from the log; say the verdict."""
+        view = self.current
+        if view is None:
+            return
+        verification = self._verify(view.id)
+        if verification is None:
+            return
+        if verification.ok:
+            self.notify(f"verified: {plural(len(verification.checks), 'message')}", title=f"Request {view.id}")
+        else:
+            self.notify(f"mismatch: {mismatch_summary(verification)}", title=f"Request {view.id}",
+                        severity="warning")
+        self.shown_id = None  # the bodies may have changed since they were shown
+        self._wanted = view.id
+        await self._show_wanted()
+
+    # -- detail ---------------------------------------------------------------------------
+
+    @on(OptionList.OptionHighlighted, "#requests")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._wanted = event.option.id
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(DETAIL_DELAY, self._show_wanted)
+
+    async def _show_wanted(self) -> None:
+        """Show the wanted request (verifying it the first time)."""
+        async with self._lock:
+            trace_id = self._wanted
+            if trace_id is None or trace_id == self.shown_id or trace_id not in self.views:
+                return
+            try:
+                trace = self._traces.get(trace_id) or self.tavern.trace(trace_id)
+            except TavernError as exc:
+                self.notify(str(exc), title="Cannot show the request", severity="error")
+                return
+            self._traces[trace_id] = trace
+            verification = self.verified.get(trace_id) or self._verify(trace_id)
+            widgets = self._detail_widgets(self.views[trace_id], trace, verification)
+            with self.app.batch_update():
+                await self.detail.remove_children()
+                await self.detail.mount_all(widgets)
+            self.detail.border_subtitle = f"request {trace_id}"
+            self.detail.scroll_home(animate=False)
+            self.shown_id = trace_id
+
+    def _detail_widgets(self, view: TraceView, trace: Mapping[str, Any],
+                        verification: Verification | None) -> list[Widget]:
+        moment = _moment(view.submitted_at)
+        when = relative_time(moment, self._now()) if moment is not None else "?"
+        reply = f" → reply {view.reply}" if view.reply else ""
+        head = Content.assemble(
+            (f"{view.provider} · {view.model}", "bold"), f" · {view.strategy} · {view.generation} · sent {when} · ",
+            (view.outcome, OUTCOME_STYLES.get(view.outcome, "")), reply, "\n", verification_line(verification))
+        widgets: list[Widget] = [Static(head, classes="trace-head")]
+
+        sent: Sequence[Mapping[str, Any]] = (trace.get("record") or {}).get("messages") or []
+        bodies: Sequence[Mapping[str, Any] | None] = verification.messages if verification else [None] * len(sent)
+        statuses = [c.status for c in verification.checks] if verification else ["unchecked"] * len(sent)
+        widgets.append(Static(Content.assemble(("messages  ", "bold"), plural(len(sent), "message"),
+                                               " as sent, oldest first"), classes="trace-label"))
+        earlier = max(0, len(sent) - OWN_SECTIONS)
+        if earlier:
+            lines = Content("\n\n").join(
+                Content.assemble(Content.from_markup(message_title(i, sent[i], bodies[i], statuses[i])), "\n",
+                                 message_body(bodies[i], statuses[i]))
+                for i in range(earlier))
+            widgets.append(Collapsible(Static(lines, classes="trace-body"), title=f"1.–{earlier}. earlier messages",
+                                       collapsed=True, classes="trace-message"))
+        for i in range(earlier, len(sent)):
+            status = statuses[i]
+            body = bodies[i]
+            if status == "unchecked":
+                body_content = Content.styled("(not verified: the body is shown once verified)", "dim")
+                title = f"{i + 1}. {escape(str(sent[i].get('role', '?')))} · {escape(str(sent[i].get('source', '?')))}"
+            else:
+                body_content = message_body(body, status)
+                title = message_title(i, sent[i], body, status)
+            widgets.append(Collapsible(Static(body_content, classes="trace-body", markup=False), title=title,
+                                       collapsed=i < len(sent) - OPEN_BODIES, classes="trace-message"))
+        widgets.append(Static(facts_content(view, trace), classes="trace-facts"))
+        return widgets
+
+    @property
+    def detail_text(self) -> str:
+        """The detail panel's text as shown, titles and bodies (collapsed ones too), plain."""
+        texts: list[str] = []
+        for widget in self.detail.query(Static):
+            content = widget.content
+            texts.append(content.plain if isinstance(content, Content) else str(content))
+        return "\n".join(texts)
+
+    # -- jump -----------------------------------------------------------------------------
+
+    @on(OptionList.OptionSelected, "#requests")
+    def _jump(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        view = self.views.get(event.option.id or "")
+        if view is None:
+            return
+        if view.reply is None:
+            self.notify("This request produced no reply to jump to.", title="Nothing to jump to",
+                        severity="warning")
+            return
+        session, _, seq = view.reply.partition(":")
+        try:
+            self.tavern.select_variant(self.playthrough_id, (int(session), int(seq)))
+        except (TavernError, ValueError) as exc:
+            self.notify(str(exc), title="Cannot jump to the reply", severity="error")
+            return
+        self.dismiss(True)
+
+    def action_back(self) -> None:
+        """Return to the chat unchanged."""
+        self.dismiss(False)
