@@ -181,26 +181,39 @@ class TimelineOps:
         else:
             session_id = log.create_session(at[0], at[1], playthrough_id)
         if timeline is not None and at is not None:
-            kept = set(timeline.path_to(at))
-            bounds = dict(log.ancestry(session_id))
-            carried = []
-            seen = set()
-            for target, replacement in timeline.replacements.items():
-                rsid, rseq = replacement.ref
-                inside = rsid in bounds and (bounds[rsid] is None or rseq <= bounds[rsid])  # type: ignore[operator]
-                if inside or replacement.ref in seen or not set(replacement.targets) <= kept:
-                    continue
-                seen.add(replacement.ref)
-                carried.append(replacement)
-            if carried:
-                rows = {r.ref: r for r in log.variant_rows({sid: None for sid in {c.ref[0] for c in carried}})}
-                events = []
-                for replacement in sorted(carried, key=lambda c: rows[c.ref].order if c.ref in rows else 0):
-                    row = rows.get(replacement.ref)
-                    events.append(replacement_event(replacement.targets, replacement.message,
-                                                    row.origin if row else None, row.source if row and row.source else EDIT_SOURCE))
-                log.append(session_id, events)
+            self._carry_replacements(session_id, at, timeline)
         return session_id
+
+    def _carry_replacements(self: Tavern, session_id: int, at: Ref, timeline: Timeline) -> None:
+        """Copy into a new fork the edits and deletes the head shows that were made after the
+        fork point but concern messages up to `at` (an edit of an edit follows its first edit)."""
+        log = self._store.events
+        bounds = dict(log.ancestry(session_id))
+        candidates = {}
+        for replacement in timeline.replacements.values():
+            rsid, rseq = replacement.ref
+            upto = bounds.get(rsid, -1) if rsid in bounds else -1
+            if upto is None or (upto is not None and upto >= rseq):
+                continue  # already on the fork's surface
+            candidates[replacement.ref] = replacement
+        if not candidates:
+            return
+        rows = {r.ref: r for r in log.variant_rows({sid: None for sid in {ref[0] for ref in candidates}})}
+        kept = set(timeline.path_to(at))
+        moved: dict[Ref, Ref] = {}  # a carried edit's ref → its copy's ref in the (empty) fork
+        events = []
+        for ref in sorted(candidates, key=lambda r: rows[r].order if r in rows else 0):
+            replacement = candidates[ref]
+            if not set(replacement.targets) <= kept:
+                continue
+            kept.add(ref)  # a later edit of this edit targets its ref…
+            moved[ref] = (session_id, len(events) + 1)  # …which in the fork is the copy's
+            row = rows.get(ref)
+            targets = [moved.get(target, target) for target in replacement.targets]
+            events.append(replacement_event(targets, replacement.message, row.origin if row else None,
+                                            row.source if row and row.source else EDIT_SOURCE))
+        if events:
+            log.append(session_id, events)
 
     def select_variant(self: Tavern, playthrough_id: int, ref: Ref) -> PlaythroughView:
         """Show a variant: the head moves to the session that ends at its newest continuation

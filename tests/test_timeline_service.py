@@ -275,3 +275,14 @@ async def test_preview_equals_the_next_request_for_each_strategy(tavern: Tavern,
                                "max_tokens": 300}
     with pytest.raises(TavernError, match="unknown strategy"):
         tavern.apply_strategy(pid, "nonsense")
+
+
+async def test_a_swipe_after_editing_twice_answers_the_last_edit(tavern: Tavern, model: ScriptedModel, pid: int) -> None:
+    model.enqueue("first", "second")
+    await drain(tavern.send(pid, "helo"))
+    user = tavern.messages(pid)[-2]
+    tavern.edit_message(pid, user.ref, "hello")
+    tavern.edit_message(pid, user.ref, "hello there")  # an edit of the edit
+    await drain(tavern.regenerate(pid))
+    assert model.requests[-1].messages[-1] == {"role": "user", "content": "hello there"}
+    assert texts(tavern, pid)[-2:] == ["hello there", "second"]
