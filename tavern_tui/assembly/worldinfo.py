@@ -19,7 +19,7 @@ from tavern_tui.lore.activation import activate
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
 from tavern_tui.lore.matching import IndexCache
 from tavern_tui.lore.model import Position
-from tavern_tui.lore.result import ActivationResult, Decision, Reason
+from tavern_tui.lore.result import ActivationResult, Decision
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.lore.timed import TimedState
 
@@ -82,15 +82,11 @@ def decisions_record(result: ActivationResult) -> dict[str, Any]:
     Entries that fired, and entries skipped for a specific reason, get their whole decision;
     the (usually many) entries whose keys simply did not match are listed by book and uid.
     """
-    record: dict[str, Any] = {"fired": [], "skipped": [], "no_match": {}, "tokens_used": result.tokens_used,
-                              "budget": result.budget, "overflowed": result.overflowed}
-    for decision in result.decisions:
-        if decision.fired:
-            record["fired"].append(decision.to_json())
-        elif decision.reason is Reason.NO_MATCH:
-            record["no_match"].setdefault(decision.book, []).append(decision.uid)
-        else:
-            record["skipped"].append(decision.to_json())
+    record: dict[str, Any] = {"fired": [], "skipped": [], "no_match": result.no_match_uids(),
+                              "tokens_used": result.tokens_used, "budget": result.budget,
+                              "overflowed": result.overflowed}
+    for decision in result.notable:  # the misses are never built as objects here
+        record["fired" if decision.fired else "skipped"].append(decision.to_json())
     return record
 
 

@@ -91,6 +91,7 @@ class _Run:
         self.buffer = ScanBuffer(ctx, settings.include_names)
         self.budget = settings.token_budget
         self.decisions: dict[int, Decision] = {}  # by Prepared.pos
+        self.unmatched: dict[int, tuple[dict, int]] = {}  # pos → (template, loop): a plain key miss, built lazily
         self.stages: dict[int, int] = {}  # STAGE of each held decision, by Prepared.pos
         self.settled: set[int] = set()  # positions whose decision is no-match or further
         self.pending: list[tuple[Prepared, Reason, dict]] = []  # this loop's candidates (`locate`)
@@ -113,7 +114,8 @@ class _Run:
         # Keep the furthest stage; on a tie the first explanation (e.g. the group winner), except
         # that a later delay-until-recursion note names the level reached.
         keep = old is None or stage > old or (
-            reason is Reason.DELAY_UNTIL_RECURSION and self.decisions[p.pos].reason is reason)
+            reason is Reason.DELAY_UNTIL_RECURSION and (held := self.decisions.get(p.pos)) is not None
+            and held.reason is reason)
         if not keep and not need:
             return None
         # Built without Decision.__init__ (same fields, defaults from the plan's template): an
@@ -127,6 +129,7 @@ class _Run:
         decision.__dict__ = values
         if keep:
             self.decisions[p.pos] = decision
+            self.unmatched.pop(p.pos, None)
             self.stages[p.pos] = stage
             if stage >= _NO_MATCH_STAGE:
                 self.settled.add(p.pos)
@@ -264,14 +267,14 @@ class _Run:
                 templates = plan.no_match[(shape, depth)] = {
                     p.pos: {**p.template, "fired": False, "reason": _NO_MATCH,
                             "_detail": partial(_no_match, p.primary, depth)} for p in group}
-            decisions, stages, step = self.decisions, self.stages, self.step
+            # Kept as (template, loop) pairs: the Decision objects are built only if read.
+            unmatched, step = self.unmatched, self.step
             for pos in todo:
-                values = templates[pos].copy()
-                values["step"] = step
-                decision = _new_decision()
-                decision.__dict__ = values
-                decisions[pos] = decision
-                stages[pos] = _NO_MATCH_STAGE
+                unmatched[pos] = (templates[pos], step)
+            if self.decisions:
+                for pos in todo & self.decisions.keys():
+                    del self.decisions[pos]
+            self.stages.update(dict.fromkeys(todo, _NO_MATCH_STAGE))
             self.settled |= todo
         self.asked.update(p.pos for p in bulk)
         to_match.extend(bulk)
@@ -461,13 +464,12 @@ class _Run:
                            ignore_budget=p.entry.ignore_budget)
             for p, d in self.activated.values()
         ]
-        held = self.decisions  # keyed by scan position, which is the index in plan.entries
-        decisions = [held[pos] for pos in range(len(self.plan.entries)) if pos in held]
         used = self.count_tokens("".join(a.content + "\n" for a in activated)) if activated else 0
         new_state = self.timed.finish((p.key, p.entry) for p, _ in self.activated.values())
-        return ActivationResult(decisions=decisions, activated=activated, buckets=build_buckets(activated),
-                                tokens_used=used, budget=self.budget, overflowed=self.overflowed,
-                                steps=self.step, new_timed_state=new_state)
+        # Keyed by scan position (the index in plan.entries); the result orders them.
+        return ActivationResult(activated=activated, buckets=build_buckets(activated), tokens_used=used,
+                                budget=self.budget, overflowed=self.overflowed, steps=self.step,
+                                new_timed_state=new_state, held=self.decisions, unmatched=self.unmatched)
 
 
 class _RunningCount:

@@ -195,7 +195,9 @@ class ActivationResult:
 
     Attributes:
         decisions: one per entry of the (de-duplicated) books, in scan order (SillyTavern's
-            sorted entry list).
+            sorted entry list). Built on first read: most entries of a large book simply do
+            not match, and a step that records only `notable` and `no_match_uids` never
+            builds their objects (benchmarks/wi_activation).
         activated: fired entries in activation order.
         buckets: the content by position.
         tokens_used: tokens of the activated contents, counted as SillyTavern's budget check
@@ -205,9 +207,11 @@ class ActivationResult:
         steps: scan loops run.
         new_timed_state: the state to store for the branch after this step (the input state is
             never modified; a dry run or preview ignores this).
+        held: decisions built during the run, by scan position.
+        unmatched: scan position → (decision template, loop) of entries whose keys did not match,
+            kept as templates until `decisions` is read.
     """
 
-    decisions: list[Decision]
     activated: list[ActivatedEntry]
     buckets: Buckets
     tokens_used: int
@@ -215,6 +219,39 @@ class ActivationResult:
     overflowed: bool
     steps: int
     new_timed_state: TimedState
+    held: dict[int, Decision] = field(default_factory=dict, repr=False)
+    unmatched: dict[int, tuple[dict[str, Any], int]] = field(default_factory=dict, repr=False)
+    _built: list[Decision] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def decisions(self) -> list[Decision]:
+        """Every decision in scan order (built once, on first read)."""
+        if self._built is None:
+            built: dict[int, Decision] = dict(self.held)
+            for pos, (template, loop) in self.unmatched.items():
+                values = template.copy()
+                values["step"] = loop
+                decision = Decision.__new__(Decision)
+                decision.__dict__ = values
+                built[pos] = decision
+            self._built = [built[pos] for pos in sorted(built)]
+        return self._built
+
+    @property
+    def notable(self) -> list[Decision]:
+        """The decisions other than a plain key miss (fired, or skipped for a reason), in scan
+        order, without building the misses."""
+        return [self.held[pos] for pos in sorted(self.held) if self.held[pos].reason is not Reason.NO_MATCH]
+
+    def no_match_uids(self) -> dict[str, list[int | str]]:
+        """book → uids of the entries whose keys did not match, in scan order."""
+        result: dict[str, list[int | str]] = {}
+        misses = {pos: (t["book"], t["uid"]) for pos, (t, _loop) in self.unmatched.items()}
+        misses.update({pos: (d.book, d.uid) for pos, d in self.held.items() if d.reason is Reason.NO_MATCH})
+        for pos in sorted(misses):
+            book, uid = misses[pos]
+            result.setdefault(book, []).append(uid)
+        return result
 
     def decision(self, book: str, uid: int | str) -> Decision:
         """The decision for one entry.
