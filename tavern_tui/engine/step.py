@@ -276,13 +276,13 @@ async def run_step(
     extra: list[dict[str, Any]] = []
     records = list(assembly.records)
     if assembly.request is not None:
-        parts = [dict(p) for p in assembly.request_parts]
+        origins = [dict(p) for p in assembly.request_parts]
         if user_event is not None:  # the input's event exists now: point its part at it
-            for part in parts:
+            for part in origins:
                 if part.get("source") == "input" and part.get("ref") is None:
                     part["ref"] = list(user_event.ref)
         records.append(NewEvent(EventKind.REQUEST_ASSEMBLY, None, {
-            "messages": list(assembly.request), "parts": parts, "generation": generation.type}))
+            "messages": list(assembly.request), "parts": origins, "generation": generation.type}))
     else:
         if generation.type == "continue":
             extra.append({"role": "assistant", "content": generation.continue_text})
