@@ -108,9 +108,7 @@ class TimelineOps:
             row = variant.row
             body = row.body or {}
             text = str(body.get("content") or "")
-            replacement = timeline.replacements.get(ref) if ref in timeline.active else None
-            while replacement is not None and replacement.message is not None and replacement.ref in timeline.replacements:
-                replacement = timeline.replacements[replacement.ref]
+            replacement = timeline.newest_replacement(ref) if ref in timeline.active else None
             if replacement is not None and replacement.message is not None:
                 text = str(replacement.message.get("content") or "")
             origin = row.origin.value if row.origin else {"user": "customer", "assistant": "agent"}.get(row.role or "", "engine")
@@ -316,12 +314,10 @@ class TimelineOps:
         from tavern_tui.engine.log import derive_messages
 
         view = self.playthrough(playthrough_id)
-        shown = tuple(ref)
         # A variant the head shows edited is on the surface as its (newest) replacement.
         timeline, _members = self._timeline(playthrough_id)
-        seen = 0
-        while shown in timeline.replacements and seen < 1000:
-            shown, seen = timeline.replacements[shown].ref, seen + 1  # type: ignore[assignment]
+        newest = timeline.newest_replacement(tuple(ref))  # type: ignore[arg-type]
+        shown = newest.ref if newest is not None else tuple(ref)
         for message in derive_messages(self._store.events, view.session_id, include_failed=True):
             if message.ref == shown and message.source != SYSTEM_PROMPT_SOURCE:
                 return view, message

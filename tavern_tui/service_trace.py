@@ -102,10 +102,8 @@ class TraceOps:
         Raises:
             NotFound: no such trace.
         """
-        ref = parse_trace_id(trace_id)
-        event = self._store.events.events_at([ref]).get(ref)
-        if event is None or event.kind != TRACE_REQUEST:
-            raise NotFound(f"no trace {trace_id}")
+        event = self._trace_event(trace_id)
+        ref = event.ref
         settled = self._settlements([event]).get(ref)
         header_ref = tuple(event.body.get("header", ()))
         header = self._store.events.events_at([header_ref]).get(header_ref) if len(header_ref) == 2 else None  # type: ignore[arg-type]
@@ -124,10 +122,7 @@ class TraceOps:
         Raises:
             NotFound: no such trace.
         """
-        ref = parse_trace_id(trace_id)
-        event = self._store.events.events_at([ref]).get(ref)
-        if event is None or event.kind != TRACE_REQUEST:
-            raise NotFound(f"no trace {trace_id}")
+        event = self._trace_event(trace_id)
         return verify(event.body, self._store.events.events_at)
 
     async def replay(self: Tavern, trace_id: str, *, model: str | None = None) -> AsyncIterator[StepUpdate]:
@@ -165,11 +160,17 @@ class TraceOps:
             async for update in steps:
                 yield update
 
-    def _trace_view_of(self: Tavern, trace_id: str) -> TraceView:
+    def _trace_event(self: Tavern, trace_id: str) -> Event:
+        """The `trace/request` event a trace id names. Raises NotFound."""
         ref = parse_trace_id(trace_id)
         event = self._store.events.events_at([ref]).get(ref)
         if event is None or event.kind != TRACE_REQUEST:
             raise NotFound(f"no trace {trace_id}")
+        return event
+
+    def _trace_view_of(self: Tavern, trace_id: str) -> TraceView:
+        event = self._trace_event(trace_id)
+        ref = event.ref
         return self._trace_view(event, self._settlements([event]).get(ref))
 
     def _playthrough_of_session(self: Tavern, session_id: int) -> int:

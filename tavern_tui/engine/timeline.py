@@ -27,7 +27,7 @@ Ref = tuple[int, int]
 VARIANT_KINDS = frozenset({EventKind.USER_MESSAGE, EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT,
                            EventKind.SYSTEM_MESSAGE, EventKind.TOOL_RESULT})
 """Kinds that make a message variant (a `system/message` only when it is not the step's system
-section, see `is_variant`)."""
+section)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +62,6 @@ class VariantRow:
     def ref(self) -> Ref:
         """(session_id, seq)."""
         return (self.session_id, self.seq)
-
-
-def is_variant(kind: str, source: str | None, system_source: str = "system-prompt") -> bool:
-    """True for events that are chat messages (not the per-step system section or bookkeeping)."""
-    return kind in VARIANT_KINDS and not (kind == EventKind.SYSTEM_MESSAGE and source == system_source)
 
 
 @dataclass(slots=True)
@@ -224,6 +219,15 @@ class Timeline:
         if not ending:
             raise KeyError(f"no session of this playthrough shows {leaf}")
         return max(ending)
+
+    def newest_replacement(self, ref: Ref) -> Replacement | None:
+        """The replacement the head shows for `ref`, following edits of edits; None when the
+        head shows it unreplaced (a delete is returned as is: it has no later edit)."""
+        found = self.replacements.get(ref)
+        hops = 0
+        while found is not None and found.message is not None and found.ref in self.replacements and hops < 10_000:
+            found, hops = self.replacements[found.ref], hops + 1
+        return found
 
     def _visible_replacements(self, rows: list[VariantRow]) -> dict[Ref, Replacement]:
         """target ref → the newest replacement of it on the head's surface."""

@@ -328,12 +328,7 @@ class EventLog:
 
     def bodies(self, refs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], dict]:
         """Parsed bodies of the events at these refs (missing refs are left out)."""
-        if not refs:
-            return {}
-        clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq == seq) for sid, seq in refs]
-        with self._engine.connect() as conn:
-            rows = conn.execute(select(EVENTS.c.session_id, EVENTS.c.seq, EVENTS.c.body).where(or_(*clauses))).all()
-        return {(r.session_id, r.seq): json.loads(r.body) for r in rows}
+        return {ref: event.body for ref, event in self.events_at(refs).items()}
 
     def tail_events(self, session_id: int, limit: int, through_seq: int | None = None) -> tuple[list[Event], bool]:
         """The newest `limit` message and `surface/replaced` events of a session's surface (across
