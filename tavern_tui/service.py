@@ -560,10 +560,12 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
                                     if m.source != SYSTEM_PROMPT_SOURCE])
         return estimate_messages([{"content": system}] + history)
 
-    def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None) -> Any:
+    def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
+                   view: PlaythroughView | None = None) -> Any:
         """The assembler a step of this playthrough uses: its applied strategy (`strategy`
-        overrides it, for previews), with its card, books, timed effects and preset."""
-        view = self.playthrough(playthrough_id)
+        overrides it, for previews), with its card, books, timed effects and preset (`view`:
+        the playthrough when the caller has already read it)."""
+        view = view or self.playthrough(playthrough_id)
         with self._store.unit_of_work() as uow:
             record = uow.characters.get(view.character_id)
             playthrough = uow.playthroughs.get(playthrough_id)
@@ -604,7 +606,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
         if strategy is not None and strategy not in STRATEGIES:
             raise TavernError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
         view = self.playthrough(playthrough_id)
-        assembler = self._assembler(playthrough_id, Generation(), strategy)
+        assembler = self._assembler(playthrough_id, Generation(), strategy, view)
         history = derive_messages(self._store.events, view.session_id)
         claimed = [text] if text else []
         if getattr(assembler, "strategy", None) == PROJECTION:
@@ -646,7 +648,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
         view = self.playthrough(playthrough_id)
         with self._store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
-        assembler = self._assembler(playthrough_id, generation)
+        assembler = self._assembler(playthrough_id, generation, view=view)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self._store.events, view.session_id, self._provider, assembler, text,
                          generation=generation, stale_after=self._stale_after)

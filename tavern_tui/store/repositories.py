@@ -120,6 +120,12 @@ class PlaythroughRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
+    def _row(self, playthrough_id: int) -> Playthrough:
+        row = self._session.get(Playthrough, playthrough_id)
+        if row is None:
+            raise NotFound(f"no playthrough with id {playthrough_id}")
+        return row
+
     def add(self, *, character_id: int, title: str, user_name: str, session_id: int,
             meta: str = "{}") -> PlaythroughRecord:
         """Insert a playthrough rooted at `session_id` (also its head); the session joins it."""
@@ -147,9 +153,7 @@ class PlaythroughRepository:
             NotFound: no such playthrough.
             StoreError: the session is not part of this playthrough.
         """
-        row = self._session.get(Playthrough, playthrough_id)
-        if row is None:
-            raise NotFound(f"no playthrough with id {playthrough_id}")
+        row = self._row(playthrough_id)
         session = self._session.get(SessionRow, session_id)
         if session is None or session.playthrough_id != playthrough_id:
             raise StoreError(f"session {session_id} is not part of playthrough {playthrough_id}")
@@ -166,9 +170,7 @@ class PlaythroughRepository:
 
     def set_preset(self, playthrough_id: int, preset_id: int | None) -> PlaythroughRecord:
         """Bind a preset to the playthrough (None: back to the built-in default). Raises NotFound."""
-        row = self._session.get(Playthrough, playthrough_id)
-        if row is None:
-            raise NotFound(f"no playthrough with id {playthrough_id}")
+        row = self._row(playthrough_id)
         if preset_id is not None and self._session.get(Preset, preset_id) is None:
             raise NotFound(f"no preset with id {preset_id}")
         row.preset_id = preset_id
@@ -177,9 +179,7 @@ class PlaythroughRepository:
 
     def set_strategy(self, playthrough_id: int, strategy: str | None) -> PlaythroughRecord:
         """Record the strategy applied to the playthrough. Raises NotFound."""
-        row = self._session.get(Playthrough, playthrough_id)
-        if row is None:
-            raise NotFound(f"no playthrough with id {playthrough_id}")
+        row = self._row(playthrough_id)
         row.strategy = strategy
         self._session.flush()
         return _playthrough(row)
@@ -195,9 +195,7 @@ class PlaythroughRepository:
 
     def get(self, playthrough_id: int) -> PlaythroughRecord:
         """One playthrough. Raises NotFound."""
-        row = self._session.get(Playthrough, playthrough_id)
-        if row is None:
-            raise NotFound(f"no playthrough with id {playthrough_id}")
+        row = self._row(playthrough_id)
         return _playthrough(row)
 
     def list(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughRecord]:
@@ -211,9 +209,7 @@ class PlaythroughRepository:
 
     def touch(self, playthrough_id: int) -> None:
         """Mark the playthrough as just played (it sorts first)."""
-        row = self._session.get(Playthrough, playthrough_id)
-        if row is None:
-            raise NotFound(f"no playthrough with id {playthrough_id}")
+        row = self._row(playthrough_id)
         row.updated_at = datetime.now(UTC)
         self._session.flush()
 
