@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from tavern_tui.assembly.macros import substitute_names
 from tavern_tui.engine.events import EventKind, Origin
-from tavern_tui.engine.log import EDIT_SOURCE, SYSTEM_PROMPT_SOURCE, replacement_event
+from tavern_tui.engine.log import (
+    EDIT_SOURCE,
+    SYSTEM_PROMPT_SOURCE,
+    derive_messages,
+    inspect,
+    replacement_event,
+    tail,
+)
 from tavern_tui.engine.step import OPENING_SOURCE, Generation, StepUpdate, admit_opening
 from tavern_tui.engine.timeline import Ref, Timeline, VariantRow
 from tavern_tui.errors import NotFound, TavernError
@@ -311,21 +318,24 @@ class TimelineOps:
     # -- edits --------------------------------------------------------------------------
 
     def _surface_message(self: Tavern, playthrough_id: int, ref: Ref):  # type: ignore[no-untyped-def]
-        from tavern_tui.engine.log import derive_messages
-
+        """(view, chat surface without the system section, index of the message shown for
+        `ref`). Raises NotFound when the head does not show it."""
         view = self.playthrough(playthrough_id)
         # A variant the head shows edited is on the surface as its (newest) replacement.
         timeline, _members = self._timeline(playthrough_id)
         newest = timeline.newest_replacement(tuple(ref))  # type: ignore[arg-type]
         shown = newest.ref if newest is not None else tuple(ref)
-        for message in derive_messages(self._store.events, view.session_id, include_failed=True):
-            if message.ref == shown and message.source != SYSTEM_PROMPT_SOURCE:
-                return view, message
+        surface = [m for m in derive_messages(self._store.events, view.session_id, include_failed=True)
+                   if m.source != SYSTEM_PROMPT_SOURCE]
+        for index, message in enumerate(surface):
+            if message.ref == shown:
+                return view, surface, index
         raise NotFound(f"message {ref[0]}:{ref[1]} is not shown in playthrough {playthrough_id}")
 
     def shown_ref(self: Tavern, playthrough_id: int, ref: Ref) -> Ref:
         """The ref under which the chat shows a variant: itself, or its newest edit."""
-        return self._surface_message(playthrough_id, ref)[1].ref
+        _view, surface, index = self._surface_message(playthrough_id, ref)
+        return surface[index].ref
 
     def edit_message(self: Tavern, playthrough_id: int, ref: Ref, text: str) -> None:
         """Replace a shown message's text (a surface replacement; the original stays in the log).
@@ -341,7 +351,8 @@ class TimelineOps:
         """
         if not text.strip():
             raise TavernError("an edit needs text; to remove the message, delete it")
-        view, message = self._surface_message(playthrough_id, ref)
+        view, surface, index = self._surface_message(playthrough_id, ref)
+        message = surface[index]
         replacement: dict[str, Any] = {"role": message.role, "content": text}
         for key in ("name", "hidden"):
             if key in message.body:
@@ -360,12 +371,7 @@ class TimelineOps:
         Raises:
             NotFound: the message is not on the playthrough's surface.
         """
-        from tavern_tui.engine.log import derive_messages
-
-        view, message = self._surface_message(playthrough_id, ref)
-        surface = [m for m in derive_messages(self._store.events, view.session_id, include_failed=True)
-                   if m.source != SYSTEM_PROMPT_SOURCE]
-        start = next(i for i, m in enumerate(surface) if m.ref == message.ref)
+        view, surface, start = self._surface_message(playthrough_id, ref)
         targets = [m.ref for m in (surface[start:] if to_end else surface[start:start + 1])]
         self._store.events.append(view.session_id, [replacement_event(targets, None)])
         self._touch(playthrough_id)
@@ -374,10 +380,9 @@ class TimelineOps:
     # -- generating variants --------------------------------------------------------------
 
     def _last_message(self: Tavern, playthrough_id: int):  # type: ignore[no-untyped-def]
-        from tavern_tui.engine.log import derive_messages
-
         view = self.playthrough(playthrough_id)
-        shown = [m for m in derive_messages(self._store.events, view.session_id) if m.source != SYSTEM_PROMPT_SOURCE]
+        log = self._store.events
+        shown = tail(log, inspect(log, view.session_id), 1)  # one bounded read, however long the chat
         return view, (shown[-1] if shown else None)
 
     async def regenerate(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
