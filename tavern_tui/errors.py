@@ -87,3 +87,31 @@ class ProviderTimeout(ProviderError):
     """The provider did not answer within the configured time."""
 
     category = "timeout"
+
+
+class Conflict(TavernError):
+    """A write carried an `expected_version` that is no longer current; nothing was written.
+
+    Attributes:
+        expected: the version the caller read; current: the version now stored.
+    """
+
+    def __init__(self, what: str, expected: int, current: int) -> None:
+        self.expected, self.current = expected, current
+        super().__init__(f"{what} changed since you read it: expected version {expected}, "
+                         f"the current version is {current}; reload and try again")
+
+
+class SecretRefused(TavernError, ValueError):
+    """Text that looks like a credential was refused before anything was stored (seed 002
+    decision 11). The message names the kind and where, never the secret itself.
+
+    Attributes:
+        kind: "api_key", "bearer_token", "private_key", "password" or "jwt".
+        where: the write surface or field ("persona entry", "affirm", …).
+    """
+
+    def __init__(self, kind: str, where: str) -> None:
+        self.kind, self.where = kind, where
+        super().__init__(f"{where}: refused: the text contains what looks like a {kind.replace('_', ' ')}; "
+                         "secrets never go into the persona (remove it and try again)")

@@ -14,6 +14,7 @@ CARD = "character card"
 WORLD_BOOK = "world book"
 PRESET = "chat-completion preset"
 CHAT = "chat log"
+PERSONA = "persona"
 
 _CARD_FIELDS = ("first_mes", "description", "personality", "scenario", "mes_example", "char_persona", "char_greeting")
 
@@ -23,6 +24,7 @@ def sniff_kind(obj: Any) -> str | None:
 
     Rules, in order:
     - `spec` "chara_card_v2"/"chara_card_v3" → character card;
+    - `persona_descriptions` (a SillyTavern persona backup) → persona;
     - `spec` "lorebook_v3", `kind` "memory" (Agnai), `lorebookVersion` (NovelAI), or an
       `entries` dict/list (SillyTavern World Info, Chub and V2 character_book exports) → world book;
     - any V1 card field (`first_mes`, `description`, … or the Pygmalion `char_persona`) → character card;
@@ -38,6 +40,8 @@ def sniff_kind(obj: Any) -> str | None:
     if spec in ("chara_card_v2", "chara_card_v3"):
         return CARD
     # Before the card fields: Agnai and Chub lorebooks carry `name` and `description` too.
+    if isinstance(obj.get("persona_descriptions"), dict):
+        return PERSONA
     if spec == "lorebook_v3" or obj.get("kind") == "memory" or "lorebookVersion" in obj:
         return WORLD_BOOK
     if isinstance(obj.get("entries"), (dict, list)):

@@ -220,14 +220,21 @@ class EventLog:
         events.sort(key=lambda e: (order[e.session_id], e.seq))
         return events
 
-    def own_events(self, session_id: int, *, kinds: Sequence[str] | None = None) -> list[Event]:
-        """The session's own events (no ancestry), optionally only some kinds, by seq."""
+    def own_events(self, session_id: int, *, kinds: Sequence[str] | None = None, after: int = 0) -> list[Event]:
+        """The session's own events (no ancestry) with seq > `after`, optionally only some kinds, by seq."""
         query = select(EVENTS).where(EVENTS.c.session_id == session_id)
+        if after:
+            query = query.where(EVENTS.c.seq > after)
         if kinds:
             query = query.where(EVENTS.c.kind.in_(list(kinds)))
         with self._engine.connect() as conn:
             rows = conn.execute(query.order_by(EVENTS.c.seq)).all()
         return [row_to_event(row) for row in rows]
+
+    def all_session_ids(self) -> list[int]:
+        """Every session id, ascending."""
+        with self._engine.connect() as conn:
+            return [int(i) for i in conn.execute(select(SESSIONS.c.id).order_by(SESSIONS.c.id)).scalars()]
 
     def head_seq(self, session_id: int) -> int:
         """The last seq the session holds (0 when empty).

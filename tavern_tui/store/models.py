@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
+    Boolean,
     CheckConstraint,
+    Float,
     DateTime,
     ForeignKey,
     Index,
@@ -160,3 +162,82 @@ class WorldBookBinding(Base):
     target_id: Mapped[int | None] = mapped_column(Integer)
     """The character, playthrough or persona id; None for global."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class PersonaRevision(Base):
+    """One revision of a principal's persona document (seed 002). Rows are only added: the
+    newest version is the document, the older ones are its history."""
+
+    __tablename__ = "persona_revisions"
+    __table_args__ = (UniqueConstraint("principal", "version", name="uq_persona_revisions_principal_version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    principal: Mapped[str] = mapped_column(String(128))
+    version: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(512), default="")
+    lorebook: Mapped[str] = mapped_column(String(512), default="")
+    entries: Mapped[str] = mapped_column(Text)
+    """JSON list of entries (`PersonaEntry.to_json`)."""
+    reason: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class BeliefRow(Base):
+    """A belief learned from customer-origin messages (seed 002 decision 6)."""
+
+    __tablename__ = "beliefs"
+    __table_args__ = (
+        CheckConstraint("kind IN ('direct', 'hypothesis')", name="kind_known"),
+        CheckConstraint("status IN ('active', 'superseded')", name="status_known"),
+        CheckConstraint("sensitivity IN ('low', 'normal', 'high')", name="sensitivity_known"),
+        Index("ix_beliefs_principal_key", "principal", "key"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    principal: Mapped[str] = mapped_column(String(128))
+    statement: Mapped[str] = mapped_column(Text)
+    key: Mapped[str] = mapped_column(String(512))
+    slot: Mapped[str] = mapped_column(String(512), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    category: Mapped[str] = mapped_column(String(32))
+    confidence: Mapped[float] = mapped_column(Float)
+    sensitivity: Mapped[str] = mapped_column(String(16))
+    durable: Mapped[bool] = mapped_column(Boolean)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    superseded_by: Mapped[int | None] = mapped_column(Integer)
+    promoted: Mapped[bool] = mapped_column(Boolean, default=False)
+    entry_id: Mapped[int | None] = mapped_column(Integer)
+    nominated: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class BeliefSupport(Base):
+    """A message that supports a belief: one row per (belief, message), so consolidation is idempotent."""
+
+    __tablename__ = "belief_supports"
+    __table_args__ = (UniqueConstraint("belief_id", "session_id", "seq", name="uq_belief_supports_message"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    belief_id: Mapped[int] = mapped_column(ForeignKey("beliefs.id"), index=True)
+    session_id: Mapped[int] = mapped_column(Integer)
+    seq: Mapped[int] = mapped_column(Integer)
+    quote: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class BeliefDecline(Base):
+    """A declined nomination, durable by canonical key: a belief with this key is never nominated again."""
+
+    __tablename__ = "belief_declines"
+    __table_args__ = (UniqueConstraint("principal", "key", name="uq_belief_declines_principal_key"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    principal: Mapped[str] = mapped_column(String(128))
+    key: Mapped[str] = mapped_column(String(512))
+    belief_id: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ConsolidationMark(Base):
+    """How far consolidation has read each session (the last seq read), so a run reads only new events."""
+
+    __tablename__ = "consolidation_marks"
+    session_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer)

@@ -177,6 +177,13 @@ class PlaythroughRepository:
         self._session.flush()
         return _playthrough(row)
 
+    def set_meta(self, playthrough_id: int, meta: str) -> PlaythroughRecord:
+        """Replace the playthrough's JSON metadata text. Raises NotFound."""
+        row = self._row(playthrough_id)
+        row.meta = meta
+        self._session.flush()
+        return _playthrough(row)
+
     def set_strategy(self, playthrough_id: int, strategy: str | None) -> PlaythroughRecord:
         """Record the strategy applied to the playthrough. Raises NotFound."""
         row = self._row(playthrough_id)

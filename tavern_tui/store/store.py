@@ -15,6 +15,7 @@ from tavern_tui.store.models import EventRow, SessionRow
 
 from tavern_tui.store.db import make_engine, upgrade
 from tavern_tui.store.eventlog import EventLog
+from tavern_tui.store.persona import BeliefRepository, PersonaRepository
 from tavern_tui.store.repositories import (
     BindingRepository,
     CharacterRepository,
@@ -44,6 +45,8 @@ class UnitOfWork:
     world_books: WorldBookRepository
     bindings: BindingRepository
     presets: PresetRepository
+    personas: PersonaRepository
+    beliefs: BeliefRepository
 
 
 class Store:
@@ -70,7 +73,8 @@ class Store:
         try:
             with session.begin():
                 yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
-                                 WorldBookRepository(session), BindingRepository(session), PresetRepository(session))
+                                 WorldBookRepository(session), BindingRepository(session), PresetRepository(session),
+                                 PersonaRepository(session), BeliefRepository(session))
         finally:
             session.close()
 
