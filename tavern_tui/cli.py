@@ -13,6 +13,10 @@
     tavern export PLAYTHROUGH --jsonl FILE
     tavern trace list [--playthrough P | --session S] | show ID | verify ID|--all | replay ID [--model M]
     tavern edit PLAYTHROUGH SESSION:SEQ --text TEXT | tavern delete PLAYTHROUGH SESSION:SEQ [--to-end]
+    tavern persona show | edit --expected-version N [--add TEXT | --remove ID | --file F] | history |
+                   nominations | affirm ID | decline ID | import FILE | ceiling P LEVEL | consolidate
+    tavern beliefs [--search TEXT] [--json]
+    tavern serve [--host 127.0.0.1] [--port 8765]   persona HTTP routes, with TAVERN_PERSONA_API_ENABLED
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any, TextIO
 from tavern_tui import __version__
 from tavern_tui.cli_lore import add_lore_parser, cmd_lore
 from tavern_tui.cli_output import print_json
+from tavern_tui.cli_persona import add_persona_parser, cmd_persona
 from tavern_tui.cli_trace import add_trace_parser, cmd_trace
 from tavern_tui.config import Settings, load_settings
 from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
@@ -143,6 +148,11 @@ def _parser() -> argparse.ArgumentParser:
 
     add_lore_parser(commands)
     add_trace_parser(commands)
+    add_persona_parser(commands)
+    p_serve = commands.add_parser("serve", help="serve the optional persona HTTP routes on 127.0.0.1 "
+                                                "(only with TAVERN_PERSONA_API_ENABLED set)")
+    p_serve.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)")
+    p_serve.add_argument("--port", type=int, default=8765)
     return parser
 
 
@@ -401,14 +411,32 @@ def cmd_trace_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
         return cmd_trace(tavern, args, out, err)
 
 
+def cmd_persona_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern persona …` and `tavern beliefs` (see cli_persona)."""
+    with _service(args) as tavern:
+        return cmd_persona(tavern, args, out, err)
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern serve`: the HTTP routes (persona routes only when enabled; see http_api)."""
+    from tavern_tui.http_api import enabled_from_env, serve
+
+    if not enabled_from_env():
+        err.write("note: TAVERN_PERSONA_API_ENABLED is not set: only /v1/health is served\n")
+    with _service(args) as tavern:
+        serve(tavern, host=args.host, port=args.port)
+    return EXIT_OK
+
+
 def cmd_lore_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern lore …` (see cli_lore)."""
     with _service(args) as tavern:
         return cmd_lore(tavern, args, out, err)
 
 
-COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "trace": cmd_trace_command, "import": cmd_import, "chat": cmd_chat, "sessions": cmd_sessions, "show": cmd_show,
-                            "tree": cmd_tree, "export": cmd_export, "presets": cmd_presets, "preview": cmd_preview,
+COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "trace": cmd_trace_command, "persona": cmd_persona_command,
+                            "beliefs": cmd_persona_command, "serve": cmd_serve, "import": cmd_import, "chat": cmd_chat,
+                            "sessions": cmd_sessions, "show": cmd_show, "tree": cmd_tree, "export": cmd_export, "presets": cmd_presets, "preview": cmd_preview,
                             "edit": cmd_edit, "delete": cmd_delete, "tui": cmd_tui, None: cmd_tui}
 
 

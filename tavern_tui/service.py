@@ -6,6 +6,7 @@ assembly (prompt) and a provider together, and returns plain dataclasses, never 
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import hashlib
 import json
@@ -31,12 +32,19 @@ from tavern_tui.engine.log import (
     request_messages,
     tail,
 )
-from tavern_tui.engine.step import Generation, StepUpdate, admit_opening, recover_interrupted, run_step
+from tavern_tui.engine.step import (
+    Generation,
+    StepSettled,
+    StepUpdate,
+    admit_opening,
+    recover_interrupted,
+    run_step,
+)
 from tavern_tui.engine.stream import Provider
 from tavern_tui.errors import FormatError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard, parse_card
 from tavern_tui.formats.chatlog import CHAT_SUFFIXES, looks_like_chat_jsonl
-from tavern_tui.formats.sniff import PRESET, WORLD_BOOK, sniff_bytes
+from tavern_tui.formats.sniff import PERSONA, PRESET, WORLD_BOOK, sniff_bytes
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.formats.worldinfo import from_character_book, parse_world_book, to_st_json
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
@@ -47,6 +55,8 @@ from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, WorldBookRecord
 from tavern_tui.service_chats import ChatFileOps
+from tavern_tui.persona.model import LOCAL_PRINCIPAL
+from tavern_tui.service_persona import PERSONA_TARGET, PersonaOps
 from tavern_tui.service_presets import STRATEGIES, PresetOps
 from tavern_tui.service_timeline import TimelineOps
 from tavern_tui.service_trace import TraceOps
@@ -90,7 +100,7 @@ def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | 
 
 
 @dataclass
-class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
+class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
     """Every user operation: import, list, start/open a playthrough, send, read messages.
 
     Args:
@@ -158,9 +168,9 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
     # -- import ---------------------------------------------------------------------------
 
     def import_paths(self, paths: Sequence[str | Path], *, character: str | None = None) -> list[ImportResult]:
-        """Import character cards, world books and SillyTavern chats (.jsonl) from files and
-        folders (a folder: every .png/.json in it). What a file is comes from its content
-        (`formats.sniff`, `formats.chatlog.looks_like_chat_jsonl`).
+        """Import character cards, world books, presets, persona backups and SillyTavern chats
+        (.jsonl) from files and folders (a folder: every .png/.json in it). What a file is comes
+        from its content (`formats.sniff`, `formats.chatlog.looks_like_chat_jsonl`).
 
         Args:
             character: the character (id or name) imported chats are with; default: the
@@ -191,6 +201,8 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
                 results.append(self.import_world_book_bytes(data, shown))
             elif kind == PRESET:
                 results.append(self.import_preset_bytes(data, shown))
+            elif kind == PERSONA:
+                results.append(self.import_persona_bytes(data, shown))
             else:
                 results.append(self.import_card_bytes(data, shown))
         return results
@@ -350,10 +362,11 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
     def _effective_books(self, playthrough_id: int, character: CharacterRecord, card: ParsedCard) -> list[SourcedBook]:
         """The books that apply to a playthrough's steps: chat (playthrough) lore, global lore and
         character lore (its bindings, then the card's embedded book), each book once, in
-        SillyTavern's source order (`getSortedEntries`; the activation orders entries by the
-        character strategy). Personas arrive with the persona surface."""
+        SillyTavern's source order (`getSortedEntries`: chat, persona, global, character; the
+        activation orders entries by the character strategy)."""
         with self._store.unit_of_work() as uow:
             ids = [("chat", uow.bindings.books_for("playthrough", playthrough_id)),
+                   ("persona", uow.bindings.books_for("persona", PERSONA_TARGET)),
                    ("global", uow.bindings.books_for("global", None)),
                    ("character", uow.bindings.books_for("character", character.id))]
             # Only the bound books: every step reads this, and a library can hold many large books.
@@ -450,8 +463,11 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
 
     # -- playthroughs ---------------------------------------------------------------------
 
-    def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int]) -> PlaythroughView:
-        return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"), record.user_name,
+    def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int],
+                          persona_name: str = "") -> PlaythroughView:
+        # The persona's name is `{{user}}` in every playthrough once the person has set one.
+        return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"),
+                               persona_name or record.user_name,
                                record.head_session_id, record.created_at, record.updated_at,
                                counts.get(record.head_session_id, 0), record.strategy or "compat", record.preset_id)
 
@@ -460,8 +476,9 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
         with self._store.unit_of_work() as uow:
             records = uow.playthroughs.list(character_id, limit)
             names = {c.id: c.name for c in uow.characters.all()}
+            persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
         counts = {r.head_session_id: self._message_count(r.head_session_id) for r in records}
-        return [self._playthrough_view(r, names, counts) for r in records]
+        return [self._playthrough_view(r, names, counts, persona_name) for r in records]
 
     def _message_count(self, head_session_id: int) -> int:
         """Messages on a head session's surface, cached until the next append or fork (every
@@ -479,8 +496,9 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
         with self._store.unit_of_work() as uow:
             record = uow.playthroughs.get(playthrough_id)
             name = uow.characters.get(record.character_id).name
+            persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
         counts = {record.head_session_id: self._message_count(record.head_session_id)}
-        return self._playthrough_view(record, {record.character_id: name}, counts)
+        return self._playthrough_view(record, {record.character_id: name}, counts, persona_name)
 
     def latest_playthrough(self, character_id: int) -> PlaythroughView | None:
         """The character's most recently played playthrough, or None."""
@@ -494,7 +512,8 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
         Raises:
             NotFound: no such character.
         """
-        user = user_name or self.settings.user_name
+        user = user_name or self.persona().name or self.settings.user_name
+        self.rendered_persona()  # over a cap, the session does not open (PersonaCapExceeded)
         with self._store.unit_of_work() as uow:
             record = uow.characters.get(character_id)
         card = self._card(record)
@@ -506,11 +525,18 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
             admit_opening(log, session_id, text, {"greeting_index": 0, "greetings": len(greetings)})
         with self._store.unit_of_work() as uow:
             created = uow.playthroughs.add(character_id=character_id, title="", user_name=user, session_id=session_id)
+        self._pin_persona(created.id)
         return self.playthrough(created.id)
 
     def open_playthrough(self, playthrough_id: int) -> PlaythroughView:
-        """Open a playthrough for play: settles a reply a crash left mid-stream, then returns it."""
+        """Open a playthrough for play: settles a reply a crash left mid-stream, then returns it.
+
+        Raises:
+            NotFound: no such playthrough.
+            PersonaCapExceeded: the persona is over a cap (the session does not open).
+        """
         view = self.playthrough(playthrough_id)
+        self.rendered_persona(playthrough_id)
         if recover_interrupted(self._store.events, view.session_id, stale_after=self._stale_after) is not None:
             logger.info("recovered an interrupted reply in playthrough %s", playthrough_id)
         return view
@@ -561,10 +587,15 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
         return estimate_messages([{"content": system}] + history)
 
     def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
-                   view: PlaythroughView | None = None) -> Any:
+                   view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
         """The assembler a step of this playthrough uses: its applied strategy (`strategy`
-        overrides it, for previews), with its card, books, timed effects and preset (`view`:
-        the playthrough when the caller has already read it)."""
+        overrides it, for previews), with its card, books, timed effects, preset and persona
+        section (`view`: the playthrough when the caller has already read it; `pin_persona`: a
+        real step, which moves the playthrough's persona pin to the revision it sends).
+
+        Raises:
+            PersonaCapExceeded: the persona is over a cap.
+        """
         view = view or self.playthrough(playthrough_id)
         with self._store.unit_of_work() as uow:
             record = uow.characters.get(view.character_id)
@@ -576,6 +607,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries)} for b in books]}
+        persona, meta["persona"] = self._persona_step(playthrough_id, pin=pin_persona)
         facts = self._facts(record, card, view.user_name)
         chosen = strategy or applied or "compat"
         if chosen in (PROJECTION, SLOTS_FIRST):
@@ -584,13 +616,13 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
             kind = PresetAssembler if chosen == PROJECTION else SlotsFirstAssembler
             return kind(preset, card.data, card.name, view.user_name, meta, world_info=self._world_info(books),
                         facts=facts, timed_state=timed, generation_type=generation.type,
-                        continue_text=generation.continue_text)
+                        continue_text=generation.continue_text, persona=persona)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.playthrough_preset(playthrough_id)
             config = preset.call_config()
         return BasicAssembler(card.data, card.name, view.user_name, meta, self._world_info(books), facts, timed,
-                              generation.type, config)
+                              generation.type, config, persona)
 
     def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
         """The exact request the next step would send if `text` were sent now (seed 000: the
@@ -648,10 +680,20 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps):
         view = self.playthrough(playthrough_id)
         with self._store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
-        assembler = self._assembler(playthrough_id, generation, view=view)
+        assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self._store.events, view.session_id, self._provider, assembler, text,
                          generation=generation, stale_after=self._stale_after)
         async with aclosing(steps):
             async for update in steps:
+                if isinstance(update, StepSettled):
+                    # Off the event loop (the UI's thread): learn from what the person just said.
+                    await asyncio.to_thread(self._consolidate_quietly, playthrough_id)
                 yield update
+
+    def _consolidate_quietly(self, playthrough_id: int) -> None:
+        """Consolidate after a step; a failure is logged, never fails the step it follows."""
+        try:
+            self.consolidate(playthrough_id)
+        except Exception:  # noqa: BLE001 - learning is best effort; the reply is already stored
+            logger.exception("belief consolidation failed for playthrough %s", playthrough_id)

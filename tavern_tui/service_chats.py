@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tavern_tui.assembly.macros import substitute_names
-from tavern_tui.engine.events import EventKind, NewEvent, Origin
+from tavern_tui.engine.events import EventKind, NewEvent, Origin, parse_origin
 from tavern_tui.engine.log import HIDDEN_KEY, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
 from tavern_tui.engine.step import OPENING_SOURCE
 from tavern_tui.engine.timeline import Ref, Timeline
-from tavern_tui.errors import FormatError, NotFound
+from tavern_tui.errors import FormatError, NotFound, OriginError
 from tavern_tui.formats.chatlog import ChatLine, ParsedChat, format_send_date, parse_chat_jsonl, write_chat_jsonl
 from tavern_tui.store.store import PlannedSession
 from tavern_tui.views import ImportResult
@@ -32,8 +32,27 @@ ST_KEY = "st"
 _LINE_FIELDS = ("name", "is_user", "is_system", "send_date", "mes", "swipes", "swipe_id", "swipe_info", "extra")
 
 
-def _event_for(line: ChatLine, swipe: int) -> NewEvent:
-    """The event one swipe of an imported line becomes."""
+ORIGIN_FIELD = "origin"
+"""Key in a chat line's `extra` that declares the message's origin (seed 001) when it is not the
+role's natural producer; written on export, validated on import (SillyTavern keeps unknown
+`extra` keys)."""
+
+
+def _declared_origin(line: ChatLine, file: str) -> Origin | None:
+    """The origin a line declares in `extra.origin`, None when absent.
+
+    Raises:
+        FormatError: a value outside the closed set, naming the file, line and allowed values.
+    """
+    value = line.extra.get(ORIGIN_FIELD) if isinstance(line.extra, dict) else None
+    try:
+        return parse_origin(value)
+    except OriginError as exc:
+        raise FormatError(file, str(exc), f"line {line.line_no}: extra.{ORIGIN_FIELD}") from exc
+
+
+def _event_for(line: ChatLine, swipe: int, origin: Origin | None = None) -> NewEvent:
+    """The event one swipe of an imported line becomes (`origin`: the line's declared origin)."""
     info = line.swipe_info[swipe] if swipe < len(line.swipe_info) else {}
     body: dict[str, Any] = {
         "content": line.swipes[swipe], "name": line.name,
@@ -49,24 +68,29 @@ def _event_for(line: ChatLine, swipe: int) -> NewEvent:
         body[HIDDEN_KEY] = True
         return NewEvent(EventKind.SYSTEM_MESSAGE, "system", body, Origin.ENGINE, "chat-import")
     if line.is_user:
-        return NewEvent(EventKind.USER_MESSAGE, "user", body)
-    return NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body)
+        return NewEvent(EventKind.USER_MESSAGE, "user", body, origin)
+    return NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body, origin)
 
 
-def plan_chat(chat: ParsedChat) -> tuple[list[PlannedSession], list[tuple[str, NewEvent]]]:
+def plan_chat(chat: ParsedChat, file: str = "chat") -> tuple[list[PlannedSession], list[tuple[str, NewEvent]]]:
     """Sessions and events for an imported chat: the chosen swipes in one root session (message
     i at seq i+1), each other swipe in a fork ending just before its message. Events come in
-    swipe order, so siblings keep the file's swipe order."""
+    swipe order, so siblings keep the file's swipe order.
+
+    Raises:
+        FormatError: a line declares an unknown origin (names the file and line).
+    """
     sessions = [PlannedSession("root")]
     events: list[tuple[str, NewEvent]] = []
     for index, line in enumerate(chat.messages):
+        origin = _declared_origin(line, file)
         for swipe in range(len(line.swipes)):
             if swipe == line.swipe_id:
-                events.append(("root", _event_for(line, swipe)))
+                events.append(("root", _event_for(line, swipe, origin)))
             else:
                 key = f"m{index}s{swipe}"
                 sessions.append(PlannedSession(key, "root", index))
-                events.append((key, _event_for(line, swipe)))
+                events.append((key, _event_for(line, swipe, origin)))
     return sessions, events
 
 
@@ -87,6 +111,7 @@ class ChatFileOps:
         try:
             chat = parse_chat_jsonl(payload, name)
             record = self._chat_character(chat, name, character)
+            sessions, events = plan_chat(chat, name)
         except (FormatError, NotFound) as exc:
             return ImportResult(name, "chat", error=str(exc))
         digest = hashlib.sha256(payload).hexdigest()
@@ -97,7 +122,6 @@ class ChatFileOps:
                                 duplicate=True)
         user = chat.user_name or next((m.name for m in chat.messages if m.is_user and m.name), None) \
             or self.settings.user_name
-        sessions, events = plan_chat(chat)
         meta = json.dumps({"source": Path(name).name, "sha256": digest, "header": chat.header}, ensure_ascii=False)
         created = self._store.import_playthrough(character_id=record.id, user_name=user, title=Path(name).stem,
                                                  meta=meta, sessions=sessions, events=events, head="root")
@@ -162,6 +186,8 @@ class ChatFileOps:
         extra = dict(body.get("extra") or {}) if isinstance(body.get("extra"), dict) else {}
         if body.get("reasoning") and "reasoning" not in extra:
             extra["reasoning"] = body["reasoning"]
+        if message.origin is not None and message.role != "system":
+            extra[ORIGIN_FIELD] = message.origin.value
         name = body.get("name") if isinstance(body.get("name"), str) else (user if message.role == "user" else char)
         send_date = infos[chosen].get("send_date")
         raw = dict(body.get(ST_KEY) or {})

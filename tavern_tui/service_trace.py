@@ -112,6 +112,7 @@ class TraceOps:
         return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
                 "world_info": assembly.get("world_info"), "resources": {k: assembly.get(k) for k in (
                     "character_id", "character_sha256", "preset", "world_books") if k in assembly},
+                "persona": assembly.get("persona"),
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
                 "config_adjusted": reply.get("config")}
 

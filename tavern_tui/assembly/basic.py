@@ -53,7 +53,8 @@ def _main_prompt(card_system_prompt: str) -> str:
     return parts[0] + DEFAULT_MAIN_PROMPT + "".join(parts[1:])
 
 
-def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Buckets | None = None) -> str:
+def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Buckets | None = None,
+                        persona: str = "") -> str:
     """Render a card's `data` (and activated world info) into the system section text.
 
     Order follows SillyTavern's default prompt order: main, world info before, description,
@@ -67,6 +68,8 @@ def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Bucket
         char: the character's name for `{{char}}`.
         user: the person's name for `{{user}}`.
         lore: activated world info, or None.
+        persona: the rendered persona section ("" = none): its own section directly after the
+            character text (main, description, personality, scenario; DESIGN.md, persona).
 
     Returns:
         Sections joined by blank lines; empty fields are left out.
@@ -84,6 +87,8 @@ def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Bucket
     scenario = str(card.get("scenario") or "").strip()
     if scenario:
         sections.append(SCENARIO_FORMAT.replace("{{scenario}}", scenario))
+    if persona.strip():
+        sections.append(persona.strip())
     if lore.after.strip():
         sections.append(lore.after)
     blocks = [*lore.examples_top, *split_examples(str(card.get("mes_example") or "")), *lore.examples_bottom]
@@ -108,6 +113,7 @@ class BasicAssembler:
         timed_state: the branch's world-info timed effects before this step.
         generation_type: the step's SillyTavern generation type (world-info `triggers`).
         config: call parameters to send (a bound preset's), never history.
+        persona: the rendered persona section ("" = none).
     """
 
     card: dict[str, Any]
@@ -119,6 +125,7 @@ class BasicAssembler:
     timed_state: TimedState = field(default_factory=TimedState)
     generation_type: str = "normal"
     config: dict[str, Any] = field(default_factory=dict)
+    persona: str = ""
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         """Build this step's system section: world info scans the history plus the claimed input
@@ -133,7 +140,7 @@ class BasicAssembler:
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
-        system = build_system_prompt(self.card, self.char, self.user, lore)
+        system = build_system_prompt(self.card, self.char, self.user, lore, self.persona)
         messages = [{"content": system}] + request_messages([m for m in history if m.source != SYSTEM_PROMPT_SOURCE])
         messages += [{"content": text} for text in claimed]
         meta["estimated_prompt_tokens"] = estimate_messages(messages)

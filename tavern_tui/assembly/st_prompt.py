@@ -80,6 +80,8 @@ REPLY_PRIMING = 3  # ST reserves 3 tokens: "every reply is primed with <|start|>
 ROLES = ("system", "user", "assistant")
 _FILLED_MARKERS = ("worldInfoBefore", "worldInfoAfter", "charDescription", "charPersonality", "scenario",
                    "personaDescription")
+_INSTRUCTION_IDS = frozenset({"main", "charDescription", "charPersonality", "scenario"})
+"""The character/system instructions the persona follows when a preset has no persona marker."""
 _BUILTIN_SENT = frozenset({"main", "nsfw", "jailbreak", "enhanceDefinitions"})
 # Identifiers ST uses for its own purposes; never placed from the order (control/extension prompts).
 _ENGINE_PROMPTS = frozenset({"impersonate", "quietPrompt", "groupNudge", "bias", "summary", "authorsNote",
@@ -120,8 +122,8 @@ class PromptPart:
     Attributes:
         role: "system", "user" or "assistant".
         content: the text sent.
-        source: "preset" | "marker" | "new_chat" | "examples" | "history" | "input" | "injection" |
-            "world_info" | "continue" | "impersonate" | "send_if_empty" | "prefill".
+        source: "preset" | "marker" | "persona" | "new_chat" | "examples" | "history" | "input" |
+            "injection" | "world_info" | "continue" | "impersonate" | "send_if_empty" | "prefill".
         identifier: the preset prompt identifier or marker name ("main", "charDescription",
             "dialogueExamples", …); "worldInfoDepth" for world info @depth, "charDepthPrompt" for
             the card's depth prompt; an injection merging several sources joins them with "+".
@@ -423,6 +425,19 @@ class _Builder:
 
     # -- the build ----------------------------------------------------------------------------
 
+    def _place_persona(self, slots: list[PromptPart | str]) -> None:
+        """A preset without an enabled `personaDescription` marker: the persona is its own system
+        section directly after the character/system instructions (DESIGN.md, persona), i.e. after
+        the last of main / charDescription / charPersonality / scenario before the chat history."""
+        end = next((i for i, s in enumerate(slots) if s == "chatHistory"), len(slots))
+        at = 0
+        for i, slot in enumerate(slots[:end]):
+            if isinstance(slot, PromptPart) and slot.identifier in _INSTRUCTION_IDS:
+                at = i + 1
+        slots.insert(at, PromptPart("system", self.ctx.persona, "persona", "personaDescription"))
+        self.adjustments.append("persona placed after the character/system instructions: "
+                                "the preset has no enabled personaDescription marker")
+
     def build(self) -> BuiltPrompt:
         inputs, preset = self.inputs, self.preset
         slots: list[PromptPart | str] = []  # parts, or "history" / "examples" placeholders
@@ -438,7 +453,8 @@ class _Builder:
             seen_ids.add(ident)
             if ident in _FILLED_MARKERS:
                 content = self._marker(ident)
-                source = "world_info" if ident.startswith("worldInfo") else "marker"
+                source = ("world_info" if ident.startswith("worldInfo")
+                          else "persona" if ident == "personaDescription" else "marker")
                 if not content.strip():
                     continue
             elif prompt.marker:
@@ -465,6 +481,8 @@ class _Builder:
                                           prompt.injection_order))
             else:
                 slots.append(PromptPart(prompt.role, content, source, ident))
+        if "personaDescription" not in seen_ids and self.ctx.persona.strip():
+            self._place_persona(slots)
         for ident, key in (("main", "system_prompt"), ("jailbreak", "post_history_instructions")):
             if self._card_text(key).strip() and ident not in seen_ids:
                 self.adjustments.append(f"card {key} not used: the preset's order has no enabled '{ident}'")

@@ -123,6 +123,7 @@ def test_default_preset_with_seraphina_follows_order_100001(default_preset: Pars
     assert parts["main"].content == DEFAULT_MAIN
     assert parts["main"].source == "preset"
     assert parts["personaDescription"].content == "A lost traveler."
+    assert parts["personaDescription"].source == "persona"  # its own section (DESIGN.md, persona)
     assert parts["charDescription"].content == card["description"].replace("{{char}}", CHAR).replace("{{user}}", USER)
     assert parts["charPersonality"].content == "[Seraphina's personality: kind and watchful]"
     assert parts["scenario"].content == "[Circumstances and context of the dialogue: a glade in Eldoria]"
@@ -138,7 +139,7 @@ def test_default_preset_with_seraphina_follows_order_100001(default_preset: Pars
     assert built.budget == 4095 - 300
     assert built.history_dropped == 0
     assert built.tokens["history"] == sum(cost(p) for p in built.parts[9:11])
-    assert set(built.tokens) == {"preset", "marker", "examples", "new_chat", "history", "input"}
+    assert set(built.tokens) == {"preset", "marker", "persona", "examples", "new_chat", "history", "input"}
 
 
 def test_world_info_markers_and_jailbreak_take_their_places(default_preset: ParsedPreset,
@@ -533,10 +534,13 @@ def test_corpus_presets_build_on_a_ten_message_chat(corpus_dir: Path, card: dict
     assert built.history_dropped == 0
     chat_parts = [p for p in built.parts if p.source in ("history", "input")]
     assert [p.ref for p in chat_parts] == [m.ref for m in history]
-    markers = [p for p in built.parts if p.source == "marker"]
-    expected_markers = [i for i in ("personaDescription", "charDescription", "charPersonality", "scenario")
+    markers = [p for p in built.parts if p.source in ("marker", "persona")]
+    expected_markers = [i for i in ("charDescription", "charPersonality", "scenario")
                         if i in {p.identifier for p in enabled if p.injection_position == 0}]
-    assert sorted(p.identifier for p in markers) == sorted(expected_markers)
+    # The persona is always sent: at its marker, else placed after the instructions (and said so).
+    assert sorted(p.identifier for p in markers) == sorted([*expected_markers, "personaDescription"])
+    has_marker = "personaDescription" in {p.identifier for p in enabled}
+    assert has_marker != any("no enabled personaDescription marker" in a for a in built.adjustments)
     assert len(built.parts) == (len(present) + len(groups) + len(markers) + len(chat_parts)
                                 + sum(p.source in ("examples", "new_chat") for p in built.parts))
     assert sum(built.tokens.values()) == sum(cost(p) for p in built.parts)
