@@ -19,6 +19,9 @@ from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.providers.base import ProviderSettings
 
 
+BELIEF_EXTRACTORS = ("rules", "model")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the service needs to start.
@@ -30,6 +33,9 @@ class Settings:
         world_info: world-info activation settings (SillyTavern's shipped defaults unless the
             config file's `[world_info]` table sets its `world_info_*` keys or `max_context`).
         config_path: the config file that was read, or would be read.
+        belief_extractor: how consolidation reads the person's messages: "rules" (the
+            deterministic extractor, default) or "model" (also asks the configured model for
+            JSON, validated before use; seed 002).
     """
 
     db_url: str
@@ -37,6 +43,7 @@ class Settings:
     user_name: str = "User"
     world_info: WorldInfoSettings = field(default_factory=WorldInfoSettings)
     config_path: Path | None = None
+    belief_extractor: str = "rules"
 
 
 def default_db_url(env: Mapping[str, str] | None = None) -> str:
@@ -101,10 +108,15 @@ def load_settings(
         world_info = WorldInfoSettings.from_st(lore)
     except ValueError as exc:
         raise FormatError(str(path), str(exc), field="world_info") from exc
+    extractor = pick(None, "TAVERN_BELIEF_EXTRACTOR", file.get("belief_extractor"), "rules")
+    if extractor not in BELIEF_EXTRACTORS:
+        raise FormatError(str(path), f"unknown belief extractor {extractor!r}; use one of "
+                          + ", ".join(BELIEF_EXTRACTORS), field="belief_extractor")
     return Settings(
         db_url=pick(db_url, "TAVERN_DB_URL", file.get("db_url"), default_db_url(source)),
         provider=provider,
         user_name=pick(None, "TAVERN_USER_NAME", file.get("user_name"), "User"),
         world_info=world_info,
         config_path=path,
+        belief_extractor=extractor,
     )

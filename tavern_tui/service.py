@@ -687,13 +687,17 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         async with aclosing(steps):
             async for update in steps:
                 if isinstance(update, StepSettled):
-                    # Off the event loop (the UI's thread): learn from what the person just said.
-                    await asyncio.to_thread(self._consolidate_quietly, playthrough_id)
+                    await self._consolidate_quietly(playthrough_id)
                 yield update
 
-    def _consolidate_quietly(self, playthrough_id: int) -> None:
-        """Consolidate after a step; a failure is logged, never fails the step it follows."""
+    async def _consolidate_quietly(self, playthrough_id: int) -> None:
+        """Learn from what the person just said, off the event loop (the UI's thread); a failure
+        is logged, never fails the step it follows. The model extractor runs only when
+        configured and the provider is a real model."""
         try:
-            self.consolidate(playthrough_id)
+            if self.settings.belief_extractor == "model" and not getattr(self._provider, "placeholder", False):
+                await self.consolidate_with_model(playthrough_id)
+            else:
+                await asyncio.to_thread(self.consolidate, playthrough_id)
         except Exception:  # noqa: BLE001 - learning is best effort; the reply is already stored
             logger.exception("belief consolidation failed for playthrough %s", playthrough_id)

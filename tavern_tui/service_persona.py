@@ -12,6 +12,7 @@ Rules: seed 002 (ADR-0079) and seed 001, as DESIGN.md "Persona and nominations" 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -20,9 +21,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tavern_tui.engine.events import EventKind, is_customer, parse_origin
-from tavern_tui.errors import Conflict, FormatError, NotFound, TavernError
+from tavern_tui.engine.stream import ChatRequest, TextDelta
+from tavern_tui.errors import Conflict, FormatError, NotFound, ProviderError, TavernError
 from tavern_tui.formats.personas import parse_personas
-from tavern_tui.persona.extract import extract_beliefs
+from tavern_tui.persona.extract import EXTRACTION_PROMPT, extract_beliefs, parse_model_beliefs
 from tavern_tui.persona.model import (
     DEFAULT_CEILING,
     LOCAL_PRINCIPAL,
@@ -71,6 +73,12 @@ class ConsolidationReport:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _texts(unread: dict[int, list[Any]]) -> list[tuple[tuple[int, int], str]]:
+    """(ref, text) of the customer-origin messages among unread events."""
+    return [(event.ref, text) for events in unread.values() for event in events
+            if (text := _customer_text(event)) is not None]
 
 
 def _customer_text(event: Any) -> str | None:
@@ -299,8 +307,43 @@ class PersonaOps:
         """Learn beliefs from the person's messages not read before (one playthrough's sessions,
         or every session), then top up the nominations. Reads customer-origin messages only:
         never engine context, impersonations, operator edits or the model's text (seed 001).
-        Idempotent: a second run reads nothing new and changes nothing.
+        Idempotent: a second run reads nothing new and changes nothing. Uses the deterministic
+        extractor (`consolidate_with_model` adds the model's).
         """
+        unread = self._unread(playthrough_id)
+        return self._fold(unread, {ref: extract_beliefs(text) for ref, text in _texts(unread)})
+
+    async def consolidate_with_model(self: Tavern, playthrough_id: int | None = None) -> ConsolidationReport:
+        """`consolidate`, where each new message is also read by the configured model: it is
+        asked for JSON (`EXTRACTION_PROMPT`), and only answers that validate are used
+        (`parse_model_beliefs`: known fields and values, quotes found in the message). The
+        deterministic extractor's candidates come first; a model answer that fails (provider
+        error, bad JSON) is logged and that message keeps the deterministic reading only.
+        """
+        unread = await asyncio.to_thread(self._unread, playthrough_id)
+        found: dict[tuple[int, int], list[Any]] = {}
+        for ref, text in _texts(unread):
+            candidates = extract_beliefs(text)
+            keys = {c.key for c in candidates}
+            try:
+                answer = await self._ask_model(text)
+                candidates += [c for c in parse_model_beliefs(answer, text) if c.key not in keys]
+            except (ProviderError, FormatError) as exc:
+                logger.warning("model belief extraction failed for message %s:%s: %s", *ref, exc)
+            found[ref] = candidates
+        return await asyncio.to_thread(self._fold, unread, found)
+
+    async def _ask_model(self: Tavern, text: str) -> str:
+        request = ChatRequest([{"role": "system", "content": EXTRACTION_PROMPT}, {"role": "user", "content": text}],
+                              config={"temperature": 0})
+        parts = []
+        async for event in self._provider.stream(request):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+        return "".join(parts)
+
+    def _unread(self: Tavern, playthrough_id: int | None) -> dict[int, list[Any]]:
+        """Events of the sessions (one playthrough's, or all) past each consolidation mark."""
         log = self._store.events
         if playthrough_id is not None:
             record = self.playthrough(playthrough_id)
@@ -314,16 +357,19 @@ class PersonaOps:
         with self._store.unit_of_work() as uow:
             marks = uow.beliefs.marks(session_ids)
         # Read before the write transaction: SQLite allows one writer, and the log reads apart.
-        unread = {sid: log.own_events(sid, kinds=kinds, after=marks.get(sid, 0)) for sid in session_ids}
+        return {sid: log.own_events(sid, kinds=kinds, after=marks.get(sid, 0)) for sid in session_ids}
+
+    def _fold(self: Tavern, unread: dict[int, list[Any]],
+              found: dict[tuple[int, int], list[Any]]) -> ConsolidationReport:
+        """Store what was found in the unread messages and move the marks, in one transaction."""
         messages = added = supported = superseded = 0
         with self._store.unit_of_work() as uow:
             for sid, events in unread.items():
                 for event in events:
-                    text = _customer_text(event)
-                    if text is None:
+                    if event.ref not in found:
                         continue
                     messages += 1
-                    for candidate in extract_beliefs(text):
+                    for candidate in found[event.ref]:
                         a, s, x = self._learn(uow, candidate, event.session_id, event.seq)
                         added, supported, superseded = added + a, supported + s, superseded + x
                 if events:

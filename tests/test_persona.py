@@ -407,3 +407,51 @@ async def test_cli_persona_commands(tavern: Tavern, card: int, db_url: str) -> N
     assert statuses == {"name:sam": (True, False), "likes:jazz": (False, True)}
     code, _, err = run_cli(db_url, "persona", "edit", "--expected-version", "2", "--add", "ghp_" + "x" * 36)
     assert code == 1 and "api key" in err and "x" * 36 not in err
+
+
+def test_at_most_ten_nominations_are_outstanding(tavern: Tavern, card: int, tmp_path: Path) -> None:
+    things = ["jazz", "tea", "maps", "boats", "rain", "chess", "owls", "kites", "soup", "bread", "moss", "snow"]
+    lines = [mira("Welcome.")]
+    for thing in things:
+        lines += [user(f"I love {thing}."), mira("Oh."), user(f"Truly, I love {thing}."), mira("Ah.")]
+    [result] = tavern.import_paths([chat_file(tmp_path, lines)], character="Mira")
+    tavern.consolidate(result.id)
+    assert len(tavern.beliefs()) == 12
+    noms = tavern.nominations()
+    assert len(noms) == 10
+    tavern.decline(noms[0].id)  # a place frees up: the next eligible belief is nominated
+    assert len(tavern.nominations()) == 10
+    assert noms[0].id not in {b.id for b in tavern.nominations()}
+
+
+async def test_the_model_extractor_is_asked_for_json_and_validated(server: LoopbackServer, db_url: str,
+                                                                  tmp_path: Path) -> None:
+    settings = Settings(db_url=db_url, belief_extractor="model",
+                        provider=ProviderSettings(base_url=server.base_url, model="loop-1", timeout=10))
+    service = Tavern(settings)
+    try:
+        (tmp_path / "mira.json").write_text(json.dumps(CARD))
+        [card_result] = service.import_paths([tmp_path / "mira.json"])
+        pid = service.new_playthrough(card_result.id, user_name="Ann").id
+        said = "I teach third grade at the village school."
+        answer = {"beliefs": [
+            {"statement": "{{user}} is a teacher.", "key": "identity:teacher", "slot": "identity:teacher",
+             "kind": "direct", "category": "identity", "confidence": 0.8, "sensitivity": "normal", "durable": True,
+             "quote": said},
+            {"statement": "{{user}} owns a boat.", "key": "identity:boat owner", "slot": "identity:boat owner",
+             "kind": "direct", "category": "identity", "confidence": 0.9, "sensitivity": "low", "durable": True,
+             "quote": "I own a boat."}]}  # the person never said this: dropped
+        server.enqueue_sse(sse_chunks_for("Lovely."))
+        server.enqueue_sse(sse_chunks_for(json.dumps(answer)))
+        await say(service, pid, said)
+        extraction = server.requests[1].json
+        assert extraction["messages"][0]["role"] == "system" and "JSON" in extraction["messages"][0]["content"]
+        assert extraction["messages"][1] == {"role": "user", "content": said}
+        assert [(b.key, b.kind) for b in service.beliefs()] == [("identity:teacher", "direct")]
+        # A broken answer costs nothing but that reading: the step and the rules still work.
+        server.enqueue_sse(sse_chunks_for("Indeed."))
+        server.enqueue_sse(sse_chunks_for("not json at all"))
+        await say(service, pid, "I love kites.")
+        assert {b.key for b in service.beliefs()} == {"identity:teacher", "likes:kites"}
+    finally:
+        service.close()
