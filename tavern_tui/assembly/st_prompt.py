@@ -16,7 +16,9 @@ Rules: format-digest §c.4 (SillyTavern 1.18 `openai.js` `prepareOpenAIMessages`
    ST; they are skipped with an adjustment. Every prompt goes through the macro engine.
 2. Card `system_prompt` replaces an enabled `main` unless it `forbid_overrides`, with
    `{{original}}` = the preset's main (macros expanded); `post_history_instructions` likewise
-   replaces `jailbreak`.
+   replaces `jailbreak`. The chat's `chat_metadata` scenario / mes_example / system_prompt,
+   when non-empty, replace the card's fields first (ST `getCharacterCardFieldsLazy`:
+   `chat_metadata.X || card.X`), for the markers, the examples, the macros and the main override.
 3. Relative prompts (injection_position 0) are placed in order; absolute ones (1) go into the
    chat at `injection_depth`. Empty content (after macros; whitespace counts as empty, our
    choice) is skipped.
@@ -32,6 +34,10 @@ Rules: format-digest §c.4 (SillyTavern 1.18 `openai.js` `prepareOpenAIMessages`
    order-100 group of their role, in ST's extension-key order (depth prompt, then world info).
    Depth d is counted in the chat *with* the message being continued (non-prefill continue), as
    ST injects before it moves that message to the end.
+   Author's Note (`authors-note.js` `setFloatingPrompt`, world-info.js `checkWorldInfo`): sent
+   when its interval says so (`AuthorsNote.messages_until`), as AN-top world info + the note +
+   AN-bottom world info; IN_CHAT it is the extension prompt "2_floating_prompt", first in the key
+   order; BEFORE/IN_PROMPT it is its own message right before/after `main` (mandatory, like main).
 6. Example dialogue: blocks = WI top + card blocks + WI bottom; each becomes the
    `new_example_chat_prompt` line plus its messages (system role, name example_user /
    example_assistant). Whole blocks, in order, while they fit; after the chat unless the preset
@@ -64,14 +70,15 @@ from typing import Any
 
 from tavern_tui.assembly.basic import split_examples
 from tavern_tui.assembly.macros import MacroContext, substitute, substitute_names
-from tavern_tui.assembly.tokens import estimate_tokens
+from tavern_tui.assembly.tokens import DEFAULT_COUNTER
 from tavern_tui.errors import TavernError
 from tavern_tui.formats.presets import ABSOLUTE, ParsedPreset, PresetPrompt
 from tavern_tui.lore.result import Buckets
 
 __all__ = [
-    "MESSAGE_OVERHEAD", "REPLY_PRIMING", "BuiltPrompt", "HistoryMessage", "PromptInputs", "PromptPart",
-    "PromptTooLarge", "build_prompt", "parse_example_block", "sanitize_name", "to_messages",
+    "CHAT_OVERRIDE_KEYS", "MESSAGE_OVERHEAD", "REPLY_PRIMING", "AuthorsNote", "BuiltPrompt", "HistoryMessage",
+    "PromptInputs", "PromptPart", "PromptTooLarge", "build_prompt", "chat_overrides_from_metadata",
+    "parse_example_block", "sanitize_name", "to_messages",
 ]
 
 MESSAGE_OVERHEAD = 3  # framing tokens of one chat message (OpenAI's ~3 per message)
@@ -91,6 +98,16 @@ _VALID_NAME = re.compile(r"[a-zA-Z0-9_]{1,64}")
 _LAST_CHAT_MESSAGE = re.compile(r"\{\{\s*lastChatMessage\s*\}\}", re.IGNORECASE)
 _DEPTH_PROMPT_ID = "charDepthPrompt"
 _WI_DEPTH_ID = "worldInfoDepth"
+_NOTE_ID = "authorsNote"
+# SillyTavern's extension-prompt keys: prompts of one depth + role are joined in the JS default
+# sort of these keys (`getExtensionPrompt`): "2_floating_prompt" < "DEPTH_PROMPT" < "customDepthWI-…".
+_NOTE_KEY = "2_floating_prompt"  # authors-note.js MODULE_NAME ("deliberate, for sorting lower than memory")
+_DEPTH_PROMPT_KEY = "DEPTH_PROMPT"  # script.js inject_ids.DEPTH_PROMPT
+_WI_DEPTH_KEY = "customDepthWI-{depth}-{role}"  # script.js inject_ids.CUSTOM_WI_DEPTH_ROLE
+# extension_prompt_types (script.js): NONE -1, IN_PROMPT 0 (end of main), IN_CHAT 1, BEFORE_PROMPT 2.
+NOTE_IN_PROMPT, NOTE_IN_CHAT, NOTE_BEFORE_PROMPT = 0, 1, 2
+CHAT_OVERRIDE_KEYS = ("scenario", "mes_example", "system_prompt")
+"""`chat_metadata` keys that override the card's field of the same name for one chat."""
 
 
 # --- public data -----------------------------------------------------------------------------
@@ -116,6 +133,104 @@ class HistoryMessage:
 
 
 @dataclass(frozen=True)
+class AuthorsNote:
+    """The chat's Author's Note (SillyTavern `authors-note.js`, stored in `chat_metadata`).
+
+    Attributes:
+        prompt: the note text (`note_prompt`); macros are expanded when it is sent. May be
+            empty: world info with the AN-top / AN-bottom positions is still sent in its place.
+        interval: insert the note every `interval` user messages (`note_interval`; 1 = always).
+        depth: for IN_CHAT, the in-chat depth (`note_depth`; 0 = after the last message).
+        position: `note_position`, SillyTavern `extension_prompt_types`: 0 IN_PROMPT = its own
+            message right after `main`, 1 IN_CHAT = injected at `depth`, 2 BEFORE_PROMPT = its own
+            message right before `main`.
+        role: `note_role`, `extension_prompt_roles`: 0 system, 1 user, 2 assistant.
+    """
+
+    prompt: str
+    interval: int = 1
+    depth: int = 4
+    position: int = NOTE_IN_CHAT
+    role: int = 0
+
+    @classmethod
+    def from_chat_metadata(cls, meta: dict[str, Any] | None) -> AuthorsNote | None:
+        """The note of a chat from its `chat_metadata` (`note_prompt`, `note_interval`,
+        `note_depth`, `note_position`, `note_role`).
+
+        Missing (or null) keys take SillyTavern's defaults (`loadSettings`: "" / 1 / 4 / 1 IN_CHAT /
+        0 system; the user's default note is a client setting we do not have). Numbers may be
+        ints, integral floats or numeric strings; anything else takes the default. A negative
+        depth counts as its absolute value (ST's input handler); an unknown role is system.
+
+        Returns:
+            None when the note is disabled: interval ≤ 0 (ST `setFloatingPrompt` sets the
+            extension prompt to NONE) or a position other than 0/1/2 (−1 NONE; ST never sends
+            it). Otherwise a note — also when its text is empty, as SillyTavern still sends the
+            AN-top / AN-bottom world info then.
+        """
+        meta = meta if isinstance(meta, dict) else {}
+        prompt = meta.get("note_prompt")
+        interval = _meta_int(meta.get("note_interval"), 1)
+        depth = abs(_meta_int(meta.get("note_depth"), 4))
+        position = _meta_int(meta.get("note_position"), NOTE_IN_CHAT)
+        role = _meta_int(meta.get("note_role"), 0)
+        if interval <= 0 or position not in (NOTE_IN_PROMPT, NOTE_IN_CHAT, NOTE_BEFORE_PROMPT):
+            return None
+        return cls(prompt=prompt if isinstance(prompt, str) else "", interval=interval, depth=depth,
+                   position=position, role=role if role in (0, 1, 2) else 0)
+
+    def messages_until(self, user_messages: int) -> int:
+        """SillyTavern's countdown for the note (`messagesTillInsertion`, shown in the AN panel);
+        0 = it is inserted now, −1 = off. For n > interval ST shows n mod interval, which is not
+        the number of messages left (n = 4, interval 3 shows 1; the next insertion is at 6).
+
+        `user_messages` counts the chat's messages sent by the user (`is_user`, hidden ones too,
+        the message being sent included) — ST `setFloatingPrompt`: `chat.filter(m => m.is_user)`,
+        run in `Generate` after the input was added. Interval 1 always inserts; with no user
+        message yet (and interval > 1) or interval ≤ 0 the note is off. Otherwise ST's formula:
+        n ≥ interval ⇒ n mod interval, else interval − n.
+        """
+        n = 1 if self.interval == 1 else user_messages
+        if n <= 0 or self.interval <= 0:
+            return -1
+        return n % self.interval if n >= self.interval else self.interval - n
+
+    def inserted(self, user_messages: int) -> bool:
+        """True when SillyTavern inserts the note with `user_messages` user messages in the chat
+        (`messages_until(...) == 0`; e.g. interval 3 inserts at 3, 6, 9 …)."""
+        return self.messages_until(user_messages) == 0
+
+
+def _meta_int(value: Any, default: int) -> int:
+    """A chat_metadata number: int, integral float or numeric string; else `default`."""
+    if isinstance(value, bool) or value is None:
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else default
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return default
+        return int(number) if number.is_integer() else default
+    return default
+
+
+def chat_overrides_from_metadata(meta: dict[str, Any] | None) -> dict[str, str]:
+    """The chat's overrides of card fields (`chat_metadata.scenario`, `.mes_example`,
+    `.system_prompt`): every key of `CHAT_OVERRIDE_KEYS` holding a non-empty string.
+
+    SillyTavern uses `chat_metadata.X || card.X` (`getCharacterCardFieldsLazy`), so an empty
+    string does not override; a whitespace-only one does (and then trims to nothing).
+    """
+    meta = meta if isinstance(meta, dict) else {}
+    return {key: meta[key] for key in CHAT_OVERRIDE_KEYS if isinstance(meta.get(key), str) and meta[key]}
+
+
+@dataclass(frozen=True)
 class PromptPart:
     """One message of the request and where it came from.
 
@@ -123,10 +238,15 @@ class PromptPart:
         role: "system", "user" or "assistant".
         content: the text sent.
         source: "preset" | "marker" | "persona" | "new_chat" | "examples" | "history" | "input" |
-            "injection" | "world_info" | "continue" | "impersonate" | "send_if_empty" | "prefill".
+            "injection" | "world_info" | "authors_note" | "continue" | "impersonate" |
+            "send_if_empty" | "prefill". In-chat messages are "injection" (or "world_info" when
+            they hold world info @depth only); the Author's Note is "injection" when in the chat
+            and "authors_note" when it is its own message before/after `main`.
         identifier: the preset prompt identifier or marker name ("main", "charDescription",
             "dialogueExamples", …); "worldInfoDepth" for world info @depth, "charDepthPrompt" for
-            the card's depth prompt; an injection merging several sources joins them with "+".
+            the card's depth prompt, "authorsNote" for the Author's Note; an injection merging
+            several sources joins them with "+" (preset prompts first, then the extension
+            prompts in ST's key order: authorsNote, charDepthPrompt, worldInfoDepth).
         ref: the event of a history/input part.
         name: the OpenAI `name` field (examples; names_behavior COMPLETION), None when unset.
     """
@@ -156,7 +276,19 @@ class PromptInputs:
         continue_text: for continue, the reply being extended (not in `history`).
         macros: base macro context (time, rng, variables, chat id …); names, card fields,
             persona, examples, `original` and the chat-state fields are filled in here.
-        count: the token counter for budgeting.
+        count: the token counter for budgeting (text → tokens); the default is the shared,
+            cached estimate `tokens.DEFAULT_COUNTER`; pass `tokens.make_counter(path)` for a
+            tokenizer file.
+        authors_note: the chat's Author's Note (`AuthorsNote.from_chat_metadata`); None = no
+            note at all (AN-top / AN-bottom world info is then left out, with an adjustment).
+        chat_overrides: the chat's overrides of card fields (`chat_overrides_from_metadata`):
+            a non-empty "scenario" / "mes_example" / "system_prompt" replaces the card's
+            field everywhere (marker, examples, macros, main override).
+        user_message_count: user messages in the whole chat as SillyTavern counts them for the
+            note's interval (hidden ones too, the input included); None = the user messages of
+            `history`.
+        strict_budget: mandatory prompts over the budget raise `PromptTooLarge` (SillyTavern);
+            False (native strategies, which send the history whole) names it as an adjustment.
     """
 
     preset: ParsedPreset
@@ -169,7 +301,11 @@ class PromptInputs:
     generation: str = "normal"
     continue_text: str = ""
     macros: MacroContext | None = None
-    count: Callable[[str], int] = estimate_tokens
+    count: Callable[[str], int] = DEFAULT_COUNTER
+    authors_note: AuthorsNote | None = None
+    chat_overrides: dict[str, str] = field(default_factory=dict)
+    user_message_count: int | None = None
+    strict_budget: bool = True
 
 
 @dataclass
@@ -183,6 +319,8 @@ class BuiltPrompt:
             counted before squashing; the reply priming (`REPLY_PRIMING`) is not in it.
         budget: openai_max_context − openai_max_tokens.
         history_dropped: chat messages left out by the budget.
+        token_counter: the counter's `name` ("estimate", "tokenizers:<path>"; "custom" for a
+            plain function).
     """
 
     parts: list[PromptPart]
@@ -190,6 +328,7 @@ class BuiltPrompt:
     tokens: dict[str, int]
     budget: int
     history_dropped: int
+    token_counter: str = "estimate"
 
 
 class PromptTooLarge(TavernError):
@@ -305,6 +444,7 @@ class _Builder:
         self.adjustments: list[str] = []
         self.count = inputs.count
         self.budget = self.preset.max_context - self.preset.max_tokens
+        self.note_in_chat: tuple[AuthorsNote, str] | None = None  # the IN_CHAT Author's Note and its text
         self.ctx = MacroContext()
         self.ctx = self._context()
 
@@ -319,8 +459,14 @@ class _Builder:
         ctx = self.ctx if original is None else replace(self.ctx, original=original)
         return substitute(text, ctx)
 
+    def _overridden(self, key: str) -> bool:
+        """The chat overrides the card's `key` (ST: `chat_metadata[key] || card[key]`)."""
+        value = self.inputs.chat_overrides.get(key) if key in CHAT_OVERRIDE_KEYS else None
+        return isinstance(value, str) and bool(value)
+
     def _card_text(self, key: str) -> str:
-        value = self.inputs.card.get(key)
+        """The card's field `key`, or the chat's override of it."""
+        value = self.inputs.chat_overrides[key] if self._overridden(key) else self.inputs.card.get(key)
         return value if isinstance(value, str) else ""
 
     def _depth_prompt(self) -> tuple[str, int, str]:
@@ -409,17 +555,17 @@ class _Builder:
     def _prompt_content(self, prompt: PresetPrompt) -> str:
         """A non-marker prompt's text, with the card overrides of main / jailbreak."""
         content = self.sub(prompt.content)
-        for ident, key, label in (("main", "system_prompt", "system_prompt"),
-                                  ("jailbreak", "post_history_instructions", "post_history_instructions")):
+        for ident, key in (("main", "system_prompt"), ("jailbreak", "post_history_instructions")):
             card_text = self._card_text(key)
             if prompt.identifier != ident or not card_text.strip():
                 continue
+            label = f"chat {key} override" if self._overridden(key) else f"card {key}"
             if self._active(ident) is None:
-                self.adjustments.append(f"card {label} not used: '{ident}' is disabled in the preset")
+                self.adjustments.append(f"{label} not used: '{ident}' is disabled in the preset")
             elif prompt.forbid_overrides:
-                self.adjustments.append(f"card {label} not used: '{ident}' forbids overrides")
+                self.adjustments.append(f"{label} not used: '{ident}' forbids overrides")
             else:
-                self.adjustments.append(f"card {label} replaced {ident} (forbid_overrides off)")
+                self.adjustments.append(f"{label} replaced {ident} (forbid_overrides off)")
                 content = self.sub(card_text, original=content)
         return content
 
@@ -432,17 +578,77 @@ class _Builder:
         end = next((i for i, s in enumerate(slots) if s == "chatHistory"), len(slots))
         at = 0
         for i, slot in enumerate(slots[:end]):
-            if isinstance(slot, PromptPart) and slot.identifier in _INSTRUCTION_IDS:
-                at = i + 1
+            if isinstance(slot, PromptPart) and (slot.identifier in _INSTRUCTION_IDS
+                                                 or (slot.source == "authors_note" and at == i)):
+                at = i + 1  # a note right after `main` belongs to main's block
         slots.insert(at, PromptPart("system", self.ctx.persona, "persona", "personaDescription"))
         self.adjustments.append("persona placed after the character/system instructions: "
                                 "the preset has no enabled personaDescription marker")
+
+    def _note_text(self) -> tuple[AuthorsNote | None, str]:
+        """The Author's Note sent this step and its text: world info AN-top, the note, AN-bottom
+        joined with "\\n" minus one leading and one trailing newline (ST `checkWorldInfo`), macros
+        expanded (ST expands extension prompts when it sends them). (None, "") when no note is
+        sent; AN-top / AN-bottom world info is then left out (ST: `shouldWIAddPrompt` false)."""
+        note, lore = self.inputs.authors_note, self.inputs.lore
+        has_wi = any(t.strip() for t in (*lore.an_top, *lore.an_bottom))
+        if note is None:
+            if has_wi:
+                self.adjustments.append("world info for the Author's Note left out: there is no Author's Note")
+            return None, ""
+        users = self.inputs.user_message_count
+        if users is None:
+            users = sum(1 for m in self.inputs.history if m.role == "user")
+        if not note.inserted(users):
+            what = "world info for the Author's Note" if has_wi else "Author's Note" if note.prompt.strip() else ""
+            if what:
+                self.adjustments.append(f"{what} left out: the note is inserted every {note.interval} user messages "
+                                        f"and the chat has {users}")
+            return None, ""
+        text = "\n".join(lore.an_top) + "\n" + note.prompt + "\n" + "\n".join(lore.an_bottom)
+        text = text[1:] if text.startswith("\n") else text
+        text = text[:-1] if text.endswith("\n") else text
+        return note, self.sub(text)
+
+    def _place_note(self, slots: list[PromptPart | str], absolute: list[_Absolute], main_at: int | None) -> None:
+        """Place the Author's Note (ST `preparePromptsForChatCompletion` / `populateChatCompletion`).
+
+        BEFORE_PROMPT / IN_PROMPT: its own message right before / after `main` (ST inserts it
+        at the start / end of main's collection; an empty or disabled main still anchors it).
+        IN_CHAT: an extension prompt at its depth and role (`_extensions`). An enabled
+        `authorsNote` entry in the preset's order overrides the role of a before/after note and,
+        when it is In-Chat (injection_position 1), also sends the note as an in-chat prompt at
+        its depth and order — for an IN_CHAT note that is a second copy, as in SillyTavern.
+        """
+        note, text = self._note_text()
+        if note is None or not text.strip():
+            return
+        entry = self._active(_NOTE_ID)
+        role = entry.role if entry is not None and entry.role in ROLES else ROLES[note.role]
+        if note.position == NOTE_IN_CHAT:
+            self.note_in_chat = (note, text)
+        if entry is not None and entry.injection_position == ABSOLUTE:
+            absolute.append(_Absolute(_NOTE_ID, role, text, entry.injection_depth, entry.injection_order))
+            self.adjustments.append(f"Author's Note sent in-chat at depth {entry.injection_depth} (order "
+                                    f"{entry.injection_order}): the preset's 'authorsNote' entry is In-Chat")
+            return
+        if note.position == NOTE_IN_CHAT:
+            return
+        if main_at is None:
+            self.adjustments.append("Author's Note not sent: SillyTavern attaches it to 'main', which the preset's "
+                                    "order does not place")
+            return
+        main_placed = (main_at < len(slots) and isinstance(slots[main_at], PromptPart)
+                       and slots[main_at].identifier == "main")  # type: ignore[union-attr]
+        at = main_at + (1 if note.position == NOTE_IN_PROMPT and main_placed else 0)
+        slots.insert(at, PromptPart(role, text, "authors_note", _NOTE_ID))
 
     def build(self) -> BuiltPrompt:
         inputs, preset = self.inputs, self.preset
         slots: list[PromptPart | str] = []  # parts, or "history" / "examples" placeholders
         absolute: list[_Absolute] = []
         seen_ids: set[str] = set()
+        main_at: int | None = None  # where `main` is (or would be, when empty) among the slots
         for prompt in preset.enabled_prompts(self.generation):
             ident = prompt.identifier
             if ident in ("chatHistory", "dialogueExamples"):
@@ -450,6 +656,8 @@ class _Builder:
                     slots.append(ident)
                 seen_ids.add(ident)
                 continue
+            if ident == "main" and main_at is None and prompt.injection_position != ABSOLUTE:
+                main_at = len(slots)
             seen_ids.add(ident)
             if ident in _FILLED_MARKERS:
                 content = self._marker(ident)
@@ -460,6 +668,8 @@ class _Builder:
             elif prompt.marker:
                 self.adjustments.append(f"marker '{ident}' skipped: SillyTavern fills no marker of that name")
                 continue
+            elif ident == _NOTE_ID and inputs.authors_note is not None:
+                continue  # its settings apply to the Author's Note (`_place_note`)
             elif ident in _ENGINE_PROMPTS:
                 self.adjustments.append(f"prompt '{ident}' skipped: SillyTavern uses it only for its own purpose")
                 continue
@@ -481,11 +691,16 @@ class _Builder:
                                           prompt.injection_order))
             else:
                 slots.append(PromptPart(prompt.role, content, source, ident))
+        self._place_note(slots, absolute, main_at)
         if "personaDescription" not in seen_ids and self.ctx.persona.strip():
             self._place_persona(slots)
         for ident, key in (("main", "system_prompt"), ("jailbreak", "post_history_instructions")):
             if self._card_text(key).strip() and ident not in seen_ids:
-                self.adjustments.append(f"card {key} not used: the preset's order has no enabled '{ident}'")
+                label = f"chat {key} override" if self._overridden(key) else f"card {key}"
+                self.adjustments.append(f"{label} not used: the preset's order has no enabled '{ident}'")
+        for key in ("scenario", "mes_example"):
+            if self._overridden(key):
+                self.adjustments.append(f"chat {key} override used instead of the card's {key}")
 
         has_history = "chatHistory" in slots
         has_examples = "dialogueExamples" in slots
@@ -541,9 +756,12 @@ class _Builder:
         mandatory += [new_chat] if new_chat else []
         mandatory += [it.part for it in inputs_kept]
         needed = REPLY_PRIMING + sum(self.cost(p) for p in mandatory)
-        if needed > self.budget:
+        if needed > self.budget and self.inputs.strict_budget:
             raise PromptTooLarge(needed, self.budget, preset.max_context, preset.max_tokens)
-        remaining = self.budget - needed
+        if needed > self.budget:
+            self.adjustments.append(f"the prompts need {needed} tokens, over the preset's budget of {self.budget}: "
+                                    "sent whole (native delivery is not trimmed)")
+        remaining = max(0, self.budget - needed)
 
         # Examples first when pinned, then the chat, then (unpinned) examples.
         blocks = self._example_blocks() if has_examples else []
@@ -577,11 +795,8 @@ class _Builder:
             tokens[part.source] = tokens.get(part.source, 0) + self.cost(part)
         if preset.squash_system_messages:
             parts = _squash(parts)
-        lore = inputs.lore
-        if any(t.strip() for t in (*lore.an_top, *lore.an_bottom)):
-            self.adjustments.append("world info for the Author's Note left out: there is no Author's Note")
         return BuiltPrompt(parts=parts, adjustments=self.adjustments, tokens=tokens, budget=self.budget,
-                           history_dropped=dropped)
+                           history_dropped=dropped, token_counter=str(getattr(self.count, "name", "custom")))
 
     # -- chat ---------------------------------------------------------------------------------
 
@@ -605,19 +820,27 @@ class _Builder:
         return items
 
     def _extensions(self) -> dict[tuple[int, str], list[tuple[str, str]]]:
-        """Extension prompts by (depth, role), in ST's key order (DEPTH_PROMPT < customDepthWI…)."""
-        out: dict[tuple[int, str], list[tuple[str, str]]] = {}
+        """In-chat extension prompts by (depth, role) as (identifier, text), in ST's key order
+        (`getExtensionPrompt` sorts the keys: 2_floating_prompt < DEPTH_PROMPT < customDepthWI-…)."""
+        keyed: dict[tuple[int, str], list[tuple[str, str, str]]] = {}
+        if self.note_in_chat is not None:
+            note, text = self.note_in_chat
+            keyed.setdefault((note.depth, ROLES[note.role]), []).append((_NOTE_KEY, _NOTE_ID, text.strip()))
         _, depth, role = self._depth_prompt()
         if self.ctx.char_depth_prompt.strip():
-            out.setdefault((depth, role), []).append((_DEPTH_PROMPT_ID, self.ctx.char_depth_prompt.strip()))
+            keyed.setdefault((depth, role), []).append(
+                (_DEPTH_PROMPT_KEY, _DEPTH_PROMPT_ID, self.ctx.char_depth_prompt.strip()))
         for (wi_depth, wi_role), wi_text in self.inputs.lore.at_depth.items():
             try:
-                role_name = ROLES[int(wi_role)]
+                role_index = int(wi_role)
+                role_name = ROLES[role_index]
             except (TypeError, ValueError, IndexError):
-                role_name = "system"
+                role_index, role_name = 0, "system"
             if isinstance(wi_text, str) and wi_text.strip():
-                out.setdefault((int(wi_depth), role_name), []).append((_WI_DEPTH_ID, wi_text.strip()))
-        return out
+                key = _WI_DEPTH_KEY.format(depth=int(wi_depth), role=role_index)
+                keyed.setdefault((int(wi_depth), role_name), []).append((key, _WI_DEPTH_ID, wi_text.strip()))
+        return {where: [(ident, text) for _, ident, text in sorted(items, key=lambda item: item[0])]
+                for where, items in keyed.items()}
 
     def _inject(self, items: list[_Item], absolute: list[_Absolute]) -> list[_Item]:
         """Insert the in-chat prompts into the chat (ST `populationInjectionPrompts`)."""

@@ -325,7 +325,8 @@ def test_examples_are_dropped_before_history_unless_pinned(default_preset: Parse
                                                            card: dict[str, Any]) -> None:
     history = chat(6)
     roomy = build(default_preset, card, history=history)
-    mandatory = REPLY_PRIMING + sum(t for s, t in roomy.tokens.items() if s in ("preset", "marker", "new_chat", "input"))
+    mandatory = REPLY_PRIMING + sum(t for s, t in roomy.tokens.items()
+                                    if s in ("preset", "marker", "new_chat", "input"))
     room = roomy.tokens["history"] + 1  # the whole chat fits, the example block (more than 1 token) does not
     default_preset.settings["openai_max_context"] = 300 + mandatory + room
 
