@@ -36,6 +36,10 @@ class Settings:
         belief_extractor: how consolidation reads the person's messages: "rules" (the
             deterministic extractor, default) or "model" (also asks the configured model for
             JSON, validated before use; seed 002).
+        default_strategy: the strategy a new playthrough starts with (seed 000 §2.1: preset
+            slots first); a built-in or saved strategy name.
+        tokenizer: path of a local `tokenizer.json` for exact token counts (needs the optional
+            `tokenizers` package; "" = the documented estimate, ceil(UTF-8 bytes / 4)).
     """
 
     db_url: str
@@ -44,6 +48,8 @@ class Settings:
     world_info: WorldInfoSettings = field(default_factory=WorldInfoSettings)
     config_path: Path | None = None
     belief_extractor: str = "rules"
+    default_strategy: str = "preset-slots-first"
+    tokenizer: str = ""
 
 
 def default_db_url(env: Mapping[str, str] | None = None) -> str:
@@ -119,4 +125,6 @@ def load_settings(
         world_info=world_info,
         config_path=path,
         belief_extractor=extractor,
+        default_strategy=pick(None, "TAVERN_DEFAULT_STRATEGY", file.get("default_strategy"), "preset-slots-first"),
+        tokenizer=pick(None, "TAVERN_TOKENIZER", file.get("tokenizer"), ""),
     )

@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui.assembly.basic import BasicAssembler, build_system_prompt
-from tavern_tui.assembly.preset import PROJECTION, SLOTS_FIRST, PresetAssembler, SlotsFirstAssembler
+from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
+from tavern_tui.assembly.st_prompt import AuthorsNote, chat_overrides_from_metadata
+from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
+from tavern_tui.assembly.tokens import make_counter
 from tavern_tui.assembly.st_prompt import to_messages
 from tavern_tui.assembly.macros import substitute_names
 from tavern_tui.assembly.tokens import estimate_messages
@@ -30,13 +33,16 @@ from tavern_tui.engine.log import (
     derive_messages,
     inspect,
     request_messages,
+    sent_to_model,
     tail,
 )
 from tavern_tui.engine.step import (
+    CONTEXT_SOURCE,
     Generation,
     StepSettled,
     StepUpdate,
     admit_opening,
+    context_events,
     recover_interrupted,
     run_step,
 )
@@ -57,7 +63,7 @@ from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, Wo
 from tavern_tui.service_chats import ChatFileOps
 from tavern_tui.persona.model import LOCAL_PRINCIPAL
 from tavern_tui.service_persona import PERSONA_TARGET, PersonaOps
-from tavern_tui.service_presets import STRATEGIES, PresetOps
+from tavern_tui.service_presets import PresetOps
 from tavern_tui.service_timeline import TimelineOps
 from tavern_tui.service_trace import TraceOps
 from tavern_tui.store.store import Store
@@ -120,10 +126,12 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
     _card_books: dict[int, WorldBook] = field(default_factory=dict, repr=False)
     _index_cache: IndexCache = field(default_factory=lambda: IndexCache(FastIndex), repr=False)
     _presets: dict[str, Any] = field(default_factory=dict, repr=False)
+    _book_hashes: dict[int, str] = field(default_factory=dict, repr=False)
     _counts: dict[tuple[int, tuple[int, int]], int] = field(default_factory=dict, repr=False)
     _timelines: dict[tuple[int, bool], tuple[tuple[int, int], Any, list[int]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        self._token_counter = make_counter(self.settings.tokenizer or None)
         if self.store is None:
             self.store = Store(self.settings.db_url)
         if self.provider is None:
@@ -253,7 +261,12 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
             book = parse_world_book(record.data.encode("utf-8"), record.name)
             book.name = record.name
             self._books[key] = book
+            self._book_hashes[id(book)] = key[1]
         return book
+
+    def _book_hash(self, book: WorldBook, character: CharacterRecord) -> str:
+        """SHA-256 of the stored content a step's book came from (a card's embedded book: the card's)."""
+        return self._book_hashes.get(id(book), character.original_sha256)
 
     def _book_view(self, record: WorldBookRecord, bindings: tuple[str, ...] = ()) -> WorldBookView:
         return WorldBookView(record.id, record.name, len(self._book(record).entries), record.source_name,
@@ -507,7 +520,9 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
 
     def new_playthrough(self, character_id: int, *, user_name: str | None = None) -> PlaythroughView:
         """Start a playthrough: a new session opened with the card's greeting as an opening
-        reference (role assistant, origin engine; seed 000 §3). A card without a greeting opens empty.
+        reference (role assistant, origin engine; seed 000 §3). A card without a greeting opens
+        empty. The persona revision is pinned and `settings.default_strategy` applied
+        (preset-slots-first unless configured).
 
         Raises:
             NotFound: no such character.
@@ -526,6 +541,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         with self._store.unit_of_work() as uow:
             created = uow.playthroughs.add(character_id=character_id, title="", user_name=user, session_id=session_id)
         self._pin_persona(created.id)
+        self.apply_strategy(created.id, self.settings.default_strategy)  # seed 000 §2.1: new openings
         return self.playthrough(created.id)
 
     def open_playthrough(self, playthrough_id: int) -> PlaythroughView:
@@ -600,23 +616,30 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         with self._store.unit_of_work() as uow:
             record = uow.characters.get(view.character_id)
             playthrough = uow.playthroughs.get(playthrough_id)
-        applied = playthrough.strategy
+        spec = self.strategy_spec(strategy) if strategy else self.applied_strategy(playthrough_id)
         card = self._card(record)
         books = self._effective_books(view.id, record, card)
         timed = timed_state_of(self._store.events.surface_events(view.session_id))
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
-            "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries)} for b in books]}
+            "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
+                             "sha256": self._book_hash(b.book, record)} for b in books]}
         persona, meta["persona"] = self._persona_step(playthrough_id, pin=pin_persona)
         facts = self._facts(record, card, view.user_name)
-        chosen = strategy or applied or "compat"
-        if chosen in (PROJECTION, SLOTS_FIRST):
+        meta["strategy_snapshot"] = spec.snapshot()
+        if spec.base != COMPAT:
             preset, preset_facts = self.playthrough_preset(playthrough_id)
             meta["preset"] = preset_facts
-            kind = PresetAssembler if chosen == PROJECTION else SlotsFirstAssembler
+            kind = {PROJECTION: PresetAssembler, SLOTS_FIRST: SlotsFirstAssembler,
+                    ROLES_FIRST: RolesFirstAssembler}[spec.base]
+            stored = json.loads(playthrough.meta or "{}")
+            header = stored.get("header") if isinstance(stored, dict) else None
+            chat_metadata = header.get("chat_metadata") if isinstance(header, dict) else None
             return kind(preset, card.data, card.name, view.user_name, meta, world_info=self._world_info(books),
                         facts=facts, timed_state=timed, generation_type=generation.type,
-                        continue_text=generation.continue_text, persona=persona)
+                        continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
+                        snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
+                        chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self._token_counter)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.playthrough_preset(playthrough_id)
@@ -633,10 +656,8 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
             "adjustments", "world_info"}`; `tokens` are estimates per source and in total.
 
         Raises:
-            TavernError: unknown strategy; NotFound: no such playthrough.
+            NotFound: unknown strategy (the message lists them), or no such playthrough.
         """
-        if strategy is not None and strategy not in STRATEGIES:
-            raise TavernError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
         view = self.playthrough(playthrough_id)
         assembler = self._assembler(playthrough_id, Generation(), strategy, view)
         history = derive_messages(self._store.events, view.session_id)
@@ -650,8 +671,11 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
             assembly = assembler(history, claimed)
             meta, config = assembly.meta, assembly.config
             messages = ([{"role": "system", "content": assembly.system, "source": "system"}] if assembly.system else [])
-            messages += [{**m, "source": "history"} for m in request_messages(
-                [m for m in history if m.source != SYSTEM_PROMPT_SOURCE])]
+            messages += [{**m.to_request(), "source": "context" if m.source == CONTEXT_SOURCE else "history"}
+                         for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
+            # Context the step would admit now, just before the input (roles-first).
+            messages += [{"role": "user", "content": e.body["content"], "source": "context"}
+                         for e in context_events(history, assembly.context)]
             messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
             tokens = {"total": estimate_messages(messages)}
         return {"strategy": meta.get("strategy", "compat"), "messages": messages, "config": config, "tokens": tokens,

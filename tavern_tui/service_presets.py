@@ -9,23 +9,27 @@ bound uses SillyTavern's built-in default preset.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tavern_tui.assembly.strategies import BASES, BUILTINS, COMPAT, StrategySpec, check_options
 from tavern_tui.engine.events import NewEvent, canonical_json
-from tavern_tui.errors import FormatError, TavernError
+from tavern_tui.errors import FormatError, NotFound, TavernError
 from tavern_tui.formats.presets import ParsedPreset, export_preset, parse_preset
 from tavern_tui.views import ImportResult, PresetView
 
 if TYPE_CHECKING:
     from tavern_tui.service import Tavern
 
-STRATEGIES = ("compat", "preset-slots-first", "projection")
-"""Strategies this version can apply: `compat` renders the card (and world info) into one
-system section; `preset-slots-first` places the preset's prompts in `prompt_order` in the native
-regions (one system section, then the stored history, then the input) and names every move;
-`projection` sends the request SillyTavern would build from the preset, as a request-only
-array recorded in `request/assembly` (never written into chat history)."""
+STRATEGIES = BASES
+"""The built-in strategies: `compat` renders the card (and world info) into one system section;
+`preset-roles-first` keeps each preset prompt's authored role in the native regions (system
+prompts in the system section, user prompts as context messages that enter the history);
+`preset-slots-first` places the preset's prompts in `prompt_order` in the native regions (one
+system section, then the stored history, then the input) and names every move; `projection`
+sends the request SillyTavern would build from the preset, as a request-only array recorded in
+`request/assembly` (never written into chat history). Saved strategies are variants of these."""
 
 STRATEGY_APPLIED = "strategy/applied"
 """Event kind recording an explicit apply (strategy, preset and its hash) in the session log."""
@@ -97,23 +101,80 @@ class PresetOps:
         """
         with self._store.unit_of_work() as uow:
             record = uow.playthroughs.set_preset(playthrough_id, preset_id)
-        self._record_selection(record.head_session_id, record.strategy, playthrough_id)
+        self._record_selection(record.head_session_id, None, playthrough_id)
 
-    def apply_strategy(self: Tavern, playthrough_id: int, strategy: str) -> None:
-        """Apply an assembly strategy to a playthrough: later steps use it; the apply (with the
-        preset and its hash) is recorded in the session log.
+    # -- strategies -----------------------------------------------------------------------
+
+    def strategies(self: Tavern) -> list[StrategySpec]:
+        """The built-in strategies, then the newest version of every saved one."""
+        with self._store.unit_of_work() as uow:
+            saved = uow.strategies.latest()
+        return [*BUILTINS.values(), *saved]
+
+    def strategy_spec(self: Tavern, name: str, version: int | None = None) -> StrategySpec:
+        """A strategy by name (a given version, else the newest).
 
         Raises:
-            TavernError: unknown strategy (the message lists the known ones).
-            NotFound: no such playthrough.
+            NotFound: no such strategy or version (the message lists the names).
         """
-        if strategy not in STRATEGIES:
-            raise TavernError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+        if name in BUILTINS and version in (None, 1):
+            return BUILTINS[name]
         with self._store.unit_of_work() as uow:
-            record = uow.playthroughs.set_strategy(playthrough_id, strategy)
-        self._record_selection(record.head_session_id, strategy, playthrough_id)
+            spec = uow.strategies.get(name, version)
+        if spec is None:
+            names = ", ".join(s.name for s in self.strategies())
+            which = f"{name!r} version {version}" if version is not None else repr(name)
+            raise NotFound(f"unknown strategy {which}; strategies: {names}")
+        return spec
 
-    def _record_selection(self: Tavern, session_id: int, strategy: str | None, playthrough_id: int) -> None:
+    def save_strategy(self: Tavern, name: str, base: str, options: dict[str, Any] | None = None, *,
+                      expected_version: int = 0) -> StrategySpec:
+        """Save a strategy version (a new name at version 1, or the next version of a saved one).
+        Saving never applies it: playthroughs keep the snapshot they applied.
+
+        Raises:
+            TavernError: a built-in name, an empty name, or bad options (named).
+            Conflict: `expected_version` is not the newest saved version (0 for a new name).
+        """
+        name = name.strip()
+        if not name:
+            raise TavernError("a strategy needs a name")
+        if name in BUILTINS:
+            raise TavernError(f"{name!r} is built in and read-only; save a copy under another name")
+        spec = StrategySpec(name, expected_version + 1, base, check_options(base, options, f"strategy {name!r}"))
+        with self._store.unit_of_work() as uow:
+            return uow.strategies.add(spec, expected_version)
+
+    def apply_strategy(self: Tavern, playthrough_id: int, strategy: str, version: int | None = None) -> StrategySpec:
+        """Apply a strategy to a playthrough: later steps use this exact version (its snapshot is
+        stored on the playthrough) until another apply; the apply (snapshot, preset and its
+        hash) is recorded in the session log.
+
+        Raises:
+            NotFound: unknown strategy or version (the message lists the known ones), or no
+                such playthrough.
+        """
+        spec = self.strategy_spec(strategy, version)
+        with self._store.unit_of_work() as uow:
+            record = uow.playthroughs.set_strategy(playthrough_id, spec.name)
+            meta = json.loads(record.meta or "{}")
+            meta["strategy"] = spec.snapshot()
+            uow.playthroughs.set_meta(playthrough_id, json.dumps(meta, ensure_ascii=False))
+        self._record_selection(record.head_session_id, spec.snapshot(), playthrough_id)
+        return spec
+
+    def applied_strategy(self: Tavern, playthrough_id: int) -> StrategySpec:
+        """The strategy snapshot a playthrough's steps use (compat when nothing was applied)."""
+        with self._store.unit_of_work() as uow:
+            record = uow.playthroughs.get(playthrough_id)
+        snap = json.loads(record.meta or "{}").get("strategy")
+        if isinstance(snap, dict):
+            return StrategySpec.from_snapshot(snap)
+        return BUILTINS.get(record.strategy or COMPAT, BUILTINS[COMPAT])
+
+    def _record_selection(self: Tavern, session_id: int, strategy: dict[str, Any] | None, playthrough_id: int) -> None:
         _preset, facts = self.playthrough_preset(playthrough_id)
+        snap = strategy or self.applied_strategy(playthrough_id).snapshot()
         self._store.events.append(session_id, [NewEvent(STRATEGY_APPLIED, None,
-                                                        {"strategy": strategy or "compat", "preset": facts})])
+                                                        {"strategy": snap["name"], "snapshot": snap,
+                                                         "preset": facts})])

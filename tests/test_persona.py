@@ -136,6 +136,7 @@ async def exchange(service: Tavern, server: LoopbackServer, pid: int, text: str)
 
 async def test_affirmed_entry_renders_after_the_character_text(live, server: LoopbackServer) -> None:  # type: ignore[no-untyped-def]
     service, pid = live
+    service.apply_strategy(pid, "compat")  # the card rendered into one system section
     empty = await exchange(service, server, pid, "Hello.")
     await exchange(service, server, pid, "My name is Sam.")
     await exchange(service, server, pid, "Really, my name is Sam.")

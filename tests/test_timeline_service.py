@@ -261,7 +261,7 @@ async def test_preview_equals_the_next_request_for_each_strategy(tavern: Tavern,
                                                                  corpus_dir: Path) -> None:
     [preset] = tavern.import_paths([corpus_dir / "presets" / "st_openai_default_staging.json"])
     tavern.bind_preset(pid, preset.id)
-    for strategy in ("compat", "preset-slots-first", "projection"):
+    for strategy in ("compat", "preset-roles-first", "preset-slots-first", "projection"):
         tavern.apply_strategy(pid, strategy)
         shown = tavern.preview(pid, f"hello via {strategy}")
         assert shown["strategy"] == strategy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -95,7 +96,12 @@ async def test_a_globally_bound_book_fires_and_timed_state_is_kept_per_branch(ta
     states = [e for e in tavern.store.events.surface_events(view.session_id) if e.kind == LORE_STATE_KIND]
     assert len(states) == 3 and states[0].body["sticky"][0]["uid"] == 0
     second = _header(tavern, view.session_id)
-    assert second["assembly"]["world_books"] == [{"name": "coast", "source": "global", "entries": 1}]
+    [named] = second["assembly"]["world_books"]
+    assert {k: named[k] for k in ("name", "source", "entries")} == {"name": "coast", "source": "global", "entries": 1}
+    # the content hash of the stored book (issue 6: every world book with its hash)
+    with tavern.store.unit_of_work() as uow:
+        data = uow.world_books.get(book_id).data
+    assert named["sha256"] == hashlib.sha256(data.encode("utf-8")).hexdigest()
     preview = tavern.world_info_preview(view.id, "the lighthouse again")
     assert preview.decision("coast", 0).fired
     assert len([e for e in tavern.store.events.surface_events(view.session_id) if e.kind == LORE_STATE_KIND]) == 3

@@ -9,11 +9,13 @@ parameters become call config only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.assembly.macros import MacroContext
 from tavern_tui.assembly.st_prompt import (
+    AuthorsNote,
     BuiltPrompt,
     HistoryMessage,
     PromptInputs,
@@ -21,6 +23,8 @@ from tavern_tui.assembly.st_prompt import (
     build_prompt,
     to_messages,
 )
+from tavern_tui.assembly.strategies import PROJECTION, ROLES_FIRST, SLOTS_FIRST
+from tavern_tui.assembly.tokens import DEFAULT_COUNTER
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.log import HIDDEN_KEY, PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
 from tavern_tui.engine.step import Assembly
@@ -28,8 +32,6 @@ from tavern_tui.formats.presets import ParsedPreset
 from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
 
-PROJECTION = "projection"
-SLOTS_FIRST = "preset-slots-first"
 
 _CHAT_SOURCES = frozenset({"new_chat", "history", "input"})
 _CONTROL_SOURCES = frozenset({"continue", "impersonate", "prefill", "send_if_empty"})
@@ -62,6 +64,12 @@ class PresetAssembler:
         generation_type / continue_text: the step's SillyTavern generation type, and the
             reply being continued.
         macros: base macro context (time, random source, variables); None = defaults.
+        options: the applied strategy's options (`assembly.strategies.OPTIONS`).
+        snapshot: the applied strategy's snapshot (name, version, base, options, sha256), for
+            the trace; None = the built-in one of this class.
+        authors_note: the chat's Author's Note (`chat_metadata` note_*), None = none.
+        chat_overrides: the chat's `scenario` / `mes_example` / `system_prompt` overrides.
+        count: the token counter (cached per message text).
     """
 
     preset: ParsedPreset
@@ -76,12 +84,19 @@ class PresetAssembler:
     generation_type: str = "normal"
     continue_text: str = ""
     macros: MacroContext | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    snapshot: dict[str, Any] | None = None
+    authors_note: AuthorsNote | None = None
+    chat_overrides: dict[str, str] = field(default_factory=dict)
+    count: Callable[[str], int] = DEFAULT_COUNTER
     strategy = PROJECTION
 
     def build(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[BuiltPrompt, dict[str, Any], tuple]:
         """The built prompt, the header meta and the records to keep (world-info timed state);
         also what `preview` shows."""
-        meta: dict[str, Any] = {**self.meta, "strategy": self.strategy}
+        meta: dict[str, Any] = {**self.meta, "strategy": (self.snapshot or {}).get("name", self.strategy)}
+        if self.snapshot is not None:
+            meta["strategy_snapshot"] = dict(self.snapshot)
         lore = Buckets()
         records: tuple = ()
         if self.world_info is not None and self.world_info.books:
@@ -93,7 +108,12 @@ class PresetAssembler:
         built = build_prompt(PromptInputs(
             preset=self.preset, card=self.card, char=self.char, user=self.user, persona=self.persona, lore=lore,
             history=history_for_prompt(history, claimed, self.char, self.user), generation=self.generation_type,
-            continue_text=self.continue_text, macros=self.macros))
+            continue_text=self.continue_text, macros=self.macros, authors_note=self.authors_note,
+            chat_overrides=self.chat_overrides, count=self.count,
+            # SillyTavern's Author's Note interval counts the person's messages, hidden ones too.
+            user_message_count=sum(1 for m in history if m.role == "user" and m.by_person) + len(claimed),
+            strict_budget=self.strategy == PROJECTION))
+        meta["token_counter"] = built.token_counter
         meta["adjustments"] = list(built.adjustments)
         meta["tokens"] = dict(built.tokens)
         meta["budget"] = built.budget
@@ -127,35 +147,92 @@ class SlotsFirstAssembler(PresetAssembler):
 
     strategy = SLOTS_FIRST
 
-    def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
-        built, meta, records = self.build(history, claimed)
+    def _split(self, built: BuiltPrompt) -> tuple[list[PromptPart], list[PromptPart], list[str]]:
+        """The non-chat parts before the history and those SillyTavern puts inside or after it
+        (each of those named as moved), with the adjustments so far; examples dropped when the
+        strategy's `examples` option is "omit"."""
         parts = built.parts
         chat_at = [i for i, p in enumerate(parts) if p.source in _CHAT_SOURCES]
         first = chat_at[0] if chat_at else len(parts)
         before: list[PromptPart] = []
         moved: list[PromptPart] = []
-        adjustments = [a for a in built.adjustments]
+        adjustments = list(built.adjustments)
+        omit_examples = self.options.get("examples") == "omit"
+        if omit_examples and any(p.source == "examples" for p in parts):
+            adjustments.append("example dialogue left out (strategy option examples = omit)")
         for index, part in enumerate(parts):
             if part.source in _CHAT_SOURCES or part.source in _CONTROL_SOURCES:
                 continue
+            if omit_examples and part.source == "examples":
+                continue
             (before if index < first else moved).append(part)
-        for part in moved:
-            what = _label(part)
-            if part.source in ("injection",) or part.identifier.endswith(_DEPTH_IDENTIFIERS) or "+" in part.identifier:
-                adjustments.append(f"{what} (in-chat injection) sent in the system section: native delivery has no "
-                                   "slot inside the history")
-            else:
-                adjustments.append(f"{what} (after the history) sent at the end of the system section: native "
-                                   "delivery has no system slot after the input")
-        for part in before + moved:
-            if part.role != "system" and not part.name:
-                adjustments.append(f"{_label(part)} (role {part.role}) sent inside the system section")
         if built.history_dropped:
             adjustments.append(f"the whole history is sent ({built.history_dropped} older messages did not fit "
                                "the preset's context): native history is not trimmed")
+        return before, moved, adjustments
+
+    @staticmethod
+    def _moved_note(part: PromptPart, where: str) -> str:
+        what = _label(part)
+        if part.source in ("injection",) or part.identifier.endswith(_DEPTH_IDENTIFIERS) or "+" in part.identifier:
+            return f"{what} (in-chat injection) sent {where}: native delivery has no slot inside the history"
+        return f"{what} (after the history) sent {where}: native delivery has no system slot after the input"
+
+    def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
+        built, meta, records = self.build(history, claimed)
+        before, moved, adjustments = self._split(built)
+        for part in moved:
+            adjustments.append(self._moved_note(part, "at the end of the system section"))
+        for part in before + moved:
+            if part.role != "system" and not part.name:
+                adjustments.append(f"{_label(part)} (role {part.role}) sent inside the system section")
         meta["adjustments"] = adjustments
         system = "\n\n".join(_section_texts(before + moved, self.char, self.user))
         return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records)
+
+
+@dataclass
+class RolesFirstAssembler(SlotsFirstAssembler):
+    """The `preset-roles-first` strategy: each preset prompt keeps its authored role inside the
+    native delivery regions (DESIGN.md "Strategies"; seed 000 §2.2).
+
+    System prompts (and markers) go to the one durable system section in `prompt_order`;
+    user-role prompts become context: `user/message` events of origin engine that enter the
+    durable history just before the step's input, admitted again only when their text changed
+    (context-snapshot reuse; removing a prompt stops future contributions, earlier bodies stay
+    history). Assistant-role prompts have no native region and go to the system section, named.
+    What SillyTavern puts inside or after the history goes to the end of the system section,
+    or, with option `after_history` = "context", becomes context too; each move is named.
+    """
+
+    strategy = ROLES_FIRST
+
+    def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
+        built, meta, records = self.build(history, claimed)
+        before, moved, adjustments = self._split(built)
+        to_context = self.options.get("after_history") == "context"
+        system_parts: list[PromptPart] = []
+        context: list[tuple[str, str]] = []
+        for part in before + moved:
+            late = part in moved
+            if part.role == "user" and not part.name:
+                context.append((part.identifier or part.source, part.content))
+                if late:
+                    adjustments.append(self._moved_note(part, "as context before the input"))
+            elif late and to_context:
+                context.append((part.identifier or part.source, part.content))
+                adjustments.append(self._moved_note(part, "as context before the input"))
+            else:
+                system_parts.append(part)
+                if late:
+                    adjustments.append(self._moved_note(part, "at the end of the system section"))
+                if part.role == "assistant" and not part.name:
+                    adjustments.append(f"{_label(part)} (role assistant) sent inside the system section: native "
+                                       "delivery has no assistant region before the history")
+        meta["adjustments"] = adjustments
+        system = "\n\n".join(_section_texts(system_parts, self.char, self.user))
+        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+                        context=tuple((ident, text) for ident, text in context if text.strip()))
 
 
 def _label(part: PromptPart) -> str:

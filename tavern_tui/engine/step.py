@@ -99,6 +99,10 @@ class Assembly:
             admitted, and nothing of it but the person's input enters the chat history.
         request_parts: one `{"role", "source", "identifier", "ref"}` per projected message
             (where it came from), recorded with it.
+        context: runtime context for this step, `(identifier, text)` each: admitted as
+            `user/message` (origin engine, source "context") just before the input, so it
+            enters durable history; a context whose identifier's newest admitted text on the
+            surface is the same is not admitted again (context-snapshot reuse; seed 000 §2.2).
     """
 
     system: str
@@ -108,6 +112,22 @@ class Assembly:
     records: tuple[NewEvent, ...] = ()
     request: tuple[dict[str, Any], ...] | None = None
     request_parts: tuple[dict[str, Any], ...] = ()
+    context: tuple[tuple[str, str], ...] = ()
+
+
+CONTEXT_SOURCE = "context"
+"""`source` of a runtime-context `user/message` a strategy admits (origin engine)."""
+
+
+def context_events(history: list[SurfaceMessage], context: tuple[tuple[str, str], ...]) -> list[NewEvent]:
+    """Context messages to admit: those whose identifier's newest admitted text differs."""
+    newest: dict[str, str] = {}
+    for message in history:
+        if message.source == CONTEXT_SOURCE and isinstance(message.body.get("context"), str):
+            newest[message.body["context"]] = message.content
+    return [NewEvent(EventKind.USER_MESSAGE, "user", {"content": text, "context": ident}, Origin.ENGINE,
+                     CONTEXT_SOURCE)
+            for ident, text in context if newest.get(ident) != text]
 
 
 class Assembler(Protocol):
@@ -267,6 +287,7 @@ async def run_step(
     if assembly.system and assembly.system != current_system:
         admitted.append(NewEvent(EventKind.SYSTEM_MESSAGE, "system", {"content": assembly.system},
                                  source=SYSTEM_PROMPT_SOURCE))
+    admitted += context_events(history, assembly.context)
     if text is not None:
         admitted.append(NewEvent(EventKind.USER_MESSAGE, "user", {"content": text}))
     stored = log.append(session_id, admitted)
@@ -314,6 +335,7 @@ async def run_step(
     log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
         "schema": TRACE_SCHEMA, "header": list(header_event.ref), "provider": provider.name, "model": model,
         "strategy": assembly.meta.get("strategy", "compat"), "generation": generation.type,
+        "strategy_snapshot": assembly.meta.get("strategy_snapshot"),
         "replay_of": assembly.meta.get("replay_of"),
         "config": dict(assembly.config), "submitted_at": now().isoformat(),
         "messages": [m.to_json() for m in sent]})])
@@ -401,6 +423,8 @@ async def run_step(
 def _source_of(message: SurfaceMessage, user_event: Event | None) -> str:
     if message.source == SYSTEM_PROMPT_SOURCE:
         return "system"
+    if message.source == CONTEXT_SOURCE:
+        return "context"
     return "input" if user_event is not None and message.ref == user_event.ref else "history"
 
 

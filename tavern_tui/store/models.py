@@ -241,3 +241,18 @@ class ConsolidationMark(Base):
     __tablename__ = "consolidation_marks"
     session_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     seq: Mapped[int] = mapped_column(Integer)
+
+
+class StrategyRow(Base):
+    """One saved version of an assembly strategy (a person's variant of a built-in one). Rows
+    are only added: a new version is a new row; applying one records its snapshot."""
+
+    __tablename__ = "strategies"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_strategies_name_version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    version: Mapped[int] = mapped_column(Integer)
+    base: Mapped[str] = mapped_column(String(64))
+    options: Mapped[str] = mapped_column(Text)
+    """JSON object of the base's options."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -1,4 +1,4 @@
-"""Provides the persona and belief repositories. They flush, never commit.
+"""Provides the persona, belief and strategy repositories. They flush, never commit.
 
 Rules: seed 002 (ADR-0079). A persona revision is only ever added (the newest is the document,
 the rest its history); a write that expects an older version than the newest is a conflict
@@ -17,7 +17,15 @@ from sqlalchemy.orm import Session
 
 from tavern_tui.errors import Conflict, NotFound
 from tavern_tui.persona.model import Belief, PersonaDocument, PersonaEntry, Support
-from tavern_tui.store.models import BeliefDecline, BeliefRow, BeliefSupport, ConsolidationMark, PersonaRevision
+from tavern_tui.assembly.strategies import StrategySpec
+from tavern_tui.store.models import (
+    BeliefDecline,
+    BeliefRow,
+    BeliefSupport,
+    ConsolidationMark,
+    PersonaRevision,
+    StrategyRow,
+)
 
 
 def _utc(value: datetime) -> datetime:
@@ -215,3 +223,47 @@ class BeliefRepository:
         elif seq > row.seq:
             row.seq = seq
         self._session.flush()
+
+
+class StrategyRepository:
+    """Saved strategy versions (the built-in ones are not stored)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    @staticmethod
+    def _spec(row: StrategyRow) -> StrategySpec:
+        return StrategySpec(row.name, row.version, row.base, json.loads(row.options))
+
+    def latest(self) -> list[StrategySpec]:
+        """The newest version of every saved strategy, by name."""
+        newest = (select(StrategyRow.name, func.max(StrategyRow.version).label("v"))
+                  .group_by(StrategyRow.name).subquery())
+        rows = self._session.scalars(select(StrategyRow).join(
+            newest, (StrategyRow.name == newest.c.name) & (StrategyRow.version == newest.c.v))
+            .order_by(StrategyRow.name))
+        return [self._spec(r) for r in rows]
+
+    def get(self, name: str, version: int | None = None) -> StrategySpec | None:
+        """One version (None = the newest), or None when there is no such strategy/version."""
+        query = select(StrategyRow).where(StrategyRow.name == name)
+        query = query.where(StrategyRow.version == version) if version is not None else \
+            query.order_by(StrategyRow.version.desc()).limit(1)
+        row = self._session.scalars(query).first()
+        return self._spec(row) if row is not None else None
+
+    def add(self, spec: StrategySpec, expected_version: int) -> StrategySpec:
+        """Store `spec` as the next version of its name.
+
+        Raises:
+            Conflict: the newest stored version is not `expected_version` (0 = a new name).
+        """
+        current = self._session.scalar(select(func.max(StrategyRow.version))
+                                       .where(StrategyRow.name == spec.name)) or 0
+        if current != expected_version:
+            raise Conflict(f"strategy {spec.name!r}", expected_version, current)
+        row = StrategyRow(name=spec.name, version=current + 1, base=spec.base,
+                          options=json.dumps(spec.options, sort_keys=True), created_at=datetime.now(UTC))
+        self._session.add(row)
+        self._session.flush()
+        return self._spec(row)

@@ -15,7 +15,7 @@ from tavern_tui.store.models import EventRow, SessionRow
 
 from tavern_tui.store.db import make_engine, upgrade
 from tavern_tui.store.eventlog import EventLog
-from tavern_tui.store.persona import BeliefRepository, PersonaRepository
+from tavern_tui.store.persona import BeliefRepository, PersonaRepository, StrategyRepository
 from tavern_tui.store.repositories import (
     BindingRepository,
     CharacterRepository,
@@ -47,6 +47,7 @@ class UnitOfWork:
     presets: PresetRepository
     personas: PersonaRepository
     beliefs: BeliefRepository
+    strategies: StrategyRepository
 
 
 class Store:
@@ -74,7 +75,7 @@ class Store:
             with session.begin():
                 yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
                                  WorldBookRepository(session), BindingRepository(session), PresetRepository(session),
-                                 PersonaRepository(session), BeliefRepository(session))
+                                 PersonaRepository(session), BeliefRepository(session), StrategyRepository(session))
         finally:
             session.close()
 
