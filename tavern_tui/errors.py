@@ -113,5 +113,7 @@ class SecretRefused(TavernError, ValueError):
 
     def __init__(self, kind: str, where: str) -> None:
         self.kind, self.where = kind, where
-        super().__init__(f"{where}: refused: the text contains what looks like a {kind.replace('_', ' ')}; "
+        label = kind.replace("_", " ")
+        article = "an" if label[:1] in "aeiou" else "a"
+        super().__init__(f"{where}: refused: the text contains what looks like {article} {label}; "
                          "secrets never go into the persona (remove it and try again)")

@@ -155,6 +155,8 @@ class PersonaOps:
             if add is None and remove is None and entries is None and name is None:
                 raise TavernError(f"{where}: nothing to change (give an entry to add, remove, a file or a name)")
             new = replace(doc.with_entries(new_entries, "edit"), name=doc.name if name is None else name.strip())
+            if new.entries == doc.entries and new.name == doc.name:
+                return doc  # nothing changed: no new revision, no rotation
             written = uow.personas.write(new, expected_version)
             self._unlink_beliefs(uow, doc, written)
             return written
@@ -265,6 +267,10 @@ class PersonaOps:
         """
         ceiling = self._persona_pin(playthrough_id).get("ceiling", DEFAULT_CEILING) if playthrough_id else DEFAULT_CEILING
         return render_persona(document or self.persona(), ceiling=ceiling, scan=block_injections)
+
+    def persona_ceiling(self: Tavern, playthrough_id: int) -> str:
+        """The sensitivity ceiling of a playthrough's persona section (default "normal")."""
+        return str(self._persona_pin(playthrough_id).get("ceiling", DEFAULT_CEILING))
 
     def set_persona_ceiling(self: Tavern, playthrough_id: int, ceiling: str) -> None:
         """Set the sensitivity ceiling of a playthrough's persona section (takes effect at the next step).
@@ -485,9 +491,15 @@ class PersonaOps:
             if expected_version is not None and expected_version != doc.version:
                 raise Conflict("the persona", expected_version, doc.version)
             now = _now()
-            entry = PersonaEntry(doc.next_entry_id(), belief.statement, "affirmed", belief.sensitivity, belief.id,
-                                 now, now)
-            written = uow.personas.write(doc.with_entries([*doc.entries, entry], "affirm"), doc.version)
+            same = next((e for e in doc.entries if e.text == belief.statement), None)
+            if same is not None:  # already there word for word: link it, add no duplicate
+                entry = replace(same, provenance="affirmed", belief_id=belief.id, updated_at=now)
+                entries = [entry if e.id == same.id else e for e in doc.entries]
+            else:
+                entry = PersonaEntry(doc.next_entry_id(), belief.statement, "affirmed", belief.sensitivity, belief.id,
+                                     now, now)
+                entries = [*doc.entries, entry]
+            written = uow.personas.write(doc.with_entries(entries, "affirm"), doc.version)
             uow.beliefs.set(belief_id, promoted=True, entry_id=entry.id, nominated=False)
             self._top_up(uow)
         return written

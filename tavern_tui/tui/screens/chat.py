@@ -20,6 +20,7 @@ from tavern_tui.errors import ProviderError, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
 from tavern_tui.tui.messages import (PlaythroughChosen, ReplyDelta, ReplyReasoning, ReplySettled, ReplyStarted,
                                      WorldBooksRequested)
+from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
@@ -58,7 +59,7 @@ class ChatScreen(Screen[None]):
     with text in the prompt they move by word instead), ctrl+r regenerates the last reply,
     F3 continues it, F4 has the model write the person's next line (Enter on the empty prompt
     then answers it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset,
-    F7 the requests sent (trace).
+    F7 the requests sent (trace), F8 the persona and its nominations.
 
     Every step runs in one async worker that only posts Messages; the handlers here touch
     widgets. Whatever the outcome, the stored messages are re-read afterwards, so what is shown
@@ -81,6 +82,7 @@ class ChatScreen(Screen[None]):
         Binding("f2", "world_books", "World books", id="chat.world_books"),
         Binding("f6", "strategy", "Strategy", id="chat.strategy"),
         Binding("f7", "trace", "Trace", id="chat.trace"),
+        Binding("f8", "persona", "Persona", id="chat.persona"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
@@ -153,7 +155,7 @@ class ChatScreen(Screen[None]):
         if action == "swipe":
             # None (shown dimmed) also lets the key fall through to the prompt's word move.
             return None if self.generating or not self._prompt_empty else True
-        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace"):
+        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona"):
             return None if self.generating else True
         return True
 
@@ -378,6 +380,10 @@ class ChatScreen(Screen[None]):
     async def _trace_closed(self, jumped: bool | None) -> None:
         if jumped:
             await self._reload()
+
+    def action_persona(self) -> None:
+        """Open the persona pane on this playthrough; the title is re-read when it closes (the name may change)."""
+        self.app.push_screen(PersonaScreen(self.tavern, self.playthrough_id), lambda _: self._update_title())
 
     def action_stop(self) -> None:
         """Cancel the streaming reply; the service keeps the text received so far."""

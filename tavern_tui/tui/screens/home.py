@@ -19,6 +19,7 @@ from tavern_tui.service import CharacterView, Tavern
 from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
 from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.import_screen import ImportScreen, import_results
+from tavern_tui.tui.screens.persona import PersonaScreen
 
 EMPTY_TEXT = ("No characters yet.\n\n"
               "Import a character card (.png or .json) with `tavern import FILE`,\n"
@@ -36,6 +37,7 @@ class HomeScreen(Screen[None]):
         Binding("n", "new_playthrough", "New playthrough", id="home.new_playthrough"),
         Binding("i", "import_cards", "Import", id="home.import"),
         Binding("w", "world_books", "World books", id="home.world_books"),
+        Binding("p,f8", "persona", "Persona", id="home.persona"),
         Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
     ]
 
@@ -172,6 +174,10 @@ class HomeScreen(Screen[None]):
     def action_world_books(self) -> None:
         """Open the world-book pane (the library, no playthrough)."""
         self.post_message(WorldBooksRequested())
+
+    def action_persona(self) -> None:
+        """Open the persona pane (no playthrough: marks use the default sensitivity ceiling)."""
+        self.app.push_screen(PersonaScreen(self.tavern))
 
     def action_refresh(self) -> None:
         """Re-read characters and playthroughs."""

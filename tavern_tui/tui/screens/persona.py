@@ -1,0 +1,755 @@
+"""Provides `PersonaScreen`: the persona's entries (sent on every call) and the nominations
+learned from what the person said, to affirm or decline; with its editor, confirm and history modals.
+
+Rules: seed 002 (ADR-0079) decisions 4-8 and 12, DESIGN.md "Persona and nominations": only the
+owner's acts write persona text (add, edit, remove, affirm), every write carries the version
+this pane read (`expected_version`), and credential-shaped text is refused before it is stored.
+The pane calls only the `Tavern` persona operations (`service_persona.PersonaOps`), each in a
+thread worker that posts its result back as a Message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rich.text import Text
+from textual import getters, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, Select, Static, TextArea
+
+from tavern_tui.errors import Conflict, TavernError
+from tavern_tui.persona.model import DEFAULT_CEILING, SENSITIVITIES, Belief, PersonaDocument, PersonaEntry, \
+    RenderedPersona
+from tavern_tui.service import Tavern
+from tavern_tui.tui.labels import clip, plural
+
+TEXT_WIDTH = 62
+"""Characters of an entry's or a statement's text the tables show before cutting it with "…"."""
+
+SUPPORT_WIDTH = 100
+"""Characters of a supporting message shown under the nominations."""
+
+Ref = tuple[int, int]
+Supports = Sequence[tuple[Ref, str]]
+
+
+@dataclass(frozen=True)
+class PersonaSnapshot:
+    """What the pane shows, read in one worker run.
+
+    Attributes:
+        document: the current revision (its version is what every write here expects).
+        rendered: the section as the playthrough's next step would send it; None when the
+            persona is over a cap (`render_error` says which).
+        nominations: the outstanding nominations, oldest first.
+        supports: each nomination's supporting messages by belief id: ((session, seq), text).
+    """
+
+    document: PersonaDocument
+    rendered: RenderedPersona | None
+    render_error: str = ""
+    nominations: tuple[Belief, ...] = ()
+    supports: Mapping[int, Supports] = field(default_factory=dict)
+
+
+def read_snapshot(tavern: Tavern, playthrough_id: int | None) -> PersonaSnapshot:
+    """Read the persona, its rendering for `playthrough_id` and the nominations (call it in a worker).
+
+    Raises:
+        TavernError: the service could not read them (a cap overrun is not an error here).
+    """
+    document = tavern.persona()
+    rendered: RenderedPersona | None = None
+    render_error = ""
+    try:
+        rendered = tavern.rendered_persona(playthrough_id)
+    except TavernError as exc:  # PersonaCapExceeded: still show (and let the owner shorten) the entries
+        render_error = str(exc)
+    nominations = tuple(tavern.nominations())
+    supports = {b.id: tuple(tavern.supporting_messages(b)) for b in nominations}
+    return PersonaSnapshot(document, rendered, render_error, nominations, supports)
+
+
+@dataclass
+class PersonaLoaded(Message):
+    """A read worker finished: the snapshot (None and the error's text when reading failed).
+    `token` orders the reads; an older one than the last requested is ignored."""
+
+    token: int
+    snapshot: PersonaSnapshot | None
+    error: str = ""
+
+
+@dataclass
+class PersonaWritten(Message):
+    """A write worker finished: what to say on success, or the service's refusal."""
+
+    title: str
+    note: str
+    error: BaseException | None = None
+
+
+@dataclass
+class EditorSaved(Message):
+    """The editor's save worker finished: the revision written, or the refusal."""
+
+    result: PersonaDocument | BaseException
+
+
+# -- labels -------------------------------------------------------------------------------
+
+
+def provenance_label(entry: PersonaEntry) -> str:
+    """"owner", or "affirmed #12" (the belief the entry was copied from)."""
+    if entry.provenance == "affirmed":
+        return f"affirmed #{entry.belief_id}" if entry.belief_id is not None else "affirmed"
+    return entry.provenance
+
+
+def entry_marks(entry: PersonaEntry, rendered: RenderedPersona | None) -> list[str]:
+    """An entry's marks: "stale" (its belief was superseded: review it), "left out" (above the
+    ceiling: not sent here), "blocked: KIND" (an injection hit sent as [BLOCKED])."""
+    marks = ["stale"] if entry.stale else []
+    if rendered is not None:
+        if entry.id not in rendered.entry_ids:
+            marks.append("left out")
+        marks.extend(f"blocked: {kind.replace('_', ' ')}" for eid, kind in rendered.blocked if eid == entry.id)
+    return marks
+
+
+def _marks_cell(marks: list[str]) -> Text:
+    text = Text()
+    for index, mark in enumerate(marks):
+        if index:
+            text.append(" · ", style="dim")
+        text.append(mark, style="bold" if mark == "stale" or mark.startswith("blocked") else "dim italic")
+    return text
+
+
+def support_content(belief: Belief, supports: Supports) -> Content:
+    """The supporting messages of a nomination: a head line, then "session:seq  text" each."""
+    lines = [Content.assemble((f"#{belief.id} ", "bold"), belief.statement,
+                              (f"  · {belief.category} · said in {plural(belief.corroborations, 'message')}", "dim"))]
+    if not supports:
+        lines.append(Content.styled("  (no supporting messages stored)", "dim"))
+    for (session, seq), text in supports:
+        lines.append(Content.assemble((f"  {session}:{seq}  ", "bold $speaker-user"),
+                                      clip(text, SUPPORT_WIDTH) if text else ("(message gone)", "dim italic")))
+    return Content("\n").join(lines)
+
+
+def conflict_note(exc: Conflict) -> str:
+    """What the pane says on a stale write (nothing was written; it reloads)."""
+    return (f"Nothing was written: the persona changed since this pane read it (v{exc.expected}, "
+            f"now v{exc.current}). The pane has reloaded; look again and retry.")
+
+
+# -- modals -------------------------------------------------------------------------------
+
+
+SaveFn = Callable[[str, str, bool], PersonaDocument]
+"""Writes the editor's (text, sensitivity, stale) through the service; raises its refusals."""
+
+
+class PersonaEditor(ModalScreen[PersonaDocument | Conflict | None]):
+    """Edits one piece of persona text: a new or existing entry (text, sensitivity and, for a
+    stale entry, its stale mark), or the persona's name (one line, no sensitivity).
+
+    Ctrl+S saves through `save` in a thread worker; Esc cancels. A refusal (a secret, empty
+    text) is shown here and the editor stays open with the text; a stale version dismisses
+    with the `Conflict` (the pane reloads). Dismisses with the revision written, or None.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="persona_editor.cancel"),
+        Binding("ctrl+s", "save", "Save", id="persona_editor.save", priority=True),
+    ]
+
+    def __init__(self, title: str, save: SaveFn, *, text: str = "", sensitivity: str | None = "normal",
+                 stale: bool | None = None, multiline: bool = True, hint: str = "") -> None:
+        super().__init__()
+        self._title = title
+        self._save = save
+        self._text = text
+        self._sensitivity = sensitivity
+        self._stale = stale
+        self._multiline = multiline
+        self._hint = hint
+        self.saving = False
+        """A save is running (Esc and Ctrl+S wait for it)."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="persona-editor-box") as box:
+            box.border_title = self._title
+            if self._hint:
+                yield Static(self._hint, id="persona-editor-hint", markup=False)
+            if self._multiline:
+                yield TextArea(self._text, id="persona-text", soft_wrap=True)
+            else:
+                yield Input(self._text, id="persona-text")
+            if self._sensitivity is not None or self._stale is not None:
+                with Horizontal(classes="persona-editor-row"):
+                    if self._sensitivity is not None:
+                        yield Label("Sensitivity", classes="persona-editor-label")
+                        yield Select([(level, level) for level in SENSITIVITIES], value=self._sensitivity,
+                                     allow_blank=False, id="persona-sensitivity", compact=True)
+                    if self._stale is not None:
+                        yield Checkbox("Still stale (uncheck once reviewed)", self._stale, id="persona-stale",
+                                       compact=True)
+            yield Static("", id="persona-editor-error", markup=False)
+            with Horizontal(id="persona-editor-buttons"):
+                yield Button("Save", id="save", variant="primary", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+                yield Static("Ctrl+S saves · Esc cancels", id="persona-editor-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#persona-text").focus()
+
+    @property
+    def text(self) -> str:
+        """The text as typed."""
+        widget = self.query_one("#persona-text")
+        return widget.text if isinstance(widget, TextArea) else widget.value if isinstance(widget, Input) else ""
+
+    @property
+    def error_text(self) -> str:
+        """The refusal shown, "" when none."""
+        return str(self.query_one("#persona-editor-error", Static).content)
+
+    def action_save(self) -> None:
+        """Save in a worker; say why when the text is empty."""
+        if self.saving:
+            return
+        text = self.text.strip()
+        if not text:
+            self.query_one("#persona-editor-error", Static).update("Type the text first (empty text is not saved).")
+            return
+        sensitivity = self._sensitivity or "normal"
+        if self._sensitivity is not None:
+            value = self.query_one("#persona-sensitivity", Select).value
+            sensitivity = value if isinstance(value, str) else sensitivity
+        stale = self.query_one("#persona-stale", Checkbox).value if self._stale is not None else False
+        self.saving = True
+        self.query_one("#save", Button).disabled = True
+        self.query_one("#persona-editor-error", Static).update("")
+        self._run_save(text, sensitivity, stale)
+
+    @work(thread=True, exclusive=True, group="persona-save", exit_on_error=False, description="save the persona")
+    def _run_save(self, text: str, sensitivity: str, stale: bool) -> None:
+        result: PersonaDocument | BaseException
+        try:
+            result = self._save(text, sensitivity, stale)
+        except Exception as exc:  # a refusal stays on screen; anything else must not leave the editor stuck
+            result = exc
+        self.post_message(EditorSaved(result))
+
+    def on_editor_saved(self, message: EditorSaved) -> None:
+        """Close on success or a conflict; otherwise show the refusal and keep the text."""
+        self.saving = False
+        result = message.result
+        if isinstance(result, (PersonaDocument, Conflict)):
+            self.dismiss(result)
+            return
+        self.query_one("#save", Button).disabled = False
+        # A SecretRefused names the kind, never the text, so it can be shown as is.
+        shown = str(result) if isinstance(result, TavernError) else f"{type(result).__name__}: {result}"
+        self.query_one("#persona-editor-error", Static).update(f"Not saved: {shown}")
+
+    def action_cancel(self) -> None:
+        """Close without saving (not while a save runs: its result decides)."""
+        if not self.saving:
+            self.dismiss(None)
+
+    @on(Button.Pressed, "#save")
+    def _save_pressed(self) -> None:
+        self.action_save()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Asks one yes/no question: `y` or Enter on the confirm button says yes, Esc or `n` no."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("escape,n", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str, confirm: str = "Remove") -> None:
+        super().__init__()
+        self._question = question
+        self._confirm = confirm
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box"):
+            yield Static(self._question, id="confirm-question", markup=False)
+            with Horizontal(id="confirm-buttons"):
+                yield Button(self._confirm, id="yes", variant="error", compact=True)
+                yield Button("Cancel", id="no", compact=True)
+                yield Static("y confirms · Esc cancels", id="confirm-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def action_answer(self, yes: bool) -> None:
+        """Dismiss with the answer."""
+        self.dismiss(yes)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+@dataclass
+class HistoryLoaded(Message):
+    """The history worker finished: the revisions newest first, or the error's text."""
+
+    revisions: list[PersonaDocument] | str
+
+
+class PersonaHistoryScreen(ModalScreen[None]):
+    """Every revision of the persona, newest first (version, when, why, how many entries); the
+    highlighted revision's entries are shown below it, read-only. Esc closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="persona_history.close")]
+
+    revisions = getters.query_one("#revisions", DataTable)
+
+    def __init__(self, tavern: Tavern) -> None:
+        super().__init__()
+        self.tavern = tavern
+        self.history: list[PersonaDocument] = []
+        self.loaded = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="history-box") as box:
+            box.border_title = "Persona history · read-only"
+            yield DataTable(id="revisions", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="revision-scroll", can_focus=False):
+                yield Static("", id="revision-entries")
+            yield Static("↑/↓ choose a revision · Esc closes", id="history-keys")
+
+    def on_mount(self) -> None:
+        self.revisions.add_columns("Version", "When", "Reason", "Entries")
+        self.revisions.focus()
+        self._load()
+
+    @work(thread=True, exclusive=True, group="persona-history", exit_on_error=False, description="persona history")
+    def _load(self) -> None:
+        try:
+            revisions: list[PersonaDocument] | str = self.tavern.persona_history()
+        except TavernError as exc:
+            revisions = str(exc)
+        self.post_message(HistoryLoaded(revisions))
+
+    def on_history_loaded(self, message: HistoryLoaded) -> None:
+        """Fill the revision list (or say why it cannot)."""
+        self.loaded = True
+        if isinstance(message.revisions, str):
+            self.query_one("#revision-entries", Static).update(Content.styled(message.revisions, "$error"))
+            return
+        self.history = message.revisions
+        for doc in self.history:
+            when = doc.created_at.astimezone().strftime("%Y-%m-%d %H:%M") if doc.created_at else "—"
+            self.revisions.add_row(f"v{doc.version}", when, doc.reason or "—",
+                                   plural(len(doc.entries), "entry", "entries"), key=str(doc.version))
+        if not self.history:
+            self.query_one("#revision-entries", Static).update(
+                Content.styled("No revisions yet: the persona has never been written.", "dim"))
+        else:
+            self._show(0)
+
+    @on(DataTable.RowHighlighted, "#revisions")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show(event.cursor_row)
+
+    def _show(self, index: int) -> None:
+        if not 0 <= index < len(self.history):
+            return
+        doc = self.history[index]
+        head = Content.assemble((f"v{doc.version}", "bold"), f" · {doc.name or '(no name)'}",
+                                (f" · lore: {doc.lorebook}" if doc.lorebook else "", "dim"))
+        lines = [head]
+        if not doc.entries:
+            lines.append(Content.styled("  (empty: nothing was sent)", "dim"))
+        for entry in doc.entries:
+            marks = [provenance_label(entry), entry.sensitivity] + (["stale"] if entry.stale else [])
+            lines.append(Content.assemble((f"  [{entry.id}] ", "bold"), entry.text, (f"  ({', '.join(marks)})", "dim")))
+        self.query_one("#revision-entries", Static).update(Content("\n").join(lines))
+
+    @property
+    def shown_text(self) -> str:
+        """The highlighted revision's entries as shown (plain)."""
+        content = self.query_one("#revision-entries", Static).content
+        return content.plain if isinstance(content, Content) else str(content)
+
+    def action_close(self) -> None:
+        """Close the history."""
+        self.dismiss(None)
+
+
+# -- the pane -----------------------------------------------------------------------------
+
+
+class PersonaScreen(Screen[None]):
+    """The persona (F8 in the chat, p on the home screen): what is sent as {{user}} on every call.
+
+    Top, the persona's version and name and a line saying that its entries go to the model on
+    every call. Then the entries (id, text, provenance `owner` or `affirmed #belief`,
+    sensitivity, marks: `stale` when the belief an entry came from was superseded, `left out`
+    when it is above the playthrough's sensitivity ceiling (the default ceiling without one),
+    `blocked` where an injection hit is sent as [BLOCKED]). Below, the outstanding nominations
+    (statement, confidence, supporting messages, sensitivity), learned from what the person
+    said and never sent unless affirmed, and the highlighted one's supporting messages
+    (`session:seq` and text).
+
+    Keys: `a` adds an entry, `e` edits the highlighted one, Delete/`x` removes it (after a
+    confirm), `r` renames the persona, `h` shows the history; `y` affirms the highlighted
+    nomination (its statement becomes an `affirmed` entry), `n` declines it (never nominated
+    again); Tab/Shift+Tab move between the lists; Esc goes back.
+
+    Every write carries the version this pane read: a stale one is refused (nothing written),
+    said, and the pane reloads. Rules: seed 002 (ADR-0079) decisions 4-8 and 12.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", id="persona.back"),
+        Binding("a", "add", "Add", id="persona.add"),
+        Binding("e", "edit", "Edit", id="persona.edit"),
+        Binding("delete,x", "remove", "Remove", id="persona.remove", key_display="x"),
+        Binding("r", "rename", "Name", id="persona.rename", show=False),
+        Binding("h", "history", "History", id="persona.history"),
+        Binding("y", "affirm", "Affirm", id="persona.affirm"),
+        Binding("n", "decline", "Decline", id="persona.decline"),
+        Binding("tab", "app.focus_next", "Next list", id="persona.next_pane"),
+        Binding("shift+tab", "app.focus_previous", "Previous list", show=False),
+    ]
+
+    entries = getters.query_one("#persona-entries", DataTable)
+    nomination_table = getters.query_one("#nominations", DataTable)
+
+    def __init__(self, tavern: Tavern, playthrough_id: int | None = None) -> None:
+        super().__init__()
+        self.tavern = tavern
+        self.playthrough_id = playthrough_id
+        self.snapshot: PersonaSnapshot | None = None
+        """What the pane shows (None until the first read lands)."""
+        self.busy = False
+        """A write runs, or its reload has not landed yet: other writes wait."""
+        self.loads = 0
+        """Reads shown so far (tests wait on it)."""
+        self._token = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("Persona", id="persona-title", markup=False)
+        yield Static("", id="persona-note", markup=False)
+        with Vertical(id="persona-body"):
+            table = DataTable(id="persona-entries", cursor_type="row", zebra_stripes=True)
+            table.border_title = "Entries · sent on every call"
+            yield table
+            nominations = DataTable(id="nominations", cursor_type="row", zebra_stripes=True)
+            nominations.border_title = "Nominations · learned from what you said, never sent until affirmed"
+            yield nominations
+            with VerticalScroll(id="nomination-support", can_focus=False) as support:
+                support.border_title = "Supporting messages"
+                yield Static("", id="support-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.entries.add_column("#", key="id")
+        self.entries.add_column("Entry", key="text")
+        self.entries.add_column("From", key="provenance")
+        self.entries.add_column("Sensitivity", key="sensitivity")
+        self.entries.add_column("Marks", key="marks")
+        self.nomination_table.add_column("#", key="id")
+        self.nomination_table.add_column("Statement", key="statement")
+        self.nomination_table.add_column("Confidence", key="confidence")
+        self.nomination_table.add_column("Messages", key="messages")
+        self.nomination_table.add_column("Sensitivity", key="sensitivity")
+        self.query_one("#persona-note", Static).update(self.note)
+        self.entries.focus()
+        self.reload()
+
+    @property
+    def note(self) -> str:
+        """The line under the title: entries are sent on every call; nominations never are."""
+        where = f"playthrough #{self.playthrough_id}'s" if self.playthrough_id is not None \
+            else f"a new playthrough's ({DEFAULT_CEILING})"
+        return (f"Entries are sent to the model on every call as {{{{user}}}}'s persona; “left out” ones are above "
+                f"{where} sensitivity ceiling. Nominations are never sent: y affirms one into an entry, n declines it.")
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Re-read the persona and the nominations in a thread worker."""
+        self._token += 1
+        self._read(self._token)
+
+    @work(thread=True, exclusive=True, group="persona-read", exit_on_error=False, description="read the persona")
+    def _read(self, token: int) -> None:
+        try:
+            self.post_message(PersonaLoaded(token, read_snapshot(self.tavern, self.playthrough_id)))
+        except TavernError as exc:
+            self.post_message(PersonaLoaded(token, None, str(exc)))
+
+    def on_persona_loaded(self, message: PersonaLoaded) -> None:
+        """Show the newest read (an older one that lands late is dropped)."""
+        if message.token != self._token:
+            return
+        self.busy = False
+        if message.snapshot is None:
+            self.notify(message.error, title="Cannot read the persona", severity="error")
+            self.refresh_bindings()
+            return
+        entry, nomination = self.selected_entry, self.selected_nomination  # kept under the cursors
+        self.snapshot = snapshot = message.snapshot
+        doc = snapshot.document
+        name = doc.name or "no name ({{user}} is the playthrough's user name)"
+        if snapshot.rendered is not None:
+            sent = snapshot.rendered
+            summary = (f"{len(sent.entry_ids)} of {plural(len(doc.entries), 'entry', 'entries')} sent "
+                       f"(~{sent.tokens} tokens)")
+        else:
+            summary = f"{plural(len(doc.entries), 'entry', 'entries')} · over a cap: sessions will not open"
+        self.query_one("#persona-title", Static).update(f"Persona v{doc.version} · {name} · {summary}")
+        self.query_one("#persona-note", Static).update(
+            Content.assemble((snapshot.render_error, "bold $error"), "\n", self.note) if snapshot.render_error
+            else Content(self.note))
+        self._fill_entries(doc, snapshot.rendered, entry.id if entry else None)
+        self._fill_nominations(snapshot.nominations, nomination.id if nomination else None)
+        self.loads += 1
+        self.refresh_bindings()
+
+    def _fill_entries(self, doc: PersonaDocument, rendered: RenderedPersona | None, keep: int | None) -> None:
+        table = self.entries
+        table.clear()
+        for entry in doc.entries:
+            table.add_row(str(entry.id), clip(entry.text, TEXT_WIDTH), provenance_label(entry), entry.sensitivity,
+                          _marks_cell(entry_marks(entry, rendered)), key=str(entry.id))
+        table.border_subtitle = "empty: nothing is sent · a adds an entry" if not doc.entries else \
+            plural(len(doc.entries), "entry", "entries")
+        ids = [e.id for e in doc.entries]
+        if keep in ids:
+            table.move_cursor(row=ids.index(keep), animate=False)
+
+    def _fill_nominations(self, nominations: Sequence[Belief], keep: int | None) -> None:
+        table = self.nomination_table
+        table.clear()
+        for belief in nominations:
+            table.add_row(str(belief.id), clip(belief.statement, TEXT_WIDTH), f"{belief.confidence:.2f}",
+                          str(belief.corroborations), belief.sensitivity, key=str(belief.id))
+        table.border_subtitle = plural(len(nominations), "outstanding nomination") if nominations else "none"
+        ids = [b.id for b in nominations]
+        if keep in ids:
+            table.move_cursor(row=ids.index(keep), animate=False)
+        self._show_support()
+
+    @property
+    def selected_entry(self) -> PersonaEntry | None:
+        """The entry under the entry list's cursor."""
+        if self.snapshot is None or not self.snapshot.document.entries:
+            return None
+        entries = self.snapshot.document.entries
+        row = self.entries.cursor_row
+        return entries[row] if 0 <= row < len(entries) and self.entries.row_count == len(entries) else None
+
+    @property
+    def selected_nomination(self) -> Belief | None:
+        """The nomination under the nomination list's cursor."""
+        if self.snapshot is None or not self.snapshot.nominations:
+            return None
+        nominations = self.snapshot.nominations
+        row = self.nomination_table.cursor_row
+        ok = 0 <= row < len(nominations) and self.nomination_table.row_count == len(nominations)
+        return nominations[row] if ok else None
+
+    @on(DataTable.RowHighlighted, "#nominations")
+    def _nomination_highlighted(self) -> None:
+        self._show_support()
+
+    @on(DataTable.RowHighlighted, "#persona-entries")
+    def _entry_highlighted(self) -> None:
+        self.refresh_bindings()
+
+    def _show_support(self) -> None:
+        body = self.query_one("#support-body", Static)
+        belief = self.selected_nomination
+        if belief is None or self.snapshot is None:
+            body.update(Content.styled(
+                "No outstanding nominations. They are learned from what you say in chats: a statement about "
+                "yourself, said in two separate messages, is offered here.", "dim"))
+            return
+        body.update(support_content(belief, self.snapshot.supports.get(belief.id, ())))
+
+    @property
+    def support_text(self) -> str:
+        """The supporting-messages panel as shown (plain)."""
+        content = self.query_one("#support-body", Static).content
+        return content.plain if isinstance(content, Content) else str(content)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("add", "rename", "edit", "remove", "affirm", "decline"):
+            if self.snapshot is None or self.busy:
+                return None
+            if action in ("edit", "remove"):
+                return True if self.selected_entry is not None else None
+            if action in ("affirm", "decline"):
+                return True if self.selected_nomination is not None else None
+        return True
+
+    @property
+    def version(self) -> int:
+        """The persona version this pane read (what its writes expect)."""
+        return self.snapshot.document.version if self.snapshot is not None else 0
+
+    def _conflict(self, exc: Conflict) -> None:
+        self.notify(conflict_note(exc), title="The persona changed", severity="warning", timeout=8)
+
+    def _editor_closed(self, done: Callable[[PersonaDocument], str]) -> Callable[[PersonaDocument | Conflict | None],
+                                                                                  None]:
+        def closed(result: PersonaDocument | Conflict | None) -> None:
+            if result is None:
+                return
+            if isinstance(result, Conflict):
+                self._conflict(result)
+            else:
+                self.notify(done(result), title="Persona")
+            self.busy = True
+            self.reload()
+        return closed
+
+    def action_add(self) -> None:
+        """Open the editor on a new entry; Save adds it (at the version read)."""
+        version = self.version
+
+        def save(text: str, sensitivity: str, _stale: bool) -> PersonaDocument:
+            return self.tavern.edit_persona(version, add=text, sensitivity=sensitivity, where="new entry")
+
+        self.app.push_screen(
+            PersonaEditor("New persona entry", save, hint="Sent to the model on every call, as you write it. "
+                          "Secrets (keys, passwords, tokens) are refused."),
+            self._editor_closed(lambda doc: f"Added entry {doc.entries[-1].id}: persona is now v{doc.version}."))
+
+    def action_edit(self) -> None:
+        """Open the editor on the highlighted entry; Save writes the whole list, ids kept."""
+        entry, snapshot = self.selected_entry, self.snapshot
+        if entry is None or snapshot is None:
+            return
+        doc = snapshot.document
+
+        def save(text: str, sensitivity: str, stale: bool) -> PersonaDocument:
+            if (text, sensitivity, stale) == (entry.text, entry.sensitivity, entry.stale):
+                raise TavernError("nothing changed")
+            items = [{"id": e.id, "text": e.text, "sensitivity": e.sensitivity, "stale": e.stale} for e in doc.entries]
+            for item in items:
+                if item["id"] == entry.id:
+                    item.update(text=text, sensitivity=sensitivity, stale=stale)
+            return self.tavern.edit_persona(doc.version, entries=items, where="persona edit")
+
+        hint = ("Changing the text makes it yours: the link to its belief is cleared." if entry.provenance == "affirmed"
+                else "Sent to the model on every call, as you write it. Secrets are refused.")
+        self.app.push_screen(
+            PersonaEditor(f"Entry {entry.id} · {provenance_label(entry)}", save, text=entry.text,
+                          sensitivity=entry.sensitivity, stale=entry.stale if entry.stale else None, hint=hint),
+            self._editor_closed(lambda written: f"Saved entry {entry.id}: persona is now v{written.version}."))
+
+    def action_rename(self) -> None:
+        """Open the editor on the persona's name ({{user}})."""
+        version = self.version
+        name = self.snapshot.document.name if self.snapshot is not None else ""
+
+        def save(text: str, _sensitivity: str, _stale: bool) -> PersonaDocument:
+            return self.tavern.edit_persona(version, name=text, where="persona name")
+
+        self.app.push_screen(
+            PersonaEditor("Persona name ({{user}})", save, text=name, sensitivity=None, multiline=False,
+                          hint="The name every playthrough uses for you from its next step."),
+            self._editor_closed(lambda doc: f"Renamed to {doc.name}: persona is now v{doc.version}."))
+
+    def action_remove(self) -> None:
+        """Ask, then remove the highlighted entry (an affirmed entry's belief loses its mark)."""
+        entry = self.selected_entry
+        if entry is None:
+            return
+        version = self.version
+        after = f" Belief #{entry.belief_id} stays learned, no longer marked as in the persona." \
+            if entry.provenance == "affirmed" and entry.belief_id is not None else ""
+        question = f"Remove entry {entry.id}?\n\n“{clip(entry.text, 200)}”\n\nIt is no longer sent.{after}"
+
+        def remove() -> str:
+            doc = self.tavern.edit_persona(version, remove=entry.id, where="remove")
+            return f"Removed entry {entry.id}: persona is now v{doc.version}."
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._write("Persona", remove)
+
+        self.app.push_screen(ConfirmScreen(question), answered)
+
+    def action_affirm(self) -> None:
+        """Affirm the highlighted nomination: its statement becomes an `affirmed` entry."""
+        belief = self.selected_nomination
+        if belief is None:
+            return
+        version = self.version
+
+        def affirm() -> str:
+            doc = self.tavern.affirm(belief.id, expected_version=version)
+            return f"Affirmed: {belief.statement} (persona v{doc.version})"
+
+        self._write("Nomination", affirm)
+
+    def action_decline(self) -> None:
+        """Decline the highlighted nomination: its key is never nominated again."""
+        belief = self.selected_nomination
+        if belief is None:
+            return
+
+        def decline() -> str:
+            self.tavern.decline(belief.id)
+            return f"Declined: {belief.statement} (never nominated again)"
+
+        self._write("Nomination", decline)
+
+    def _write(self, title: str, act: Callable[[], str]) -> None:
+        self.busy = True
+        self.refresh_bindings()
+        self._run_write(title, act)
+
+    @work(thread=True, exclusive=True, group="persona-write", exit_on_error=False, description="write the persona")
+    def _run_write(self, title: str, act: Callable[[], str]) -> None:
+        try:
+            self.post_message(PersonaWritten(title, act()))
+        except Exception as exc:  # said on screen; the pane reloads either way
+            self.post_message(PersonaWritten(title, "", exc))
+
+    def on_persona_written(self, message: PersonaWritten) -> None:
+        """Say what happened (a conflict plainly) and reload both lists."""
+        error = message.error
+        if error is None:
+            self.notify(message.note, title=message.title)
+        elif isinstance(error, Conflict):
+            self._conflict(error)
+        else:
+            shown = str(error) if isinstance(error, TavernError) else f"{type(error).__name__}: {error}"
+            self.notify(shown, title="Not written", severity="error", timeout=8)
+        self.reload()
+
+    def action_history(self) -> None:
+        """Show every revision (read-only)."""
+        self.app.push_screen(PersonaHistoryScreen(self.tavern))
+
+    def action_back(self) -> None:
+        """Return to where the pane was opened."""
+        self.dismiss(None)
