@@ -77,17 +77,25 @@ class TraceOps:
         if timing.get("first_byte") and timing.get("submitted"):
             delta = datetime.fromisoformat(timing["first_byte"]) - datetime.fromisoformat(timing["submitted"])
             latency = int(delta.total_seconds() * 1000)
-        if settled is None:
+        attempts = list(reply.get("attempts", []))
+        number = int(body.get("attempt") or 1)
+        if number < len(attempts):  # a retry followed: this request was refused
+            this = attempts[number - 1]
+            outcome = f"retried ({this.get('status') or this.get('error') or 'failed'})"
+        elif settled is None:
             outcome = "open"
         elif settled.kind == EventKind.ASSISTANT_ATTEMPT:
             outcome = "failed" if reply.get("error") else "stopped"
         else:
             outcome = "ok"
+        retry_of = body.get("retry_of")
         return TraceView(_ref_text(trace.ref), trace.session_id, str(body.get("submitted_at", "")),
                          str(body.get("provider", "")), str(body.get("model", "")), str(body.get("strategy", "")),
                          str(body.get("generation", "")), len(body.get("messages", [])), dict(body.get("config", {})),
-                         list(reply.get("attempts", [])), reply.get("usage"), latency,
-                         _ref_text(settled.ref) if settled is not None else None, outcome)
+                         attempts, reply.get("usage") if number >= len(attempts) else None, latency,
+                         _ref_text(settled.ref) if settled is not None else None, outcome, number,
+                         _ref_text(tuple(retry_of)) if isinstance(retry_of, list) else None,
+                         dict(body.get("omitted") or {}))
 
     def traces(self: Tavern, playthrough_id: int | None = None, *, session_id: int | None = None) -> list[TraceView]:
         """Recorded requests, oldest first: of one playthrough, one session, or all."""

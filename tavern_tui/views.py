@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -273,6 +273,11 @@ class TraceView:
         usage: prompt/completion tokens as the provider reported them, or None.
         latency_ms: submit to first streamed text, or None.
         reply: "session:seq" of the reply (or attempt) it produced, or None.
+        outcome: "ok", "failed", "stopped", "open", or "retried (<status>)" for a request the
+            provider refused before a retry.
+        attempt: 1 for the first request of a step, n for its n-th (a retry's own record).
+        retry_of: the first record's id, for a retry.
+        omitted: call-config fields this request left out → the provider's reason.
     """
 
     id: str
@@ -289,6 +294,9 @@ class TraceView:
     latency_ms: int | None
     reply: str | None
     outcome: str
+    attempt: int = 1
+    retry_of: str | None = None
+    omitted: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern trace list --json`."""
@@ -296,4 +304,4 @@ class TraceView:
                 "provider": self.provider, "model": self.model, "strategy": self.strategy,
                 "generation": self.generation, "messages": self.messages, "config": self.config,
                 "attempts": self.attempts, "usage": self.usage, "latency_ms": self.latency_ms, "reply": self.reply,
-                "outcome": self.outcome}
+                "outcome": self.outcome, "attempt": self.attempt, "retry_of": self.retry_of, "omitted": self.omitted}

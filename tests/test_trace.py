@@ -51,7 +51,7 @@ async def say(service: Tavern, pid: int, text: str) -> None:
         pass
 
 
-@pytest.mark.parametrize("strategy", ["compat", "preset-slots-first", "projection"])
+@pytest.mark.parametrize("strategy", ["compat", "preset-roles-first", "preset-slots-first", "projection"])
 async def test_verify_rebuilds_exactly_what_the_server_received(live, server: LoopbackServer, strategy: str) -> None:  # type: ignore[no-untyped-def]
     service, pid = live
     service.apply_strategy(pid, strategy)
@@ -101,13 +101,21 @@ async def test_a_retry_without_a_rejected_parameter_is_recorded(live, server: Lo
                                         "code": "unsupported_parameter"}})
     server.enqueue_sse(sse_chunks_for("Fine."))
     await say(service, pid, "Hello?")
-    [trace] = service.traces(pid)
+    # One record per provider request: the refused one and its retry, which names the omission.
+    trace, retry = service.traces(pid)
+    assert (trace.attempt, retry.attempt, retry.retry_of) == (1, 2, trace.id)
+    assert trace.outcome == "retried (400)" and retry.outcome == "ok"
+    assert "temperature" in trace.config and trace.omitted == {}
+    assert "temperature" not in retry.config and "temperature" in retry.omitted
+    assert retry.config == {k: v for k, v in server.requests[1].json.items()
+                            if k not in ("model", "messages", "stream", "stream_options")}
     assert len(trace.attempts) == 2
-    first, second = trace.attempts
-    assert "temperature" in first["config"] and "temperature" not in second["config"]
-    assert "temperature" in second["omitted"]
     assert "temperature" not in server.requests[1].json
-    assert service.trace(trace.id)["config_adjusted"]["omitted"].keys() == {"temperature"}
+    assert service.trace(retry.id)["config_adjusted"]["omitted"].keys() == {"temperature"}
+    # Both requests sent the same messages: both verify against the log.
+    for record in (trace, retry):
+        result = service.verify_trace(record.id)
+        assert result.ok and result.messages == server.requests[0].json["messages"]
 
 
 def test_cli_trace_verify_exits_non_zero_on_a_mismatch(tmp_path: Path, corpus_dir: Path) -> None:

@@ -332,14 +332,15 @@ async def run_step(
             sent += [SentMessage(m["role"], "request-only", assembly_event.ref, i, message_hash(m))
                      for i, m in enumerate(extra)]
     # The trace record: references and hashes of exactly what is sent, no bodies (seed 000 §4).
-    log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
+    trace_event = log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
         "schema": TRACE_SCHEMA, "header": list(header_event.ref), "provider": provider.name, "model": model,
         "strategy": assembly.meta.get("strategy", "compat"), "generation": generation.type,
         "strategy_snapshot": assembly.meta.get("strategy_snapshot"),
         "replay_of": assembly.meta.get("replay_of"),
         "config": dict(assembly.config), "submitted_at": now().isoformat(),
-        "messages": [m.to_json() for m in sent]})])
+        "messages": [m.to_json() for m in sent]})])[0]
     request = ChatRequest(messages, model, dict(assembly.config))
+    retries_recorded = False
     yield StepStarted(user_event, request, generation)
 
     def settle_text(new: str) -> str:
@@ -361,6 +362,8 @@ async def run_step(
         # aclosing: a consumer that stops early closes the provider's HTTP response at once.
         async with aclosing(provider.stream(request)) as stream:
             async for event in stream:
+                if not retries_recorded:  # the stream started: every earlier attempt is known now
+                    retries_recorded = _record_retries(log, session_id, trace_event, provider, now)
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
                 elif isinstance(event, ReasoningDelta):
@@ -388,11 +391,15 @@ async def run_step(
                         last_checkpoint = clock()
                     yield event
     except (asyncio.CancelledError, GeneratorExit):
+        if not retries_recorded:
+            _record_retries(log, session_id, trace_event, provider, now)
         _finish_context(context, provider, now)
         _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
                         {"cancelled": True, **context}, reply_origin, reply_source, reply_role)
         raise
     except ProviderError as exc:
+        if not retries_recorded:
+            _record_retries(log, session_id, trace_event, provider, now)
         _finish_context(context, provider, now)
         error = {"category": exc.category, "message": str(exc), "status": exc.status}
         attempt = _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
@@ -426,6 +433,23 @@ def _source_of(message: SurfaceMessage, user_event: Event | None) -> str:
     if message.source == CONTEXT_SOURCE:
         return "context"
     return "input" if user_event is not None and message.ref == user_event.ref else "history"
+
+
+def _record_retries(log: SessionLog, session_id: int, trace_event: Event, provider: Provider,
+                    now: Callable[[], datetime]) -> bool:
+    """One more `trace/request` record per retry the provider made (seed 000 §4: a trace
+    record per provider request, retries included): the same message references and hashes,
+    the attempt's own call config and omissions, `attempt` n and `retry_of` the first record.
+    Returns True (so the caller records them once)."""
+    attempts = getattr(provider, "attempts", None)
+    if not isinstance(attempts, list) or len(attempts) < 2:
+        return True
+    first = trace_event.body
+    log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
+        **first, "attempt": n, "retry_of": list(trace_event.ref), "config": dict(attempt.get("config") or {}),
+        "omitted": dict(attempt.get("omitted") or {}), "submitted_at": now().isoformat()})
+        for n, attempt in enumerate(attempts[1:], start=2)])
+    return True
 
 
 def _finish_context(context: dict[str, Any], provider: Provider, now: Callable[[], datetime]) -> None:
