@@ -16,6 +16,10 @@ PRESET = "chat-completion preset"
 CHAT = "chat log"
 PERSONA = "persona"
 
+_PRESET_FIELDS = ("temperature", "top_p", "top_k", "frequency_penalty", "presence_penalty", "openai_max_context",
+                  "openai_max_tokens", "main_prompt", "nsfw_prompt", "jailbreak_prompt", "squash_system_messages")
+"""Chat-completion preset settings: a preset may carry only some of them (e.g. just a temperature)."""
+
 _CARD_FIELDS = ("first_mes", "description", "personality", "scenario", "mes_example", "char_persona", "char_greeting")
 
 
@@ -28,7 +32,8 @@ def sniff_kind(obj: Any) -> str | None:
     - `spec` "lorebook_v3", `kind` "memory" (Agnai), `lorebookVersion` (NovelAI), or an
       `entries` dict/list (SillyTavern World Info, Chub and V2 character_book exports) → world book;
     - any V1 card field (`first_mes`, `description`, … or the Pygmalion `char_persona`) → character card;
-    - `prompts` list or `prompt_order` (SillyTavern chat-completion presets) → preset;
+    - `prompts` list, `prompt_order` or any sampler/limit/legacy prompt setting (SillyTavern
+      chat-completion presets, even one holding only a `temperature`) → preset;
     - `chat_metadata` or `user_name` + `character_name` (a chat .jsonl header line) → chat log.
 
     Returns:
@@ -48,7 +53,7 @@ def sniff_kind(obj: Any) -> str | None:
         return WORLD_BOOK
     if any(field in obj for field in _CARD_FIELDS):
         return CARD
-    if isinstance(obj.get("prompts"), list) or "prompt_order" in obj:
+    if isinstance(obj.get("prompts"), list) or "prompt_order" in obj or any(k in obj for k in _PRESET_FIELDS):
         return PRESET
     if "chat_metadata" in obj or ("user_name" in obj and "character_name" in obj):
         return CHAT
