@@ -7,6 +7,8 @@
                 [--preset NAME] [--lore BOOK]... [--strategy NAME]
     tavern sessions [--json] [--character NAME]
     tavern presets [--json]
+    tavern strategies [--json] | tavern strategy save NAME --base B [--option K=V]... [--expected-version N]
+                               | tavern strategy apply PLAYTHROUGH NAME [--version N]
     tavern preview PLAYTHROUGH [--input TEXT] [--strategy NAME] [--preset NAME] [--json]
     tavern show PLAYTHROUGH [--json] [--system]
     tavern tree PLAYTHROUGH [--json]
@@ -127,6 +129,21 @@ def _parser() -> argparse.ArgumentParser:
 
     p_presets = commands.add_parser("presets", help="list imported chat-completion presets")
     p_presets.add_argument("--json", action="store_true")
+
+    p_strategies = commands.add_parser("strategies", help="list assembly strategies (built-in and saved versions)")
+    p_strategies.add_argument("--json", action="store_true")
+    p_strategy = commands.add_parser("strategy", help="save a strategy version, or apply one to a playthrough")
+    strategy_sub = p_strategy.add_subparsers(dest="strategy_command", metavar="SUBCOMMAND", required=True)
+    p_save = strategy_sub.add_parser("save", help="save a new strategy or its next version (never applies it)")
+    p_save.add_argument("name")
+    p_save.add_argument("--base", required=True, help="compat, preset-roles-first, preset-slots-first or projection")
+    p_save.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    p_save.add_argument("--expected-version", type=int, default=0, metavar="N",
+                        help="the newest saved version you read (0 for a new name)")
+    p_apply = strategy_sub.add_parser("apply", help="apply a strategy (version) to a playthrough")
+    p_apply.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_apply.add_argument("name")
+    p_apply.add_argument("--version", type=int)
 
     p_tree = commands.add_parser("tree", help="print a playthrough's timeline: every message variant")
     p_tree.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
@@ -330,6 +347,39 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _option(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise TavernError(f"--option {text!r}: expected KEY=VALUE")
+    return key.strip(), {"true": True, "false": False}.get(value.strip().lower(), value.strip())
+
+
+def cmd_strategies(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """List strategies: built-in, then the newest version of each saved one."""
+    with _service(args) as tavern:
+        items = tavern.strategies()
+    if args.json:
+        return print_json(out, [{**s.snapshot(), "builtin": s.builtin} for s in items])
+    for spec in items:
+        options = ", ".join(f"{k}={v}" for k, v in spec.options.items())
+        kind = "built in" if spec.builtin else f"v{spec.version} of {spec.base}"
+        out.write(f"{spec.name:<28} {kind}" + (f"  ({options})" if options else "") + "\n")
+    return EXIT_OK
+
+
+def cmd_strategy(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern strategy save|apply`."""
+    with _service(args) as tavern:
+        if args.strategy_command == "save":
+            spec = tavern.save_strategy(args.name, args.base, dict(_option(o) for o in args.option),
+                                        expected_version=args.expected_version)
+            out.write(f"saved {spec.name} v{spec.version} ({spec.base}); not applied anywhere\n")
+        else:
+            spec = tavern.apply_strategy(args.playthrough, args.name, args.version)
+            out.write(f"applied {spec.name} v{spec.version} to playthrough {args.playthrough}\n")
+    return EXIT_OK
+
+
 def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """List imported presets."""
     with _service(args) as tavern:
@@ -435,7 +485,8 @@ def cmd_lore_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 COMMANDS: dict[str, Any] = {"lore": cmd_lore_command, "trace": cmd_trace_command, "persona": cmd_persona_command,
-                            "beliefs": cmd_persona_command, "serve": cmd_serve, "import": cmd_import, "chat": cmd_chat,
+                            "beliefs": cmd_persona_command, "serve": cmd_serve, "strategies": cmd_strategies,
+                            "strategy": cmd_strategy, "import": cmd_import, "chat": cmd_chat,
                             "sessions": cmd_sessions, "show": cmd_show, "tree": cmd_tree, "export": cmd_export, "presets": cmd_presets, "preview": cmd_preview,
                             "edit": cmd_edit, "delete": cmd_delete, "tui": cmd_tui, None: cmd_tui}
 

@@ -147,3 +147,24 @@ def test_the_default_for_new_playthroughs_can_be_configured(db_url: str, model: 
         assert service.playthrough(service.new_playthrough(card.id).id).strategy == "compat"
     finally:
         service.close()
+
+
+def test_cli_lists_saves_and_applies_strategies(tavern: Tavern, pid: int, db_url: str) -> None:
+    import io
+
+    from tavern_tui.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        return main(["--db", db_url, *args], out, err), out.getvalue(), err.getvalue()
+
+    code, out, _ = run("strategy", "save", "terse", "--base", "preset-slots-first", "--option", "examples=omit")
+    assert code == 0 and "saved terse v1" in out and "not applied" in out
+    code, _, err = run("strategy", "save", "terse", "--base", "preset-slots-first", "--option", "examples=never")
+    assert code == 1 and "option 'examples' must be one of system, omit" in err
+    code, out, _ = run("strategies", "--json")
+    listed = {s["name"]: s for s in json.loads(out)}
+    assert listed["terse"]["options"] == {"examples": "omit"} and listed["projection"]["builtin"] is True
+    assert tavern.applied_strategy(pid).name == "preset-slots-first"  # saving applied nothing
+    code, out, _ = run("strategy", "apply", str(pid), "terse", "--version", "1")
+    assert code == 0 and tavern.applied_strategy(pid).name == "terse"
