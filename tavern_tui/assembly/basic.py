@@ -130,7 +130,7 @@ class BasicAssembler:
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         """Build this step's system section: world info scans the history plus the claimed input
         (seed 000 §5); its decisions go to the request header, its timed effects to the branch."""
-        meta = {**self.meta, "strategy": "compat"}
+        meta = {**self.meta, "strategy": (self.meta.get("strategy_snapshot") or {}).get("name", "compat")}
         records = ()
         lore = None
         if self.world_info is not None and self.world_info.books:

@@ -11,7 +11,7 @@ from textual.widgets import OptionList
 from tavern_tui.errors import AuthenticationError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
-from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.chat import TOKEN_DELAY, ChatScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tests.tui.conftest import ScriptedProvider, open_character, wait_until
@@ -23,12 +23,18 @@ pytestmark = pytest.mark.usefixtures("no_cursor_blink")
 
 async def _chat_with_one_exchange(pilot: Pilot[object]) -> None:
     await open_character(pilot, "Seraphina")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen) and bool(pilot.app.screen.transcript.boxes))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
+                     and bool(pilot.app.screen.transcript.boxes))
     chat = pilot.app.screen
     await pilot.press(*"Where am I?")
     await pilot.press("enter")
     await pilot.app.workers.wait_for_complete()
     await wait_until(pilot, lambda: not chat.generating)
+    # The status line's token estimate is debounced: let its timer fire and its worker finish,
+    # so a loaded machine does not catch it half-way.
+    await pilot.pause(TOKEN_DELAY + 0.2)
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
 
 
 def test_home_screen(snap_compare, corpus_tavern: Tavern) -> None:
@@ -63,9 +69,11 @@ def test_lore_screen_in_a_chat_with_the_tester(snap_compare, corpus_tavern: Tave
 
     async def _test_in_the_lore_pane(pilot: Pilot[object]) -> None:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen) and bool(pilot.app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
+                         and bool(pilot.app.screen.transcript.boxes))
         await pilot.press("f2")
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, LoreScreen) and pilot.app.screen.tester.result is not None)
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, LoreScreen)
+                         and pilot.app.screen.tester.result is not None)
         lore = pilot.app.screen
         text = "what are the shadowfang beasts"
         await pilot.press("t", *text)
@@ -100,7 +108,8 @@ def test_tree_screen_after_swipes_an_edit_and_a_branch(snap_compare, corpus_tave
         corpus_tavern.edit_message(pid, question.ref, "Where am I? What happened?")
         corpus_tavern.branch_playthrough(pid, question.ref)
         await pilot.press("f5")
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, TreeScreen) and pilot.app.screen.current is not None)
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, TreeScreen)
+                         and pilot.app.screen.current is not None)
         await pilot.pause()
 
     assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_open_the_tree)

@@ -1,5 +1,6 @@
 """Provides `StrategyScreen`: a playthrough's assembly strategy and preset, with a preview of the
-request the next step would send."""
+request the next step would send, and `StrategyEditor`, the modal that saves an edited copy of a
+strategy (issue 5 §8; DESIGN.md Strategies: editing never applies, applying is explicit)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import Screen
-from textual.widgets import Footer, OptionList, Static
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Footer, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from tavern_tui import service_presets
-from tavern_tui.errors import TavernError
+from tavern_tui.assembly.strategies import BUILTINS, OPTIONS, StrategySpec
+from tavern_tui.errors import Conflict, TavernError
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, plural
 from tavern_tui.views import PresetView
@@ -40,19 +41,23 @@ NAME_WIDTH = 28
 NOTE_WIDTH = 38
 """Characters of the line under a strategy or preset that fit the list pane (after the indent)."""
 
-HINT = ("Only Enter changes the playthrough: it applies a strategy, binds a preset. The preview "
-        "shows the highlighted strategy with the bound preset.")
+HINT = ("Only Enter changes the playthrough: it applies a strategy, binds a preset. c saves an edited "
+        "copy (never applied). The preview shows the highlighted strategy with the bound preset.")
 """The lines under the lists."""
+
+LINE_WIDTH = NAME_WIDTH + 12
+"""Characters of a list line that fit the list pane."""
 
 STRATEGY_NOTES: Mapping[str, str] = {
     "compat": "card + world info in one system part",
-    "projection": "SillyTavern's request from the preset",
+    "preset-roles-first": "preset prompts keep their roles",
     "preset-slots-first": "preset as one system section",
+    "projection": "SillyTavern's request from the preset",
 }
-"""A short line under the strategies this screen knows; others are listed by name only."""
+"""A short line under the built-in strategies; a saved one shows its options instead."""
 
-PreviewKey = tuple[str, int | None]
-"""What a preview depends on here: (strategy, bound preset id)."""
+PreviewKey = tuple[str, int, int | None]
+"""What a preview depends on here: (strategy name, its listed version, bound preset id)."""
 
 # Previews run world-info activation, whose key-index cache is not safe to mutate from two
 # threads; a superseded run cannot be interrupted, so runs take turns.
@@ -67,11 +72,39 @@ class PreviewReady(Message):
     result: dict[str, Any] | str
 
 
-def strategy_prompt(name: str, applied: bool) -> Content:
-    """A strategy's list line: its name, "● applied" when it is, and a note under it."""
-    note = STRATEGY_NOTES.get(name)
-    return Content.assemble((clip(name, NAME_WIDTH), "bold"), ("  ● applied" if applied else "", "bold $wi-bound"),
-                            (f"\n  {clip(note, NOTE_WIDTH)}" if note else "", "dim"))
+def strategy_label(spec: StrategySpec) -> str:
+    """A strategy as the list and the notifications name it: "lean · v2 · preset-slots-first"
+    ("compat · v1 · built in" for a built-in one)."""
+    return f"{clip(spec.name, NAME_WIDTH)} · v{spec.version} · {'built in' if spec.builtin else spec.base}"
+
+
+def options_note(spec: StrategySpec) -> str:
+    """A strategy's options on one line ("examples=omit"), or its built-in note."""
+    if spec.builtin:
+        return STRATEGY_NOTES.get(spec.name, "")
+    return ", ".join(f"{key}={value}" for key, value in spec.options.items()) or "no options"
+
+
+def applied_note(spec: StrategySpec, applied: StrategySpec | None) -> str:
+    """How `spec` (as listed) stands against the playthrough's applied snapshot: "● applied",
+    "● v1 applied · v2 saved, not applied" (an older version of it applies), or ""."""
+    if applied is None or applied.name != spec.name:
+        return ""
+    if applied.version == spec.version:
+        return "● applied"
+    return f"● v{applied.version} applied · v{spec.version} saved, not applied"
+
+
+def strategy_prompt(spec: StrategySpec, applied: StrategySpec | None) -> Content:
+    """A strategy's list line (name · version · base), how it stands against the applied one
+    (`applied_note`) and its note or options under it."""
+    name, _, rest = strategy_label(spec).partition(" · ")
+    status = applied_note(spec, applied)
+    note = options_note(spec)
+    return Content.assemble(
+        (name, "bold"), (" " + clip(f"· {rest}", LINE_WIDTH - len(name) - 1), "dim"),
+        (f"\n  {clip(status, LINE_WIDTH - 2)}" if status else "", "bold $wi-bound"),
+        (f"\n  {clip(note, LINE_WIDTH - 2)}" if note else "", "dim"))
 
 
 def preset_prompt(preset: PresetView | None, bound: bool) -> Content:
@@ -139,23 +172,193 @@ class PresetList(OptionList):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Bind preset", id="strategy.bind")]
 
 
+@dataclass
+class StrategySaved(Message):
+    """The editor's save worker finished: the version written, or the refusal."""
+
+    result: StrategySpec | BaseException
+
+
+class StrategyEditor(ModalScreen[StrategySpec | None]):
+    """Saves an edited copy of a strategy as a stored version (issue 5 §8; DESIGN.md Strategies).
+
+    Shows a name (for a built-in strategy "<name> copy"; for a saved one its own name, which
+    saves its next version; another saved name saves that one's next version), the base
+    (read-only), one choice per option of the base (`OPTIONS`) set to the strategy's values, and
+    what Save would write ("saves lean v2"). Saving never applies: the playthrough keeps its
+    strategy until Enter in the list applies another.
+
+    Keys: Tab moves between the fields, Ctrl+S saves (in a thread worker), Esc cancels. A refusal
+    (a built-in or empty name) or a `Conflict` (the name gained a version since the pane read it)
+    is shown here with nothing written, and the editor stays open. Dismisses with the version
+    written, or None.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="strategy_editor.cancel"),
+        Binding("ctrl+s", "save", "Save", id="strategy_editor.save", priority=True),
+    ]
+
+    def __init__(self, tavern: Tavern, spec: StrategySpec, known: Mapping[str, int]) -> None:
+        """`spec`: the strategy copied; `known`: each saved name's newest version as the pane
+        read it (what a save under that name expects to follow)."""
+        super().__init__()
+        self.tavern = tavern
+        self.spec = spec
+        self.known = dict(known)
+        self.saving = False
+        """A save is running (Esc and Ctrl+S wait for it)."""
+        self._saving_name = ""
+
+    @property
+    def default_name(self) -> str:
+        """The name the editor starts with: "<name> copy" for a built-in, else the same name."""
+        return f"{self.spec.name} copy" if self.spec.builtin else self.spec.name
+
+    def compose(self) -> ComposeResult:
+        spec = self.spec
+        options = OPTIONS.get(spec.base, {})
+        with Vertical(id="strategy-editor-box") as box:
+            box.border_title = (f"Copy {spec.name} v{spec.version}" if spec.builtin
+                                else f"Edit {spec.name} v{spec.version}")
+            yield Static("Saving stores a new version; it is not applied (Enter in the list applies it).",
+                         id="strategy-editor-hint", markup=False)
+            with Horizontal(classes="strategy-editor-row"):
+                yield Label("Name", classes="strategy-editor-label")
+                yield Input(self.default_name, id="strategy-name", compact=True)
+            with Horizontal(classes="strategy-editor-row"):
+                yield Label("Base", classes="strategy-editor-label")
+                yield Static(f"{spec.base} (read-only)", id="strategy-base", markup=False)
+            for option, (values, default) in options.items():
+                with Horizontal(classes="strategy-editor-row"):
+                    yield Label(option, classes="strategy-editor-label")
+                    yield Select([(str(value), value) for value in values], value=spec.options.get(option, default),
+                                 allow_blank=False, id=f"option-{option}", compact=True)
+            if not options:
+                yield Static(f"{spec.base} has no options: a copy only gives it another name.",
+                             id="strategy-no-options", markup=False)
+            yield Static("", id="strategy-saves-as", markup=False)
+            yield Static("", id="strategy-editor-error", markup=False)
+            with Horizontal(id="strategy-editor-buttons"):
+                yield Button("Save", id="save", variant="primary", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+                yield Static("Ctrl+S saves · Esc cancels", id="strategy-editor-keys")
+
+    def on_mount(self) -> None:
+        self._show_saves_as()
+        self.query_one("#strategy-name", Input).focus()
+
+    @property
+    def name_text(self) -> str:
+        """The name as typed (stripped)."""
+        return self.query_one("#strategy-name", Input).value.strip()
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The options as chosen."""
+        return {option: self.query_one(f"#option-{option}", Select).value
+                for option in OPTIONS.get(self.spec.base, {})}
+
+    @property
+    def error_text(self) -> str:
+        """The refusal shown, "" when none."""
+        return str(self.query_one("#strategy-editor-error", Static).content)
+
+    @property
+    def saves_as_text(self) -> str:
+        """What Save would write, as shown."""
+        return str(self.query_one("#strategy-saves-as", Static).content)
+
+    @on(Input.Changed, "#strategy-name")
+    def _name_changed(self) -> None:
+        self._show_saves_as()
+
+    def _show_saves_as(self) -> None:
+        name = self.name_text
+        current = self.known.get(name, 0)
+        if not name:
+            line = "Type a name."
+        elif name in BUILTINS:
+            line = f"{name} is built in and read-only: choose another name."
+        elif current:
+            line = f"Saves {name} v{current + 1} (the next version of {name} v{current})."
+        else:
+            line = f"Saves {name} v1 (a new strategy)."
+        self.query_one("#strategy-saves-as", Static).update(line)
+
+    def action_save(self) -> None:
+        """Save the version in a worker, expecting the name's newest version as the pane read it."""
+        if self.saving:
+            return
+        name = self.name_text
+        self.saving, self._saving_name = True, name
+        self.query_one("#save", Button).disabled = True
+        self.query_one("#strategy-editor-error", Static).update("")
+        self._run_save(name, self.options, self.known.get(name, 0))
+
+    @work(thread=True, exclusive=True, group="strategy-save", exit_on_error=False, description="save the strategy")
+    def _run_save(self, name: str, options: dict[str, Any], expected: int) -> None:
+        result: StrategySpec | BaseException
+        try:
+            result = self.tavern.save_strategy(name, self.spec.base, options, expected_version=expected)
+        except Exception as exc:  # a refusal stays on screen; anything else must not leave the editor stuck
+            result = exc
+        self.post_message(StrategySaved(result))
+
+    def on_strategy_saved(self, message: StrategySaved) -> None:
+        """Close with the saved version; otherwise show why nothing was written and stay open."""
+        self.saving = False
+        result = message.result
+        if isinstance(result, StrategySpec):
+            self.dismiss(result)
+            return
+        self.query_one("#save", Button).disabled = False
+        if isinstance(result, Conflict):
+            shown = (f"{self._saving_name} gained a version since this pane read it (v{result.expected}, now "
+                     f"v{result.current}). Cancel and copy it again, or save under another name.")
+        elif isinstance(result, TavernError):
+            shown = str(result)
+        else:
+            shown = f"{type(result).__name__}: {result}"
+        self.query_one("#strategy-editor-error", Static).update(f"Not saved, nothing was written: {shown}")
+
+    def action_cancel(self) -> None:
+        """Close without saving (not while a save runs: its result decides)."""
+        if not self.saving:
+            self.dismiss(None)
+
+    @on(Button.Pressed, "#save")
+    def _save_pressed(self) -> None:
+        self.action_save()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()
+
+
 class StrategyScreen(Screen[None]):
-    """How one playthrough's requests are assembled (F6 in the chat).
+    """How one playthrough's requests are assembled (F6 in the chat; issue 5 §8; DESIGN.md
+    Strategies).
 
-    Shows the strategies this version knows (the applied one marked "● applied"), the presets
-    ("SillyTavern default", i.e. none bound, then the imported ones; the bound one marked
-    "● bound"), and a preview of the request the next step would send with the highlighted
-    strategy and the bound preset: each message (role · source, content cut to 400 characters),
-    the call config, the token estimate and the builder's adjustments. The preview is labelled
-    "PREVIEW — not sent": nothing is sent or stored to make it.
+    Shows the strategies (`Tavern.strategies()`: the built-in ones, then the newest version of
+    each saved one, each as "name · vN · base" with its note or options), marking the snapshot
+    applied to this playthrough by name and version ("● applied", or "● v1 applied · v2 saved,
+    not applied" when a newer version of it was saved since); the presets ("SillyTavern
+    default", i.e. none bound, then the imported ones; the bound one marked "● bound"); and a
+    preview of the request the next step would send with the highlighted strategy and the bound
+    preset: each message (role · source, content cut to 400 characters), the call config, the
+    token estimate and the builder's adjustments. The preview is labelled "PREVIEW — not sent":
+    nothing is sent or stored to make it.
 
-    Keys: ↑/↓ move in a list (moving changes nothing), Enter on a strategy applies it, Enter on a
-    preset binds it, Tab moves between the lists and the preview, Esc goes back to the chat
-    (which re-reads its title).
+    Keys: ↑/↓ move in a list (moving changes nothing), Enter on a strategy applies the version
+    listed, Enter on a preset binds it, c copies the highlighted strategy into `StrategyEditor`
+    (saving a version never applies it), Tab moves between the lists and the preview, Esc goes
+    back to the chat (which re-reads its title).
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", id="strategy.back"),
+        Binding("c", "copy", "Copy & edit", id="strategy.copy"),
         Binding("tab", "app.focus_next", "Next pane", id="strategy.next_pane"),
         Binding("shift+tab", "app.focus_previous", "Previous pane", show=False),
     ]
@@ -169,10 +372,14 @@ class StrategyScreen(Screen[None]):
         self.tavern = tavern
         self.playthrough_id = playthrough_id
         self.playthrough: PlaythroughView | None = None
+        self.applied: StrategySpec | None = None
+        """The strategy snapshot the playthrough's steps use (`Tavern.applied_strategy`)."""
+        self.specs: list[StrategySpec] = []
+        """The strategies listed, in list order (the applied snapshot last if it is not listed)."""
         self.preset_views: list[PresetView] = []
         self.previews: dict[PreviewKey, dict[str, Any] | str] = {}
         """Previews built so far (an error's text for a failed one); the chat does not change
-        while this screen is open, so one per strategy and preset is enough."""
+        while this screen is open, so one per strategy version and preset is enough."""
         self.shown_key: PreviewKey | None = None
         """What the preview panel shows now."""
         self._wanted: PreviewKey | None = None
@@ -202,26 +409,36 @@ class StrategyScreen(Screen[None]):
 
     # -- lists ----------------------------------------------------------------------------
 
-    def _load(self) -> bool:
-        """(Re)read the playthrough and the presets, rebuild both lists and the title, keeping
-        each list's highlight (on first load: on the applied strategy and the bound preset)."""
+    def _load(self, highlight: str | None = None) -> bool:
+        """(Re)read the playthrough, its applied strategy, the strategies and the presets; rebuild
+        both lists and the title, keeping each list's highlight (on first load: on the applied
+        strategy and the bound preset; `highlight`: on that strategy)."""
         try:
             view = self.tavern.playthrough(self.playthrough_id)
+            applied = self.tavern.applied_strategy(self.playthrough_id)
+            specs = list(self.tavern.strategies())  # read now: saved strategies come and go
             presets = self.tavern.presets()
         except TavernError as exc:
             self.notify(str(exc), title="Cannot show the strategy", severity="error")
             return False
         first = self.playthrough is None
-        self.playthrough, self.preset_views = view, presets
+        self.playthrough, self.applied, self.preset_views = view, applied, presets
         self.query_one("#strategy-title", Static).update(
-            f"Strategy & preset · {view.title} · applied: {view.strategy} · preset: {self.preset_name(view.preset_id)}")
+            f"Strategy & preset · {view.title} · applied: {applied.name} v{applied.version} · "
+            f"preset: {self.preset_name(view.preset_id)}")
 
-        names = list(service_presets.STRATEGIES)  # read now: the known strategies may grow
-        if view.strategy not in names:
-            names.append(view.strategy)
+        if applied.name not in {spec.name for spec in specs}:
+            specs.append(applied)
+        self.specs = specs
+        names = [spec.name for spec in specs]
         strategy_at = self.strategies.highlighted
-        self.strategies.set_options(Option(strategy_prompt(name, name == view.strategy), id=name) for name in names)
-        self.strategies.highlighted = names.index(view.strategy) if first or strategy_at is None else strategy_at
+        self.strategies.set_options(Option(strategy_prompt(spec, applied), id=spec.name) for spec in specs)
+        if highlight in names:
+            self.strategies.highlighted = names.index(highlight)
+        elif first or strategy_at is None:
+            self.strategies.highlighted = names.index(applied.name)
+        else:
+            self.strategies.highlighted = min(strategy_at, len(names) - 1)
 
         preset_at = self.preset_list.highlighted
         choices: list[PresetView | None] = [None, *presets]
@@ -239,11 +456,25 @@ class StrategyScreen(Screen[None]):
             return DEFAULT_PRESET_NAME
         return next((p.name for p in self.preset_views if p.id == preset_id), f"preset #{preset_id}")
 
+    def listed(self, name: str) -> StrategySpec | None:
+        """The version of strategy `name` the list shows."""
+        return next((spec for spec in self.specs if spec.name == name), None)
+
+    @property
+    def highlighted_spec(self) -> StrategySpec | None:
+        """The strategy version under the strategy list's cursor."""
+        option = self.strategies.highlighted_option
+        return self.listed(option.id) if option is not None and option.id is not None else None
+
     @property
     def highlighted_strategy(self) -> str | None:
-        """The strategy under the strategy list's cursor."""
+        """The name of the strategy under the strategy list's cursor."""
         option = self.strategies.highlighted_option
         return option.id if option is not None else None
+
+    def is_applied(self, spec: StrategySpec) -> bool:
+        """`spec` is the very version applied to this playthrough."""
+        return self.applied is not None and (self.applied.name, self.applied.version) == (spec.name, spec.version)
 
     @on(OptionList.OptionHighlighted, "#strategies")
     def _strategy_highlighted(self) -> None:
@@ -252,18 +483,19 @@ class StrategyScreen(Screen[None]):
     @on(OptionList.OptionSelected, "#strategies")
     def _strategy_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        name = event.option.id
-        if name is None or self.playthrough is None:
+        spec = self.listed(event.option.id) if event.option.id is not None else None
+        if spec is None or self.playthrough is None:
             return
-        if name == self.playthrough.strategy:
-            self.notify(f"{name} is already applied to #{self.playthrough_id}.", title="Strategy")
+        label = f"{spec.name} v{spec.version}"
+        if self.is_applied(spec):
+            self.notify(f"{label} is already applied to #{self.playthrough_id}.", title="Strategy")
             return
         try:
-            self.tavern.apply_strategy(self.playthrough_id, name)
+            self.tavern.apply_strategy(self.playthrough_id, spec.name, spec.version)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot apply the strategy", severity="error")
             return
-        self.notify(f"Applied {name} to #{self.playthrough_id}: the next steps use it.", title="Strategy")
+        self.notify(f"Applied {label} to #{self.playthrough_id}: the next steps use it.", title="Strategy")
         self._load()
 
     @on(OptionList.OptionSelected, "#presets")
@@ -286,15 +518,34 @@ class StrategyScreen(Screen[None]):
         self._load()
         self._request_preview()
 
+    # -- copy & edit ----------------------------------------------------------------------
+
+    def action_copy(self) -> None:
+        """Open `StrategyEditor` on the highlighted strategy (a built-in one as "<name> copy")."""
+        spec = self.highlighted_spec
+        if spec is None:
+            return
+        known = {s.name: s.version for s in self.specs if not s.builtin}
+        self.app.push_screen(StrategyEditor(self.tavern, spec, known), self._saved)
+
+    def _saved(self, spec: StrategySpec | None) -> None:
+        """After the editor: list and highlight the saved version (not applied) and preview it."""
+        if spec is None:
+            return
+        self.notify(f"Saved {spec.name} v{spec.version} — not applied; press Enter to apply", title="Strategy")
+        if self._load(highlight=spec.name):
+            self.strategies.focus()
+            self._request_preview()
+
     # -- preview --------------------------------------------------------------------------
 
     def _request_preview(self) -> None:
         """Show the preview of the highlighted strategy with the bound preset, building it in
         a thread worker unless it was built before."""
-        strategy = self.highlighted_strategy
-        if strategy is None or self.playthrough is None:
+        spec = self.highlighted_spec
+        if spec is None or self.playthrough is None:
             return
-        key = (strategy, self.playthrough.preset_id)
+        key = (spec.name, spec.version, self.playthrough.preset_id)
         self._wanted = key
         if key == self.shown_key:
             return
@@ -307,6 +558,7 @@ class StrategyScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False, description="preview the request")
     def _build_preview(self, key: PreviewKey) -> None:
         # Reads the whole history (and runs world info): off the UI thread; only posts a Message.
+        # The service previews a strategy's newest version: the one listed.
         worker = get_current_worker()
         with _PREVIEW_LOCK:
             if worker.is_cancelled:
@@ -331,11 +583,11 @@ class StrategyScreen(Screen[None]):
     def _show_preview(self, key: PreviewKey) -> None:
         result = self.previews[key]
         panel = self.query_one("#preview", VerticalScroll)
-        panel.border_subtitle = f"{key[0]} · {self.preset_name(key[1])}"
+        panel.border_subtitle = f"{key[0]} v{key[1]} · {self.preset_name(key[2])}"
         if isinstance(result, str):
             self.preview_body.update(Content.assemble(("No preview: ", "bold $error"), result))
         else:
-            self.preview_body.update(preview_content(result, self.preset_name(key[1])))
+            self.preview_body.update(preview_content(result, self.preset_name(key[2])))
         self.shown_key = key
         panel.scroll_home(animate=False)
 

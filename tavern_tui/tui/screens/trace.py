@@ -81,7 +81,8 @@ def request_prompt(view: TraceView, verified: bool | None, now: datetime) -> Con
     moment = _moment(view.submitted_at)
     when = relative_time(moment, now) if moment is not None else "?"
     mark, mark_style = MARKS[verified]
-    kind = view.strategy if view.generation in ("", "normal") else f"{view.strategy} · {view.generation}"
+    strategy = view.strategy.removeprefix("preset-")  # the list is narrow: "slots-first" says it
+    kind = strategy if view.generation in ("", "normal") else f"{strategy} · {view.generation}"
     return Content.assemble(
         (when, "bold"), "  ", clip(view.model or view.provider or "?", MODEL_WIDTH), "  ", (mark, mark_style),
         (f"\n  {request_tokens(view)} · {duration(view.latency_ms)} · {kind} · ", "dim"),
