@@ -62,7 +62,7 @@ def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -
         for t in items:
             tokens = (t.usage or {}).get("total_tokens")
             latency = f"{t.latency_ms} ms" if t.latency_ms is not None else "-"
-            retries = f"  {len(t.attempts)} attempts" if len(t.attempts) > 1 else ""
+            retries = f"  attempt {t.attempt} (retry of {t.retry_of})" if t.retry_of else ""
             out.write(f"{t.id:>9}  {t.submitted_at[:19]}  {t.model or t.provider:<18} {t.strategy:<18} "
                       f"{t.messages:>3} msgs  {tokens if tokens is not None else '-':>6} tok  {latency:>8}  "
                       f"{t.outcome}{retries}\n")
@@ -80,7 +80,25 @@ def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -
             index = f"#{message['index']}" if message.get("index") is not None else ""
             out.write(f"  {position:>3} {message['role']:<9} {message['source']:<12} "
                       f"{message['ref'][0]}:{message['ref'][1]}{index}  sha256 {message['sha256'][:16]}…\n")
-        out.write(f"config requested: {json.dumps(shown['record'].get('config', {}))}\n")
+        record = shown["record"]
+        snap = record.get("strategy_snapshot") or {}
+        if snap:
+            out.write(f"strategy {snap.get('name')} v{snap.get('version')} ({snap.get('base')}) "
+                      f"sha256 {str(snap.get('sha256'))[:16]}…\n")
+        resources = shown.get("resources") or {}
+        for book in resources.get("world_books") or []:
+            out.write(f"world book {book.get('name')} ({book.get('source')}, {book.get('entries')} entries) "
+                      f"sha256 {str(book.get('sha256'))[:16]}…\n")
+        persona = shown.get("persona") or {}
+        if persona:
+            rotation = persona.get("rotation")
+            turned = f", rotated from v{rotation['from']} ({rotation['reason']})" if rotation else ""
+            out.write(f"persona v{persona.get('version')}: {len(persona.get('entries', []))} entries, "
+                      f"{persona.get('tokens')} tokens{turned}\n")
+        if record.get("retry_of"):
+            out.write(f"retry {record.get('attempt')} of {'%s:%s' % tuple(record['retry_of'])}; omitted: "
+                      f"{json.dumps(record.get('omitted', {}))}\n")
+        out.write(f"config requested: {json.dumps(record.get('config', {}))}\n")
         if shown.get("config_adjusted"):
             out.write(f"config effective: {json.dumps(shown['config_adjusted'])}\n")
         for attempt in view["attempts"]:
