@@ -68,18 +68,18 @@ class ChatScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape", "stop", "Stop", id="chat.stop"),
-        Binding("escape", "back", "Back", id="chat.back"),
+        Binding("escape", "back", "Back", id="chat.back", show=False),  # the prompt says so; room for F8
         Binding("ctrl+o", "load_earlier", "Earlier messages", id="chat.load_earlier"),
         # Priority, because the focused prompt binds ctrl+←/→ to word moves; check_action hands
         # them back to it while the prompt holds text.
         Binding("ctrl+left", "swipe(-1)", "Swipe ←", id="chat.swipe_left", priority=True, group=_SWIPE),
         Binding("ctrl+right", "swipe(1)", "Swipe →", id="chat.swipe_right", priority=True, group=_SWIPE),
-        Binding("ctrl+r", "regenerate", "Regenerate", id="chat.regenerate"),
+        Binding("ctrl+r", "regenerate", "Regen", id="chat.regenerate", tooltip="Regenerate the last reply"),
         # F-keys, not ctrl+e/ctrl+w…: Input keeps those for editing the line.
         Binding("f3", "continue", "Continue", id="chat.continue"),
         Binding("f4", "impersonate", "Impersonate", id="chat.impersonate"),
-        Binding("f5", "tree", "Branches", id="chat.tree"),
-        Binding("f2", "world_books", "World books", id="chat.world_books"),
+        Binding("f5", "tree", "Tree", id="chat.tree", tooltip="Branches: every variant"),
+        Binding("f2", "world_books", "Lore", id="chat.world_books", tooltip="World books"),
         Binding("f6", "strategy", "Strategy", id="chat.strategy"),
         Binding("f7", "trace", "Trace", id="chat.trace"),
         Binding("f8", "persona", "Persona", id="chat.persona"),
