@@ -62,6 +62,8 @@ def add_persona_parser(commands: Any) -> None:
     p_cons.add_argument("--json", action="store_true")
     p_beliefs = commands.add_parser("beliefs", help="beliefs learned from what you said, with their status")
     p_beliefs.add_argument("--search", metavar="TEXT")
+    p_beliefs.add_argument("--snapshot", action="store_true",
+                           help="print the memory snapshot as it would be sent (beliefs not in the persona)")
     p_beliefs.add_argument("--json", action="store_true")
 
 
@@ -198,6 +200,14 @@ def cmd_persona(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO)
                                     "superseded": report.superseded, "nominated": list(report.nominated)})
         out.write(f"read {report.messages} of your messages: {report.added} new beliefs, {report.supported} "
                   f"corroborated, {report.superseded} superseded, {len(report.nominated)} nominated\n")
+        return EXIT_OK
+    if args.snapshot:
+        from tavern_tui.service_persona import render_snapshot
+
+        snapshot = tavern.memory_snapshot()
+        if args.json:
+            return print_json(out, [b.to_json() for b in snapshot])
+        out.write((render_snapshot(snapshot) or "(empty: no beliefs outside the persona yet)") + "\n")
         return EXIT_OK
     beliefs = tavern.beliefs(search=args.search)
     if args.json:

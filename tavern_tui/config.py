@@ -38,6 +38,8 @@ class Settings:
             JSON, validated before use; seed 002).
         default_strategy: the strategy a new playthrough starts with (seed 000 §2.1: preset
             slots first); a built-in or saved strategy name.
+        memory_snapshot: send the memory snapshot (beliefs not in the persona, as labelled
+            data in a context message before the input; seed 002); off by default.
         tokenizer: path of a local `tokenizer.json` for exact token counts (needs the optional
             `tokenizers` package; "" = the documented estimate, ceil(UTF-8 bytes / 4)).
     """
@@ -50,6 +52,7 @@ class Settings:
     belief_extractor: str = "rules"
     default_strategy: str = "preset-slots-first"
     tokenizer: str = ""
+    memory_snapshot: bool = False
 
 
 def default_db_url(env: Mapping[str, str] | None = None) -> str:
@@ -127,4 +130,6 @@ def load_settings(
         belief_extractor=extractor,
         default_strategy=pick(None, "TAVERN_DEFAULT_STRATEGY", file.get("default_strategy"), "preset-slots-first"),
         tokenizer=pick(None, "TAVERN_TOKENIZER", file.get("tokenizer"), ""),
+        memory_snapshot=pick(None, "TAVERN_MEMORY_SNAPSHOT", str(file.get("memory_snapshot", "")).lower(),
+                             "").lower() in ("1", "true", "yes"),
     )

@@ -62,7 +62,7 @@ from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, WorldBookRecord
 from tavern_tui.service_chats import ChatFileOps
 from tavern_tui.persona.model import LOCAL_PRINCIPAL
-from tavern_tui.service_persona import PERSONA_TARGET, PersonaOps
+from tavern_tui.service_persona import PERSONA_TARGET, PersonaOps, render_snapshot
 from tavern_tui.service_presets import PresetOps
 from tavern_tui.service_timeline import TimelineOps
 from tavern_tui.service_trace import TraceOps
@@ -625,6 +625,8 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
                              "sha256": self._book_hash(b.book, record)} for b in books]}
         persona, meta["persona"] = self._persona_step(playthrough_id, pin=pin_persona)
+        memory = (substitute_names(render_snapshot(self.memory_snapshot()), card.name, view.user_name)
+                  if self.settings.memory_snapshot else "")
         facts = self._facts(record, card, view.user_name)
         meta["strategy_snapshot"] = spec.snapshot()
         if spec.base != COMPAT:
@@ -639,13 +641,14 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
                         facts=facts, timed_state=timed, generation_type=generation.type,
                         continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
                         snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
-                        chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self._token_counter)
+                        chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self._token_counter,
+                        memory=memory)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.playthrough_preset(playthrough_id)
             config = preset.call_config()
         return BasicAssembler(card.data, card.name, view.user_name, meta, self._world_info(books), facts, timed,
-                              generation.type, config, persona)
+                              generation.type, config, persona, memory)
 
     def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
         """The exact request the next step would send if `text` were sent now (seed 000: the

@@ -29,6 +29,15 @@ _START = re.compile(r"<START>", re.IGNORECASE)
 _ORIGINAL = re.compile(r"\{\{\s*original\s*\}\}", re.IGNORECASE)
 
 
+MEMORY_CONTEXT = "memory"
+"""Context identifier of the memory snapshot (a user-role context message, origin engine)."""
+
+
+def memory_context(memory: str) -> tuple[tuple[str, str], ...]:
+    """The step's context entry for a memory snapshot (none when empty)."""
+    return ((MEMORY_CONTEXT, memory),) if memory.strip() else ()
+
+
 def split_examples(mes_example: str) -> list[str]:
     """Split example dialogue into blocks on `<START>` (case-insensitive), trimmed, empty ones dropped.
 
@@ -114,6 +123,8 @@ class BasicAssembler:
         generation_type: the step's SillyTavern generation type (world-info `triggers`).
         config: call parameters to send (a bound preset's), never history.
         persona: the rendered persona section ("" = none).
+        memory: the memory snapshot, enveloped as data ("" = none): delivered as a context
+            message before the input, never in the system section (ADR-0079: memory is data).
     """
 
     card: dict[str, Any]
@@ -126,6 +137,7 @@ class BasicAssembler:
     generation_type: str = "normal"
     config: dict[str, Any] = field(default_factory=dict)
     persona: str = ""
+    memory: str = ""
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         """Build this step's system section: world info scans the history plus the claimed input
@@ -144,4 +156,5 @@ class BasicAssembler:
         messages = [{"content": system}] + request_messages([m for m in history if m.source != SYSTEM_PROMPT_SOURCE])
         messages += [{"content": text} for text in claimed]
         meta["estimated_prompt_tokens"] = estimate_messages(messages)
-        return Assembly(system=system, config=dict(self.config), meta=meta, records=records)
+        return Assembly(system=system, config=dict(self.config), meta=meta, records=records,
+                        context=memory_context(self.memory))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavern_tui.assembly.basic import memory_context
 from tavern_tui.assembly.macros import MacroContext
 from tavern_tui.assembly.st_prompt import (
     AuthorsNote,
@@ -70,6 +71,8 @@ class PresetAssembler:
         authors_note: the chat's Author's Note (`chat_metadata` note_*), None = none.
         chat_overrides: the chat's `scenario` / `mes_example` / `system_prompt` overrides.
         count: the token counter (cached per message text).
+        memory: the memory snapshot as enveloped data ("" = none): a context message before
+            the input in the native strategies; `projection` does not send it (named).
     """
 
     preset: ParsedPreset
@@ -89,6 +92,7 @@ class PresetAssembler:
     authors_note: AuthorsNote | None = None
     chat_overrides: dict[str, str] = field(default_factory=dict)
     count: Callable[[str], int] = DEFAULT_COUNTER
+    memory: str = ""
     strategy = PROJECTION
 
     def build(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[BuiltPrompt, dict[str, Any], tuple]:
@@ -115,6 +119,8 @@ class PresetAssembler:
             strict_budget=self.strategy == PROJECTION))
         meta["token_counter"] = built.token_counter
         meta["adjustments"] = list(built.adjustments)
+        if self.memory.strip() and self.strategy == PROJECTION:
+            meta["adjustments"].append("memory snapshot not sent: projection sends only what SillyTavern would")
         meta["tokens"] = dict(built.tokens)
         meta["budget"] = built.budget
         meta["history_dropped"] = built.history_dropped
@@ -188,7 +194,8 @@ class SlotsFirstAssembler(PresetAssembler):
                 adjustments.append(f"{_label(part)} (role {part.role}) sent inside the system section")
         meta["adjustments"] = adjustments
         system = "\n\n".join(_section_texts(before + moved, self.char, self.user))
-        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records)
+        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+                        context=memory_context(self.memory))
 
 
 @dataclass
@@ -232,7 +239,8 @@ class RolesFirstAssembler(SlotsFirstAssembler):
         meta["adjustments"] = adjustments
         system = "\n\n".join(_section_texts(system_parts, self.char, self.user))
         return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
-                        context=tuple((ident, text) for ident, text in context if text.strip()))
+                        context=tuple((ident, text) for ident, text in context if text.strip())
+                        + memory_context(self.memory))
 
 
 def _label(part: PromptPart) -> str:
