@@ -65,14 +65,33 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", metavar="NAME", help="apply this assembly strategy (compat, preset-slots-first, projection)")
 
 
-def _apply_selection(tavern: Any, args: argparse.Namespace, playthrough_id: int) -> None:
-    """Bind what --preset/--lore/--strategy name, before the step."""
-    if args.preset:
-        tavern.bind_preset(playthrough_id, tavern.find_preset(args.preset).id)
-    for book in args.lore:
-        tavern.bind_world_book(tavern.find_world_book(book).id, "playthrough", playthrough_id)
+def _resolve_selection(tavern: Any, args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """The preset and books --preset/--lore name, and the --strategy checked, before anything is
+    created or bound (an unknown name changes nothing).
+
+    Raises:
+        NotFound: an unknown preset, book or strategy (the message lists the known ones).
+    """
+    preset = tavern.find_preset(args.preset) if args.preset else None
+    books = [tavern.find_world_book(book) for book in args.lore]
     if args.strategy:
-        tavern.apply_strategy(playthrough_id, args.strategy)
+        tavern.strategy_spec(args.strategy)
+    return preset, books
+
+
+def _apply_selection(tavern: Any, args: argparse.Namespace, playthrough_id: int, err: TextIO,
+                     resolved: tuple[Any, list[Any]] | None = None) -> None:
+    """Bind what --preset/--lore/--strategy name (remembered by the playthrough, issue 5 §7) and say so."""
+    preset, books = resolved or _resolve_selection(tavern, args)
+    if preset is not None:
+        tavern.bind_preset(playthrough_id, preset.id)
+        err.write(f"bound preset {preset.name} to playthrough {playthrough_id} (remembered)\n")
+    for book in books:
+        tavern.bind_world_book(book.id, "playthrough", playthrough_id)
+        err.write(f"bound world book {book.name} to playthrough {playthrough_id} (remembered)\n")
+    if args.strategy:
+        spec = tavern.apply_strategy(playthrough_id, args.strategy)
+        err.write(f"applied strategy {spec.name} v{spec.version} to playthrough {playthrough_id} (remembered)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,7 +112,8 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("tui", help="launch the terminal UI (the default)")
 
-    p_import = commands.add_parser("import", help="import character cards, world books and SillyTavern chats (.jsonl)")
+    p_import = commands.add_parser("import", help="import character cards, world books, presets, persona backups "
+                                                  "and SillyTavern chats (.jsonl)")
     p_import.add_argument("paths", nargs="+", metavar="PATH")
     p_import.add_argument("--character", metavar="NAME", help="the character imported chats are with "
                                                              "(default: the name in the chat file)")
@@ -215,7 +235,10 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             else:
                 note = " (already imported)" if r.duplicate else ""
                 kind = r.kind.replace("_", " ")
-                out.write(f"imported {kind} {r.id}: {r.name}{note}  [{r.path}]\n")
+                if r.kind == "persona":  # its id is the persona's new version, not a new record
+                    out.write(f"imported persona {r.name}: persona is now v{r.id}{note}  [{r.path}]\n")
+                else:
+                    out.write(f"imported {kind} {r.id}: {r.name}{note}  [{r.path}]\n")
             for warning in r.warnings:
                 err.write(f"warning: {r.path}: {warning}\n")
     return EXIT_FAILED if any(r.error for r in results) else EXIT_OK
@@ -225,6 +248,7 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     tavern = _open(args)
     try:
         character = tavern.find_character(args.character)
+        resolved = _resolve_selection(tavern, args)
         if args.playthrough is not None:
             playthrough = tavern.playthrough(args.playthrough)
             if playthrough.character_id != character.id:
@@ -236,7 +260,7 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 playthrough = tavern.new_playthrough(character.id)
                 err.write(f"started playthrough {playthrough.id} with {character.name}\n")
         tavern.open_playthrough(playthrough.id)
-        _apply_selection(tavern, args, playthrough.id)
+        _apply_selection(tavern, args, playthrough.id, err, resolved)
         err.write(f"[{tavern.provider_label}] playthrough {playthrough.id}\n")
         settled = None
         in_reasoning = False
@@ -331,7 +355,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The request the next step would send: messages with their source, config, tokens."""
     with _service(args) as tavern:
-        _apply_selection(tavern, args, args.playthrough)  # remembered, as with `tavern chat` (issue 5 §7)
+        _apply_selection(tavern, args, args.playthrough, err)  # remembered, as with `tavern chat` (issue 5 §7)
         shown = tavern.preview(args.playthrough, args.input)
     if args.json:
         return print_json(out, shown)

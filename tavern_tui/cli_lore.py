@@ -1,8 +1,8 @@
 """Provides the `tavern lore …` commands: list, bind, unbind, export and test world books.
 
     tavern lore list [--json]
-    tavern lore bind BOOK (--global | --character NAME | --playthrough ID)
-    tavern lore unbind BOOK (--global | --character NAME | --playthrough ID)
+    tavern lore bind BOOK (--global | --character NAME | --playthrough ID | --persona)
+    tavern lore unbind BOOK (--global | --character NAME | --playthrough ID | --persona)
     tavern lore export BOOK --out FILE
     tavern lore test BOOK... --input TEXT [--history FILE] [--settings FILE] [--roll N] [--json]
 """
@@ -41,6 +41,7 @@ def add_lore_parser(commands: Any) -> None:
         where.add_argument("--global", dest="scope_global", action="store_true", help="every chat")
         where.add_argument("--character", metavar="NAME", help="every chat with this character")
         where.add_argument("--playthrough", type=int, metavar="ID", help="this playthrough only (chat lore)")
+        where.add_argument("--persona", action="store_true", help="your persona's lore (every chat)")
 
     p_export = sub.add_parser("export", help="write a world book as SillyTavern World Info JSON")
     p_export.add_argument("book", metavar="BOOK")
@@ -67,6 +68,10 @@ def _target(tavern: Any, args: argparse.Namespace) -> tuple[str, int | None]:
         return "global", None
     if args.character:
         return "character", tavern.find_character(args.character).id
+    if args.persona:
+        from tavern_tui.service_persona import PERSONA_TARGET
+
+        return "persona", PERSONA_TARGET
     return "playthrough", tavern.playthrough(args.playthrough).id
 
 

@@ -59,6 +59,9 @@ def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -
             return print_json(out, [t.to_json() for t in items])
         if not items:
             out.write("no recorded requests yet\n")
+        else:
+            out.write(f"{'ID':>9}  {'SENT (UTC)':<19}  {'MODEL':<18} {'STRATEGY':<18} {'MSGS':>8}  {'TOKENS':>10}  "
+                      f"{'LATENCY':>8}  OUTCOME\n")
         for t in items:
             tokens = (t.usage or {}).get("total_tokens")
             latency = f"{t.latency_ms} ms" if t.latency_ms is not None else "-"
@@ -105,11 +108,11 @@ def cmd_trace(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -
             out.write(f"attempt: {json.dumps(attempt)}\n")
         lore = shown.get("world_info") or {}
         for decision in lore.get("fired", []):
-            out.write(f"world info fired: {decision.get('book')}#{decision.get('uid')}: {decision.get('reason')}"
-                      f" {decision.get('detail', '')}\n")
+            out.write(f"world info fired: {decision.get('book')}#{decision.get('uid')} [{decision.get('reason')}]: "
+                      f"{decision.get('detail') or decision.get('reason')}\n")
         for decision in lore.get("skipped", []):
-            out.write(f"world info skipped: {decision.get('book')}#{decision.get('uid')}: {decision.get('reason')}"
-                      f" {decision.get('detail', '')}\n")
+            out.write(f"world info skipped: {decision.get('book')}#{decision.get('uid')} [{decision.get('reason')}]: "
+                      f"{decision.get('detail') or decision.get('reason')}\n")
         unmatched = sum(len(uids) for uids in lore.get("no_match", {}).values())
         if unmatched:
             out.write(f"world info: {unmatched} entries had no key match\n")

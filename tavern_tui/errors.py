@@ -99,7 +99,8 @@ class Conflict(TavernError):
     def __init__(self, what: str, expected: int, current: int) -> None:
         self.expected, self.current = expected, current
         super().__init__(f"{what} changed since you read it: expected version {expected}, "
-                         f"the current version is {current}; reload and try again")
+                         f"the current version is {current}; nothing was written (read it again and retry "
+                         f"with version {current})")
 
 
 class SecretRefused(TavernError, ValueError):

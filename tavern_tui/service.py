@@ -91,13 +91,23 @@ def make_provider(settings: Settings) -> Provider:
     return DemoProvider()
 
 
+def _unnamed_json(data: bytes) -> bool:
+    """A JSON object without a `name`: no card importer could read it (a V1 card has one)."""
+    try:
+        obj = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(obj, dict) and not ({"name", "char_name", "data"} & obj.keys())
+
+
 def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | None]]:
-    """(shown name, path) per file to import; a folder's own files (not subfolders, as
-    SillyTavern keeps characters in one flat folder); path None for an empty folder."""
+    """(shown name, path) per file to import; a folder's own .png/.json/.jsonl files (not
+    subfolders, as SillyTavern keeps characters in one flat folder); path None for an empty folder."""
     for given in paths:
         path = Path(given).expanduser()
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in CARD_SUFFIXES)
+            found = sorted(p for p in path.iterdir()
+                           if p.is_file() and p.suffix.lower() in (*CARD_SUFFIXES, *CHAT_SUFFIXES))
             if not found:
                 yield (str(given), None)
             yield from ((str(p), p) for p in found)
@@ -211,6 +221,10 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
                 results.append(self.import_preset_bytes(data, shown))
             elif kind == PERSONA:
                 results.append(self.import_persona_bytes(data, shown))
+            elif kind is None and _unnamed_json(data):
+                results.append(ImportResult(shown, "unknown", error=(
+                    f"{shown}: not a file tavern-tui knows: expected a character card, world book, chat-completion "
+                    "preset, persona backup or SillyTavern chat (.jsonl)")))
             else:
                 results.append(self.import_card_bytes(data, shown))
         return results
@@ -681,7 +695,8 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
                          for e in context_events(history, assembly.context)]
             messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
             tokens = {"total": estimate_messages(messages)}
-        return {"strategy": meta.get("strategy", "compat"), "messages": messages, "config": config, "tokens": tokens,
+        return {"strategy": meta.get("strategy", "compat"), "strategy_snapshot": meta.get("strategy_snapshot"),
+                "persona": meta.get("persona"), "messages": messages, "config": config, "tokens": tokens,
                 "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info")}
 
     async def send(self, playthrough_id: int, text: str) -> AsyncIterator[StepUpdate]:

@@ -125,6 +125,7 @@ class ChatFileOps:
         meta = json.dumps({"source": Path(name).name, "sha256": digest, "header": chat.header}, ensure_ascii=False)
         created = self._store.import_playthrough(character_id=record.id, user_name=user, title=Path(name).stem,
                                                  meta=meta, sessions=sessions, events=events, head="root")
+        self.apply_strategy(created.id, self.settings.default_strategy)  # a new opening, as new_playthrough
         return ImportResult(name, "chat", created.id, f"{record.name} #{created.id}", warnings=tuple(chat.warnings))
 
     def _chat_character(self: Tavern, chat: ParsedChat, file: str, given: str | None) -> Any:

@@ -237,9 +237,14 @@ class PersonaOps:
             if text and all(e.text != text for e in entries):
                 entries.append(PersonaEntry(doc.next_entry_id(), text, "owner", "normal", None, now, now))
             new = replace(doc.with_entries(entries, "import"), name=chosen.name.strip() or doc.name,
-                          lorebook=chosen.lorebook or doc.lorebook)
+                          lorebook=book.name if book is not None else doc.lorebook)
+            if (new.entries, new.name, new.lorebook) == (doc.entries, doc.name, doc.lorebook):
+                return ImportResult(file, "persona", doc.version, doc.name, warnings=tuple(warnings), duplicate=True)
             written = uow.personas.write(new, doc.version)
-            if book is not None:
+            if book is not None:  # the persona's lore is this book now (SillyTavern: one book a persona)
+                for other in uow.bindings.books_for("persona", PERSONA_TARGET):
+                    if other != book.id:
+                        uow.bindings.unbind(other, "persona", PERSONA_TARGET)
                 uow.bindings.bind(book.id, "persona", PERSONA_TARGET)
         return ImportResult(file, "persona", written.version, written.name, warnings=tuple(warnings))
 
@@ -484,8 +489,7 @@ class PersonaOps:
         """
         with self._store.unit_of_work() as uow:
             belief = uow.beliefs.get(belief_id)
-            if not belief.nominated:
-                raise TavernError(f"belief {belief_id} is not an outstanding nomination")
+            self._check_outstanding(belief)
             refuse_secrets(belief.statement, "affirm")
             doc = uow.personas.current(LOCAL_PRINCIPAL)
             if expected_version is not None and expected_version != doc.version:
@@ -504,6 +508,17 @@ class PersonaOps:
             self._top_up(uow)
         return written
 
+    @staticmethod
+    def _check_outstanding(belief: Belief) -> None:
+        """Raises TavernError saying why a belief cannot be affirmed or declined now."""
+        if belief.nominated:
+            return
+        if belief.declined:
+            raise TavernError(f"belief {belief.id} was declined: it is never nominated again")
+        if belief.promoted:
+            raise TavernError(f"belief {belief.id} is already in the persona (entry {belief.entry_id})")
+        raise TavernError(f"belief {belief.id} is not an outstanding nomination (see `tavern persona nominations`)")
+
     def decline(self: Tavern, belief_id: int) -> Belief:
         """Decline a nomination: its canonical key is never nominated again, even when derived anew.
 
@@ -512,8 +527,7 @@ class PersonaOps:
         """
         with self._store.unit_of_work() as uow:
             belief = uow.beliefs.get(belief_id)
-            if not belief.nominated:
-                raise TavernError(f"belief {belief_id} is not an outstanding nomination")
+            self._check_outstanding(belief)
             uow.beliefs.decline(LOCAL_PRINCIPAL, belief.key, belief.id)
             uow.beliefs.set(belief_id, nominated=False)
             self._top_up(uow)

@@ -259,7 +259,7 @@ def test_nominations_carry_their_messages_and_affirm_and_decline_go_through_the_
         ("affirmed", first["id"], first["statement"])]
     assert tavern.belief(first["id"]).promoted
     again = client.post(f"/v1/persona/nominations/{first['id']}/decline", headers=auth(WRITER))
-    assert again.status_code == 400 and "not an outstanding nomination" in again.json()["message"]
+    assert again.status_code == 400 and "already in the persona" in again.json()["message"]
 
 
 def test_decline_returns_the_belief_and_takes_no_body_fields(client: TestClient, tavern: Tavern,

@@ -103,6 +103,10 @@ def parse_personas(data: bytes, file: str) -> ParsedPersonas:
             raise FormatError(file, "the backup holds no persona", "personas")
         default = obj.get("default_persona")
         return ParsedPersonas(tuple(personas), default if isinstance(default, str) else "")
+    card_fields = [k for k in ("spec", "data", "first_mes", "mes_example", "personality", "scenario") if k in obj]
+    if card_fields:
+        raise FormatError(file, f"this is a character card ({card_fields[0]}), not a persona: import it with "
+                                "`tavern import`")
     if "name" in obj and "description" in obj:
         return ParsedPersonas((STPersona("", _text(obj["name"], file, "name"),
                                          _text(obj["description"], file, "description"),

@@ -53,6 +53,8 @@ def sniff_kind(obj: Any) -> str | None:
         return WORLD_BOOK
     if any(field in obj for field in _CARD_FIELDS):
         return CARD
+    if isinstance(obj.get("personas"), dict):  # a persona backup, perhaps without descriptions
+        return PERSONA
     if isinstance(obj.get("prompts"), list) or "prompt_order" in obj or any(k in obj for k in _PRESET_FIELDS):
         return PRESET
     if "chat_metadata" in obj or ("user_name" in obj and "character_name" in obj):

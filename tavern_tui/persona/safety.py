@@ -128,12 +128,22 @@ def _private_key_span(text: str, m: regex.Match[str]) -> tuple[int, int]:
 
 
 _PASSWORD = regex.compile(
-    r"(?<![A-Za-z0-9])(?P<key>(?i:pass(?:word|wd|phrase|code)|pwd|secret))(?![A-Za-z])"
+    r"(?<![A-Za-z0-9])(?P<key>(?i:pass(?:word|wd|phrase|code)|pwd|pw|secret))(?![A-Za-z])"
     r"[\"']?[ \t]*+(?P<sep>[:=])[ \t]*+"
     # The value sits in a lookahead so a rejected candidate does not swallow the next keyword;
     # it is bounded so many candidates in a row stay linear.
     r"(?=(?P<val>\"[^\"\r\n]{1,200}+\"|'[^'\r\n]{1,200}+'|\S{1,200}+))"
 )
+# "my password is hunter2": the owner stating their own credential in a sentence.
+_MY_PASSWORD = regex.compile(
+    r"(?<![A-Za-z0-9])(?i:my)[ \t]++(?i:pass(?:word|wd|phrase|code)|pin|pw)[ \t]++(?i:is)[ \t]*+:?[ \t]*+"
+    r"(?=(?P<val>\"[^\"\r\n]{1,200}+\"|'[^'\r\n]{1,200}+'|\S{1,200}+))"
+)
+_PROSE_STARTS = frozenset({
+    "a", "an", "the", "too", "very", "not", "so", "quite", "really", "secret", "private", "weak", "strong", "long",
+    "short", "hard", "easy", "safe", "stored", "saved", "written", "in", "on", "at", "my", "something", "always",
+    "never", "still", "just", "different", "same", "expired", "wrong", "lost", "forgotten", "none", "nothing",
+})
 _URL_CREDENTIALS = regex.compile(
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}+://[^\s:/@]{1,100}+:[^\s:/@]{1,100}+@"
 )
@@ -164,11 +174,23 @@ def _password_span(text: str, m: regex.Match[str]) -> tuple[int, int] | None:
     return (m.start(), ve) if ok else None
 
 
+def _my_password_span(text: str, m: regex.Match[str]) -> tuple[int, int] | None:
+    vs, ve = m.span("val")
+    val = text[vs:ve]
+    quoted = len(val) >= 3 and val[0] in "\"'" and val[-1] == val[0]
+    core = val.strip("\"'") if quoted else val.rstrip(_TRAILING)
+    # "my password is too weak" is prose; "my password is hunter2!" is the password.
+    if not core or (not quoted and core.lower() in _PROSE_STARTS):
+        return None
+    return m.start(), vs + len(val if quoted else core)
+
+
 _SECRET_RULES: tuple[_Rule, ...] = (
     *(_Rule("api_key", regex.compile(p)) for p in _API_KEY_RULES),
     *(_Rule("bearer_token", regex.compile(p)) for p in _BEARER_RULES),
     _Rule("private_key", _PEM_BEGIN, _private_key_span),
     _Rule("password", _PASSWORD, _password_span),
+    _Rule("password", _MY_PASSWORD, _my_password_span),
     _Rule("password", _URL_CREDENTIALS),
     _Rule("jwt", regex.compile(rf"(?<![A-Za-z0-9_-])eyJ{_TOK}{{7,}}+\.{_TOK}{{7,}}+\.{_TOK}*+")),
 )

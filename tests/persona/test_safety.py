@@ -60,6 +60,12 @@ SECRET_POSITIVES = [
     ("db: postgres://sam:hunter2@localhost/app", "password", "hunter2"),
     (JWT, "jwt", JWT),
     (f"session cookie was {JWT}, weird", "jwt", JWT),
+    # Sentences a person writes about their own credential (found in a new-user trial).
+    ("My password is hunter2!", "password", "hunter2"),
+    ("my password is: hunter2!", "password", "hunter2"),
+    ("pw: hunter2", "password", "hunter2"),
+    ("my passphrase is correct horse battery staple", "password", "correct"),
+    ("and my pin is 4921.", "password", "4921"),
 ]
 
 SECRET_NEGATIVES = [
@@ -87,6 +93,8 @@ SECRET_NEGATIVES = [
     "password: ********",
     "My passport number is private",
     "sk-ant colonies fascinate me",
+    "my password is too weak, I know",
+    "My password is strong, I promise",
 ]
 
 INJECTION_POSITIVES = [
