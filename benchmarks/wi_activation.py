@@ -21,9 +21,10 @@ Figures per variant (prefixed `en_`, `de_`, `cjk_`), all in one process:
   through `IndexCache`. Target p95 ≤ 10 ms.
 - Breakdown, from separate instrumented runs (6 warm steps, 3 cold): `warm_plan_ms` (the
   `prepare.build_plan` part of an activation), `warm_index_p50_ms` / `warm_index_p95_ms` (time
-  inside `FastIndex.hits`), split into `warm_index_scan_ms` (the per-shape scans) and
-  `warm_index_locate_ms` (activation.py's `locate`: one `hits` call per buffer segment per fired
-  entry, `warm_index_calls` calls in all); `cold_index_ms` likewise for a cold activation.
+  inside `FastIndex.hits` and `first_hits`), split into `warm_index_scan_ms` (the per-shape scans)
+  and `warm_index_locate_ms` (activation.py's `locate`: one `first_hits` call per buffer and scan
+  loop, placing every fired entry's key in a piece; `warm_index_calls` calls in all);
+  `cold_index_ms` likewise for a cold activation.
 - `ref_cold_ms`, `ref_warm_p50_ms`: the same activations with `ReferenceIndex` (one regex test per
   key, as SillyTavern). They take seconds, so only the first activation and `ref_warm_n` = 2 warm
   steps run; each result is compared with FastIndex's for the same input (book, uid, fired,
@@ -186,7 +187,8 @@ def make_fixture(kind: str, seed: int = 1) -> tuple[WorldBook, list[ScanMessage]
             primary.append(_regex_key(rng, kind, hot))
         secondary, logic = [], SelectiveLogic.AND_ANY
         if rng.random() < 0.1:
-            secondary = [rng.choice(hot) if rng.random() < 0.5 else rng.choice(lang.filler) for _ in range(rng.randint(1, 3))]
+            secondary = [rng.choice(hot) if rng.random() < 0.5 else rng.choice(lang.filler)
+                         for _ in range(rng.randint(1, 3))]
             logic = rng.choice([SelectiveLogic.AND_ANY, SelectiveLogic.NOT_ALL, SelectiveLogic.AND_ALL])
         mentions = [rng.choice(hot) for _ in range(rng.choice([0, 0, 1, 2]))]
         content = lang.sentence(mentions, rng.randint(15, 35) if kind != "cjk" else rng.randint(30, 70))
@@ -230,11 +232,12 @@ def _pct(values: list[float], q: float) -> float:
 
 
 class _Stopwatch:
-    """Wraps one index's `hits` to add up the time spent in it, apart for the per-shape scans
-    (`_Run.match`: many keys asked at once) and for locating single keys (`_Run.locate`)."""
+    """Wraps one index's `hits` and `first_hits` to add up the time spent in them, apart for the
+    per-shape scans (`_Run.match`: many keys asked at once) and for locating fired entries' keys
+    in the buffer pieces (`_Run.locate`: `first_hits`, or single-key `hits` calls)."""
 
     def __init__(self, index: FastIndex) -> None:
-        self.index, self.inner = index, index.hits
+        self.index, self.inner, self.inner_first = index, index.hits, index.first_hits
         self.scan_ms = self.locate_ms = 0.0
         self.calls = 0
 
@@ -251,11 +254,21 @@ class _Stopwatch:
                     self.scan_ms += took
                 self.calls += 1
 
+        def timed_first(*args: object) -> object:
+            started = time.perf_counter()
+            try:
+                return self.inner_first(*args)  # type: ignore[arg-type]
+            finally:
+                self.locate_ms += (time.perf_counter() - started) * 1000
+                self.calls += 1
+
         self.index.hits = timed  # type: ignore[method-assign]
+        self.index.first_hits = timed_first  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         del self.index.hits
+        del self.index.first_hits
 
 
 def measure(kind: str) -> dict[str, object]:
@@ -280,7 +293,8 @@ def measure(kind: str) -> dict[str, object]:
     gc.collect()
     fast = IndexCache(FastIndex)
     cold_first_ms, fast_result = _run(book, ctx0, fast)
-    fast_first, fired, steps = _decisions(fast_result), sum(1 for d in fast_result.decisions if d.fired), fast_result.steps
+    fast_first, steps = _decisions(fast_result), fast_result.steps
+    fired = sum(1 for d in fast_result.decisions if d.fired)
     del fast_result
     index = next(iter(fast._cache.values()))
     assert isinstance(index, FastIndex)
@@ -340,9 +354,12 @@ def measure(kind: str) -> dict[str, object]:
         "regex_compile_ms": round(compile_ms), "build_ms": round(build_ms, 1), "cold_first_ms": round(cold_first_ms),
         "cold_ms": round(cold, 1), "warm_p50_ms": round(warm_p50, 1), "warm_p95_ms": round(warm_p95, 1),
         "warm_n": len(warm), "warm_plan_ms": round(statistics.median(plan_ms), 1),
-        "warm_index_p50_ms": round(statistics.median(index_warm), 1), "warm_index_p95_ms": round(_pct(index_warm, 0.95), 1),
-        "warm_index_scan_ms": round(statistics.median(scan_ms), 1), "warm_index_locate_ms": round(statistics.median(locate_ms), 1),
-        "warm_index_calls": round(statistics.median(calls)), "cold_index_ms": round(statistics.median(cold_index_ms), 1),
+        "warm_index_p50_ms": round(statistics.median(index_warm), 1),
+        "warm_index_p95_ms": round(_pct(index_warm, 0.95), 1),
+        "warm_index_scan_ms": round(statistics.median(scan_ms), 1),
+        "warm_index_locate_ms": round(statistics.median(locate_ms), 1),
+        "warm_index_calls": round(statistics.median(calls)),
+        "cold_index_ms": round(statistics.median(cold_index_ms), 1),
         "ref_cold_ms": round(ref_cold_ms), "ref_warm_p50_ms": round(statistics.median(ref_warm)),
         "ref_warm_n": len(ref_warm), "speedup_warm": round(statistics.median(ref_warm) / warm_p50, 1),
         "same_decisions": same, "ratio_warm_p95": round(warm_p95 / TARGET_WARM_P95, 2),

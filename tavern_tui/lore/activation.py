@@ -25,8 +25,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from functools import partial
+from itertools import chain
+from operator import attrgetter, itemgetter
 
 from tavern_tui.assembly.tokens import estimate_tokens
 from tavern_tui.lore.buckets import build_buckets
@@ -47,6 +50,10 @@ from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.lore.timed import EntryKey, evaluate_timed
 
 NONE, INITIAL, RECURSION, MIN_ACTIVATIONS = 0, 1, 2, 3  # SillyTavern `scan_state`
+
+Candidate = tuple[Prepared, Reason, "tuple[str, int] | None", "tuple | None"]
+"""A matched entry of a scan loop: (entry, reason, (key text, key id) and buffer token for a
+KEY candidate, else None and None)."""
 
 
 def activate(
@@ -91,13 +98,25 @@ class _Run:
         self.buffer = ScanBuffer(ctx, settings.include_names)
         self.budget = settings.token_budget
         self.decisions: dict[int, Decision] = {}  # by Prepared.pos
-        self.unmatched: dict[int, tuple[dict, int]] = {}  # pos → (template, loop): a plain key miss, built lazily
+        # Plain key misses of simple entries, one group per shape and loop: (positions, templates by
+        # position, loop). A decision held in `decisions` overrides a group (see ActivationResult).
+        self.unmatched: list[tuple[frozenset[int], dict[int, dict], int]] = []
         self.stages: dict[int, int] = {}  # STAGE of each held decision, by Prepared.pos
-        self.settled: set[int] = set()  # positions whose decision is no-match or further
-        self.pending: list[tuple[Prepared, Reason, dict]] = []  # this loop's candidates (`locate`)
+        self.settled: set[int] = set()  # positions noted at no-match or further (fired ones: see complex_pos)
+        self.open: dict[tuple, frozenset[int]] = {}  # per shape: simple positions neither missed nor settled
+        self.tokens: dict[tuple, tuple] = {}  # per shape: this loop's `shape_token`
+        self.pending: list[Candidate] = []  # this loop's candidates (`locate`)
         self.located: dict[tuple, dict[int, Segment | None]] = {}  # per buffer: key id -> piece
-        self.activated: dict[EntryKey, tuple[Prepared, Decision]] = {}  # SillyTavern: `${world}.${uid}`
+        # SillyTavern: `${world}.${uid}` -> (entry, its decision, its ActivatedEntry)
+        self.activated: dict[EntryKey, tuple[Prepared, Decision, ActivatedEntry]] = {}
         self.failed: set[int] = set()  # failed probability rolls, by Prepared.pos
+        # Positions walked one by one in `scan`: complex entries, entries sharing the (book, uid)
+        # of an active, timed or failed one, and failed ones; it only grows during a run.
+        self.complex_pos: set[int] = set(plan.complex)
+        self.done_pos: set[int] = set()  # failed entries and active ones (skipped by `scan`)
+        key_pos = plan.key_pos
+        for key in self.timed.delayed | self.timed.cooldown_active | self.timed.sticky_active:
+            self.complex_pos.update(key_pos.get(key, ()))
         self.overflowed = False
         self.skew = 0
         self.step = 0
@@ -109,7 +128,17 @@ class _Run:
         """Record a decision for `p` if it goes further than the one held. `detail` may be a
         function, called when the decision's `detail` is first read;
         without `need`, nothing is built (and None returned) for a decision that is not kept."""
+        return self._note(p, reason, detail, need, fields)
+
+    def _note(self, p: Prepared, reason: Reason, detail: str | Callable[[], str], need: bool,
+              fields: dict[str, object] | None) -> Decision | None:
+        """`note` with the extra fields as a dict (or None)."""
         old = self.stages.get(p.pos)
+        if old is None and p.simple:
+            for group in self.unmatched:  # missed in bulk by an earlier loop (only simple entries are)
+                if p.pos in group[0]:
+                    old = _NO_MATCH_STAGE
+                    break
         stage = _STAGE_BY_ID[id(reason)]  # an id lookup: hashing a str Enum member runs Python code
         # Keep the furthest stage; on a tie the first explanation (e.g. the group winner), except
         # that a later delay-until-recursion note names the level reached.
@@ -122,14 +151,13 @@ class _Run:
         # activation makes thousands of these.
         decision = _new_decision()
         values = p.template.copy()
-        values["fired"], values["reason"], values["step"] = reason.fired, reason, self.step
+        values["fired"], values["reason"], values["step"] = id(reason) in _FIRED_IDS, reason, self.step
         values["_detail"] = detail  # a formatter is called on first read (result.Decision.detail)
         if fields:
             values.update(fields)
         decision.__dict__ = values
         if keep:
-            self.decisions[p.pos] = decision
-            self.unmatched.pop(p.pos, None)
+            self.decisions[p.pos] = decision  # overrides a bulk miss of an earlier loop
             self.stages[p.pos] = stage
             if stage >= _NO_MATCH_STAGE:
                 self.settled.add(p.pos)
@@ -139,26 +167,35 @@ class _Run:
 
     def run(self) -> ActivationResult:
         entries = self.plan.entries
-        levels = sorted({p.delay_level for p in entries if p.delay_level})
+        levels = list(self.plan.delay_levels)
         self.level = levels.pop(0) if levels else 0
         state = INITIAL if entries else NONE
-        recursion_text = ""  # SillyTavern `allActivatedText`
+        recursion_text = ""  # SillyTavern `allActivatedText` (kept only for a counter other than the estimate)
+        recursion_bytes = 0  # its UTF-8 size, for the estimate
+        estimate = self.count_tokens is estimate_tokens
         while state:
             if self.settings.max_recursion_steps and self.settings.max_recursion_steps <= self.step:
                 break
             self.step += 1
-            candidates = self.scan(state)
-            new = sorted(candidates, key=lambda c: (c[0].key not in self.timed.sticky_active, c[0].pos))
-            successful = self.admit(new, state, self.count_tokens(recursion_text))
-            for_recursion = [p for p in successful if not p.entry.prevent_recursion]
+            self.tokens = {}  # depths may widen between loops (min activations)
+            candidates = self.scan(state)  # in scan order
+            sticky = self.timed.sticky_active
+            new = sorted(candidates, key=lambda c: (c[0].key not in sticky, c[0].pos)) if sticky else candidates
+            earlier = -(-recursion_bytes // 4) if estimate else self.count_tokens(recursion_text)
+            successful = self.admit(new, state, earlier)
+            for_recursion = [p for p in successful if not p.entry.prevent_recursion] if self.plan.preventing \
+                else successful
             state = self.next_state(state, for_recursion, levels)
             if state:
                 text = "\n".join(p.content for p in for_recursion)
                 if text:
-                    pieces = [Segment(f"entry:{p.book}/{p.entry.uid}", _entry_label(p), p.content, p.key)
-                              for p in for_recursion]
+                    pieces = [_recursion_segment(p) for p in for_recursion]
                     self.buffer.add_recursion(text, pieces)
-                    recursion_text = text + "\n" + recursion_text
+                    if estimate:  # text + "\n": each content's bytes + 1 ("\n" joins them, one ends it)
+                        recursion_bytes += sum(p.utf8_size if p.utf8_size >= 0 else _utf8_size(p)
+                                               for p in for_recursion)
+                    else:
+                        recursion_text = text + "\n" + recursion_text
         return self.result()
 
     def next_state(self, state: int, for_recursion: list[Prepared], levels: list[int]) -> int:
@@ -188,29 +225,25 @@ class _Run:
         base = book_depth if book_depth is not None else self.settings.depth
         return base + self.skew
 
-    def scan(self, state: int) -> list[tuple[Prepared, Reason, dict]]:
+    def scan(self, state: int) -> list[Candidate]:
         """One pass of SillyTavern's per-entry checks; returns the matched candidates in scan order.
 
         Simple entries (`Prepared.simple`) that are not active, failed or timed can only end in key
         matching, so they are not walked one by one: only those owning a key found (or timed out)
         are; the others get their no-match decision. The rest go through the full filter chain.
         """
-        candidates: list[tuple[Prepared, Reason, dict]] = []
+        candidates: list[Candidate] = []
         to_match: list[Prepared] = []
         excluded: list[Prepared] = []
         ctx, timed, plan = self.ctx, self.timed, self.plan
-        touched = set(self.activated).union(timed.delayed, timed.cooldown_active, timed.sticky_active)
-        complex_pos = set(self.failed)
-        for key in touched:
-            complex_pos.update(p.pos for p in plan.same_key.get(key, ()))
-        complex_pos.update(plan.complex)
-        for p in [plan.entries[pos] for pos in sorted(complex_pos)]:
-            if p.pos in self.failed:
-                continue
+        complex_pos = self.complex_pos  # does not change during the scan (entries fire in `admit`)
+        # Failed entries and the active entry of each (book, uid) are done with: not walked.
+        for p in [plan.entries[pos] for pos in sorted(complex_pos - self.done_pos)]:
             if p.key in self.activated:
                 holder = self.activated[p.key][0]
                 if holder is not p:  # two entries of one book share a uid: SillyTavern keeps one
-                    self.note(p, Reason.DUPLICATE_UID, f"entry {holder.pos + 1} of the scan has the same uid and is active")
+                    self.note(p, Reason.DUPLICATE_UID,
+                              f"entry {holder.pos + 1} of the scan has the same uid and is active")
                 continue
             e = p.entry
             sticky = p.key in timed.sticky_active
@@ -232,13 +265,13 @@ class _Run:
             elif state == RECURSION and self.settings.recursive and e.exclude_recursion and not sticky:
                 excluded.append(p)  # only worth a decision if its key is in the buffer now
             elif "@@activate" in p.decorators:
-                candidates.append((p, Reason.DECORATOR, {}))
+                candidates.append((p, Reason.DECORATOR, None, None))
             elif "@@dont_activate" in p.decorators:
                 self.note(p, Reason.DECORATOR_SUPPRESSED, "@@dont_activate decorator")
             elif e.constant:
-                candidates.append((p, Reason.CONSTANT, {}))
+                candidates.append((p, Reason.CONSTANT, None, None))
             elif sticky:
-                candidates.append((p, Reason.STICKY, {}))
+                candidates.append((p, Reason.STICKY, None, None))
             elif not e.key:
                 self.note(p, Reason.NO_KEYS, "no primary keys")
             elif all(key_id is None for _, key_id in p.primary):
@@ -248,36 +281,43 @@ class _Run:
         self.hits = self.match(to_match + excluded, state, bulk=True)
         self.asked = {p.pos for p in to_match}
         bulk = []
+        decisions, entries = self.decisions, plan.entries
         for shape, group in plan.simple.items():
             token = self.shape_token(group[0], state)
             found = self.hits[token]
-            interesting: dict[int, Prepared] = {}
-            for k in found.matched | found.timed_out if found.timed_out else found.matched:
-                for p in plan.owners.get(k, ()):
-                    if p.shape == shape and p.pos not in complex_pos:
-                        interesting[p.pos] = p
-            bulk.extend(interesting.values())
-            # Entries already holding a no-match (or further) decision need nothing: set arithmetic
-            # finds the others (all of them in the first loop, usually none later).
+            keys = found.matched | found.timed_out if found.timed_out else found.matched
+            # Simple entries of this shape owning a key found (or timed out), not walked above:
+            # a union of per-key position tuples, in C.
+            owners = plan.owner_pos[shape]
+            interesting = set(chain.from_iterable(map(owners.__getitem__, keys & owners.keys())))
+            interesting -= complex_pos
+            bulk.extend(map(entries.__getitem__, sorted(interesting)))
+            # The simple entries not looked at before and without a key found miss: one set
+            # difference (thousands in the first loop, usually none later). Active, failed and
+            # timed entries stay complex, and settled ones stay settled, so only the interesting
+            # ones can still be open in the next loop.
+            open_pos = self.open.get(shape, plan.simple_pos[shape])
+            todo = open_pos.difference(complex_pos, interesting, self.settled)
+            self.open[shape] = open_pos.intersection(interesting)
+            if not todo:
+                continue
+            if decisions:  # a decision below no-match (none arises today) gives way to the miss
+                for pos in [pos for pos in decisions if pos in todo]:
+                    del decisions[pos]
+                    self.stages[pos] = _NO_MATCH_STAGE
+                    self.settled.add(pos)
             depth = self.depth_of(group[0])
-            todo = plan.simple_pos[shape] - complex_pos - interesting.keys() - self.settled
-            # `note` inlined (it would keep every one of these): thousands per first loop.
             templates = plan.no_match.get((shape, depth))
             if templates is None:  # kept with the (cached) plan: built once per shape and depth
                 templates = plan.no_match[(shape, depth)] = {
                     p.pos: {**p.template, "fired": False, "reason": _NO_MATCH,
                             "_detail": partial(_no_match, p.primary, depth)} for p in group}
-            # Kept as (template, loop) pairs: the Decision objects are built only if read.
-            unmatched, step = self.unmatched, self.step
-            for pos in todo:
-                unmatched[pos] = (templates[pos], step)
-            if self.decisions:
-                for pos in todo & self.decisions.keys():
-                    del self.decisions[pos]
-            self.stages.update(dict.fromkeys(todo, _NO_MATCH_STAGE))
-            self.settled |= todo
-        self.asked.update(p.pos for p in bulk)
-        to_match.extend(bulk)
+            # `note` in bulk: one group, no object per entry (Decision objects are built if read).
+            self.unmatched.append((todo, templates, self.step))
+        self.asked.update(map(_POS, bulk))
+        if bulk:  # into scan order, so the key candidates come out in scan order
+            # (each part is: the complex entries were walked in order, each shape's bulk sorted)
+            to_match = sorted(to_match + bulk, key=_POS) if to_match or len(plan.simple) > 1 else bulk
         for p in excluded:
             found = self.hits[self.shape_token(p, state)]
             key = next((text for text, k in p.primary if k is not None and k in found.matched), None)
@@ -285,22 +325,21 @@ class _Run:
                 self.note(p, Reason.EXCLUDED_FROM_RECURSION,
                           f"key '{key}' found at recursion step {self.step}, but the entry is excluded from recursion")
         # SillyTavern fills one Set in scan order, whatever activated the entry.
-        merged = candidates + list(self.key_candidates(to_match, self.hits, state))
-        merged.sort(key=lambda c: c[0].pos)
-        return merged
+        keyed = self.key_candidates(to_match, self.hits, state)  # in scan order
+        return sorted(candidates + keyed, key=_candidate_pos) if candidates else keyed
 
     def match(self, entries: list[Prepared], state: int, bulk: bool = False) -> dict[tuple, KeyHits]:
         """Ask each shape's index once for the keys of the entries that need matching; with
         `bulk`, every shape with simple entries is asked for all its keys (a superset)."""
-        wanted: dict[tuple, set[int] | frozenset[int]] = {}
-        if bulk:
-            for shape, group in self.plan.simple.items():
-                wanted[self.shape_token(group[0], state)] = self.plan.shape_ids[shape]
+        wanted: dict[tuple, set[int] | None] = {}
+        if bulk:  # None: every key of the shape's index, which is built from exactly those
+            for group in self.plan.simple.values():
+                wanted[self.shape_token(group[0], state)] = None
         for p in entries:
-            ids = wanted.get(token := self.shape_token(p, state))
-            if ids is None:
-                ids = wanted[token] = set()
-            if isinstance(ids, set):
+            token = self.shape_token(p, state)
+            if token not in wanted:
+                wanted[token] = set(p.key_ids)
+            elif (ids := wanted[token]) is not None:
                 ids.update(p.key_ids)
         results: dict[tuple, KeyHits] = {}
         for token, ids in wanted.items():
@@ -310,20 +349,32 @@ class _Run:
         return results
 
     def shape_token(self, p: Prepared, state: int) -> tuple:
-        return (p.shape, self.depth_of(p), state != MIN_ACTIVATIONS)
+        """(shape, depth, with recursion): which buffer `p` scans in this loop (cached per loop)."""
+        token = self.tokens.get(p.shape)
+        if token is None:
+            token = self.tokens[p.shape] = (p.shape, self.depth_of(p), state != MIN_ACTIVATIONS)
+        return token
 
-    def key_candidates(self, entries: list[Prepared], hits: dict[tuple, KeyHits], state: int):
+    def key_candidates(self, entries: list[Prepared], hits: dict[tuple, KeyHits],
+                       state: int) -> list[Candidate]:
+        """Primary keys (first in key order), then the selective logic over the secondary ones:
+        the KEY candidates among `entries`, in their order; the others get their decision."""
+        out = []
+        tokens = self.tokens
         for p in entries:
-            found = hits[self.shape_token(p, state)]
-            primary = [(text, k) for text, k in p.primary if k is not None]
-            first = next(((text, k) for text, k in primary if k in found.matched), None)
-            if first is None:
-                timed_out = tuple(text for text, k in primary if k in found.timed_out)
+            token = tokens.get(p.shape) or self.shape_token(p, state)
+            found = hits[token]
+            matched = found.matched
+            for first in p.keyed:
+                if first[1] in matched:
+                    break
+            else:
+                timed_out = tuple(text for text, k in p.keyed if k in found.timed_out)
                 if timed_out:
                     self.note(p, Reason.REGEX_TIMEOUT, f"regex key {timed_out[0]!r} timed out; no other key matched",
                               timed_out_keys=timed_out)
                 else:
-                    self.note(p, Reason.NO_MATCH, partial(_no_match, primary, self.depth_of(p)))
+                    self.note(p, Reason.NO_MATCH, partial(_no_match, p.keyed, self.depth_of(p)))
                 continue
             if p.entry.selective and p.secondary:
                 verdict, detail, timed_out = _secondary(p, found)
@@ -333,54 +384,71 @@ class _Run:
                 if not verdict:
                     self.note(p, Reason.SECONDARY_FAILED, detail, matched_key=first[0])
                     continue
-            yield (p, Reason.KEY, {"key": first, "token": self.shape_token(p, state)})
+            out.append((p, _KEY, first, token))
+        return out
 
     # -- groups, probability, budget ---------------------------------------------------------
 
-    def admit(self, new: list[tuple[Prepared, Reason, dict]], state: int, earlier_tokens: int) -> list[Prepared]:
+    def admit(self, new: list[Candidate], state: int, earlier_tokens: int) -> list[Prepared]:
         """Inclusion groups, probability and budget for this loop's candidates (in place of
         SillyTavern's loop over `newEntries`); returns the entries that did not fail their roll."""
-        info = {c[0].pos: c for c in new}
         self.pending, self.located = new, {}  # for `locate`
         entries = [c[0] for c in new]
-        losses = filter_by_inclusion_groups(
-            entries, [p.entry.group for p, _ in self.activated.values()],
-            lambda p: p.key in self.timed.sticky_active, lambda p: p.key in self.timed.cooldown_active,
-            lambda p: self.score(p, info[p.pos], state), self.settings.use_group_scoring, self.roll)
-        for c in new:
-            if c[0].pos in losses:
-                self.note(c[0], Reason.GROUP_LOST, losses[c[0].pos].detail)
-        ignoring = sum(1 for p in entries if p.entry.ignore_budget)
-        loop_text = _RunningCount(self.count_tokens)  # SillyTavern `newContent`
-        for index, p in enumerate(entries):
+        if self.plan.grouping and any(p.group_names for p in entries):
+            info = {c[0].pos: c for c in new}
+            losses = filter_by_inclusion_groups(  # drops the losers from `entries`
+                entries, [held[0].entry.group for held in self.activated.values()],
+                lambda p: p.key in self.timed.sticky_active, lambda p: p.key in self.timed.cooldown_active,
+                lambda p: self.score(p, info[p.pos], state), self.settings.use_group_scoring, self.roll)
+            for c in new:
+                if c[0].pos in losses:
+                    self.note(c[0], Reason.GROUP_LOST, losses[c[0].pos].detail)
+            new = [info[p.pos] for p in entries]
+        ignoring = sum(1 for p in entries if p.entry.ignore_budget) if self.plan.ignoring_budget else 0
+        # SillyTavern `newContent`; the default estimate (bytes / 4) is summed from the entries'
+        # cached sizes, any other counter re-counts the text (tokenizers are not additive).
+        loop_text = None if self.count_tokens is estimate_tokens else _RunningCount(self.count_tokens)
+        size = 0
+        failed = False
+        sticky, budget = self.timed.sticky_active, self.budget
+        for index, c in enumerate(new):
+            p = c[0]
             e = p.entry
-            ignoring -= 1 if e.ignore_budget else 0
+            if e.ignore_budget:
+                ignoring -= 1
             if self.overflowed and not e.ignore_budget:
-                self.note(p, Reason.OVER_BUDGET, f"budget of {self.budget} tokens already used up")
+                self.note(p, Reason.OVER_BUDGET, f"budget of {budget} tokens already used up")
                 if ignoring > 0:
                     continue
                 for rest in entries[index + 1:]:
-                    self.note(rest, Reason.OVER_BUDGET, f"budget of {self.budget} tokens already used up")
+                    self.note(rest, Reason.OVER_BUDGET, f"budget of {budget} tokens already used up")
                 break
             value = None
-            if e.use_probability and e.probability != 100 and p.key not in self.timed.sticky_active:
+            if e.use_probability and e.probability != 100 and p.key not in sticky:
                 value = self.roll()
                 if e.probability <= 0 or value > e.probability:
+                    failed = True
                     self.failed.add(p.pos)
+                    self.complex_pos.add(p.pos)
+                    self.done_pos.add(p.pos)
                     why = (f"roll {value:.1f} > probability {e.probability:g}" if e.probability > 0
                            else f"probability {e.probability:g} never fires (roll {value:.1f})")
                     self.note(p, Reason.PROBABILITY_FAILED, why, roll=value, probability=e.probability)
                     continue
-            used = earlier_tokens + loop_text.add(p.content + "\n")
-            if not e.ignore_budget and used >= self.budget:
+            if loop_text is None:
+                size += p.utf8_size if p.utf8_size >= 0 else _utf8_size(p)
+                used = earlier_tokens + -(-size // 4)  # estimate_tokens: ceil(bytes / 4)
+            else:
+                used = earlier_tokens + loop_text.add(p.content + "\n")
+            if not e.ignore_budget and used >= budget:
                 self.overflowed = True
-                self.note(p, Reason.OVER_BUDGET, f"{used} tokens with this entry >= budget {self.budget}",
+                self.note(p, Reason.OVER_BUDGET, f"{used} tokens with this entry >= budget {budget}",
                           roll=value, probability=e.probability if value is not None else None)
                 continue
-            self.fire(p, info[p.pos], value)
-        return [p for p in entries if p.pos not in self.failed]
+            self.fire(p, c, value)
+        return [p for p in entries if p.pos not in self.failed] if failed else entries
 
-    def score(self, p: Prepared, candidate: tuple[Prepared, Reason, dict], state: int) -> int:
+    def score(self, p: Prepared, candidate: Candidate, state: int) -> int:
         """SillyTavern `getScore`: raw primary hits (+ secondary hits for AND_ANY, or for AND_ALL
         when all found); 0 without primary keys."""
         if not p.entry.key:
@@ -397,75 +465,107 @@ class _Run:
                 return primary + secondary if secondary == len(p.entry.keysecondary) else primary
         return primary
 
-    def fire(self, p: Prepared, candidate: tuple[Prepared, Reason, dict], value: float | None) -> None:
-        _, reason, data = candidate
-        fields: dict[str, object] = {"roll": value, "probability": p.entry.probability if value is not None else None}
-        if reason == Reason.KEY:
-            text, key_id = data["key"]
-            shape, depth, with_recursion = data["token"]
-            segment = self.locate(key_id, shape, depth, with_recursion)
-            fields.update(matched_key=text, matched_in=segment.where if segment else "buffer")
-            if segment is not None and segment.from_entry is not None:
-                reason = Reason.RECURSION
-                fields["from_entry"] = segment.from_entry
-                source_step = self.activated[segment.from_entry][1].step if segment.from_entry in self.activated else None
-                detail = f"key '{text}' found in {segment.label}" + (
-                    f" (activated at step {source_step})" if source_step else "")
-            elif segment is not None:
+    def fire(self, p: Prepared, candidate: Candidate, value: float | None) -> None:
+        """Activate `p`: its decision (where its key was found) and the run's bookkeeping."""
+        _, reason, first, token = candidate
+        # `_note` inlined: a firing always goes further than any decision held (an entry fires
+        # at most once: then it is active and never a candidate again).
+        values = p.template.copy()
+        values["roll"] = value
+        values["probability"] = p.entry.probability if value is not None else None
+        if reason is _KEY:
+            text, key_id = first
+            placed = self.located.get(token)
+            segment = placed[key_id] if placed is not None and key_id in placed else self.locate(key_id, *token)
+            values["matched_key"] = text
+            if segment is None:
+                values["matched_in"] = "buffer"
+                detail = f"key '{text}' matched the scan buffer across pieces"
+            elif segment.from_entry is None:
+                values["matched_in"] = segment.where
                 detail = f"key '{text}' found in {segment.label}"
             else:
-                detail = f"key '{text}' matched the scan buffer across pieces"
-        elif reason == Reason.STICKY:
+                values["matched_in"] = segment.where
+                reason = _RECURSION
+                values["from_entry"] = segment.from_entry
+                source = self.activated.get(segment.from_entry)
+                source_step = source[1].step if source is not None else None
+                detail = f"key '{text}' found in {segment.label}" + (
+                    f" (activated at step {source_step})" if source_step else "")
+        elif reason is Reason.STICKY:
             detail = f"sticky until the chat has {self.timed.sticky[p.key].end} messages"
-        elif reason == Reason.CONSTANT:
+        elif reason is Reason.CONSTANT:
             detail = "constant entry"
         else:
             detail = "@@activate decorator"
-        decision = self.note(p, reason, detail, need=True, **fields)
-        assert decision is not None
-        held = self.activated.get(p.key)
+        values["fired"] = True
+        values["reason"] = reason
+        values["step"] = self.step
+        values["_detail"] = detail
+        decision = _NEW(Decision)
+        decision.__dict__ = values
+        pos, key = p.pos, p.key
+        self.decisions[pos] = decision
+        self.stages[pos] = _FIRED_STAGE  # (not `settled`: its positions are `complex_pos` from now on)
+        self.done_pos.add(pos)
+        self.complex_pos.update(self.plan.key_pos[key])  # active from now on: checked one by one
+        held = self.activated.get(key)
         if held is not None and held[0] is not p:  # same book and uid: SillyTavern's Map.set replaces it
+            self.done_pos.discard(held[0].pos)  # (unless its roll failed: then it never fired)
             self.stages[held[0].pos] = _STAGE_BY_ID[id(Reason.DUPLICATE_UID)]
             self.settled.discard(held[0].pos)
             self.decisions[held[0].pos] = replace(held[1], fired=False, reason=Reason.DUPLICATE_UID, detail=(
                 f"replaced by entry {p.pos + 1} of the scan, which has the same uid"))
-        self.activated[p.key] = (p, decision)
+        self.activated[key] = (p, decision, _activated_entry(p, reason, self.step))
 
     def locate(self, key_id: int, shape: tuple, depth: int, with_recursion: bool) -> Segment | None:
         """The first piece of the buffer that holds the key on its own (for the decision).
 
         Found for all of this loop's key candidates of one buffer at once: one `hits` call per
-        piece, asking the keys not yet placed (the buffer does not change within a loop)."""
+        piece, asking the keys not yet placed (the buffer does not change within a loop), or
+        one `first_hits` call for an index that has it (FastIndex)."""
         token = (shape, depth, with_recursion)
         found = self.located.get(token)
         if found is None or key_id not in found:
-            wanted = {c[2]["key"][1] for c in self.pending if c[1] == Reason.KEY and c[2]["token"] == token}
+            wanted = {c[2][1] for c in self.pending if c[3] == token}  # the KEY candidates of this buffer
             wanted.add(key_id)
             found = self.located.setdefault(token, {})
             remaining = wanted - found.keys()
             found.update(dict.fromkeys(remaining))
             index = self.plan.indexes[shape]
-            for segment in self.buffer.segments(depth, shape[2], with_recursion):
-                if not remaining:
-                    break
-                hit = index.hits(MATCHER + segment.text, remaining).matched
-                for k in remaining & hit:
-                    found[k] = segment
-                remaining -= hit
+            segments = self.buffer.segments(depth, shape[2], with_recursion)
+            first_hits = getattr(index, "first_hits", None)
+            if first_hits is not None:  # FastIndex: one call for all pieces
+                # Keys the last loop's buffer did not hold are looked for in this loop's new pieces.
+                base = self.buffer.previous(depth, shape[2]) if with_recursion else None
+                texts = (MATCHER + segment.text for segment in segments)
+                placed = first_hits(texts, remaining, *base) if base else first_hits(texts, remaining)
+                for k, at in placed.items():
+                    found[k] = segments[at]
+            else:
+                for segment in segments:
+                    if not remaining:
+                        break
+                    hit = index.hits(MATCHER + segment.text, remaining).matched
+                    for k in remaining & hit:
+                        found[k] = segment
+                    remaining -= hit
         return found[key_id]
 
     # -- output --------------------------------------------------------------------------------
 
     def result(self) -> ActivationResult:
-        activated = [
-            ActivatedEntry(book=p.book, uid=p.entry.uid, comment=p.entry.comment, content=p.content,
-                           position=p.entry.position, order=p.entry.order, depth=p.entry.depth, role=p.entry.role,
-                           outlet_name=p.entry.outlet_name, reason=d.reason, step=d.step, source=p.source,
-                           ignore_budget=p.entry.ignore_budget)
-            for p, d in self.activated.values()
-        ]
-        used = self.count_tokens("".join(a.content + "\n" for a in activated)) if activated else 0
-        new_state = self.timed.finish((p.key, p.entry) for p, _ in self.activated.values())
+        activated = [held[2] for held in self.activated.values()]
+        if not activated:
+            used = 0
+        elif self.count_tokens is estimate_tokens:  # ceil(bytes / 4) of every content + "\n"
+            used = -(-sum(p.utf8_size if p.utf8_size >= 0 else _utf8_size(p)
+                          for p in map(_FIRST, self.activated.values())) // 4)
+        else:
+            used = self.count_tokens("".join(a.content + "\n" for a in activated))
+        timing = self.plan.timing_keys  # only entries with a sticky or cooldown length start one
+        new_state = self.timed.finish((key, self.activated[key][0].entry) for key in self.activated
+                                      if key in timing)
         # Keyed by scan position (the index in plan.entries); the result orders them.
         return ActivationResult(activated=activated, buckets=build_buckets(activated), tokens_used=used,
                                 budget=self.budget, overflowed=self.overflowed, steps=self.step,
@@ -490,17 +590,68 @@ class _RunningCount:
 
 
 _STAGE_BY_ID = {id(reason): stage for reason, stage in STAGE.items()}
+_FIRED_IDS = frozenset(id(reason) for reason in Reason if reason.fired)
+_FIRED_STAGE = STAGE[Reason.KEY]  # `fire` relies on it: a firing goes further than any other stage
+assert all(STAGE[reason] == _FIRED_STAGE for reason in Reason if reason.fired)
+assert all(STAGE[reason] < _FIRED_STAGE for reason in Reason if not reason.fired)
 _NO_MATCH_STAGE = STAGE[Reason.NO_MATCH]
 _NO_MATCH = Reason.NO_MATCH
+_KEY = Reason.KEY
+_RECURSION = Reason.RECURSION
+_POS = attrgetter("pos")
+_FIRST = itemgetter(0)
+_NEW = object.__new__
+
+
+def _candidate_pos(candidate: Candidate) -> int:
+    return candidate[0].pos
+
+
+def _utf8_size(p: Prepared) -> int:
+    """UTF-8 bytes of `p.content + "\n"` (what the estimate counts per entry), kept with the entry."""
+    p.utf8_size = len(p.content.encode("utf-8")) + 1
+    return p.utf8_size
 
 
 def _new_decision() -> Decision:
     return object.__new__(Decision)
 
 
+def _activated_entry(p: Prepared, reason: Reason, step: int) -> ActivatedEntry:
+    """`ActivatedEntry(...)` for `p`. It is immutable and depends only on the entry, the reason
+    and the loop, so one object per (reason, loop) is kept with the entry and shared by results
+    (the frozen dataclass's `__init__` would set each field through `object.__setattr__`)."""
+    made = p.fired_entries
+    if made is None:
+        made = p.fired_entries = {}
+    entry = made.get((reason, step))
+    if entry is None:
+        e = p.entry
+        entry = object.__new__(ActivatedEntry)
+        object.__setattr__(entry, "__dict__", {
+            "book": p.book, "uid": e.uid, "comment": e.comment, "content": p.content, "position": e.position,
+            "order": e.order, "depth": e.depth, "role": e.role, "outlet_name": e.outlet_name, "reason": reason,
+            "step": step, "source": p.source, "ignore_budget": e.ignore_budget})
+        made[(reason, step)] = entry
+    return entry
+
+
+_ACTIVATED_FIELDS = {"book", "uid", "comment", "content", "position", "order", "depth", "role", "outlet_name",
+                     "reason", "step", "source", "ignore_budget"}
+assert _ACTIVATED_FIELDS == {f.name for f in dataclass_fields(ActivatedEntry)}  # `_activated_entry` sets each
+
+
 def _no_match(primary: list[tuple[str, int | None]], depth: int) -> str:
     scope = f"the last {depth} messages" if depth > 0 else "nothing (scan depth 0)"
     return f"no primary key of {[t for t, k in primary if k is not None]} found in {scope}"
+
+
+def _recursion_segment(p: Prepared) -> Segment:
+    """The buffer piece of `p`'s content in recursion (immutable: kept with the entry)."""
+    segment = p.segment
+    if segment is None:
+        segment = p.segment = Segment(f"entry:{p.book}/{p.entry.uid}", _entry_label(p), p.content, p.key)
+    return segment
 
 
 def _entry_label(p: Prepared) -> str:
@@ -526,10 +677,14 @@ def _character_filter(p: Prepared, ctx: ActivationContext) -> str | None:
     return None
 
 
-def _secondary(p: Prepared, found: KeyHits) -> tuple[bool | None, str, tuple[str, ...]]:
+def _secondary(p: Prepared, found: KeyHits) -> tuple[bool | None, str | Callable[[], str], tuple[str, ...]]:
     """Selective logic over the secondary keys, three-valued: a timed-out key is unknown, and
-    the verdict is None when the outcome depends on it. Blank keys never match (SillyTavern: "")."""
-    states = [(text, None if k is not None and k in found.timed_out else (k is not None and k in found.matched))
+    the verdict is None when the outcome depends on it. Blank keys never match (SillyTavern: "").
+
+    Returns (verdict, detail, timed-out keys); for a True/False verdict the detail is a formatter
+    (called only if the decision's detail is read; most verdicts are never explained)."""
+    matched, timed = found.matched, found.timed_out
+    states = [(text, None if k is not None and k in timed else (k is not None and k in matched))
               for text, k in p.secondary]
     values = [s for _, s in states]
     logic = SelectiveLogic(p.entry.selective_logic)
@@ -541,9 +696,13 @@ def _secondary(p: Prepared, found: KeyHits) -> tuple[bool | None, str, tuple[str
         verdict = False if True in values else (None if None in values else True)
     else:
         verdict = False if False in values else (None if None in values else True)
+    if verdict is None:
+        timed_out = tuple(t for t, s in states if s is None)
+        return None, f"secondary regex key {timed_out[0]!r} timed out ({logic.name})", timed_out
+    return verdict, partial(_secondary_detail, states, logic), ()
+
+
+def _secondary_detail(states: list[tuple[str, bool | None]], logic: SelectiveLogic) -> str:
     found_keys = [t for t, s in states if s is True]
     missing = [t for t, s in states if s is False]
-    timed_out = tuple(t for t, s in states if s is None)
-    if verdict is None:
-        return None, f"secondary regex key {timed_out[0]!r} timed out ({logic.name})", timed_out
-    return verdict, f"secondary keys {logic.name}: found {found_keys}, missing {missing}", timed_out
+    return f"secondary keys {logic.name}: found {found_keys}, missing {missing}"

@@ -25,30 +25,31 @@ def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
     em_bottom: list[str] = []
     depth_groups: dict[tuple[int, Role], list[str]] = {}
     outlets: dict[str, list[str]] = {}
-    for entry in sorted(activated, key=lambda e: -e.order):
+    # Prepending walking from the highest order down = appending walking up: each prepended
+    # bucket is filled by appending and reversed at the end (no O(n) insert per entry).
+    prepend = {Position.BEFORE_CHAR: before, Position.AFTER_CHAR: after, Position.EM_TOP: em_top,
+               Position.EM_BOTTOM: em_bottom, Position.AN_TOP: an_top, Position.AN_BOTTOM: an_bottom}
+    for entry in sorted(activated, key=_descending_order):
         content = entry.content
         if not content:
             continue
         position = entry.position
-        if position == Position.BEFORE_CHAR:
-            before.insert(0, content)
-        elif position == Position.AFTER_CHAR:
-            after.insert(0, content)
-        elif position == Position.EM_TOP:
-            em_top.insert(0, content)
-        elif position == Position.EM_BOTTOM:
-            em_bottom.insert(0, content)
-        elif position == Position.AN_TOP:
-            an_top.insert(0, content)
-        elif position == Position.AN_BOTTOM:
-            an_bottom.insert(0, content)
+        bucket = prepend.get(position)
+        if bucket is not None:
+            bucket.append(content)
         elif position == Position.AT_DEPTH:
-            depth_groups.setdefault((entry.depth, Role(entry.role)), []).insert(0, content)
+            depth_groups.setdefault((entry.depth, Role(entry.role)), []).append(content)
         elif position == Position.OUTLET and entry.outlet_name:
             outlets.setdefault(entry.outlet_name, []).append(content)
+    for bucket in (*prepend.values(), *depth_groups.values()):
+        bucket.reverse()
     return Buckets(
         before="\n".join(before), after="\n".join(after), an_top=an_top, an_bottom=an_bottom,
         at_depth={key: "\n".join(parts) for key, parts in depth_groups.items()},
         examples_top=em_top, examples_bottom=em_bottom,
         outlets={name: "\n".join(parts) for name, parts in outlets.items()},
     )
+
+
+def _descending_order(entry: ActivatedEntry) -> int:
+    return -entry.order

@@ -56,18 +56,14 @@ class ScanBuffer:
     """
 
     def __init__(self, ctx: ActivationContext, include_names: bool) -> None:
-        newest_first: list[Segment] = []
+        self._ctx, self._include_names = ctx, include_names
+        # Message segments are made on demand, newest first: a scan reads `depth` of them,
+        # and a chat may hold thousands.
+        self._newest_first: list[Segment] = []
         if ctx.input:
             text = f"{ctx.user_name}: {ctx.input}" if include_names else ctx.input
-            newest_first.append(Segment("input", "the input", js_trim(text)))
-        total = len(ctx.messages)
-        for offset, message in enumerate(reversed(ctx.messages)):
-            if len(newest_first) >= MAX_SCAN_DEPTH:
-                break
-            text = f"{message.name}: {message.text}" if include_names else message.text
-            ref = message.ref if message.ref is not None else total - offset
-            newest_first.append(Segment(ref, f"message {_ref_label(ref)} ({message.name})", js_trim(text)))
-        self.messages = newest_first
+            self._newest_first.append(Segment("input", "the input", js_trim(text)))
+        self._limit = min(MAX_SCAN_DEPTH, len(self._newest_first) + len(ctx.messages))
         self.extras = [
             Segment(attr, f"the {attr.replace('_', ' ')}", getattr(ctx, attr)) if getattr(ctx, attr) else None
             for attr, _flag in EXTRA_SOURCES
@@ -75,12 +71,39 @@ class ScanBuffer:
         self.injections = [Segment("injection", "an injected prompt", text) for text in ctx.injections if text]
         self.recursion: list[str] = []
         self.recursion_pieces: list[Segment] = []
+        self._added = 0  # pieces of the last recursion text
         self._cache: dict[tuple[int, ExtraFlags, bool, int], str] = {}
+
+    def messages(self, depth: int) -> list[Segment]:
+        """The newest `depth` message segments (the input first), at most `MAX_SCAN_DEPTH`."""
+        made = self._newest_first
+        wanted = min(depth, self._limit)
+        if len(made) < wanted:
+            ctx, total = self._ctx, len(self._ctx.messages)
+            offset = len(made) - (1 if ctx.input else 0)  # messages already made, newest first
+            for message in reversed(ctx.messages[total - (wanted - len(made)) - offset:total - offset]):
+                offset += 1
+                text = f"{message.name}: {message.text}" if self._include_names else message.text
+                ref = message.ref if message.ref is not None else total - offset + 1
+                made.append(Segment(ref, f"message {_ref_label(ref)} ({message.name})", js_trim(text)))
+        return made[:wanted]
 
     def add_recursion(self, text: str, pieces: list[Segment]) -> None:
         """Append one loop's recursion text (contents joined with "\\n") and its per-entry pieces."""
         self.recursion.append(text)
         self.recursion_pieces.extend(pieces)
+        self._added = len(pieces)
+
+    def previous(self, depth: int, extras: ExtraFlags) -> tuple[str, int] | None:
+        """The buffer `text(depth, extras, True)` was before the last `add_recursion`, and how many
+        of today's `segments(depth, extras, True)` are its pieces; None if that text was not made
+        (only a text already made is of use: its keys are known)."""
+        if not self.recursion or depth <= 0:
+            return None
+        before = self._cache.get((depth, extras, True, len(self.recursion) - 1))
+        if before is None:
+            return None
+        return before, len(self.segments(depth, extras, True)) - self._added
 
     def text(self, depth: int, extras: ExtraFlags, with_recursion: bool) -> str:
         """The buffer for an entry scanning `depth` messages and the given extra sources."""
@@ -91,7 +114,7 @@ class ScanBuffer:
         if depth <= 0:
             result = ""
         else:
-            parts = [MATCHER + JOINER.join(m.text for m in self.messages[:min(depth, MAX_SCAN_DEPTH)])]
+            parts = [MATCHER + JOINER.join(m.text for m in self.messages(depth))]
             parts.extend(JOINER + seg.text for seg, on in zip(self.extras, extras) if on and seg is not None)
             if self.injections:
                 parts.append(JOINER + JOINER.join(seg.text for seg in self.injections))
@@ -105,7 +128,7 @@ class ScanBuffer:
         """The pieces of `text(depth, extras, with_recursion)` in buffer order."""
         if depth <= 0:
             return []
-        pieces = list(self.messages[:min(depth, MAX_SCAN_DEPTH)])
+        pieces = self.messages(depth)
         pieces.extend(seg for seg, on in zip(self.extras, extras) if on and seg is not None)
         pieces.extend(self.injections)
         if with_recursion:

@@ -35,7 +35,19 @@ How it gets there fast (performance-anchors §1.1, §5):
     Results are cached per unit string (or per whole text). The undecided units of a key are
     searched in one go, joined by a separator its scope cannot cross;
   * a relaxed pattern without the `\\b`/`\\B` assertions, a cheap necessary condition
-    searched first (`RegexPlan.relaxed`).
+    searched first (`RegexPlan.relaxed`), compiled once the key's own searches have covered
+    `RELAX_AFTER` characters (compiling costs about that much). No match of the key starts
+    before the leftmost relaxed match, so the key is then searched from there (`pos=`, which
+    leaves the text before it in view of lookbehinds: the same search, shorter).
+- Scan loops. The next loop's buffer is the last one + "\\n\\x01" + recursion text: its atoms
+  and lines are the last buffer's and the rest's, so it is composed from the cached one (`_Text`)
+  and only the rest is looked at for the keys the last buffer decided (PIECE and TEXT scopes,
+  whose units do not compose so, are searched as usual). What a whole text was found to hold
+  or not (`_Text.rx_true` / `rx_false`) is kept with it. Scan buffers never come back once the
+  window moves on, so only the last few are kept; their messages stay cached as units.
+- Locating keys (`first_hits`): activation.py asks, for its fired entries' keys, which buffer
+  piece holds each first (a piece is usually cached from the last step, verdicts included); the
+  pieces of the last loop's buffer are skipped for plain and ATOM-scope keys it did not hold.
 - Odd keys (an empty needle, a needle holding `\\n` or `\\x01`) are tested on the whole text
   the reference's way.
 
@@ -57,6 +69,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate
+from operator import attrgetter
 
 import ahocorasick_rs
 import regex
@@ -101,6 +114,13 @@ MIN_LITERAL = 3
 CJK characters): shorter ones occur almost everywhere and flood the automaton."""
 _NOTHING = KeyHits(frozenset())
 _UNKNOWN = object()
+_KEYS, _LITS = attrgetter("keys"), attrgetter("lits")
+_PLUS_ONE = (1).__add__
+RELAX_AFTER = 1500
+"""Characters a regex key is searched with its own pattern before its relaxed pattern is
+compiled (see `FastIndex._quick`)."""
+_LONG_TEXT = 2000  # texts at least this long are remembered as bases for composed texts
+_LONG_KEPT = 6  # how many are kept: this step's scan buffers and the last step's
 
 
 # -- regex analysis -----------------------------------------------------------------------------
@@ -186,7 +206,8 @@ def _compile_relaxed(pattern: str, flags: int) -> regex.Pattern[str] | None:
 
 
 _BOUNDARIES = tuple(compile_js_regex(b, "")[0].pattern for b in ("\\b", "\\B"))
-_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT} | ({_sre.POSSESSIVE_REPEAT} if hasattr(_sre, "POSSESSIVE_REPEAT") else set())
+_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT} | (
+    {_sre.POSSESSIVE_REPEAT} if hasattr(_sre, "POSSESSIVE_REPEAT") else set())
 _ATOMIC = getattr(_sre, "ATOMIC_GROUP", None)
 _SEP, _NL, _ALL = 1, 2, 3  # may consume \x01, may consume \n, both (also: anchored or not understood)
 _SEP_CODE, _NL_CODE = ord(SEPARATOR), ord(NEWLINE)
@@ -278,17 +299,20 @@ def _requirements(items: list, folded: bool) -> list[frozenset[str]]:
 
 
 def _usable(alternatives: frozenset[str], folded: bool) -> frozenset[str] | None:
-    """Shrink each alternative to its longest part the prefilter can look for; None if one is
-    too short.
+    """Shrink each alternative to its longest part the prefilter can look for; None if one has
+    no part long enough (`MIN_LITERAL`).
 
     A part of a required literal is required too. Parts stop at `\\n` and `\\x01` (where the text
     is cut into atoms) and, when folded, at characters whose `regex` case folding is not
     `str.lower`'s (`_FOLDED_LITERAL_STOP`)."""
     out = []
     for literal in alternatives:
-        best = max((_FOLDED_LITERAL_STOP if folded else _LITERAL_STOP).split(literal), key=len)
-        if len(best) < (MIN_LITERAL if best.isascii() else MIN_LITERAL - 1):
+        # The longest part long enough for its kind ("lä" from "fußlä" under `i`, not "fu").
+        parts = [part for part in (_FOLDED_LITERAL_STOP if folded else _LITERAL_STOP).split(literal)
+                 if len(part) >= (MIN_LITERAL if part.isascii() else MIN_LITERAL - 1)]
+        if not parts:
             return None
+        best = max(parts, key=len)
         out.append(best.translate(_FOLD_FIX).lower() if folded else best)
     return frozenset(out)
 
@@ -319,27 +343,36 @@ class _Unit:
 @dataclass
 class _Text:
     """A whole text asked about recently: its atoms, the union of their facts, its pieces and
-    lines (lazily, for PIECE/LINE-scope regexes) and its TEXT-scope regex results."""
+    lines (lazily, for PIECE/LINE-scope regexes) and the regex keys decided for it as a whole
+    (`rx_true` / `rx_false`: found in this very text or not, any scope; never a timeout).
 
-    atoms: list[tuple[str, _Unit]]
+    A text that is a cached one (`base`) + `"\\n"` + more (the next scan loop's buffer: the last
+    one plus this loop's recursion text) is `composed`: its atoms and lines are the base's plus
+    those of the rest (`split` = where the rest starts), so the base's facts and verdicts carry
+    over and only the rest is looked at for keys the base has decided."""
+
+    atoms: dict[str, _Unit] | None  # ordered, each distinct atom once (None: not put together yet)
     keys: frozenset[int]
     lits: frozenset[int]
     size: int
-    splits: dict[str, list[tuple[str, _Unit]]] = field(default_factory=dict)
-    searched: dict[int, bool] = field(default_factory=dict)  # TEXT-scope regex results
+    splits: dict[str, dict[str, _Unit]] = field(default_factory=dict)
+    candidates: frozenset[int] | None = None  # regex keys worth searching in this text (lazy)
+    rx_true: set[int] = field(default_factory=set)
+    rx_false: set[int] = field(default_factory=set)
+    open: frozenset[int] | None = None  # candidates in neither rx_true nor rx_false (lazy; reset on change)
+    base: _Text | None = None
+    split: int = 0
+    rest_atoms: dict[str, _Unit] | None = None
 
 
 def _atoms(text: str) -> list[str]:
-    """`text` cut at every `\\n` and `\\x01` (str.split is much faster than a regex split)."""
-    if NEWLINE in text:
-        return [atom for line in text.split(NEWLINE) for atom in line.split(SEPARATOR)]
-    return text.split(SEPARATOR)
+    """`text` cut at every `\\n` and `\\x01`, in order (one C-level split)."""
+    return text.replace(SEPARATOR, NEWLINE).split(NEWLINE) if SEPARATOR in text else text.split(NEWLINE)
 
 
 def _add_words(words: dict[str, list[int]], text: str, keys: set[int]) -> None:
     """Add the keys of `words` that are a maximal `\\w` run of `text`."""
-    for word in words.keys() & set(_TOKEN.findall(text)):
-        keys.update(words[word])
+    keys.update(*map(words.__getitem__, words.keys() & set(_TOKEN.findall(text))))
 
 
 class _Automaton:
@@ -472,7 +505,10 @@ class FastIndex:
         self._scopes = {scope: frozenset(k for k, p in self.plans.items() if p.scope == scope)
                         for scope in (ATOM, PIECE, LINE, TEXT)}
         self._units: dict[str, _Unit] = {}
+        self._relaxed: dict[int, regex.Pattern[str] | None] = {}  # key id -> compiled relaxed pattern
+        self._unrelaxed: dict[int, int] = {}  # key id -> characters searched before compiling it
         self._texts: dict[str, _Text] = {}
+        self._long: list[str] = []  # the last long texts asked about, oldest first (`_composed`)
         self._cached_chars = 0
 
     def _add_regex(self, key_id: int, parsed: RegexKey, lit_regexes: list[set[int]]) -> None:
@@ -511,22 +547,93 @@ class FastIndex:
             wanted = keys  # type: ignore[assignment]
         else:
             wanted = frozenset(keys)
-        matched = set(info.keys) if wanted is None else set(info.keys & wanted)
+        found: set[int] = set()  # odd and regex keys (the plain ones are `info.keys`)
         if self._odd:
-            self._odd_hits(text, wanted, matched)
+            self._odd_hits(text, wanted, found)
         timed_out: set[int] = set()
         if self._regex:
-            self._regex_hits(text, info, wanted, matched, timed_out)
+            self._regex_hits(text, info, wanted, found, timed_out)
         if self._cached_chars > self.cache_chars:
             self._trim()
+        plain = info.keys if wanted is None else info.keys & wanted
+        matched = plain.union(found) if found else plain  # one copy of a set that can be large
         if not matched and not timed_out:
             return _NOTHING
-        return KeyHits(frozenset(matched), frozenset(timed_out))
+        return KeyHits(matched, frozenset(timed_out))
+
+    def first_hits(self, texts: Iterable[str], keys: Collection[int], base: str | None = None,
+                   base_pieces: int = 0) -> dict[int, int]:
+        """For each key of `keys`, the position in `texts` of the first text it is found in (as
+        `hits(text, keys)` finds it; a timed-out search counts as not found); keys found in no
+        text are left out.
+
+        The same answer as asking `hits` text by text for the keys not yet placed (each key's
+        answer for a text does not depend on the other keys asked), without building a
+        `KeyHits` per text: activation.py places each fired entry's key in a buffer piece so.
+
+        `base`, `base_pieces`: the first `base_pieces` texts are `"\x01"` + pieces of `base`, a
+        text asked about with `hits` before (a scan loop's buffer; the texts are the next loop's
+        pieces). Every atom of such a text is an atom of `base`, so a plain or ATOM-scope regex
+        key that `base` does not hold cannot be in them: those keys start at `base_pieces`.
+        (A piece's lines need not be lines of `base`: other scopes are looked for everywhere.)"""
+        remaining = set(keys)
+        placed: dict[int, int] = {}
+        regex_ids, odd = self._regex_ids, self._odd
+        rx_left = remaining & regex_ids
+        odd_left = {k for k in remaining if k in odd} if odd else set()
+        head = remaining  # the keys looked for in the first `skip_to` texts
+        skip_to = 0
+        known = self._texts.get(base) if base is not None and base_pieces > 0 else None
+        if known is not None:
+            atom_rx = rx_left & self._scopes[ATOM]
+            absent = (remaining - regex_ids - odd_left - known.keys) | (atom_rx & known.rx_false) \
+                | (atom_rx - self._candidates(known))
+            if absent:
+                head, skip_to = remaining - absent, base_pieces
+        for position, text in enumerate(texts):
+            if position < skip_to:
+                if not head:
+                    continue
+                wanted, rx_wanted = head, rx_left & head
+            else:
+                if not remaining:
+                    break
+                wanted, rx_wanted = remaining, rx_left
+            info = self._text(text)
+            # Most pieces hold none of the keys: test before building sets.
+            found = None if wanted.isdisjoint(info.keys) else wanted.intersection(info.keys)
+            if odd_left:
+                found = found or set()
+                self._odd_hits(text, odd_left, found)
+            if rx_wanted:
+                # A piece is usually the same string as in the previous step, so its verdicts
+                # are kept with its cached text: only its undecided candidates are searched.
+                if info.rx_true and not rx_wanted.isdisjoint(info.rx_true):
+                    found = found or set()
+                    found |= rx_wanted & info.rx_true
+                undecided = info.open
+                if undecided is None:
+                    undecided = info.open = self._candidates(info) - info.rx_true - info.rx_false
+                if not rx_wanted.isdisjoint(undecided):
+                    found = found or set()
+                    self._regex_hits(text, info, rx_wanted & undecided, found, set())  # keeps the verdicts
+            if found:
+                for key_id in found:
+                    placed[key_id] = position
+                remaining -= found
+                rx_left -= found
+                odd_left -= found
+                if head is not remaining:
+                    head = head - found
+        if self._cached_chars > self.cache_chars:
+            self._trim()
+        return placed
 
     def clear_cache(self) -> None:
         """Forget every cached unit and text (the automata stay built)."""
         self._units.clear()
         self._texts.clear()
+        self._long.clear()
         self._cached_chars = 0
 
     # -- units ----------------------------------------------------------------------------------
@@ -535,20 +642,55 @@ class FastIndex:
         """The facts of a whole text, cached (an activation asks about one text many times)."""
         info = self._texts.pop(text, None)
         if info is None:
-            atoms = self._units_of(_atoms(text))
-            if len(atoms) == 1:
-                keys, lits = atoms[0][1].keys, atoms[0][1].lits
-            else:
-                keys = frozenset().union(*(u.keys for _, u in atoms))
-                lits = frozenset().union(*(u.lits for _, u in atoms))
-            info = _Text(atoms, keys, lits, len(text) + 100)
+            info = self._composed(text)
+            if info is None:
+                atoms = self._units_of(_atoms(text))
+                if len(atoms) == 1:
+                    (unit,) = atoms.values()
+                    keys, lits = unit.keys, unit.lits
+                else:
+                    keys = frozenset().union(*map(_KEYS, atoms.values()))
+                    lits = frozenset().union(*map(_LITS, atoms.values()))
+                info = _Text(atoms, keys, lits, len(text) + 100)
             self._cached_chars += info.size
+            if len(text) >= _LONG_TEXT:  # a scan buffer: the next loop's may extend it
+                self._long.append(text)
+                if len(self._long) > _LONG_KEPT:
+                    # Buffers do not come back in later steps (the window moves): forget them
+                    # early (their messages and contents stay cached as units).
+                    dropped = self._texts.pop(self._long.pop(0), None)
+                    if dropped is not None:
+                        self._cached_chars -= dropped.size
         self._texts[text] = info  # (re)inserted last: the most recently used
         return info
 
-    def _units_of(self, strings: list[str]) -> list[tuple[str, _Unit]]:
-        """The distinct strings with their facts (a repeated unit is looked at once)."""
-        return [(s, self._unit(s)) for s in dict.fromkeys(strings)]
+    def _composed(self, text: str) -> _Text | None:
+        """`text` as a recently seen long text + "\n" + a rest, if it is one (see `_Text`)."""
+        for base_text in reversed(self._long):
+            cut = len(base_text)
+            if cut < len(text) and text[cut] == NEWLINE and text.startswith(base_text):
+                base = self._texts.get(base_text)
+                if base is None:
+                    continue
+                # Cutting at that "\n": the atoms (and lines) of text are the base's, then the rest's.
+                rest = self._units_of(_atoms(text[cut + 1:]))
+                keys = base.keys.union(*map(_KEYS, rest.values()))
+                lits = base.lits.union(*map(_LITS, rest.values()))
+                # (its atoms, the base's and the rest's, are put together only if asked for)
+                return _Text(None, keys, lits, len(text) + 100, base=base, split=cut + 1, rest_atoms=rest)
+        return None
+
+    def _units_of(self, strings: list[str]) -> dict[str, _Unit]:
+        """The distinct strings with their facts, in order (a repeated unit is looked at once)."""
+        units, out = self._units, {}
+        for string in dict.fromkeys(strings):
+            info = units.pop(string, None)  # `_unit` inlined for the known ones: the common case
+            if info is None:
+                info = self._unit(string)
+            else:
+                units[string] = info  # (re)inserted last: the most recently used
+            out[string] = info
+        return out
 
     def _unit(self, string: str) -> _Unit:
         info = self._units.pop(string, None)
@@ -577,10 +719,25 @@ class FastIndex:
         self._units[string] = info  # (re)inserted last: the most recently used
         return info
 
-    def _split(self, text: str, info: _Text, separator: str) -> list[tuple[str, _Unit]]:
+    def _split(self, text: str, info: _Text, separator: str) -> dict[str, _Unit]:
         units = info.splits.get(separator)
         if units is None:
             units = info.splits[separator] = self._units_of(text.split(separator))
+        return units
+
+    def _atoms_of(self, info: _Text) -> dict[str, _Unit]:
+        """The atoms of a text (a composed one's: the base's, then the rest's new ones)."""
+        if info.atoms is None:
+            info.atoms = {**self._atoms_of(info.base), **info.rest_atoms}  # type: ignore[arg-type]
+        return info.atoms
+
+    def _rest_units(self, text: str, info: _Text, scope: str) -> dict[str, _Unit]:
+        """The atoms (ATOM) or lines (LINE) of a composed text's rest (see `_Text`)."""
+        if scope == ATOM:
+            return info.rest_atoms  # type: ignore[return-value]
+        units = info.splits.get("rest")
+        if units is None:
+            units = info.splits["rest"] = self._units_of(text[info.split:].split(NEWLINE))
         return units
 
     def _trim(self) -> None:
@@ -607,42 +764,60 @@ class FastIndex:
             if (pattern.search(hay) is not None) if pattern is not None else needle in hay:
                 matched.add(key_id)
 
-    def _candidates(self, info: _Unit) -> frozenset[int]:
-        """Regex keys that may match inside this unit: no literal needed, or one is present."""
+    def _candidates(self, info: _Unit | _Text) -> frozenset[int]:
+        """Regex keys that may match inside this unit or text: no literal needed, or one is present."""
         if info.candidates is None:
-            candidates = set(self._unfiltered)
-            for lit in info.lits:
-                candidates.update(self._lit_regexes[lit])
-            info.candidates = frozenset(candidates)
+            base = info.base if isinstance(info, _Text) else None
+            if base is not None:  # the base's, plus what the literals new in the rest bring
+                info.candidates = self._candidates(base).union(
+                    *map(self._lit_regexes.__getitem__, info.lits - base.lits))
+            else:
+                info.candidates = self._unfiltered.union(*map(self._lit_regexes.__getitem__, info.lits))
         return info.candidates
 
     def _regex_hits(self, text: str, info: _Text, wanted: Collection[int] | None, matched: set[int],
                     timed_out: set[int]) -> None:
+        """Add the asked regex keys found in `text` to `matched` (timed out: `timed_out`), and
+        keep the verdicts with `info` (`_Text.rx_true` / `rx_false`)."""
         asked = self._regex_ids if wanted is None else self._regex_ids & (
             wanted if isinstance(wanted, (set, frozenset)) else set(wanted))
         if not asked:
             return
         # A regex with a required literal cannot match a text without one of its alternatives.
-        lits = info.lits
         if len(asked) <= 16:  # e.g. locating one key: check the few asked keys one by one
-            requires = self._requires
+            requires, lits = self._requires, info.lits
             possible = {k for k in asked if requires[k] is None or not requires[k].isdisjoint(lits)}
         else:
-            possible = set(self._unfiltered)
-            for lit in lits:
-                possible.update(self._lit_regexes[lit])
-            if wanted is not None:
-                possible &= asked
+            possible = self._candidates(info) if wanted is None else self._candidates(info) & asked
         if not possible:
             return
+        base = info.base
         for scope, separator in ((ATOM, None), (PIECE, SEPARATOR), (LINE, NEWLINE)):
             ids = possible & self._scopes[scope]
-            if ids:
-                units = info.atoms if separator is None else self._split(text, info, separator)
+            if not ids:
+                continue
+            if base is not None and scope != PIECE:
+                # Atoms and lines of a composed text are the base's and the rest's: a key the
+                # base has decided is found there, or can only be in the rest.
+                known = ids & base.rx_true
+                matched |= known
+                undecided = ids - known
+                in_rest = (undecided & base.rx_false) | (undecided - self._candidates(base))
+                if in_rest:
+                    self._unit_hits(self._rest_units(text, info, scope), in_rest, matched, timed_out, NEWLINE)
+                undecided -= in_rest
+                if undecided:  # asked afresh, or timed out for the base: all units
+                    units = self._atoms_of(info) if scope == ATOM else self._split(text, info, NEWLINE)
+                    self._unit_hits(units, undecided, matched, timed_out, NEWLINE)
+            else:
+                units = self._atoms_of(info) if separator is None else self._split(text, info, separator)
                 self._unit_hits(units, ids, matched, timed_out, separator or NEWLINE)
+            info.rx_true |= ids & matched
+            info.rx_false |= ids - matched - timed_out
+            info.open = None
         ids = possible & self._scopes[TEXT]
         if ids:
-            self._text_hits(text, info.searched, ids, matched, timed_out)
+            self._text_hits(text, info, ids, matched, timed_out)
 
     def _one_regex(self, text: str, info: _Text, key_id: int, plan: RegexPlan) -> bool | None:
         """`_regex_hits` for a single key: found, not found, or None if it timed out."""
@@ -652,14 +827,14 @@ class FastIndex:
         matched: set[int] = set()
         timed_out: set[int] = set()
         if plan.scope == TEXT:
-            self._text_hits(text, info.searched, {key_id}, matched, timed_out)
+            self._text_hits(text, info, {key_id}, matched, timed_out)
         else:
             separator = None if plan.scope == ATOM else SEPARATOR if plan.scope == PIECE else NEWLINE
-            units = info.atoms if separator is None else self._split(text, info, separator)
+            units = self._atoms_of(info) if separator is None else self._split(text, info, separator)
             self._unit_hits(units, {key_id}, matched, timed_out, separator or NEWLINE)
         return True if matched else None if timed_out else False
 
-    def _unit_hits(self, units: list[tuple[str, _Unit]], ids: set[int], matched: set[int],
+    def _unit_hits(self, units: dict[str, _Unit], ids: set[int], matched: set[int],
                    timed_out: set[int], joiner: str) -> None:
         """Regex keys whose matches lie in one unit: found iff found in some unit.
 
@@ -668,17 +843,19 @@ class FastIndex:
         `joiner` (a separator its scope cannot cross, so no match spans two units), with
         `regex_timeout` for that search; the leftmost match tells which units are decided."""
         todo = set(ids)
-        for _, info in units:
-            known = todo & info.rx_true
-            if known:
-                matched.update(known)
-                todo -= known
-        if not todo:
-            return
+        for info in units.values():
+            if info.rx_true:
+                known = todo & info.rx_true
+                if known:
+                    matched |= known
+                    todo -= known
+                    if not todo:
+                        return
         pending: dict[int, list[tuple[str, _Unit]]] = {}
-        for unit in units:
+        candidates = self._candidates
+        for unit in units.items():
             info = unit[1]
-            for key_id in (todo & self._candidates(info)) - info.rx_false:
+            for key_id in (todo & candidates(info)) - info.rx_false:
                 pending.setdefault(key_id, []).append(unit)
         for key_id, chosen in pending.items():
             found = self._search_units(key_id, chosen, joiner)
@@ -690,13 +867,15 @@ class FastIndex:
     def _search_units(self, key_id: int, chosen: list[tuple[str, _Unit]], joiner: str) -> bool | None:
         """Search a unit-scoped key in the joined units; record what the search decides per
         unit. None if it timed out (nothing recorded past what the prefilter proved)."""
-        strings = [string for string, _ in chosen]
-        text = strings[0] if len(strings) == 1 else joiner.join(strings)
-        starts = list(accumulate((len(string) + 1 for string in strings[:-1]), initial=0))
+        if len(chosen) == 1:
+            text, starts = chosen[0][0], [0]
+        else:
+            strings = [string for string, _ in chosen]
+            text = joiner.join(strings)
+            starts = list(accumulate(map(_PLUS_ONE, map(len, strings[:-1])), initial=0))  # each unit's offset
         rx = self._regex[key_id]
-        first = 0  # the first unit the prefilter could not rule out
-        relaxed = self.plans[key_id].relaxed
-        quick = _compile_relaxed(relaxed, rx.compiled.flags) if relaxed is not None else None
+        first = pos = 0  # the first unit, and position, the prefilter could not rule out
+        quick = self._quick(key_id, len(text))
         if quick is not None:
             try:
                 hint = quick.search(text, timeout=self.regex_timeout)
@@ -707,15 +886,18 @@ class FastIndex:
                     info.rx_false.add(key_id)
                 return False
             if hint is not _UNKNOWN:
-                first = bisect_right(starts, hint.start()) - 1
-        offset = starts[first]
+                # The relaxed pattern matches wherever the key does, so no match of the key
+                # starts before the leftmost relaxed one. `pos` keeps the text before it in view
+                # of lookbehinds (unlike slicing), so this is the whole search, only shorter.
+                pos = hint.start()
+                first = bisect_right(starts, pos) - 1
         try:
-            found = rx.compiled.search(text[offset:] if offset else text, timeout=self.regex_timeout)
+            found = rx.compiled.search(text, pos, timeout=self.regex_timeout)
         except TimeoutError:
             for _, info in chosen[:first]:
                 info.rx_false.add(key_id)
             return None
-        last = len(chosen) if found is None else bisect_right(starts, offset + found.start()) - 1
+        last = len(chosen) if found is None else bisect_right(starts, found.start()) - 1
         for _, info in chosen[:last]:
             info.rx_false.add(key_id)
         if found is None:
@@ -723,35 +905,64 @@ class FastIndex:
         chosen[last][1].rx_true.add(key_id)
         return True
 
+    def _quick(self, key_id: int, chars: int) -> regex.Pattern[str] | None:
+        """The compiled relaxed pattern of a regex key (`RegexPlan.relaxed`) for a search of
+        `chars` characters, or None: search with the key itself.
+
+        Compiling costs about as much as the key's own (slower) search of ~1,500 characters, so
+        a key is compiled once its searches without it have covered `RELAX_AFTER` characters
+        (at most twice the cheaper cost; most keys are searched a few times in a session)."""
+        quick = self._relaxed.get(key_id, _UNKNOWN)
+        if quick is _UNKNOWN:
+            relaxed = self.plans[key_id].relaxed
+            if relaxed is None:
+                quick = self._relaxed[key_id] = None
+            else:
+                searched = self._unrelaxed.get(key_id, 0) + chars
+                if searched < RELAX_AFTER:
+                    self._unrelaxed[key_id] = searched
+                    return None
+                quick = self._relaxed[key_id] = _compile_relaxed(relaxed, self._regex[key_id].compiled.flags)
+        return quick  # type: ignore[return-value]
+
     def _search(self, key_id: int, text: str) -> bool | None:
         """Search one regex key in the whole text as the reference does (match at 0 if sticky);
         None if it timed out. The relaxed pattern goes first with a budget of its own, so it
-        never makes a key time out that the reference's search would decide."""
+        never makes a key time out that the reference's search would decide; a match of the
+        key cannot start before its leftmost match (see `_search_units`)."""
         rx = self._regex[key_id]
-        relaxed = self.plans[key_id].relaxed
-        quick = _compile_relaxed(relaxed, rx.compiled.flags) if relaxed is not None else None
+        quick = self._quick(key_id, len(text))
+        pos = 0
         if quick is not None:
             try:
-                if (quick.match if rx.sticky else quick.search)(text, timeout=self.regex_timeout) is None:
+                hint = (quick.match if rx.sticky else quick.search)(text, timeout=self.regex_timeout)
+                if hint is None:
                     return False
+                if not rx.sticky:
+                    pos = hint.start()
             except TimeoutError:
                 pass
         try:
-            return (rx.compiled.match if rx.sticky else rx.compiled.search)(text, timeout=self.regex_timeout) is not None
+            if rx.sticky:
+                return rx.compiled.match(text, timeout=self.regex_timeout) is not None
+            return rx.compiled.search(text, pos, timeout=self.regex_timeout) is not None
         except TimeoutError:
             return None
 
-    def _text_hits(self, text: str, known: dict[int, bool], ids: set[int], matched: set[int],
-                   timed_out: set[int]) -> None:
-        """Regex keys searched in the whole text as the reference does (`known` holds this
+    def _text_hits(self, text: str, info: _Text, ids: set[int], matched: set[int], timed_out: set[int]) -> None:
+        """Regex keys searched in the whole text as the reference does (`info` holds this
         text's finished searches)."""
         for key_id in ids:
-            result = known.get(key_id)
-            if result is None:
+            if key_id in info.rx_true:
+                matched.add(key_id)
+            elif key_id not in info.rx_false:
                 result = self._search(key_id, text)
                 if result is None:
                     timed_out.add(key_id)
                     continue
-                known[key_id] = result
-            if result:
-                matched.add(key_id)
+                info.open = None
+                if result:
+                    info.rx_true.add(key_id)
+                    matched.add(key_id)
+                else:
+                    info.rx_false.add(key_id)

@@ -103,7 +103,8 @@ def filter_by_inclusion_groups(
         if sticky:
             for entry in group:
                 if entry not in sticky:
-                    remove(entry, GroupLoss(name, sticky[0], f"lost group '{name}' to sticky uid {sticky[0].entry.uid}"))
+                    remove(entry, GroupLoss(name, sticky[0],
+                                            f"lost group '{name}' to sticky uid {sticky[0].entry.uid}"))
         for entry in [e for e in group if is_cooling(e)]:
             remove(entry, GroupLoss(name, None, f"removed from group '{name}' while cooling down"))
 

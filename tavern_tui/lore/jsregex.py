@@ -329,7 +329,8 @@ class _Translator:
         body, negs, k = [], [], 0
         while k < len(atoms):
             atom = atoms[k]
-            if k + 2 < len(atoms) and atoms[k + 1] == ("-",) and atom[0] in ("c", "-") and atoms[k + 2][0] in ("c", "-"):
+            if (k + 2 < len(atoms) and atoms[k + 1] == ("-",) and atom[0] in ("c", "-")
+                    and atoms[k + 2][0] in ("c", "-")):
                 lo = atom[1] if atom[0] == "c" else ord("-")
                 hi = atoms[k + 2][1] if atoms[k + 2][0] == "c" else ord("-")
                 if lo > hi:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field, fields
 
 from tavern_tui.assembly.macros import substitute_names
-from tavern_tui.lore.buffer import ExtraFlags
+from tavern_tui.lore.buffer import ExtraFlags, Segment
 from tavern_tui.lore.context import EXTRA_SOURCES, ActivationContext, SourcedBook
 from tavern_tui.lore.jsregex import JS_SPACE_CLASS, js_trim
 from tavern_tui.lore.matching import (
@@ -83,6 +83,14 @@ class Prepared:
     group_names: list[str]
     key_ids: tuple[int, ...] = ()
     template: dict = field(default_factory=dict)
+    keyed: list[tuple[str, int]] = field(default_factory=list)
+    """`primary` without the blank keys (what key matching walks, in key order)."""
+    fired_entries: dict | None = None
+    """(reason, loop) -> the entry's `ActivatedEntry`, made by activation.py when it fires so."""
+    segment: Segment | None = None
+    """The buffer piece of the content in recursion, made by activation.py when first needed."""
+    utf8_size: int = -1
+    """UTF-8 bytes of `content + "\n"` (the budget's estimate), -1 until activation.py needs it."""
     simple: bool = False
     """Only its keys and the activation's state (active, failed roll, timed) decide it: enabled,
     no triggers, character filter, delay level, exclude-recursion, decorators or constant flag,
@@ -97,8 +105,14 @@ class Plan:
     (for the timed effects), `same_key` every entry per (book, uid), `simple` the simple entries
     per shape, `owners` the simple entries by primary key id, `shape_ids` every key id per shape,
     `simple_pos` their positions, `complex` the positions of the other entries, `delaying` the
-    entries with a `delay`; `no_match` is filled by `_Run.scan`: (shape, depth) -> position ->
-    the fields of that entry's no-match `Decision` (with a detail formatter).
+    entries with a `delay`, `delay_levels` the distinct delay-until-recursion levels ascending,
+    `ignoring_budget` / `preventing` / `grouping` whether any entry has `ignore_budget` /
+    `prevent_recursion` / an inclusion group,
+    `timing_keys` the (book, uid) of entries with a sticky or cooldown length, `owner_pos` per shape the positions of
+    the simple entries owning each primary key id,
+    `key_pos` the positions of every entry per (book, uid); `no_match` is filled by `_Run.scan`:
+    (shape, depth) -> position -> the fields of that entry's no-match `Decision` (with a detail
+    formatter).
     """
 
     entries: list[Prepared]
@@ -113,8 +127,20 @@ class Plan:
     delaying: dict[EntryKey, WorldInfoEntry] = field(default_factory=dict)
     no_match: dict[tuple, dict[int, dict]] = field(default_factory=dict)
     simple_pos: dict[Shape, frozenset[int]] = field(default_factory=dict)
+    delay_levels: tuple[int, ...] = ()
+    ignoring_budget: bool = False
+    preventing: bool = False
+    grouping: bool = False
+    timing_keys: frozenset[EntryKey] = frozenset()
+    owner_pos: dict[Shape, dict[int, tuple[int, ...]]] = field(default_factory=dict)
+    key_pos: dict[EntryKey, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.delay_levels = tuple(sorted({p.delay_level for p in self.entries if p.delay_level}))
+        self.ignoring_budget = any(p.entry.ignore_budget for p in self.entries)
+        self.preventing = any(p.entry.prevent_recursion for p in self.entries)
+        self.grouping = any(p.group_names for p in self.entries)
+        self.timing_keys = frozenset(p.key for p in self.entries if p.entry.sticky or p.entry.cooldown)
         for p in self.entries:
             if not p.simple:
                 self.complex.append(p.pos)
@@ -127,6 +153,12 @@ class Plan:
                 for k in dict.fromkeys(k for _, k in p.primary if k is not None):
                     self.owners.setdefault(k, []).append(p)
         self.simple_pos = {shape: frozenset(p.pos for p in group) for shape, group in self.simple.items()}
+        self.key_pos = {key: tuple(p.pos for p in same) for key, same in self.same_key.items()}
+        by_shape: dict[Shape, dict[int, list[int]]] = {shape: {} for shape in self.simple}
+        for k, owning in self.owners.items():
+            for p in owning:
+                by_shape[p.shape].setdefault(k, []).append(p.pos)
+        self.owner_pos = {shape: {k: tuple(pos) for k, pos in keys.items()} for shape, keys in by_shape.items()}
         if not self.shape_ids:  # a plan built by hand: every key id its entries ask for
             ids: dict[Shape, set[int]] = {}
             for p in self.entries:
@@ -290,6 +322,7 @@ def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, 
             primary=primary, secondary=secondary, raw_primary=raw_primary, raw_secondary=raw_secondary,
             shape=shape, delay_level=int(entry.delay_until_recursion or 0), group_names=group_names,
             key_ids=key_ids, template=template, simple=simple,
+            keyed=[(text, k) for text, k in primary if k is not None],
         ))
     indexes = {shape: index_factory([registry.keys[k] for k in sorted(ids)]) for shape, ids in shape_keys.items()}
     return Plan(entries, indexes, registry.keys, shape_ids={shape: frozenset(ids) for shape, ids in shape_keys.items()})

@@ -9,6 +9,7 @@ regex timed out.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -56,7 +57,8 @@ STAGE: dict[Reason, int] = {
     Reason.DELAYED: 1, Reason.COOLDOWN: 1,
     Reason.DELAY_UNTIL_RECURSION: 2, Reason.DECORATOR_SUPPRESSED: 2,
     Reason.NO_KEYS: 3, Reason.NO_MATCH: 3, Reason.REGEX_TIMEOUT: 3,
-    Reason.SECONDARY_FAILED: 4, Reason.EXCLUDED_FROM_RECURSION: 4, Reason.GROUP_LOST: 5, Reason.PROBABILITY_FAILED: 6, Reason.OVER_BUDGET: 7,
+    Reason.SECONDARY_FAILED: 4, Reason.EXCLUDED_FROM_RECURSION: 4, Reason.GROUP_LOST: 5, Reason.PROBABILITY_FAILED: 6,
+    Reason.OVER_BUDGET: 7,
     **{reason: 8 for reason in _FIRED},
 }
 
@@ -208,8 +210,10 @@ class ActivationResult:
         new_timed_state: the state to store for the branch after this step (the input state is
             never modified; a dry run or preview ignores this).
         held: decisions built during the run, by scan position.
-        unmatched: scan position → (decision template, loop) of entries whose keys did not match,
-            kept as templates until `decisions` is read.
+        unmatched: entries whose keys did not match, in groups of (scan positions, decision
+            template by position, loop), one group per buffer shape and scan loop: kept as
+            templates until `decisions` is read. A position also in `held` takes that decision
+            (a later loop decided it further).
     """
 
     activated: list[ActivatedEntry]
@@ -220,20 +224,23 @@ class ActivationResult:
     steps: int
     new_timed_state: TimedState
     held: dict[int, Decision] = field(default_factory=dict, repr=False)
-    unmatched: dict[int, tuple[dict[str, Any], int]] = field(default_factory=dict, repr=False)
+    unmatched: list[tuple[Collection[int], Mapping[int, dict[str, Any]], int]] = field(default_factory=list,
+                                                                                        repr=False)
     _built: list[Decision] | None = field(default=None, init=False, repr=False)
 
     @property
     def decisions(self) -> list[Decision]:
         """Every decision in scan order (built once, on first read)."""
         if self._built is None:
-            built: dict[int, Decision] = dict(self.held)
-            for pos, (template, loop) in self.unmatched.items():
-                values = template.copy()
-                values["step"] = loop
-                decision = Decision.__new__(Decision)
-                decision.__dict__ = values
-                built[pos] = decision
+            built: dict[int, Decision] = {}
+            for positions, templates, loop in self.unmatched:
+                for pos in positions:
+                    values = templates[pos].copy()
+                    values["step"] = loop
+                    decision = Decision.__new__(Decision)
+                    decision.__dict__ = values
+                    built[pos] = decision
+            built.update(self.held)
             self._built = [built[pos] for pos in sorted(built)]
         return self._built
 
@@ -246,7 +253,12 @@ class ActivationResult:
     def no_match_uids(self) -> dict[str, list[int | str]]:
         """book → uids of the entries whose keys did not match, in scan order."""
         result: dict[str, list[int | str]] = {}
-        misses = {pos: (t["book"], t["uid"]) for pos, (t, _loop) in self.unmatched.items()}
+        misses: dict[int, tuple[str, int | str]] = {}
+        for positions, templates, _loop in self.unmatched:
+            for pos in positions:
+                if pos not in self.held:
+                    template = templates[pos]
+                    misses[pos] = (template["book"], template["uid"])
         misses.update({pos: (d.book, d.uid) for pos, d in self.held.items() if d.reason is Reason.NO_MATCH})
         for pos in sorted(misses):
             book, uid = misses[pos]

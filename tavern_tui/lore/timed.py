@@ -110,6 +110,8 @@ class TimedWork:
         """Start sticky/cooldown for newly activated entries (`setTimedEffects`) and return the
         state to store. Entries with a running window of that type keep it unchanged."""
         for key, entry in activated:
+            if not (entry.sticky or entry.cooldown):  # most entries: nothing to start
+                continue
             for kind, store in (("sticky", self.sticky), ("cooldown", self.cooldown)):
                 length = getattr(entry, kind)
                 if length and key not in store:

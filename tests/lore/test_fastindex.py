@@ -106,7 +106,8 @@ def test_case_sensitive_keys() -> None:
     assert not hit("Dragon", "a dragon", case=True)
     assert hit("Dragon", "a dragon", case=False)
     assert hit("DRAGON", "a Dragon")
-    keys = [CompiledKey(0, "Dragon", True, True), CompiledKey(1, "Dragon", False, True), CompiledKey(2, "dragon", True, True)]
+    keys = [CompiledKey(0, "Dragon", True, True), CompiledKey(1, "Dragon", False, True),
+            CompiledKey(2, "dragon", True, True)]
     assert both(keys, "\x01The Dragon").matched == {0, 1}
 
 
@@ -368,8 +369,9 @@ def _entry(rng: random.Random, uid: int, vocab: list[str]) -> WorldInfoEntry:
     return WorldInfoEntry(
         uid=uid, key=[key() for _ in range(rng.randint(0, 3))], keysecondary=[key() for _ in range(rng.randint(0, 2))],
         content=_text(rng, vocab)[:80].replace("\x01", " "), constant=rng.random() < 0.1, disable=rng.random() < 0.05,
-        selective_logic=SelectiveLogic(rng.randint(0, 3)), order=rng.randint(0, 200), probability=rng.choice([100, 100, 50]),
-        group=rng.choice(["", "", "g", "g,h"]), prevent_recursion=rng.random() < 0.2, exclude_recursion=rng.random() < 0.2,
+        selective_logic=SelectiveLogic(rng.randint(0, 3)), order=rng.randint(0, 200),
+        probability=rng.choice([100, 100, 50]), group=rng.choice(["", "", "g", "g,h"]),
+        prevent_recursion=rng.random() < 0.2, exclude_recursion=rng.random() < 0.2,
         delay_until_recursion=rng.choice([0, 0, 0, 1]), scan_depth=rng.choice([None, None, 0, 1, 5]),
         case_sensitive=rng.choice([None, True, False]), match_whole_words=rng.choice([None, True, False]),
         match_scenario=rng.random() < 0.2, use_group_scoring=rng.choice([None, True]),
@@ -413,7 +415,8 @@ def _roll(source: random.Random) -> float:
 
 def test_a_timed_out_key_is_explained_with_either_index() -> None:
     evil, slow = "/(a|aa)+$/", "a" * 40 + "b"
-    book = WorldBook("book", [WorldInfoEntry(uid=1, key=[evil]), WorldInfoEntry(uid=2, key=[evil, "aaa"], match_whole_words=False)])
+    book = WorldBook("book", [WorldInfoEntry(uid=1, key=[evil]),
+                              WorldInfoEntry(uid=2, key=[evil, "aaa"], match_whole_words=False)])
     ctx = ActivationContext(messages=[ScanMessage("Alice", slow, 1)], char_name="Alice", user_name="User")
     for factory in (partial(ReferenceIndex, regex_timeout=0.01), partial(FastIndex, regex_timeout=0.01)):
         result = activate([book], ctx, WorldInfoSettings(), index_factory=factory)

@@ -31,7 +31,8 @@ def _entry(rng: random.Random, uid: int) -> WorldInfoEntry:
         delay_until_recursion=rng.choice([0, 0, 0, 1, 2]), scan_depth=rng.choice([None, None, 0, 1, 5]),
         case_sensitive=rng.choice([None, True, False]), match_whole_words=rng.choice([None, True, False]),
         ignore_budget=rng.random() < 0.1, sticky=rng.choice([None, None, 2]), cooldown=rng.choice([None, 3]),
-        match_scenario=rng.random() < 0.2, outlet_name=rng.choice(["", "o"]), use_group_scoring=rng.choice([None, True]),
+        match_scenario=rng.random() < 0.2, outlet_name=rng.choice(["", "o"]),
+        use_group_scoring=rng.choice([None, True]),
     )
 
 
