@@ -303,8 +303,8 @@ class PersonaOps:
             PersonaCapExceeded: over a cap.
         """
         document = self.persona()
-        pinned = self._persona_pin(playthrough_id)
-        rendered = self.rendered_persona(playthrough_id, document)
+        pinned = self._persona_pin(playthrough_id)  # read once: the ceiling and the pinned version
+        rendered = render_persona(document, ceiling=pinned.get("ceiling", DEFAULT_CEILING), scan=block_injections)
         facts = rendered.to_json()
         if pinned.get("version") is not None and pinned["version"] != document.version:
             facts["rotation"] = {"from": pinned["version"], "to": document.version, "reason": PERSONA_CHANGED}
