@@ -29,6 +29,7 @@ from tavern_tui.persona.model import DEFAULT_CEILING, SENSITIVITIES, Belief, Per
     RenderedPersona
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import clip, plural
+from tavern_tui.tui.widgets.save_cancel import SaveCancelModal
 
 TEXT_WIDTH = 62
 """Characters of an entry's or a statement's text the tables show before cutting it with "…"."""
@@ -158,7 +159,7 @@ SaveFn = Callable[[str, str, bool], PersonaDocument]
 """Writes the editor's (text, sensitivity, stale) through the service; raises its refusals."""
 
 
-class PersonaEditor(ModalScreen[PersonaDocument | Conflict | None]):
+class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
     """Edits one piece of persona text: a new or existing entry (text, sensitivity and, for a
     stale entry, its stale mark), or the persona's name (one line, no sensitivity).
 
@@ -262,18 +263,6 @@ class PersonaEditor(ModalScreen[PersonaDocument | Conflict | None]):
         shown = str(result) if isinstance(result, TavernError) else f"{type(result).__name__}: {result}"
         self.query_one("#persona-editor-error", Static).update(f"Not saved: {shown}")
 
-    def action_cancel(self) -> None:
-        """Close without saving (not while a save runs: its result decides)."""
-        if not self.saving:
-            self.dismiss(None)
-
-    @on(Button.Pressed, "#save")
-    def _save_pressed(self) -> None:
-        self.action_save()
-
-    @on(Button.Pressed, "#cancel")
-    def _cancel_pressed(self) -> None:
-        self.action_cancel()
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
@@ -24,6 +24,7 @@ from tavern_tui.assembly.strategies import BUILTINS, OPTIONS, StrategySpec
 from tavern_tui.errors import Conflict, TavernError
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, plural
+from tavern_tui.tui.widgets.save_cancel import SaveCancelModal
 from tavern_tui.views import PresetView
 
 PREVIEW_LABEL = "PREVIEW — not sent"
@@ -179,7 +180,7 @@ class StrategySaved(Message):
     result: StrategySpec | BaseException
 
 
-class StrategyEditor(ModalScreen[StrategySpec | None]):
+class StrategyEditor(SaveCancelModal[StrategySpec | None]):
     """Saves an edited copy of a strategy as a stored version (issue 5 §8; DESIGN.md Strategies).
 
     Shows a name (for a built-in strategy "<name> copy"; for a saved one its own name, which
@@ -322,18 +323,6 @@ class StrategyEditor(ModalScreen[StrategySpec | None]):
             shown = f"{type(result).__name__}: {result}"
         self.query_one("#strategy-editor-error", Static).update(f"Not saved, nothing was written: {shown}")
 
-    def action_cancel(self) -> None:
-        """Close without saving (not while a save runs: its result decides)."""
-        if not self.saving:
-            self.dismiss(None)
-
-    @on(Button.Pressed, "#save")
-    def _save_pressed(self) -> None:
-        self.action_save()
-
-    @on(Button.Pressed, "#cancel")
-    def _cancel_pressed(self) -> None:
-        self.action_cancel()
 
 
 class StrategyScreen(Screen[None]):
