@@ -61,7 +61,7 @@ from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, Wo
 from tavern_tui.service_chats import ChatFileOps
 from tavern_tui.persona.model import LOCAL_PRINCIPAL
 from tavern_tui.service_persona import PERSONA_TARGET, PersonaOps, render_snapshot
-from tavern_tui.service_presets import PresetOps
+from tavern_tui.service_presets import PresetOps, strategy_of
 from tavern_tui.service_timeline import TimelineOps
 from tavern_tui.service_trace import TraceOps
 from tavern_tui.store.store import Store
@@ -628,7 +628,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         with self._store.unit_of_work() as uow:
             record = uow.characters.get(view.character_id)
             playthrough = uow.playthroughs.get(playthrough_id)
-        spec = self.strategy_spec(strategy) if strategy else self.applied_strategy(playthrough_id)
+        spec = self.strategy_spec(strategy) if strategy else strategy_of(playthrough)
         card = self._card(record)
         books = self._effective_books(view.id, record, card)
         timed = timed_state_of(self._store.events.surface_events(view.session_id))
@@ -636,7 +636,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
                              "sha256": self._book_hash(b.book, record)} for b in books]}
-        persona, meta["persona"] = self._persona_step(playthrough_id, pin=pin_persona)
+        persona, meta["persona"] = self._persona_step(playthrough_id, pin=pin_persona, meta=playthrough.meta)
         memory = (substitute_names(render_snapshot(self.memory_snapshot()), card.name, view.user_name)
                   if self.settings.memory_snapshot else "")
         facts = self._facts(record, card, view.user_name)

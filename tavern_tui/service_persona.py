@@ -75,6 +75,12 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _pin_of(meta: str | None) -> dict[str, Any]:
+    """The persona pin (`{"version", "ceiling"}`) in a playthrough's meta JSON ({} when none)."""
+    pin = json.loads(meta or "{}").get("persona")
+    return pin if isinstance(pin, dict) else {}
+
+
 def _texts(unread: dict[int, list[Any]]) -> list[tuple[tuple[int, int], str]]:
     """(ref, text) of the customer-origin messages among unread events."""
     return [(event.ref, text) for events in unread.values() for event in events
@@ -252,9 +258,7 @@ class PersonaOps:
 
     def _persona_pin(self: Tavern, playthrough_id: int) -> dict[str, Any]:
         with self._store.unit_of_work() as uow:
-            meta = json.loads(uow.playthroughs.get(playthrough_id).meta or "{}")
-        pin = meta.get("persona")
-        return pin if isinstance(pin, dict) else {}
+            return _pin_of(uow.playthroughs.get(playthrough_id).meta)
 
     def _write_pin(self: Tavern, playthrough_id: int, **values: Any) -> None:
         with self._store.unit_of_work() as uow:
@@ -294,16 +298,19 @@ class PersonaOps:
         rendered = self.rendered_persona(playthrough_id)
         self._write_pin(playthrough_id, version=rendered.version)
 
-    def _persona_step(self: Tavern, playthrough_id: int, *, pin: bool) -> tuple[str, dict[str, Any]]:
+    def _persona_step(self: Tavern, playthrough_id: int, *, pin: bool,
+                      meta: str | None = None) -> tuple[str, dict[str, Any]]:
         """The persona section for a step and its trace facts (`{"version", "entries", "left_out",
         "blocked", "tokens", "rotation"?}`). A revision newer than the pinned one is one rotation
-        with reason `persona_changed`; `pin` (a real step, not a preview) moves the pin to it.
+        with reason `persona_changed`; `pin` (a real step, not a preview) moves the pin to it;
+        `meta`: the playthrough's meta JSON when the caller has read it already.
 
         Raises:
             PersonaCapExceeded: over a cap.
         """
         document = self.persona()
-        pinned = self._persona_pin(playthrough_id)  # read once: the ceiling and the pinned version
+        # Read once: the ceiling and the pinned version.
+        pinned = _pin_of(meta) if meta is not None else self._persona_pin(playthrough_id)
         rendered = render_persona(document, ceiling=pinned.get("ceiling", DEFAULT_CEILING), scan=block_injections)
         facts = rendered.to_json()
         if pinned.get("version") is not None and pinned["version"] != document.version:

@@ -21,6 +21,7 @@ from tavern_tui.views import ImportResult, PresetView
 
 if TYPE_CHECKING:
     from tavern_tui.service import Tavern
+    from tavern_tui.store.repositories import PlaythroughRecord
 
 STRATEGIES = BASES
 """The built-in strategies: `compat` renders the card (and world info) into one system section;
@@ -35,6 +36,14 @@ STRATEGY_APPLIED = "strategy/applied"
 """Event kind recording an explicit apply (strategy, preset and its hash) in the session log."""
 
 _DEFAULT_PRESET_BYTES = b"{}"
+
+
+def strategy_of(record: PlaythroughRecord) -> StrategySpec:
+    """The strategy snapshot pinned on a playthrough record (compat when nothing was applied)."""
+    snap = json.loads(record.meta or "{}").get("strategy")
+    if isinstance(snap, dict):
+        return StrategySpec.from_snapshot(snap)
+    return BUILTINS.get(record.strategy or COMPAT, BUILTINS[COMPAT])
 
 
 class PresetOps:
@@ -167,10 +176,7 @@ class PresetOps:
         """The strategy snapshot a playthrough's steps use (compat when nothing was applied)."""
         with self._store.unit_of_work() as uow:
             record = uow.playthroughs.get(playthrough_id)
-        snap = json.loads(record.meta or "{}").get("strategy")
-        if isinstance(snap, dict):
-            return StrategySpec.from_snapshot(snap)
-        return BUILTINS.get(record.strategy or COMPAT, BUILTINS[COMPAT])
+        return strategy_of(record)
 
     def _record_selection(self: Tavern, session_id: int, strategy: dict[str, Any] | None, playthrough_id: int) -> None:
         _preset, facts = self.playthrough_preset(playthrough_id)
