@@ -169,9 +169,10 @@ def analyse_regex(rx: RegexKey) -> RegexPlan:
 def _analyse(pattern: str, folded: bool, fullcase: bool, sticky: bool) -> RegexPlan:
     if folded and fullcase:
         return RegexPlan(None, True, TEXT)  # multi-character folds: literals would not be safe
-    # jsregex spells \b and \B as long lookaround groups on [A-Za-z0-9_]. They consume nothing
-    # and hold no literal, so an empty group stands in for them (parsing gets ~5x faster). The
-    # spelling cannot come from anything else: jsregex escapes a literal "(" as \x28.
+    # jsregex spells \b and \B as ASCII-scoped boundaries, or under `iu` as long lookaround
+    # groups. They consume nothing and hold no literal, so an empty group stands in for them (and
+    # `_reach` need not read them as anchors). The spelling cannot come from anything else:
+    # jsregex escapes a literal "(" as \x28.
     stripped = pattern
     for spelled in _BOUNDARIES:
         stripped = stripped.replace(spelled, "(?:)")
@@ -205,7 +206,8 @@ def _compile_relaxed(pattern: str, flags: int) -> regex.Pattern[str] | None:
         return None
 
 
-_BOUNDARIES = tuple(compile_js_regex(b, "")[0].pattern for b in ("\\b", "\\B"))
+_BOUNDARIES = tuple(dict.fromkeys(compile_js_regex(b, flags)[0].pattern
+                                  for b in ("\\b", "\\B") for flags in ("", "iu")))
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT} | (
     {_sre.POSSESSIVE_REPEAT} if hasattr(_sre, "POSSESSIVE_REPEAT") else set())
 _ATOMIC = getattr(_sre, "ATOMIC_GROUP", None)

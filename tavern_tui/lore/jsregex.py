@@ -36,8 +36,15 @@ JS_WHITESPACE = frozenset("\t\n\x0b\x0c\r \xa0\u1680\u2028\u2029\u202f\u205f\u30
 _WORD_CLASS = "A-Za-z0-9_"
 _DIGIT_CLASS = "0-9"
 _LINE_TERMS = "\\n\\r\\u2028\\u2029"
-_BOUNDARY = "(?:(?<=[A-Za-z0-9_])(?![A-Za-z0-9_])|(?<![A-Za-z0-9_])(?=[A-Za-z0-9_]))"
-_NON_BOUNDARY = "(?:(?<=[A-Za-z0-9_])(?=[A-Za-z0-9_])|(?<![A-Za-z0-9_])(?![A-Za-z0-9_]))"
+# JS `\\b` / `\\B` look at `[A-Za-z0-9_]` on both sides: `regex`'s own boundary under the ASCII
+# flag is exactly that (checked for every code point by the tests) and ~15x faster than
+# lookarounds. Under `iu` JS also counts ſ (U+017F) and K (U+212A) as word characters
+# (ECMAScript WordCharacters); that class is spelled out, with IGNORECASE off (it would add İ, ı).
+_BOUNDARY = "(?a:\\b)"
+_NON_BOUNDARY = "(?a:\\B)"
+_IU_WORD = "[A-Za-z0-9_\\u017f\\u212a]"
+_BOUNDARY_IU = f"(?-i:(?<={_IU_WORD})(?!{_IU_WORD})|(?<!{_IU_WORD})(?={_IU_WORD}))"
+_NON_BOUNDARY_IU = f"(?-i:(?<={_IU_WORD})(?={_IU_WORD})|(?<!{_IU_WORD})(?!{_IU_WORD}))"
 _SHORTHANDS = {"d": (_DIGIT_CLASS, False), "D": (_DIGIT_CLASS, True), "w": (_WORD_CLASS, False),
                "W": (_WORD_CLASS, True), "s": (JS_SPACE_CLASS, False), "S": (JS_SPACE_CLASS, True)}
 _CONTROL = {"t": "\t", "n": "\n", "r": "\r", "v": "\x0b", "f": "\x0c"}
@@ -104,6 +111,9 @@ class _Translator:
         self.unicode = "u" in flags
         self.dotall = "s" in flags
         self.multiline = "m" in flags
+        extra_words = self.unicode and "i" in flags  # ſ and K are word characters then
+        self.boundary = _BOUNDARY_IU if extra_words else _BOUNDARY
+        self.non_boundary = _NON_BOUNDARY_IU if extra_words else _NON_BOUNDARY
         self.group_count, self.group_names = self._scan_groups()
 
     def _scan_groups(self) -> tuple[int, set[str]]:
@@ -220,9 +230,9 @@ class _Translator:
                 return ("\0NEG:" + body if negated else body), i + 2
             return f"[{'^' if negated else ''}{body}]", i + 2
         if d == "b":
-            return (8 if in_class else _BOUNDARY), i + 2
+            return (8 if in_class else self.boundary), i + 2
         if d == "B" and not in_class:
-            return _NON_BOUNDARY, i + 2
+            return self.non_boundary, i + 2
         if d in _CONTROL:
             return ord(_CONTROL[d]), i + 2
         if d == "0" and not (i + 2 < self.n and p[i + 2].isdigit()):

@@ -102,6 +102,30 @@ def test_js_regex_semantics(pattern: str, flags: str, text: str, expected: bool)
     assert js(pattern, flags, text) is expected
 
 
+@pytest.mark.parametrize("flags", ["", "i", "u", "iu", "m"])
+def test_word_boundaries_follow_ecmascript_word_characters(flags: str) -> None:
+    """ECMAScript IsWordChar: `[A-Za-z0-9_]`, plus U+017F and U+212A when both `u` and `i` are
+    set (WordCharacters, extraWordChars). Checked for every code point on both sides of a
+    boundary: a lone character (start and end of input), after a word and after a non-word."""
+    word = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+    if "u" in flags and "i" in flags:
+        word |= {"\u017f", "\u212a"}
+    b = compile_js_regex(r"\b", flags)[0]
+    nb = compile_js_regex(r"\B", flags)[0]
+    wrong = []
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        c = chr(code)
+        is_word = c in word
+        if ((b.match(c) is not None) is not is_word or (nb.match(c) is not None) is is_word
+                or (b.match("_" + c, 1) is not None) is is_word or (b.match("." + c, 1) is not None) is not is_word
+                or (b.match(c, 1) is not None) is not is_word):
+            wrong.append(hex(code))
+    assert wrong == []
+    assert b.search("") is None and nb.search("") is not None  # no boundary in the empty input
+
+
 @pytest.mark.parametrize(("pattern", "flags"), [
     ("a**", ""), ("a*+", ""), (r"\q", "u"), ("a{", "u"), ("(?i:a)", ""), ("[b-a]", ""), ("a", "ii"),
 ])
