@@ -33,7 +33,7 @@ from operator import attrgetter, itemgetter
 
 from tavern_tui.assembly.tokens import estimate_tokens
 from tavern_tui.lore.buckets import build_buckets
-from tavern_tui.lore.buffer import MATCHER, ScanBuffer, Segment
+from tavern_tui.lore.buffer import ScanBuffer, Segment
 from tavern_tui.lore.context import ActivationContext, SourcedBook
 from tavern_tui.lore.groups import filter_by_inclusion_groups
 from tavern_tui.lore.matching import IndexFactory, KeyHits, ReferenceIndex
@@ -538,7 +538,7 @@ class _Run:
             if first_hits is not None:  # FastIndex: one call for all pieces
                 # Keys the last loop's buffer did not hold are looked for in this loop's new pieces.
                 base = self.buffer.previous(depth, shape[2]) if with_recursion else None
-                texts = (MATCHER + segment.text for segment in segments)
+                texts = [segment.matcher for segment in segments]
                 placed = first_hits(texts, remaining, *base) if base else first_hits(texts, remaining)
                 for k, at in placed.items():
                     found[k] = segments[at]
@@ -546,7 +546,7 @@ class _Run:
                 for segment in segments:
                     if not remaining:
                         break
-                    hit = index.hits(MATCHER + segment.text, remaining).matched
+                    hit = index.hits(segment.matcher, remaining).matched
                     for k in remaining & hit:
                         found[k] = segment
                     remaining -= hit

@@ -15,6 +15,7 @@ with/without recursion), so texts are cached per shape and per recursion length.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from tavern_tui.lore.context import EXTRA_SOURCES, ActivationContext
@@ -45,6 +46,12 @@ class Segment:
     label: str
     text: str
     from_entry: EntryKey | None = None
+
+    @cached_property
+    def matcher(self) -> str:
+        """`MATCHER + text`: the piece as a key matcher sees it on its own (kept: a recursion
+        piece is asked about in every loop and step, and a kept string keeps its hash)."""
+        return MATCHER + self.text
 
 
 class ScanBuffer:

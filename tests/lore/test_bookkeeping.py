@@ -18,7 +18,12 @@ from tavern_tui.assembly.tokens import estimate_tokens
 from tavern_tui.lore.activation import activate
 from tavern_tui.lore.context import ActivationContext, ScanMessage
 from tavern_tui.lore.fastindex import FastIndex
-from tavern_tui.lore.model import CharacterFilter, SelectiveLogic, WorldBook, WorldInfoEntry
+from tavern_tui.lore.model import (
+    CharacterFilter,
+    SelectiveLogic,
+    WorldBook,
+    WorldInfoEntry,
+)
 from tavern_tui.lore.settings import WorldInfoSettings
 
 from ._util import book, context, entry, fired, reason, run

@@ -22,7 +22,12 @@ from tavern_tui.lore.activation import activate
 from tavern_tui.lore.buffer import MATCHER
 from tavern_tui.lore.context import ActivationContext, ScanMessage
 from tavern_tui.lore.fastindex import ATOM, LINE, PIECE, TEXT, FastIndex, analyse_regex
-from tavern_tui.lore.matching import CompiledKey, IndexCache, ReferenceIndex, parse_regex_key
+from tavern_tui.lore.matching import (
+    CompiledKey,
+    IndexCache,
+    ReferenceIndex,
+    parse_regex_key,
+)
 from tavern_tui.lore.model import SelectiveLogic, WorldBook, WorldInfoEntry
 from tavern_tui.lore.prepare import build_plan
 from tavern_tui.lore.result import ActivationResult
