@@ -105,3 +105,51 @@ async def test_a_globally_bound_book_fires_and_timed_state_is_kept_per_branch(ta
     preview = tavern.world_info_preview(view.id, "the lighthouse again")
     assert preview.decision("coast", 0).fired
     assert len([e for e in tavern.store.events.surface_events(view.session_id) if e.kind == LORE_STATE_KIND]) == 3
+
+
+async def test_warming_a_playthrough_builds_its_index_once_and_the_first_send_reuses_it(
+        tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
+    import gc
+
+    from tavern_tui.lore.fastindex import FastIndex
+
+    cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
+    view = tavern.new_playthrough(cid, user_name="Ada")
+    cache = tavern._index_cache
+    built: list[int] = []
+    factory = cache.factory
+    cache.factory = lambda keys: built.append(len(keys)) or factory(keys)  # type: ignore[assignment]
+    try:
+        # The greeting names the forest, the beasts and magic: entries 0, 1 and 3 of the card's
+        # Eldoria book (entry 2 may follow by recursion, budget permitting).
+        assert tavern.warm_world_info(view.id) >= 3
+        assert gc.get_freeze_count() > 0  # what was alive then is out of the collector's way
+        assert len(built) == 1 and isinstance(next(iter(cache._cache.values())), FastIndex)
+        await _say(tavern, view.id, "What are the shadowfang beasts?")
+        assert len(built) == 1  # the step found the index ready
+        record = _header(tavern, view.session_id)["assembly"]["world_info"]
+        assert {d["uid"] for d in record["fired"]} >= {0, 1, 3}
+    finally:
+        gc.unfreeze()
+
+
+def test_activations_sharing_a_cache_take_turns(tavern: Tavern, corpus_dir: Path) -> None:
+    # The chat's warm-up runs in a worker thread while the event loop may start a step: an
+    # index's caches are not thread-safe, so a second activation waits for the first.
+    import threading
+
+    from tavern_tui.formats.worldinfo import parse_world_book
+    from tavern_tui.lore.context import ScanMessage
+
+    path = corpus_dir / "worldbooks" / "eldoria_st_staging.json"
+    book = parse_world_book(path.read_bytes(), path.name)
+    results: list[object] = []
+    worker = threading.Thread(target=lambda: results.append(
+        tavern.test_world_info([book], [ScanMessage("User", "the shadowfang beasts", 1)], None)))
+    with tavern._index_cache.in_use:
+        worker.start()
+        worker.join(0.3)
+        assert worker.is_alive() and results == []  # waiting for the activation holding the cache
+    worker.join(5)
+    assert not worker.is_alive() and len(results) == 1
+    assert ("eldoria_st_staging", 1) in [(a.book, a.uid) for a in results[0].activated]  # type: ignore[attr-defined]

@@ -107,8 +107,10 @@ class WorldInfoStep:
     cache: IndexCache = field(default_factory=IndexCache)
 
     def run(self, ctx: ActivationContext) -> ActivationResult:
-        """Activate the books for `ctx` (pure: the caller stores `new_timed_state`)."""
-        return activate(self.books, ctx, self.settings, rng=self.rng, index_factory=self.cache)
+        """Activate the books for `ctx` (pure: the caller stores `new_timed_state`). One
+        activation at a time per cache (`IndexCache.in_use`)."""
+        with self.cache.in_use:
+            return activate(self.books, ctx, self.settings, rng=self.rng, index_factory=self.cache)
 
     @staticmethod
     def state_event(result: ActivationResult) -> NewEvent:

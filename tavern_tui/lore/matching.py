@@ -197,13 +197,21 @@ class ReferenceIndex:
 
 class IndexCache:
     """Memoizes an `IndexFactory` on the exact key tuple, so repeated activations over the same
-    books reuse their indexes (e.g. an Aho-Corasick automaton). Holds at most `size` indexes."""
+    books reuse their indexes (e.g. an Aho-Corasick automaton). Holds at most `size` indexes.
+
+    Attributes:
+        in_use: held by a caller for a whole activation (`assembly.worldinfo.WorldInfoStep.run`):
+            an index's per-text caches are not safe to update from two threads at once, and the
+            app activates from worker threads (the tester, the warm-up when a chat opens) as
+            well as from the event loop. Reentrant.
+    """
 
     def __init__(self, factory: IndexFactory = ReferenceIndex, size: int = 8) -> None:
         self.factory = factory
         self.size = size
         self._cache: dict[tuple[CompiledKey, ...], KeyIndex] = {}
-        self._lock = threading.Lock()  # the TUI tester activates from worker threads
+        self._lock = threading.Lock()  # guards `_cache` itself
+        self.in_use = threading.RLock()
 
     def __call__(self, keys: Sequence[CompiledKey]) -> KeyIndex:
         token = tuple(keys)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -66,6 +67,13 @@ class ScriptedProvider:
                 yield TextDelta(str(step))
         yield Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15)
         yield Finished("stop")
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze_heap() -> Iterator[None]:
+    """Opening a chat freezes the heap (`Tavern.warm_world_info`); give the next test a normal one."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from textual.notifications import Notify
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static
 
+from tavern_tui.lore.fastindex import FastIndex
 from tavern_tui.lore.model import Position
 from tavern_tui.lore.result import Decision, Reason
 from tavern_tui.service import Tavern
@@ -193,6 +194,20 @@ async def test_the_tester_on_the_home_screen_runs_the_selected_book_alone(corpus
         fired = sum(line.startswith("✓") for line in lines)  # glade's content names other entries' keys
         assert tester.totals.startswith(f"{fired} fired · ") and " of 1024 budget tokens" in tester.totals
         assert tester.result is not None and tester.totals.endswith("over budget") == tester.result.overflowed
+
+
+async def test_opening_a_chat_prepares_its_world_info_in_a_worker(corpus_tavern: Tavern) -> None:
+    import gc
+
+    app = TavernApp(corpus_tavern)
+    cache = corpus_tavern._index_cache
+    assert not cache._cache
+    async with app.run_test(size=SIZE) as pilot:
+        await open_character(pilot, "Seraphina")  # her card carries the 4-entry Eldoria book
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(cache._cache))
+        await app.workers.wait_for_complete()
+        [index] = cache._cache.values()  # built without a send: by the chat's warm-up
+        assert isinstance(index, FastIndex) and gc.get_freeze_count() > 0
 
 
 async def test_the_tester_in_a_chat_previews_the_next_message(corpus_tavern: Tavern, staging: int) -> None:

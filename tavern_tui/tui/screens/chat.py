@@ -128,6 +128,15 @@ class ChatScreen(Screen[None]):
         self._update_swipe()
         self.refresh_bindings()
         self.prompt.focus()
+        self._warm_world_info()
+
+    @work(thread=True, exclusive=True, group="lore", exit_on_error=False, description="prepare world info")
+    def _warm_world_info(self) -> None:
+        # Builds the books' key indexes after first paint, so the first send does not pay for it.
+        try:
+            self.tavern.warm_world_info(self.playthrough_id)
+        except TavernError:
+            pass  # a broken book is reported by the step that uses it
 
     def _update_title(self, view: PlaythroughView | None = None) -> None:
         """Show the playthrough's character, person, strategy and preset in the title (re-read
