@@ -162,7 +162,7 @@ def analyse_regex(rx: RegexKey) -> RegexPlan:
     Never raises.
     """
     flags = rx.compiled.flags
-    return _analyse(rx.compiled.pattern, bool(flags & regex.IGNORECASE), bool(flags & regex.FULLCASE), rx.sticky)
+    return _analyse(rx.compiled.pattern, bool(flags & _IGNORECASE), bool(flags & _FULLCASE), rx.sticky)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -181,7 +181,9 @@ def _analyse(pattern: str, folded: bool, fullcase: bool, sticky: bool) -> RegexP
     except Exception:  # noqa: BLE001 - any parse failure only means "no shortcut"
         return RegexPlan(None, folded, TEXT)
     required = _best(_requirements(tree, folded))
-    relaxed = stripped if stripped != pattern and not _has_negative_lookaround(tree) else None
+    # (only `(?!` and `(?<!` make negative lookarounds: the walk is needed only if one is written)
+    relaxed = stripped if stripped != pattern and not (
+        ("(?!" in stripped or "(?<!" in stripped) and _has_negative_lookaround(tree)) else None
     scope = TEXT if sticky else {0: ATOM, _NL: PIECE, _SEP: LINE}.get(_reach(tree), TEXT)
     return RegexPlan(required, folded, scope, relaxed)
 
@@ -206,6 +208,7 @@ def _compile_relaxed(pattern: str, flags: int) -> regex.Pattern[str] | None:
         return None
 
 
+_IGNORECASE, _FULLCASE = int(regex.IGNORECASE), int(regex.FULLCASE)  # int tests: Flag.__and__ is Python code
 _BOUNDARIES = tuple(dict.fromkeys(compile_js_regex(b, flags)[0].pattern
                                   for b in ("\\b", "\\B") for flags in ("", "iu")))
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT} | (

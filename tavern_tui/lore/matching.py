@@ -75,7 +75,7 @@ def parse_regex_key(key: str) -> RegexKey | None:
 def has_js_whitespace(text: str) -> bool:
     """True if `text` holds a JS `\\s` character, i.e. `text.split(/\\s+/)` has more than one part:
     SillyTavern's test for a multi-word key."""
-    return any(ch in JS_WHITESPACE for ch in text)
+    return not JS_WHITESPACE.isdisjoint(text)
 
 
 def whole_word_pattern(key: str) -> re.Pattern[str]:
