@@ -47,10 +47,11 @@ from typing import Self
 from tavern_tui.lore.activation import activate
 from tavern_tui.lore.buffer import ScanBuffer
 from tavern_tui.lore.context import ActivationContext, ScanMessage
-from tavern_tui.lore.fastindex import FastIndex, _analyse
+from tavern_tui.lore.fastindex import FastIndex
 from tavern_tui.lore.matching import IndexCache, ReferenceIndex, parse_regex_key
 from tavern_tui.lore.model import SelectiveLogic, WorldBook, WorldInfoEntry
 from tavern_tui.lore.prepare import build_plan
+from tavern_tui.lore.regex_plan import _analyse
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
 

@@ -17,16 +17,7 @@ import regex
 
 from tavern_tui.lore.activation import activate
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
-from tavern_tui.lore.fastindex import (
-    _FOLDED_LITERAL_STOP,
-    _FOLDS_ONTO_ASCII,
-    ATOM,
-    LINE,
-    PIECE,
-    TEXT,
-    FastIndex,
-    analyse_regex,
-)
+from tavern_tui.lore.fastindex import FastIndex
 from tavern_tui.lore.matching import (
     CompiledKey,
     IndexCache,
@@ -35,6 +26,15 @@ from tavern_tui.lore.matching import (
     parse_regex_key,
 )
 from tavern_tui.lore.model import SelectiveLogic, WorldBook, WorldInfoEntry
+from tavern_tui.lore.regex_plan import (
+    ATOM,
+    FOLDED_LITERAL_STOP,
+    FOLDS_ONTO_ASCII,
+    LINE,
+    PIECE,
+    TEXT,
+    analyse_regex,
+)
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
 
@@ -224,11 +224,11 @@ def test_the_relaxed_prefilter_drops_boundaries_only_where_that_widens_the_patte
 def test_folded_literals_are_safe_for_every_character_they_may_hold() -> None:
     """For every character a folded (`i`) literal may hold (ASCII, Latin-1/Extended-A letters
     but ß), every character `regex` IGNORECASE matches against it lower-cases to the same
-    character once `_FOLDS_ONTO_ASCII` has mapped İ ı ſ: what makes looking the lowered literal
+    character once `FOLDS_ONTO_ASCII` has mapped İ ı ſ: what makes looking the lowered literal
     up in the lowered text a safe prefilter. Brute force over all code points."""
     everything = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
-    fix = str.maketrans(_FOLDS_ONTO_ASCII)
-    allowed = [chr(c) for c in [*range(0x80), *range(0xC0, 0x180)] if not _FOLDED_LITERAL_STOP.match(chr(c))]
+    fix = str.maketrans(FOLDS_ONTO_ASCII)
+    allowed = [chr(c) for c in [*range(0x80), *range(0xC0, 0x180)] if not FOLDED_LITERAL_STOP.match(chr(c))]
     assert "ß" not in allowed and "ö" in allowed and "İ" in allowed
     wrong = set()
     for char in allowed:

@@ -21,7 +21,7 @@ from tavern_tui.lore import fastindex
 from tavern_tui.lore.activation import activate
 from tavern_tui.lore.buffer import MATCHER
 from tavern_tui.lore.context import ActivationContext, ScanMessage
-from tavern_tui.lore.fastindex import ATOM, LINE, PIECE, TEXT, FastIndex, analyse_regex
+from tavern_tui.lore.fastindex import FastIndex
 from tavern_tui.lore.matching import (
     CompiledKey,
     IndexCache,
@@ -30,6 +30,7 @@ from tavern_tui.lore.matching import (
 )
 from tavern_tui.lore.model import SelectiveLogic, WorldBook, WorldInfoEntry
 from tavern_tui.lore.prepare import build_plan
+from tavern_tui.lore.regex_plan import ATOM, LINE, PIECE, TEXT, analyse_regex
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
 
