@@ -170,9 +170,15 @@ def cmd_persona(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO)
         return EXIT_OK
     if command == "affirm":
         doc = tavern.affirm(args.belief_id, expected_version=args.expected_version)
+        # A name belief becomes an entry only; say so, and how to set the name (stderr under --json).
+        note = tavern.affirm_name_note(tavern.belief(args.belief_id), doc)
         if args.json:
+            if note:
+                err.write(f"note: {note}\n")
             return print_json(out, doc.to_json())
         out.write(f"affirmed #{args.belief_id}: persona is now v{doc.version}\n")
+        if note:
+            out.write(f"{note}\n")
         return EXIT_OK
     if command == "decline":
         belief = tavern.decline(args.belief_id)

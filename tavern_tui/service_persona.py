@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -51,6 +53,9 @@ PERSONA_TARGET = 1
 
 SNAPSHOT_LIMIT = 40
 """Beliefs in the memory snapshot at most (ADR-0079: the forty-item snapshot)."""
+
+_STATED_NAME = re.compile(r"^\{\{user\}\}(?:'s\s+name\s+is|\s+goes\s+by)\s+(?P<name>.+?)\.?$", re.IGNORECASE)
+"""The canonical statement of a name belief ("{{user}}'s name is Ada.", "{{user}} goes by Ada.")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,6 +519,29 @@ class PersonaOps:
             uow.beliefs.set(belief_id, promoted=True, entry_id=entry.id, nominated=False)
             self._top_up(uow)
         return written
+
+    @staticmethod
+    def affirm_name_note(belief: Belief, document: PersonaDocument) -> str | None:
+        """What to tell the owner after affirming `belief` into `document` (the revision written),
+        when it is a name belief: the persona's name (`{{user}}`) was not changed, and how to set
+        it. None for any other belief, or when the persona already has that name.
+
+        Affirming copies the belief's statement into one linked entry and nothing else (ADR-0079
+        decision 4: "copies the canonical statement across the trust boundary under the owner's
+        eyes, exactly as typing it would be"); the name is only ever the owner's own edit.
+        """
+        if belief.category != "name":
+            return None
+        match = _STATED_NAME.match(belief.statement.strip())
+        name = match.group("name").strip() if match else ""
+        if name and name.casefold() == document.name.strip().casefold():
+            return None
+        still = (f"{{{{user}}}} is still {document.name}" if document.name
+                 else "the persona still has no name, so {{user}} is each playthrough's user name")
+        command = (f"tavern persona edit --expected-version {document.version} --name "
+                   f"{shlex.quote(name) if name else 'NAME'}")
+        return (f"The persona's name was not changed ({still}): affirming only adds the statement as an entry. "
+                f"To be called {name or 'that'}, set the name yourself: {command} (in the persona pane: r).")
 
     @staticmethod
     def _check_outstanding(belief: Belief) -> None:

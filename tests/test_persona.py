@@ -502,3 +502,77 @@ async def test_the_memory_snapshot_is_data_in_context_and_leaves_with_promotion(
         assert sum("<memory" in m["content"] for m in later) == 1  # no new snapshot admitted
     finally:
         service.close()
+
+
+# -- affirming a name belief: an entry only; the name stays the owner's (ADR-0079 decision 4) --
+
+async def nominate_name(service: Tavern, server: LoopbackServer, pid: int, name: str) -> int:
+    """Say the name twice over the loopback server; the id of the name nomination it makes."""
+    await exchange(service, server, pid, f"My name is {name}.")
+    await exchange(service, server, pid, f"Really, my name is {name}.")
+    [nomination] = [b for b in service.nominations() if b.category == "name"]
+    assert nomination.key == f"name:{name.lower()}"
+    return nomination.id
+
+
+async def test_affirming_a_name_adds_an_entry_and_says_how_to_set_the_name(live, server: LoopbackServer) -> None:  # type: ignore[no-untyped-def]
+    service, pid = live
+    service.apply_strategy(pid, "compat")
+    belief_id = await nominate_name(service, server, pid, "Sam")
+    doc = service.affirm(belief_id, expected_version=0)
+    # One append-only revision: the entry, linked; the name is untouched.
+    assert (doc.version, doc.reason, doc.name) == (1, "affirm", "")
+    assert [(e.text, e.provenance, e.belief_id) for e in doc.entries] == [
+        ("{{user}}'s name is Sam.", "affirmed", belief_id)]
+    assert [d.version for d in service.persona_history()] == [1]
+    note = service.affirm_name_note(service.belief(belief_id), doc)
+    assert note is not None and "name was not changed" in note
+    assert "tavern persona edit --expected-version 1 --name Sam" in note
+    # So `{{user}}` in the next request is still the playthrough's user name …
+    sent = (await exchange(service, server, pid, "Shall we go?"))["messages"][0]["content"]
+    assert "Ann's name is Sam." in sent and "Sam's name" not in sent
+    assert service.playthrough(pid).user_name == "Ann"
+    # … until the owner sets the name, as the note says: then it is `{{user}}` everywhere.
+    named = service.edit_persona(doc.version, name="Sam")
+    assert (named.version, named.name) == (2, "Sam")
+    assert service.affirm_name_note(service.belief(belief_id), named) is None  # nothing left to say
+    sent = (await exchange(service, server, pid, "Onward."))["messages"][0]["content"]
+    assert "Sam's name is Sam." in sent and "Ann" not in sent
+    assert service.playthrough(pid).user_name == "Sam"
+
+
+async def test_affirming_a_name_never_replaces_the_name_the_owner_set(live, server: LoopbackServer) -> None:  # type: ignore[no-untyped-def]
+    service, pid = live
+    service.apply_strategy(pid, "compat")
+    owned = service.edit_persona(0, name="Ann Lee")
+    belief_id = await nominate_name(service, server, pid, "Sam")
+    doc = service.affirm(belief_id, expected_version=owned.version)
+    assert (doc.version, doc.name) == (2, "Ann Lee")
+    note = service.affirm_name_note(service.belief(belief_id), doc)
+    assert note is not None and "{{user}} is still Ann Lee" in note
+    assert "--expected-version 2 --name Sam" in note
+    sent = (await exchange(service, server, pid, "Shall we go?"))["messages"][0]["content"]
+    assert "Ann Lee's name is Sam." in sent
+    assert service.playthrough(pid).user_name == "Ann Lee"
+
+
+async def test_cli_affirm_of_a_name_says_the_name_is_unchanged(tavern: Tavern, card: int, db_url: str) -> None:
+    pid = tavern.new_playthrough(card).id
+    for text in ("I love jazz.", "I adore jazz.", "My name is Ada Lovelace.", "As I said, my name is Ada Lovelace."):
+        await say(tavern, pid, text)
+    ids = {b.key: b.id for b in tavern.nominations()}
+    code, out, _ = run_cli(db_url, "persona", "affirm", str(ids["name:ada lovelace"]))
+    assert code == 0
+    first, note = out.splitlines()
+    assert first == f"affirmed #{ids['name:ada lovelace']}: persona is now v1"
+    assert note.startswith("The persona's name was not changed")
+    assert "tavern persona edit --expected-version 1 --name 'Ada Lovelace'" in note
+    assert tavern.persona().name == ""
+    code, out, err = run_cli(db_url, "persona", "affirm", str(ids["likes:jazz"]))
+    assert code == 0 and out == f"affirmed #{ids['likes:jazz']}: persona is now v2\n"  # not a name: no note
+    for text in ("My name is Bea.", "Truly, my name is Bea."):  # a newer name: Ada's entry is flagged stale
+        await say(tavern, pid, text)
+    [bea] = tavern.nominations()
+    code, out, err = run_cli(db_url, "persona", "affirm", str(bea.id), "--json")
+    assert code == 0 and json.loads(out)["version"] == 4 and json.loads(out)["name"] == ""
+    assert err.startswith("note: The persona's name was not changed") and "--expected-version 4 --name Bea" in err

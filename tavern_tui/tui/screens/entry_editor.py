@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, Select, Static, TextArea
+from textual.widgets import Checkbox, Input, Label, Select, TextArea
 
-from tavern_tui.errors import TavernError
 from tavern_tui.lore.model import Position, WorldBook, WorldInfoEntry
 from tavern_tui.service import Tavern, WorldBookView
 from tavern_tui.tui.labels import POSITION_NAMES
+from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
 
 
 def split_keys(text: str) -> list[str]:
@@ -30,15 +30,16 @@ def _number(value: str, field: str, *, integer: bool) -> int | float:
         raise ValueError(f"{field} must be a {'whole number' if integer else 'number'}, not {value!r}") from None
 
 
-class EntryEditor(ModalScreen[WorldBookView | None]):
+class EntryEditor(SaveCancelModal[WorldBookView | None]):
     """Edits entry `index` of a book; Save stores the whole book through the service.
 
-    When the service refuses the book (a `FormatError`, e.g. two entries with one uid), the
-    error is shown and the editor stays open with the edits; Cancel discards them. Dismisses
-    with the saved book's view, or None.
+    Save / Cancel behave as in the other editors (`SaveCancelModal`): when the form or the
+    service refuses the book (a `FormatError`, e.g. two entries with one uid), the error is
+    shown and the editor stays open with the edits; Cancel (Esc) discards them, and does
+    nothing while a save runs. Dismisses with the saved book's view, or None.
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="entry.cancel"),
         Binding("ctrl+s", "save", "Save", id="entry.save", priority=True),
     ]
@@ -83,11 +84,7 @@ class EntryEditor(ModalScreen[WorldBookView | None]):
                 yield Input(f"{entry.probability:g}", id="probability", type="number", compact=True, classes="-short")
                 yield Checkbox("Constant", entry.constant, id="constant", compact=True)
                 yield Checkbox("Disabled", entry.disable, id="disable", compact=True)
-            yield Static("", id="editor-error", markup=False)
-            with Horizontal(id="editor-buttons"):
-                yield Button("Save", id="save", variant="primary", compact=True)
-                yield Button("Cancel", id="cancel", compact=True)
-                yield Static("Ctrl+S saves · Esc cancels", id="editor-hint")
+            yield from self.compose_save_cancel()
 
     def on_mount(self) -> None:
         self._show_depth(self.entry.position)
@@ -140,29 +137,18 @@ class EntryEditor(ModalScreen[WorldBookView | None]):
 
     def action_save(self) -> None:
         """Store the book with this entry replaced; on failure say why and stay open."""
-        error = self.query_one("#editor-error", Static)
+        if not self.begin_save():
+            return
         try:
             edited = self.edited_entry()
         except ValueError as exc:
-            error.update(str(exc))
+            self.save_refused(str(exc))
             return
         book = copy.deepcopy(self.book)
         book.entries[self.index] = edited
         try:
             view = self.tavern.save_world_book(self.book_id, book)
-        except TavernError as exc:
-            error.update(f"Not saved: {exc}")
+        except Exception as exc:  # a refusal stays on screen; anything else must not leave the editor stuck
+            self.save_refused(f"Not saved: {refusal_text(exc)}")
             return
-        self.dismiss(view)
-
-    def action_cancel(self) -> None:
-        """Close without saving."""
-        self.dismiss(None)
-
-    @on(Button.Pressed, "#save")
-    def _save_pressed(self) -> None:
-        self.action_save()
-
-    @on(Button.Pressed, "#cancel")
-    def _cancel_pressed(self) -> None:
-        self.action_cancel()
+        self.save_done(view)

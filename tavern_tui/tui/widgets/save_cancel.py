@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.screen import ModalScreen
-from textual.widgets import Button
+from textual.widgets import Button, Static
+
+from tavern_tui.errors import TavernError
 
 ResultT = TypeVar("ResultT")
+
+
+def refusal_text(exc: BaseException) -> str:
+    """How an editor shows a failed save: a `TavernError` as it says itself (its messages never
+    echo secrets), anything else with its type, so the editor is never left stuck."""
+    return str(exc) if isinstance(exc, TavernError) else f"{type(exc).__name__}: {exc}"
 
 
 class SaveCancelModal(ModalScreen[ResultT]):
     """A modal editor with `#save` and `#cancel` buttons wired to `action_save` /
     `action_cancel`. While `saving` is True (a save running in a worker), cancel does nothing:
-    the save's result decides how the modal closes. Subclasses implement `action_save`."""
+    the save's result decides how the modal closes. Subclasses implement `action_save`.
+
+    Optional shared pieces (a subclass may use them or do the same by hand):
+    - `compose_save_cancel()` yields the error line and the Save / Cancel row;
+    - `begin_save()`, `save_refused()` and `save_done()` run one save: a refusal is shown in
+      the error line (`ERROR_ID`) and the editor stays open with what it holds; a success closes it.
+    """
+
+    ERROR_ID: ClassVar[str] = "editor-error"
+    """The id of the Static that shows a refused save (`compose_save_cancel`, `save_refused`)."""
 
     saving = False
 
@@ -34,3 +53,33 @@ class SaveCancelModal(ModalScreen[ResultT]):
     @on(Button.Pressed, "#cancel")
     def _cancel_pressed(self) -> None:
         self.action_cancel()
+
+    def compose_save_cancel(self, *, buttons_id: str = "editor-buttons", keys_id: str = "editor-hint",
+                            keys: str = "Ctrl+S saves · Esc cancels") -> ComposeResult:
+        """The error line (`ERROR_ID`, empty) and a row with Save, Cancel and the keys' hint."""
+        yield Static("", id=self.ERROR_ID, markup=False)
+        with Horizontal(id=buttons_id):
+            yield Button("Save", id="save", variant="primary", compact=True)
+            yield Button("Cancel", id="cancel", compact=True)
+            yield Static(keys, id=keys_id)
+
+    def begin_save(self) -> bool:
+        """Start a save: False (do nothing) when one is running already; else mark it running,
+        disable Save and clear the last refusal."""
+        if self.saving:
+            return False
+        self.saving = True
+        self.query_one("#save", Button).disabled = True
+        self.query_one(f"#{self.ERROR_ID}", Static).update("")
+        return True
+
+    def save_refused(self, shown: str) -> None:
+        """End the save without closing: show why and enable Save again (the edits stay)."""
+        self.saving = False
+        self.query_one("#save", Button).disabled = False
+        self.query_one(f"#{self.ERROR_ID}", Static).update(shown)
+
+    def save_done(self, result: ResultT) -> None:
+        """End the save and close with what was saved."""
+        self.saving = False
+        self.dismiss(result)
