@@ -4,7 +4,7 @@
     tavern import PATH... [--character NAME] [--json]   cards, world books, chats (.jsonl)
     tavern lore list|bind|unbind|export|test …
     tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate) [--new | --playthrough ID] [--json]
-                [--preset NAME] [--lore BOOK]... [--strategy NAME]
+                [--preset NAME] [--lore BOOK]... [--strategy NAME] [--allow-secrets]
     tavern sessions [--json] [--character NAME]
     tavern presets [--json]
     tavern strategies [--json] | tavern strategy save NAME --base B [--option K=V]... [--expected-version N]
@@ -14,7 +14,7 @@
     tavern tree PLAYTHROUGH [--json]
     tavern export PLAYTHROUGH --jsonl FILE
     tavern trace list [--playthrough P | --session S] | show ID | verify ID|--all | replay ID [--model M]
-    tavern edit PLAYTHROUGH SESSION:SEQ --text TEXT | tavern delete PLAYTHROUGH SESSION:SEQ [--to-end]
+    tavern edit PLAYTHROUGH SESSION:SEQ --text TEXT [--allow-secrets] | tavern delete PLAYTHROUGH SESSION:SEQ [--to-end]
     tavern persona show | edit --expected-version N [--add TEXT | --remove ID | --file F] | history |
                    nominations | affirm ID | decline ID | import FILE | ceiling P LEVEL | consolidate
     tavern beliefs [--search TEXT] [--json]
@@ -41,7 +41,7 @@ from tavern_tui.cli_trace import add_trace_parser, cmd_trace
 from tavern_tui.config import Settings, load_settings
 from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
-from tavern_tui.errors import TavernError
+from tavern_tui.errors import SecretRefused, TavernError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -130,6 +130,8 @@ def _parser() -> argparse.ArgumentParser:
     which.add_argument("--new", action="store_true", help="start a new playthrough")
     which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
     p_chat.add_argument("--json", action="store_true", help="print the stored reply as JSON at the end")
+    p_chat.add_argument("--allow-secrets", action="store_true",
+                        help="send a --say text that looks like a key or token anyway (never the configured API key)")
     _selection_options(p_chat)
 
     p_sessions = commands.add_parser("sessions", help="list playthroughs, newest first")
@@ -173,6 +175,8 @@ def _parser() -> argparse.ArgumentParser:
     p_edit.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_edit.add_argument("ref", type=_ref, metavar="SESSION:SEQ", help="the message, as `tavern tree` or `show --json` names it")
     p_edit.add_argument("--text", required=True)
+    p_edit.add_argument("--allow-secrets", action="store_true",
+                        help="store a text that looks like a key or token anyway (never the configured API key)")
 
     p_delete = commands.add_parser("delete", help="hide a message from the chat (the original stays in the log)")
     p_delete.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
@@ -244,9 +248,21 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_FAILED if any(r.error for r in results) else EXIT_OK
 
 
+def _refused(exc: SecretRefused, err: TextIO) -> int:
+    """Report a refused secret (the kind, never the text) and how to override it when allowed."""
+    hint = "; pass --allow-secrets to go ahead" if exc.overridable else ""
+    err.write(f"error: {exc}{hint}\n")
+    return EXIT_FAILED
+
+
 async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     tavern = _open(args)
     try:
+        if args.say is not None:
+            try:  # before a playthrough is created or anything bound
+                tavern.check_message(args.say, allow_secrets=args.allow_secrets)
+            except SecretRefused as exc:
+                return _refused(exc, err)
         character = tavern.find_character(args.character)
         resolved = _resolve_selection(tavern, args)
         if args.playthrough is not None:
@@ -271,7 +287,7 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         elif args.impersonate:
             updates = tavern.impersonate(playthrough.id)
         else:
-            updates = tavern.send(playthrough.id, args.say)
+            updates = tavern.send(playthrough.id, args.say, allow_secrets=args.allow_secrets)
         try:
             async for update in updates:
                 if isinstance(update, ReasoningDelta):
@@ -441,7 +457,10 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_edit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Replace a message's text as a surface replacement."""
     with _service(args) as tavern:
-        tavern.edit_message(args.playthrough, args.ref, args.text)
+        try:
+            tavern.edit_message(args.playthrough, args.ref, args.text, allow_secrets=args.allow_secrets)
+        except SecretRefused as exc:
+            return _refused(exc, err)
     out.write(f"edited {args.ref[0]}:{args.ref[1]}\n")
     return EXIT_OK
 

@@ -109,12 +109,20 @@ class SecretRefused(TavernError, ValueError):
 
     Attributes:
         kind: "api_key", "bearer_token", "private_key", "password" or "jwt".
-        where: the write surface or field ("persona entry", "affirm", …).
+        where: the write surface or field ("persona entry", "affirm", "message", …).
+        configured: the text holds the configured provider API key itself (always refused).
+        overridable: the caller may store it anyway on the person's explicit say-so (a chat
+            message's `allow_secrets`); False for the persona and for the configured key.
     """
 
-    def __init__(self, kind: str, where: str) -> None:
+    def __init__(self, kind: str, where: str, *, configured: bool = False, overridable: bool = False,
+                 advice: str = "secrets never go into the persona (remove it and try again)") -> None:
         self.kind, self.where = kind, where
-        label = kind.replace("_", " ")
-        article = "an" if label[:1] in "aeiou" else "a"
-        super().__init__(f"{where}: refused: the text contains what looks like {article} {label}; "
-                         "secrets never go into the persona (remove it and try again)")
+        self.configured, self.overridable = configured, overridable
+        if configured:
+            found = "the configured provider API key"
+        else:
+            label = kind.replace("_", " ")
+            article = "an" if label[:1] in "aeiou" else "a"
+            found = f"what looks like {article} {label}"
+        super().__init__(f"{where}: refused: the text contains {found}; {advice}")

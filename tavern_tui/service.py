@@ -46,7 +46,7 @@ from tavern_tui.engine.step import (
     run_step,
 )
 from tavern_tui.engine.stream import Provider
-from tavern_tui.errors import FormatError, NotFound, TavernError
+from tavern_tui.errors import FormatError, NotFound, SecretRefused, TavernError
 from tavern_tui.formats.cards import ParsedCard, parse_card
 from tavern_tui.formats.chatlog import CHAT_SUFFIXES, looks_like_chat_jsonl
 from tavern_tui.formats.sniff import PERSONA, PRESET, WORLD_BOOK, sniff_bytes
@@ -61,6 +61,7 @@ from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.store.repositories import CharacterRecord, PlaythroughRecord, WorldBookRecord
 from tavern_tui.service_chats import ChatFileOps
 from tavern_tui.persona.model import LOCAL_PRINCIPAL
+from tavern_tui.persona.safety import find_secrets
 from tavern_tui.service_persona import PERSONA_TARGET, PersonaOps, render_snapshot
 from tavern_tui.service_presets import PresetOps, strategy_of
 from tavern_tui.service_timeline import TimelineOps
@@ -77,6 +78,14 @@ CARD_SUFFIXES = (".png", ".json")
 
 BINDING_SCOPES = ("global", "character", "playthrough", "persona")
 """Where a world book can be bound (SillyTavern: global, character, chat, persona lore)."""
+
+CHAT_SECRET_KINDS = ("api_key", "bearer_token", "private_key", "jwt")
+"""Secret kinds (`persona.safety`) a chat message or edit is refused for unless the person says
+`allow_secrets`. "password" is left out: "my password is swordfish" is ordinary fiction."""
+
+MIN_CONFIGURED_KEY = 8
+"""A configured API key shorter than this ("none", "ollama", "EMPTY") is not looked for verbatim
+in messages: it would refuse ordinary words, and it is no credential worth guarding."""
 
 
 def make_provider(settings: Settings) -> Provider:
@@ -721,20 +730,60 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
                 "persona": meta.get("persona"), "messages": messages, "config": config, "tokens": tokens,
                 "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info")}
 
-    async def send(self, playthrough_id: int, text: str) -> AsyncIterator[StepUpdate]:
+    def _configured_keys(self) -> set[str]:
+        """The provider API keys configured (settings, and the provider's own), long enough to look for."""
+        keys = {self.settings.provider.api_key, getattr(getattr(self._provider, "settings", None), "api_key", "")}
+        return {k.strip() for k in keys if isinstance(k, str) and len(k.strip()) >= MIN_CONFIGURED_KEY}
+
+    def check_message(self, text: str, *, allow_secrets: bool = False, where: str = "message",
+                      already: str = "") -> None:
+        """Return None when the person's `text` may be stored and sent; `send` and `edit_message`
+        call it before anything is written, and a surface may call it first to keep the text.
+
+        Rule: API keys never reach the database, the trace, logs or the screen (seed 002 decision 11).
+
+        Args:
+            allow_secrets: the person confirmed: secret-looking text (`CHAT_SECRET_KINDS`) passes;
+                the configured provider API key never does.
+            where: names the surface in the message ("message", "edit").
+            already: text already stored (the message being edited); a secret-looking string it
+                holds is not refused again.
+
+        Raises:
+            SecretRefused: `configured` when `text` holds the configured provider API key verbatim;
+                else `overridable` for the first `CHAT_SECRET_KINDS` finding. The message names
+                the kind, never the secret.
+        """
+        if any(key in text for key in self._configured_keys()):
+            raise SecretRefused("api_key", where, configured=True,
+                                advice="it is never stored or sent to the model (remove it)")
+        if allow_secrets:
+            return
+        for finding in find_secrets(text, CHAT_SECRET_KINDS):
+            if text[finding.start:finding.end] not in already:
+                raise SecretRefused(finding.kind, where, overridable=True,
+                                    advice="nothing was stored or sent (remove it, or allow it explicitly)")
+
+    async def send(self, playthrough_id: int, text: str, *, allow_secrets: bool = False) -> AsyncIterator[StepUpdate]:
         """Send the person's text and stream the reply (one engine step on the head session).
+
+        Args:
+            allow_secrets: the person confirmed a secret-looking text (`check_message`).
 
         Yields:
             `StepStarted`, `TextDelta`/`ReasoningDelta`…, `StepSettled` (engine.step).
 
         Raises:
             TavernError: empty text.
+            SecretRefused: the text holds the configured API key, or a secret without
+                `allow_secrets` (`check_message`); nothing is stored or sent.
             StepBusy: another process is replying in this playthrough right now.
             StepFailed: the provider failed or the stream was cut; the partial reply is kept as an attempt.
             asyncio.CancelledError: cancelled by the caller; the partial reply is kept first.
         """
         if not text.strip():
             raise TavernError("nothing to send: the message is empty")
+        self.check_message(text, allow_secrets=allow_secrets)
         async with aclosing(self._step(playthrough_id, text, Generation())) as steps:
             async for update in steps:
                 yield update

@@ -337,7 +337,7 @@ class TimelineOps:
         _view, surface, index = self._surface_message(playthrough_id, ref)
         return surface[index].ref
 
-    def edit_message(self: Tavern, playthrough_id: int, ref: Ref, text: str) -> None:
+    def edit_message(self: Tavern, playthrough_id: int, ref: Ref, text: str, *, allow_secrets: bool = False) -> None:
         """Replace a shown message's text (a surface replacement; the original stays in the log).
         `ref` is the message as the chat shows it, or the variant the tree lists (an earlier
         edit of it is edited again).
@@ -345,14 +345,21 @@ class TimelineOps:
         An assistant message the person rewrote carries origin operator (seed 001); the person's
         own message stays theirs. Later swipes and branches are untouched.
 
+        Args:
+            allow_secrets: the person confirmed a secret-looking text (`Tavern.check_message`;
+                one the message already held is not refused again).
+
         Raises:
             NotFound: the message is not on the playthrough's surface.
             TavernError: empty text (delete the message instead).
+            SecretRefused: the text holds the configured API key, or a new secret without
+                `allow_secrets`; nothing is stored.
         """
         if not text.strip():
             raise TavernError("an edit needs text; to remove the message, delete it")
         view, surface, index = self._surface_message(playthrough_id, ref)
         message = surface[index]
+        self.check_message(text, allow_secrets=allow_secrets, where="edit", already=message.content)
         replacement: dict[str, Any] = {"role": message.role, "content": text}
         for key in ("name", "hidden"):
             if key in message.body:

@@ -13,7 +13,7 @@ input cannot make the engine backtrack.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import regex
@@ -196,8 +196,10 @@ _SECRET_RULES: tuple[_Rule, ...] = (
 )
 
 
-def find_secrets(text: str) -> list[Finding]:
-    """Credential-shaped spans of `text`, in text order and non-overlapping.
+def find_secrets(text: str, kinds: Collection[str] | None = None) -> list[Finding]:
+    """Credential-shaped spans of `text`, in text order and non-overlapping (only the rules of
+    `kinds` when given: a chat message is scanned without "password", whose rule would otherwise
+    take `password: sk-…` as a password and hide the key).
 
     Each `Finding.kind` is one of `SECRET_KINDS`: "api_key" (OpenAI/Anthropic `sk-`, AWS `AKIA`,
     GitHub `ghp_`/`github_pat_`, Slack `xox?-`, Google `AIza`, `api_key: <long token>`),
@@ -206,7 +208,9 @@ def find_secrets(text: str) -> list[Finding]:
     `scheme://user:pass@`), "jwt" (three base64url segments, the first starting `eyJ`).
     Rule: seed 002 ADR-0079 decision 11. Raises nothing.
     """
-    return _scan(text, _SECRET_RULES)
+    if kinds is None:
+        return _scan(text, _SECRET_RULES)
+    return _scan(text, tuple(rule for rule in _SECRET_RULES if rule.kind in kinds))
 
 
 def refuse_secrets(text: str, where: str) -> None:

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from typing import ClassVar
 
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from tavern_tui.engine.step import StepSettled, StepStarted, StepUpdate
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
-from tavern_tui.errors import ProviderError, TavernError
+from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
 from tavern_tui.tui.messages import (PlaythroughChosen, ReplyDelta, ReplyReasoning, ReplySettled, ReplyStarted,
                                      WorldBooksRequested)
@@ -24,6 +25,7 @@ from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
+from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.status_line import StatusLine
 from tavern_tui.tui.widgets.transcript import WINDOW, Transcript
@@ -59,7 +61,8 @@ class ChatScreen(Screen[None]):
     with text in the prompt they move by word instead), ctrl+r regenerates the last reply,
     F3 continues it, F4 has the model write the person's next line (Enter on the empty prompt
     then answers it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset,
-    F7 the requests sent (trace), F8 the persona and its nominations.
+    F7 the requests sent (trace), F8 the persona and its nominations. On a narrow terminal the
+    footer leaves out the less used keys (`FOOTER_DROP`); the command palette lists them all.
 
     Every step runs in one async worker that only posts Messages; the handlers here touch
     widgets. Whatever the outcome, the stored messages are re-read afterwards, so what is shown
@@ -87,6 +90,13 @@ class ChatScreen(Screen[None]):
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
 
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
+
+    FOOTER_DROP = ("quit", "load_earlier", "tree", "impersonate", "continue")
+    """The keys the footer hides first on a narrow terminal (80 columns keeps Swipe, Regen, Lore,
+    Strategy, Trace, Persona and, while a reply streams, Stop); every key still works, and the
+    command palette (ctrl+p) lists them by name."""
+
     generating: reactive[bool] = reactive(False, bindings=True)
     """True while a reply streams; switches Esc between Stop and Back."""
 
@@ -105,13 +115,14 @@ class ChatScreen(Screen[None]):
         self._before: set[tuple[int, int]] = set()  # refs shown when the step began
         self._prompt_empty = True
         self._token_timer: Timer | None = None
+        self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
 
     def compose(self) -> ComposeResult:
         yield Static("", id="chat-title", markup=False)
         yield Transcript(id="transcript")
         yield Input(placeholder="Say something… (Enter sends, Esc stops a reply or goes back)", id="prompt")
         yield StatusLine(self.tavern.provider_label, id="status")
-        yield Footer()
+        yield FitFooter(drop=self.FOOTER_DROP)
 
     async def on_mount(self) -> None:
         try:
@@ -238,8 +249,29 @@ class ChatScreen(Screen[None]):
             if messages and messages[-1].role == "user":
                 self._start("regenerate", lambda: self.tavern.regenerate(self.playthrough_id))
             return
+        allow = text == self._confirmed_secret  # Enter again on the same unchanged text
+        try:
+            self.tavern.check_message(text, allow_secrets=allow)
+        except SecretRefused as exc:
+            self._refuse_secret(text, exc)  # the text stays in the prompt
+            return
+        self._confirmed_secret = None
         self.prompt.clear()
-        self._start("send", lambda: self.tavern.send(self.playthrough_id, text), text)
+        self._start("send", lambda: self.tavern.send(self.playthrough_id, text, allow_secrets=allow), text)
+
+    def _refuse_secret(self, text: str, refused: SecretRefused) -> None:
+        """Say what kind of secret the message holds (never the secret) and, when the person may
+        override, that Enter on the same text sends it anyway."""
+        if refused.configured:
+            self._confirmed_secret = None
+            self.notify("The message contains your configured provider API key. It is never stored or "
+                        "sent to the model: remove it.", title="Not sent", severity="warning", timeout=10)
+            return
+        self._confirmed_secret = text if refused.overridable else None
+        then = ("press Enter again on the same text to send it anyway, or remove it" if refused.overridable
+                else "remove it")
+        self.notify(f"The message contains what looks like {secret_label(refused.kind)}; it was not sent: {then}.",
+                    title="Not sent: possible secret", severity="warning", timeout=10)
 
     def _start(self, generation: str, updates: Updates, text: str = "") -> None:
         """Run one step (`generation` names it for the transcript) in the generation worker."""
@@ -417,6 +449,12 @@ class ChatScreen(Screen[None]):
             self.transcript.scroll_page_up()
         else:
             self.transcript.scroll_page_down()
+
+
+def secret_label(kind: str) -> str:
+    """A secret kind for people: "api_key" → "an API key", "jwt" → "a JWT"."""
+    return {"api_key": "an API key", "bearer_token": "a bearer token", "private_key": "a private key",
+            "jwt": "a JWT (JSON web token)", "password": "a password"}.get(kind, f"a {kind.replace('_', ' ')}")
 
 
 def _new_last(messages: list[MessageView], role: str, before: set[tuple[int, int]]) -> MessageView | None:

@@ -22,13 +22,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, Select, Static, TextArea
+from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static, TextArea
 
 from tavern_tui.errors import Conflict, TavernError
 from tavern_tui.persona.model import DEFAULT_CEILING, SENSITIVITIES, Belief, PersonaDocument, PersonaEntry, \
     RenderedPersona
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import clip, plural
+from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal
 
 TEXT_WIDTH = 62
@@ -423,6 +424,12 @@ class PersonaScreen(Screen[None]):
         Binding("shift+tab", "app.focus_previous", "Previous list", show=False),
     ]
 
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
+
+    FOOTER_DROP = ("quit", "app.focus_next", "history")
+    """The keys the footer hides first on a narrow terminal (80 columns keeps Back, Add, Edit,
+    Remove, History, Affirm and Decline); they still work and the command palette lists them."""
+
     entries = getters.query_one("#persona-entries", DataTable)
     nomination_table = getters.query_one("#nominations", DataTable)
 
@@ -451,7 +458,7 @@ class PersonaScreen(Screen[None]):
             with VerticalScroll(id="nomination-support", can_focus=False) as support:
                 support.border_title = "Supporting messages"
                 yield Static("", id="support-body")
-        yield Footer()
+        yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
         self.entries.add_column("#", key="id")

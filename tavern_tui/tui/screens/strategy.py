@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Input, Label, OptionList, Select, Static
+from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -24,6 +24,7 @@ from tavern_tui.assembly.strategies import BUILTINS, OPTIONS, StrategySpec
 from tavern_tui.errors import Conflict, TavernError
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, plural
+from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal
 from tavern_tui.views import PresetView
 
@@ -200,6 +201,21 @@ class StrategyEditor(SaveCancelModal[StrategySpec | None]):
         Binding("ctrl+s", "save", "Save", id="strategy_editor.save", priority=True),
     ]
 
+    # An option's choices open in the editor's flow, under its row, pushing the rows and lines
+    # below down while open (as a pop-up over them they hid the next option and the "Saves …"
+    # line). Ids in the selectors outrank the rows' height in app.tcss.
+    CSS = """
+    StrategyEditor #strategy-editor-box .strategy-editor-row {
+        height: auto;
+    }
+    StrategyEditor #strategy-editor-box Select > SelectOverlay {
+        overlay: none;
+        border: none;
+        border-left: outer $primary;
+        max-height: 8;
+    }
+    """
+
     def __init__(self, tavern: Tavern, spec: StrategySpec, known: Mapping[str, int]) -> None:
         """`spec`: the strategy copied; `known`: each saved name's newest version as the pane
         read it (what a save under that name expects to follow)."""
@@ -352,6 +368,11 @@ class StrategyScreen(Screen[None]):
         Binding("shift+tab", "app.focus_previous", "Previous pane", show=False),
     ]
 
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
+
+    FOOTER_DROP = ("quit", "app.focus_next")
+    """The keys the footer hides first on a narrow terminal; they still work."""
+
     strategies = getters.query_one("#strategies", StrategyList)
     preset_list = getters.query_one("#presets", PresetList)
     preview_body = getters.query_one("#preview-body", Static)
@@ -387,7 +408,7 @@ class StrategyScreen(Screen[None]):
             with VerticalScroll(id="preview") as preview:
                 preview.border_title = PREVIEW_LABEL
                 yield Static("", id="preview-body", markup=False)
-        yield Footer()
+        yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
         if not self._load():

@@ -1,0 +1,161 @@
+"""Provides `FitFooter`, a key footer that stays on one line at any width by hiding its least
+important keys when they do not all fit, and `ScreenKeys`, the command-palette provider that
+lists a screen's keys (so a key the footer hides is still found by name)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from itertools import pairwise
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.geometry import Size
+from textual.widget import Widget
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
+
+# FooterKey, FooterLabel and KeyGroup are not exported by textual.widgets (textual is pinned).
+
+__all__ = ["FitFooter", "ProviderSource", "ScreenKeys"]
+
+ProviderSource = type[Provider] | Callable[[], type[Provider]]
+"""What a screen's `COMMANDS` set holds (`COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}`)."""
+
+Item = tuple[Widget, ...]
+"""What the footer shows or hides as one: a key, or a key group with its label."""
+
+
+class FitFooter(Footer):
+    """A `Footer` that hides keys instead of letting the line run past the screen's edge.
+
+    When every key fits, every key is shown (as `Footer` does). When not, keys are hidden in
+    this order until the rest fits: the actions named in `drop`, in that order (the least
+    important first); then the keys shown dimmed (disabled just now: they cannot be used
+    anyway), right to left; then any other, right to left. The command palette key (docked on
+    the right) always stays. A hidden key keeps working, and the palette's "Keys" panel and
+    `ScreenKeys` still list it. The fit is redone whenever the keys change or the footer's width does.
+
+    Args:
+        drop: binding actions ("continue", "app.focus_next", "quit"), the first hidden first.
+    """
+
+    def __init__(self, *, drop: Sequence[str] = (), id: str | None = None, classes: str | None = None,
+                 compact: bool = False, show_command_palette: bool = True) -> None:
+        super().__init__(id=id, classes=classes, compact=compact, show_command_palette=show_command_palette)
+        self.drop = tuple(drop)
+
+    async def recompose(self) -> None:
+        """Rebuild the keys (`Footer` does so when the bindings change), then fit them."""
+        await super().recompose()
+        self.fit()
+
+    def on_resize(self) -> None:
+        self.fit()
+
+    def fit(self) -> None:
+        """Show every key that fits the footer's width, hiding the others in the order above."""
+        items = self._items()
+        if not items:
+            return
+        container, viewport = self.size, self.app.size
+        widths = {item: _outer_width(item, container, viewport) for item in items}
+        docked = [child for child in self.children if child.styles.dock != "none"]
+        available = self.size.width - sum(sum(_outer_width((child,), container, viewport)) for child in docked)
+        shown = list(items)
+        for item in self._drop_order(items):
+            if _row_width([widths[i] for i in shown]) <= available:
+                break
+            shown.remove(item)
+        for item in items:
+            for widget in item:
+                widget.display = item in shown
+
+    def _items(self) -> list[Item]:
+        """The footer's keys in line order, a key group together with the label after it."""
+        items: list[Item] = []
+        children = [child for child in self.children if child.styles.dock == "none"]
+        index = 0
+        while index < len(children):
+            child = children[index]
+            if isinstance(child, KeyGroup) and index + 1 < len(children) and isinstance(children[index + 1],
+                                                                                       FooterLabel):
+                items.append((child, children[index + 1]))
+                index += 2
+            else:
+                items.append((child,))
+                index += 1
+        return items
+
+    def _drop_order(self, items: list[Item]) -> list[Item]:
+        """Which items go first when the line is too long (see the class docstring)."""
+        order: list[Item] = []
+        for action in self.drop:
+            order.extend(item for item in items if item not in order and action in _actions(item))
+        rest = [item for item in reversed(items) if item not in order]
+        order.extend(item for item in rest if _keys(item) and all(key.has_class("-disabled") for key in _keys(item)))
+        order.extend(item for item in rest if item not in order)
+        return order
+
+
+def _keys(item: Item) -> list[FooterKey]:
+    """The keys of an item (a group's are inside its KeyGroup)."""
+    return [key for widget in item
+            for key in ([widget] if isinstance(widget, FooterKey) else list(widget.query(FooterKey)))]
+
+
+def _actions(item: Item) -> set[str]:
+    return {key.action for key in _keys(item)}
+
+
+def _outer_width(item: Item, container: Size, viewport: Size) -> tuple[int, int, int]:
+    """(width, left margin, right margin) of an item as the horizontal layout places it."""
+    width = 0
+    margins: list[tuple[int, int]] = []
+    for widget in item:
+        styles = widget.styles
+        width += widget.get_content_width(container, viewport) + styles.gutter.width
+        margins.append((styles.margin.left, styles.margin.right))
+    # Inside an item the margins between its widgets collapse as between any two.
+    width += sum(max(right, left) for (_, right), (left, _) in pairwise(margins))
+    return width, margins[0][0], margins[-1][1]
+
+
+def _row_width(widths: Iterable[tuple[int, int, int]]) -> int:
+    """Where a horizontal row of items ends: the first left margin, the widths and the margins
+    between them (adjacent ones collapse, as the horizontal layout does)."""
+    row = list(widths)
+    if not row:
+        return 0
+    return row[0][1] + sum(width for width, _, _ in row) + sum(max(a[2], b[1]) for a, b in pairwise(row))
+
+
+class ScreenKeys(Provider):
+    """Command-palette commands for the keys of the screen the palette was opened on: each of its
+    own bindings with a description ("Continue", "Impersonate"), named with its key, that its
+    `check_action` allows now. Moves between panes and scrolling are left out (they are keys of
+    every screen, not commands). Put it in a screen's `COMMANDS`."""
+
+    def _commands(self) -> list[tuple[str, str, str]]:
+        """(name, help, action) of each command, in the screen's binding order."""
+        screen = self.screen
+        commands: list[tuple[str, str, str]] = []
+        seen: set[str] = set()
+        for namespace, binding, enabled, tooltip in screen.active_bindings.values():
+            action = binding.action
+            if (namespace is not screen or not enabled or not binding.description or action in seen
+                    or action.startswith(("app.focus", "scroll"))):
+                continue
+            seen.add(action)
+            key = self.app.get_key_display(binding)
+            commands.append((binding.description, f"{key} · {tooltip}" if tooltip else key, action))
+        return commands
+
+    async def discover(self) -> Hits:
+        for name, help_text, action in self._commands():
+            yield DiscoveryHit(name, partial(self.screen.run_action, action), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, action in self._commands():
+            if (score := matcher.match(name)) > 0:
+                yield Hit(score, matcher.highlight(name), partial(self.screen.run_action, action), help=help_text)
