@@ -174,3 +174,24 @@ async def test_an_open_option_list_in_the_strategy_editor_covers_no_line(corpus_
         await wait_until(pilot, lambda: not examples.expanded and examples.value == "omit")
         await pilot.pause()
         assert editor.query_one("#option-after_history", Select).region.y == examples.region.bottom + 1
+
+
+async def test_world_book_and_tree_footers_at_80_columns(corpus_tavern: Tavern) -> None:
+    from tavern_tui.tui.screens.lore import LoreScreen
+
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=NARROW) as pilot:
+        chat = await open_seraphina(pilot)
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen))
+        lore = app.screen
+        await wait_until(pilot, lambda: {("t", "Test"), ("i", "Import"), ("esc", "Back")} <= footer_keys(lore))
+        assert cut_keys(lore) == []
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is chat)
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen))
+        tree = app.screen
+        await wait_until(pilot, lambda: {("⏎", "Jump here"), ("r", "Roll back here"), ("b", "New playthrough"),
+                                         ("esc", "Back")} <= footer_keys(tree))
+        assert cut_keys(tree) == []

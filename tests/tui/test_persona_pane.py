@@ -99,7 +99,11 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
         loads = screen.loads
         await pilot.press("y")
         await settle(pilot, screen, loads)
-        assert f"Affirmed: {name.statement} (persona v1)" in notes(seen)
+        [affirmed] = [n for n in notes(seen) if n.startswith("Affirmed:")]
+        first, note = affirmed.split("\n")
+        assert first == f"Affirmed: {name.statement} (persona v1)"
+        # ADR-0079 d4: affirming copies the statement only; the pane says how to set the name
+        assert note.startswith("The persona's name was not changed") and "--name Sam" in note
         doc = corpus_tavern.persona()
         [entry] = doc.entries
         assert (entry.provenance, entry.text, entry.belief_id) == ("affirmed", name.statement, name.id)

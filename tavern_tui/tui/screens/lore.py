@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input, OptionList, Static
+from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tavern_tui.errors import TavernError
@@ -20,6 +22,7 @@ from tavern_tui.tui.messages import ImportFinished
 from tavern_tui.tui.screens.entry_editor import EntryEditor
 from tavern_tui.tui.screens.import_screen import ImportScreen, import_results
 from tavern_tui.tui.widgets.entry_table import EntryTable
+from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.lore_tester import LoreTester
 
 EMPTY_TEXT = ("No world books yet.\n\n"
@@ -59,6 +62,12 @@ class LoreScreen(Screen[None]):
         Binding("i", "import_books", "Import", id="lore.import"),
     ]
 
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
+
+    FOOTER_DROP = ("quit", "sort_next", "toggle_binding('playthrough')", "toggle_binding('character')")
+    """The keys the footer hides first on a narrow terminal (80 columns keeps Back, Global, Filter,
+    Test and Import; every key stays in the command palette)."""
+
     books = getters.query_one("#books", OptionList)
     entries = getters.query_one("#entries", EntryTable)
     tester = getters.query_one("#tester", LoreTester)
@@ -91,7 +100,7 @@ class LoreScreen(Screen[None]):
                 tester = LoreTester(id="tester")
                 tester.border_title = "Tester"
                 yield tester
-        yield Footer()
+        yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
         title = "World books · Enter on an entry edits it"

@@ -702,7 +702,8 @@ class PersonaScreen(Screen[None]):
 
         def affirm() -> str:
             doc = self.tavern.affirm(belief.id, expected_version=version)
-            return f"Affirmed: {belief.statement} (persona v{doc.version})"
+            note = self.tavern.affirm_name_note(belief, doc)  # a name belief leaves the name as it was
+            return f"Affirmed: {belief.statement} (persona v{doc.version})" + ("\n" + note if note else "")
 
         self._write("Nomination", affirm)
 

@@ -11,13 +11,14 @@ from textual import getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from tavern_tui.errors import TavernError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import plural
 from tavern_tui.tui.screens.edit_message import EditMessageScreen
+from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.views import TimelineView, VariantView
 
 Ref = tuple[int, int]
@@ -198,10 +199,15 @@ class TreeScreen(Screen[int | None]):
     BINDINGS = [
         Binding("escape", "back", "Back", id="tree.back"),
         Binding("r", "rollback", "Roll back here", id="tree.rollback"),
-        Binding("b", "branch", "New playthrough from here", id="tree.branch"),
+        Binding("b", "branch", "New playthrough", id="tree.branch", tooltip="A new playthrough from here"),
         Binding("e", "edit", "Edit", id="tree.edit"),
         Binding("d", "delete", "Delete", id="tree.delete"),
     ]
+
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
+
+    FOOTER_DROP = ("quit", "delete", "alternative(-1)", "alternative(1)", "edit")
+    """The keys the footer hides first on a narrow terminal (every key stays in the command palette)."""
 
     tree = getters.query_one("#variants", VariantTree)
 
@@ -213,7 +219,7 @@ class TreeScreen(Screen[int | None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="tree-title", markup=False)
         yield VariantTree(id="variants")
-        yield Footer()
+        yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
         self._load()
