@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,10 +45,42 @@ def corpus_dir() -> Path:
     return CORPUS_DIR
 
 
+PG_URL_ENV = "TAVERN_TEST_PG_URL"
+"""Set to a PostgreSQL URL (e.g. `postgresql+psycopg:///postgres`) to run `db_url` tests on PostgreSQL."""
+
+
+@contextmanager
+def fresh_postgres_database(admin_url: str) -> Iterator[str]:
+    """Create a uniquely named, empty database on the server `admin_url` reaches, yield its URL
+    (the admin URL with only the database name changed), and drop it afterwards (WITH (FORCE):
+    a connection the test left open does not keep it alive)."""
+    import sqlalchemy as sa
+
+    admin = sa.make_url(admin_url)
+    name = f"tavern_test_{uuid.uuid4().hex[:16]}"
+    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        try:
+            yield admin.set(database=name).render_as_string(hide_password=False)
+        finally:
+            with engine.connect() as conn:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    """A SQLite URL in the test's temp folder."""
-    return f"sqlite:///{tmp_path / 'tavern.sqlite3'}"
+def db_url(tmp_path: Path) -> Iterator[str]:
+    """A SQLite URL in the test's temp folder; with TAVERN_TEST_PG_URL set, the URL of a fresh
+    PostgreSQL database created for this test and dropped after it."""
+    admin_url = os.environ.get(PG_URL_ENV)
+    if not admin_url:
+        yield f"sqlite:///{tmp_path / 'tavern.sqlite3'}"
+        return
+    with fresh_postgres_database(admin_url) as url:
+        yield url
 
 
 class ScriptedModel(DemoProvider):

@@ -9,7 +9,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import NoSuchModuleError, OperationalError
 
@@ -18,6 +18,7 @@ from tavern_tui.errors import StoreError
 logger = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+_MIGRATION_LOCK = 0x7461_7665_726E  # "tavern": the PostgreSQL advisory lock key migrations take
 
 
 def _sqlite_on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
@@ -107,5 +108,10 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     logger.info("migrating database from %s to %s", current, target)
     config = _alembic_config()
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # SQLite's BEGIN IMMEDIATE makes a second process wait, then find the schema at head;
+            # on PostgreSQL two first opens would both create the tables. Queue them the same way
+            # (Alembic reads the revision again after the lock, so the second migrates nothing).
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
         config.attributes["connection"] = conn
         command.upgrade(config, revision)

@@ -44,6 +44,10 @@ _APPEND = (
     )
     .returning(EVENTS.c.seq)
 )
+# Other databases have no BEGIN IMMEDIATE: lock the session's row first, so appends to one
+# session queue up and `max(seq) + 1` cannot race. PostgreSQL: FOR NO KEY UPDATE, which still
+# lets other transactions create forks that point at the session.
+_LOCK_SESSION = _SESSION_EXISTS.with_for_update(key_share=True)
 _APPEND_SQLITE = (
     "INSERT INTO events (session_id, seq, kind, role, origin, source, body, body_sha256, created_at) "
     "SELECT :session_id, coalesce(max(seq), 0) + 1, :kind, :role, :origin, :source, :body, :body_sha256, :created_at "
@@ -51,8 +55,9 @@ _APPEND_SQLITE = (
 )
 
 
-_NO_BOUND = 2**62
-"""An upper seq bound no session reaches (for the unbounded last link of a chain)."""
+_NO_BOUND = 2**31 - 1
+"""An upper seq bound no session reaches (for the unbounded last link of a chain): the largest
+INTEGER, since PostgreSQL binds it as one (`:u::INTEGER`) and refuses anything larger."""
 _TAIL_KINDS = [str(k) for k in (*MESSAGE_KINDS, EventKind.SURFACE_REPLACED)]
 
 
@@ -71,8 +76,9 @@ def _tail_statement(links: int):  # type: ignore[no-untyped-def]
 
 
 def _as_utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every time we store is UTC.
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    # Every time we store is UTC. SQLite hands it back naive; PostgreSQL (timestamptz) in the
+    # session's TimeZone, which need not be UTC: both become UTC-aware.
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def row_to_event(row) -> Event:  # type: ignore[no-untyped-def]
@@ -95,7 +101,8 @@ class EventLog:
     """Append-only session log in the database; implements `engine.log.SessionLog`.
 
     Every append is one transaction: the next seq is `max(seq) + 1` under the write lock
-    (BEGIN IMMEDIATE in SQLite) and `(session_id, seq)` is unique, so seqs are gapless from 1.
+    (BEGIN IMMEDIATE in SQLite, a lock on the session's row elsewhere) and `(session_id, seq)`
+    is unique, so seqs are gapless from 1.
     Nothing here updates or deletes an event.
     """
 
@@ -161,6 +168,8 @@ class EventLog:
 
     def _append_core(self, session_id: int, rows: list[tuple[NewEvent, str, str]], now: datetime) -> list[int]:
         with self._engine.begin() as conn:
+            if conn.execute(_LOCK_SESSION, {"sid": session_id}).first() is None:
+                raise NotFound(f"session {session_id} does not exist")
             return [conn.execute(_APPEND, self._params(session_id, new, text, digest, now)).scalar_one()
                     for new, text, digest in rows]
 

@@ -123,7 +123,7 @@ class Playthrough(Base):
 
 
 class EventRow(Base):
-    """One event of a session. Never updated or deleted (triggers refuse it in SQLite)."""
+    """One event of a session. Never updated or deleted (triggers refuse it in SQLite and PostgreSQL)."""
 
     __tablename__ = "events"
     __table_args__ = (

@@ -29,7 +29,8 @@ from tavern_tui.store.models import (
 
 
 def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    # Stored in UTC; SQLite reads back naive, PostgreSQL in the session's TimeZone.
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _document(row: PersonaRevision) -> PersonaDocument:
@@ -265,5 +266,8 @@ class StrategyRepository:
         row = StrategyRow(name=spec.name, version=current + 1, base=spec.base,
                           options=json.dumps(spec.options, sort_keys=True), created_at=datetime.now(UTC))
         self._session.add(row)
-        self._session.flush()
+        try:
+            self._session.flush()
+        except IntegrityError as exc:  # another writer took the version between our read and insert
+            raise Conflict(f"strategy {spec.name!r}", expected_version, current + 1) from exc
         return self._spec(row)

@@ -18,7 +18,8 @@ from tavern_tui.store.models import Character, Playthrough, Preset, SessionRow, 
 
 
 def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    # Stored in UTC; SQLite reads back naive, PostgreSQL in the session's TimeZone.
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
