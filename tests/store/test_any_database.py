@@ -258,3 +258,37 @@ def test_a_save_racing_an_uncommitted_save_of_the_same_version_is_a_conflict(sto
     assert len(outcome) == 1 and isinstance(outcome[0], Conflict), outcome
     with store.unit_of_work() as uow:
         assert [(s.name, s.version) for s in uow.strategies.latest()] == [("mine", 1)]
+
+
+@pytest.mark.parametrize("table", ["persona_revisions", "strategies"])
+@pytest.mark.parametrize("verb", ["UPDATE", "DELETE"])
+def test_persona_revisions_and_strategy_versions_are_append_only_too(store: Store, table: str, verb: str) -> None:
+    # Migration 0007: the persona's history (ADR-0079) and the strategy versions a trace names.
+    from tavern_tui.assembly.strategies import SLOTS_FIRST, StrategySpec
+
+    with store.unit_of_work() as uow:
+        uow.personas.write(PersonaDocument("me", 1, "Me"), expected_version=0)
+        uow.strategies.add(StrategySpec("lean", 1, SLOTS_FIRST, {"examples": "omit"}), expected_version=0)
+    statement = {"UPDATE": {"persona_revisions": "UPDATE persona_revisions SET version = 9",
+                            "strategies": "UPDATE strategies SET version = 9"},
+                 "DELETE": {"persona_revisions": "DELETE FROM persona_revisions",
+                            "strategies": "DELETE FROM strategies"}}[verb][table]
+    with pytest.raises(DBAPIError, match=f"{table} is append-only: {verb} refused"), store.engine.begin() as conn:
+        conn.execute(text(statement))
+    with store.engine.connect() as conn:
+        assert conn.execute(text(f"SELECT version FROM {table}")).scalars().all() == [1]
+
+
+@pytest.mark.parametrize("table", ["events", "persona_revisions", "strategies"])
+def test_postgresql_refuses_a_truncate_of_an_append_only_table(store: Store, table: str) -> None:
+    if store.engine.dialect.name != "postgresql":
+        # SQLite has no TRUNCATE (its "DELETE FROM t" is the row-by-row delete the triggers refuse).
+        with pytest.raises(DBAPIError), store.engine.begin() as conn:
+            conn.execute(text(f"TRUNCATE {table}"))
+        return
+    sid = store.events.create_session()
+    store.events.append(sid, [_msg("kept")])
+    with pytest.raises(DBAPIError, match=f"{table} is append-only: TRUNCATE refused"), store.engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {table} CASCADE"))
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM events WHERE session_id = :sid"), {"sid": sid}).scalar() == 1
