@@ -5,11 +5,11 @@ the person allows it. Real detectors (persona.safety), a real SQLite file, the s
 from __future__ import annotations
 
 import io
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 
 from tavern_tui.cli import main
 from tavern_tui.config import Settings
@@ -49,13 +49,28 @@ async def drain(updates) -> None:  # type: ignore[no-untyped-def]
 
 
 def db_bytes(db_url: str) -> bytes:
-    path = Path(db_url.removeprefix("sqlite:///"))
-    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+    """Everything the database holds, as bytes: the SQLite files (WAL included), or on
+    PostgreSQL (TAVERN_TEST_PG_URL) every row of every table as text."""
+    if db_url.startswith("sqlite:///"):
+        path = Path(db_url.removeprefix("sqlite:///"))
+        return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+    engine = sqlalchemy.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            tables = sqlalchemy.inspect(conn).get_table_names()
+            return "".join(repr(row) for table in tables
+                           for row in conn.execute(sqlalchemy.text(f'SELECT * FROM "{table}"'))).encode()
+    finally:
+        engine.dispose()
 
 
 def event_count(db_url: str) -> int:
-    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as db:
-        return int(db.execute("SELECT count(*) FROM events").fetchone()[0])
+    engine = sqlalchemy.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sqlalchemy.text("SELECT count(*) FROM events")).scalar_one())
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture
