@@ -26,7 +26,7 @@ from tavern_tui.engine.events import EventKind, is_customer, parse_origin
 from tavern_tui.engine.stream import ChatRequest, TextDelta
 from tavern_tui.errors import Conflict, FormatError, NotFound, ProviderError, TavernError
 from tavern_tui.formats.personas import parse_personas
-from tavern_tui.persona.extract import EXTRACTION_PROMPT, extract_beliefs, parse_model_beliefs
+from tavern_tui.persona.extract import extract_beliefs
 from tavern_tui.persona.model import (
     DEFAULT_CEILING,
     LOCAL_PRINCIPAL,
@@ -38,6 +38,7 @@ from tavern_tui.persona.model import (
     check_sensitivity,
     render_persona,
 )
+from tavern_tui.persona.model_extract import EXTRACTION_PROMPT, parse_model_beliefs
 from tavern_tui.persona.nominate import NominationRules, blockers, select_nominations
 from tavern_tui.persona.safety import block_injections, refuse_secrets
 from tavern_tui.views import ImportResult

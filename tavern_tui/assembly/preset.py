@@ -15,12 +15,12 @@ from typing import Any
 
 from tavern_tui.assembly.basic import memory_context
 from tavern_tui.assembly.macros import MacroContext
+from tavern_tui.assembly.st_budget import PromptPart
+from tavern_tui.assembly.st_injections import AuthorsNote
 from tavern_tui.assembly.st_prompt import (
-    AuthorsNote,
     BuiltPrompt,
     HistoryMessage,
     PromptInputs,
-    PromptPart,
     build_prompt,
     to_messages,
 )

@@ -1,9 +1,11 @@
 """Builds the chat-completion request SillyTavern would send for a preset (issue 5 §3).
 
 Rules: format-digest §c.4 (SillyTavern 1.18 `openai.js` `prepareOpenAIMessages` →
-`preparePromptsForChatCompletion` → `populateChatCompletion`, `populationInjectionPrompts`,
-`populateChatHistory`, `populateDialogueExamples`, `parseExampleIntoIndividual`,
-`ChatCompletion.squashSystemMessages`; `PromptManager.js` `preparePrompt`), in ST's order:
+`preparePromptsForChatCompletion` → `populateChatCompletion`,
+`ChatCompletion.squashSystemMessages`; `PromptManager.js` `preparePrompt`), in ST's order. This
+module holds the prompt order, its markers and the fixed prompts; the in-chat injections and the
+Author's Note are in `st_injections`, the chat, the examples and the budget they are fitted into
+in `st_budget`:
 
 1. The collection is `preset.enabled_prompts(generation)` (order group 100001 → 100000 →
    default; a disabled `main` is kept, empty). Markers are filled by identifier: world info
@@ -27,21 +29,10 @@ Rules: format-digest §c.4 (SillyTavern 1.18 `openai.js` `prepareOpenAIMessages`
    prompts; over budget → `PromptTooLarge`. The chat (with its injections) is then filled
    newest→oldest while it fits, stopping at the first message that does not (the input is kept
    whatever happens); the new-chat line goes on top.
-5. In-chat injections per depth: orders {100} ∪ the prompts' orders; chronologically lower order
-   first and, inside one order, assistant → user → system (ST inserts system, user, assistant
-   newest-first, then reverses). Same role + same order = one message, joined with "\\n". The
-   card's depth prompt (`extensions.depth_prompt`) and world info @depth groups join the
-   order-100 group of their role, in ST's extension-key order (depth prompt, then world info).
-   Depth d is counted in the chat *with* the message being continued (non-prefill continue), as
-   ST injects before it moves that message to the end.
-   Author's Note (`authors-note.js` `setFloatingPrompt`, world-info.js `checkWorldInfo`): sent
-   when its interval says so (`AuthorsNote.messages_until`), as AN-top world info + the note +
-   AN-bottom world info; IN_CHAT it is the extension prompt "2_floating_prompt", first in the key
-   order; BEFORE/IN_PROMPT it is its own message right before/after `main` (mandatory, like main).
-6. Example dialogue: blocks = WI top + card blocks + WI bottom; each becomes the
-   `new_example_chat_prompt` line plus its messages (system role, name example_user /
-   example_assistant). Whole blocks, in order, while they fit; after the chat unless the preset
-   sets `pin_examples`.
+5. In-chat injections per depth, the card's depth prompt, world info @depth and the Author's
+   Note: `st_injections`.
+6. Example dialogue (whole blocks while they fit, after the chat unless `pin_examples`):
+   `st_budget`.
 7. Continue: without `continue_prefill` the continued reply and the nudge go last (ST adds them
    at the very end, after post-history instructions); with it the reply + `continue_postfix`
    (not when it already ends with a space, as ST) is the final assistant message. Impersonate:
@@ -52,39 +43,42 @@ Rules: format-digest §c.4 (SillyTavern 1.18 `openai.js` `prepareOpenAIMessages`
    front of a continue prefill ("\\n\\n") instead of a second assistant message.
 8. `squash_system_messages`: consecutive system parts without a name are merged with "\\n",
    except the new-chat and example-header lines.
-9. `names_behavior`: CONTENT prefixes "Name: " to user/assistant chat messages (not twice);
-   COMPLETION sets the OpenAI `name` (sanitised like ST `sanitizeName`); NONE and DEFAULT (solo)
-   change nothing. Continue/prefill parts are left as they are.
+9. `names_behavior` (CONTENT, COMPLETION, NONE, DEFAULT): `st_budget`.
 
-Chat messages also go through the macro engine (ST `preparePrompt` runs on every history
-message). Token cost of a part = count(content) + count(name) + `MESSAGE_OVERHEAD`. Pure: no I/O.
+Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tavern_tui.assembly.basic import split_examples
-from tavern_tui.assembly.macros import MacroContext, substitute, substitute_names
+from tavern_tui.assembly.macros import MacroContext, substitute
+from tavern_tui.assembly.st_budget import (
+    REPLY_PRIMING,
+    PromptPart,
+    PromptTooLarge,
+    _ChatBudget,
+    _Item,
+)
+from tavern_tui.assembly.st_injections import (
+    _NOTE_ID,
+    AuthorsNote,
+    _Absolute,
+    _InChatSteps,
+)
 from tavern_tui.assembly.tokens import DEFAULT_COUNTER
-from tavern_tui.errors import TavernError
 from tavern_tui.formats.presets import ABSOLUTE, ParsedPreset, PresetPrompt
 from tavern_tui.lore.result import Buckets
 
 __all__ = [
-    "CHAT_OVERRIDE_KEYS", "MESSAGE_OVERHEAD", "REPLY_PRIMING", "AuthorsNote", "BuiltPrompt", "HistoryMessage",
-    "PromptInputs", "PromptPart", "PromptTooLarge", "build_prompt", "chat_overrides_from_metadata",
-    "parse_example_block", "sanitize_name", "to_messages",
+    "CHAT_OVERRIDE_KEYS", "BuiltPrompt", "HistoryMessage", "PromptInputs", "build_prompt",
+    "chat_overrides_from_metadata", "to_messages",
 ]
 
-MESSAGE_OVERHEAD = 3  # framing tokens of one chat message (OpenAI's ~3 per message)
-REPLY_PRIMING = 3  # ST reserves 3 tokens: "every reply is primed with <|start|>assistant<|message|>"
-
-ROLES = ("system", "user", "assistant")
 _FILLED_MARKERS = ("worldInfoBefore", "worldInfoAfter", "charDescription", "charPersonality", "scenario",
                    "personaDescription")
 _INSTRUCTION_IDS = frozenset({"main", "charDescription", "charPersonality", "scenario"})
@@ -93,19 +87,7 @@ _BUILTIN_SENT = frozenset({"main", "nsfw", "jailbreak", "enhanceDefinitions"})
 # Identifiers ST uses for its own purposes; never placed from the order (control/extension prompts).
 _ENGINE_PROMPTS = frozenset({"impersonate", "quietPrompt", "groupNudge", "bias", "summary", "authorsNote",
                              "vectorsMemory", "vectorsDataBank", "smartContext"})
-_NAMES_NONE, _NAMES_DEFAULT, _NAMES_COMPLETION, _NAMES_CONTENT = -1, 0, 1, 2
-_VALID_NAME = re.compile(r"[a-zA-Z0-9_]{1,64}")
 _LAST_CHAT_MESSAGE = re.compile(r"\{\{\s*lastChatMessage\s*\}\}", re.IGNORECASE)
-_DEPTH_PROMPT_ID = "charDepthPrompt"
-_WI_DEPTH_ID = "worldInfoDepth"
-_NOTE_ID = "authorsNote"
-# SillyTavern's extension-prompt keys: prompts of one depth + role are joined in the JS default
-# sort of these keys (`getExtensionPrompt`): "2_floating_prompt" < "DEPTH_PROMPT" < "customDepthWI-…".
-_NOTE_KEY = "2_floating_prompt"  # authors-note.js MODULE_NAME ("deliberate, for sorting lower than memory")
-_DEPTH_PROMPT_KEY = "DEPTH_PROMPT"  # script.js inject_ids.DEPTH_PROMPT
-_WI_DEPTH_KEY = "customDepthWI-{depth}-{role}"  # script.js inject_ids.CUSTOM_WI_DEPTH_ROLE
-# extension_prompt_types (script.js): NONE -1, IN_PROMPT 0 (end of main), IN_CHAT 1, BEFORE_PROMPT 2.
-NOTE_IN_PROMPT, NOTE_IN_CHAT, NOTE_BEFORE_PROMPT = 0, 1, 2
 CHAT_OVERRIDE_KEYS = ("scenario", "mes_example", "system_prompt")
 """`chat_metadata` keys that override the card's field of the same name for one chat."""
 
@@ -132,93 +114,6 @@ class HistoryMessage:
     is_input: bool = False
 
 
-@dataclass(frozen=True)
-class AuthorsNote:
-    """The chat's Author's Note (SillyTavern `authors-note.js`, stored in `chat_metadata`).
-
-    Attributes:
-        prompt: the note text (`note_prompt`); macros are expanded when it is sent. May be
-            empty: world info with the AN-top / AN-bottom positions is still sent in its place.
-        interval: insert the note every `interval` user messages (`note_interval`; 1 = always).
-        depth: for IN_CHAT, the in-chat depth (`note_depth`; 0 = after the last message).
-        position: `note_position`, SillyTavern `extension_prompt_types`: 0 IN_PROMPT = its own
-            message right after `main`, 1 IN_CHAT = injected at `depth`, 2 BEFORE_PROMPT = its own
-            message right before `main`.
-        role: `note_role`, `extension_prompt_roles`: 0 system, 1 user, 2 assistant.
-    """
-
-    prompt: str
-    interval: int = 1
-    depth: int = 4
-    position: int = NOTE_IN_CHAT
-    role: int = 0
-
-    @classmethod
-    def from_chat_metadata(cls, meta: dict[str, Any] | None) -> AuthorsNote | None:
-        """The note of a chat from its `chat_metadata` (`note_prompt`, `note_interval`,
-        `note_depth`, `note_position`, `note_role`).
-
-        Missing (or null) keys take SillyTavern's defaults (`loadSettings`: "" / 1 / 4 / 1 IN_CHAT /
-        0 system; the user's default note is a client setting we do not have). Numbers may be
-        ints, integral floats or numeric strings; anything else takes the default. A negative
-        depth counts as its absolute value (ST's input handler); an unknown role is system.
-
-        Returns:
-            None when the note is disabled: interval ≤ 0 (ST `setFloatingPrompt` sets the
-            extension prompt to NONE) or a position other than 0/1/2 (−1 NONE; ST never sends
-            it). Otherwise a note — also when its text is empty, as SillyTavern still sends the
-            AN-top / AN-bottom world info then.
-        """
-        meta = meta if isinstance(meta, dict) else {}
-        prompt = meta.get("note_prompt")
-        interval = _meta_int(meta.get("note_interval"), 1)
-        depth = abs(_meta_int(meta.get("note_depth"), 4))
-        position = _meta_int(meta.get("note_position"), NOTE_IN_CHAT)
-        role = _meta_int(meta.get("note_role"), 0)
-        if interval <= 0 or position not in (NOTE_IN_PROMPT, NOTE_IN_CHAT, NOTE_BEFORE_PROMPT):
-            return None
-        return cls(prompt=prompt if isinstance(prompt, str) else "", interval=interval, depth=depth,
-                   position=position, role=role if role in (0, 1, 2) else 0)
-
-    def messages_until(self, user_messages: int) -> int:
-        """SillyTavern's countdown for the note (`messagesTillInsertion`, shown in the AN panel);
-        0 = it is inserted now, −1 = off. For n > interval ST shows n mod interval, which is not
-        the number of messages left (n = 4, interval 3 shows 1; the next insertion is at 6).
-
-        `user_messages` counts the chat's messages sent by the user (`is_user`, hidden ones too,
-        the message being sent included) — ST `setFloatingPrompt`: `chat.filter(m => m.is_user)`,
-        run in `Generate` after the input was added. Interval 1 always inserts; with no user
-        message yet (and interval > 1) or interval ≤ 0 the note is off. Otherwise ST's formula:
-        n ≥ interval ⇒ n mod interval, else interval − n.
-        """
-        n = 1 if self.interval == 1 else user_messages
-        if n <= 0 or self.interval <= 0:
-            return -1
-        return n % self.interval if n >= self.interval else self.interval - n
-
-    def inserted(self, user_messages: int) -> bool:
-        """True when SillyTavern inserts the note with `user_messages` user messages in the chat
-        (`messages_until(...) == 0`; e.g. interval 3 inserts at 3, 6, 9 …)."""
-        return self.messages_until(user_messages) == 0
-
-
-def _meta_int(value: Any, default: int) -> int:
-    """A chat_metadata number: int, integral float or numeric string; else `default`."""
-    if isinstance(value, bool) or value is None:
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else default
-    if isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return default
-        return int(number) if number.is_integer() else default
-    return default
-
-
 def chat_overrides_from_metadata(meta: dict[str, Any] | None) -> dict[str, str]:
     """The chat's overrides of card fields (`chat_metadata.scenario`, `.mes_example`,
     `.system_prompt`): every key of `CHAT_OVERRIDE_KEYS` holding a non-empty string.
@@ -228,35 +123,6 @@ def chat_overrides_from_metadata(meta: dict[str, Any] | None) -> dict[str, str]:
     """
     meta = meta if isinstance(meta, dict) else {}
     return {key: meta[key] for key in CHAT_OVERRIDE_KEYS if isinstance(meta.get(key), str) and meta[key]}
-
-
-@dataclass(frozen=True)
-class PromptPart:
-    """One message of the request and where it came from.
-
-    Attributes:
-        role: "system", "user" or "assistant".
-        content: the text sent.
-        source: "preset" | "marker" | "persona" | "new_chat" | "examples" | "history" | "input" |
-            "injection" | "world_info" | "authors_note" | "continue" | "impersonate" |
-            "send_if_empty" | "prefill". In-chat messages are "injection" (or "world_info" when
-            they hold world info @depth only); the Author's Note is "injection" when in the chat
-            and "authors_note" when it is its own message before/after `main`.
-        identifier: the preset prompt identifier or marker name ("main", "charDescription",
-            "dialogueExamples", …); "worldInfoDepth" for world info @depth, "charDepthPrompt" for
-            the card's depth prompt, "authorsNote" for the Author's Note; an injection merging
-            several sources joins them with "+" (preset prompts first, then the extension
-            prompts in ST's key order: authorsNote, charDepthPrompt, worldInfoDepth).
-        ref: the event of a history/input part.
-        name: the OpenAI `name` field (examples; names_behavior COMPLETION), None when unset.
-    """
-
-    role: str
-    content: str
-    source: str
-    identifier: str = ""
-    ref: tuple[int, int] | None = None
-    name: str | None = None
 
 
 @dataclass
@@ -331,27 +197,6 @@ class BuiltPrompt:
     token_counter: str = "estimate"
 
 
-class PromptTooLarge(TavernError):
-    """The mandatory prompts alone do not fit the budget (ST: "Mandatory prompts exceed the
-    context size").
-
-    Attributes:
-        needed: tokens the mandatory prompts take (with the reply priming).
-        budget: openai_max_context − openai_max_tokens.
-        max_context, max_tokens: the preset's figures.
-    """
-
-    def __init__(self, needed: int, budget: int, max_context: int, max_tokens: int) -> None:
-        self.needed = needed
-        self.budget = budget
-        self.max_context = max_context
-        self.max_tokens = max_tokens
-        super().__init__(
-            f"Mandatory prompts exceed the context size: they need {needed} tokens, the budget is {budget} "
-            f"(max context {max_context} − reply {max_tokens}). Raise the context size, lower the reply "
-            "length or disable prompts.")
-
-
 def to_messages(parts: list[PromptPart]) -> list[dict[str, Any]]:
     """The OpenAI `messages` array: one `{"role", "content"}` per part (+ "name" when set)."""
     out: list[dict[str, Any]] = []
@@ -363,72 +208,12 @@ def to_messages(parts: list[PromptPart]) -> list[dict[str, Any]]:
     return out
 
 
-def sanitize_name(name: str) -> str:
-    """An OpenAI `name`: kept when it matches `[a-zA-Z0-9_]{1,64}`; otherwise accents are
-    stripped, every other character becomes "_" and it is cut to 64 (ST `sanitizeName`)."""
-    if _VALID_NAME.fullmatch(name):
-        return name
-    plain = "".join(c for c in unicodedata.normalize("NFD", name) if not 0x300 <= ord(c) <= 0x36F)
-    return re.sub(r"[^a-zA-Z0-9_]", "_", plain)[:64]
-
-
-def parse_example_block(block: str, user: str, char: str) -> list[tuple[str, str]]:
-    """Split one example block (names already substituted, no `<START>` line) into
-    (`example_user` | `example_assistant`, text) messages, as ST `parseExampleIntoIndividual`:
-    a line starting with "User:" opens a user turn, "Char:" a character turn; other lines
-    continue the current turn (lines before the first speaker belong to the first turn); a turn
-    switch to the same speaker does not split; the first "Name:" is removed and the text trimmed.
-    Empty messages are dropped.
-    """
-    result: list[tuple[str, str]] = []
-    lines: list[str] = []
-    in_user = in_bot = False
-
-    def add(name: str, system_name: str) -> None:
-        text = "\n".join(lines).replace(name + ":", "", 1).strip()
-        if text:
-            result.append((system_name, text))
-        lines.clear()
-
-    for line in block.replace("\r", "").split("\n"):
-        if line.startswith(user + ":"):
-            if in_bot:
-                add(char, "example_assistant")
-            in_user, in_bot = True, False
-        elif line.startswith(char + ":"):
-            if in_user:
-                add(user, "example_user")
-            in_user, in_bot = False, True
-        lines.append(line)
-    if in_user:
-        add(user, "example_user")
-    elif in_bot:
-        add(char, "example_assistant")
-    return result
-
-
 # --- building --------------------------------------------------------------------------------
 
 
-@dataclass
-class _Item:
-    """A chat-area message during budgeting: kind "history" | "input" | "injection" | "anchor"."""
-
-    part: PromptPart
-    kind: str
-
-
-@dataclass
-class _Absolute:
-    identifier: str
-    role: str
-    content: str
-    depth: int
-    order: int
-
-
 def build_prompt(inputs: PromptInputs) -> BuiltPrompt:
-    """Build the request SillyTavern would send for `inputs` (rules: module docstring).
+    """Build the request SillyTavern would send for `inputs` (rules: the module docstrings of
+    `st_prompt`, `st_injections` and `st_budget`).
 
     Raises:
         PromptTooLarge: the mandatory prompts need more tokens than the budget.
@@ -436,7 +221,10 @@ def build_prompt(inputs: PromptInputs) -> BuiltPrompt:
     return _Builder(inputs).build()
 
 
-class _Builder:
+class _Builder(_InChatSteps, _ChatBudget):
+    """One build: the order, markers and fixed prompts here; the in-chat steps come from
+    `st_injections._InChatSteps`, the chat, examples and budget from `st_budget._ChatBudget`."""
+
     def __init__(self, inputs: PromptInputs) -> None:
         self.inputs = inputs
         self.preset = inputs.preset
@@ -449,9 +237,6 @@ class _Builder:
         self.ctx = self._context()
 
     # -- helpers ------------------------------------------------------------------------------
-
-    def cost(self, part: PromptPart) -> int:
-        return self.count(part.content) + (self.count(part.name) if part.name else 0) + MESSAGE_OVERHEAD
 
     def sub(self, text: str, original: str | None = None) -> str:
         if not text:
@@ -468,21 +253,6 @@ class _Builder:
         """The card's field `key`, or the chat's override of it."""
         value = self.inputs.chat_overrides[key] if self._overridden(key) else self.inputs.card.get(key)
         return value if isinstance(value, str) else ""
-
-    def _depth_prompt(self) -> tuple[str, int, str]:
-        ext = self.inputs.card.get("extensions")
-        dp = ext.get("depth_prompt") if isinstance(ext, dict) else None
-        if not isinstance(dp, dict):
-            return "", 4, "system"
-        text = dp.get("prompt") if isinstance(dp.get("prompt"), str) else ""
-        depth = dp.get("depth", 4)
-        if isinstance(depth, str) and depth.strip().isdigit():
-            depth = int(depth.strip())
-        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
-            depth = 4
-        role = dp.get("role")
-        role = role.strip().lower() if isinstance(role, str) and role.strip().lower() in ROLES else "system"
-        return text, depth, role
 
     def _context(self) -> MacroContext:
         """The macro context: base + names, card fields (macros expanded once, in ST's field
@@ -584,64 +354,6 @@ class _Builder:
         slots.insert(at, PromptPart("system", self.ctx.persona, "persona", "personaDescription"))
         self.adjustments.append("persona placed after the character/system instructions: "
                                 "the preset has no enabled personaDescription marker")
-
-    def _note_text(self) -> tuple[AuthorsNote | None, str]:
-        """The Author's Note sent this step and its text: world info AN-top, the note, AN-bottom
-        joined with "\\n" minus one leading and one trailing newline (ST `checkWorldInfo`), macros
-        expanded (ST expands extension prompts when it sends them). (None, "") when no note is
-        sent; AN-top / AN-bottom world info is then left out (ST: `shouldWIAddPrompt` false)."""
-        note, lore = self.inputs.authors_note, self.inputs.lore
-        has_wi = any(t.strip() for t in (*lore.an_top, *lore.an_bottom))
-        if note is None:
-            if has_wi:
-                self.adjustments.append("world info for the Author's Note left out: there is no Author's Note")
-            return None, ""
-        users = self.inputs.user_message_count
-        if users is None:
-            users = sum(1 for m in self.inputs.history if m.role == "user")
-        if not note.inserted(users):
-            what = "world info for the Author's Note" if has_wi else "Author's Note" if note.prompt.strip() else ""
-            if what:
-                self.adjustments.append(f"{what} left out: the note is inserted every {note.interval} user messages "
-                                        f"and the chat has {users}")
-            return None, ""
-        text = "\n".join(lore.an_top) + "\n" + note.prompt + "\n" + "\n".join(lore.an_bottom)
-        text = text[1:] if text.startswith("\n") else text
-        text = text[:-1] if text.endswith("\n") else text
-        return note, self.sub(text)
-
-    def _place_note(self, slots: list[PromptPart | str], absolute: list[_Absolute], main_at: int | None) -> None:
-        """Place the Author's Note (ST `preparePromptsForChatCompletion` / `populateChatCompletion`).
-
-        BEFORE_PROMPT / IN_PROMPT: its own message right before / after `main` (ST inserts it
-        at the start / end of main's collection; an empty or disabled main still anchors it).
-        IN_CHAT: an extension prompt at its depth and role (`_extensions`). An enabled
-        `authorsNote` entry in the preset's order overrides the role of a before/after note and,
-        when it is In-Chat (injection_position 1), also sends the note as an in-chat prompt at
-        its depth and order — for an IN_CHAT note that is a second copy, as in SillyTavern.
-        """
-        note, text = self._note_text()
-        if note is None or not text.strip():
-            return
-        entry = self._active(_NOTE_ID)
-        role = entry.role if entry is not None and entry.role in ROLES else ROLES[note.role]
-        if note.position == NOTE_IN_CHAT:
-            self.note_in_chat = (note, text)
-        if entry is not None and entry.injection_position == ABSOLUTE:
-            absolute.append(_Absolute(_NOTE_ID, role, text, entry.injection_depth, entry.injection_order))
-            self.adjustments.append(f"Author's Note sent in-chat at depth {entry.injection_depth} (order "
-                                    f"{entry.injection_order}): the preset's 'authorsNote' entry is In-Chat")
-            return
-        if note.position == NOTE_IN_CHAT:
-            return
-        if main_at is None:
-            self.adjustments.append("Author's Note not sent: SillyTavern attaches it to 'main', which the preset's "
-                                    "order does not place")
-            return
-        main_placed = (main_at < len(slots) and isinstance(slots[main_at], PromptPart)
-                       and slots[main_at].identifier == "main")  # type: ignore[union-attr]
-        at = main_at + (1 if note.position == NOTE_IN_PROMPT and main_placed else 0)
-        slots.insert(at, PromptPart(role, text, "authors_note", _NOTE_ID))
 
     def build(self) -> BuiltPrompt:
         inputs, preset = self.inputs, self.preset
@@ -797,160 +509,6 @@ class _Builder:
             parts = _squash(parts)
         return BuiltPrompt(parts=parts, adjustments=self.adjustments, tokens=tokens, budget=self.budget,
                            history_dropped=dropped, token_counter=str(getattr(self.count, "name", "custom")))
-
-    # -- chat ---------------------------------------------------------------------------------
-
-    def _history_items(self) -> list[_Item]:
-        behaviour = self.preset.names_behavior
-        items: list[_Item] = []
-        for message in self.inputs.history:
-            role = message.role if message.role in ROLES else "user"
-            content = self.sub(message.content.replace("\r", ""))
-            if not content.strip():
-                continue
-            name = None
-            if role in ("user", "assistant") and message.name:
-                if behaviour == _NAMES_CONTENT and not content.startswith(f"{message.name}: "):
-                    content = f"{message.name}: {content}"
-                elif behaviour == _NAMES_COMPLETION:
-                    name = sanitize_name(message.name) or None
-            source = "input" if message.is_input else "history"
-            items.append(_Item(PromptPart(role, content, source, "", message.ref, name),
-                               "input" if message.is_input else "history"))
-        return items
-
-    def _extensions(self) -> dict[tuple[int, str], list[tuple[str, str]]]:
-        """In-chat extension prompts by (depth, role) as (identifier, text), in ST's key order
-        (`getExtensionPrompt` sorts the keys: 2_floating_prompt < DEPTH_PROMPT < customDepthWI-…)."""
-        keyed: dict[tuple[int, str], list[tuple[str, str, str]]] = {}
-        if self.note_in_chat is not None:
-            note, text = self.note_in_chat
-            keyed.setdefault((note.depth, ROLES[note.role]), []).append((_NOTE_KEY, _NOTE_ID, text.strip()))
-        _, depth, role = self._depth_prompt()
-        if self.ctx.char_depth_prompt.strip():
-            keyed.setdefault((depth, role), []).append(
-                (_DEPTH_PROMPT_KEY, _DEPTH_PROMPT_ID, self.ctx.char_depth_prompt.strip()))
-        for (wi_depth, wi_role), wi_text in self.inputs.lore.at_depth.items():
-            try:
-                role_index = int(wi_role)
-                role_name = ROLES[role_index]
-            except (TypeError, ValueError, IndexError):
-                role_index, role_name = 0, "system"
-            if isinstance(wi_text, str) and wi_text.strip():
-                key = _WI_DEPTH_KEY.format(depth=int(wi_depth), role=role_index)
-                keyed.setdefault((int(wi_depth), role_name), []).append((key, _WI_DEPTH_ID, wi_text.strip()))
-        return {where: [(ident, text) for _, ident, text in sorted(items, key=lambda item: item[0])]
-                for where, items in keyed.items()}
-
-    def _inject(self, items: list[_Item], absolute: list[_Absolute]) -> list[_Item]:
-        """Insert the in-chat prompts into the chat (ST `populationInjectionPrompts`)."""
-        extensions = self._extensions()
-        depths = sorted({a.depth for a in absolute} | {depth for depth, _ in extensions})
-        newest_first = list(reversed(items))
-        inserted = 0
-        for depth in depths:
-            here = [a for a in absolute if a.depth == depth]
-            group: list[_Item] = []
-            for order in sorted({100} | {a.order for a in here}, reverse=True):
-                for role in ROLES:  # newest-first: system, user, assistant (reversed later)
-                    prompts = [a for a in here if a.order == order and a.role == role]
-                    ext = extensions.get((depth, role), []) if order == 100 else []
-                    pieces = ["\n".join(a.content for a in prompts), "\n".join(text for _, text in ext)]
-                    content = "\n".join(piece.strip() for piece in pieces if piece)
-                    if not content:
-                        continue
-                    idents = [a.identifier for a in prompts] + [ident for ident, _ in ext]
-                    source = "world_info" if all(i == _WI_DEPTH_ID for i in idents) else "injection"
-                    group.append(_Item(PromptPart(role, content, source, "+".join(idents)), "injection"))
-            index = depth + inserted
-            newest_first[index:index] = group
-            inserted += len(group)
-        return list(reversed(newest_first))
-
-    def _fit_history(self, items: list[_Item], remaining: int,
-                     inputs_kept: list[_Item]) -> tuple[list[PromptPart], int, int]:
-        """Fill the chat newest→oldest while it fits; the input is already paid for."""
-        preset = self.preset
-        kept: list[_Item] = []
-        # send_if_empty: ST inserts it before walking the chat, when the chat ends with the assistant.
-        filler: PromptPart | None = None
-        text = preset.send_if_empty
-        if text and items and items[-1].part.role == "assistant" and not inputs_kept:
-            candidate = PromptPart("user", self.sub(text), "send_if_empty", "emptyUserMessageReplacement")
-            if candidate.content and self.cost(candidate) <= remaining:
-                filler = candidate
-                remaining -= self.cost(candidate)
-            elif candidate.content:
-                self.adjustments.append("send_if_empty left out: the budget is full")
-        full = False
-        dropped_history = dropped_injections = 0
-        for item in reversed(items):
-            if item.kind == "input":
-                kept.append(item)
-                continue
-            cost = self.cost(item.part)
-            if not full and cost <= remaining:
-                kept.append(item)
-                remaining -= cost
-                continue
-            full = True
-            if item.kind == "injection":
-                dropped_injections += 1
-            else:
-                dropped_history += 1
-        if dropped_history:
-            noun = "message" if dropped_history == 1 else "messages"
-            self.adjustments.append(f"{dropped_history} oldest {noun} left out: the budget of {self.budget} "
-                                    "tokens is full")
-        if dropped_injections:
-            noun = "injection" if dropped_injections == 1 else "injections"
-            self.adjustments.append(f"{dropped_injections} in-chat {noun} left out with the oldest messages: "
-                                    f"the budget of {self.budget} tokens is full")
-        chat = [item.part for item in reversed(kept)]
-        if filler is not None:
-            chat.append(filler)
-        return chat, remaining, dropped_history
-
-    # -- examples -----------------------------------------------------------------------------
-
-    def _example_sources(self) -> list[str]:
-        """Example blocks: WI top, the card's (macros expanded), WI bottom; names substituted."""
-        lore, user, char = self.inputs.lore, self.inputs.user, self.inputs.char
-        blocks: list[str] = []
-        for text in lore.examples_top:
-            blocks += split_examples(substitute_names(text, char, user))
-        blocks += split_examples(self.ctx.mes_examples_raw)
-        for text in lore.examples_bottom:
-            blocks += split_examples(substitute_names(text, char, user))
-        return blocks
-
-    def _example_blocks(self) -> list[list[PromptPart]]:
-        header_text = self.sub(self.preset.new_example_chat_prompt)
-        out: list[list[PromptPart]] = []
-        for block in self._example_sources():
-            messages = parse_example_block(block, self.inputs.user, self.inputs.char)
-            if not messages:
-                continue
-            parts = [PromptPart("system", header_text, "examples", "dialogueExamples")] if header_text.strip() else []
-            parts += [PromptPart("system", text, "examples", "dialogueExamples", None, name) for name, text in messages]
-            out.append(parts)
-        return out
-
-    def _fit_examples(self, blocks: list[list[PromptPart]], remaining: int) -> tuple[list[PromptPart], int]:
-        """Whole blocks in order while they fit (ST `populateDialogueExamples` stops at the first
-        block it cannot afford)."""
-        kept: list[PromptPart] = []
-        for index, block in enumerate(blocks):
-            cost = sum(self.cost(p) for p in block)
-            if cost > remaining:
-                left = len(blocks) - index
-                noun = "block" if left == 1 else "blocks"
-                self.adjustments.append(f"examples left out: budget ({left} of {len(blocks)} example {noun}; "
-                                        f"the budget of {self.budget} tokens is full)")
-                break
-            kept += block
-            remaining -= cost
-        return kept, remaining
 
 
 def _squash(parts: list[PromptPart]) -> list[PromptPart]:

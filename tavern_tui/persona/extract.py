@@ -1,16 +1,13 @@
-"""Provides the belief extractors consolidation runs over the person's own chat messages.
+"""Provides the deterministic belief extractor consolidation runs over the person's own chat messages.
 
 Rules: seed 002 (ADR-0079) decision 6 and DESIGN.md "Persona and nominations". Beliefs are learned
-only from what the person types (the caller passes customer-origin message text only). Two
-extractors produce `Candidate`s:
-
-* `extract_beliefs`: deterministic, English, first-person statements ("I love cats", "my name is
-  Sam", "(OOC: no gore please)"). Text inside *asterisk actions* is skipped; quoted speech and
-  `(OOC: …)` / `[OOC: …]` notes are read. Hedged statements become hypotheses; passing states are
-  skipped or marked non-durable; sensitive values get a never-nominate category.
-* `parse_model_beliefs`: validates the JSON a model returned for `EXTRACTION_PROMPT`. Nothing the
-  model says is trusted: every field is type- and value-checked, and a belief whose quote is not
-  in the message is dropped (a model may not invent support).
+only from what the person types (the caller passes customer-origin message text only).
+`extract_beliefs` reads deterministic, English, first-person statements ("I love cats", "my name
+is Sam", "(OOC: no gore please)"). Text inside *asterisk actions* is skipped; quoted speech and
+`(OOC: …)` / `[OOC: …]` notes are read. Hedged statements become hypotheses; passing states are
+skipped or marked non-durable; sensitive values get a never-nominate category. The lexicons,
+text preparation and `Candidate` are in `lexicon`; the optional model extractor is
+`model_extract.parse_model_beliefs`.
 
 Pure: no database, no network. Every pattern is anchored or uses disjoint classes, and each
 sentence is analysed over at most `MAX_SENTENCE_CHARS` characters, so a long or hostile message
@@ -19,359 +16,49 @@ costs linear time.
 
 from __future__ import annotations
 
-import bisect
-import json
-import math
 import re
-from dataclasses import dataclass
 
-from tavern_tui.errors import FormatError
-from tavern_tui.persona.model import BELIEF_KINDS, SENSITIVITIES
-
-CATEGORIES = ("name", "preference", "dislike", "identity", "boundary", "story")
-"""Categories a belief may be nominated from (subject to seed 002 decision 6's other rules)."""
-
-NEVER_NOMINATE_CATEGORIES = ("health", "sexuality", "religion", "politics", "credentials", "location", "finances")
-"""Categories that are stored but never nominated (seed 002 decision 6); always sensitivity "high"."""
-
-ALL_CATEGORIES = CATEGORIES + NEVER_NOMINATE_CATEGORIES
-
-CATEGORY_SENSITIVITY = {"name": "low", "preference": "low", "dislike": "low", "story": "low",
-                        "identity": "normal", "boundary": "normal",
-                        **{category: "high" for category in NEVER_NOMINATE_CATEGORIES}}
-"""The sensitivity each category carries."""
+from tavern_tui.persona.lexicon import (
+    _BOUNDARY_REJECT,
+    _CLAUSE_SPLIT,
+    _DEICTIC,
+    _EMPHATIC_ADVERBS,
+    _EMPHATIC_SUFFIX,
+    _HEDGE_ADVERBS,
+    _IDENTITY_ADJECTIVES,
+    _IDENTITY_REJECT,
+    _LOWERCASE_NAME_REJECT,
+    _NAME_REJECT,
+    _SENTENCE,
+    _STOP_BOUNDARY,
+    _STOP_IDENTITY,
+    _STOP_PLACE,
+    _STOP_PREF,
+    _STOP_PREFER,
+    _STORY_ANY,
+    _STORY_NOUNS,
+    _STORY_SUFFIX,
+    _TAG_QUESTION,
+    _TRANSIENT,
+    CATEGORY_SENSITIVITY,
+    HEDGED_CONFIDENCE,
+    MAX_VALUE_WORDS,
+    Candidate,
+    _Clause,
+    _in_regions,
+    _key_value,
+    _prepare,
+    _sensitive,
+    _sentence_end,
+    _strip_prefix,
+    _third_person,
+    _tidy_end,
+    _value,
+    _values,
+)
 
 MAX_SENTENCE_CHARS = 400
 """Characters of one sentence the deterministic extractor reads (the rest is ignored)."""
-
-MAX_VALUE_WORDS = 6
-"""Words kept of a belief's value ("I love X": X); longer values are cut and dangling words trimmed."""
-
-HEDGED_CONFIDENCE = 0.45
-"""Confidence of a hedged statement ("maybe I'm a morning person"); hypotheses never exceed 0.5."""
-
-MODEL_SOURCE = "model belief JSON"
-"""The `file` a `FormatError` from `parse_model_beliefs` names."""
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A belief one message supports, before consolidation merges it into the store.
-
-    Attributes:
-        statement: canonical, third person with the `{{user}}` macro, ends with "."
-            ("{{user}} likes cats.").
-        key: canonical key, lowercase and whitespace-collapsed ("likes:cats", "name:sam").
-        slot: what a newer statement replaces ("name", "pref:cats" for likes:cats and
-            dislikes:cats, "identity:teacher", "boundary:gore", "story:slow burn", "location").
-        kind: "direct" (a plain first-person statement) or "hypothesis" (hedged or inferred).
-        category: one of `ALL_CATEGORIES`.
-        confidence: 0..1; plain ~0.85, emphatic 0.95, hedged at most 0.5.
-        sensitivity: one of `SENSITIVITIES`; never-nominate categories are "high".
-        durable: False for passing states ("I'm into jazz right now", "I used to like cats").
-        quote: the sentence it came from, trimmed (credential values replaced by "[redacted]").
-    """
-
-    statement: str
-    key: str
-    slot: str
-    kind: str
-    category: str
-    confidence: float
-    sensitivity: str
-    durable: bool
-    quote: str
-
-
-# ---------------------------------------------------------------------------------------------
-# Lexicons. Every list is a regex alternation matched between non-word boundaries.
-
-def _words(alternation: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)(?:" + alternation + r")(?!\w)", re.IGNORECASE)
-
-
-_SENSITIVE = (  # order matters: the first category that matches wins
-    ("credentials", _words(r"passwords?|passcodes?|pin\s+(?:code|number)|api\s+keys?|ssn|social\s+security")),
-    ("location", _words(r"(?:home\s+)?address|zip\s*code|post\s*code|postal\s+code|apartment\s+\d+|apt\.?\s*\d+"
-                        r"|\d+\s+\w+\s+(?:street|st|avenue|ave|road|rd|lane|ln|drive|dr|boulevard|blvd|court|ct)")),
-    ("health", _words(r"diabet\w*|depress(?:ion|ed|ive)|anxiety|adhd|autis\w*|cancer|pregnan\w*|medications?|meds"
-                      r"|antidepressants?|therapy|bipolar|schizophreni\w*|ptsd|ocd|epilep\w*|asthma\w*|hiv"
-                      r"|chronic\s+\w+|illness(?:es)?|disabilit\w*|disabled|insulin|chemo\w*|migraines?"
-                      r"|eating\s+disorders?|anorexi\w*|bulimi\w*|suicid\w*|self[-\s]harm|diagnos\w*|allerg\w*"
-                      r"|insomnia|dementia|alzheimer'?s|arthritis|c(?:o?e)liac|crohn'?s|fibromyalgia|lupus|deaf"
-                      r"|wheelchair|panic\s+attacks?|mental\s+health|rehab|sober|sobriety|addict\w*|alcoholi\w*"
-                      r"|prescriptions?|dyslexi\w*")),
-    ("sexuality", _words(r"gay|lesbian|bisexual|asexual|aromantic|pansexual|demisexual|queer|homosexual"
-                         r"|heterosexual|transgender|non-?binary|lgbt\w*|sexuality|sexual\s+orientation|kinks?"
-                         r"|kinky|bdsm|fetish\w*")),
-    ("religion", _words(r"christian\w*|muslim|islam\w*|jewish|judaism|jews?|atheis\w*|agnostic|buddhis\w*|buddha"
-                        r"|hindu\w*|sikh\w*|catholic\w*|protestant|mormon\w*|church|mosque|synagogue|god|jesus"
-                        r"|christ|allah|bible|quran|koran|torah|pray\w*|religio\w*|pagan\w*|wicca\w*|evangelical"
-                        r"|baptist|lutheran|methodist|scientolog\w*")),
-    ("politics", _words(r"democrats?|republicans?|liberals?|conservatives?|socialis\w*|communis\w*|libertarian\w*"
-                        r"|marxis\w*|fascis\w*|anarchis\w*|vot(?:e|es|ed|ing)|elections?|trump|biden|maga"
-                        r"|leftists?|right[-\s]wing\w*|left[-\s]wing\w*|tory|tories|labour\s+party|green\s+party"
-                        r"|politics|political|politicians?")),
-    ("finances", re.compile(r"(?<!\w)(?:salary|salaries|debts?|income|bank\s+(?:account|balance|details)|mortgage"
-                            r"|loans?|credit\s+(?:score|card)s?|savings|paycheck|net\s+worth|bankrupt\w*)(?!\w)"
-                            r"|[$£€]\s?\d", re.IGNORECASE)),
-)
-
-_SEXUALITY_IDENTITY = _words(r"straight|bi|trans|ace")
-"""Orientation words that only count said of oneself ("I'm straight"; "I like straight hair" is not)."""
-
-_STORY_NOUNS = _words(
-    r"slow[-\s]?burns?|romance|romcoms?|horror|comedy|comedies|drama|angst|fluff|mystery|mysteries|thrillers?"
-    r"|fantasy|sci[-\s]?fi|science\s+fiction|adventures?|slice\s+of\s+life|sfw|nsfw|pg(?:-?13)?"
-    r"|repl(?:y|ies)|responses?|paragraphs?|messages?|pacing|paced|tone|(?:first|second|third)[-\s]person"
-    r"|(?:present|past)\s+tense|dialogue|narration|fade\s+to\s+black|happy\s+endings?|plots?|story|stories"
-    r"|storylines?|roleplays?|rp|scenes?|worldbuilding|combat|suspense|banter|genres?|prose|pov")
-"""Words that make "I prefer X" a story preference rather than a taste."""
-
-_STORY_ANY = _words(
-    r"slow|light|lighthearted|light-hearted|dark|grimdark|gritty|wholesome|fluffy|funny|comedic|romantic"
-    r"|dramatic|angsty|spooky|cozy|cosy|clean|tame|mild|short|shorter|long|longer|brief|detailed|descriptive"
-    r"|concise|realistic|serious|casual|tasteful|non-?graphic|vague|subtle|immersive|family[-\s]friendly"
-    r"|steamy|spicy|explicit|in[-\s]character|pg|sfw|nsfw")
-"""Tone and length words that make "keep it X" a story preference."""
-
-_TRANSIENT = _words(r"right\s+now|at\s+the\s+moment|atm|today|tonight|this\s+(?:morning|afternoon|evening|week"
-                    r"|weekend)|for\s+now|at\s+the\s+minute|lately|recently|for\s+the\s+time\s+being")
-"""Words that make a statement a passing state (durable False)."""
-
-_EMPHATIC_SUFFIX = re.compile(r"\s(?:so\s+much|so\s+so\s+much|a\s+lot|more\s+than\s+anything|with\s+all\s+my\s+heart"
-                              r"|to\s+death|the\s+most|to\s+bits)(?!\w)", re.IGNORECASE)
-_EMPHATIC_ADVERBS = frozenset({"really", "truly", "absolutely", "totally", "genuinely", "definitely", "seriously",
-                               "always", "so", "deeply", "honestly"})
-_HEDGE_ADVERBS = frozenset({"might", "may", "probably", "possibly", "maybe", "kinda", "kind of", "sort of", "sorta",
-                            "perhaps"})
-
-_DEICTIC = frozenset({
-    "it", "its", "it's", "this", "that", "these", "those", "you", "your", "yours", "you're", "youre", "u", "ur",
-    "ya", "yall", "y'all", "him", "his", "her", "hers", "she", "he", "they", "them", "their", "theirs", "we", "us",
-    "our", "ours", "here", "there", "what", "how", "when", "where", "who", "whom", "why", "which", "thee", "thy",
-    "everything", "anything", "something", "nothing", "everyone", "anyone", "someone", "somebody", "everybody",
-    "that's", "so", "too", "very", "not", "no", "today", "tonight", "tomorrow", "yesterday", "now",
-})
-"""Words that tie a value to the scene or the other party ("I love you", "I like that"): no belief."""
-
-_DANGLING = frozenset({"a", "an", "the", "of", "in", "on", "at", "to", "with", "and", "or", "for", "my", "from",
-                       "by", "about", "as", "into", "some", "any", "very", "really", "&"})
-
-_IDENTITY_REJECT = frozenset({"bit", "little", "lot", "tad", "wee", "fan", "lover", "sucker", "person", "human",
-                              "mess", "part", "few", "couple", "lil"})
-"""First words after "I'm a" that are not a role ("I'm a bit tired", "I'm a fan of …")."""
-
-_IDENTITY_ADJECTIVES = frozenset({"vegan", "vegetarian", "pescatarian", "left-handed", "right-handed", "married",
-                                  "single", "divorced", "widowed", "retired", "introverted", "extroverted",
-                                  "extraverted", "bilingual", "trilingual", "engaged", "unemployed", "self-employed"})
-"""Durable words "I'm X" (no article) may carry; other bare "I'm X" are passing states and are skipped."""
-
-_NAME_REJECT = frozenset({"I", "Not", "Just", "Also", "Really", "Actually", "Maybe", "The", "A", "An", "Nobody",
-                          "Anything", "Whatever", "Later", "Back", "Please", "Sorry", "Ok", "Okay", "Yes", "No"})
-_LOWERCASE_NAME_REJECT = frozenset({"not", "unimportant", "secret", "irrelevant", "unknown", "nothing", "nobody",
-                                    "anything", "whatever", "private", "classified", "weird", "long", "short",
-                                    "hard", "complicated", "boring", "cursed", "a", "the", "my", "your", "still"})
-
-_BOUNDARY_REJECT = frozenset({"problem", "problems", "worries", "worry", "way", "thanks", "thank", "one", "stop",
-                              "wait", "more", "no", "please", "idea", "clue", "kidding", "doubt", "matter", "need",
-                              "offense", "offence", "pressure", "rush", "hurry", "sweat", "biggie", "deal", "shit",
-                              "joke", "chance", "fair", "don't", "dont", "don't!", "thank you", "wait"})
-
-# Stops end a value: "I love cats because …" -> "cats". The first word is never cut (no leading \s).
-_STOP_COMMON = (r"\s*[;:]|\s+(?:-+|because|cause|cuz|coz|but|when|whenever|if|since|though|although|while|whereas"
-                r"|so\s+much|a\s+lot|lots|more\s+than|as\s+well|too|either|lol|lmao|lmfao|rofl|haha\w*|hehe\w*"
-                r"|xd|tbh|btw|ngl|irl|imo|honestly|for\s+real|right\s+now|at\s+the\s+moment|atm|today|tonight"
-                r"|this\s+(?:morning|afternoon|evening|week|weekend)|for\s+now|these\s+days|lately|recently"
-                r"|anymore|any\s+more|nowadays|and\s+stuff|and\s+things|and\s+all\s+that|or\s+something|i|i'm|im"
-                r"|i've|i'd|i'll|with\s+all\s+my\s+heart|to\s+death|to\s+bits|the\s+most|especially|personally"
-                r"|please|pls|plz|though|anyway|anyways|ok|okay|yeah|now|that|which|who|whom|whose|where)(?!\w)")
-_STOP_PREF = re.compile(_STOP_COMMON, re.IGNORECASE)
-_STOP_PREFER = re.compile(_STOP_COMMON + r"|\s+(?:over|to|than|rather|instead|vs\.?|versus)(?!\w)", re.IGNORECASE)
-_STOP_IDENTITY = re.compile(_STOP_COMMON + r"|\s*,|\s+(?:at|in|on|from|for|with|near|by|and|or|so|here|there"
-                            r"|like|named|called|working|living|who|and\s+a|and\s+an)(?!\w)", re.IGNORECASE)
-_STOP_PLACE = re.compile(r"\s*[;:]|\s+(?:-+|because|cause|but|with|since|so|which|where|and\s+i|lol|lmao|haha\w*"
-                         r"|tbh|btw|now|right\s+now|currently|though|i|i'm|im|i've|for\s+\d+\s+\w+|for\s+(?:a|many"
-                         r"|several|some)\s+\w+)(?!\w)", re.IGNORECASE)
-_STOP_BOUNDARY = re.compile(_STOP_COMMON + r"|\s+in\s+(?:the|this|our|my|a|any)\s+(?:story|stories|roleplay|rp"
-                            r"|scene|scenes|chat|plot|narrative)(?!\w)", re.IGNORECASE)
-
-_STORY_SUFFIX = re.compile(r"\s+in\s+(?:the|this|our|my|a|any)\s+(?:story|stories|roleplay|rp|scene|scenes|chat|plot"
-                           r"|narrative)(?!\w)", re.IGNORECASE)
-
-# ---------------------------------------------------------------------------------------------
-# Text preparation.
-
-_TRANSLATE = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'", "\u201c": '"',
-                            "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"', "\u00a0": " "})
-_ACTION = re.compile(r"\*[^*\n]*\*?")
-"""An *asterisk action*; an unclosed one runs to the end of its line."""
-_OOC = re.compile(r"[(\[]\s*ooc\b[^)\]]*[)\]]?|\(\([^()]*\)\)|^[ \t]*ooc[ \t]*:[^\n]*", re.IGNORECASE | re.MULTILINE)
-_BOUNDARY_CHARS = frozenset('"()[]{}')
-_TITLE_PERIOD = re.compile(r"(?<!\w)(?:dr|mr|mrs|ms|mx|prof|st|jr|sr|mt|vs|etc)\.", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?:[^\n.!?]|[.!?](?!\s|$))+[.!?]*")
-_CLAUSE_SPLIT = re.compile(
-    r"(?:\s*,\s*|\s+)(?:but|and|although|though|while|whereas|because|since|so|plus|also|yet|or|then)\s+"
-    r"(?=(?:i|i'm|im|i've|ive|i'd|my|maybe|probably|perhaps)(?!\w))"
-    r"|\s*[,:]\s*(?=(?:i|i'm|im|i've|ive|my)\s)|\s+[-\u2013\u2014]+\s+|\s*\u2014\s*", re.IGNORECASE)
-_TAG_QUESTION = re.compile(r"\s*,\s*(?:don't\s+you|dont\s+you|do\s+you|right|you\s+know|ya\s+know|y'know|huh"
-                           r"|isn't\s+it|aren't\s+you|how\s+about\s+you|what\s+about\s+you|and\s+you|wbu|hbu"
-                           r"|you|too)\s*[?!.]*\s*$", re.IGNORECASE)
-
-_SEPARATORS = r"[\s,:;!.\-~]*"
-_I_FOLLOWS = r"(?=\s+(?:that\s+)?(?:i|i'm|im|i've|ive|i'd|my|maybe|probably)(?!\w))"
-_FILLER = re.compile(
-    r"(?:ooc|o\.o\.c|oh\s+and|oh|ah|and|but|so|also|plus|well|honestly|actually|btw|by\s+the\s+way|anyway|anyways"
-    r"|yeah|yes|yep|ok|okay|hi|hey|hello|um+|uh+|erm|hmm+|lol|lmao|haha\w*|hehe\w*|tbh|to\s+be\s+honest|fyi"
-    r"|just\s+so\s+you\s+know|for\s+the\s+record|personally|irl|in\s+real\s+life|fun\s+fact|side\s+note"
-    r"|though|ngl|not\s+gonna\s+lie|you\s+know|like|funnily\s+enough|for\s+what\s+it's\s+worth|out\s+of\s+character"
-    r"|real\s+talk|seriously|truthfully|admittedly|basically|and\s+yeah)(?!\w)" + _SEPARATORS, re.IGNORECASE)
-_HEDGE = re.compile(
-    r"(?:(?:maybe|perhaps|probably|possibly|apparently|kinda|kind\s+of|sort\s+of|sorta|idk|i\s+dunno"
-    r"|not\s+sure\s+but|i'm\s+not\s+sure\s+but|im\s+not\s+sure\s+but|i\s+am\s+not\s+sure\s+but)(?!\w)"
-    r"|(?:i\s+think|i\s+guess|i\s+suppose|i\s+believe|i\s+reckon|i\s+feel\s+like|it\s+seems\s+like|it\s+seems"
-    r"|seems\s+like|i\s+imagine)" + _I_FOLLOWS + r"(?:\s+that)?)" + _SEPARATORS, re.IGNORECASE)
-_NEGATED_HEDGE = re.compile(
-    r"(?:i\s+don't\s+think|i\s+dont\s+think|i\s+do\s+not\s+think|i'm\s+not\s+sure\s+(?:if|whether)"
-    r"|im\s+not\s+sure\s+(?:if|whether)|i\s+am\s+not\s+sure\s+(?:if|whether)|not\s+sure\s+(?:if|whether)"
-    r"|i\s+doubt|i\s+wouldn't\s+say|i\s+would\s+not\s+say|i\s+can't\s+say|i\s+cannot\s+say"
-    r"|i\s+don't\s+know\s+if|i\s+dont\s+know\s+if|idk\s+if|i\s+wonder\s+if)(?!\w)", re.IGNORECASE)
-
-
-def _prepare(text: str) -> tuple[str, str, list[tuple[int, int]]]:
-    """(normalised text, boundary-masked text, OOC regions); all three share offsets with `text`."""
-    norm = text.translate(_TRANSLATE)
-    masked = [("\n" if ch in _BOUNDARY_CHARS else ch) for ch in norm]
-    for m in _ACTION.finditer(norm):
-        masked[m.start():m.end()] = "\n" * (m.end() - m.start())
-    for m in _TITLE_PERIOD.finditer(norm):
-        masked[m.end() - 1] = "\x00"
-    regions = [(m.start(), m.end()) for m in _OOC.finditer(norm)]
-    return norm, "".join(masked), regions
-
-
-def _in_regions(position: int, starts: list[int], regions: list[tuple[int, int]]) -> bool:
-    index = bisect.bisect_right(starts, position) - 1
-    return index >= 0 and regions[index][0] <= position < regions[index][1]
-
-
-@dataclass(slots=True)
-class _Clause:
-    """One clause being analysed: `body` with fillers and hedges stripped."""
-
-    body: str
-    hedged: bool
-    ooc: bool
-    transient: bool
-    quote: str
-
-
-def _strip_prefix(clause: str) -> tuple[str, bool, bool]:
-    """(body, hedged, negated): leading fillers and hedges removed, one token at a time."""
-    body, hedged = clause.strip(" ,;:-~'"), False
-    while body:
-        if _NEGATED_HEDGE.match(body):
-            return "", hedged, True
-        m = _HEDGE.match(body)
-        if m and m.end():
-            hedged, body = True, body[m.end():]
-            continue
-        m = _FILLER.match(body)
-        if m and m.end():
-            body = body[m.end():]
-            continue
-        break
-    return body.strip(" ,;:-~'"), hedged, False
-
-
-# ---------------------------------------------------------------------------------------------
-# Values.
-
-def _tidy_end(value: str) -> str:
-    while value and not (value[-1].isalnum() or value[-1] in "+#%"):
-        value = value[:-1]
-    return value.strip()
-
-
-def _cap_words(value: str) -> str:
-    words = value.split()[:MAX_VALUE_WORDS]
-    while words and words[-1].lower() in _DANGLING:
-        words.pop()
-    return " ".join(words)
-
-
-def _cut(value: str, stops: re.Pattern[str]) -> str:
-    value = value.strip(" ,;:-~'")
-    m = stops.search(value)
-    return value[:m.start()] if m else value
-
-
-def _value(raw: str, stops: re.Pattern[str], *, comma: bool = True) -> str | None:
-    """The value of a pattern: cut at the first stop (and comma), capped, tidied; None if unusable."""
-    value = _cut(raw, stops)
-    if comma:
-        value = value.split(",", 1)[0]
-    value = _cap_words(_tidy_end(value))
-    if not value:
-        return None
-    words = [w.strip(".,!?'\"").lower() for w in value.split()]
-    if any(w in _DEICTIC for w in words):
-        return None
-    return value
-
-
-def _values(raw: str, stops: re.Pattern[str]) -> list[str]:
-    """One value, or each item of a list ("cats, dogs, and horses" -> three values)."""
-    cut = _cut(raw, stops)
-    parts = [p.strip() for p in cut.split(",")]
-    if len(parts) >= 2 and all(parts):
-        last = parts[-1]
-        m = re.match(r"(?:and|or|&)\s+(.+)$", last, re.IGNORECASE)
-        if m:
-            items = parts[:-1] + [m.group(1)]
-        else:
-            tail = re.split(r"\s+(?:and|or|&)\s+", last, maxsplit=1)
-            items = parts[:-1] + tail if len(tail) == 2 else []
-        if 2 <= len(items) <= 8 and all(len(item.split()) <= 4 for item in items):
-            found = [v for v in (_value(item, stops) for item in items) if v]
-            if found:
-                return found
-    value = _value(cut, stops)
-    return [value] if value else []
-
-
-_ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)
-_FIRST_PERSON_WORDS = {"my": "their", "mine": "theirs", "myself": "themselves", "me": "them"}
-
-
-def _third_person(value: str) -> str:
-    """Possessives turned to {{user}}'s side: "my cat" -> "their cat"."""
-    def swap(m: re.Match[str]) -> str:
-        word = m.group(0)
-        new = _FIRST_PERSON_WORDS[word.lower()]
-        return new.capitalize() if word[0].isupper() else new
-    return re.sub(r"(?<!\w)(?:my|mine|myself|me)(?!\w)", swap, value, flags=re.IGNORECASE)
-
-
-def _key_value(value: str) -> str:
-    """Lowercase, whitespace-collapsed, leading article dropped, first-person possessives swapped."""
-    text = " ".join(_third_person(value).lower().split())
-    return _ARTICLE.sub("", text) or text
-
-
-def _sensitive(value: str, *, self_description: bool = False) -> str | None:
-    """The never-nominate category the value mentions, or None."""
-    for category, pattern in _SENSITIVE:
-        if pattern.search(value):
-            return category
-    if self_description and _SEXUALITY_IDENTITY.search(value):
-        return "sexuality"
-    return None
-
-
-def _sentence_end(statement: str) -> str:
-    statement = " ".join(statement.split()).rstrip(" .!?,;:")
-    return statement + "."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -922,139 +609,3 @@ def extract_beliefs(text: str) -> list[Candidate]:
                 seen.add(candidate.key)
                 found.append(candidate)
     return found
-
-
-# ---------------------------------------------------------------------------------------------
-# The optional model extractor.
-
-EXTRACTION_PROMPT = """\
-You read one chat message that a person typed in a roleplay chat, and list the facts the person \
-states about THEMSELVES in the first person ("I ...", "my ...", "call me ..."). Text inside \
-*asterisks* is a roleplay action, not a statement: ignore it. Out-of-character notes such as \
-(OOC: ...) are the person speaking and do count. Ignore anything said about other people or \
-characters, questions, and anything you would have to guess.
-
-Answer with one JSON object and nothing else:
-{"beliefs": [{"statement": "...", "key": "...", "slot": "...", "kind": "...", "category": "...", \
-"confidence": 0.0, "sensitivity": "...", "durable": true, "quote": "..."}]}
-
-Fields (all required):
-- statement: the fact in the third person using the macro {{user}}, ending with a period, \
-e.g. "{{user}} likes cats.", "{{user}}'s name is Sam.", "{{user}} does not want gore in the story."
-- key: lowercase canonical key "<kind>:<value>", e.g. "name:sam", "likes:cats", \
-"dislikes:horror movies", "identity:teacher", "boundary:gore", "story:slow burn romance".
-- slot: what a newer fact replaces: "name" for names, "pref:<value>" for both likes and \
-dislikes of the same thing, "identity:<value>", "boundary:<value>", "story:<value>", "location".
-- kind: "direct" when the person plainly said it of themselves; "hypothesis" when hedged \
-("maybe", "I think I might") or inferred.
-- category: one of "name", "preference", "dislike", "identity", "boundary" (content the person \
-does not want in the story), "story" (pacing, genre, tone or reply length they want), or, for \
-anything about health, sexuality, religion, politics, credentials (passwords, PINs), location \
-(where they live) or finances: "health", "sexuality", "religion", "politics", "credentials", \
-"location", "finances".
-- confidence: a number from 0 to 1 (plain statement about 0.85, emphatic 0.95, hedged at most 0.5).
-- sensitivity: "low" for name, preference, dislike and story; "normal" for identity and \
-boundary; "high" for health, sexuality, religion, politics, credentials, location and finances.
-- durable: false for passing states ("I'm tired", "right now", "I used to ..."), else true.
-- quote: the exact words of the message the fact comes from, copied verbatim.
-
-Never put a password, PIN or other secret value in a statement. If the message states nothing \
-about the person, answer {"beliefs": []}."""
-"""System prompt for the optional model extractor; the answer goes to `parse_model_beliefs`."""
-
-_FIELDS = ("statement", "key", "slot", "kind", "category", "confidence", "sensitivity", "durable", "quote")
-_FENCE = re.compile(r"^```[\w-]*[ \t]*\n(?P<body>.*)\n[ \t]*```$", re.DOTALL)
-_FIRST_PERSON = re.compile(r"(?<![\w'])(?:i|i'm|im|i've|i'd|i'll|my|mine|myself|me|let's|let\s+us|ooc)(?![\w'])",
-                           re.IGNORECASE)
-"""A first-person word, or an out-of-character marker (an OOC note is the person speaking)."""
-
-
-def _loose(text: str) -> str:
-    """Case-folded, quote-normalised, whitespace-collapsed: the form quotes are compared in."""
-    return " ".join(text.translate(_TRANSLATE).casefold().split())
-
-
-def _first_person(quote: str) -> bool:
-    return bool(_FIRST_PERSON.search(quote.translate(_TRANSLATE))) and not quote.rstrip().endswith("?")
-
-
-def _checked(item: object, message: str, unacted: str) -> Candidate | None:
-    """One item of the model's list as a Candidate, or None when any field fails validation."""
-    if not isinstance(item, dict) or any(name not in item for name in _FIELDS):
-        return None
-    statement, key, slot, kind = item["statement"], item["key"], item["slot"], item["kind"]
-    category, confidence = item["category"], item["confidence"]
-    sensitivity, durable, quote = item["sensitivity"], item["durable"], item["quote"]
-    if not all(isinstance(v, str) for v in (statement, key, slot, kind, category, sensitivity, quote)):
-        return None
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not isinstance(durable, bool):
-        return None
-    confidence = float(confidence)
-    if not math.isfinite(confidence) or not 0.0 <= confidence <= 1.0:
-        return None
-    key, slot, statement, quote = key.strip(), slot.strip(), " ".join(statement.split()), quote.strip()
-    if not key or key != key.lower() or not slot or not statement or not quote:
-        return None
-    if kind not in BELIEF_KINDS or category not in ALL_CATEGORIES or sensitivity not in SENSITIVITIES:
-        return None
-    if "{{user}}" not in statement:
-        return None
-    loose_quote = _loose(quote)
-    if loose_quote not in message:
-        return None  # the model may not invent support
-    if kind == "direct" and not (_first_person(quote) and loose_quote in unacted):
-        kind = "hypothesis"
-    if kind == "hypothesis":
-        confidence = min(confidence, 0.5)
-    if category in NEVER_NOMINATE_CATEGORIES:
-        sensitivity = "high"
-    return Candidate(_sentence_end(statement), " ".join(key.split()), " ".join(slot.lower().split()), kind,
-                     category, confidence, sensitivity, durable, quote)
-
-
-def parse_model_beliefs(raw: str, message_text: str) -> list[Candidate]:
-    """Validate a model's answer to `EXTRACTION_PROMPT` (seed 002 ADR-0079 decision 6).
-
-    The answer must be one JSON object `{"beliefs": [...]}` (one surrounding ``` fence is
-    tolerated). Each item needs every field with the right type and an allowed value: kind in
-    `BELIEF_KINDS`, category in `ALL_CATEGORIES`, sensitivity in `SENSITIVITIES`, confidence a
-    finite number in 0..1, durable a boolean, key non-empty and lowercase, statement containing
-    `{{user}}`; an item failing any check is dropped. An item whose quote is not in
-    `message_text` (compared case-insensitively with whitespace and curly quotes normalised) is
-    dropped. Kind becomes "hypothesis" (confidence capped at 0.5) unless the quote is a
-    first-person sentence (a first-person word or an OOC marker, not a question) outside
-    *asterisk actions*; never-nominate categories are forced to
-    sensitivity "high". Duplicate keys keep the first item.
-
-    Returns:
-        The surviving candidates, in the model's order.
-
-    Raises:
-        FormatError: file "model belief JSON"; the answer is not valid JSON (field ""), not an
-            object (field ""), or has no "beliefs" list (field "beliefs").
-    """
-    text = (raw or "").strip()
-    fence = _FENCE.match(text)
-    if fence:
-        text = fence.group("body").strip()
-    try:
-        answer = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        reason = f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})" \
-            if isinstance(exc, json.JSONDecodeError) else "not valid JSON (nested too deeply)"
-        raise FormatError(MODEL_SOURCE, reason) from None
-    if not isinstance(answer, dict):
-        raise FormatError(MODEL_SOURCE, f"the answer is a JSON {type(answer).__name__}, not an object "
-                                        'with a "beliefs" list')
-    if not isinstance(answer.get("beliefs"), list):
-        raise FormatError(MODEL_SOURCE, 'missing or not a list; expected {"beliefs": [...]}', field="beliefs")
-    message = _loose(message_text or "")
-    unacted = _loose(_ACTION.sub(" ", (message_text or "").translate(_TRANSLATE)))
-    out: list[Candidate] = []
-    seen: set[str] = set()
-    for item in answer["beliefs"]:
-        candidate = _checked(item, message, unacted)
-        if candidate is not None and candidate.key not in seen:
-            seen.add(candidate.key)
-            out.append(candidate)
-    return out

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from tavern_tui.assembly.st_budget import MESSAGE_OVERHEAD
+from tavern_tui.assembly.st_injections import AuthorsNote
 from tavern_tui.assembly.st_prompt import (
-    MESSAGE_OVERHEAD,
-    AuthorsNote,
     BuiltPrompt,
     HistoryMessage,
     PromptInputs,

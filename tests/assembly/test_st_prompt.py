@@ -11,17 +11,19 @@ from typing import Any
 import pytest
 
 from tavern_tui.assembly.macros import MacroContext
-from tavern_tui.assembly.st_prompt import (
+from tavern_tui.assembly.st_budget import (
     MESSAGE_OVERHEAD,
     REPLY_PRIMING,
+    PromptPart,
+    PromptTooLarge,
+    parse_example_block,
+    sanitize_name,
+)
+from tavern_tui.assembly.st_prompt import (
     BuiltPrompt,
     HistoryMessage,
     PromptInputs,
-    PromptPart,
-    PromptTooLarge,
     build_prompt,
-    parse_example_block,
-    sanitize_name,
     to_messages,
 )
 from tavern_tui.assembly.tokens import estimate_tokens

@@ -13,15 +13,17 @@ import time
 import pytest
 
 from tavern_tui.errors import FormatError
-from tavern_tui.persona.extract import (
+from tavern_tui.persona.extract import extract_beliefs
+from tavern_tui.persona.lexicon import (
     ALL_CATEGORIES,
     CATEGORY_SENSITIVITY,
-    EXTRACTION_PROMPT,
     HEDGED_CONFIDENCE,
-    MODEL_SOURCE,
     NEVER_NOMINATE_CATEGORIES,
     Candidate,
-    extract_beliefs,
+)
+from tavern_tui.persona.model_extract import (
+    EXTRACTION_PROMPT,
+    MODEL_SOURCE,
     parse_model_beliefs,
 )
 
