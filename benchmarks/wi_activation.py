@@ -275,6 +275,7 @@ class _Stopwatch:
 
 def measure(kind: str) -> dict[str, object]:
     """All figures for one variant; raises AssertionError if the two indexes decide differently."""
+    gc.collect()  # the last variant's garbage is not this one's build time
     book, messages = make_fixture(kind)
     ctx0 = _context(messages, 0)
     captured: list = []  # the keys exactly as activate() compiles them (one buffer shape here)

@@ -445,8 +445,10 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         Then the heap is collected once and frozen (`gc.freeze`): the books, indexes and caches
         alive now move to the permanent generation, so later full collections do not walk them
         (a 5,000-entry book is hundreds of thousands of objects: 60-90 ms per full collection,
-        which would land inside a step). performance-anchors B1/B7: the automaton is built in a
-        worker, after first paint.
+        which would land inside a step). The caller calls `release_heap` when the chat closes:
+        frozen objects are never collected as cyclic garbage, so a screen left frozen would
+        stay in memory. performance-anchors B1/B7: the automaton is built in a worker, after
+        first paint.
 
         Returns:
             How many entries the dry run activated (0 without world info).
@@ -458,6 +460,12 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         gc.collect()
         gc.freeze()
         return len(result.activated)
+
+    @staticmethod
+    def release_heap() -> None:
+        """Undo `warm_world_info`'s freeze (when its chat closes): what was frozen goes back to
+        the collector, so whatever has become garbage since (the closed screen) can be freed."""
+        gc.unfreeze()
 
     def test_world_info(self, books: Sequence[WorldBook], messages: Sequence[ScanMessage], text: str | None, *,
                         settings: WorldInfoSettings | None = None, rng: Callable[[], float] | None = None,

@@ -141,6 +141,9 @@ class ChatScreen(Screen[None]):
         self.prompt.focus()
         self._warm_world_info()
 
+    def on_unmount(self) -> None:
+        self.tavern.release_heap()  # the warm-up froze the heap with this screen in it
+
     @work(thread=True, exclusive=True, group="lore", exit_on_error=False, description="prepare world info")
     def _warm_world_info(self) -> None:
         # Builds the books' key indexes after first paint, so the first send does not pay for it.
