@@ -55,7 +55,7 @@ from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, scan_context
 from tavern_tui.formats.worldinfo import from_character_book, parse_world_book, to_st_json
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
 from tavern_tui.lore.fastindex import FastIndex
-from tavern_tui.lore.matching import IndexCache
+from tavern_tui.lore.matching import IndexCache, invalid_regex_keys
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
@@ -259,7 +259,10 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
             book = parse_world_book(payload, name)
         except FormatError as exc:
             return ImportResult(name, "world_book", error=str(exc))
-        return self._store_import("world_book", "world_books", name, payload, (), name=book.name,
+        warnings = tuple(invalid_regex_keys(book))
+        for warning in warnings:
+            logger.warning("%s: %s", name, warning)
+        return self._store_import("world_book", "world_books", name, payload, warnings, name=book.name,
                                   data=canonical_json(to_st_json(book)))
 
     def _store_import(self, kind: str, repository: str, file: str, original: bytes, warnings: tuple[str, ...],

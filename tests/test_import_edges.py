@@ -92,3 +92,27 @@ def test_preview_says_what_its_flags_bound(tavern: Tavern, tmp_path: Path, db_ur
     code, out, err = run(db_url, "preview", str(pid), "--strategy", "projection", "--json")
     assert code == 0 and json.loads(out)["strategy"] == "projection"
     assert f"applied strategy projection v1 to playthrough {pid} (remembered)" in err
+
+
+def test_a_world_book_with_a_broken_regex_key_imports_with_a_warning_naming_entry_and_field(
+        tavern: Tavern, tmp_path: Path, db_url: str) -> None:
+    # SillyTavern's parseRegexFromString returns null for "/([a-z/" (the RegExp throws), and
+    # the key is then matched as plain text: the import keeps it, and says so.
+    book = {"entries": {"0": {"uid": 7, "comment": "Caves", "key": ["cave", "/([a-z/"], "content": "Dark caves."},
+                        "1": {"uid": 8, "key": ["bats"], "keysecondary": ["/x{2,1}/"], "content": "Bats."}}}
+    (tmp_path / "caves.json").write_text(json.dumps(book))
+    [result] = tavern.import_paths([tmp_path / "caves.json"])
+    assert result.ok and len(result.warnings) == 2
+    first, second = result.warnings
+    assert first.startswith("entry 7 (Caves) key[1] '/([a-z/': not a valid regex (")
+    assert first.endswith("matched as plain text, as SillyTavern does")
+    assert second.startswith("entry 8 keysecondary[0] '/x{2,1}/': not a valid regex (")
+    # The tester's reason for a miss names the broken key too.
+    code, out, _ = run(db_url, "lore", "test", str(tmp_path / "caves.json"), "--input", "a dark place", "--json")
+    assert code == 0
+    decision = next(d for d in json.loads(out) if d["uid"] == 7)
+    assert not decision["fired"] and "'/([a-z/' is not a valid regex" in decision["detail"]
+    # …and a plain-text occurrence of the broken key still fires it, as in SillyTavern.
+    code, out, _ = run(db_url, "lore", "test", str(tmp_path / "caves.json"), "--input", "see /([a-z/ here", "--json")
+    decision = next(d for d in json.loads(out) if d["uid"] == 7)
+    assert decision["fired"] and decision["matched_key"] == "/([a-z/"

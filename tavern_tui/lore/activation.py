@@ -36,7 +36,7 @@ from tavern_tui.lore.buckets import build_buckets
 from tavern_tui.lore.buffer import ScanBuffer, Segment
 from tavern_tui.lore.context import ActivationContext, SourcedBook
 from tavern_tui.lore.groups import filter_by_inclusion_groups
-from tavern_tui.lore.matching import IndexFactory, KeyHits, ReferenceIndex
+from tavern_tui.lore.matching import IndexFactory, KeyHits, ReferenceIndex, regex_key_error
 from tavern_tui.lore.model import SelectiveLogic, WorldBook
 from tavern_tui.lore.prepare import Plan, Prepared, build_plan
 from tavern_tui.lore.result import (
@@ -643,7 +643,10 @@ assert _ACTIVATED_FIELDS == {f.name for f in dataclass_fields(ActivatedEntry)}  
 
 def _no_match(primary: list[tuple[str, int | None]], depth: int) -> str:
     scope = f"the last {depth} messages" if depth > 0 else "nothing (scan depth 0)"
-    return f"no primary key of {[t for t, k in primary if k is not None]} found in {scope}"
+    keys = [t for t, k in primary if k is not None]
+    broken = [f"{t!r} is not a valid regex ({why}), so it was looked for as plain text"
+              for t in keys if (why := regex_key_error(t)) is not None]
+    return f"no primary key of {keys} found in {scope}" + "".join(f"; {b}" for b in broken)
 
 
 def _recursion_segment(p: Prepared) -> Segment:

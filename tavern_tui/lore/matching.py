@@ -25,11 +25,14 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import regex
 
-from tavern_tui.lore.jsregex import JS_WHITESPACE, JSRegexError, compile_js_regex
+from tavern_tui.lore.jsregex import JS_WHITESPACE, JSRegexError, compile_js_regex, js_trim
+
+if TYPE_CHECKING:
+    from tavern_tui.lore.model import WorldBook
 
 DEFAULT_REGEX_TIMEOUT = 0.05
 """Seconds one regex-key search may run before it is abandoned and reported as timed out."""
@@ -70,6 +73,36 @@ def parse_regex_key(key: str) -> RegexKey | None:
     except JSRegexError:
         return None
     return RegexKey(pattern, flags, compiled, sticky)
+
+
+def regex_key_error(key: str) -> str | None:
+    """Why a key written as a regex (`/…/flags`, the shape `parse_regex_key` reads) does not
+    compile, or None (a plain key, or a regex that compiles). SillyTavern's `parseRegexFromString`
+    returns null for such a key, so it is matched as plain text, "/" and all: a user is told,
+    since that is rarely what the author meant."""
+    match = _REGEX_KEY.match(key)
+    if not match or _UNESCAPED_SLASH.search(match.group(1)):
+        return None
+    try:
+        compile_js_regex(match.group(1).replace("\\/", "/", 1), match.group(2))
+    except JSRegexError as exc:
+        return str(exc) or "invalid regular expression"
+    return None
+
+
+def invalid_regex_keys(book: WorldBook) -> list[str]:
+    """One warning per key of `book` that is written as a regex but does not compile (see
+    `regex_key_error`), naming the entry (uid and title), the field and the reason."""
+    out = []
+    for entry in book.entries:
+        for field_name, keys in (("key", entry.key), ("keysecondary", entry.keysecondary)):
+            for i, key in enumerate(keys):
+                why = regex_key_error(js_trim(key))
+                if why is not None:
+                    title = f" ({entry.comment})" if entry.comment else ""
+                    out.append(f"entry {entry.uid}{title} {field_name}[{i}] {key!r}: not a valid regex ({why}); "
+                               "matched as plain text, as SillyTavern does")
+    return out
 
 
 def has_js_whitespace(text: str) -> bool:
