@@ -85,9 +85,10 @@ def cmd_lore(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) ->
             out.write("\n")
         elif not books:
             out.write("no world books yet; import one with `tavern import FILE.json`\n")
-        for book in [] if args.json else books:
+        for book in [] if args.json else sorted(books, key=lambda b: (b.name.casefold(), b.id)):
             bound = f"  bound: {', '.join(book.bindings)}" if book.bindings else ""
-            out.write(f"{book.id:>4}  {book.name:<32} {book.entries:>5} entries{bound}\n")
+            noun = "entry" if book.entries == 1 else "entries"
+            out.write(f"{book.id:>4}  {book.name:<32} {book.entries:>5} {noun}{bound}\n")
         return EXIT_OK
     if action in ("bind", "unbind"):
         book = tavern.find_world_book(args.book)

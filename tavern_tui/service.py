@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import difflib
 import gc
 import hashlib
 import json
@@ -87,6 +88,19 @@ CHAT_SECRET_KINDS = ("api_key", "bearer_token", "private_key", "jwt")
 MIN_CONFIGURED_KEY = 8
 """A configured API key shorter than this ("none", "ollama", "EMPTY") is not looked for verbatim
 in messages: it would refuse ordinary words, and it is no credential worth guarding."""
+
+
+def _did_you_mean(query: str, names: Sequence[str]) -> str:
+    """The hint after "no X named Q": the closest stored names (case-insensitive, also names
+    that contain Q, e.g. "Eldoria" for a book imported from eldoria_st_staging.json), or how to
+    import one."""
+    by_folded = {name.casefold(): name for name in names}
+    wanted = query.casefold()
+    close = [by_folded[n] for n in difflib.get_close_matches(wanted, list(by_folded), n=3, cutoff=0.6)]
+    close += [name for folded, name in by_folded.items() if wanted and wanted in folded and name not in close]
+    if close:
+        return "did you mean " + " or ".join(repr(name) for name in close[:3]) + "?"
+    return "import one with `tavern import FILE`"
 
 
 def make_provider(settings: Settings) -> Provider:
@@ -527,8 +541,9 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
                 except NotFound:
                     pass
             matches = repo.by_name(query.strip())
+            names = [] if matches else repo.names()
         if not matches:
-            raise NotFound(f"no {what} named {query!r}; import one with `tavern import FILE`")
+            raise NotFound(f"no {what} named {query!r}; " + _did_you_mean(query.strip(), names))
         return matches[0]
 
     # -- playthroughs ---------------------------------------------------------------------

@@ -228,7 +228,7 @@ class PersonaOps:
         others = [p.name for p in parsed.personas if p is not chosen]
         if others:
             warnings.append(f"imported persona {chosen.name!r}; also in the file: {', '.join(others)} "
-                            "(choose one with --persona NAME)")
+                            f"(choose one with `tavern persona import {file} --persona NAME`)")
         try:
             refuse_secrets(chosen.name, f"{file}: name")
             refuse_secrets(chosen.description, f"{file}: description")

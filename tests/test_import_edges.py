@@ -116,3 +116,15 @@ def test_a_world_book_with_a_broken_regex_key_imports_with_a_warning_naming_entr
     code, out, _ = run(db_url, "lore", "test", str(tmp_path / "caves.json"), "--input", "see /([a-z/ here", "--json")
     decision = next(d for d in json.loads(out) if d["uid"] == 7)
     assert decision["fired"] and decision["matched_key"] == "/([a-z/"
+
+
+def test_an_unknown_name_suggests_the_stored_ones(tavern: Tavern, corpus_dir: Path, db_url: str) -> None:
+    # A SillyTavern book is named after its file: "Eldoria" finds eldoria_st_staging.
+    tavern.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json",
+                         corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
+    code, _, err = run(db_url, "lore", "bind", "Eldoria", "--global")
+    assert code != 0 and "no world book named 'Eldoria'; did you mean 'eldoria_st_staging'?" in err
+    code, _, err = run(db_url, "chat", "Serafina", "--say", "hi")
+    assert code != 0 and "did you mean 'Seraphina'?" in err
+    code, _, err = run(db_url, "lore", "bind", "Zanzibar", "--global")
+    assert code != 0 and "no world book named 'Zanzibar'; import one with `tavern import FILE`" in err

@@ -106,6 +106,10 @@ class CharacterRepository:
         query = select(Character).where(func.lower(Character.name) == name.lower()).order_by(Character.id.desc())
         return [_character(row) for row in self._session.scalars(query)]
 
+    def names(self) -> list[str]:
+        """Every character's name (for "did you mean" hints), without loading the records."""
+        return list(self._session.scalars(select(Character.name).distinct()))
+
     def all(self) -> list[CharacterRecord]:
         """Every character, by name."""
         return [_character(row) for row in self._session.scalars(select(Character).order_by(Character.name, Character.id))]
@@ -280,6 +284,10 @@ class WorldBookRepository:
         """Books whose name equals `name`, case-insensitively, newest first."""
         query = select(self.model).where(func.lower(self.model.name) == name.lower()).order_by(self.model.id.desc())
         return [_world_book(row) for row in self._session.scalars(query)]
+
+    def names(self) -> list[str]:
+        """Every stored name (for "did you mean" hints), without loading the records."""
+        return list(self._session.scalars(select(self.model.name).distinct()))
 
     def all(self) -> list[WorldBookRecord]:
         """Every book, by name."""
