@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tavern_tui.assembly.basic import BasicAssembler, build_system_prompt
+from tavern_tui.assembly.basic import BasicAssembler
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
 from tavern_tui.assembly.macros import substitute_names
 from tavern_tui.assembly.st_injections import AuthorsNote
@@ -33,7 +33,6 @@ from tavern_tui.engine.log import (
     SurfaceMessage,
     derive_messages,
     inspect,
-    request_messages,
     sent_to_model,
     tail,
 )
@@ -665,14 +664,14 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
                 if include_system or m.source != SYSTEM_PROMPT_SOURCE]
 
     def estimate_tokens(self, playthrough_id: int) -> int:
-        """Estimated prompt tokens of the next request without new input (status line figure)."""
-        view = self.playthrough(playthrough_id)
-        with self._store.unit_of_work() as uow:
-            card = self._card(uow.characters.get(view.character_id))
-        system = build_system_prompt(card.data, card.name, view.user_name)
-        history = request_messages([m for m in derive_messages(self._store.events, view.session_id)
-                                    if m.source != SYSTEM_PROMPT_SOURCE])
-        return estimate_messages([{"content": system}] + history)
+        """Estimated prompt tokens of the next request without new input (the status line
+        figure): the total of `preview`, i.e. the same assembly a step runs (strategy, preset,
+        world info, persona), so the status line, the strategy pane and the trace agree.
+
+        Raises:
+            TavernError: as `preview` (no such playthrough, a persona over its cap, …).
+        """
+        return int(self.preview(playthrough_id)["tokens"]["total"])
 
     def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
                    view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:

@@ -153,3 +153,19 @@ def test_activations_sharing_a_cache_take_turns(tavern: Tavern, corpus_dir: Path
     worker.join(5)
     assert not worker.is_alive() and len(results) == 1
     assert ("eldoria_st_staging", 1) in [(a.book, a.uid) for a in results[0].activated]  # type: ignore[attr-defined]
+
+
+async def test_the_status_line_estimate_counts_the_request_the_step_sends(
+        tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
+    # The estimate is the next request without new input: the card's world info (entries 0, 1
+    # and 3 fire from the greeting) and the preset's prompts included, not only the history.
+    from tavern_tui.assembly.tokens import estimate_messages
+
+    cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
+    view = tavern.new_playthrough(cid, user_name="Ada")
+    before = tavern.estimate_tokens(view.id)
+    await _say(tavern, view.id, "Hello")  # names no key: the same entries fire
+    sent = [dict(m) for m in model.requests[0].messages]
+    assert sent[-1]["content"] == "Hello"
+    assert before == estimate_messages(sent[:-1])
+    assert 'Ada: "What is Eldoria?"' in "".join(str(m["content"]) for m in sent)  # entry 0's content
