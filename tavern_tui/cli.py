@@ -226,7 +226,8 @@ def _service(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Import cards; exit 1 when any file failed."""
+    """Import cards, world books, presets, personas and chats; exit 1 when any file failed or
+    there was nothing to import."""
     with _service(args) as tavern:
         results = tavern.import_paths(args.paths, character=args.character)
     if args.json:
@@ -245,7 +246,13 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     out.write(f"imported {kind} {r.id}: {r.name}{note}  [{r.path}]\n")
             for warning in r.warnings:
                 err.write(f"warning: {r.path}: {warning}\n")
-    return EXIT_FAILED if any(r.error for r in results) else EXIT_OK
+        if len(results) > 1:
+            failed = sum(1 for r in results if r.error)
+            out.write(f"{len(results) - failed} imported, {failed} failed "
+                      "(in folders, only .png, .json and .jsonl files are read)\n")
+        elif not results:
+            err.write("nothing to import: no .png, .json or .jsonl file there\n")
+    return EXIT_FAILED if any(r.error for r in results) or not results else EXIT_OK
 
 
 def _refused(exc: SecretRefused, err: TextIO) -> int:

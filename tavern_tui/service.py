@@ -225,7 +225,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         results: list[ImportResult] = []
         for shown, path in _iter_card_files(paths):
             if path is None:
-                results.append(ImportResult(shown, "character", error=f"{shown}: no .png or .json files in this folder"))
+                results.append(ImportResult(shown, "character", error=f"{shown}: no .png, .json or .jsonl files in this folder"))
                 continue
             if not path.exists():
                 results.append(ImportResult(shown, "character", error=f"{shown}: no such file or folder"))

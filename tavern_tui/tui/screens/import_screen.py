@@ -22,8 +22,8 @@ class ImportScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="import.cancel")]
 
-    def __init__(self, title: str = "Import character cards",
-                 placeholder: str = "path to a .png/.json card, or a folder of them") -> None:
+    def __init__(self, title: str = "Import",
+                 placeholder: str = "a card, world book, preset, persona or chat (.png/.json/.jsonl), or a folder") -> None:
         super().__init__()
         self._title = title
         self._placeholder = placeholder
