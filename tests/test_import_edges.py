@@ -128,3 +128,14 @@ def test_an_unknown_name_suggests_the_stored_ones(tavern: Tavern, corpus_dir: Pa
     assert code != 0 and "did you mean 'Seraphina'?" in err
     code, _, err = run(db_url, "lore", "bind", "Zanzibar", "--global")
     assert code != 0 and "no world book named 'Zanzibar'; import one with `tavern import FILE`" in err
+
+
+def test_a_folder_import_ends_with_a_summary(tmp_path: Path, db_url: str) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "mira.json").write_text(json.dumps(CARD))
+    (folder / "broken.json").write_text("{not json")
+    (folder / "readme.txt").write_text("notes")
+    code, out, err = run(db_url, "import", str(folder))
+    assert code == 1 and "broken.json" in err
+    assert out.splitlines()[-1] == "1 imported, 1 failed (in folders, only .png, .json and .jsonl files are read)"
