@@ -14,11 +14,13 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from tavern_tui.cli_output import print_json
 from tavern_tui.assembly.worldinfo import insertion_order
+from tavern_tui.cli_output import print_json
 from tavern_tui.errors import FormatError, TavernError
-from tavern_tui.formats.worldinfo import parse_world_book
+from tavern_tui.formats.cards import parse_card
 from tavern_tui.formats.chatlog import looks_like_chat_jsonl, parse_chat_jsonl
+from tavern_tui.formats.sniff import CARD, sniff_bytes
+from tavern_tui.formats.worldinfo import from_character_book, parse_world_book
 from tavern_tui.lore.context import ScanMessage
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.settings import WorldInfoSettings
@@ -51,7 +53,7 @@ def add_lore_parser(commands: Any) -> None:
 
 def _add_test_parser(sub: Any) -> None:
     p_test = sub.add_parser("test", help="show which entries fire for a history and input, and why")
-    p_test.add_argument("books", nargs="+", metavar="BOOK", help="world book files, or imported names/ids")
+    p_test.add_argument("books", nargs="+", metavar="BOOK", help="world book files, character card files (their own lorebook), or imported names/ids")
     p_test.add_argument("--input", required=True, metavar="TEXT", help="the message being sent")
     p_test.add_argument("--history", metavar="FILE", help='JSON list of {"name", "role", "text"}, oldest first, '
                                                          'or a SillyTavern chat (.jsonl)')
@@ -140,9 +142,22 @@ def _history(path: str) -> list[ScanMessage]:
 
 
 def _book(tavern: Any, given: str) -> WorldBook:
+    """BOOK: a world-book file, a character card file (its embedded `character_book`), or an
+    imported book's name or id.
+
+    Raises:
+        FormatError: the file is neither, or a card without a book.
+    """
     path = Path(given)
     if path.is_file():
-        return parse_world_book(path.read_bytes(), given)
+        data = path.read_bytes()
+        if sniff_bytes(data) != CARD:
+            return parse_world_book(data, given)
+        card = parse_card(data, given)
+        book = card.data.get("character_book")
+        if not isinstance(book, dict):
+            raise FormatError(given, f"the card {card.name!r} has no lorebook (character_book)", "character_book")
+        return from_character_book(book, given, str(book.get("name") or card.name))
     return tavern.world_book(tavern.find_world_book(given).id)
 
 

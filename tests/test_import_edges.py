@@ -139,3 +139,16 @@ def test_a_folder_import_ends_with_a_summary(tmp_path: Path, db_url: str) -> Non
     code, out, err = run(db_url, "import", str(folder))
     assert code == 1 and "broken.json" in err
     assert out.splitlines()[-1] == "1 imported, 1 failed (in folders, only .png, .json and .jsonl files are read)"
+
+
+def test_lore_test_takes_a_cards_own_lorebook(db_url: str, corpus_dir: Path, tmp_path: Path) -> None:
+    # FACTS.md: Seraphina's card carries "Eldoria", 4 entries; entry 1's keys include "shadowfang".
+    card = str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")
+    code, out, _ = run(db_url, "lore", "test", card, "--input", "tell me about the shadowfang", "--json")
+    assert code == 0
+    decisions = json.loads(out)
+    assert len(decisions) == 4 and {d["book"] for d in decisions} == {"Eldoria"}
+    assert next(d for d in decisions if d["uid"] == 1)["fired"]
+    (tmp_path / "plain.json").write_text(json.dumps(CARD))
+    code, _, err = run(db_url, "lore", "test", str(tmp_path / "plain.json"), "--input", "x")
+    assert code != 0 and "the card 'Mira' has no lorebook (character_book)" in err
