@@ -369,7 +369,7 @@ async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: Sc
         assert tree_screen.current.preview == "Reply one, rewritten by me."
         await pilot.press("down", "down")  # "Reply two."
         assert tree_screen.current.preview == "Reply two."
-        await pilot.press("d")
+        await pilot.press("d", "y")  # asks first (SillyTavern asks before deleting)
         await wait_until(pilot, lambda: tree_screen.current is not None and tree_screen.current.deleted)
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is chat and shown(chat)[-1] == "more")

@@ -9,7 +9,7 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Checkbox, Input, Label, Select, TextArea
 
 from tavern_tui.lore.model import Position, WorldBook, WorldInfoEntry
@@ -39,6 +39,9 @@ class EntryEditor(SaveCancelModal[WorldBookView | None]):
     nothing while a save runs. Dismisses with the saved book's view, or None.
     """
 
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-wide")]
+    """`-narrow` below 100 columns, where the box (100 wide) shrinks to the screen (app.tcss)."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="entry.cancel"),
         Binding("ctrl+s", "save", "Save", id="entry.save", priority=True),
@@ -55,36 +58,42 @@ class EntryEditor(SaveCancelModal[WorldBookView | None]):
     def compose(self) -> ComposeResult:
         entry = self.entry
         positions = [(f"{int(p)} · {short} ({long})", int(p)) for p, (short, long) in POSITION_NAMES.items()]
+        # The form scrolls inside the box, whose height and width never exceed the screen's
+        # (80x24 included); the error line and Save / Cancel stay docked at its foot.
         with Vertical(id="editor-box") as box:
             box.border_title = f"{self.book.name} · entry {entry.uid}"
-            with Horizontal(classes="editor-row"):
-                yield Label("UID", classes="editor-label")
-                yield Input(str(entry.uid), id="uid", type="integer" if isinstance(entry.uid, int) else "text",
-                            compact=True, classes="-short")
-                yield Label("Title", classes="editor-label -inner")
-                yield Input(entry.comment, id="title", compact=True)
-            with Horizontal(classes="editor-row"):
-                yield Label("Keys", classes="editor-label")
-                yield Input(", ".join(entry.key), id="keys", placeholder="comma-separated", compact=True)
-            with Horizontal(classes="editor-row"):
-                yield Label("Secondary", classes="editor-label")
-                yield Input(", ".join(entry.keysecondary), id="keysecondary", placeholder="comma-separated",
-                            compact=True)
-            yield Label("Content", classes="editor-label")
-            yield TextArea(entry.content, id="content", soft_wrap=True)
-            with Horizontal(classes="editor-row"):
-                yield Label("Position", classes="editor-label")
-                yield Select(positions, value=int(entry.position), allow_blank=False, id="position", compact=True)
-                yield Label("Depth", classes="editor-label -inner", id="depth-label")
-                yield Input(str(entry.depth), id="depth", type="integer", compact=True, classes="-short")
-            with Horizontal(classes="editor-row"):
-                yield Label("Order", classes="editor-label")
-                yield Input(str(entry.order), id="order", type="integer", compact=True, classes="-short")
-                yield Label("Probability", classes="editor-label -inner")
-                yield Input(f"{entry.probability:g}", id="probability", type="number", compact=True, classes="-short")
-                yield Checkbox("Constant", entry.constant, id="constant", compact=True)
-                yield Checkbox("Disabled", entry.disable, id="disable", compact=True)
-            yield from self.compose_save_cancel()
+            with VerticalScroll(id="editor-form", can_focus=False):
+                with Horizontal(classes="editor-row"):
+                    yield Label("UID", classes="editor-label")
+                    yield Input(str(entry.uid), id="uid", type="integer" if isinstance(entry.uid, int) else "text",
+                                compact=True, classes="-short")
+                    yield Label("Title", classes="editor-label -inner")
+                    yield Input(entry.comment, id="title", compact=True)
+                with Horizontal(classes="editor-row"):
+                    yield Label("Keys", classes="editor-label")
+                    yield Input(", ".join(entry.key), id="keys", placeholder="comma-separated", compact=True)
+                with Horizontal(classes="editor-row"):
+                    yield Label("Secondary", classes="editor-label")
+                    yield Input(", ".join(entry.keysecondary), id="keysecondary", placeholder="comma-separated",
+                                compact=True)
+                yield Label("Content", classes="editor-label")
+                yield TextArea(entry.content, id="content", soft_wrap=True)
+                with Horizontal(classes="editor-row"):
+                    yield Label("Position", classes="editor-label")
+                    yield Select(positions, value=int(entry.position), allow_blank=False, id="position",
+                                 compact=True)
+                    yield Label("Depth", classes="editor-label -inner", id="depth-label")
+                    yield Input(str(entry.depth), id="depth", type="integer", compact=True, classes="-short")
+                with Horizontal(classes="editor-row"):
+                    yield Label("Order", classes="editor-label")
+                    yield Input(str(entry.order), id="order", type="integer", compact=True, classes="-short")
+                    yield Label("Probability", classes="editor-label -inner")
+                    yield Input(f"{entry.probability:g}", id="probability", type="number", compact=True,
+                                classes="-short")
+                    yield Checkbox("Constant", entry.constant, id="constant", compact=True)
+                    yield Checkbox("Disabled", entry.disable, id="disable", compact=True)
+            with Vertical(id="editor-foot"):
+                yield from self.compose_save_cancel()
 
     def on_mount(self) -> None:
         self._show_depth(self.entry.position)

@@ -188,28 +188,32 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
         """A save is running (Esc and Ctrl+S wait for it)."""
 
     def compose(self) -> ComposeResult:
+        # The form scrolls inside the box, which never exceeds the screen (80x24 included); the
+        # error line and Save / Cancel stay docked at its foot.
         with Vertical(id="persona-editor-box") as box:
             box.border_title = self._title
-            if self._hint:
-                yield Static(self._hint, id="persona-editor-hint", markup=False)
-            if self._multiline:
-                yield TextArea(self._text, id="persona-text", soft_wrap=True)
-            else:
-                yield Input(self._text, id="persona-text")
-            if self._sensitivity is not None or self._stale is not None:
-                with Horizontal(classes="persona-editor-row"):
-                    if self._sensitivity is not None:
-                        yield Label("Sensitivity", classes="persona-editor-label")
-                        yield Select([(level, level) for level in SENSITIVITIES], value=self._sensitivity,
-                                     allow_blank=False, id="persona-sensitivity", compact=True)
-                    if self._stale is not None:
-                        yield Checkbox("Still stale (uncheck once reviewed)", self._stale, id="persona-stale",
-                                       compact=True)
-            yield Static("", id="persona-editor-error", markup=False)
-            with Horizontal(id="persona-editor-buttons"):
-                yield Button("Save", id="save", variant="primary", compact=True)
-                yield Button("Cancel", id="cancel", compact=True)
-                yield Static("Ctrl+S saves · Esc cancels", id="persona-editor-keys")
+            with VerticalScroll(id="persona-editor-form", can_focus=False):
+                if self._hint:
+                    yield Static(self._hint, id="persona-editor-hint", markup=False)
+                if self._multiline:
+                    yield TextArea(self._text, id="persona-text", soft_wrap=True)
+                else:
+                    yield Input(self._text, id="persona-text")
+                if self._sensitivity is not None or self._stale is not None:
+                    with Horizontal(classes="persona-editor-row"):
+                        if self._sensitivity is not None:
+                            yield Label("Sensitivity", classes="persona-editor-label")
+                            yield Select([(level, level) for level in SENSITIVITIES], value=self._sensitivity,
+                                         allow_blank=False, id="persona-sensitivity", compact=True)
+                        if self._stale is not None:
+                            yield Checkbox("Still stale (uncheck once reviewed)", self._stale, id="persona-stale",
+                                           compact=True)
+            with Vertical(id="persona-editor-foot"):
+                yield Static("", id="persona-editor-error", markup=False)
+                with Horizontal(id="persona-editor-buttons"):
+                    yield Button("Save", id="save", variant="primary", compact=True)
+                    yield Button("Cancel", id="cancel", compact=True)
+                    yield Static("Ctrl+S saves · Esc cancels", id="persona-editor-keys")
 
     def on_mount(self) -> None:
         self.query_one("#persona-text").focus()
@@ -280,8 +284,11 @@ class ConfirmScreen(ModalScreen[bool]):
         self._confirm = confirm
 
     def compose(self) -> ComposeResult:
+        # A long question scrolls; the buttons stay docked at the foot of the box, which never
+        # exceeds the screen.
         with Vertical(id="confirm-box"):
-            yield Static(self._question, id="confirm-question", markup=False)
+            with VerticalScroll(id="confirm-scroll", can_focus=False):
+                yield Static(self._question, id="confirm-question", markup=False)
             with Horizontal(id="confirm-buttons"):
                 yield Button(self._confirm, id="yes", variant="error", compact=True)
                 yield Button("Cancel", id="no", compact=True)

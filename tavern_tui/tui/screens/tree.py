@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import getters, on
@@ -18,6 +20,7 @@ from tavern_tui.errors import TavernError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import plural
 from tavern_tui.tui.screens.edit_message import EditMessageScreen
+from tavern_tui.tui.screens.persona import ConfirmScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.views import TimelineView, VariantView
 
@@ -50,6 +53,10 @@ def placements(variants: Sequence[VariantView]) -> dict[Ref, Ref | None]:
     return placed
 
 
+MIN_PREVIEW = 8
+"""Cells of a preview always shown, however narrow the tree (the marks come after it)."""
+
+
 def variant_marks(variant: VariantView) -> list[str]:
     """The marks after a node's preview: "edited", "deleted", "cut off", "→ #5"."""
     marks = []
@@ -66,7 +73,8 @@ def variant_marks(variant: VariantView) -> list[str]:
 
 class VariantTree(Tree[VariantView]):
     """The variants of a playthrough; each node shows ● (on the active path), the speaker,
-    `n/m` among its siblings, a preview and marks. Each node's data is its `VariantView`.
+    `n/m` among its siblings, a preview and marks. The preview is cut to the tree's width so
+    the marks (deleted, cut off, ...) always show. Each node's data is its `VariantView`.
 
     Keys: ↑/↓ move, ←/→ move to the previous/next alternative (of the node, or of the branch
     it is in), space expands or collapses, Enter posts `Tree.NodeSelected`.
@@ -141,6 +149,10 @@ class VariantTree(Tree[VariantView]):
                 node = under.add_leaf(variant.preview, variant)
             self.nodes[variant.ref] = node
 
+    def speaker(self, variant: VariantView) -> str:
+        """The name shown for `variant`'s speaker (the person's, the character's, or System)."""
+        return self._names.get(variant.role, "System")
+
     def render_label(self, node: TreeNode[VariantView], base_style: Style, style: Style) -> Text:
         variant = node.data
         if variant is None:
@@ -152,24 +164,45 @@ class VariantTree(Tree[VariantView]):
         if variant.active:
             active = component("variant-tree--active", partial=True)
             label.append("● ", active)
-            label.append(self._names.get(variant.role, "System"), speaker + active)
+            label.append(self.speaker(variant), speaker + active)
         else:
             label.append("  ")
-            label.append(self._names.get(variant.role, "System"), speaker)
+            label.append(self.speaker(variant), speaker)
         if variant.position[1] > 1:
             label.append(f" {variant.position[0]}/{variant.position[1]}")
         label.append("  ")
-        label.append(variant.preview or "(empty)", None if variant.active else component("variant-tree--off-path",
-                                                                                        partial=True))
+        preview = Text(variant.preview or "(empty)",
+                       style="" if variant.active else component("variant-tree--off-path", partial=True))
         marks = variant_marks(variant)
-        if marks:
-            label.append("  · " + " · ".join(marks), component("variant-tree--mark", partial=True))
+        shown_marks = Text("  · " + " · ".join(marks), style=component("variant-tree--mark", partial=True)) \
+            if marks else Text()
+        room = self._label_room(node) - cell_len(self.ICON_NODE) - label.cell_len - shown_marks.cell_len
+        if room < preview.cell_len:
+            # Cut the preview, never the marks: "deleted" or "cut off" must show at any width.
+            preview.truncate(max(room, MIN_PREVIEW), overflow="ellipsis")
+        label.append_text(preview)
+        label.append_text(shown_marks)
         label.stylize(style)
         if node.allow_expand:
             icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
             return Text.assemble((icon, base_style + _TOGGLE), label)
         # as wide as the icon, so a leaf's speaker lines up with an expandable sibling's
         return Text.assemble(" " * len(self.ICON_NODE), label)
+
+    def _label_room(self, node: TreeNode[VariantView]) -> int:
+        """Cells a node's label (icon included) may take without running past the tree's right
+        edge: the width inside the padding, less a vertical scrollbar's (always kept, so a
+        scrollbar coming or going never leaves lines cut to the other width) and the node's guides.
+        Unbounded before the tree has a size."""
+        width = self.content_size.width
+        if width <= 0:
+            return sys.maxsize
+        depth = 0
+        parent = node.parent
+        while parent is not None and parent is not self.root:
+            depth += 1
+            parent = parent.parent
+        return width - int(self.styles.scrollbar_size_vertical) - depth * self.guide_depth
 
     def action_alternative(self, step: int) -> None:
         """Move the cursor to the previous (-1) / next (+1) alternative: of the node when it
@@ -190,7 +223,8 @@ class TreeScreen(Screen[int | None]):
 
     Keys: Enter jumps to the message under the cursor (the chat then shows it and its newest
     continuation), `r` rolls back to it (continue from there; what followed stays a branch),
-    `b` starts a new playthrough from it, ←/→ move among alternatives, Esc goes back.
+    `b` starts a new playthrough from it, `e` edits it, `d` deletes it (hides it from the chat,
+    after a confirm: `y` deletes, Esc or `n` keeps it), ←/→ move among alternatives, Esc goes back.
 
     Dismisses with the playthrough the chat should show: this one after a jump or rollback,
     the new one after `b`, None after Esc.
@@ -320,10 +354,26 @@ class TreeScreen(Screen[int | None]):
         self.app.push_screen(EditMessageScreen(speaker, text), save)
 
     def action_delete(self) -> None:
-        """Hide the message under the cursor from the chat (it stays here, marked deleted)."""
+        """Ask, then hide the message under the cursor from the chat (it stays here, marked
+        deleted). `y` confirms; Esc or `n` cancels and nothing changes."""
         variant = self.current
         if variant is None:
             return
+        if not variant.active or variant.deleted:
+            self.notify("Only messages the chat shows can be deleted: jump there first (Enter).",
+                        title="Cannot delete", severity="warning")
+            return
+        question = (f"Delete this message from the chat?\n\n{self.tree.speaker(variant)}: "
+                    f"“{variant.preview or '(empty)'}”\n\n"
+                    "It is hidden from the chat; the original stays in this tree, marked deleted.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._delete(variant)
+
+        self.app.push_screen(ConfirmScreen(question, confirm="Delete"), answered)
+
+    def _delete(self, variant: VariantView) -> None:
         try:
             self.tavern.delete_message(self.playthrough_id, variant.ref)
         except TavernError as exc:
