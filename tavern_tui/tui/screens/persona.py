@@ -30,7 +30,7 @@ from tavern_tui.persona.model import DEFAULT_CEILING, SENSITIVITIES, Belief, Per
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import clip, plural
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
-from tavern_tui.tui.widgets.save_cancel import SaveCancelModal
+from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
 
 TEXT_WIDTH = 62
 """Characters of an entry's or a statement's text the tables show before cutting it with "…"."""
@@ -169,6 +169,8 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
     with the `Conflict` (the pane reloads). Dismisses with the revision written, or None.
     """
 
+    ERROR_ID: ClassVar[str] = "persona-editor-error"  # `begin_save` / `save_refused` show refusals here
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="persona_editor.cancel"),
         Binding("ctrl+s", "save", "Save", id="persona_editor.save", priority=True),
@@ -242,9 +244,7 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
             value = self.query_one("#persona-sensitivity", Select).value
             sensitivity = value if isinstance(value, str) else sensitivity
         stale = self.query_one("#persona-stale", Checkbox).value if self._stale is not None else False
-        self.saving = True
-        self.query_one("#save", Button).disabled = True
-        self.query_one("#persona-editor-error", Static).update("")
+        self.begin_save()
         self._run_save(text, sensitivity, stale)
 
     @work(thread=True, exclusive=True, group="persona-save", exit_on_error=False, description="save the persona")
@@ -258,15 +258,12 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
 
     def on_editor_saved(self, message: EditorSaved) -> None:
         """Close on success or a conflict; otherwise show the refusal and keep the text."""
-        self.saving = False
         result = message.result
         if isinstance(result, (PersonaDocument, Conflict)):
-            self.dismiss(result)
+            self.save_done(result)
             return
-        self.query_one("#save", Button).disabled = False
         # A SecretRefused names the kind, never the text, so it can be shown as is.
-        shown = str(result) if isinstance(result, TavernError) else f"{type(result).__name__}: {result}"
-        self.query_one("#persona-editor-error", Static).update(f"Not saved: {shown}")
+        self.save_refused(f"Not saved: {refusal_text(result)}")
 
 
 

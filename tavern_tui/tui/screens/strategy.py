@@ -25,7 +25,7 @@ from tavern_tui.errors import Conflict, TavernError
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, plural
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
-from tavern_tui.tui.widgets.save_cancel import SaveCancelModal
+from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
 from tavern_tui.views import PresetView
 
 PREVIEW_LABEL = "PREVIEW — not sent"
@@ -196,6 +196,8 @@ class StrategyEditor(SaveCancelModal[StrategySpec | None]):
     written, or None.
     """
 
+    ERROR_ID: ClassVar[str] = "strategy-editor-error"  # `begin_save` / `save_refused` show refusals here
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="strategy_editor.cancel"),
         Binding("ctrl+s", "save", "Save", id="strategy_editor.save", priority=True),
@@ -305,12 +307,9 @@ class StrategyEditor(SaveCancelModal[StrategySpec | None]):
 
     def action_save(self) -> None:
         """Save the version in a worker, expecting the name's newest version as the pane read it."""
-        if self.saving:
+        if not self.begin_save():
             return
-        name = self.name_text
-        self.saving, self._saving_name = True, name
-        self.query_one("#save", Button).disabled = True
-        self.query_one("#strategy-editor-error", Static).update("")
+        name = self._saving_name = self.name_text
         self._run_save(name, self.options, self.known.get(name, 0))
 
     @work(thread=True, exclusive=True, group="strategy-save", exit_on_error=False, description="save the strategy")
@@ -324,20 +323,16 @@ class StrategyEditor(SaveCancelModal[StrategySpec | None]):
 
     def on_strategy_saved(self, message: StrategySaved) -> None:
         """Close with the saved version; otherwise show why nothing was written and stay open."""
-        self.saving = False
         result = message.result
         if isinstance(result, StrategySpec):
-            self.dismiss(result)
+            self.save_done(result)
             return
-        self.query_one("#save", Button).disabled = False
         if isinstance(result, Conflict):
             shown = (f"{self._saving_name} gained a version since this pane read it (v{result.expected}, now "
                      f"v{result.current}). Cancel and copy it again, or save under another name.")
-        elif isinstance(result, TavernError):
-            shown = str(result)
         else:
-            shown = f"{type(result).__name__}: {result}"
-        self.query_one("#strategy-editor-error", Static).update(f"Not saved, nothing was written: {shown}")
+            shown = refusal_text(result)
+        self.save_refused(f"Not saved, nothing was written: {shown}")
 
 
 
