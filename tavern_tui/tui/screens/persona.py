@@ -211,11 +211,7 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
                             yield Checkbox("Still stale (uncheck once reviewed)", self._stale, id="persona-stale",
                                            compact=True)
             with Vertical(id="persona-editor-foot"):
-                yield Static("", id="persona-editor-error", markup=False)
-                with Horizontal(id="persona-editor-buttons"):
-                    yield Button("Save", id="save", variant="primary", compact=True)
-                    yield Button("Cancel", id="cancel", compact=True)
-                    yield Static("Ctrl+S saves · Esc cancels", id="persona-editor-keys")
+                yield from self.compose_save_cancel(buttons_id="persona-editor-buttons", keys_id="persona-editor-keys")
 
     def on_mount(self) -> None:
         self.query_one("#persona-text").focus()

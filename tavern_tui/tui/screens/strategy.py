@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Button, Input, Label, OptionList, Select, Static
+from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -257,11 +257,7 @@ class StrategyEditor(SaveCancelModal[StrategySpec | None]):
                 yield Static(f"{spec.base} has no options: a copy only gives it another name.",
                              id="strategy-no-options", markup=False)
             yield Static("", id="strategy-saves-as", markup=False)
-            yield Static("", id="strategy-editor-error", markup=False)
-            with Horizontal(id="strategy-editor-buttons"):
-                yield Button("Save", id="save", variant="primary", compact=True)
-                yield Button("Cancel", id="cancel", compact=True)
-                yield Static("Ctrl+S saves · Esc cancels", id="strategy-editor-keys")
+            yield from self.compose_save_cancel(buttons_id="strategy-editor-buttons", keys_id="strategy-editor-keys")
 
     def on_mount(self) -> None:
         self._show_saves_as()
