@@ -61,18 +61,22 @@ def parse_regex_key(key: str) -> RegexKey | None:
     `/` in the body makes it plain text; the JS pattern must compile (translated by
     `jsregex.compile_js_regex`, which lists what differs). Cached: keys repeat across calls.
     """
-    match = _REGEX_KEY.match(key)
-    if not match:
+    parts = _regex_parts(key)
+    if parts is None:
         return None
-    pattern, flags = match.groups()
-    if _UNESCAPED_SLASH.search(pattern):
-        return None
-    pattern = pattern.replace("\\/", "/", 1)  # JS String.replace with a string: first only
     try:
-        compiled, sticky = compile_js_regex(pattern, flags)
+        compiled, sticky = compile_js_regex(*parts)
     except JSRegexError:
         return None
-    return RegexKey(pattern, flags, compiled, sticky)
+    return RegexKey(*parts, compiled, sticky)
+
+
+def _regex_parts(key: str) -> tuple[str, str] | None:
+    """(JS pattern, flags) of a key written `/…/flags` (see `parse_regex_key`), else None."""
+    match = _REGEX_KEY.match(key)
+    if not match or _UNESCAPED_SLASH.search(match.group(1)):
+        return None
+    return match.group(1).replace("\\/", "/", 1), match.group(2)  # JS String.replace with a string: first only
 
 
 def regex_key_error(key: str) -> str | None:
@@ -80,11 +84,11 @@ def regex_key_error(key: str) -> str | None:
     compile, or None (a plain key, or a regex that compiles). SillyTavern's `parseRegexFromString`
     returns null for such a key, so it is matched as plain text, "/" and all: a user is told,
     since that is rarely what the author meant."""
-    match = _REGEX_KEY.match(key)
-    if not match or _UNESCAPED_SLASH.search(match.group(1)):
+    parts = _regex_parts(key)
+    if parts is None or parse_regex_key(key) is not None:  # (cached: a good key is not compiled again)
         return None
     try:
-        compile_js_regex(match.group(1).replace("\\/", "/", 1), match.group(2))
+        compile_js_regex(*parts)
     except JSRegexError as exc:
         return str(exc) or "invalid regular expression"
     return None
