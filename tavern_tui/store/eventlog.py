@@ -23,7 +23,7 @@ from tavern_tui.engine.events import (
 )
 from tavern_tui.engine.timeline import SessionLink, VariantRow
 from tavern_tui.errors import NotFound, StoreError
-from tavern_tui.store.models import EventRow, SessionRow
+from tavern_tui.store.models import EventRow, SessionRow, as_utc
 
 EVENTS = EventRow.__table__
 SESSIONS = SessionRow.__table__
@@ -75,12 +75,6 @@ def _tail_statement(links: int):  # type: ignore[no-untyped-def]
     return union_all(*parts) if links > 1 else parts[0]
 
 
-def _as_utc(value: datetime) -> datetime:
-    # Every time we store is UTC. SQLite hands it back naive; PostgreSQL (timestamptz) in the
-    # session's TimeZone, which need not be UTC: both become UTC-aware.
-    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def row_to_event(row) -> Event:  # type: ignore[no-untyped-def]
     """Turn an `events` row into an `Event` (the body is parsed from the stored text)."""
     return Event(
@@ -92,7 +86,7 @@ def row_to_event(row) -> Event:  # type: ignore[no-untyped-def]
         source=row.source,
         body_text=row.body,
         body_sha256=row.body_sha256,
-        created_at=_as_utc(row.created_at),
+        created_at=as_utc(row.created_at),
         body=json.loads(row.body),
     )
 

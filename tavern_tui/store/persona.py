@@ -15,9 +15,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tavern_tui.assembly.strategies import StrategySpec
 from tavern_tui.errors import Conflict, NotFound
 from tavern_tui.persona.model import Belief, PersonaDocument, PersonaEntry, Support
-from tavern_tui.assembly.strategies import StrategySpec
 from tavern_tui.store.models import (
     BeliefDecline,
     BeliefRow,
@@ -25,17 +25,13 @@ from tavern_tui.store.models import (
     ConsolidationMark,
     PersonaRevision,
     StrategyRow,
+    as_utc,
 )
-
-
-def _utc(value: datetime) -> datetime:
-    # Stored in UTC; SQLite reads back naive, PostgreSQL in the session's TimeZone.
-    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _document(row: PersonaRevision) -> PersonaDocument:
     entries = tuple(PersonaEntry.from_json(e) for e in json.loads(row.entries))
-    return PersonaDocument(row.principal, row.version, row.name, entries, row.reason, _utc(row.created_at),
+    return PersonaDocument(row.principal, row.version, row.name, entries, row.reason, as_utc(row.created_at),
                            row.lorebook)
 
 
@@ -116,7 +112,7 @@ class BeliefRepository:
                                                              .where(BeliefDecline.principal.in_(principals))).all()}
         return [Belief(r.id, r.statement, r.key, r.slot, r.kind, r.category, r.confidence, r.sensitivity, r.durable,
                        tuple(supports[r.id]), r.status, r.superseded_by, r.promoted, r.entry_id, r.nominated,
-                       (r.principal, r.key) in declined, _utc(r.created_at), _utc(r.updated_at))
+                       (r.principal, r.key) in declined, as_utc(r.created_at), as_utc(r.updated_at))
                 for r in rows]
 
     def get(self, belief_id: int) -> Belief:

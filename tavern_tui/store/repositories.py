@@ -14,12 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tavern_tui.errors import NotFound, StoreError
-from tavern_tui.store.models import Character, Playthrough, Preset, SessionRow, WorldBook, WorldBookBinding
-
-
-def _utc(value: datetime) -> datetime:
-    # Stored in UTC; SQLite reads back naive, PostgreSQL in the session's TimeZone.
-    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+from tavern_tui.store.models import Character, Playthrough, Preset, SessionRow, WorldBook, WorldBookBinding, as_utc
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +53,12 @@ class PlaythroughRecord:
 
 def _character(row: Character) -> CharacterRecord:
     return CharacterRecord(row.id, row.name, row.spec, row.spec_version, row.source_name, row.original_sha256,
-                           row.data, _utc(row.created_at))
+                           row.data, as_utc(row.created_at))
 
 
 def _playthrough(row: Playthrough) -> PlaythroughRecord:
     return PlaythroughRecord(row.id, row.character_id, row.title, row.user_name, row.root_session_id,
-                             row.head_session_id, _utc(row.created_at), _utc(row.updated_at), row.meta or "{}",
+                             row.head_session_id, as_utc(row.created_at), as_utc(row.updated_at), row.meta or "{}",
                              row.preset_id, row.strategy)
 
 
@@ -240,7 +235,7 @@ class WorldBookRecord:
 
 
 def _world_book(row: WorldBook | Preset) -> WorldBookRecord:
-    return WorldBookRecord(row.id, row.name, row.source_name, row.original_sha256, row.data, _utc(row.created_at))
+    return WorldBookRecord(row.id, row.name, row.source_name, row.original_sha256, row.data, as_utc(row.created_at))
 
 
 class WorldBookRepository:
