@@ -360,11 +360,13 @@ class _Run:
         """Primary keys (first in key order), then the selective logic over the secondary ones:
         the KEY candidates among `entries`, in their order; the others get their decision."""
         out = []
-        tokens = self.tokens
+        shape = token = found = matched = None
         for p in entries:
-            token = tokens.get(p.shape) or self.shape_token(p, state)
-            found = hits[token]
-            matched = found.matched
+            if p.shape is not shape:  # entries of one shape share a buffer (`make_plan` shares the tuple)
+                shape = p.shape
+                token = self.shape_token(p, state)
+                found = hits[token]
+                matched = found.matched
             for first in p.keyed:
                 if first[1] in matched:
                     break
@@ -469,29 +471,35 @@ class _Run:
         """Activate `p`: its decision (where its key was found) and the run's bookkeeping."""
         _, reason, first, token = candidate
         # `_note` inlined: a firing always goes further than any decision held (an entry fires
-        # at most once: then it is active and never a candidate again).
+        # at most once: then it is active and never a candidate again). Fields left unset read
+        # as the Decision defaults (roll, probability, from_entry: None).
         values = p.template.copy()
-        values["roll"] = value
-        values["probability"] = p.entry.probability if value is not None else None
+        if value is not None:
+            values["roll"] = value
+            values["probability"] = p.entry.probability
+        step = self.step
         if reason is _KEY:
             text, key_id = first
             placed = self.located.get(token)
-            segment = placed[key_id] if placed is not None and key_id in placed else self.locate(key_id, *token)
+            segment = placed.get(key_id, _UNPLACED) if placed is not None else _UNPLACED
+            if segment is _UNPLACED:
+                segment = self.locate(key_id, *token)
             values["matched_key"] = text
             if segment is None:
                 values["matched_in"] = "buffer"
                 detail = f"key '{text}' matched the scan buffer across pieces"
-            elif segment.from_entry is None:
-                values["matched_in"] = segment.where
-                detail = f"key '{text}' found in {segment.label}"
             else:
                 values["matched_in"] = segment.where
-                reason = _RECURSION
-                values["from_entry"] = segment.from_entry
-                source = self.activated.get(segment.from_entry)
-                source_step = source[1].step if source is not None else None
-                detail = f"key '{text}' found in {segment.label}" + (
-                    f" (activated at step {source_step})" if source_step else "")
+                source_key = segment.from_entry
+                if source_key is None:
+                    detail = f"key '{text}' found in {segment.label}"
+                else:
+                    reason = _RECURSION
+                    values["from_entry"] = source_key
+                    source = self.activated.get(source_key)
+                    source_step = source[1].step if source is not None else None
+                    detail = f"key '{text}' found in {segment.label} (activated at step {source_step})" \
+                        if source_step else f"key '{text}' found in {segment.label}"
         elif reason is Reason.STICKY:
             detail = f"sticky until the chat has {self.timed.sticky[p.key].end} messages"
         elif reason is Reason.CONSTANT:
@@ -500,7 +508,7 @@ class _Run:
             detail = "@@activate decorator"
         values["fired"] = True
         values["reason"] = reason
-        values["step"] = self.step
+        values["step"] = step
         values["_detail"] = detail
         decision = _NEW(Decision)
         decision.__dict__ = values
@@ -508,7 +516,11 @@ class _Run:
         self.decisions[pos] = decision
         self.stages[pos] = _FIRED_STAGE  # (not `settled`: its positions are `complex_pos` from now on)
         self.done_pos.add(pos)
-        self.complex_pos.update(self.plan.key_pos[key])  # active from now on: checked one by one
+        same = self.plan.key_pos[key]  # active from now on: checked one by one
+        if len(same) == 1:
+            self.complex_pos.add(same[0])
+        else:
+            self.complex_pos.update(same)
         held = self.activated.get(key)
         if held is not None and held[0] is not p:  # same book and uid: SillyTavern's Map.set replaces it
             self.done_pos.discard(held[0].pos)  # (unless its roll failed: then it never fired)
@@ -516,7 +528,11 @@ class _Run:
             self.settled.discard(held[0].pos)
             self.decisions[held[0].pos] = replace(held[1], fired=False, reason=Reason.DUPLICATE_UID, detail=(
                 f"replaced by entry {p.pos + 1} of the scan, which has the same uid"))
-        self.activated[key] = (p, decision, _activated_entry(p, reason, self.step))
+        made = p.fired_entries
+        activated = made.get((reason, step)) if made is not None else None
+        if activated is None:
+            activated = _activated_entry(p, reason, step)
+        self.activated[key] = (p, decision, activated)
 
     def locate(self, key_id: int, shape: tuple, depth: int, with_recursion: bool) -> Segment | None:
         """The first piece of the buffer that holds the key on its own (for the decision).
@@ -601,6 +617,7 @@ _RECURSION = Reason.RECURSION
 _POS = attrgetter("pos")
 _FIRST = itemgetter(0)
 _NEW = object.__new__
+_UNPLACED = object()  # `_Run.located` holds no answer for a key yet (None: across pieces)
 
 
 def _candidate_pos(candidate: Candidate) -> int:

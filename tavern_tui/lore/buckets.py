@@ -27,21 +27,23 @@ def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
     outlets: dict[str, list[str]] = {}
     # Prepending walking from the highest order down = appending walking up: each prepended
     # bucket is filled by appending and reversed at the end (no O(n) insert per entry).
-    prepend = {Position.BEFORE_CHAR: before, Position.AFTER_CHAR: after, Position.EM_TOP: em_top,
-               Position.EM_BOTTOM: em_bottom, Position.AN_TOP: an_top, Position.AN_BOTTOM: an_bottom}
+    prepend = (before, after, an_top, an_bottom, em_top, em_bottom)
+    # Indexed by the position's value (a list index, not a hash: an IntEnum member hashes in Python).
+    slots = (before, after, an_top, an_bottom, None, em_top, em_bottom, None)
     for entry in sorted(activated, key=_descending_order):
         content = entry.content
         if not content:
             continue
         position = entry.position
-        bucket = prepend.get(position)
+        bucket = slots[position]
         if bucket is not None:
             bucket.append(content)
         elif position == Position.AT_DEPTH:
-            depth_groups.setdefault((entry.depth, Role(entry.role)), []).append(content)
+            role = entry.role if type(entry.role) is Role else Role(entry.role)
+            depth_groups.setdefault((entry.depth, role), []).append(content)
         elif position == Position.OUTLET and entry.outlet_name:
             outlets.setdefault(entry.outlet_name, []).append(content)
-    for bucket in (*prepend.values(), *depth_groups.values()):
+    for bucket in (*prepend, *depth_groups.values()):
         bucket.reverse()
     return Buckets(
         before="\n".join(before), after="\n".join(after), an_top=an_top, an_bottom=an_bottom,
@@ -49,6 +51,9 @@ def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
         examples_top=em_top, examples_bottom=em_bottom,
         outlets={name: "\n".join(parts) for name, parts in outlets.items()},
     )
+
+
+assert list(Position) == list(range(8)) and Position.AT_DEPTH == 4 and Position.OUTLET == 7  # `slots`
 
 
 def _descending_order(entry: ActivatedEntry) -> int:

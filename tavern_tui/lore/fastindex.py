@@ -124,6 +124,7 @@ class _Unit:
     candidates: frozenset[int] | None = None  # regex keys worth searching here (lazy)
     rx_true: set[int] = field(default_factory=set)
     rx_false: set[int] = field(default_factory=set)
+    open: frozenset[int] | None = None  # candidates in neither rx_true nor rx_false (lazy; reset on change)
 
 
 @dataclass
@@ -156,9 +157,33 @@ def _atoms(text: str) -> list[str]:
     return text.replace(SEPARATOR, NEWLINE).split(NEWLINE) if SEPARATOR in text else text.split(NEWLINE)
 
 
-def _add_words(words: dict[str, list[int]], text: str, keys: set[int]) -> None:
-    """Add the keys of `words` that are a maximal `\\w` run of `text`."""
-    keys.update(*map(words.__getitem__, words.keys() & set(_TOKEN.findall(text))))
+class _Words:
+    """Whole-word keys made only of `[A-Za-z0-9_]`, by needle: `one` for a needle owned by one
+    key id (nearly all), `many` for the others (ids in a tuple). Kept apart because a set built
+    from single ids is ~2.5x quicker than one updated from a tuple per word."""
+
+    def __init__(self) -> None:
+        self.lists: dict[str, list[int]] = {}  # while the index is built
+
+    def add(self, needle: str, key_id: int) -> None:
+        self.lists.setdefault(needle, []).append(key_id)
+
+    def build(self) -> None:
+        self.one = {needle: ids[0] for needle, ids in self.lists.items() if len(ids) == 1}
+        self.many = {needle: tuple(ids) for needle, ids in self.lists.items() if len(ids) > 1}
+        del self.lists
+
+    def __bool__(self) -> bool:
+        return bool(self.one or self.many)
+
+    def scan(self, text: str, keys: set[int]) -> None:
+        """Add the keys whose needle is a maximal `\\w` run of `text`."""
+        runs = set(_TOKEN.findall(text))
+        one = self.one
+        keys.update([one[run] for run in runs if run in one])
+        if self.many:
+            for run in runs & self.many.keys():
+                keys.update(self.many[run])
 
 
 class _Automaton:
@@ -253,8 +278,8 @@ class FastIndex:
         # Whole-word keys made only of JS \w characters: a whole-word occurrence is exactly a
         # maximal \w run equal to the needle, so a set lookup per run finds them (no automaton
         # matches for "a" inside every word).
-        self._folded_words: dict[str, list[int]] = {}
-        self._exact_words: dict[str, list[int]] = {}
+        self._folded_words = _Words()
+        self._exact_words = _Words()
         self._odd: dict[int, tuple[bool, str, re.Pattern[str] | None]] = {}
         self._regex: dict[int, RegexKey] = {}
         self._literal_ids: dict[tuple[bool, str], int] = {}
@@ -272,7 +297,7 @@ class FastIndex:
             folded = not key.case_sensitive
             needle = key.text.lower() if folded else key.text
             if key.whole_words and _TOKEN.fullmatch(needle):  # (no whitespace in it: skip that test)
-                (self._folded_words if folded else self._exact_words).setdefault(needle, []).append(key.key_id)
+                (self._folded_words if folded else self._exact_words).add(needle, key.key_id)
                 continue
             whole = key.whole_words and not has_js_whitespace(needle)
             if not needle or SEPARATOR in needle or NEWLINE in needle:
@@ -283,6 +308,8 @@ class FastIndex:
             (automaton.whole if whole else automaton.any)[slot].append(key.key_id)
         self._folded.build()
         self._exact.build()
+        self._folded_words.build()
+        self._exact_words.build()
         self._lit_regexes = [frozenset(x) for x in lit_regexes]
         self._regex_ids = frozenset(self._regex)
         self._requires = {k: None if p.required is None else frozenset(
@@ -491,13 +518,13 @@ class FastIndex:
                 lits: set[int] = set()
                 self._exact.scan(string, keys, lits)
                 if self._exact_words:
-                    _add_words(self._exact_words, string, keys)
+                    self._exact_words.scan(string, keys)
                 lowered = string.lower()
                 if self._folded_words:
-                    _add_words(self._folded_words, lowered, keys)
+                    self._folded_words.scan(lowered, keys)
                 if self._folded.ac is not None:
                     self._folded.scan(lowered, keys, lits)
-                    if self._folded.has_lits and _HAS_FOLD_EXCEPTION.search(string):
+                    if self._folded.has_lits and not string.isascii() and _HAS_FOLD_EXCEPTION.search(string):
                         # `regex` reads İ ı ſ as ASCII letters under IGNORECASE; str.lower does not.
                         self._folded.scan_literals(string.translate(FOLD_FIX).lower(), lits)
                 info = _Unit(frozenset(keys), frozenset(lits), len(string) + 100)
@@ -641,8 +668,13 @@ class FastIndex:
         candidates = self._candidates
         for unit in units.items():
             info = unit[1]
-            for key_id in (todo & candidates(info)) - info.rx_false:
-                pending.setdefault(key_id, []).append(unit)
+            # (`todo` holds no key a unit has found: those went above)
+            undecided = info.open
+            if undecided is None:
+                undecided = info.open = candidates(info) - info.rx_true - info.rx_false
+            if undecided and not todo.isdisjoint(undecided):
+                for key_id in todo & undecided:
+                    pending.setdefault(key_id, []).append(unit)
         for key_id, chosen in pending.items():
             found = self._search_units(key_id, chosen, joiner)
             if found is None:
@@ -653,6 +685,8 @@ class FastIndex:
     def _search_units(self, key_id: int, chosen: list[tuple[str, _Unit]], joiner: str) -> bool | None:
         """Search a unit-scoped key in the joined units; record what the search decides per
         unit. None if it timed out (nothing recorded past what the prefilter proved)."""
+        for _, info in chosen:
+            info.open = None  # its verdicts change below
         if len(chosen) == 1:
             text, starts = chosen[0][0], [0]
         else:

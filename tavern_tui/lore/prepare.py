@@ -282,6 +282,7 @@ def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, 
     registry = _KeyRegistry()
     scoring = settings.use_group_scoring or any(e.use_group_scoring for e, _, _ in ordered)
     shape_keys: dict[Shape, set[int]] = {}
+    shapes: dict[Shape, Shape] = {}
     entries: list[Prepared] = []
 
     def expand(key: str) -> str:
@@ -301,6 +302,7 @@ def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, 
             raw_secondary = [registry.get(k, case, whole) if k else None for k in entry.keysecondary]
         extras: ExtraFlags = tuple(bool(getattr(entry, flag)) for _, flag in EXTRA_SOURCES)  # type: ignore[assignment]
         shape: Shape = (entry.scan_depth, None if entry.scan_depth is not None else book.scan_depth, extras)
+        shape = shapes.setdefault(shape, shape)  # one tuple per shape: activation compares them by identity
         ids = shape_keys.setdefault(shape, set())
         ids.update(k for _, k in primary + secondary if k is not None)
         ids.update(k for k in raw_primary + raw_secondary if k is not None)
