@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from functools import partial
 from itertools import chain
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 
 from tavern_tui.assembly.tokens import estimate_tokens
 from tavern_tui.lore.buckets import build_buckets
@@ -117,6 +117,7 @@ class _Run:
         key_pos = plan.key_pos
         for key in self.timed.delayed | self.timed.cooldown_active | self.timed.sticky_active:
             self.complex_pos.update(key_pos.get(key, ()))
+        self.fired_bytes = 0  # UTF-8 bytes of the active entries' contents + "\n" each (`fire`)
         self.overflowed = False
         self.skew = 0
         self.step = 0
@@ -297,7 +298,10 @@ class _Run:
             # timed entries stay complex, and settled ones stay settled, so only the interesting
             # ones can still be open in the next loop.
             open_pos = self.open.get(shape, plan.simple_pos[shape])
-            todo = open_pos.difference(complex_pos, interesting, self.settled)
+            if len(open_pos) > _LAZY_MISSES:  # the first loop: thousands of misses, read only if asked for
+                todo: Collection[int] = _Misses(open_pos, complex_pos | interesting | self.settled)
+            else:
+                todo = open_pos.difference(complex_pos, interesting, self.settled)
             self.open[shape] = open_pos.intersection(interesting)
             if not todo:
                 continue
@@ -394,7 +398,7 @@ class _Run:
     def admit(self, new: list[Candidate], state: int, earlier_tokens: int) -> list[Prepared]:
         """Inclusion groups, probability and budget for this loop's candidates (in place of
         SillyTavern's loop over `newEntries`); returns the entries that did not fail their roll."""
-        self.pending, self.located = new, {}  # for `locate`
+        self.located = {}  # for `locate`
         entries = [c[0] for c in new]
         if self.plan.grouping and any(p.group_names for p in entries):
             info = {c[0].pos: c for c in new}
@@ -412,6 +416,7 @@ class _Run:
         loop_text = None if self.count_tokens is estimate_tokens else _RunningCount(self.count_tokens)
         size = 0
         failed = False
+        firing: list[tuple[Candidate, float | None]] = []  # fired after the loop (see below)
         sticky, budget = self.timed.sticky_active, self.budget
         for index, c in enumerate(new):
             p = c[0]
@@ -447,7 +452,10 @@ class _Run:
                 self.note(p, Reason.OVER_BUDGET, f"{used} tokens with this entry >= budget {budget}",
                           roll=value, probability=e.probability if value is not None else None)
                 continue
-            self.fire(p, c, value)
+            firing.append((c, value))
+        # Firing does not change what the loop above decides (budget and rolls), so the entries
+        # fire together: `locate` then places only their keys, not those of entries over budget.
+        self.fire(firing)
         return [p for p in entries if p.pos not in self.failed] if failed else entries
 
     def score(self, p: Prepared, candidate: Candidate, state: int) -> int:
@@ -467,72 +475,82 @@ class _Run:
                 return primary + secondary if secondary == len(p.entry.keysecondary) else primary
         return primary
 
-    def fire(self, p: Prepared, candidate: Candidate, value: float | None) -> None:
-        """Activate `p`: its decision (where its key was found) and the run's bookkeeping."""
-        _, reason, first, token = candidate
-        # `_note` inlined: a firing always goes further than any decision held (an entry fires
-        # at most once: then it is active and never a candidate again). Fields left unset read
-        # as the Decision defaults (roll, probability, from_entry: None).
-        values = p.template.copy()
-        if value is not None:
-            values["roll"] = value
-            values["probability"] = p.entry.probability
+    def fire(self, firing: list[tuple[Candidate, float | None]]) -> None:
+        """Activate this loop's admitted candidates, in order, each with its probability roll (or
+        None): its decision (where its key was found) and the run's bookkeeping."""
+        self.pending = [c for c, _ in firing]  # the keys `locate` places
         step = self.step
-        if reason is _KEY:
-            text, key_id = first
-            placed = self.located.get(token)
-            segment = placed.get(key_id, _UNPLACED) if placed is not None else _UNPLACED
-            if segment is _UNPLACED:
-                segment = self.locate(key_id, *token)
-            values["matched_key"] = text
-            if segment is None:
-                values["matched_in"] = "buffer"
-                detail = f"key '{text}' matched the scan buffer across pieces"
-            else:
-                values["matched_in"] = segment.where
-                source_key = segment.from_entry
-                if source_key is None:
-                    detail = f"key '{text}' found in {segment.label}"
+        decisions, stages, done_pos, complex_pos = self.decisions, self.stages, self.done_pos, self.complex_pos
+        activated, located, key_pos = self.activated, self.located, self.plan.key_pos
+        fired_bytes = 0
+        for c, value in firing:
+            p, reason, first, token = c
+            # `_note` inlined: a firing always goes further than any decision held (an entry fires
+            # at most once: then it is active and never a candidate again). Fields left unset read
+            # as the Decision defaults (roll, probability, from_entry: None).
+            values = p.template.copy()
+            if value is not None:
+                values["roll"] = value
+                values["probability"] = p.entry.probability
+            if reason is _KEY:
+                text, key_id = first
+                placed = located.get(token)
+                segment = placed.get(key_id, _UNPLACED) if placed is not None else _UNPLACED
+                if segment is _UNPLACED:
+                    segment = self.locate(key_id, *token)
+                values["matched_key"] = text
+                if segment is None:
+                    values["matched_in"] = "buffer"
+                    detail = f"key '{text}' matched the scan buffer across pieces"
                 else:
-                    reason = _RECURSION
-                    values["from_entry"] = source_key
-                    source = self.activated.get(source_key)
-                    source_step = source[1].step if source is not None else None
-                    detail = f"key '{text}' found in {segment.label} (activated at step {source_step})" \
-                        if source_step else f"key '{text}' found in {segment.label}"
-        elif reason is Reason.STICKY:
-            detail = f"sticky until the chat has {self.timed.sticky[p.key].end} messages"
-        elif reason is Reason.CONSTANT:
-            detail = "constant entry"
-        else:
-            detail = "@@activate decorator"
-        values["fired"] = True
-        values["reason"] = reason
-        values["step"] = step
-        values["_detail"] = detail
-        decision = _NEW(Decision)
-        decision.__dict__ = values
-        pos, key = p.pos, p.key
-        self.decisions[pos] = decision
-        self.stages[pos] = _FIRED_STAGE  # (not `settled`: its positions are `complex_pos` from now on)
-        self.done_pos.add(pos)
-        same = self.plan.key_pos[key]  # active from now on: checked one by one
-        if len(same) == 1:
-            self.complex_pos.add(same[0])
-        else:
-            self.complex_pos.update(same)
-        held = self.activated.get(key)
-        if held is not None and held[0] is not p:  # same book and uid: SillyTavern's Map.set replaces it
-            self.done_pos.discard(held[0].pos)  # (unless its roll failed: then it never fired)
-            self.stages[held[0].pos] = _STAGE_BY_ID[id(Reason.DUPLICATE_UID)]
-            self.settled.discard(held[0].pos)
-            self.decisions[held[0].pos] = replace(held[1], fired=False, reason=Reason.DUPLICATE_UID, detail=(
-                f"replaced by entry {p.pos + 1} of the scan, which has the same uid"))
-        made = p.fired_entries
-        activated = made.get((reason, step)) if made is not None else None
-        if activated is None:
-            activated = _activated_entry(p, reason, step)
-        self.activated[key] = (p, decision, activated)
+                    values["matched_in"] = segment.where
+                    source_key = segment.from_entry
+                    if source_key is None:
+                        detail = f"key '{text}' found in {segment.label}"
+                    else:
+                        reason = _RECURSION
+                        values["from_entry"] = source_key
+                        source = activated.get(source_key)  # (fired in an earlier loop)
+                        source_step = source[1].step if source is not None else None
+                        detail = f"key '{text}' found in {segment.label} (activated at step {source_step})" \
+                            if source_step else f"key '{text}' found in {segment.label}"
+            elif reason is Reason.STICKY:
+                detail = f"sticky until the chat has {self.timed.sticky[p.key].end} messages"
+            elif reason is Reason.CONSTANT:
+                detail = "constant entry"
+            else:
+                detail = "@@activate decorator"
+            values["fired"] = True
+            values["reason"] = reason
+            values["step"] = step
+            values["_detail"] = detail
+            decision = _NEW(Decision)
+            decision.__dict__ = values
+            pos, key = p.pos, p.key
+            decisions[pos] = decision
+            stages[pos] = _FIRED_STAGE  # (not `settled`: its positions are `complex_pos` from now on)
+            done_pos.add(pos)
+            same = key_pos[key]  # active from now on: checked one by one
+            if len(same) == 1:
+                complex_pos.add(same[0])
+            else:
+                complex_pos.update(same)
+            held = activated.get(key)
+            if held is not None and held[0] is not p:  # same book and uid: SillyTavern's Map.set replaces it
+                gone = held[0]
+                done_pos.discard(gone.pos)  # (unless its roll failed: then it never fired)
+                stages[gone.pos] = _STAGE_BY_ID[id(Reason.DUPLICATE_UID)]
+                self.settled.discard(gone.pos)
+                decisions[gone.pos] = replace(held[1], fired=False, reason=Reason.DUPLICATE_UID, detail=(
+                    f"replaced by entry {p.pos + 1} of the scan, which has the same uid"))
+                fired_bytes -= gone.utf8_size if gone.utf8_size >= 0 else _utf8_size(gone)
+            made = p.fired_entries
+            entry = made.get((reason, step)) if made is not None else None
+            if entry is None:
+                entry = _activated_entry(p, reason, step)
+            activated[key] = (p, decision, entry)
+            fired_bytes += p.utf8_size if p.utf8_size >= 0 else _utf8_size(p)
+        self.fired_bytes += fired_bytes
 
     def locate(self, key_id: int, shape: tuple, depth: int, with_recursion: bool) -> Segment | None:
         """The first piece of the buffer that holds the key on its own (for the decision).
@@ -575,8 +593,7 @@ class _Run:
         if not activated:
             used = 0
         elif self.count_tokens is estimate_tokens:  # ceil(bytes / 4) of every content + "\n"
-            used = -(-sum(p.utf8_size if p.utf8_size >= 0 else _utf8_size(p)
-                          for p in map(_FIRST, self.activated.values())) // 4)
+            used = -(-self.fired_bytes // 4)
         else:
             used = self.count_tokens("".join(a.content + "\n" for a in activated))
         timing = self.plan.timing_keys  # only entries with a sticky or cooldown length start one
@@ -586,6 +603,32 @@ class _Run:
         return ActivationResult(activated=activated, buckets=build_buckets(activated), tokens_used=used,
                                 budget=self.budget, overflowed=self.overflowed, steps=self.step,
                                 new_timed_state=new_state, held=self.decisions, unmatched=self.unmatched)
+
+
+class _Misses(Collection[int]):
+    """The positions of `open_pos` not in `taken` (a snapshot), without building that set: a
+    scan's first loop misses nearly every entry of a big book, and a step usually reads only
+    the notable decisions (`ActivationResult.notable`), never these."""
+
+    __slots__ = ("open_pos", "taken")
+
+    def __init__(self, open_pos: frozenset[int], taken: set[int]) -> None:
+        self.open_pos, self.taken = open_pos, taken
+
+    def __contains__(self, pos: object) -> bool:
+        return pos in self.open_pos and pos not in self.taken
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.open_pos.difference(self.taken))
+
+    def __len__(self) -> int:
+        return len(self.open_pos.difference(self.taken))
+
+    def __bool__(self) -> bool:
+        return len(self.open_pos) > len(self.taken) or not self.open_pos <= self.taken
+
+
+_LAZY_MISSES = 256  # `_Misses` for more open positions than this (a plain set is quicker to ask)
 
 
 class _RunningCount:
@@ -615,7 +658,6 @@ _NO_MATCH = Reason.NO_MATCH
 _KEY = Reason.KEY
 _RECURSION = Reason.RECURSION
 _POS = attrgetter("pos")
-_FIRST = itemgetter(0)
 _NEW = object.__new__
 _UNPLACED = object()  # `_Run.located` holds no answer for a key yet (None: across pieces)
 

@@ -10,6 +10,7 @@ scripts, which run elsewhere); an outlet entry without an outlet name is skipped
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from tavern_tui.lore.model import Position, Role
 from tavern_tui.lore.result import ActivatedEntry, Buckets
@@ -30,7 +31,7 @@ def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
     prepend = (before, after, an_top, an_bottom, em_top, em_bottom)
     # Indexed by the position's value (a list index, not a hash: an IntEnum member hashes in Python).
     slots = (before, after, an_top, an_bottom, None, em_top, em_bottom, None)
-    for entry in sorted(activated, key=_descending_order):
+    for entry in sorted(activated, key=_ORDER, reverse=True):  # (reverse keeps equal orders in place)
         content = entry.content
         if not content:
             continue
@@ -55,6 +56,4 @@ def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
 
 assert list(Position) == list(range(8)) and Position.AT_DEPTH == 4 and Position.OUTLET == 7  # `slots`
 
-
-def _descending_order(entry: ActivatedEntry) -> int:
-    return -entry.order
+_ORDER = attrgetter("order")
