@@ -187,6 +187,8 @@ class _Run:
             for_recursion = [p for p in successful if not p.entry.prevent_recursion] if self.plan.preventing \
                 else successful
             state = self.next_state(state, for_recursion, levels)
+            if state and self.settings.max_recursion_steps and self.settings.max_recursion_steps <= self.step:
+                break  # the cap ends the run before another loop would read the recursion text
             if state:
                 text = "\n".join(p.content for p in for_recursion)
                 if text:

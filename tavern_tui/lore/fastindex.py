@@ -396,7 +396,8 @@ class FastIndex:
         odd_left = {k for k in remaining if k in odd} if odd else set()
         head = remaining  # the keys looked for in the first `skip_to` texts
         skip_to = 0
-        known = self._texts.get(base) if base is not None and base_pieces > 0 else None
+        texts_seen = self._texts
+        known = texts_seen.get(base) if base is not None and base_pieces > 0 else None
         if known is not None:
             atom_rx = rx_left & self._scopes[ATOM]
             absent = (remaining - regex_ids - odd_left - known.keys) | (atom_rx & known.rx_false) \
@@ -412,7 +413,11 @@ class FastIndex:
                 if not remaining:
                     break
                 wanted, rx_wanted = remaining, rx_left
-            info = self._text(text)
+            info = texts_seen.pop(text, None)  # `_text` inlined for a known piece (the common case)
+            if info is None:
+                info = self._text(text)
+            else:
+                texts_seen[text] = info  # (re)inserted last: the most recently used
             # Most pieces hold none of the keys: test before building sets.
             found = None if wanted.isdisjoint(info.keys) else wanted.intersection(info.keys)
             if odd_left:

@@ -48,7 +48,7 @@ Shape = tuple["int | None", "int | None", ExtraFlags]
 """(entry scan depth, book scan depth, extra sources): entries with one shape share a buffer."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Prepared:
     """One entry ready to scan.
 
