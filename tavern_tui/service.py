@@ -442,6 +442,12 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         A dry run (seed 000: preview runs the same code and never calls a provider): the same
         books, settings, history and timed effects as a real step; nothing is stored.
         """
+        step, ctx = self._preview_step(playthrough_id, text, rng)
+        return step.run(ctx)
+
+    def _preview_step(self, playthrough_id: int, text: str,
+                      rng: Callable[[], float] | None) -> tuple[WorldInfoStep, ActivationContext]:
+        """The world-info step and scan context a send of `text` would use now."""
         view = self.playthrough(playthrough_id)
         with self._store.unit_of_work() as uow:
             record = uow.characters.get(view.character_id)
@@ -450,13 +456,14 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         history = derive_messages(self._store.events, view.session_id)
         ctx = scan_context(history, [text] if text else [], self._facts(record, card, view.user_name),
                            timed_state_of(events))
-        return self._world_info(self._effective_books(view.id, record, card), rng).run(ctx)
+        return self._world_info(self._effective_books(view.id, record, card), rng), ctx
 
     def warm_world_info(self, playthrough_id: int) -> int:
         """Get this playthrough's world info ready before the first send (the chat screen calls
         it from a worker thread when it opens): builds or reuses the books' key indexes, compiles
         their regex keys and caches the current history's matches, through the same dry run as
-        `world_info_preview` (nothing is stored).
+        `world_info_preview` (nothing is stored), then primes the indexes with every entry
+        content recursion may scan (`WorldInfoStep.prime`).
 
         Then the heap is collected once and frozen (`gc.freeze`): the books, indexes and caches
         alive now move to the permanent generation, so later full collections do not walk them
@@ -472,7 +479,9 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps):
         Raises:
             TavernError: no such playthrough.
         """
-        result = self.world_info_preview(playthrough_id)
+        step, ctx = self._preview_step(playthrough_id, "", None)
+        result = step.run(ctx)
+        step.prime(ctx)
         gc.collect()
         gc.freeze()
         return len(result.activated)

@@ -6,6 +6,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 from tavern_tui.assembly.worldinfo import LORE_STATE_KIND
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
@@ -108,10 +110,15 @@ async def test_a_globally_bound_book_fires_and_timed_state_is_kept_per_branch(ta
 
 
 async def test_warming_a_playthrough_builds_its_index_once_and_the_first_send_reuses_it(
-        tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
+        tavern: Tavern, model: ScriptedModel, corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
 
+    from tavern_tui.assembly.worldinfo import WorldInfoStep
     from tavern_tui.lore.fastindex import FastIndex
+
+    primed: list[int] = []
+    prime = WorldInfoStep.prime
+    monkeypatch.setattr(WorldInfoStep, "prime", lambda self, ctx: primed.append(prime(self, ctx)) or primed[-1])
 
     cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
     view = tavern.new_playthrough(cid, user_name="Ada")
@@ -125,6 +132,9 @@ async def test_warming_a_playthrough_builds_its_index_once_and_the_first_send_re
         assert tavern.warm_world_info(view.id) >= 3
         assert gc.get_freeze_count() > 0  # what was alive then is out of the collector's way
         assert len(built) == 1 and isinstance(next(iter(cache._cache.values())), FastIndex)
+        # ... and every entry content recursion may scan was primed: the card's book has 4
+        # entries with content (format-digest: recursion is on by default)
+        assert primed == [4]
         await _say(tavern, view.id, "What are the shadowfang beasts?")
         assert len(built) == 1  # the step found the index ready
         record = _header(tavern, view.session_id)["assembly"]["world_info"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from tavern_tui.engine.events import Event, NewEvent
 from tavern_tui.engine.log import PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
-from tavern_tui.lore.activation import activate
+from tavern_tui.lore.activation import activate, prime
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
 from tavern_tui.lore.matching import IndexCache
 from tavern_tui.lore.model import Position
@@ -111,6 +111,12 @@ class WorldInfoStep:
         activation at a time per cache (`IndexCache.in_use`)."""
         with self.cache.in_use:
             return activate(self.books, ctx, self.settings, rng=self.rng, index_factory=self.cache)
+
+    def prime(self, ctx: ActivationContext) -> int:
+        """Prepare the books' key indexes for later steps (`lore.activation.prime`: every entry
+        content's key facts, for recursion); returns how many contents were primed."""
+        with self.cache.in_use:
+            return prime(self.books, ctx, self.settings, index_factory=self.cache)
 
     @staticmethod
     def state_event(result: ActivationResult) -> NewEvent:

@@ -86,6 +86,34 @@ def activate(
     return _Run(plan, ctx, settings, roll, token_counter).run()
 
 
+def prime(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, settings: WorldInfoSettings, *,
+          index_factory: IndexFactory = ReferenceIndex) -> int:
+    """Prepare the key indexes of `books` for the recursion scans of later steps: each index
+    that can (`FastIndex.prime`) works out the key facts of every entry content that recursion
+    may add to its buffer, so a step does not scan a content the first time its entry fires.
+    Nothing is decided and nothing changes what an activation decides.
+
+    Args:
+        books, ctx, settings: as for `activate` (the plan, and so the indexes, are the same).
+        index_factory: as for `activate` (wrap it in `matching.IndexCache` so the steps reuse
+            the primed indexes).
+
+    Returns:
+        How many contents were primed, summed over the indexes (0 without recursion, or with
+        indexes that cannot prime).
+    """
+    if not settings.recursive or settings.max_recursion_steps == 1:
+        return 0  # no loop ever scans an entry's content
+    plan = build_plan(books, ctx, settings, index_factory)
+    contents = list(dict.fromkeys(p.content for p in plan.entries if p.content and not p.entry.prevent_recursion))
+    primed = 0
+    for index in plan.indexes.values():
+        prime_index = getattr(index, "prime", None)
+        if prime_index is not None:
+            primed += prime_index(contents)
+    return primed
+
+
 class _Run:
     """The state of one `activate` call (SillyTavern keeps it in `checkWorldInfo`'s locals)."""
 

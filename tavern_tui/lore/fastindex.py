@@ -447,6 +447,26 @@ class FastIndex:
             self._trim()
         return placed
 
+    def prime(self, texts: Iterable[str]) -> int:
+        """Work out ahead of time the unit facts (plain keys found, prefilter literals present)
+        of texts a later scan will hold: a book's entry contents, which recursion adds to the
+        buffer. A step that first activates an entry then finds its content's atoms cached
+        instead of scanning them inside the step (the app primes in its warm-up worker).
+
+        Stops once the cache holds half of `cache_chars` (a step's own texts need the rest).
+
+        Returns:
+            How many of `texts` were primed.
+        """
+        limit = self.cache_chars // 2
+        done = 0
+        for text in texts:
+            if self._cached_chars > limit:
+                break
+            self._units_of(_atoms(text))
+            done += 1
+        return done
+
     def clear_cache(self) -> None:
         """Forget every cached unit and text (the automata stay built)."""
         self._units.clear()

@@ -18,7 +18,7 @@ from functools import partial
 import pytest
 
 from tavern_tui.lore import fastindex
-from tavern_tui.lore.activation import activate
+from tavern_tui.lore.activation import activate, prime
 from tavern_tui.lore.buffer import MATCHER
 from tavern_tui.lore.context import ActivationContext, ScanMessage
 from tavern_tui.lore.fastindex import FastIndex
@@ -261,6 +261,55 @@ def test_the_caches_stay_bounded_and_answers_do_not_change() -> None:
     assert len(long_kept) <= fastindex._LONG_KEPT  # old scan buffers do not pile up
 
 
+def _recursive_book() -> WorldBook:
+    return WorldBook("book", [
+        WorldInfoEntry(uid=0, key=["dragon"], content="The dragon guards the Ember Gate."),
+        WorldInfoEntry(uid=1, key=["ember gate"], content="Beyond the gate lies the ash road.\nIt ends at Hollow."),
+        WorldInfoEntry(uid=2, key=["hollow"], content="Hollow is a dead town.", prevent_recursion=True),
+        WorldInfoEntry(uid=3, key=["/\\bash\\b/i"], content=""),
+    ])
+
+
+def test_priming_scans_each_content_ahead_so_a_step_scans_only_the_chat() -> None:
+    """`prime` works out every entry content's key facts before the steps (the app's warm-up);
+    a step that then activates those entries by recursion scans only its own message."""
+    book = _recursive_book()
+    settings = WorldInfoSettings(recursive=True, max_recursion_steps=0)
+    ctx = ActivationContext(messages=[ScanMessage("User", "a dragon!", 1)], char_name="Alice", user_name="User")
+    cached = IndexCache(FastIndex)
+    plan = build_plan([book], ctx, settings, cached)
+    [index] = plan.indexes.values()
+    assert isinstance(index, FastIndex)
+    scanned = _counting_scans(index)
+    # uid 2 prevents recursion (its content never enters a buffer); uid 3 has none.
+    assert prime([book], ctx, settings, index_factory=cached) == 2
+    primed = {text.lower() for text in scanned}
+    assert primed == {"the dragon guards the ember gate.", "beyond the gate lies the ash road.", "it ends at hollow."}
+    scanned.clear()
+    result = activate([book], ctx, settings, index_factory=cached)
+    assert [a.uid for a in result.activated] == [0, 1, 2, 3]  # dragon -> gate -> hollow, ash (regex)
+    assert {text.lower() for text in scanned} <= {"user: a dragon!", ""}  # the contents were known
+    assert _decisions(result) == _decisions(activate([book], ctx, settings, index_factory=ReferenceIndex))
+
+
+def test_prime_does_nothing_without_recursion_or_an_index_that_primes() -> None:
+    book = _recursive_book()
+    ctx = ActivationContext(messages=[ScanMessage("User", "a dragon!", 1)], char_name="Alice", user_name="User")
+    cached = IndexCache(FastIndex)
+    assert prime([book], ctx, WorldInfoSettings(recursive=False), index_factory=cached) == 0
+    assert prime([book], ctx, WorldInfoSettings(recursive=True, max_recursion_steps=1), index_factory=cached) == 0
+    assert prime([book], ctx, WorldInfoSettings(recursive=True), index_factory=IndexCache(ReferenceIndex)) == 0
+
+
+def test_priming_stops_at_half_the_cache() -> None:
+    index = FastIndex([CompiledKey(0, "dragon", False, True)], cache_chars=2_000)
+    texts = [f"content {n} " + "x" * 200 for n in range(20)]
+    done = index.prime(texts)
+    assert 0 < done < len(texts) and index._cached_chars <= 1_000 + 300 + 100  # the last one may cross it
+    assert index.hits(MATCHER + texts[0]) == ReferenceIndex([CompiledKey(0, "dragon", False, True)]).hits(
+        MATCHER + texts[0])
+
+
 def test_changed_match_settings_get_their_own_index() -> None:
     """Case and whole-word settings change the compiled keys, so the cached index (and its
     remembered units) is never reused for them; the plan is rebuilt too."""
@@ -317,6 +366,8 @@ def test_warm_steps_decide_as_the_reference_while_the_window_slides(seed: int, c
     for step in range(12):
         text = _message(rng)
         kwargs = {"messages": list(chat), "input": text, "user_name": "User", "char_name": "Alice"}
+        if step == 0 and seed % 2:  # as the app's warm-up does: priming changes no decision
+            assert prime([book], ActivationContext(**kwargs), settings, index_factory=cached) > 0
         seed_roll = rng.random()
         fast = activate([book], ActivationContext(**kwargs, **({"timed_state": fast_state} if fast_state else {})),
                         settings, rng=partial(_roll, random.Random(seed_roll)), index_factory=cached)
