@@ -45,6 +45,11 @@ How it gets there fast (performance-anchors §1.1, §5):
   whose units do not compose so, are searched as usual). What a whole text was found to hold
   or not (`_Text.rx_true` / `rx_false`) is kept with it. Scan buffers never come back once the
   window moves on, so only the last few are kept; their messages stay cached as units.
+- Priming (`prime`, from the app's warm-up when a chat opens): every entry content a recursion
+  loop may add is cut into units ahead of time, and the ATOM-scope regex keys are decided in
+  them in bulk (one pass per key over all its candidate units joined; only matches are
+  recorded, a primed unit holds no other), so a step that first activates an entry neither
+  scans its content nor searches it.
 - Locating keys (`first_hits`): activation.py asks, for its fired entries' keys, which buffer
   piece holds each first (a piece is usually cached from the last step, verdicts included); the
   pieces of the last loop's buffer are skipped for plain and ATOM-scope keys it did not hold.
@@ -124,7 +129,8 @@ class _Unit:
     candidates: frozenset[int] | None = None  # regex keys worth searching here (lazy)
     rx_true: set[int] = field(default_factory=set)
     rx_false: set[int] = field(default_factory=set)
-    open: frozenset[int] | None = None  # candidates in neither rx_true nor rx_false (lazy; reset on change)
+    open: frozenset[int] | None = None  # undecided candidates (`FastIndex._open`; lazy, reset on change)
+    primed: bool = False  # every primed ATOM-scope key is decided: matches in rx_true, none elsewhere
 
 
 @dataclass
@@ -318,6 +324,8 @@ class FastIndex:
         self._scopes = {scope: frozenset(k for k, p in self.plans.items() if p.scope == scope)
                         for scope in (ATOM, PIECE, LINE, TEXT)}
         self._units: dict[str, _Unit] = {}
+        self._prime_skipped: frozenset[int] = frozenset()  # ATOM keys `prime` could not decide (timeouts)
+        self._primed_atoms: frozenset[int] = frozenset()  # the ATOM keys a primed unit has decided
         self._relaxed: dict[int, regex.Pattern[str] | None] = {}  # key id -> compiled relaxed pattern
         self._unrelaxed: dict[int, int] = {}  # key id -> characters searched before compiling it
         self._texts: dict[str, _Text] = {}
@@ -448,10 +456,11 @@ class FastIndex:
         return placed
 
     def prime(self, texts: Iterable[str]) -> int:
-        """Work out ahead of time the unit facts (plain keys found, prefilter literals present)
-        of texts a later scan will hold: a book's entry contents, which recursion adds to the
-        buffer. A step that first activates an entry then finds its content's atoms cached
-        instead of scanning them inside the step (the app primes in its warm-up worker).
+        """Work out ahead of time the unit facts (plain keys found, prefilter literals present,
+        the ATOM-scope regex keys' verdicts) of texts a later scan will hold: a book's entry
+        contents, which recursion adds to the buffer. A step that first activates an entry then
+        finds its content's atoms decided instead of scanning and searching them inside the step
+        (the app primes in its warm-up worker). Answers never change: only when work is done.
 
         Stops once the cache holds half of `cache_chars` (a step's own texts need the rest).
 
@@ -460,12 +469,69 @@ class FastIndex:
         """
         limit = self.cache_chars // 2
         done = 0
+        units: dict[str, _Unit] = {}
         for text in texts:
             if self._cached_chars > limit:
                 break
-            self._units_of(_atoms(text))
+            units.update(self._units_of(_atoms(text)))
             done += 1
+        if self._regex:
+            self._prime_atom_regexes(units)
         return done
+
+    def _prime_atom_regexes(self, units: dict[str, _Unit]) -> None:
+        """Decide the ATOM-scope regex keys in `units` in bulk (`prime`). Per key, one pass over
+        its undecided candidate units joined by "\\n" (which the key cannot cross) finds the units
+        holding a match of its relaxed pattern (a necessary condition), and only those are then
+        searched alone; without a relaxed pattern, a unit holding a match of the key itself is
+        decided by that. Only the matches are recorded: a primed unit (`_Unit.primed`) holds no
+        match of a primed ATOM key outside its `rx_true`. A key that times out here is left to
+        the steps (`_prime_skipped`)."""
+        atom_ids = self._scopes[ATOM]
+        everywhere = atom_ids & self._unfiltered  # candidates in every unit
+        pending: dict[int, list[tuple[str, _Unit]]] = {}
+        listed = list(units.items())
+        for unit in listed:
+            for key_id in (self._open(unit[1]) & atom_ids) - everywhere:
+                pending.setdefault(key_id, []).append(unit)
+        # Keys without a literal are candidates everywhere: searched in every unit joined once
+        # (a unit that has decided such a key already is skipped below).
+        shared: tuple[str, list[int]] = ("", [0])
+        if everywhere and listed:
+            for key_id in everywhere:
+                pending[key_id] = listed
+            shared = self._joined(listed)
+        timeout = self.regex_timeout
+        skipped = set(self._prime_skipped)
+        for key_id, chosen in pending.items():
+            text, starts = shared if chosen is listed else self._joined(chosen)
+            own = self._regex[key_id].compiled
+            pattern = self._quick(key_id, len(text)) or own
+            try:
+                # (finditer's matches do not overlap, but no match spans two units, so every
+                # unit holding a match has one that starts in it)
+                flagged = {bisect_right(starts, match.start()) - 1 for match in pattern.finditer(text, timeout=timeout)}
+            except TimeoutError:
+                skipped.add(key_id)
+                continue
+            for position in flagged:
+                string, info = chosen[position]
+                if key_id in info.rx_true or key_id in info.rx_false:
+                    continue  # decided before
+                if pattern is not own:
+                    try:
+                        if own.search(string, timeout=timeout) is None:
+                            info.rx_false.add(key_id)
+                            continue
+                    except TimeoutError:
+                        skipped.add(key_id)  # (its verdicts so far stay: they are explicit)
+                        continue
+                info.rx_true.add(key_id)
+        self._prime_skipped = frozenset(skipped)
+        self._primed_atoms = atom_ids - self._prime_skipped
+        for info in units.values():
+            info.primed = True
+            info.open = None
 
     def clear_cache(self) -> None:
         """Forget every cached unit and text (the automata stay built)."""
@@ -602,6 +668,23 @@ class FastIndex:
             if (pattern.search(hay) is not None) if pattern is not None else needle in hay:
                 matched.add(key_id)
 
+    @staticmethod
+    def _joined(chosen: list[tuple[str, _Unit]]) -> tuple[str, list[int]]:
+        """The unit strings joined by "\\n", and where each starts."""
+        strings = [string for string, _ in chosen]
+        return NEWLINE.join(strings), list(accumulate(map(_PLUS_ONE, map(len, strings[:-1])), initial=0))
+
+    def _open(self, info: _Unit) -> frozenset[int]:
+        """The regex keys still undecided in a unit: its candidates without its verdicts and,
+        once primed, without the primed ATOM keys (a primed unit records only their matches)."""
+        undecided = info.open
+        if undecided is None:
+            undecided = self._candidates(info) - info.rx_true - info.rx_false
+            if info.primed:
+                undecided -= self._primed_atoms
+            info.open = undecided
+        return undecided
+
     def _candidates(self, info: _Unit | _Text) -> frozenset[int]:
         """Regex keys that may match inside this unit or text: no literal needed, or one is present."""
         if info.candidates is None:
@@ -690,13 +773,12 @@ class FastIndex:
                     if not todo:
                         return
         pending: dict[int, list[tuple[str, _Unit]]] = {}
-        candidates = self._candidates
         for unit in units.items():
             info = unit[1]
             # (`todo` holds no key a unit has found: those went above)
             undecided = info.open
             if undecided is None:
-                undecided = info.open = candidates(info) - info.rx_true - info.rx_false
+                undecided = self._open(info)
             if undecided and not todo.isdisjoint(undecided):
                 for key_id in todo & undecided:
                     pending.setdefault(key_id, []).append(unit)

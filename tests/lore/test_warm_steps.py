@@ -310,6 +310,48 @@ def test_priming_stops_at_half_the_cache() -> None:
         MATCHER + texts[0])
 
 
+PRIMED_KEYS = STRADDLING + WORDS + [
+    "/\\b[A-Z]{3,}\\b/",  # no literal: a candidate in every unit; relaxed without \\b
+    "/[0-9]{2}/", "/sky(?=line)/i", "/\\bdrag(?:on|ons)\\b/i", "/(?<!blue )sky/",  # literal, lookarounds
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_primed_units_answer_as_the_reference(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`prime` decides the ATOM-scope regex keys of every primed unit in bulk and records only
+    the matches; every later question (whole buffers, composed loop buffers, pieces) is still
+    answered exactly as the reference answers it."""
+    monkeypatch.setattr(fastindex, "RELAX_AFTER", seed * 40)  # relaxed patterns early or late
+    rng = random.Random(seed)
+    keys = [CompiledKey(n, text, rng.random() < 0.3, rng.random() < 0.7) for n, text in enumerate(PRIMED_KEYS)]
+    index, reference = FastIndex(keys), ReferenceIndex(keys)
+    contents = [_message(rng) + rng.choice(["", " SKY", " 42", " skyline"]) for _ in range(40)]
+    assert index.prime(contents) == len(contents)
+    assert all(index._units[atom].primed for text in contents for atom in fastindex._atoms(text))
+    for _ in range(30):
+        pieces = rng.sample(contents, rng.randint(1, 6))
+        buffer = MATCHER + "\n\x01".join(pieces)
+        assert index.hits(buffer) == reference.hits(buffer)
+        texts = [MATCHER + piece for piece in pieces]
+        wanted = set(rng.sample(range(len(keys)), 8))
+        assert index.first_hits(texts, wanted) == _piecewise(reference, texts, wanted)
+
+
+def test_a_key_that_times_out_while_priming_is_left_to_the_steps() -> None:
+    slow = CompiledKey(0, "/(a|aa)+c/", True, False)  # exponential backtracking on a...a without c
+    plain = CompiledKey(1, "/\\bac\\b/", True, False)
+    index = FastIndex([slow, plain], regex_timeout=0.01)
+    contents = ["a" * 35 + "!c", "ac", "a short aac"]
+    index.prime(contents)
+    assert index._prime_skipped == frozenset({0})  # (every unit joined: the first takes it over)
+    index.regex_timeout = 5.0  # the steps' searches decide it (here quickly: short texts)
+    reference = ReferenceIndex([slow, plain])
+    for text in ("ac", "a short aac"):
+        assert index.hits(MATCHER + text) == reference.hits(MATCHER + text)
+    assert index.hits(MATCHER + "a short aac").matched == frozenset({0})
+    assert index.hits(MATCHER + "ac").matched == frozenset({0, 1})
+
+
 def test_changed_match_settings_get_their_own_index() -> None:
     """Case and whole-word settings change the compiled keys, so the cached index (and its
     remembered units) is never reused for them; the plan is rebuilt too."""
