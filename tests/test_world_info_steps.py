@@ -165,6 +165,33 @@ def test_activations_sharing_a_cache_take_turns(tavern: Tavern, corpus_dir: Path
     assert ("eldoria_st_staging", 1) in [(a.book, a.uid) for a in results[0].activated]  # type: ignore[attr-defined]
 
 
+def test_priming_holds_the_index_one_part_at_a_time(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Priming a big book takes up to a second in the warm-up worker; a step that waits for the
+    # index waits for one part. Each part is primed while holding the index, never all at once.
+    from tavern_tui.assembly import worldinfo
+    from tavern_tui.formats.worldinfo import parse_world_book
+    from tavern_tui.lore.context import ActivationContext, SourcedBook
+    from tavern_tui.lore.fastindex import FastIndex
+    from tavern_tui.lore.matching import IndexCache
+
+    path = corpus_dir / "worldbooks" / "eldoria_st_staging.json"  # 4 entries, each with content
+    book = parse_world_book(path.read_bytes(), path.name)
+    step = worldinfo.WorldInfoStep([SourcedBook(book, "global")], cache=IndexCache(FastIndex))
+    parts: list[tuple[int, bool]] = []
+    prime = worldinfo.prime
+
+    def recording(*args: object, **kwargs: object) -> int:
+        owned = step.cache.in_use._is_owned()  # type: ignore[attr-defined]  # held by this thread
+        parts.append((len(kwargs["contents"]), owned))  # type: ignore[arg-type]
+        return prime(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(worldinfo, "prime", recording)
+    ctx = ActivationContext(messages=(), char_name="Seraphina", user_name="Ada")
+    assert step.prime(ctx, chunk=3) == 4
+    assert parts == [(3, True), (1, True)]
+    assert not step.cache.in_use._is_owned()  # type: ignore[attr-defined]
+
+
 async def test_the_status_line_estimate_counts_the_request_the_step_sends(
         tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
     # The estimate is the next request without new input: the card's world info (entries 0, 1

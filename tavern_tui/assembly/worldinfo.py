@@ -9,19 +9,23 @@ the fork's surface is its state.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.engine.events import Event, NewEvent
 from tavern_tui.engine.log import PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
-from tavern_tui.lore.activation import activate, prime
+from tavern_tui.lore.activation import activate, prime, recursion_contents
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
 from tavern_tui.lore.matching import IndexCache
 from tavern_tui.lore.model import Position
 from tavern_tui.lore.result import ActivationResult, Decision
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.lore.timed import TimedState
+
+PRIME_CHUNK = 500
+"""Entry contents primed per hold of the index (`WorldInfoStep.prime`)."""
 
 LORE_STATE_KIND = "lore/state"
 """Event kind holding a branch's world-info timed effects after a step (body: TimedState JSON)."""
@@ -112,11 +116,22 @@ class WorldInfoStep:
         with self.cache.in_use:
             return activate(self.books, ctx, self.settings, rng=self.rng, index_factory=self.cache)
 
-    def prime(self, ctx: ActivationContext) -> int:
+    def prime(self, ctx: ActivationContext, chunk: int = PRIME_CHUNK) -> int:
         """Prepare the books' key indexes for later steps (`lore.activation.prime`: every entry
-        content's key facts, for recursion); returns how many contents were primed."""
+        content's key facts, for recursion); returns how many contents were primed.
+
+        Primed `chunk` contents at a time, each part holding the index (`IndexCache.in_use`) and
+        then letting go of the interpreter: a step that waits for the index (the warm-up runs
+        in a worker; a 5,000-entry book takes ~0.3-1 s) waits for one part, not all of it."""
         with self.cache.in_use:
-            return prime(self.books, ctx, self.settings, index_factory=self.cache)
+            contents = recursion_contents(self.books, ctx, self.settings, index_factory=self.cache)
+        primed = 0
+        for start in range(0, len(contents), chunk):
+            with self.cache.in_use:
+                primed += prime(self.books, ctx, self.settings, index_factory=self.cache,
+                                contents=contents[start:start + chunk])
+            time.sleep(0)  # (a waiting thread takes the index now, not after the last part)
+        return primed
 
     @staticmethod
     def state_event(result: ActivationResult) -> NewEvent:

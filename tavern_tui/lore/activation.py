@@ -86,28 +86,41 @@ def activate(
     return _Run(plan, ctx, settings, roll, token_counter).run()
 
 
+def recursion_contents(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext,
+                       settings: WorldInfoSettings, *, index_factory: IndexFactory = ReferenceIndex) -> list[str]:
+    """Every distinct entry content a recursion loop may add to a scan buffer, in scan order:
+    none without recursion (or with one loop at most); entries with `prevent_recursion` never
+    add theirs (SillyTavern world-info.js, recursion)."""
+    if not settings.recursive or settings.max_recursion_steps == 1:
+        return []
+    plan = build_plan(books, ctx, settings, index_factory)
+    return list(dict.fromkeys(p.content for p in plan.entries if p.content and not p.entry.prevent_recursion))
+
+
 def prime(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, settings: WorldInfoSettings, *,
-          index_factory: IndexFactory = ReferenceIndex) -> int:
+          index_factory: IndexFactory = ReferenceIndex, contents: Sequence[str] | None = None) -> int:
     """Prepare the key indexes of `books` for the recursion scans of later steps: each index
-    that can (`FastIndex.prime`) works out the key facts of every entry content that recursion
-    may add to its buffer, so a step does not scan a content the first time its entry fires.
-    Nothing is decided and nothing changes what an activation decides.
+    that can (`FastIndex.prime`) works out the key facts of the entry contents recursion may
+    add to its buffer, so a step does not scan or search a content the first time its entry
+    fires. Nothing is decided and nothing changes what an activation decides.
 
     Args:
         books, ctx, settings: as for `activate` (the plan, and so the indexes, are the same).
         index_factory: as for `activate` (wrap it in `matching.IndexCache` so the steps reuse
             the primed indexes).
+        contents: a part of `recursion_contents(...)` to prime (default: all of it; a caller
+            that must not hold an index for long primes it in parts).
 
     Returns:
         How many contents were primed, summed over the indexes (0 without recursion, or with
         indexes that cannot prime).
     """
-    if not settings.recursive or settings.max_recursion_steps == 1:
-        return 0  # no loop ever scans an entry's content
-    plan = build_plan(books, ctx, settings, index_factory)
-    contents = list(dict.fromkeys(p.content for p in plan.entries if p.content and not p.entry.prevent_recursion))
+    if contents is None:
+        contents = recursion_contents(books, ctx, settings, index_factory=index_factory)
+    if not contents:
+        return 0
     primed = 0
-    for index in plan.indexes.values():
+    for index in build_plan(books, ctx, settings, index_factory).indexes.values():
         prime_index = getattr(index, "prime", None)
         if prime_index is not None:
             primed += prime_index(contents)

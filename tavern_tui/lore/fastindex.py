@@ -111,6 +111,7 @@ _PLUS_ONE = (1).__add__
 RELAX_AFTER = 1500
 """Characters a regex key is searched with its own pattern before its relaxed pattern is
 compiled (see `FastIndex._quick`)."""
+_PRIME_RELAXED = 50_000  # `_prime_atom_regexes` passes over joined texts this long with the relaxed pattern
 _LONG_TEXT = 2000  # texts at least this long are remembered as bases for composed texts
 _LONG_KEPT = 6  # how many are kept: this step's scan buffers and the last step's
 
@@ -506,7 +507,10 @@ class FastIndex:
         for key_id, chosen in pending.items():
             text, starts = shared if chosen is listed else self._joined(chosen)
             own = self._regex[key_id].compiled
-            pattern = self._quick(key_id, len(text)) or own
+            # A long text (a key without a literal: every unit) is passed over with the cheaper
+            # relaxed pattern; a short one (the units holding the key's literal, which the
+            # relaxed pattern mostly matches too) with the key itself.
+            pattern = self._quick(key_id, len(text)) or own if len(text) >= _PRIME_RELAXED else own
             try:
                 # (finditer's matches do not overlap, but no match spans two units, so every
                 # unit holding a match has one that starts in it)
