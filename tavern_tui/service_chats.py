@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,8 +124,13 @@ class ChatFileOps:
         user = chat.user_name or next((m.name for m in chat.messages if m.is_user and m.name), None) \
             or self.settings.user_name
         meta = json.dumps({"source": Path(name).name, "sha256": digest, "header": chat.header}, ensure_ascii=False)
+        # Last played when its newest message was sent (SillyTavern lists chats by it), not now;
+        # a date in the future (a clock gone wrong) counts as now.
+        sent = [m.sent_at for m in chat.messages if m.sent_at is not None]
+        played_at = min(max(sent), datetime.now(UTC)) if sent else None
         created = self._store.import_playthrough(character_id=record.id, user_name=user, title=Path(name).stem,
-                                                 meta=meta, sessions=sessions, events=events, head="root")
+                                                 meta=meta, sessions=sessions, events=events, head="root",
+                                                 played_at=played_at)
         self.apply_strategy(created.id, self.settings.default_strategy)  # a new opening, as new_playthrough
         return ImportResult(name, "chat", created.id, f"{record.name} #{created.id}", warnings=tuple(chat.warnings))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,17 @@ def test_the_same_chat_file_imports_once(tavern: Tavern, mira: int, tmp_path: Pa
     assert again.duplicate and again.id == first.id and len(tavern.playthroughs()) == 1
     # Lists count what the chat shows, the hidden is_system line included.
     assert tavern.playthrough(first.id).message_count == len(tavern.messages(first.id)) == 6
+
+
+def test_an_imported_chat_was_last_played_when_its_newest_message_was_sent(tavern: Tavern, mira: int,
+                                                                           tmp_path: Path) -> None:
+    # SillyTavern lists chats by their last message's date; an old chat imported today is not
+    # "played today". The newest send_date in MESSAGES is the system line's, 2024-07-12 01:40 UTC.
+    [result] = tavern.import_paths([write_chat(tmp_path / "chat.jsonl")])
+    assert tavern.playthrough(result.id).updated_at == datetime(2024, 7, 12, 1, 40, tzinfo=UTC)
+    # a chat without readable dates was last played when it was imported
+    undated = [{k: v for k, v in m.items() if k not in ("send_date", "swipe_info")} for m in MESSAGES]
+    before = datetime.now(UTC)
+    [plain] = tavern.import_paths([write_chat(tmp_path / "undated.jsonl", undated)])
+    assert tavern.playthrough(plain.id).updated_at >= before
+    assert [p.id for p in tavern.playthroughs()] == [plain.id, result.id]  # the newest first

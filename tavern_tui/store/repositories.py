@@ -214,11 +214,17 @@ class PlaythroughRepository:
             query = query.limit(limit)
         return [_playthrough(row) for row in self._session.scalars(query)]
 
-    def touch(self, playthrough_id: int) -> None:
-        """Mark the playthrough as just played (it sorts first)."""
+    def touch(self, playthrough_id: int, when: datetime | None = None) -> PlaythroughRecord:
+        """Mark the playthrough as played at `when` (default now: it sorts first); an imported
+        chat was last played when its newest message was sent.
+
+        Raises:
+            NotFound: no such playthrough.
+        """
         row = self._row(playthrough_id)
-        row.updated_at = datetime.now(UTC)
+        row.updated_at = when or datetime.now(UTC)
         self._session.flush()
+        return _playthrough(row)
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,10 +81,11 @@ class Store:
 
     def import_playthrough(self, *, character_id: int, user_name: str, title: str, meta: str,
                            sessions: Sequence[PlannedSession], events: Sequence[tuple[str, NewEvent]],
-                           head: str) -> PlaythroughRecord:
+                           head: str, played_at: datetime | None = None) -> PlaythroughRecord:
         """Create a whole playthrough (its session tree and events) in one transaction: a
         failure stores none of it. Events are inserted in the order given (siblings of the
-        timeline sort by it); each session's seqs run gaplessly from 1.
+        timeline sort by it); each session's seqs run gaplessly from 1. `played_at`: when it
+        was last played (an imported chat's newest message; default now).
 
         Raises:
             KeyError: an event or parent names a session not planned before it.
@@ -115,7 +116,8 @@ class Store:
                 record = repo.add(character_id=character_id, title=title, user_name=user_name,
                                   session_id=ids[sessions[0].key], meta=meta)
                 repo.adopt(list(ids.values()), record.id)
-                return repo.set_head(record.id, ids[head])
+                record = repo.set_head(record.id, ids[head])
+                return repo.touch(record.id, played_at) if played_at is not None else record
         finally:
             session.close()
 
