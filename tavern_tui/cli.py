@@ -3,7 +3,7 @@
     tavern                      launch the TUI (also: tavern tui)
     tavern import PATH... [--character NAME] [--json]   cards, world books, chats (.jsonl)
     tavern lore list|bind|unbind|export|test …
-    tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate) [--new | --playthrough ID] [--json]
+    tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate | --reply) [--new | --playthrough ID] [--json]
                 [--preset NAME] [--lore BOOK]... [--strategy NAME] [--allow-secrets]
     tavern sessions [--json] [--character NAME]
     tavern presets [--json]
@@ -126,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     action.add_argument("--swipe", action="store_true", help="regenerate the last reply as a new sibling (a swipe)")
     action.add_argument("--continue", dest="continue_", action="store_true", help="extend the last reply")
     action.add_argument("--impersonate", action="store_true", help="have the model write your next line")
+    action.add_argument("--reply", action="store_true",
+                        help="answer your last line without saying more (e.g. after --impersonate)")
     which = p_chat.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="start a new playthrough")
     which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
@@ -293,6 +295,8 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             updates = tavern.continue_reply(playthrough.id)
         elif args.impersonate:
             updates = tavern.impersonate(playthrough.id)
+        elif args.reply:
+            updates = tavern.reply(playthrough.id)
         else:
             updates = tavern.send(playthrough.id, args.say, allow_secrets=args.allow_secrets)
         try:

@@ -418,6 +418,22 @@ class TimelineOps:
             async for update in steps:
                 yield update
 
+    async def reply(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Answer the person's last line without new input: SillyTavern's Send with an empty box
+        after the person's message (e.g. an impersonated one) is `Generate('normal')`, so world
+        info `triggers` and the trace see a normal generation, not a regenerate.
+
+        Raises:
+            TavernError: the chat does not end with the person's message.
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        _view, shown = self._last_message(playthrough_id)
+        if shown is None or shown.role != "user":
+            raise TavernError("nothing to answer: the chat does not end with your message")
+        async with aclosing(self._step(playthrough_id, None, Generation())) as steps:
+            async for update in steps:
+                yield update
+
     async def continue_reply(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
         """Extend the last reply (SillyTavern "continue"): the reply is sent as the last
         assistant message with the continue nudge after it, and the result, the original text

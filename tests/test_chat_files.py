@@ -195,6 +195,13 @@ def test_cli_imports_swipes_shows_the_tree_and_exports(tmp_path: Path) -> None:
         "Oh, a visitor!", "Hi! Who are you?"]
     bad = _cli("edit", str(pid), "nope", "--text", "x", home=home)
     assert bad.returncode == 2 and "SESSION:SEQ" in bad.stderr
+    # The chat now ends with the person's line: --reply answers it without saying more.
+    answered = _cli("chat", "Mira", "--reply", "--playthrough", str(pid), home=home)
+    assert answered.returncode == 0, answered.stderr
+    shown = json.loads(_cli("show", str(pid), "--json", home=home).stdout)["messages"]
+    assert [m["role"] for m in shown] == ["assistant", "user", "assistant"] and shown[1]["content"] == "Hi! Who are you?"
+    again = _cli("chat", "Mira", "--reply", "--playthrough", str(pid), home=home)
+    assert again.returncode != 0 and "does not end with your message" in again.stderr
 
 
 def test_the_same_chat_file_imports_once(tavern: Tavern, mira: int, tmp_path: Path) -> None:

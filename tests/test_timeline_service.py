@@ -125,9 +125,14 @@ async def test_impersonation_is_a_user_line_with_agent_origin(tavern: Tavern, mo
     last = tavern.messages(pid)[-1]
     assert (last.role, last.origin, last.natural, last.content) == ("user", "agent", False, "I wave back at her.")
     assert "point of view of Ann" in model.requests[-1].messages[-1]["content"]
-    # Then the reply to it is generated without new input.
-    await drain(tavern.regenerate(pid))
+    # Then the reply to it is generated without new input, as a normal generation (SillyTavern:
+    # an empty Send after the person's line is Generate('normal')).
+    await drain(tavern.reply(pid))
     assert texts(tavern, pid)[-2:] == ["I wave back at her.", "Seraphina nods."]
+    assert model.requests[-1].messages[-1] == {"role": "user", "content": "I wave back at her."}
+    assert tavern.traces(pid)[-1].generation == "normal"
+    with pytest.raises(TavernError, match="does not end with your message"):
+        await drain(tavern.reply(pid))
 
 
 async def test_edit_and_delete_replace_the_surface_and_keep_every_event(tavern: Tavern, model: ScriptedModel,

@@ -30,7 +30,8 @@ class ReplyStarted(Message):
 
     Attributes:
         user_text: the person's message a send stored; None for a step without new input.
-        generation: what streams: "send", "regenerate", "continue" or "impersonate".
+        generation: what streams: "send", "reply" (to the person's last line, no new text),
+            "regenerate", "continue" or "impersonate".
     """
 
     user_text: str | None

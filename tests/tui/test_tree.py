@@ -206,6 +206,8 @@ async def test_impersonate_then_enter_on_the_empty_prompt_answers(corpus_tavern:
         await pilot.press("enter")
         await settled(pilot, chat, "Seraphina nods.")
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "I look around the glade.", "Seraphina nods."]
+        # a normal generation (SillyTavern's empty Send), not a regenerate
+        assert [t.generation for t in corpus_tavern.traces(chat.playthrough_id)] == ["impersonate", "normal"]
 
 
 async def test_continue_and_regenerate_keys(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:

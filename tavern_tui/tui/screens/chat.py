@@ -250,7 +250,7 @@ class ChatScreen(Screen[None]):
             # one) asks for the reply to it.
             messages = self._fetch(1)
             if messages and messages[-1].role == "user":
-                self._start("regenerate", lambda: self.tavern.regenerate(self.playthrough_id))
+                self._start("reply", lambda: self.tavern.reply(self.playthrough_id))
             return
         allow = text == self._confirmed_secret  # Enter again on the same unchanged text
         try:
