@@ -425,7 +425,7 @@ class _Run:
                 else:
                     self.note(p, Reason.NO_MATCH, partial(_no_match, p.keyed, self.depth_of(p)))
                 continue
-            if p.entry.selective and p.secondary:
+            if p.selective:
                 verdict, detail, timed_out = _secondary(p, found)
                 if verdict is None:
                     self.note(p, Reason.REGEX_TIMEOUT, detail, timed_out_keys=timed_out)
@@ -453,7 +453,7 @@ class _Run:
                 if c[0].pos in losses:
                     self.note(c[0], Reason.GROUP_LOST, losses[c[0].pos].detail)
             new = [info[p.pos] for p in entries]
-        ignoring = sum(1 for p in entries if p.entry.ignore_budget) if self.plan.ignoring_budget else 0
+        ignoring = sum(1 for p in entries if p.ignore_budget) if self.plan.ignoring_budget else 0
         # SillyTavern `newContent`; the default estimate (bytes / 4) is summed from the entries'
         # cached sizes, any other counter re-counts the text (tokenizers are not additive).
         loop_text = None if self.count_tokens is estimate_tokens else _RunningCount(self.count_tokens)
@@ -463,10 +463,10 @@ class _Run:
         sticky, budget = self.timed.sticky_active, self.budget
         for index, c in enumerate(new):
             p = c[0]
-            e = p.entry
-            if e.ignore_budget:
+            ignore = p.ignore_budget
+            if ignore:
                 ignoring -= 1
-            if self.overflowed and not e.ignore_budget:
+            if self.overflowed and not ignore:
                 self.note(p, Reason.OVER_BUDGET, f"budget of {budget} tokens already used up")
                 if ignoring > 0:
                     continue
@@ -474,7 +474,8 @@ class _Run:
                     self.note(rest, Reason.OVER_BUDGET, f"budget of {budget} tokens already used up")
                 break
             value = None
-            if e.use_probability and e.probability != 100 and p.key not in sticky:
+            if p.rolls and p.key not in sticky:
+                e = p.entry
                 value = self.roll()
                 if e.probability <= 0 or value > e.probability:
                     failed = True
@@ -490,10 +491,10 @@ class _Run:
                 used = earlier_tokens + -(-size // 4)  # estimate_tokens: ceil(bytes / 4)
             else:
                 used = earlier_tokens + loop_text.add(p.content + "\n")
-            if not e.ignore_budget and used >= budget:
+            if not ignore and used >= budget:
                 self.overflowed = True
                 self.note(p, Reason.OVER_BUDGET, f"{used} tokens with this entry >= budget {budget}",
-                          roll=value, probability=e.probability if value is not None else None)
+                          roll=value, probability=p.entry.probability if value is not None else None)
                 continue
             firing.append((c, value))
         # Firing does not change what the loop above decides (budget and rolls), so the entries
@@ -524,7 +525,7 @@ class _Run:
         self.pending = [c for c, _ in firing]  # the keys `locate` places
         step = self.step
         decisions, stages, done_pos, complex_pos = self.decisions, self.stages, self.done_pos, self.complex_pos
-        activated, located, key_pos = self.activated, self.located, self.plan.key_pos
+        activated, located = self.activated, self.located
         fired_bytes = 0
         for c, value in firing:
             p, reason, first, token = c
@@ -573,12 +574,13 @@ class _Run:
             decisions[pos] = decision
             stages[pos] = _FIRED_STAGE  # (not `settled`: its positions are `complex_pos` from now on)
             done_pos.add(pos)
-            same = key_pos[key]  # active from now on: checked one by one
+            same = p.same_pos  # active from now on: checked one by one
             if len(same) == 1:
-                complex_pos.add(same[0])
+                complex_pos.add(pos)
+                held = None  # (no other entry has its book and uid)
             else:
                 complex_pos.update(same)
-            held = activated.get(key)
+                held = activated.get(key)
             if held is not None and held[0] is not p:  # same book and uid: SillyTavern's Map.set replaces it
                 gone = held[0]
                 done_pos.discard(gone.pos)  # (unless its roll failed: then it never fired)

@@ -91,6 +91,14 @@ class Prepared:
     """The buffer piece of the content in recursion, made by activation.py when first needed."""
     utf8_size: int = -1
     """UTF-8 bytes of `content + "\n"` (the budget's estimate), -1 until activation.py needs it."""
+    ignore_budget: bool = False
+    """`entry.ignore_budget` (read for every candidate of the budget loop)."""
+    rolls: bool = False
+    """Probability applies: `entry.use_probability` and a probability other than 100."""
+    selective: bool = False
+    """Its secondary keys decide too: `entry.selective` and at least one secondary key."""
+    same_pos: tuple[int, ...] = ()
+    """The positions of every entry with its (book, uid), its own included (`Plan.key_pos`)."""
     simple: bool = False
     """Only its keys and the activation's state (active, failed roll, timed) decide it: enabled,
     no triggers, character filter, delay level, exclude-recursion, decorators or constant flag,
@@ -154,6 +162,8 @@ class Plan:
                     self.owners.setdefault(k, []).append(p)
         self.simple_pos = {shape: frozenset(p.pos for p in group) for shape, group in self.simple.items()}
         self.key_pos = {key: tuple(p.pos for p in same) for key, same in self.same_key.items()}
+        for p in self.entries:
+            p.same_pos = self.key_pos[p.key]
         by_shape: dict[Shape, dict[int, list[int]]] = {shape: {} for shape in self.simple}
         for k, owning in self.owners.items():
             for p in owning:
@@ -324,7 +334,9 @@ def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, 
             primary=primary, secondary=secondary, raw_primary=raw_primary, raw_secondary=raw_secondary,
             shape=shape, delay_level=int(entry.delay_until_recursion or 0), group_names=group_names,
             key_ids=key_ids, template=template, simple=simple,
-            keyed=[(text, k) for text, k in primary if k is not None],
+            keyed=[(text, k) for text, k in primary if k is not None], ignore_budget=bool(entry.ignore_budget),
+            rolls=bool(entry.use_probability and entry.probability != 100),
+            selective=bool(entry.selective and secondary),
         ))
     indexes = {shape: index_factory([registry.keys[k] for k in sorted(ids)]) for shape, ids in shape_keys.items()}
     return Plan(entries, indexes, registry.keys, shape_ids={shape: frozenset(ids) for shape, ids in shape_keys.items()})
