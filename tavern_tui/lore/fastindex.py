@@ -422,11 +422,11 @@ class FastIndex:
                 if not remaining:
                     break
                 wanted, rx_wanted = remaining, rx_left
-            info = texts_seen.pop(text, None)  # `_text` inlined for a known piece (the common case)
+            # A known piece (the common case) is read in place, not moved to the recent end: if
+            # the cache fills up, a piece dropped early is rebuilt from its cached units (cheap).
+            info = texts_seen.get(text)
             if info is None:
                 info = self._text(text)
-            else:
-                texts_seen[text] = info  # (re)inserted last: the most recently used
             # Most pieces hold none of the keys: test before building sets.
             found = None if wanted.isdisjoint(info.keys) else wanted.intersection(info.keys)
             if odd_left:
