@@ -192,6 +192,37 @@ def test_priming_holds_the_index_one_part_at_a_time(corpus_dir: Path, monkeypatc
     assert not step.cache.in_use._is_owned()  # type: ignore[attr-defined]
 
 
+async def test_a_send_waits_for_a_busy_index_without_blocking_the_event_loop(
+        tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
+    # The chat's warm-up (a worker thread) holds the key indexes while it builds and primes a
+    # big book; a send made meanwhile waits for them off the event loop, so the screen answers.
+    import asyncio
+    import threading
+
+    cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
+    view = tavern.new_playthrough(cid, user_name="Ada")
+    taken, release = threading.Event(), threading.Event()
+
+    def warm_up() -> None:
+        with tavern._index_cache.in_use:
+            taken.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=warm_up)
+    holder.start()
+    taken.wait(5)
+    sent = asyncio.create_task(_say(tavern, view.id, "What are the shadowfang beasts?"))
+    ticks = 0
+    for _ in range(20):  # the loop keeps running while the send waits
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert ticks == 20 and not sent.done() and model.requests == []
+    release.set()
+    await asyncio.wait_for(sent, 5)
+    holder.join(5)
+    assert len(model.requests) == 1
+
+
 async def test_the_status_line_estimate_counts_the_request_the_step_sends(
         tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
     # The estimate is the next request without new input: the card's world info (entries 0, 1

@@ -26,6 +26,9 @@ from tavern_tui.lore.timed import TimedState
 
 PRIME_CHUNK = 500
 """Entry contents primed per hold of the index (`WorldInfoStep.prime`)."""
+PRIME_PAUSE = 0.005
+"""Seconds `WorldInfoStep.prime` lets go of the index between parts (time for a waiting step's
+event loop to take it)."""
 
 LORE_STATE_KIND = "lore/state"
 """Event kind holding a branch's world-info timed effects after a step (body: TimedState JSON)."""
@@ -130,7 +133,7 @@ class WorldInfoStep:
             with self.cache.in_use:
                 primed += prime(self.books, ctx, self.settings, index_factory=self.cache,
                                 contents=contents[start:start + chunk])
-            time.sleep(0)  # (a waiting thread takes the index now, not after the last part)
+            time.sleep(PRIME_PAUSE)  # a step waiting for the index (`IndexCache.wait_free`) takes it now
         return primed
 
     @staticmethod

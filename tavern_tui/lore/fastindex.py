@@ -514,7 +514,10 @@ class FastIndex:
             try:
                 # (finditer's matches do not overlap, but no match spans two units, so every
                 # unit holding a match has one that starts in it)
-                flagged = {bisect_right(starts, match.start()) - 1 for match in pattern.finditer(text, timeout=timeout)}
+                # (`concurrent`: the GIL is let go during the scan of a long text, so the app's
+                # screen keeps answering while its warm-up worker primes)
+                flagged = {bisect_right(starts, match.start()) - 1
+                           for match in pattern.finditer(text, timeout=timeout, concurrent=True)}
             except TimeoutError:
                 skipped.add(key_id)
                 continue

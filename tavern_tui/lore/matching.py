@@ -250,6 +250,13 @@ class IndexCache:
         self._lock = threading.Lock()  # guards `_cache` itself
         self.in_use = threading.RLock()
 
+    def wait_free(self) -> None:
+        """Block until no other thread holds `in_use` (returns at once when free). A caller on an
+        event loop runs this in a thread first, so the loop does not block on the lock later
+        (the app's warm-up primes in parts, so the next part may still come first: one part)."""
+        with self.in_use:
+            pass
+
     def __call__(self, keys: Sequence[CompiledKey]) -> KeyIndex:
         token = tuple(keys)
         with self._lock:
