@@ -19,6 +19,7 @@ from tavern_tui.cli_output import print_json
 from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.cards import parse_card
 from tavern_tui.formats.chatlog import looks_like_chat_jsonl, parse_chat_jsonl
+from tavern_tui.formats.jsontypes import json_error
 from tavern_tui.formats.sniff import CARD, sniff_bytes
 from tavern_tui.formats.worldinfo import from_character_book, parse_world_book
 from tavern_tui.lore.context import ScanMessage
@@ -116,7 +117,7 @@ def _read_json(path: str, what: str) -> Any:
     except OSError as exc:
         raise TavernError(f"{path}: cannot read the {what}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
-        raise FormatError(path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+        raise FormatError(path, f"not JSON: {json_error(exc)}") from exc
 
 
 def _history(path: str) -> list[ScanMessage]:

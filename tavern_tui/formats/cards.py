@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 
 from tavern_tui.errors import FormatError
-from tavern_tui.formats.jsontypes import type_name
+from tavern_tui.formats.jsontypes import json_error, type_name
 from tavern_tui.formats.png import is_png, read_text_chunks
 from tavern_tui.formats.sniff import CARD, sniff_kind
 
@@ -282,7 +282,7 @@ def _load_json(data: bytes, file: str) -> dict:
 
 
 def _json_error(exc: json.JSONDecodeError) -> str:
-    return f"{exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
+    return f"{json_error(exc)} (char {exc.pos})"
 
 
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tavern_tui.errors import FormatError
-from tavern_tui.formats.jsontypes import type_name
+from tavern_tui.formats.jsontypes import json_error, type_name
 
 CHAT_SUFFIXES = (".jsonl",)
 
@@ -289,7 +289,7 @@ def _load_line(line_text: str, file: str, line_no: int) -> dict:
     try:
         obj = json.loads(line_text)
     except json.JSONDecodeError as exc:
-        raise FormatError(file, f"not JSON: {exc.msg} at column {exc.colno}", f"line {line_no}") from None
+        raise FormatError(file, f"not JSON: {json_error(exc, line=False)}", f"line {line_no}") from None
     if not isinstance(obj, dict):
         raise FormatError(file, f"is a {type_name(obj)}, not an object", f"line {line_no}")
     return obj

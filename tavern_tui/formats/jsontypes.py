@@ -32,7 +32,13 @@ def load_json_object(data: bytes, file: str) -> dict:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(file, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise FormatError(file, f"not JSON: {json_error(exc)}") from None
     if not isinstance(obj, dict):
         raise FormatError(file, f"top level is a {type_name(obj)}, not an object")
     return obj
+
+
+def json_error(exc: json.JSONDecodeError, *, line: bool = True) -> str:
+    """A JSON syntax error as "<what>: line L column C" (the `json` module's own wording; some of
+    its messages end in "at", e.g. "Unterminated string starting at")."""
+    return f"{exc.msg}: line {exc.lineno} column {exc.colno}" if line else f"{exc.msg}: column {exc.colno}"

@@ -466,3 +466,11 @@ def test_chat_suffixes():
 ])
 def test_looks_like_chat_jsonl(data, expected):
     assert looks_like_chat_jsonl(data) is expected
+
+
+def test_a_malformed_line_is_named_with_the_json_modules_own_words() -> None:
+    # json's message "Unterminated string starting at" is followed by where: ": column 9",
+    # not glued to another "at".
+    with pytest.raises(FormatError) as raised:
+        parse_chat_jsonl(b'{"user_name": "Ann"}\n{"mes": "abc', "chat.jsonl")
+    assert str(raised.value) == "chat.jsonl: line 2: not JSON: Unterminated string starting at: column 9"
