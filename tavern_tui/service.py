@@ -252,7 +252,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps, LoreOps)
         except FormatError as exc:
             return ImportResult(name, "character", error=str(exc))
         for warning in card.warnings:
-            logger.warning("%s: %s", name, warning)
+            logger.info("%s: %s", name, warning)  # (the result carries it: each front end shows it)
         return self._store_import("character", "characters", name, payload, card.warnings, name=card.name,
                                   spec=card.spec, spec_version=card.spec_version, data=canonical_json(card.to_dict()))
 
@@ -268,7 +268,7 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps, LoreOps)
             return ImportResult(name, "world_book", error=str(exc))
         warnings = tuple(invalid_regex_keys(book))
         for warning in warnings:
-            logger.warning("%s: %s", name, warning)
+            logger.info("%s: %s", name, warning)  # (the result carries it: each front end shows it)
         return self._store_import("world_book", "world_books", name, payload, warnings, name=book.name,
                                   data=canonical_json(to_st_json(book)))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -276,6 +277,29 @@ async def test_importing_a_book_from_the_pane(corpus_tavern: Tavern, staging: in
         await app.workers.wait_for_complete()
         await wait_until(pilot, lambda: lore.books.option_count == 2 and lore.entries.border_title == "Hogwarts Legacy Lore")
         assert "Imported 1 world book: Hogwarts Legacy Lore" in notes(seen)
+
+
+async def test_a_book_imported_with_a_warning_says_so(corpus_tavern: Tavern, staging: int, tmp_path: Path) -> None:
+    # A regex key that does not compile is matched as plain text (SillyTavern does the same);
+    # the import says which entry, which key and why, on screen (not only in a log).
+    book = {"entries": {"0": {"uid": 0, "key": ["/[a-z/"], "content": "x", "comment": "glade"}}}
+    path = tmp_path / "broken_regex.json"
+    path.write_text(json.dumps(book), encoding="utf-8")
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        lore = await open_lore_from_home(pilot)
+        await pilot.press("i")
+        await wait_until(pilot, lambda: app.screen is not lore and bool(app.screen.query("#import-path")))
+        app.screen.query_one("#import-path", Input).value = str(path)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.screen is lore)
+        await app.workers.wait_for_complete()
+        await wait_until(pilot, lambda: any(isinstance(m, Notify) and m.notification.severity == "warning"
+                                            for m in seen))
+        [warning] = [m.notification for m in seen if isinstance(m, Notify) and m.notification.severity == "warning"]
+        assert warning.title == "Imported broken_regex with warnings"
+        assert "entry 0 (glade) key[0] '/[a-z/': not a valid regex" in warning.message
 
 
 async def test_an_empty_library_says_how_to_import(corpus_tavern: Tavern) -> None:

@@ -18,7 +18,7 @@ from tavern_tui.errors import TavernError
 from tavern_tui.service import CharacterView, Tavern
 from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
 from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.screens.import_screen import ImportScreen, import_results
+from tavern_tui.tui.screens.import_screen import ImportScreen, import_results, notify_warnings
 from tavern_tui.tui.screens.persona import PersonaScreen
 
 EMPTY_TEXT = ("No characters yet.\n\n"
@@ -212,5 +212,6 @@ class HomeScreen(Screen[None]):
             self.notify(f"Already imported: {names}", title="Import")
         for result in failed:
             self.notify(result.error or result.path, title="Import failed", severity="error", timeout=10)
+        notify_warnings(self, message.results)
         if not message.results:
             self.notify("No .png or .json cards found there.", title="Import", severity="warning")

@@ -6,7 +6,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
 
 from tavern_tui.service import ImportResult, Tavern
@@ -42,6 +42,15 @@ class ImportScreen(ModalScreen[str | None]):
     def action_cancel(self) -> None:
         """Close without importing."""
         self.dismiss(None)
+
+
+def notify_warnings(screen: Screen, results: list[ImportResult]) -> None:
+    """Say what an import stored with a warning (e.g. a regex key matched as plain text): each
+    file's warnings in one notification."""
+    for result in results:
+        if result.ok and result.warnings:
+            screen.notify("\n".join(result.warnings), title=f"Imported {result.name or result.path} with warnings",
+                          severity="warning", timeout=10)
 
 
 def import_results(tavern: Tavern, path: str, kind: str) -> ImportFinished:

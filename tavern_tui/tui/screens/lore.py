@@ -20,7 +20,7 @@ from tavern_tui.service import Tavern, WorldBookView
 from tavern_tui.tui.labels import binding_labels, clip, plural
 from tavern_tui.tui.messages import ImportFinished
 from tavern_tui.tui.screens.entry_editor import EntryEditor
-from tavern_tui.tui.screens.import_screen import ImportScreen, import_results
+from tavern_tui.tui.screens.import_screen import ImportScreen, import_results, notify_warnings
 from tavern_tui.tui.widgets.entry_table import EntryTable
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.lore_tester import LoreTester
@@ -347,6 +347,7 @@ class LoreScreen(Screen[None]):
             self.notify(f"Also imported {plural(len(cards), 'character')} (see the home screen).", title="Import")
         for result in (r for r in message.results if not r.ok):
             self.notify(result.error or result.path, title="Import failed", severity="error", timeout=10)
+        notify_warnings(self, message.results)
         if not message.results:
             self.notify("No .json files found there.", title="Import", severity="warning")
 
