@@ -611,10 +611,10 @@ class Tavern(TimelineOps, ChatFileOps, PresetOps, TraceOps, PersonaOps, LoreOps)
         view = self.playthrough(playthrough_id)
         with self._store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
-        assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True)
-        # The step's world info needs the key indexes, which the chat's warm-up (a worker thread)
-        # may hold for a while on a big book: wait for them here off the event loop, so the
-        # screen keeps answering instead of blocking inside the step's assembly.
+        # Off the event loop: the assembler reads (and on first use parses) the books, and the
+        # step's world info needs the key indexes, which the chat's warm-up (a worker thread) may
+        # hold for a while on a big book. The screen keeps answering (and keeps what is typed).
+        assembler = await asyncio.to_thread(self._assembler, playthrough_id, generation, view=view, pin_persona=True)
         await asyncio.to_thread(self._index_cache.wait_free)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self._store.events, view.session_id, self._provider, assembler, text,
