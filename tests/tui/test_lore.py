@@ -264,17 +264,24 @@ async def test_the_tester_in_a_chat_previews_the_next_message(corpus_tavern: Tav
         assert any("now bound to Seraphina" in n for n in notes(seen))
 
 
+async def import_from_the_pane(pilot: Pilot[object], path: Path) -> LoreScreen:
+    """From the home screen: open the world-book pane, press i, import `path`, wait for the import."""
+    app = pilot.app
+    lore = await open_lore_from_home(pilot)
+    await pilot.press("i")
+    await wait_until(pilot, lambda: app.screen is not lore and bool(app.screen.query("#import-path")))
+    app.screen.query_one("#import-path", Input).value = str(path)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: app.screen is lore)
+    await app.workers.wait_for_complete()
+    return lore
+
+
 async def test_importing_a_book_from_the_pane(corpus_tavern: Tavern, staging: int, corpus_dir: Path) -> None:
     seen: list[Message] = []
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-        lore = await open_lore_from_home(pilot)
-        await pilot.press("i")
-        await wait_until(pilot, lambda: app.screen is not lore and bool(app.screen.query("#import-path")))
-        app.screen.query_one("#import-path", Input).value = str(corpus_dir / "worldbooks" / "hogwarts_agnai_memory.json")
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: app.screen is lore)
-        await app.workers.wait_for_complete()
+        lore = await import_from_the_pane(pilot, corpus_dir / "worldbooks" / "hogwarts_agnai_memory.json")
         await wait_until(pilot, lambda: lore.books.option_count == 2 and lore.entries.border_title == "Hogwarts Legacy Lore")
         assert "Imported 1 world book: Hogwarts Legacy Lore" in notes(seen)
 
@@ -288,13 +295,7 @@ async def test_a_book_imported_with_a_warning_says_so(corpus_tavern: Tavern, sta
     seen: list[Message] = []
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-        lore = await open_lore_from_home(pilot)
-        await pilot.press("i")
-        await wait_until(pilot, lambda: app.screen is not lore and bool(app.screen.query("#import-path")))
-        app.screen.query_one("#import-path", Input).value = str(path)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: app.screen is lore)
-        await app.workers.wait_for_complete()
+        await import_from_the_pane(pilot, path)
         await wait_until(pilot, lambda: any(isinstance(m, Notify) and m.notification.severity == "warning"
                                             for m in seen))
         [warning] = [m.notification for m in seen if isinstance(m, Notify) and m.notification.severity == "warning"]
