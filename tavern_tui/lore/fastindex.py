@@ -16,7 +16,7 @@ How it gets there fast (performance-anchors §1.1, §5):
 - Plain keys, per atom, lower-cased once with `str.lower()` as the reference lowers both sides:
   * whole-word keys made only of `[A-Za-z0-9_]`: a whole-word occurrence is exactly a maximal
     run of those characters equal to the key, so one set lookup per run finds them all;
-  * all other keys go into two ahocorasick_rs automata (folded and case-sensitive) searched with
+  * all other keys go into two ahocorasick_rs automata (`scanners.Automaton`: folded and case-sensitive) searched with
     OVERLAPPING matches, so nested keys ("Jon" in "Jon Snow") all report; each occurrence of a
     whole-word key is checked for the reference's `(?:^|\\W)key(?:$|\\W)` with ASCII `\\W` on
     the same (folded or raw) text. Lengths that change under folding (`İ`) do not matter: no
@@ -75,7 +75,6 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter
 
-import ahocorasick_rs
 import regex
 
 from tavern_tui.lore.matching import (
@@ -100,10 +99,9 @@ from tavern_tui.lore.regex_plan import (
     analyse_regex,
     compile_relaxed,
 )
+from tavern_tui.lore.scanners import WORD_RUN, Automaton, WordKeys
 
-_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")  # JS \w: ASCII only
 _HAS_FOLD_EXCEPTION = re.compile(f"[{''.join(FOLDS_ONTO_ASCII)}]")
-_TOKEN = re.compile(r"[A-Za-z0-9_]+")  # maximal runs of JS \w
 _NOTHING = KeyHits(frozenset())
 _UNKNOWN = object()
 _KEYS, _LITS = attrgetter("keys"), attrgetter("lits")
@@ -164,98 +162,6 @@ def _atoms(text: str) -> list[str]:
     return text.replace(SEPARATOR, NEWLINE).split(NEWLINE) if SEPARATOR in text else text.split(NEWLINE)
 
 
-class _Words:
-    """Whole-word keys made only of `[A-Za-z0-9_]`, by needle: `one` for a needle owned by one
-    key id (nearly all), `many` for the others (ids in a tuple). Kept apart because a set built
-    from single ids is ~2.5x quicker than one updated from a tuple per word."""
-
-    def __init__(self) -> None:
-        self.lists: dict[str, list[int]] = {}  # while the index is built
-
-    def add(self, needle: str, key_id: int) -> None:
-        self.lists.setdefault(needle, []).append(key_id)
-
-    def build(self) -> None:
-        self.one = {needle: ids[0] for needle, ids in self.lists.items() if len(ids) == 1}
-        self.many = {needle: tuple(ids) for needle, ids in self.lists.items() if len(ids) > 1}
-        del self.lists
-
-    def __bool__(self) -> bool:
-        return bool(self.one or self.many)
-
-    def scan(self, text: str, keys: set[int]) -> None:
-        """Add the keys whose needle is a maximal `\\w` run of `text`."""
-        runs = set(_TOKEN.findall(text))
-        one = self.one
-        keys.update([one[run] for run in runs if run in one])
-        if self.many:
-            for run in runs & self.many.keys():
-                keys.update(self.many[run])
-
-
-class _Automaton:
-    """One ahocorasick_rs automaton and, per needle: key ids matched by any occurrence, key ids
-    that need a whole-word occurrence, and prefilter literal ids."""
-
-    def __init__(self) -> None:
-        self.slot: dict[str, int] = {}
-        self.any: list[list[int]] = []
-        self.whole: list[list[int]] = []
-        self.lits: list[list[int]] = []
-        self.ac: ahocorasick_rs.AhoCorasick | None = None
-        self.has_lits = False
-
-    def add(self, needle: str) -> int:
-        """The slot of `needle`, added if new."""
-        slot = self.slot.get(needle)
-        if slot is None:
-            slot = self.slot[needle] = len(self.any)
-            self.any.append([])
-            self.whole.append([])
-            self.lits.append([])
-        return slot
-
-    def build(self) -> None:
-        """Compile the automaton once every needle is added."""
-        if self.slot:
-            # The standard match kind is the only one that reports overlapping matches.
-            self.ac = ahocorasick_rs.AhoCorasick(list(self.slot), matchkind=ahocorasick_rs.MatchKind.Standard)
-        self.any_t = [tuple(x) for x in self.any]
-        self.whole_t = [tuple(x) for x in self.whole]
-        self.lits_t = [tuple(x) for x in self.lits]
-        self.has_lits = any(self.lits)
-
-    def scan(self, text: str, keys: set[int], lits: set[int]) -> None:
-        """Add the keys (by the reference's whole-word rule) and literals found in `text`."""
-        if self.ac is None or not text:
-            return
-        any_t, whole_t, lits_t = self.any_t, self.whole_t, self.lits_t
-        seen: set[int] = set()
-        done: set[int] = set()
-        size = len(text)
-        for slot, start, end in self.ac.find_matches_as_indexes(text, overlapping=True):
-            if slot in done:
-                continue
-            if slot not in seen:
-                seen.add(slot)
-                keys.update(any_t[slot])
-                lits.update(lits_t[slot])
-                if not whole_t[slot]:
-                    done.add(slot)
-                    continue
-            # The reference's (?:^|\W)key(?:$|\W), JS \W being every non-[A-Za-z0-9_] character.
-            if (start == 0 or text[start - 1] not in _WORD) and (end == size or text[end] not in _WORD):
-                keys.update(whole_t[slot])
-                done.add(slot)
-
-    def scan_literals(self, text: str, lits: set[int]) -> None:
-        """Add only the literals found in `text`."""
-        if self.ac is not None and self.has_lits and text:
-            lits_t = self.lits_t
-            for slot in {slot for slot, _, _ in self.ac.find_matches_as_indexes(text, overlapping=True)}:
-                lits.update(lits_t[slot])
-
-
 class FastIndex:
     """A `KeyIndex` equal to `ReferenceIndex` (the contract): Aho-Corasick for plain keys,
     literal prefilters for regex keys, and results cached per message-sized unit of text (see
@@ -280,13 +186,13 @@ class FastIndex:
         self.regex_timeout = regex_timeout
         self.cache_chars = cache_chars
         self.plans: dict[int, RegexPlan] = {}
-        self._folded = _Automaton()
-        self._exact = _Automaton()
+        self._folded = Automaton()
+        self._exact = Automaton()
         # Whole-word keys made only of JS \w characters: a whole-word occurrence is exactly a
         # maximal \w run equal to the needle, so a set lookup per run finds them (no automaton
         # matches for "a" inside every word).
-        self._folded_words = _Words()
-        self._exact_words = _Words()
+        self._folded_words = WordKeys()
+        self._exact_words = WordKeys()
         self._odd: dict[int, tuple[bool, str, re.Pattern[str] | None]] = {}
         self._regex: dict[int, RegexKey] = {}
         self._literal_ids: dict[tuple[bool, str], int] = {}
@@ -303,7 +209,7 @@ class FastIndex:
             # Exactly the reference's `_Plain`: the needle, folding and the whole-word decision.
             folded = not key.case_sensitive
             needle = key.text.lower() if folded else key.text
-            if key.whole_words and _TOKEN.fullmatch(needle):  # (no whitespace in it: skip that test)
+            if key.whole_words and WORD_RUN.fullmatch(needle):  # (no whitespace in it: skip that test)
                 (self._folded_words if folded else self._exact_words).add(needle, key.key_id)
                 continue
             whole = key.whole_words and not has_js_whitespace(needle)
