@@ -181,7 +181,7 @@ class _Run:
                 if p.pos in group[0]:
                     old = _NO_MATCH_STAGE
                     break
-        stage = _STAGE_BY_ID[id(reason)]  # an id lookup: hashing a str Enum member runs Python code
+        stage = _STAGE_BY_ID[id(reason)]  # (by id: `STAGE` keyed by the members themselves would do as well)
         # Keep the furthest stage; on a tie the first explanation (e.g. the group winner), except
         # that a later delay-until-recursion note names the level reached.
         keep = old is None or stage > old or (

@@ -28,8 +28,7 @@ def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
     outlets: dict[str, list[str]] = {}
     # Prepending walking from the highest order down = appending walking up: each prepended
     # bucket is filled by appending and reversed at the end (no O(n) insert per entry).
-    prepend = (before, after, an_top, an_bottom, em_top, em_bottom)
-    # Indexed by the position's value (a list index, not a hash: an IntEnum member hashes in Python).
+    # Indexed by the position's value; None for the two positions that are not prepended.
     slots = (before, after, an_top, an_bottom, None, em_top, em_bottom, None)
     for entry in sorted(activated, key=_ORDER, reverse=True):  # (reverse keeps equal orders in place)
         content = entry.content
@@ -44,7 +43,7 @@ def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
             depth_groups.setdefault((entry.depth, role), []).append(content)
         elif position == Position.OUTLET and entry.outlet_name:
             outlets.setdefault(entry.outlet_name, []).append(content)
-    for bucket in (*prepend, *depth_groups.values()):
+    for bucket in (*(b for b in slots if b is not None), *depth_groups.values()):
         bucket.reverse()
     return Buckets(
         before="\n".join(before), after="\n".join(after), an_top=an_top, an_bottom=an_bottom,

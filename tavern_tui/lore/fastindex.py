@@ -582,10 +582,13 @@ class FastIndex:
                 matched.add(key_id)
 
     @staticmethod
-    def _joined(chosen: list[tuple[str, _Unit]]) -> tuple[str, list[int]]:
-        """The unit strings joined by "\\n", and where each starts."""
+    def _joined(chosen: list[tuple[str, _Unit]], joiner: str = NEWLINE) -> tuple[str, list[int]]:
+        """The unit strings joined by `joiner` (one a unit's scope cannot cross), and where each
+        starts (a single unit is its own string, at 0)."""
+        if len(chosen) == 1:
+            return chosen[0][0], [0]
         strings = [string for string, _ in chosen]
-        return NEWLINE.join(strings), list(accumulate(map(_PLUS_ONE, map(len, strings[:-1])), initial=0))
+        return joiner.join(strings), list(accumulate(map(_PLUS_ONE, map(len, strings[:-1])), initial=0))
 
     def _open(self, info: _Unit) -> frozenset[int]:
         """The regex keys still undecided in a unit: its candidates without its verdicts and,
@@ -707,12 +710,7 @@ class FastIndex:
         unit. None if it timed out (nothing recorded past what the prefilter proved)."""
         for _, info in chosen:
             info.open = None  # its verdicts change below
-        if len(chosen) == 1:
-            text, starts = chosen[0][0], [0]
-        else:
-            strings = [string for string, _ in chosen]
-            text = joiner.join(strings)
-            starts = list(accumulate(map(_PLUS_ONE, map(len, strings[:-1])), initial=0))  # each unit's offset
+        text, starts = self._joined(chosen, joiner)
         rx = self._regex[key_id]
         first = pos = 0  # the first unit, and position, the prefilter could not rule out
         quick = self._quick(key_id, len(text))
