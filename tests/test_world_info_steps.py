@@ -227,7 +227,7 @@ async def test_the_status_line_estimate_counts_the_request_the_step_sends(
         tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
     # The estimate is the next request without new input: the card's world info (entries 0, 1
     # and 3 fire from the greeting) and the preset's prompts included, not only the history.
-    from tavern_tui.assembly.tokens import estimate_messages
+    from tavern_tui.text.tokens import estimate_messages
 
     cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
     view = tavern.new_playthrough(cid, user_name="Ada")

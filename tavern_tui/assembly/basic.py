@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavern_tui.assembly.macros import substitute_names
-from tavern_tui.assembly.tokens import estimate_messages
+from tavern_tui.text.names import substitute_names
+from tavern_tui.text.tokens import estimate_messages
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, request_messages
 from tavern_tui.engine.step import Assembly

@@ -25,7 +25,7 @@ from tavern_tui.assembly.st_prompt import (
     to_messages,
 )
 from tavern_tui.assembly.strategies import PROJECTION, ROLES_FIRST, SLOTS_FIRST
-from tavern_tui.assembly.tokens import DEFAULT_COUNTER
+from tavern_tui.text.tokens import DEFAULT_COUNTER
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.log import HIDDEN_KEY, PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
 from tavern_tui.engine.step import Assembly

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tavern_tui.assembly.basic import split_examples
-from tavern_tui.assembly.macros import substitute_names
+from tavern_tui.text.names import substitute_names
 from tavern_tui.errors import TavernError
 
 if TYPE_CHECKING:

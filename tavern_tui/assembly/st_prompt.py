@@ -70,7 +70,7 @@ from tavern_tui.assembly.st_injections import (
     _Absolute,
     _InChatSteps,
 )
-from tavern_tui.assembly.tokens import DEFAULT_COUNTER
+from tavern_tui.text.tokens import DEFAULT_COUNTER
 from tavern_tui.formats.presets import ABSOLUTE, ParsedPreset, PresetPrompt
 from tavern_tui.lore.result import Buckets
 

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field, fields
 
-from tavern_tui.assembly.macros import substitute_names
+from tavern_tui.text.names import substitute_names
 from tavern_tui.lore.buffer import ExtraFlags, Segment
 from tavern_tui.lore.context import EXTRA_SOURCES, ActivationContext, SourcedBook
 from tavern_tui.lore.jsregex import JS_SPACE_CLASS, js_trim

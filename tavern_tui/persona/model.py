@@ -185,7 +185,7 @@ def render_persona(document: PersonaDocument, *, ceiling: str = DEFAULT_CEILING,
         PersonaCapExceeded: over a cap (opening a session fails naming the class).
     """
     if count is None:
-        from tavern_tui.assembly.tokens import estimate_tokens as count
+        from tavern_tui.text.tokens import estimate_tokens as count
     included, left_out, blocked, texts = [], [], [], []
     for entry in document.entries:
         if not within(entry.sensitivity, ceiling):

@@ -31,7 +31,7 @@ from tavern_tui.assembly.st_prompt import (
     build_prompt,
     chat_overrides_from_metadata,
 )
-from tavern_tui.assembly.tokens import estimate_tokens
+from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.formats.presets import ParsedPreset, parse_preset
 from tavern_tui.lore.model import Role
 from tavern_tui.lore.result import Buckets

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tavern_tui.assembly.macros import MacroContext, substitute, substitute_names
+from tavern_tui.assembly.macros import MacroContext, substitute
+from tavern_tui.text.names import substitute_names
 
 NOW = datetime(2024, 3, 5, 14, 7, 9, tzinfo=UTC)  # a Tuesday
 

@@ -26,7 +26,7 @@ from tavern_tui.assembly.st_prompt import (
     build_prompt,
     to_messages,
 )
-from tavern_tui.assembly.tokens import estimate_tokens
+from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.formats.cards import parse_card
 from tavern_tui.formats.presets import ParsedPreset, parse_preset
 from tavern_tui.lore.model import Role

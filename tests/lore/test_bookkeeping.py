@@ -14,7 +14,7 @@ from functools import partial
 
 import pytest
 
-from tavern_tui.assembly.tokens import estimate_tokens
+from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.lore.activation import activate
 from tavern_tui.lore.context import ActivationContext, ScanMessage
 from tavern_tui.lore.fastindex import FastIndex

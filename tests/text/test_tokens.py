@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tavern_tui.assembly import tokens
+from tavern_tui.text import tokens
 from tavern_tui.assembly.st_prompt import PromptInputs, build_prompt
-from tavern_tui.assembly.tokens import (
+from tavern_tui.text.tokens import (
     CACHE_SIZE,
     DEFAULT_COUNTER,
     TokenCounter,
@@ -82,7 +82,7 @@ def test_default_counter_is_the_estimate() -> None:
 
 
 def test_missing_tokenizer_file_falls_back_to_the_estimate(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="tavern_tui.assembly.tokens"):
+    with caplog.at_level(logging.WARNING, logger="tavern_tui.text.tokens"):
         counter = make_counter(str(tmp_path / "missing" / "tokenizer.json"))
     assert counter is DEFAULT_COUNTER
     assert (counter.name, counter.exact) == ("estimate", False)
@@ -94,7 +94,7 @@ def test_without_the_tokenizers_package_falls_back(tmp_path: Path, monkeypatch: 
     path = tmp_path / "tokenizer.json"
     path.write_text("{}")
     monkeypatch.setitem(sys.modules, "tokenizers", None)  # import fails
-    with caplog.at_level(logging.WARNING, logger="tavern_tui.assembly.tokens"):
+    with caplog.at_level(logging.WARNING, logger="tavern_tui.text.tokens"):
         assert make_counter(str(path)) is DEFAULT_COUNTER
     assert "'tokenizers' package is not installed" in caplog.text
 
@@ -142,7 +142,7 @@ def test_unloadable_tokenizer_file_falls_back(tmp_path: Path, monkeypatch: pytes
     path = tmp_path / "tokenizer.json"
     path.write_text("not json")
     monkeypatch.setitem(sys.modules, "tokenizers", fake_tokenizers(fail=True))
-    with caplog.at_level(logging.WARNING, logger="tavern_tui.assembly.tokens"):
+    with caplog.at_level(logging.WARNING, logger="tavern_tui.text.tokens"):
         assert make_counter(str(path)) is DEFAULT_COUNTER
     assert "could not be loaded" in caplog.text
 

@@ -1,55 +1,22 @@
-"""SillyTavern macros: `substitute()` (the macro engine) and `substitute_names()` (names only).
+"""The macro engine: `MacroContext` and `substitute()` (the rules are in the package docstring).
 
-Rule source: SillyTavern 1.18, the macro engine that is on by default (`public/scripts/macros/engine/*`,
-`macros/definitions/{core,env,chat,time,variable}-macros.js`), `variables.js`, and the docs page
-Usage/macros.md; summarised in format-digest §e.
-
-Syntax (MacroLexer/MacroParser): `{{name}}`, `{{name::a::b}}`, `{{name:arg}}` and `{{name arg}}` (one argument,
-which may itself contain `:`/`::`); names are case-insensitive; whitespace around the name and the arguments is
-ignored. Macros nest and resolve inside-out; a nested result is one opaque piece of its argument (its `::` never
-splits). Anything that is not a known macro with the right number of arguments stays as written (with the macros
-nested inside it resolved, as MacroEngine does). `\\{` / `\\}` lose their backslash at the end, so `\\{\\{x\\}\\}` gives
-`{{x}}`. Legacy markers `<USER>`, `<BOT>`, `<CHAR>`, `<GROUP>`, `<CHARIFNOTGROUP>` and `{{time_UTC+2}}` are accepted.
-
-Not implemented (left as written): scoped blocks (`{{if}}…{{/if}}`, `{{setvar x}}…{{/setvar}}`), variable
-shorthands (`{{.x}}`, `{{$x}}`), filters (`|`), `{{timeDiff}}`, and runtime/template macros (`{{model}}`,
-`{{maxPrompt}}`, instruct sequences…).
-
-Safety limits (ours, not ST's): dice N ≤ 100 and M ≤ 1000 (else ""), `{{newline::N}}`/`{{space::N}}` with
-N ≤ 1000 (else left as written), and at most `MAX_EXPANSION` characters produced by macros per call; once
-spent, the remaining macros are left as written. Parsing is a single stack pass, so the work is linear in the
-input plus that budget. Nothing is ever executed or `eval`-ed.
+Rule source: SillyTavern 1.18 `public/scripts/macros/engine/*` (MacroLexer, MacroParser, MacroCstWalker)
+and `macros/definitions/{core,env,chat,time,variable}-macros.js`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 
-__all__ = ["MAX_EXPANSION", "MacroContext", "humanize_duration", "moment_format", "substitute", "substitute_names"]
+from tavern_tui.assembly.macros.jsvalues import js_string, var_add, var_get
+from tavern_tui.assembly.macros.moment import aware, humanize_duration, moment_format
 
-_NAME_MACROS = re.compile(r"\{\{\s*(char|user)\s*\}\}|<(BOT|CHAR|USER)>", re.IGNORECASE)
-
-
-def substitute_names(text: str, char: str, user: str) -> str:
-    """Replace `{{char}}`/`<BOT>`/`<CHAR>` with `char` and `{{user}}`/`<USER>` with `user`.
-
-    Case-insensitive (`{{Char}}`, `<bot>` count). Other macros are left as written.
-    """
-    if not text:
-        return text
-
-    def repl(match: re.Match[str]) -> str:
-        name = (match.group(1) or match.group(2)).lower()
-        return user if name == "user" else char
-
-    return _NAME_MACROS.sub(repl, text)
+__all__ = ["MAX_EXPANSION", "MacroContext", "substitute"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -118,278 +85,6 @@ def substitute(text: str, ctx: MacroContext) -> str:
     if not text:
         return text
     return _Evaluator(text, ctx).run()
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# JavaScript value semantics (variables.js stores JS values; numbers print like Number#toString)
-
-_JS_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_JS_RADIX = re.compile(r"0(?:([xX])([0-9a-fA-F]+)|([oO])([0-7]+)|([bB])([01]+))")
-
-
-def _to_number(value: object) -> float:
-    """JavaScript `Number(value)`; lists and dicts count as NaN (ST coerces some arrays; we do not)."""
-    if value is None:
-        return 0.0
-    if isinstance(value, bool | int | float):
-        try:
-            return float(value)
-        except OverflowError:
-            return math.inf if value > 0 else -math.inf
-    if not isinstance(value, str):
-        return math.nan
-    s = value.strip().strip("\ufeff")
-    if not s:
-        return 0.0
-    if _JS_DECIMAL.fullmatch(s):
-        return float(s)
-    if s in ("Infinity", "+Infinity", "-Infinity"):
-        return -math.inf if s[0] == "-" else math.inf
-    m = _JS_RADIX.fullmatch(s)
-    if m:
-        digits, base = (m.group(2), 16) if m.group(1) else (m.group(4), 8) if m.group(3) else (m.group(6), 2)
-        try:
-            return float(int(digits, base))
-        except OverflowError:
-            return math.inf
-    return math.nan
-
-
-def _js_number(x: float) -> str:
-    """JavaScript `String(number)`: `5` not `5.0`, `1e+21`, `1e-7`, `0.000001`."""
-    if isinstance(x, int) and not isinstance(x, bool) and abs(x) < 2**53:
-        return str(x)
-    try:
-        x = float(x)
-    except OverflowError:
-        return "Infinity" if x > 0 else "-Infinity"
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "0"
-    sign = "-" if x < 0 else ""
-    mantissa, _, exp = repr(abs(x)).partition("e")
-    whole, _, frac = mantissa.partition(".")
-    digits = whole + frac
-    n = len(whole) + (int(exp) if exp else 0)
-    stripped = digits.lstrip("0")
-    n -= len(digits) - len(stripped)
-    digits = stripped.rstrip("0")
-    k = len(digits)
-    if k <= n <= 21:
-        body = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        body = digits[:n] + "." + digits[n:]
-    elif -6 < n <= 0:
-        body = "0." + "0" * -n + digits
-    else:
-        e = n - 1
-        body = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + ("+" if e >= 0 else "-") + str(abs(e))
-    return sign + body
-
-
-def _jsonable(value: object) -> object:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return value
-
-
-def _js_string(value: object) -> str:
-    """What a macro prints for a value (MacroEngine.normalizeMacroResult): objects become JSON."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return _js_number(value)
-    try:
-        return json.dumps(_jsonable(value), ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError):
-        return str(value)
-
-
-def _store_number(x: float) -> int | float:
-    return int(x) if x.is_integer() and abs(x) < 2**53 else x
-
-
-def _var_get(store: dict[str, object], name: str) -> object:
-    """variables.js getLocalVariable: missing ⇒ "", numeric strings ⇒ numbers."""
-    if name not in store:
-        return ""
-    value = store[name]
-    if value == "":
-        return ""
-    number = _to_number(value)
-    if math.isnan(number):
-        return value if value else ""
-    return number
-
-
-def _var_add(store: dict[str, object], name: str, value: str | int) -> object:
-    """variables.js addLocalVariable: JSON array ⇒ push; both numeric ⇒ add; else string append."""
-    current = _var_get(store, name) or 0
-    if isinstance(current, str):
-        try:
-            parsed = json.loads(current, parse_float=lambda t: _store_number(float(t)))
-        except (ValueError, RecursionError):
-            parsed = None
-        if isinstance(parsed, list):
-            parsed.append(value)
-            store[name] = _js_string(parsed)
-            return parsed
-    increment = _to_number(value)
-    if math.isnan(increment) or math.isnan(_to_number(current)):
-        result = _js_string(current or "") + _js_string(value)
-        store[name] = result
-        return result
-    total = _to_number(current) + increment
-    if math.isnan(total):
-        return ""
-    store[name] = _store_number(total)
-    return total
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Time: moment.js formatting (en locale) and Duration#humanize
-
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
-_DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
-_LOCAL_FORMATS = {"LT": "h:mm A", "LTS": "h:mm:ss A", "L": "MM/DD/YYYY", "LL": "MMMM D, YYYY",
-                  "LLL": "MMMM D, YYYY h:mm A", "LLLL": "dddd, MMMM D, YYYY h:mm A", "l": "M/D/YYYY",
-                  "ll": "MMM D, YYYY", "lll": "MMM D, YYYY h:mm A", "llll": "ddd, MMM D, YYYY h:mm A"}
-_MOMENT_TOKENS = re.compile(
-    r"\[[^\[]*\]|\\.|LTS|LT|LLLL|LLL|LL|L|llll|lll|ll|l|YYYY|YY|Qo|Q|MMMM|MMM|MM|Mo|M|DDDD|DDDo|DDD|DD|Do|D"
-    r"|dddd|ddd|dd|do|d|HH|H|hh|h|kk|k|mm|m|ss|s|SSS|SS|S|A|a|ZZ|Z|X|x", re.DOTALL)
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def _offset(dt: datetime, colon: bool) -> str:
-    delta = dt.utcoffset() or timedelta(0)
-    minutes = int(delta.total_seconds() // 60)
-    sign = "-" if minutes < 0 else "+"
-    hours, mins = divmod(abs(minutes), 60)
-    return f"{sign}{hours:02d}{':' if colon else ''}{mins:02d}"
-
-
-def moment_format(dt: datetime, fmt: str) -> str:
-    """Format `dt` like moment.js `format(fmt)` in the English locale.
-
-    Supported tokens: YYYY YY Q Qo MMMM MMM MM Mo M DDDD DDDo DDD DD Do D dddd ddd dd do d HH H hh h kk k mm m
-    ss s SSS SS S A a ZZ Z X x, the localized LT LTS L LL LLL LLLL l ll lll llll, `[literal]` and `\\c` escapes.
-    Any other character (including unsupported moment tokens such as w, E, N, gg) is printed as is.
-    """
-    def token(match: re.Match[str]) -> str:
-        t = match.group(0)
-        if t[0] == "[":
-            return t[1:-1]
-        if t[0] == "\\":
-            return t[1:]
-        if t in _LOCAL_FORMATS:
-            return moment_format(dt, _LOCAL_FORMATS[t])
-        hour12 = dt.hour % 12 or 12
-        weekday = (dt.weekday() + 1) % 7  # moment: Sunday = 0
-        doy = dt.timetuple().tm_yday
-        match t:
-            case "YYYY": return f"{dt.year:04d}"
-            case "YY": return f"{dt.year % 100:02d}"
-            case "Q": return str((dt.month - 1) // 3 + 1)
-            case "Qo": return _ordinal((dt.month - 1) // 3 + 1)
-            case "MMMM": return _MONTHS[dt.month - 1]
-            case "MMM": return _MONTHS[dt.month - 1][:3]
-            case "MM": return f"{dt.month:02d}"
-            case "Mo": return _ordinal(dt.month)
-            case "M": return str(dt.month)
-            case "DDDD": return f"{doy:03d}"
-            case "DDDo": return _ordinal(doy)
-            case "DDD": return str(doy)
-            case "DD": return f"{dt.day:02d}"
-            case "Do": return _ordinal(dt.day)
-            case "D": return str(dt.day)
-            case "dddd": return _DAYS[weekday]
-            case "ddd": return _DAYS[weekday][:3]
-            case "dd": return _DAYS[weekday][:2]
-            case "do": return _ordinal(weekday)
-            case "d": return str(weekday)
-            case "HH": return f"{dt.hour:02d}"
-            case "H": return str(dt.hour)
-            case "hh": return f"{hour12:02d}"
-            case "h": return str(hour12)
-            case "kk": return f"{dt.hour or 24:02d}"
-            case "k": return str(dt.hour or 24)
-            case "mm": return f"{dt.minute:02d}"
-            case "m": return str(dt.minute)
-            case "ss": return f"{dt.second:02d}"
-            case "s": return str(dt.second)
-            case "SSS": return f"{dt.microsecond // 1000:03d}"
-            case "SS": return f"{dt.microsecond // 10000:02d}"
-            case "S": return str(dt.microsecond // 100000)
-            case "A": return "AM" if dt.hour < 12 else "PM"
-            case "a": return "am" if dt.hour < 12 else "pm"
-            case "ZZ": return _offset(dt, colon=False)
-            case "Z": return _offset(dt, colon=True)
-            case "X": return str(math.floor(_aware(dt).timestamp()))
-            case "x": return str(math.floor(_aware(dt).timestamp() * 1000))
-        return t
-
-    return _MOMENT_TOKENS.sub(token, fmt)
-
-
-def _aware(dt: datetime) -> datetime:
-    return dt if dt.tzinfo is not None else dt.astimezone()
-
-
-def _js_round(x: float) -> int:
-    return math.floor(x + 0.5)
-
-
-def humanize_duration(delta: timedelta) -> str:
-    """moment.js `duration.humanize()` without suffix (en), sign ignored.
-
-    Thresholds (moment defaults ss=44, s=45, m=45, h=22, d=26, M=11; units rounded half-up):
-    ≤44 s "a few seconds"; ≤1 min "a minute"; <45 min "N minutes"; ≤1 h "an hour"; <22 h "N hours";
-    ≤1 day "a day"; <26 days "N days"; ≤1 month "a month"; <11 months "N months"; ≤1 year "a year";
-    else "N years" (months = days × 4800 / 146097, years = months / 12).
-    """
-    ms = abs(delta.total_seconds() * 1000)
-    seconds, minutes, hours = _js_round(ms / 1000), _js_round(ms / 6e4), _js_round(ms / 36e5)
-    days_f = ms / 864e5
-    days, months, years = _js_round(days_f), _js_round(days_f * 4800 / 146097), _js_round(days_f * 400 / 146097)
-    if seconds <= 44:
-        return "a few seconds"
-    if seconds < 45:
-        return f"{seconds} seconds"
-    if minutes <= 1:
-        return "a minute"
-    if minutes < 45:
-        return f"{minutes} minutes"
-    if hours <= 1:
-        return "an hour"
-    if hours < 22:
-        return f"{hours} hours"
-    if days <= 1:
-        return "a day"
-    if days < 26:
-        return f"{days} days"
-    if months <= 1:
-        return "a month"
-    if months < 11:
-        return f"{months} months"
-    if years <= 1:
-        return "a year"
-    return f"{years} years"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -721,7 +416,7 @@ class _Evaluator:
 
     # -- time (time-macros.js) -------------------------------------------------------------------------------
     def _now(self) -> datetime:
-        return _aware(self.ctx.now())
+        return aware(self.ctx.now())
 
     @_macro("time", args=(0, 1))
     def _time(self, name: str, args: list[str], offset: int) -> str:
@@ -748,7 +443,7 @@ class _Evaluator:
         last = self.ctx.last_user_message_at
         if last is None:
             return "just now"
-        return humanize_duration(self._now() - _aware(last))
+        return humanize_duration(self._now() - aware(last))
 
     # -- variables (variable-macros.js, variables.js) ---------------------------------------------------------
     def _store(self, name: str) -> dict[str, object]:
@@ -761,16 +456,16 @@ class _Evaluator:
 
     @_macro("getvar", "getglobalvar", args=(1, 1))
     def _getvar(self, name: str, args: list[str], offset: int) -> str:
-        return _js_string(_var_get(self._store(name), args[0]))
+        return js_string(var_get(self._store(name), args[0]))
 
     @_macro("addvar", "addglobalvar", args=(2, 2))
     def _addvar(self, name: str, args: list[str], offset: int) -> str:
-        _var_add(self._store(name), args[0], args[1])
+        var_add(self._store(name), args[0], args[1])
         return ""
 
     @_macro("incvar", "incglobalvar", "decvar", "decglobalvar", args=(1, 1))
     def _incvar(self, name: str, args: list[str], offset: int) -> str:
-        return _js_string(_var_add(self._store(name), args[0], 1 if name.startswith("inc") else -1))
+        return js_string(var_add(self._store(name), args[0], 1 if name.startswith("inc") else -1))
 
     @_macro("hasvar", "varexists", "hasglobalvar", "globalvarexists", args=(1, 1))
     def _hasvar(self, name: str, args: list[str], offset: int) -> str:
