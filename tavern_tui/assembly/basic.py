@@ -13,13 +13,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavern_tui.text.names import substitute_names
-from tavern_tui.text.tokens import estimate_messages
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, request_messages
 from tavern_tui.engine.step import Assembly
 from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
+from tavern_tui.text.names import substitute_names
+from tavern_tui.text.tokens import estimate_messages
 
 DEFAULT_MAIN_PROMPT = "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}."
 PERSONALITY_FORMAT = "[{{char}}'s personality: {{personality}}]"

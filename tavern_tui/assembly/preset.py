@@ -2,7 +2,7 @@
 
 Rules: issue 5 §3-§4 and DESIGN.md "Strategies": the preset's prompts, the card, persona and
 activated world info are placed as SillyTavern's prompt manager places them
-(`assembly.st_prompt.build_prompt`), the result is a request-only array: the engine records it
+(`assembly.sillytavern.build_prompt`), the result is a request-only array: the engine records it
 in a `request/assembly` event and never writes its bodies into chat history. Preset
 parameters become call config only.
 """
@@ -15,23 +15,23 @@ from typing import Any
 
 from tavern_tui.assembly.basic import memory_context
 from tavern_tui.assembly.macros import MacroContext
-from tavern_tui.assembly.st_budget import PromptPart
-from tavern_tui.assembly.st_injections import AuthorsNote
-from tavern_tui.assembly.st_prompt import (
+from tavern_tui.assembly.sillytavern import (
+    AuthorsNote,
     BuiltPrompt,
     HistoryMessage,
     PromptInputs,
+    PromptPart,
     build_prompt,
     to_messages,
 )
 from tavern_tui.assembly.strategies import PROJECTION, ROLES_FIRST, SLOTS_FIRST
-from tavern_tui.text.tokens import DEFAULT_COUNTER
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.log import HIDDEN_KEY, PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
 from tavern_tui.engine.step import Assembly
 from tavern_tui.formats.presets import ParsedPreset
 from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
+from tavern_tui.text.tokens import DEFAULT_COUNTER
 
 
 _CHAT_SOURCES = frozenset({"new_chat", "history", "input"})

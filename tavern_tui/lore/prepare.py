@@ -21,7 +21,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field, fields
 
-from tavern_tui.text.names import substitute_names
 from tavern_tui.lore.buffer import ExtraFlags, Segment
 from tavern_tui.lore.context import EXTRA_SOURCES, ActivationContext, SourcedBook
 from tavern_tui.lore.jsregex import JS_SPACE_CLASS, js_trim
@@ -39,6 +38,7 @@ from tavern_tui.lore.settings import (
     WorldInfoSettings,
 )
 from tavern_tui.lore.timed import EntryKey
+from tavern_tui.text.names import substitute_names
 
 KNOWN_DECORATORS = ("@@activate", "@@dont_activate")
 _GROUP_SPLIT = re.compile(f",[{JS_SPACE_CLASS}]*")

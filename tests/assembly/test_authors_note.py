@@ -22,19 +22,19 @@ from typing import Any
 
 import pytest
 
-from tavern_tui.assembly.st_budget import MESSAGE_OVERHEAD
-from tavern_tui.assembly.st_injections import AuthorsNote
-from tavern_tui.assembly.st_prompt import (
+from tavern_tui.assembly.sillytavern import (
+    MESSAGE_OVERHEAD,
+    AuthorsNote,
     BuiltPrompt,
     HistoryMessage,
     PromptInputs,
     build_prompt,
     chat_overrides_from_metadata,
 )
-from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.formats.presets import ParsedPreset, parse_preset
 from tavern_tui.lore.model import Role
 from tavern_tui.lore.result import Buckets
+from tavern_tui.text.tokens import estimate_tokens
 from tests.assembly.test_st_prompt import CHAR, USER, absolute, chat, make_preset, relative
 
 NOTE = "Keep the pace slow."

@@ -11,26 +11,24 @@ from typing import Any
 import pytest
 
 from tavern_tui.assembly.macros import MacroContext
-from tavern_tui.assembly.st_budget import (
+from tavern_tui.assembly.sillytavern import (
     MESSAGE_OVERHEAD,
     REPLY_PRIMING,
-    PromptPart,
-    PromptTooLarge,
-    parse_example_block,
-    sanitize_name,
-)
-from tavern_tui.assembly.st_prompt import (
     BuiltPrompt,
     HistoryMessage,
     PromptInputs,
+    PromptPart,
+    PromptTooLarge,
     build_prompt,
+    parse_example_block,
+    sanitize_name,
     to_messages,
 )
-from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.formats.cards import parse_card
 from tavern_tui.formats.presets import ParsedPreset, parse_preset
 from tavern_tui.lore.model import Role
 from tavern_tui.lore.result import Buckets
+from tavern_tui.text.tokens import estimate_tokens
 
 CHAR, USER = "Seraphina", "Alice"
 DEFAULT_MAIN = "Write Seraphina's next reply in a fictional chat between Seraphina and Alice."

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tavern_tui.assembly.sillytavern import PromptInputs, build_prompt
 from tavern_tui.text import tokens
-from tavern_tui.assembly.st_prompt import PromptInputs, build_prompt
 from tavern_tui.text.tokens import (
     CACHE_SIZE,
     DEFAULT_COUNTER,

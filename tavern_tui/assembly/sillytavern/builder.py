@@ -4,8 +4,8 @@ Rules: format-digest §c.4 (SillyTavern 1.18 `openai.js` `prepareOpenAIMessages`
 `preparePromptsForChatCompletion` → `populateChatCompletion`,
 `ChatCompletion.squashSystemMessages`; `PromptManager.js` `preparePrompt`), in ST's order. This
 module holds the prompt order, its markers and the fixed prompts; the in-chat injections and the
-Author's Note are in `st_injections`, the chat, the examples and the budget they are fitted into
-in `st_budget`:
+Author's Note are in `injections`, the chat, the examples and the budget they are fitted into
+in `budget`:
 
 1. The collection is `preset.enabled_prompts(generation)` (order group 100001 → 100000 →
    default; a disabled `main` is kept, empty). Markers are filled by identifier: world info
@@ -30,9 +30,9 @@ in `st_budget`:
    newest→oldest while it fits, stopping at the first message that does not (the input is kept
    whatever happens); the new-chat line goes on top.
 5. In-chat injections per depth, the card's depth prompt, world info @depth and the Author's
-   Note: `st_injections`.
+   Note: `injections`.
 6. Example dialogue (whole blocks while they fit, after the chat unless `pin_examples`):
-   `st_budget`.
+   `budget`.
 7. Continue: without `continue_prefill` the continued reply and the nudge go last (ST adds them
    at the very end, after post-history instructions); with it the reply + `continue_postfix`
    (not when it already ends with a space, as ST) is the final assistant message. Impersonate:
@@ -43,7 +43,7 @@ in `st_budget`:
    front of a continue prefill ("\\n\\n") instead of a second assistant message.
 8. `squash_system_messages`: consecutive system parts without a name are merged with "\\n",
    except the new-chat and example-header lines.
-9. `names_behavior` (CONTENT, COMPLETION, NONE, DEFAULT): `st_budget`.
+9. `names_behavior` (CONTENT, COMPLETION, NONE, DEFAULT): `budget`.
 
 Pure: no I/O.
 """
@@ -51,33 +51,31 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tavern_tui.assembly.basic import split_examples
 from tavern_tui.assembly.macros import MacroContext, substitute
-from tavern_tui.assembly.st_budget import (
+from tavern_tui.assembly.sillytavern.budget import (
     REPLY_PRIMING,
-    PromptPart,
+    ChatBudget,
+    ChatItem,
     PromptTooLarge,
-    _ChatBudget,
-    _Item,
 )
-from tavern_tui.assembly.st_injections import (
-    _NOTE_ID,
-    AuthorsNote,
-    _Absolute,
-    _InChatSteps,
+from tavern_tui.assembly.sillytavern.injections import (
+    NOTE_ID,
+    AbsolutePrompt,
+    InChatInjector,
+    depth_prompt,
 )
-from tavern_tui.text.tokens import DEFAULT_COUNTER
-from tavern_tui.formats.presets import ABSOLUTE, ParsedPreset, PresetPrompt
-from tavern_tui.lore.result import Buckets
+from tavern_tui.assembly.sillytavern.inputs import (
+    CHAT_OVERRIDE_KEYS,
+    PromptInputs,
+    PromptPart,
+)
+from tavern_tui.formats.presets import ABSOLUTE, PresetPrompt
 
-__all__ = [
-    "CHAT_OVERRIDE_KEYS", "BuiltPrompt", "HistoryMessage", "PromptInputs", "build_prompt",
-    "chat_overrides_from_metadata", "to_messages",
-]
+__all__ = ["BuiltPrompt", "build_prompt", "to_messages"]
 
 _FILLED_MARKERS = ("worldInfoBefore", "worldInfoAfter", "charDescription", "charPersonality", "scenario",
                    "personaDescription")
@@ -88,90 +86,6 @@ _BUILTIN_SENT = frozenset({"main", "nsfw", "jailbreak", "enhanceDefinitions"})
 _ENGINE_PROMPTS = frozenset({"impersonate", "quietPrompt", "groupNudge", "bias", "summary", "authorsNote",
                              "vectorsMemory", "vectorsDataBank", "smartContext"})
 _LAST_CHAT_MESSAGE = re.compile(r"\{\{\s*lastChatMessage\s*\}\}", re.IGNORECASE)
-CHAT_OVERRIDE_KEYS = ("scenario", "mes_example", "system_prompt")
-"""`chat_metadata` keys that override the card's field of the same name for one chat."""
-
-
-# --- public data -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HistoryMessage:
-    """One chat message as the prompt builder reads it.
-
-    Attributes:
-        role: "user", "assistant" or "system".
-        content: the text.
-        ref: (session, seq) of the event holding it.
-        name: the speaker's display name (used by names_behavior).
-        is_input: the message being sent this step (the claimed input).
-    """
-
-    role: str
-    content: str
-    ref: tuple[int, int] | None = None
-    name: str = ""
-    is_input: bool = False
-
-
-def chat_overrides_from_metadata(meta: dict[str, Any] | None) -> dict[str, str]:
-    """The chat's overrides of card fields (`chat_metadata.scenario`, `.mes_example`,
-    `.system_prompt`): every key of `CHAT_OVERRIDE_KEYS` holding a non-empty string.
-
-    SillyTavern uses `chat_metadata.X || card.X` (`getCharacterCardFieldsLazy`), so an empty
-    string does not override; a whitespace-only one does (and then trims to nothing).
-    """
-    meta = meta if isinstance(meta, dict) else {}
-    return {key: meta[key] for key in CHAT_OVERRIDE_KEYS if isinstance(meta.get(key), str) and meta[key]}
-
-
-@dataclass
-class PromptInputs:
-    """Everything `build_prompt` reads.
-
-    Attributes:
-        preset: the parsed chat-completion preset.
-        card: normalised card `data` (description, personality, scenario, mes_example,
-            system_prompt, post_history_instructions, first_mes, creator_notes,
-            character_version, extensions.depth_prompt {prompt, depth, role}).
-        char, user: the names for macros and example parsing.
-        persona: the persona description ("" = none).
-        lore: activated world info.
-        history: the chat, oldest first, the input(s) (`is_input`) last.
-        generation: normal | regenerate | swipe | continue | impersonate | quiet.
-        continue_text: for continue, the reply being extended (not in `history`).
-        macros: base macro context (time, rng, variables, chat id …); names, card fields,
-            persona, examples, `original` and the chat-state fields are filled in here.
-        count: the token counter for budgeting (text → tokens); the default is the shared,
-            cached estimate `tokens.DEFAULT_COUNTER`; pass `tokens.make_counter(path)` for a
-            tokenizer file.
-        authors_note: the chat's Author's Note (`AuthorsNote.from_chat_metadata`); None = no
-            note at all (AN-top / AN-bottom world info is then left out, with an adjustment).
-        chat_overrides: the chat's overrides of card fields (`chat_overrides_from_metadata`):
-            a non-empty "scenario" / "mes_example" / "system_prompt" replaces the card's
-            field everywhere (marker, examples, macros, main override).
-        user_message_count: user messages in the whole chat as SillyTavern counts them for the
-            note's interval (hidden ones too, the input included); None = the user messages of
-            `history`.
-        strict_budget: mandatory prompts over the budget raise `PromptTooLarge` (SillyTavern);
-            False (native strategies, which send the history whole) names it as an adjustment.
-    """
-
-    preset: ParsedPreset
-    card: dict[str, Any]
-    char: str
-    user: str
-    persona: str = ""
-    lore: Buckets = field(default_factory=Buckets)
-    history: list[HistoryMessage] = field(default_factory=list)
-    generation: str = "normal"
-    continue_text: str = ""
-    macros: MacroContext | None = None
-    count: Callable[[str], int] = DEFAULT_COUNTER
-    authors_note: AuthorsNote | None = None
-    chat_overrides: dict[str, str] = field(default_factory=dict)
-    user_message_count: int | None = None
-    strict_budget: bool = True
 
 
 @dataclass
@@ -213,7 +127,7 @@ def to_messages(parts: list[PromptPart]) -> list[dict[str, Any]]:
 
 def build_prompt(inputs: PromptInputs) -> BuiltPrompt:
     """Build the request SillyTavern would send for `inputs` (rules: the module docstrings of
-    `st_prompt`, `st_injections` and `st_budget`).
+    `builder`, `injections` and `budget`).
 
     Raises:
         PromptTooLarge: the mandatory prompts need more tokens than the budget.
@@ -221,20 +135,19 @@ def build_prompt(inputs: PromptInputs) -> BuiltPrompt:
     return _Builder(inputs).build()
 
 
-class _Builder(_InChatSteps, _ChatBudget):
-    """One build: the order, markers and fixed prompts here; the in-chat steps come from
-    `st_injections._InChatSteps`, the chat, examples and budget from `st_budget._ChatBudget`."""
+class _Builder:
+    """One build: the order, markers and fixed prompts here; it owns the in-chat steps
+    (`InChatInjector`) and the chat, examples and budget (`ChatBudget`)."""
 
     def __init__(self, inputs: PromptInputs) -> None:
         self.inputs = inputs
         self.preset = inputs.preset
         self.generation = (inputs.generation or "normal").strip().lower()
         self.adjustments: list[str] = []
-        self.count = inputs.count
-        self.budget = self.preset.max_context - self.preset.max_tokens
-        self.note_in_chat: tuple[AuthorsNote, str] | None = None  # the IN_CHAT Author's Note and its text
         self.ctx = MacroContext()
         self.ctx = self._context()
+        self.chat = ChatBudget(inputs, self.ctx, self.sub, self.adjustments)
+        self.in_chat = InChatInjector(inputs, self.ctx, self.sub, self._active, self.adjustments)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -260,7 +173,7 @@ class _Builder(_InChatSteps, _ChatBudget):
         inputs = self.inputs
         base = inputs.macros or MacroContext()
         history = inputs.history
-        depth_text, _, _ = self._depth_prompt()
+        depth_text, _, _ = depth_prompt(inputs.card)
         last_user = next((m.content for m in reversed(history) if m.role == "user"), "")
         last_char = next((m.content for m in reversed(history) if m.role == "assistant"), "")
         ctx = replace(
@@ -358,7 +271,7 @@ class _Builder(_InChatSteps, _ChatBudget):
     def build(self) -> BuiltPrompt:
         inputs, preset = self.inputs, self.preset
         slots: list[PromptPart | str] = []  # parts, or "history" / "examples" placeholders
-        absolute: list[_Absolute] = []
+        absolute: list[AbsolutePrompt] = []
         seen_ids: set[str] = set()
         main_at: int | None = None  # where `main` is (or would be, when empty) among the slots
         for prompt in preset.enabled_prompts(self.generation):
@@ -380,7 +293,7 @@ class _Builder(_InChatSteps, _ChatBudget):
             elif prompt.marker:
                 self.adjustments.append(f"marker '{ident}' skipped: SillyTavern fills no marker of that name")
                 continue
-            elif ident == _NOTE_ID and inputs.authors_note is not None:
+            elif ident == NOTE_ID and inputs.authors_note is not None:
                 continue  # its settings apply to the Author's Note (`_place_note`)
             elif ident in _ENGINE_PROMPTS:
                 self.adjustments.append(f"prompt '{ident}' skipped: SillyTavern uses it only for its own purpose")
@@ -399,11 +312,11 @@ class _Builder(_InChatSteps, _ChatBudget):
                         self.adjustments.append(f"prompt '{ident}' skipped: empty")
                     continue
             if prompt.injection_position == ABSOLUTE:
-                absolute.append(_Absolute(ident, prompt.role, content, prompt.injection_depth,
+                absolute.append(AbsolutePrompt(ident, prompt.role, content, prompt.injection_depth,
                                           prompt.injection_order))
             else:
                 slots.append(PromptPart(prompt.role, content, source, ident))
-        self._place_note(slots, absolute, main_at)
+        self.in_chat.place_note(slots, absolute, main_at)
         if "personaDescription" not in seen_ids and self.ctx.persona.strip():
             self._place_persona(slots)
         for ident, key in (("main", "system_prompt"), ("jailbreak", "post_history_instructions")):
@@ -421,14 +334,14 @@ class _Builder(_InChatSteps, _ChatBudget):
         prefill_mode = bool(continue_text) and preset.continue_prefill
 
         # The chat: macros, names, then in-chat injections (anchored with the continued reply).
-        items = self._history_items()
+        items = self.chat.history_items()
         if not has_history and items:
             self.adjustments.append("chat history not sent: the preset's order has no enabled 'chatHistory'")
         anchor = None
         if continue_text and not prefill_mode:
-            anchor = _Item(PromptPart("assistant", continue_text, "continue", "continueMessage"), "anchor")
+            anchor = ChatItem(PromptPart("assistant", continue_text, "continue", "continueMessage"), "anchor")
             items.append(anchor)
-        items = self._inject(items, absolute)
+        items = self.in_chat.inject(items, absolute)
         if anchor is not None:
             items.remove(anchor)
 
@@ -467,30 +380,30 @@ class _Builder(_InChatSteps, _ChatBudget):
         mandatory = [p for p in slots if isinstance(p, PromptPart)] + tail
         mandatory += [new_chat] if new_chat else []
         mandatory += [it.part for it in inputs_kept]
-        needed = REPLY_PRIMING + sum(self.cost(p) for p in mandatory)
-        if needed > self.budget and self.inputs.strict_budget:
-            raise PromptTooLarge(needed, self.budget, preset.max_context, preset.max_tokens)
-        if needed > self.budget:
-            self.adjustments.append(f"the prompts need {needed} tokens, over the preset's budget of {self.budget}: "
+        needed = REPLY_PRIMING + sum(self.chat.cost(p) for p in mandatory)
+        if needed > self.chat.budget and self.inputs.strict_budget:
+            raise PromptTooLarge(needed, self.chat.budget, preset.max_context, preset.max_tokens)
+        if needed > self.chat.budget:
+            self.adjustments.append(f"the prompts need {needed} tokens, over the preset's budget of {self.chat.budget}: "
                                     "sent whole (native delivery is not trimmed)")
-        remaining = max(0, self.budget - needed)
+        remaining = max(0, self.chat.budget - needed)
 
         # Examples first when pinned, then the chat, then (unpinned) examples.
-        blocks = self._example_blocks() if has_examples else []
-        if not has_examples and self._example_sources():
+        blocks = self.chat.example_blocks() if has_examples else []
+        if not has_examples and self.chat.example_sources():
             self.adjustments.append("examples not sent: the preset's order has no enabled 'dialogueExamples'")
         pinned = preset.settings.get("pin_examples") is True
         examples: list[PromptPart] = []
         if pinned:
-            examples, remaining = self._fit_examples(blocks, remaining)
+            examples, remaining = self.chat.fit_examples(blocks, remaining)
 
         chat: list[PromptPart] = []
         dropped = 0
         if has_history:
-            chat, remaining, dropped = self._fit_history(items, remaining, inputs_kept)
+            chat, remaining, dropped = self.chat.fit_history(items, remaining, inputs_kept)
 
         if not pinned:
-            examples, remaining = self._fit_examples(blocks, remaining)
+            examples, remaining = self.chat.fit_examples(blocks, remaining)
 
         parts: list[PromptPart] = []
         for slot in slots:
@@ -504,11 +417,11 @@ class _Builder(_InChatSteps, _ChatBudget):
 
         tokens: dict[str, int] = {}
         for part in parts:
-            tokens[part.source] = tokens.get(part.source, 0) + self.cost(part)
+            tokens[part.source] = tokens.get(part.source, 0) + self.chat.cost(part)
         if preset.squash_system_messages:
             parts = _squash(parts)
-        return BuiltPrompt(parts=parts, adjustments=self.adjustments, tokens=tokens, budget=self.budget,
-                           history_dropped=dropped, token_counter=str(getattr(self.count, "name", "custom")))
+        return BuiltPrompt(parts=parts, adjustments=self.adjustments, tokens=tokens, budget=self.chat.budget,
+                           history_dropped=dropped, token_counter=str(getattr(self.inputs.count, "name", "custom")))
 
 
 def _squash(parts: list[PromptPart]) -> list[PromptPart]:

@@ -1,14 +1,14 @@
-"""Provides the request's parts (`PromptPart`), the chat history and the example dialogue of a
-SillyTavern prompt, and fits the chat and the examples into the token budget.
+"""Provides `ChatBudget`: the chat history and the example dialogue of a SillyTavern prompt,
+fitted into the token budget.
 
 Rule: SillyTavern 1.18 `openai.js` `populateChatHistory`, `populateDialogueExamples`,
 `parseExampleIntoIndividual` and `sanitizeName` (format-digest §c.4; steps 4, 6 and 9 of
-`st_prompt`):
+`builder`):
 
 - Budget = openai_max_context − openai_max_tokens. What the mandatory prompts and the reply
   priming (`REPLY_PRIMING`) leave is filled with the chat (with its injections) newest→oldest
   while it fits, stopping at the first message that does not (the input is kept whatever
-  happens); when the mandatory prompts alone do not fit, `st_prompt` raises `PromptTooLarge`.
+  happens); when the mandatory prompts alone do not fit, the builder raises `PromptTooLarge`.
 - Example dialogue: blocks = WI top + card blocks + WI bottom; each becomes the
   `new_example_chat_prompt` line plus its messages (system role, name example_user /
   example_assistant). Whole blocks, in order, while they fit; after the chat unless the preset
@@ -25,59 +25,25 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tavern_tui.assembly.basic import split_examples
-from tavern_tui.text.names import substitute_names
+from tavern_tui.assembly.macros import MacroContext
+from tavern_tui.assembly.sillytavern.inputs import ROLES, PromptInputs, PromptPart
 from tavern_tui.errors import TavernError
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from tavern_tui.assembly.macros import MacroContext
-    from tavern_tui.assembly.st_prompt import PromptInputs
-    from tavern_tui.formats.presets import ParsedPreset
+from tavern_tui.text.names import substitute_names
 
 __all__ = [
-    "MESSAGE_OVERHEAD", "REPLY_PRIMING", "PromptPart", "PromptTooLarge", "parse_example_block", "sanitize_name",
+    "MESSAGE_OVERHEAD", "REPLY_PRIMING", "ChatBudget", "ChatItem", "PromptTooLarge", "parse_example_block",
+    "sanitize_name",
 ]
 
 MESSAGE_OVERHEAD = 3  # framing tokens of one chat message (OpenAI's ~3 per message)
 REPLY_PRIMING = 3  # ST reserves 3 tokens: "every reply is primed with <|start|>assistant<|message|>"
 
-ROLES = ("system", "user", "assistant")
 _NAMES_NONE, _NAMES_DEFAULT, _NAMES_COMPLETION, _NAMES_CONTENT = -1, 0, 1, 2
 _VALID_NAME = re.compile(r"[a-zA-Z0-9_]{1,64}")
-
-
-@dataclass(frozen=True)
-class PromptPart:
-    """One message of the request and where it came from.
-
-    Attributes:
-        role: "system", "user" or "assistant".
-        content: the text sent.
-        source: "preset" | "marker" | "persona" | "new_chat" | "examples" | "history" | "input" |
-            "injection" | "world_info" | "authors_note" | "continue" | "impersonate" |
-            "send_if_empty" | "prefill". In-chat messages are "injection" (or "world_info" when
-            they hold world info @depth only); the Author's Note is "injection" when in the chat
-            and "authors_note" when it is its own message before/after `main`.
-        identifier: the preset prompt identifier or marker name ("main", "charDescription",
-            "dialogueExamples", …); "worldInfoDepth" for world info @depth, "charDepthPrompt" for
-            the card's depth prompt, "authorsNote" for the Author's Note; an injection merging
-            several sources joins them with "+" (preset prompts first, then the extension
-            prompts in ST's key order: authorsNote, charDepthPrompt, worldInfoDepth).
-        ref: the event of a history/input part.
-        name: the OpenAI `name` field (examples; names_behavior COMPLETION), None when unset.
-    """
-
-    role: str
-    content: str
-    source: str
-    identifier: str = ""
-    ref: tuple[int, int] | None = None
-    name: str | None = None
 
 
 class PromptTooLarge(TavernError):
@@ -146,35 +112,53 @@ def parse_example_block(block: str, user: str, char: str) -> list[tuple[str, str
 
 
 @dataclass
-class _Item:
-    """A chat-area message during budgeting: kind "history" | "input" | "injection" | "anchor"."""
+class ChatItem:
+    """A chat-area message during budgeting.
+
+    Attributes:
+        part: the message.
+        kind: "history" | "input" | "injection" | "anchor" (the continued reply, which anchors
+            the injection depths and is taken out again before the chat is fitted).
+    """
 
     part: PromptPart
     kind: str
 
 
-class _ChatBudget:
-    """The chat and example steps of `st_prompt._Builder`, which inherits them: they read the
-    builder's state declared here and expand macros with its `sub`."""
+class ChatBudget:
+    """The chat and example steps of one prompt build, and the budget they are fitted into.
 
-    inputs: PromptInputs
-    preset: ParsedPreset
-    ctx: MacroContext
-    count: Callable[[str], int]
-    budget: int
-    adjustments: list[str]
+    Args:
+        inputs: the build's inputs (preset, history, world info, names, token counter).
+        ctx: the build's macro context (card fields already expanded).
+        sub: the builder's macro expansion, `sub(text, original=None) -> str`.
+        adjustments: the build's list of adjustment sentences; the steps append to it in order.
 
-    if TYPE_CHECKING:
-        def sub(self, text: str, original: str | None = None) -> str: ...
+    Attributes:
+        budget: openai_max_context − openai_max_tokens, in tokens.
+    """
+
+    def __init__(self, inputs: PromptInputs, ctx: MacroContext, sub: Callable[..., str],
+                 adjustments: list[str]) -> None:
+        self.inputs = inputs
+        self.preset = inputs.preset
+        self.ctx = ctx
+        self.sub = sub
+        self.count = inputs.count
+        self.budget = self.preset.max_context - self.preset.max_tokens
+        self.adjustments = adjustments
 
     def cost(self, part: PromptPart) -> int:
+        """Tokens of one part: count(content) + count(name) + `MESSAGE_OVERHEAD`."""
         return self.count(part.content) + (self.count(part.name) if part.name else 0) + MESSAGE_OVERHEAD
 
     # -- chat ---------------------------------------------------------------------------------
 
-    def _history_items(self) -> list[_Item]:
+    def history_items(self) -> list[ChatItem]:
+        """The chat as items, oldest first: macros expanded, empty messages dropped, unknown roles
+        sent as user, and names applied as the preset's `names_behavior` says."""
         behaviour = self.preset.names_behavior
-        items: list[_Item] = []
+        items: list[ChatItem] = []
         for message in self.inputs.history:
             role = message.role if message.role in ROLES else "user"
             content = self.sub(message.content.replace("\r", ""))
@@ -187,15 +171,15 @@ class _ChatBudget:
                 elif behaviour == _NAMES_COMPLETION:
                     name = sanitize_name(message.name) or None
             source = "input" if message.is_input else "history"
-            items.append(_Item(PromptPart(role, content, source, "", message.ref, name),
+            items.append(ChatItem(PromptPart(role, content, source, "", message.ref, name),
                                "input" if message.is_input else "history"))
         return items
 
-    def _fit_history(self, items: list[_Item], remaining: int,
-                     inputs_kept: list[_Item]) -> tuple[list[PromptPart], int, int]:
+    def fit_history(self, items: list[ChatItem], remaining: int,
+                     inputs_kept: list[ChatItem]) -> tuple[list[PromptPart], int, int]:
         """Fill the chat newest→oldest while it fits; the input is already paid for."""
         preset = self.preset
-        kept: list[_Item] = []
+        kept: list[ChatItem] = []
         # send_if_empty: ST inserts it before walking the chat, when the chat ends with the assistant.
         filler: PromptPart | None = None
         text = preset.send_if_empty
@@ -237,7 +221,7 @@ class _ChatBudget:
 
     # -- examples -----------------------------------------------------------------------------
 
-    def _example_sources(self) -> list[str]:
+    def example_sources(self) -> list[str]:
         """Example blocks: WI top, the card's (macros expanded), WI bottom; names substituted."""
         lore, user, char = self.inputs.lore, self.inputs.user, self.inputs.char
         blocks: list[str] = []
@@ -248,10 +232,12 @@ class _ChatBudget:
             blocks += split_examples(substitute_names(text, char, user))
         return blocks
 
-    def _example_blocks(self) -> list[list[PromptPart]]:
+    def example_blocks(self) -> list[list[PromptPart]]:
+        """Each example block as its parts: the `new_example_chat_prompt` line (when not blank)
+        and its messages (system role, named example_user / example_assistant)."""
         header_text = self.sub(self.preset.new_example_chat_prompt)
         out: list[list[PromptPart]] = []
-        for block in self._example_sources():
+        for block in self.example_sources():
             messages = parse_example_block(block, self.inputs.user, self.inputs.char)
             if not messages:
                 continue
@@ -260,7 +246,7 @@ class _ChatBudget:
             out.append(parts)
         return out
 
-    def _fit_examples(self, blocks: list[list[PromptPart]], remaining: int) -> tuple[list[PromptPart], int]:
+    def fit_examples(self, blocks: list[list[PromptPart]], remaining: int) -> tuple[list[PromptPart], int]:
         """Whole blocks in order while they fit (ST `populateDialogueExamples` stops at the first
         block it cannot afford)."""
         kept: list[PromptPart] = []
