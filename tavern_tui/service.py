@@ -19,11 +19,11 @@ from typing import Any
 
 from tavern_tui.assembly.basic import BasicAssembler
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
-from tavern_tui.assembly.macros import substitute_names
-from tavern_tui.assembly.st_injections import AuthorsNote
-from tavern_tui.assembly.st_prompt import chat_overrides_from_metadata, to_messages
+from tavern_tui.text.names import substitute_names
+from tavern_tui.assembly.sillytavern import AuthorsNote
+from tavern_tui.assembly.sillytavern import chat_overrides_from_metadata, to_messages
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
-from tavern_tui.assembly.tokens import estimate_messages, make_counter
+from tavern_tui.text.tokens import estimate_messages, make_counter
 from tavern_tui.config import Settings
 from tavern_tui.engine.events import canonical_json
 from tavern_tui.engine.log import (

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tavern_tui.assembly.macros import substitute_names
+from tavern_tui.text.names import substitute_names
 from tavern_tui.engine.events import EventKind, NewEvent, Origin, parse_origin
 from tavern_tui.engine.log import HIDDEN_KEY, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
 from tavern_tui.engine.step import OPENING_SOURCE

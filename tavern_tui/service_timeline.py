@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from tavern_tui.assembly.macros import substitute_names
+from tavern_tui.text.names import substitute_names
 from tavern_tui.engine.events import EventKind, Origin
 from tavern_tui.engine.log import (
     EDIT_SOURCE,

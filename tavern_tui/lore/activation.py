@@ -31,7 +31,7 @@ from functools import partial
 from itertools import chain
 from operator import attrgetter
 
-from tavern_tui.assembly.tokens import estimate_tokens
+from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.lore.buckets import build_buckets
 from tavern_tui.lore.buffer import ScanBuffer, Segment
 from tavern_tui.lore.context import ActivationContext, SourcedBook
