@@ -152,6 +152,8 @@ class _Builder:
     # -- helpers ------------------------------------------------------------------------------
 
     def sub(self, text: str, original: str | None = None) -> str:
+        """`text` with its macros expanded against the build's context (`original` = what
+        `{{original}}` stands for); "" for empty text. The helpers expand macros through it."""
         if not text:
             return ""
         ctx = self.ctx if original is None else replace(self.ctx, original=original)
@@ -384,8 +386,8 @@ class _Builder:
         if needed > self.chat.budget and self.inputs.strict_budget:
             raise PromptTooLarge(needed, self.chat.budget, preset.max_context, preset.max_tokens)
         if needed > self.chat.budget:
-            self.adjustments.append(f"the prompts need {needed} tokens, over the preset's budget of {self.chat.budget}: "
-                                    "sent whole (native delivery is not trimmed)")
+            self.adjustments.append(f"the prompts need {needed} tokens, over the preset's budget of "
+                                    f"{self.chat.budget}: sent whole (native delivery is not trimmed)")
         remaining = max(0, self.chat.budget - needed)
 
         # Examples first when pinned, then the chat, then (unpinned) examples.
