@@ -19,6 +19,9 @@ Safety limits (ours, not ST's): dice N ≤ 100 and M ≤ 1000 (else ""), `{{newl
 N ≤ 1000 (else left as written), and at most `MAX_EXPANSION` characters produced by macros per call; once
 spent, the remaining macros are left as written. Parsing is a single stack pass, so the work is linear in the
 input plus that budget. Nothing is ever executed or `eval`-ed.
+
+Modules: `engine` (`MacroContext`, `substitute`, the parser and the macro definitions), `jsvalues`
+(JavaScript value semantics and the variable store), `moment` (moment.js formatting and durations).
 """
 
 from tavern_tui.assembly.macros.engine import MAX_EXPANSION, MacroContext, substitute
