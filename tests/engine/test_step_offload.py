@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from contextlib import aclosing
 from collections.abc import Iterator, Sequence
+from contextlib import aclosing
 
 import pytest
 
