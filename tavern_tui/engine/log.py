@@ -10,6 +10,8 @@ adapts a synchronous log by running each call in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect as _inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -109,7 +111,10 @@ async def until_done(awaitable: Awaitable[_T]) -> tuple[_T, asyncio.CancelledErr
 async def _in_thread(call: Callable[..., _T], *args: Any) -> _T:
     # A thread cannot be stopped: on a cancel, wait for the call, then let the cancel through,
     # so the caller's next call never overtakes this one.
-    result, cancel = await until_done(asyncio.to_thread(call, *args))
+    # `asyncio.to_thread` without its coroutine: a plain executor future needs no task to shield.
+    context = contextvars.copy_context()
+    future = asyncio.get_running_loop().run_in_executor(None, functools.partial(context.run, call, *args))
+    result, cancel = await until_done(future)
     if cancel is not None:
         raise cancel
     return result
