@@ -109,9 +109,9 @@ async def until_done(awaitable: Awaitable[_T]) -> tuple[_T, asyncio.CancelledErr
 
 
 async def _in_thread(call: Callable[..., _T], *args: Any) -> _T:
-    # A thread cannot be stopped: on a cancel, wait for the call, then let the cancel through,
-    # so the caller's next call never overtakes this one.
-    # `asyncio.to_thread` without its coroutine: a plain executor future needs no task to shield.
+    # What `asyncio.to_thread` does, minus its coroutine (an executor future needs no task to
+    # shield). A thread cannot be stopped: on a cancel, wait for the call, then let the cancel
+    # through, so the caller's next call never overtakes this one.
     context = contextvars.copy_context()
     future = asyncio.get_running_loop().run_in_executor(None, functools.partial(context.run, call, *args))
     result, cancel = await until_done(future)
@@ -122,7 +122,7 @@ async def _in_thread(call: Callable[..., _T], *args: Any) -> _T:
 
 class ThreadedLog:
     """An `AsyncSessionLog` over a synchronous `SessionLog`: each call runs in the default
-    executor (`asyncio.to_thread`), so a database log's round trips never block the event loop.
+    executor (as `asyncio.to_thread` does), so a database log's round trips never block the event loop.
 
     One call at a time per awaiting coroutine: each completes (even when cancelled) before
     the coroutine goes on. The wrapped log must accept calls from any thread, one after

@@ -5,6 +5,8 @@ the `Assembler` the caller passes (the engine knows nothing of SillyTavern forma
 durable history **plus the claimed batch**, before the user's text enters the log as a message.
 A cancel or a provider error mid-stream keeps what arrived as `assistant/attempt`; periodic
 `stream/checkpoint` events keep it across a crash (`recover_interrupted` settles them).
+The step awaits every log call (`engine.log.AsyncSessionLog`; a synchronous log runs in worker
+threads), so a database log never blocks the event loop.
 """
 
 from __future__ import annotations
