@@ -19,17 +19,23 @@ from tavern_tui.service import Tavern
 CORPUS_DIR = Path(os.environ.get("TAVERN_TEST_CORPUS")
                   or Path(__file__).resolve().parents[1].parent / "shared" / "corpus")
 
-_ENV = ("TAVERN_DB_URL", "TAVERN_API_BASE", "TAVERN_MODEL", "TAVERN_API_KEY", "TAVERN_USER_NAME", "TAVERN_CONFIG")
+ENV_PREFIX = "TAVERN_"
+"""Every variable the package reads starts with it (settings, paths, the persona API)."""
+
+HARNESS_ENV = frozenset({"TAVERN_TEST_CORPUS", "TAVERN_TEST_PG_URL"})
+"""`TAVERN_*` variables the test harness itself reads (the corpus folder, the PostgreSQL
+server for `db_url`); the package never does, so they survive the clearing."""
 
 
 @pytest.fixture(autouse=True)
 def isolated_profile(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point TAVERN_HOME at a fresh folder and clear provider settings, so no test touches a
-    real profile or reaches a real endpoint."""
+    """Clear every `TAVERN_*` variable but the harness's own (`HARNESS_ENV`), then point
+    TAVERN_HOME at a fresh folder: no test touches a real profile, reaches a real endpoint, or
+    changes with the developer's environment."""
+    for name in [n for n in os.environ if n.startswith(ENV_PREFIX) and n not in HARNESS_ENV]:
+        monkeypatch.delenv(name)
     home = tmp_path_factory.mktemp("tavern-home")
     monkeypatch.setenv("TAVERN_HOME", str(home))
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
     return home
 
 

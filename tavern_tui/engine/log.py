@@ -1,16 +1,22 @@
-"""Provides the session-log protocol and the message surface derived from it.
+"""Provides the session-log protocols (sync and awaited) and the message surface derived from them.
 
 Rules: seed 000 §1 (`Session.deriveMessages()`: the model-visible messages, after surface
 replacement, without step boundaries or stream chunks; `inspect()` pins an inclusive
 `throughSeq`, `page()` reads a bounded stable slice of that snapshot) and §1.1 (forks).
+The step awaits its log (`AsyncSessionLog`) so the event loop never waits on SQL; `ThreadedLog`
+adapts a synchronous log by running each call in a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import contextvars
+import functools
+import inspect as _inspect
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from tavern_tui.engine.events import (
     MESSAGE_KINDS,
@@ -56,6 +62,94 @@ class SessionLog(Protocol):
     def head_seq(self, session_id: int) -> int:
         """The last seq the session itself holds (0 when empty)."""
         ...
+
+
+class AsyncSessionLog(Protocol):
+    """The log calls a step makes (`engine.step.run_step`), awaited: the async counterparts of
+    `SessionLog.append` and `SessionLog.surface_events`, same arguments, results and errors.
+
+    A call, once awaited, runs to its end even when the awaiting task is cancelled meanwhile
+    (the cancel is raised after it): a step relies on each append being complete before its
+    next one, cancelled or not. `ThreadedLog` adapts any `SessionLog` this way.
+    """
+
+    async def append(self, session_id: int, events: Sequence[NewEvent]) -> list[Event]:
+        """`SessionLog.append`, awaited."""
+        ...
+
+    async def surface_events(self, session_id: int, through_seq: int | None = None) -> list[Event]:
+        """`SessionLog.surface_events`, awaited."""
+        ...
+
+
+_T = TypeVar("_T")
+
+
+async def until_done(awaitable: Awaitable[_T]) -> tuple[_T, asyncio.CancelledError | None]:
+    """Await `awaitable` to its end even when the awaiting task is cancelled meanwhile (once or
+    more): for work that must not be cut short, such as a write whose order matters.
+
+    Returns:
+        (its result, the first `CancelledError` delivered meanwhile or None). The caller
+        re-raises that error once it has finished what it must (the cancel is late, not lost).
+
+    Raises:
+        whatever `awaitable` raises; `CancelledError` when it was itself cancelled (the loop
+        shutting down cancels every task).
+    """
+    task = asyncio.ensure_future(awaitable)
+    cancel: asyncio.CancelledError | None = None
+    while True:
+        try:
+            return await asyncio.shield(task), cancel
+        except asyncio.CancelledError as exc:
+            if task.cancelled():
+                raise
+            cancel = cancel or exc
+
+
+async def _in_thread(call: Callable[..., _T], *args: Any) -> _T:
+    # What `asyncio.to_thread` does, minus its coroutine (an executor future needs no task to
+    # shield). A thread cannot be stopped: on a cancel, wait for the call, then let the cancel
+    # through, so the caller's next call never overtakes this one.
+    context = contextvars.copy_context()
+    future = asyncio.get_running_loop().run_in_executor(None, functools.partial(context.run, call, *args))
+    result, cancel = await until_done(future)
+    if cancel is not None:
+        raise cancel
+    return result
+
+
+class ThreadedLog:
+    """An `AsyncSessionLog` over a synchronous `SessionLog`: each call runs in the default
+    executor (as `asyncio.to_thread` does), so a database log's round trips never block the event loop.
+
+    One call at a time per awaiting coroutine: each completes (even when cancelled) before
+    the coroutine goes on. The wrapped log must accept calls from any thread, one after
+    another (`store.EventLog` does: pooled connections, one transaction per call).
+
+    Attributes:
+        sync: the wrapped synchronous log.
+    """
+
+    def __init__(self, log: SessionLog) -> None:
+        self.sync = log
+
+    async def append(self, session_id: int, events: Sequence[NewEvent]) -> list[Event]:
+        """`SessionLog.append` in a worker thread."""
+        return await _in_thread(self.sync.append, session_id, list(events))
+
+    async def surface_events(self, session_id: int, through_seq: int | None = None) -> list[Event]:
+        """`SessionLog.surface_events` in a worker thread."""
+        return await _in_thread(self.sync.surface_events, session_id, through_seq)
+
+
+def awaited_log(log: SessionLog | AsyncSessionLog) -> AsyncSessionLog:
+    """`log` itself when its `append` is a coroutine function (an `AsyncSessionLog`), else the
+    synchronous log wrapped in `ThreadedLog`."""
+    if _inspect.iscoroutinefunction(getattr(log, "append", None)):
+        return log  # type: ignore[return-value]
+    return ThreadedLog(log)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

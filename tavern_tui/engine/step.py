@@ -5,6 +5,8 @@ the `Assembler` the caller passes (the engine knows nothing of SillyTavern forma
 durable history **plus the claimed batch**, before the user's text enters the log as a message.
 A cancel or a provider error mid-stream keeps what arrived as `assistant/attempt`; periodic
 `stream/checkpoint` events keep it across a crash (`recover_interrupted` settles them).
+The step awaits every log call (`engine.log.AsyncSessionLog`; a synchronous log runs in worker
+threads), so a database log never blocks the event loop.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin
 from tavern_tui.engine.log import (
     PLACEHOLDER_SOURCE,
     SYSTEM_PROMPT_SOURCE,
+    AsyncSessionLog,
     SessionLog,
     SurfaceMessage,
-    derive_messages,
+    awaited_log,
     sent_to_model,
+    surface_of,
+    until_done,
 )
 from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
 from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, Provider, ReasoningDelta, TextDelta, Usage
@@ -182,12 +187,13 @@ def admit_opening(log: SessionLog, session_id: int, text: str, meta: dict[str, A
     return log.append(session_id, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body, Origin.ENGINE, OPENING_SOURCE)])[0]
 
 
-def _settle_attempt(log: SessionLog, session_id: int, text: str, reasoning: str, extra: dict[str, Any],
-                    origin: Origin | None = None, source: str | None = None, role: str = "assistant") -> Event:
+def _attempt(text: str, reasoning: str, extra: dict[str, Any], origin: Origin | None = None,
+             source: str | None = None, role: str = "assistant") -> NewEvent:
+    """The `assistant/attempt` that keeps a reply cut short (cancel, error, crash)."""
     body: dict[str, Any] = {"content": text, **extra}
     if reasoning:
         body["reasoning"] = reasoning
-    return log.append(session_id, [NewEvent(EventKind.ASSISTANT_ATTEMPT, role, body, origin, source)])[0]
+    return NewEvent(EventKind.ASSISTANT_ATTEMPT, role, body, origin, source)
 
 
 class StepBusy(TavernError):
@@ -209,7 +215,12 @@ class OpenStep:
 
 def open_step(log: SessionLog, session_id: int) -> OpenStep | None:
     """The session's unsettled step, if any: a `request/header` after the last settlement."""
-    own = [e for e in log.surface_events(session_id) if e.session_id == session_id]
+    return _open_step_in(log.surface_events(session_id), session_id)
+
+
+def _open_step_in(surface: list[Event], session_id: int) -> OpenStep | None:
+    """`open_step` on the session's surface events, already read."""
+    own = [e for e in surface if e.session_id == session_id]
     header: Event | None = None
     checkpoints: list[Event] = []
     for event in own:
@@ -227,8 +238,18 @@ def open_step(log: SessionLog, session_id: int) -> OpenStep | None:
     return OpenStep(checkpoints, last.created_at)
 
 
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """What a step's opening wrote and decided, up to the request it sends."""
+
+    user_event: Event | None
+    trace_event: Event
+    request: ChatRequest
+    model: str
+
+
 async def run_step(
-    log: SessionLog,
+    log: SessionLog | AsyncSessionLog,
     session_id: int,
     provider: Provider,
     assemble: Assembler,
@@ -242,11 +263,17 @@ async def run_step(
 ) -> AsyncIterator[StepUpdate]:
     """Run one step for the user's `text` and stream its progress.
 
+    Every log call is awaited, one after another, each complete before the next (a cancel
+    waits for the call under way): with a database log the event loop never runs SQL.
+
     Args:
-        log: the session log.
+        log: the session log: an `AsyncSessionLog`, or a synchronous `SessionLog` (the store's
+            `EventLog`, a test's `MemoryLog`), which is wrapped in `ThreadedLog` so each call
+            runs in a worker thread.
         session_id: the session to extend.
         provider: streams the completion.
-        assemble: builds the system section and config from history + the claimed batch.
+        assemble: builds the system section and config from history + the claimed batch
+            (called on the event loop).
         text: what the person submitted; None for a step without new input (regenerate,
             swipe, continue, impersonate).
         generation: what the step asks the model for (continue text, impersonation, …).
@@ -264,22 +291,148 @@ async def run_step(
         StepBusy: another process is streaming a reply in this session (nothing is written).
         StepFailed: the provider failed, or the stream was cut off (no `finish_reason` and no
             `[DONE]`); the partial reply is stored as `assistant/attempt`.
-        asyncio.CancelledError: the caller cancelled; the partial reply is stored first.
+        asyncio.CancelledError: the caller cancelled; the partial reply is stored first. A
+            cancel before the request is sent lets the step's opening writes finish, then
+            stores an empty cancelled attempt (no `StepStarted` is yielded), so no step is
+            left open.
     """
-    if recover_interrupted(log, session_id, stale_after=stale_after, now=now) is None and open_step(log, session_id):
-        raise StepBusy("a reply is being written in this playthrough by another tavern window or command; "
-                       "wait for it or stop it there")
+    alog = awaited_log(log)
     placeholder = bool(getattr(provider, "placeholder", False))
     reply_origin, reply_source = (Origin.ENGINE, PLACEHOLDER_SOURCE) if placeholder else (None, None)
     impersonate = generation.type == "impersonate"
     if impersonate and not placeholder:
         reply_origin, reply_source = Origin.AGENT, IMPERSONATION_SOURCE
     reply_role = "user" if impersonate else "assistant"
+    # The opening runs to its end even if cancelled meanwhile: half of it would leave a header
+    # without a settlement (the session then looks busy) or an input without its step.
+    opened, early_cancel = await until_done(_open(alog, session_id, provider, assemble, text, generation,
+                                                  stale_after, now))
+    user_event, trace_event, request, model = opened.user_event, opened.trace_event, opened.request, opened.model
+    retries_recorded = False
+    if early_cancel is None:
+        yield StepStarted(user_event, request, generation)
+
+    def settle_text(new: str) -> str:
+        return join_continuation(generation.continue_text, new) if generation.type == "continue" else new
+
+    context: dict[str, Any] = {}
+    if generation.continues is not None:
+        context["continues"] = list(generation.continues)
+    timing: dict[str, Any] = {"submitted": now().isoformat()}
+    context["timing"] = timing
+
+    parts: list[str] = []
+    reasoning: list[str] = []
+    checkpointed = (0, 0)  # how much of parts/reasoning is already in checkpoints
+    last_checkpoint = clock()
+    usage: Usage | None = None
+    finished: Finished | None = None
+
+    async def settle_attempt(extra: dict[str, Any]) -> Event:
+        if not retries_recorded:
+            await _record_retries(alog, session_id, trace_event, provider, now)
+        _finish_context(context, provider, now)
+        return (await alog.append(session_id, [_attempt(settle_text("".join(parts)), "".join(reasoning),
+                                                        {**extra, **context}, reply_origin, reply_source,
+                                                        reply_role)]))[0]
+
+    if early_cancel is not None:
+        # Cancelled before the request went out: settle the step as cancelled before its first
+        # byte, without the provider's attempts (they are still its previous request's).
+        timing["last_byte"] = now().isoformat()
+        await until_done(alog.append(session_id, [_attempt(settle_text(""), "", {"cancelled": True, **context},
+                                                           reply_origin, reply_source, reply_role)]))
+        raise early_cancel
+    try:
+        # aclosing: a consumer that stops early closes the provider's HTTP response at once.
+        async with aclosing(provider.stream(request)) as stream:
+            async for event in stream:
+                if not retries_recorded:  # the stream started: every earlier attempt is known now
+                    retries_recorded = True  # first: a cancel during the append must not repeat it
+                    await _record_retries(alog, session_id, trace_event, provider, now)
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                elif isinstance(event, ReasoningDelta):
+                    reasoning.append(event.text)
+                elif isinstance(event, Usage):
+                    usage = event
+                elif isinstance(event, Finished):
+                    finished = event
+                    continue
+                elif isinstance(event, ConfigAdjusted):
+                    # The provider dropped or renamed rejected parameters (seed 000 §3): keep
+                    # requested vs effective and each omission with the step, for the trace.
+                    adjusted = {"requested": event.requested, "effective": event.effective, "omitted": event.omitted}
+                    await alog.append(session_id, [NewEvent(CONFIG_ADJUSTED, None, adjusted)])
+                    context["config"] = {"effective": event.effective, "omitted": event.omitted}
+                    continue
+                if isinstance(event, (TextDelta, ReasoningDelta)):
+                    if "first_byte" not in timing:
+                        timing["first_byte"] = now().isoformat()
+                    # Checkpoint before handing the delta on: what the caller has seen is durable.
+                    if clock() - last_checkpoint >= checkpoint_every:
+                        body = {"content": "".join(parts[checkpointed[0]:]), "reasoning": "".join(reasoning[checkpointed[1]:])}
+                        await alog.append(session_id, [NewEvent(EventKind.STREAM_CHECKPOINT, None, body)])
+                        checkpointed = (len(parts), len(reasoning))
+                        last_checkpoint = clock()
+                    yield event
+    except (asyncio.CancelledError, GeneratorExit) as stop:
+        # A cancel while the attempt is written waits for it; raised after it, unless this
+        # already is one.
+        _, cancel = await until_done(settle_attempt({"cancelled": True}))
+        if cancel is not None and isinstance(stop, GeneratorExit):
+            raise cancel from None
+        raise
+    except ProviderError as exc:
+        error = {"category": exc.category, "message": str(exc), "status": exc.status}
+        attempt, cancel = await until_done(settle_attempt({"error": error}))
+        if cancel is not None:
+            raise cancel from exc
+        raise StepFailed(exc, attempt) from exc
+    _finish_context(context, provider, now)
+    if finished is None or (finished.finish_reason is None and not finished.saw_done):
+        # Neither a finish_reason nor [DONE]: the connection closed mid-reply.
+        cut = NetworkError("the connection closed before the reply finished (no finish_reason and no [DONE]); "
+                           "the text that arrived is kept")
+        error = {"category": cut.category, "message": str(cut), "status": None}
+        attempt = (await alog.append(session_id, [_attempt(settle_text("".join(parts)), "".join(reasoning),
+                                                           {"error": error, **context}, reply_origin, reply_source,
+                                                           reply_role)]))[0]
+        raise StepFailed(cut, attempt)
+
+    body: dict[str, Any] = {"content": settle_text("".join(parts)), "provider": provider.name, "model": model,
+                            "finish_reason": finished.finish_reason if finished else None, **context}
+    if reasoning:
+        body["reasoning"] = "".join(reasoning)
+    if usage is not None:
+        body["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                         "total_tokens": usage.total_tokens}
+    kind = EventKind.USER_MESSAGE if impersonate else EventKind.ASSISTANT_MESSAGE
+    settled = (await alog.append(session_id, [NewEvent(kind, reply_role, body, reply_origin, reply_source)]))[0]
+    yield StepSettled(settled, usage)
+
+
+async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assemble: Assembler, text: str | None,
+                generation: Generation, stale_after: float, now: Callable[[], datetime]) -> _Opened:
+    """A step's opening, in order: recover a stale step or refuse a live one; the inbox insert
+    and claim; assemble; admit system, context and input; records and the request header; the
+    trace record. Returns what the stream needs.
+
+    Raises:
+        StepBusy: another process is streaming in this session (nothing is written).
+    """
+    step = _open_step_in(await log.surface_events(session_id), session_id)
+    recovered = _recovery(step, stale_after, now)
+    if recovered is not None:
+        await log.append(session_id, [recovered])
+    elif step is not None:
+        raise StepBusy("a reply is being written in this playthrough by another tavern window or command; "
+                       "wait for it or stop it there")
     if text is not None:
-        log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, "user",
-                                         {"op": "insert", "messages": [{"role": "user", "content": text}]})])
-        log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, None, {"op": "claim", "count": 1})])
-    history = derive_messages(log, session_id)
+        await log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, "user",
+                                               {"op": "insert", "messages": [{"role": "user", "content": text}]})])
+        await log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, None, {"op": "claim", "count": 1})])
+    history = surface_of(await log.surface_events(session_id))
     assembly = assemble(history, [text] if text is not None else [])
 
     admitted: list[NewEvent] = []
@@ -290,7 +443,7 @@ async def run_step(
     admitted += context_events(history, assembly.context)
     if text is not None:
         admitted.append(NewEvent(EventKind.USER_MESSAGE, "user", {"content": text}))
-    stored = log.append(session_id, admitted)
+    stored = await log.append(session_id, admitted)
     user_event = stored[-1] if text is not None else None
 
     # Messages this request alone carries (never part of the surface), kept for the trace.
@@ -314,7 +467,7 @@ async def run_step(
     model = assembly.model or provider.model
     header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
               "assembly": assembly.meta, "generation": generation.type}
-    stored_records = log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
+    stored_records = await log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
     header_event = stored_records[-1]
     assembly_event = next((e for e in stored_records if e.kind == EventKind.REQUEST_ASSEMBLY), None)
     if assembly.request is not None:
@@ -323,7 +476,7 @@ async def run_step(
         sent = [SentMessage(m["role"], str(part.get("source", "request-only")), assembly_event.ref, i, message_hash(m))
                 for i, (m, part) in enumerate(zip(messages, list(assembly.request_parts) + [{}] * len(messages)))]
     else:
-        surface = [m for m in derive_messages(log, session_id) if sent_to_model(m)]
+        surface = [m for m in surface_of(await log.surface_events(session_id)) if sent_to_model(m)]
         messages = [m.to_request() for m in surface] + extra
         sent = [SentMessage(m.role, _source_of(m, user_event), m.ref, None, message_hash(message))
                 for m, message in zip(surface, messages)]
@@ -332,99 +485,14 @@ async def run_step(
             sent += [SentMessage(m["role"], "request-only", assembly_event.ref, i, message_hash(m))
                      for i, m in enumerate(extra)]
     # The trace record: references and hashes of exactly what is sent, no bodies (seed 000 §4).
-    trace_event = log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
+    trace_event = (await log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
         "schema": TRACE_SCHEMA, "header": list(header_event.ref), "provider": provider.name, "model": model,
         "strategy": assembly.meta.get("strategy", "compat"), "generation": generation.type,
         "strategy_snapshot": assembly.meta.get("strategy_snapshot"),
         "replay_of": assembly.meta.get("replay_of"),
         "config": dict(assembly.config), "submitted_at": now().isoformat(),
-        "messages": [m.to_json() for m in sent]})])[0]
-    request = ChatRequest(messages, model, dict(assembly.config))
-    retries_recorded = False
-    yield StepStarted(user_event, request, generation)
-
-    def settle_text(new: str) -> str:
-        return join_continuation(generation.continue_text, new) if generation.type == "continue" else new
-
-    context: dict[str, Any] = {}
-    if generation.continues is not None:
-        context["continues"] = list(generation.continues)
-    timing: dict[str, Any] = {"submitted": now().isoformat()}
-    context["timing"] = timing
-
-    parts: list[str] = []
-    reasoning: list[str] = []
-    checkpointed = (0, 0)  # how much of parts/reasoning is already in checkpoints
-    last_checkpoint = clock()
-    usage: Usage | None = None
-    finished: Finished | None = None
-    try:
-        # aclosing: a consumer that stops early closes the provider's HTTP response at once.
-        async with aclosing(provider.stream(request)) as stream:
-            async for event in stream:
-                if not retries_recorded:  # the stream started: every earlier attempt is known now
-                    retries_recorded = _record_retries(log, session_id, trace_event, provider, now)
-                if isinstance(event, TextDelta):
-                    parts.append(event.text)
-                elif isinstance(event, ReasoningDelta):
-                    reasoning.append(event.text)
-                elif isinstance(event, Usage):
-                    usage = event
-                elif isinstance(event, Finished):
-                    finished = event
-                    continue
-                elif isinstance(event, ConfigAdjusted):
-                    # The provider dropped or renamed rejected parameters (seed 000 §3): keep
-                    # requested vs effective and each omission with the step, for the trace.
-                    adjusted = {"requested": event.requested, "effective": event.effective, "omitted": event.omitted}
-                    log.append(session_id, [NewEvent(CONFIG_ADJUSTED, None, adjusted)])
-                    context["config"] = {"effective": event.effective, "omitted": event.omitted}
-                    continue
-                if isinstance(event, (TextDelta, ReasoningDelta)):
-                    if "first_byte" not in timing:
-                        timing["first_byte"] = now().isoformat()
-                    # Checkpoint before handing the delta on: what the caller has seen is durable.
-                    if clock() - last_checkpoint >= checkpoint_every:
-                        body = {"content": "".join(parts[checkpointed[0]:]), "reasoning": "".join(reasoning[checkpointed[1]:])}
-                        log.append(session_id, [NewEvent(EventKind.STREAM_CHECKPOINT, None, body)])
-                        checkpointed = (len(parts), len(reasoning))
-                        last_checkpoint = clock()
-                    yield event
-    except (asyncio.CancelledError, GeneratorExit):
-        if not retries_recorded:
-            _record_retries(log, session_id, trace_event, provider, now)
-        _finish_context(context, provider, now)
-        _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
-                        {"cancelled": True, **context}, reply_origin, reply_source, reply_role)
-        raise
-    except ProviderError as exc:
-        if not retries_recorded:
-            _record_retries(log, session_id, trace_event, provider, now)
-        _finish_context(context, provider, now)
-        error = {"category": exc.category, "message": str(exc), "status": exc.status}
-        attempt = _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
-                                  {"error": error, **context}, reply_origin, reply_source, reply_role)
-        raise StepFailed(exc, attempt) from exc
-    _finish_context(context, provider, now)
-    if finished is None or (finished.finish_reason is None and not finished.saw_done):
-        # Neither a finish_reason nor [DONE]: the connection closed mid-reply.
-        cut = NetworkError("the connection closed before the reply finished (no finish_reason and no [DONE]); "
-                           "the text that arrived is kept")
-        error = {"category": cut.category, "message": str(cut), "status": None}
-        attempt = _settle_attempt(log, session_id, settle_text("".join(parts)), "".join(reasoning),
-                                  {"error": error, **context}, reply_origin, reply_source, reply_role)
-        raise StepFailed(cut, attempt)
-
-    body: dict[str, Any] = {"content": settle_text("".join(parts)), "provider": provider.name, "model": model,
-                            "finish_reason": finished.finish_reason if finished else None, **context}
-    if reasoning:
-        body["reasoning"] = "".join(reasoning)
-    if usage is not None:
-        body["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                         "total_tokens": usage.total_tokens}
-    kind = EventKind.USER_MESSAGE if impersonate else EventKind.ASSISTANT_MESSAGE
-    settled = log.append(session_id, [NewEvent(kind, reply_role, body, reply_origin, reply_source)])[0]
-    yield StepSettled(settled, usage)
+        "messages": [m.to_json() for m in sent]})]))[0]
+    return _Opened(user_event, trace_event, ChatRequest(messages, model, dict(assembly.config)), model)
 
 
 def _source_of(message: SurfaceMessage, user_event: Event | None) -> str:
@@ -435,21 +503,20 @@ def _source_of(message: SurfaceMessage, user_event: Event | None) -> str:
     return "input" if user_event is not None and message.ref == user_event.ref else "history"
 
 
-def _record_retries(log: SessionLog, session_id: int, trace_event: Event, provider: Provider,
-                    now: Callable[[], datetime]) -> bool:
+async def _record_retries(log: AsyncSessionLog, session_id: int, trace_event: Event, provider: Provider,
+                          now: Callable[[], datetime]) -> None:
     """One more `trace/request` record per retry the provider made (seed 000 §4: a trace
     record per provider request, retries included): the same message references and hashes,
     the attempt's own call config and omissions, `attempt` n and `retry_of` the first record.
-    Returns True (so the caller records them once)."""
+    Nothing is written when the first request was the only one."""
     attempts = getattr(provider, "attempts", None)
     if not isinstance(attempts, list) or len(attempts) < 2:
-        return True
+        return
     first = trace_event.body
-    log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
+    await log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
         **first, "attempt": n, "retry_of": list(trace_event.ref), "config": dict(attempt.get("config") or {}),
         "omitted": dict(attempt.get("omitted") or {}), "submitted_at": now().isoformat()})
         for n, attempt in enumerate(attempts[1:], start=2)])
-    return True
 
 
 def _finish_context(context: dict[str, Any], provider: Provider, now: Callable[[], datetime]) -> None:
@@ -471,9 +538,14 @@ def recover_interrupted(log: SessionLog, session_id: int, *, stale_after: float 
     Returns:
         The attempt appended, or None when nothing was settled.
     """
-    step = open_step(log, session_id)
+    recovered = _recovery(open_step(log, session_id), stale_after, now)
+    return log.append(session_id, [recovered])[0] if recovered is not None else None
+
+
+def _recovery(step: OpenStep | None, stale_after: float, now: Callable[[], datetime]) -> NewEvent | None:
+    """The attempt that settles `step` when it has been quiet for `stale_after` seconds, else None."""
     if step is None or (now() - step.last_activity).total_seconds() < stale_after:
         return None
     text = "".join(str(e.body.get("content", "")) for e in step.checkpoints)
     thought = "".join(str(e.body.get("reasoning", "")) for e in step.checkpoints)
-    return _settle_attempt(log, session_id, text, thought, {"recovered": True})
+    return _attempt(text, thought, {"recovered": True})

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
+import weakref
 from pathlib import Path
 
 from alembic import command
@@ -10,7 +13,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import NoSuchModuleError, OperationalError
 
 from tavern_tui.errors import StoreError
@@ -39,8 +42,21 @@ def _sqlite_on_begin(conn) -> None:  # type: ignore[no-untyped-def]
     conn.connection.driver_connection.execute("BEGIN IMMEDIATE")
 
 
+def _private_memory(parsed: URL) -> bool:
+    """A SQLite URL naming an in-memory database private to one connection (`sqlite://`,
+    `:memory:`, or `mode=memory` without a shared cache)."""
+    query = parsed.query
+    return (parsed.database or "") in ("", ":memory:") or (query.get("mode") == "memory" and query.get("cache") != "shared")
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine for `url`; for SQLite, create the folder and turn on WAL and foreign keys.
+
+    Every engine may be used from any thread, each call seeing the one database (the step's
+    log calls and the TUI's workers run in threads). A private in-memory SQLite database
+    cannot be: SQLAlchemy gives it one connection per thread, so each thread would see its own
+    empty database. Such a URL gets a temporary file instead, as short-lived (removed when the
+    engine is collected, or at exit), with the same locking as any SQLite file.
 
     Raises:
         StoreError: the URL cannot be parsed, its driver is not installed, or the SQLite
@@ -53,6 +69,11 @@ def make_engine(url: str) -> Engine:
     shown = parsed.render_as_string(hide_password=True)
     try:
         if parsed.get_backend_name() == "sqlite":
+            scratch = None
+            if _private_memory(parsed):
+                scratch = tempfile.mkdtemp(prefix="tavern-memory-")
+                query = {k: v for k, v in parsed.query.items() if k not in ("mode", "uri")}
+                parsed = parsed.set(database=str(Path(scratch) / "tavern.sqlite3"), query=query)
             database = parsed.database or ""
             if database and database != ":memory:" and not database.startswith("file:"):
                 folder = Path(database).expanduser().parent
@@ -63,6 +84,8 @@ def make_engine(url: str) -> Engine:
             engine = create_engine(parsed)
             event.listen(engine, "connect", _sqlite_on_connect)
             event.listen(engine, "begin", _sqlite_on_begin)
+            if scratch is not None:
+                weakref.finalize(engine, shutil.rmtree, scratch, ignore_errors=True)
             return engine
         return create_engine(parsed, pool_pre_ping=True)
     except (ImportError, NoSuchModuleError) as exc:

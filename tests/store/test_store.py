@@ -245,3 +245,30 @@ def test_the_portable_append_path_gives_the_same_events_as_the_sqlite_fast_path(
     finally:
         fast.close()
         portable.close()
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:", "sqlite:///file:scratch?mode=memory&uri=true"])
+def test_an_in_memory_url_is_one_database_for_every_thread_and_leaves_nothing_behind(url: str) -> None:
+    import gc
+    import threading
+
+    store = Store(url)
+    folder = Path(store.engine.url.database or "").parent
+    assert folder.name.startswith("tavern-memory-") and folder.is_dir()
+    sid = store.events.create_session()
+    store.events.append(sid, [_msg("from the main thread")])
+    seen: list[object] = []
+
+    def worker() -> None:  # the step's log calls and the TUI's workers run in threads
+        store.events.append(sid, [_msg("from a worker")])
+        seen.append([e.content for e in store.events.surface_events(sid)])
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == [["from the main thread", "from a worker"]]
+    assert [e.seq for e in store.events.surface_events(sid)] == [1, 2]
+    store.close()
+    del store
+    gc.collect()
+    assert not folder.exists()
