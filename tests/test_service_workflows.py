@@ -98,3 +98,16 @@ def test_no_service_module_imports_the_facade() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         assert not imported & {"tavern_tui.service", "tavern_tui.service.facade"}, path.name
+
+
+def test_check_selection_looks_up_without_binding(tavern: Tavern, corpus_dir: Path) -> None:
+    ids = _import(tavern, corpus_dir)
+    pid = tavern.playthroughs.resolve("Seraphina").id
+    book_name = tavern.lore.find_world_book(str(ids["book"])).name
+    preset, books = tavern.playthroughs.check_selection(preset="st_openai_default_staging", lore=[book_name],
+                                                        strategy="compat")
+    assert (preset.id if preset else None, [b.id for b in books]) == (ids["st_openai_default_staging"], [ids["book"]])
+    assert tavern.playthroughs.playthrough(pid).preset_id is None
+    assert [b.bindings for b in tavern.lore.world_books()] == [()]
+    with pytest.raises(NotFound, match="no preset named 'missing'"):
+        tavern.playthroughs.check_selection(preset="missing")

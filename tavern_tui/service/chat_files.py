@@ -149,7 +149,8 @@ class ChatFileService:
         created = self.ctx.store.import_playthrough(character_id=record.id, user_name=user, title=Path(name).stem,
                                                  meta=meta, sessions=sessions, events=events, head="root",
                                                  played_at=played_at)
-        self.strategies.apply_strategy(created.id, self.ctx.settings.default_strategy)  # a new opening, as new_playthrough
+        # A new opening, as `PlaythroughService.new_playthrough`.
+        self.strategies.apply_strategy(created.id, self.ctx.settings.default_strategy)
         return ImportResult(name, "chat", created.id, f"{record.name} #{created.id}", warnings=tuple(chat.warnings))
 
     def _chat_character(self, chat: ParsedChat, file: str, given: str | None) -> Any:

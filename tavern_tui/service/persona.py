@@ -1,4 +1,5 @@
-"""Provides `PersonaService`: the persona document, its rendering into each step, beliefs learned from the person's own messages, nominations, affirm and decline.
+"""Provides `PersonaService`: the persona document, its rendering into each step, beliefs learned
+from the person's own messages, nominations, affirm and decline.
 
 Rules: seed 002 (ADR-0079) and seed 001, as DESIGN.md "Persona and nominations" maps them:
 - only the owner's acts write persona text (edit, import, affirm); every one refuses
@@ -292,7 +293,8 @@ class PersonaService:
         Raises:
             PersonaCapExceeded: the persona is over a cap.
         """
-        ceiling = self._persona_pin(playthrough_id).get("ceiling", DEFAULT_CEILING) if playthrough_id else DEFAULT_CEILING
+        pin = self._persona_pin(playthrough_id) if playthrough_id else {}
+        ceiling = pin.get("ceiling", DEFAULT_CEILING)
         return render_persona(document or self.persona(), ceiling=ceiling, scan=block_injections)
 
     def persona_ceiling(self, playthrough_id: int) -> str:

@@ -22,7 +22,7 @@ from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.store.repositories import PlaythroughRecord
-from tavern_tui.views import MessageView, PlaythroughView
+from tavern_tui.views import MessageView, PlaythroughView, PresetView, WorldBookView
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +173,8 @@ class PlaythroughService:
 
     def _configured_keys(self) -> set[str]:
         """The provider API keys configured (settings, and the provider's own), long enough to look for."""
-        keys = {self.ctx.settings.provider.api_key, getattr(getattr(self.ctx.provider, "settings", None), "api_key", "")}
+        own = getattr(getattr(self.ctx.provider, "settings", None), "api_key", "")
+        keys = {self.ctx.settings.provider.api_key, own}
         return {k.strip() for k in keys if isinstance(k, str) and len(k.strip()) >= MIN_CONFIGURED_KEY}
 
     def check_message(self, text: str, *, allow_secrets: bool = False, where: str = "message",
@@ -237,6 +238,23 @@ class PlaythroughService:
             notes.append(f"started playthrough {created.id} with {found.name}")
         return created
 
+    def check_selection(self, *, preset: str | None = None, lore: Iterable[str] = (),
+                        strategy: str | None = None) -> tuple[PresetView | None, list[WorldBookView]]:
+        """Look up what `apply_selection` would bind, changing nothing (`tavern chat` checks
+        before it creates a playthrough, so an unknown name creates nothing either).
+
+        Returns:
+            The preset (None when not given) and the world books, in the order given.
+
+        Raises:
+            NotFound: an unknown preset, book or strategy (the message lists the known ones).
+        """
+        chosen = self.presets.find_preset(preset) if preset else None
+        books = [self.lore.find_world_book(book) for book in lore]
+        if strategy:
+            self.strategies.strategy_spec(strategy)
+        return chosen, books
+
     def apply_selection(self, playthrough_id: int, *, preset: str | None = None, lore: Iterable[str] = (),
                         strategy: str | None = None) -> list[str]:
         """Bind a preset and world books to a playthrough and apply a strategy (what `tavern chat
@@ -253,10 +271,7 @@ class PlaythroughService:
         Raises:
             NotFound: an unknown preset, book, strategy or playthrough (the message lists the known ones).
         """
-        chosen = self.presets.find_preset(preset) if preset else None
-        books = [self.lore.find_world_book(book) for book in lore]
-        if strategy:
-            self.strategies.strategy_spec(strategy)
+        chosen, books = self.check_selection(preset=preset, lore=lore, strategy=strategy)
         notes: list[str] = []
         if chosen is not None:
             self.presets.bind_preset(playthrough_id, chosen.id)

@@ -136,8 +136,8 @@ class StepRunner:
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.presets.playthrough_preset(playthrough_id)
             config = preset.call_config()
-        return BasicAssembler(card.data, card.name, view.user_name, meta, self.lore.world_info_step(books), facts, timed,
-                              generation.type, config, persona, memory)
+        return BasicAssembler(card.data, card.name, view.user_name, meta, self.lore.world_info_step(books), facts,
+                              timed, generation.type, config, persona, memory)
 
     def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
         """The exact request the next step would send if `text` were sent now (seed 000: the
@@ -290,7 +290,8 @@ class StepRunner:
         if parent is None:
             with self.ctx.store.unit_of_work() as uow:
                 root = uow.playthroughs.get(playthrough_id).root_session_id
-            session_id = self.timeline.fork(playthrough_id, None, root_session=self.ctx.store.events.ancestry(root)[0][0])
+            origin = self.ctx.store.events.ancestry(root)[0][0]
+            session_id = self.timeline.fork(playthrough_id, None, root_session=origin)
         else:
             session_id = self.timeline.fork(playthrough_id, parent, timeline)
         self.timeline.set_head(playthrough_id, session_id)

@@ -173,7 +173,8 @@ class TraceService:
         frozen = Assembly(system="", config=dict(result.config), model=model or view.model,
                           meta={"strategy": view.strategy, "replay_of": trace_id},
                           request=tuple(messages), request_parts=tuple({"source": "replay"} for _ in messages))
-        steps = run_step(self.ctx.store.events, self.playthroughs.playthrough(playthrough_id).session_id, self.ctx.provider,
+        session_id = self.playthroughs.playthrough(playthrough_id).session_id
+        steps = run_step(self.ctx.store.events, session_id, self.ctx.provider,
                          lambda history, claimed: frozen, None, generation=Generation("regenerate"),
                          stale_after=self.ctx.stale_after)
         async with aclosing(steps):
