@@ -123,13 +123,13 @@ def swipe_switch(workdir: Path, messages: int = 5000, runs: int = 20) -> Result:
 
     tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'swipe.db'}"))
     card = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cards" / "seraphina_chara_ccv3.png"
-    tavern.import_paths([card])
+    tavern.imports.import_paths([card])
     t0 = time.perf_counter()
-    result = tavern.import_chat_bytes(_long_chat(messages), "long.jsonl")
+    result = tavern.chat_files.import_chat_bytes(_long_chat(messages), "long.jsonl")
     import_ms = (time.perf_counter() - t0) * 1000
     pid = result.id or 0
-    log = tavern._store.events
-    head = tavern.playthrough(pid).session_id
+    log = tavern.store.events
+    head = tavern.playthroughs.playthrough(pid).session_id
     forks = []
     for i in range(runs):
         t0 = time.perf_counter()
@@ -138,22 +138,22 @@ def swipe_switch(workdir: Path, messages: int = 5000, runs: int = 20) -> Result:
     switches = []
     for i in range(runs):
         t0 = time.perf_counter()
-        state = tavern.swipe(pid, -1 if i % 4 < 2 else 1)
-        shown = tavern.messages(pid, last=20)
+        state = tavern.timeline.swipe(pid, -1 if i % 4 < 2 else 1)
+        shown = tavern.playthroughs.messages(pid, last=20)
         switches.append((time.perf_counter() - t0) * 1000)
     assert state is not None and state.position[1] == 3 and len(shown) == 20
     cold = []
     for i in range(5):
-        tavern._timelines.clear()  # as after a new reply: the tree is read again
+        tavern.timeline._timelines.clear()  # as after a new reply: the tree is read again
         t0 = time.perf_counter()
-        tavern.swipe(pid, -1 if i % 2 else 1)
-        tavern.messages(pid, last=20)
+        tavern.timeline.swipe(pid, -1 if i % 2 else 1)
+        tavern.playthroughs.messages(pid, last=20)
         cold.append((time.perf_counter() - t0) * 1000)
     tree = []
     for _ in range(3):
-        tavern._timelines.clear()
+        tavern.timeline._timelines.clear()
         t0 = time.perf_counter()
-        tavern.timeline(pid)
+        tavern.timeline.timeline(pid)
         tree.append((time.perf_counter() - t0) * 1000)
     tavern.close()
     fork_p95, switch_p95 = _pct(forks, 0.95), _pct(switches, 0.95)
@@ -194,14 +194,14 @@ def chat_open(workdir: Path, exchanges: int = 60, runs: int = 5) -> Result:
     demo = DemoProvider(delay=0)
     tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'chat.db'}"), provider=demo)
     corpus = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cards" / "seraphina_chara_ccv3.png"
-    character = tavern.import_paths([corpus])[0].id or 0
-    playthrough = tavern.new_playthrough(character)
+    character = tavern.imports.import_paths([corpus])[0].id or 0
+    playthrough = tavern.playthroughs.new_playthrough(character)
     reply = "*She nods slowly.* " + "The forest hums, and the light through the leaves is green and gold. " * 4 + "\n\n**Rest.**"
 
     async def fill() -> None:
         for i in range(exchanges):
             demo.enqueue(reply)
-            async for _ in tavern.send(playthrough.id, f"message {i}: " + "I look around the glade. " * 5):
+            async for _ in tavern.steps.send(playthrough.id, f"message {i}: " + "I look around the glade. " * 5):
                 pass
 
     async def measure() -> list[float]:
@@ -243,8 +243,8 @@ def swipe_repaint(workdir: Path, messages: int = 5000, runs: int = 8) -> Result:
 
     tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'repaint.db'}"), provider=DemoProvider(delay=0))
     card = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cards" / "seraphina_chara_ccv3.png"
-    tavern.import_paths([card])
-    pid = tavern.import_chat_bytes(_long_chat(messages), "long.jsonl").id or 0
+    tavern.imports.import_paths([card])
+    pid = tavern.chat_files.import_chat_bytes(_long_chat(messages), "long.jsonl").id or 0
 
     async def measure() -> list[float]:
         app = TavernApp(tavern)
@@ -284,15 +284,15 @@ def trace_verify(workdir: Path, requests: int = 1000) -> Result:
     demo = DemoProvider(delay=0)
     tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'trace.db'}"), provider=demo)
     card = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cards" / "seraphina_chara_ccv3.png"
-    character = tavern.import_paths([card])[0].id or 0
+    character = tavern.imports.import_paths([card])[0].id or 0
 
     async def fill() -> None:
         per = 20
         for _ in range(requests // per):
-            pid = tavern.new_playthrough(character).id
+            pid = tavern.playthroughs.new_playthrough(character).id
             for i in range(per):
                 demo.enqueue("*She listens.* " * 8)
-                async for _ in tavern.send(pid, f"message {i}: I look around. " * 3):
+                async for _ in tavern.steps.send(pid, f"message {i}: I look around. " * 3):
                     pass
 
     t0 = time.perf_counter()
@@ -301,7 +301,7 @@ def trace_verify(workdir: Path, requests: int = 1000) -> Result:
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        results = tavern.verify_all()
+        results = tavern.traces.verify_all()
         times.append(time.perf_counter() - t0)
     tavern.close()
     assert len(results) == requests and all(r.ok for _, r in results)

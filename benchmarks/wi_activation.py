@@ -18,7 +18,7 @@ Figures per variant (prefixed `en_`, `de_`, `cjk_`), all in one process:
 - `cold_ms`: an activation with the index built but its caches cleared (B1's "empty
   per-message cache"), median of 5 runs with a fresh input each. Target ≤ 60 ms.
 - `warm_p50_ms` / `warm_p95_ms`: 20 steps, each appending one new user message, the index reused
-  through `IndexCache`, after the app's warm-up when a chat opens (`Tavern.warm_world_info`): a
+  through `IndexCache`, after the app's warm-up when a chat opens (`Tavern.steps.warm_world_info`): a
   dry run of the chat as it is, every entry content primed (`activation.prime`; `prime_ms`
   and `primed`, the contents primed; in the app this runs in a worker), the heap frozen.
   Target p95 ≤ 10 ms.
@@ -309,7 +309,7 @@ def measure(kind: str) -> dict[str, object]:
         ms, _ = _run(book, _context(messages, WARM_ITERATIONS + 1 + step), fast)
         colds.append(ms)
     index.clear_cache()
-    # The app's warm-up when a chat opens (Tavern.warm_world_info): a dry run of the chat as it
+    # The app's warm-up when a chat opens (Tavern.steps.warm_world_info): a dry run of the chat as it
     # is, then every entry content recursion may scan is primed, then the heap is frozen.
     _run(book, ctx0, fast)
     started = time.perf_counter()

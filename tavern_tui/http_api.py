@@ -215,7 +215,7 @@ def _guard(scope: str, tokens: dict[str, frozenset[str]], handler: Handler) -> C
 
 def _nomination_json(tavern: Tavern, belief: Belief) -> dict[str, Any]:
     return {**belief.to_json(),
-            "messages": [{"ref": [ref[0], ref[1]], "text": text} for ref, text in tavern.supporting_messages(belief)]}
+            "messages": [{"ref": [ref[0], ref[1]], "text": text} for ref, text in tavern.persona.supporting_messages(belief)]}
 
 
 def build_app(tavern: Tavern, *, enabled: bool | None = None,
@@ -256,7 +256,7 @@ def build_app(tavern: Tavern, *, enabled: bool | None = None,
 def _persona_routes(tavern: Tavern, tokens: dict[str, frozenset[str]]) -> list[Route]:
     async def show(request: Request, params: dict[str, Any]) -> Any:
         """The current persona document."""
-        return (await run_in_threadpool(tavern.persona)).to_json()
+        return (await run_in_threadpool(tavern.persona.persona)).to_json()
 
     async def edit(request: Request, params: dict[str, Any]) -> Any:
         """Write the next revision: add, sensitivity, remove, entries, name; expected_version required."""
@@ -272,17 +272,17 @@ def _persona_routes(tavern: Tavern, tokens: dict[str, frozenset[str]]) -> list[R
                 kind = {str: "a string", int: "an integer", list: "a list"}[types[0]]
                 raise _Reply(_error(422, "invalid", f"\"{name}\" must be {kind}", field=name))
             changes[name] = value
-        doc = await run_in_threadpool(tavern.edit_persona, version, where="persona (HTTP)", **changes)
+        doc = await run_in_threadpool(tavern.persona.edit_persona, version, where="persona (HTTP)", **changes)
         return doc.to_json()
 
     async def history(request: Request, params: dict[str, Any]) -> Any:
         """Every revision, newest first."""
-        return [doc.to_json() for doc in await run_in_threadpool(tavern.persona_history)]
+        return [doc.to_json() for doc in await run_in_threadpool(tavern.persona.persona_history)]
 
     async def nominations(request: Request, params: dict[str, Any]) -> Any:
         """The outstanding nominations, each with the messages that support it."""
         def read() -> list[dict[str, Any]]:
-            return [_nomination_json(tavern, belief) for belief in tavern.nominations()]
+            return [_nomination_json(tavern, belief) for belief in tavern.persona.nominations()]
         return await run_in_threadpool(read)
 
     async def affirm(request: Request, params: dict[str, Any]) -> Any:
@@ -290,14 +290,14 @@ def _persona_routes(tavern: Tavern, tokens: dict[str, frozenset[str]]) -> list[R
         body = await _json_body(request, required=False)
         _only(body, {"expected_version"})
         version = _version(body, required=False)
-        doc = await run_in_threadpool(tavern.affirm, params["belief_id"], expected_version=version)
+        doc = await run_in_threadpool(tavern.persona.affirm, params["belief_id"], expected_version=version)
         return doc.to_json()
 
     async def decline(request: Request, params: dict[str, Any]) -> Any:
         """Decline a nomination (its key is never nominated again)."""
         body = await _json_body(request, required=False)
         _only(body, set())
-        return (await run_in_threadpool(tavern.decline, params["belief_id"])).to_json()
+        return (await run_in_threadpool(tavern.persona.decline, params["belief_id"])).to_json()
 
     return [
         Route("/v1/persona", _guard(READ, tokens, show), methods=["GET"]),

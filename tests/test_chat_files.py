@@ -58,24 +58,24 @@ def mira(tavern: Tavern, tmp_path: Path) -> int:
     card.write_text(json.dumps({"spec": "chara_card_v2", "spec_version": "2.0",
                                 "data": {"name": "Mira", "first_mes": "Hello, {{user}}.",
                                          "alternate_greetings": ["Good evening.", "Oh, a visitor!"]}}))
-    [result] = tavern.import_paths([card])
+    [result] = tavern.imports.import_paths([card])
     assert result.ok
     return result.id
 
 
 def test_import_makes_swipes_sibling_variants_with_the_saved_one_active(tavern: Tavern, mira: int,
                                                                         tmp_path: Path) -> None:
-    [result] = tavern.import_paths([write_chat(tmp_path / "Mira - 2024-7-12.jsonl")])
+    [result] = tavern.imports.import_paths([write_chat(tmp_path / "Mira - 2024-7-12.jsonl")])
     assert result.ok and result.kind == "chat", result.error
     pid = result.id
-    shown = tavern.messages(pid)
+    shown = tavern.playthroughs.messages(pid)
     assert [m.content for m in shown] == [
         "Oh, a visitor!", "Hi! Who are you?", "They call me Mira.", "Ann is now known as Ann.", "Nice to meet you.",
         "The pleasure is mine."]
     assert [m.origin for m in shown] == ["agent", "customer", "agent", "engine", "customer", "agent"]
-    assert tavern.playthrough(pid).user_name == "Ann"
-    assert tavern.swipe_state(pid).label == "2/2"
-    tree = tavern.timeline(pid)
+    assert tavern.playthroughs.playthrough(pid).user_name == "Ann"
+    assert tavern.timeline.swipe_state(pid).label == "2/2"
+    tree = tavern.timeline.timeline(pid)
     third = next(v for v in tree.variants if v.preview == "They call me Mira.")
     assert third.position == (2, 3) and third.active
     assert [next(v.preview for v in tree.variants if v.ref == r) for r in tree.siblings[third.ref]] == [
@@ -85,9 +85,9 @@ def test_import_makes_swipes_sibling_variants_with_the_saved_one_active(tavern: 
 
 
 async def test_hidden_lines_are_not_sent(tavern: Tavern, model: ScriptedModel, mira: int, tmp_path: Path) -> None:
-    [result] = tavern.import_paths([write_chat(tmp_path / "chat.jsonl")])
+    [result] = tavern.imports.import_paths([write_chat(tmp_path / "chat.jsonl")])
     model.enqueue("Shall we?")
-    async for _ in tavern.send(result.id, "Let's go."):
+    async for _ in tavern.steps.send(result.id, "Let's go."):
         pass
     contents = [m["content"] for m in model.requests[-1].messages]
     assert "Ann is now known as Ann." not in contents
@@ -96,8 +96,8 @@ async def test_hidden_lines_are_not_sent(tavern: Tavern, model: ScriptedModel, m
 
 def test_round_trip_keeps_messages_swipes_and_chosen_swipe(tavern: Tavern, mira: int, tmp_path: Path) -> None:
     source = write_chat(tmp_path / "chat.jsonl")
-    [result] = tavern.import_paths([source])
-    exported = tavern.export_chat(result.id)
+    [result] = tavern.imports.import_paths([source])
+    exported = tavern.chat_files.export_chat(result.id)
     again = parse_chat_jsonl(exported.encode("utf-8"), "exported.jsonl")
     original = parse_chat_jsonl(source.read_bytes(), "chat.jsonl")
     assert again.header == original.header
@@ -108,20 +108,20 @@ def test_round_trip_keeps_messages_swipes_and_chosen_swipe(tavern: Tavern, mira:
     assert [m.extra for m in again.messages] == [m.extra for m in original.messages]
     # And the export imports again to the same surface.
     (tmp_path / "second.jsonl").write_text(exported, encoding="utf-8")
-    [second] = tavern.import_paths([tmp_path / "second.jsonl"])
-    assert [m.content for m in tavern.messages(second.id)] == [m.content for m in tavern.messages(result.id)]
+    [second] = tavern.imports.import_paths([tmp_path / "second.jsonl"])
+    assert [m.content for m in tavern.playthroughs.messages(second.id)] == [m.content for m in tavern.playthroughs.messages(result.id)]
 
 
 async def test_export_of_a_played_chat_lists_swipes_and_greetings(tavern: Tavern, model: ScriptedModel, mira: int) -> None:
-    pid = tavern.new_playthrough(mira, user_name="Ann").id
-    tavern.swipe(pid, +1)  # greeting 2 of 3
+    pid = tavern.playthroughs.new_playthrough(mira, user_name="Ann").id
+    tavern.timeline.swipe(pid, +1)  # greeting 2 of 3
     model.enqueue("one", "two")
-    async for _ in tavern.send(pid, "hi"):
+    async for _ in tavern.steps.send(pid, "hi"):
         pass
-    async for _ in tavern.regenerate(pid):
+    async for _ in tavern.steps.regenerate(pid):
         pass
-    tavern.swipe(pid, -1)
-    chat = parse_chat_jsonl(tavern.export_chat(pid).encode("utf-8"), "out.jsonl")
+    tavern.timeline.swipe(pid, -1)
+    chat = parse_chat_jsonl(tavern.chat_files.export_chat(pid).encode("utf-8"), "out.jsonl")
     assert chat.character_name == "Mira" and chat.user_name == "Ann"
     greeting, person, reply = chat.messages
     assert (greeting.swipes, greeting.swipe_id) == (["Hello, Ann.", "Good evening.", "Oh, a visitor!"], 1)
@@ -133,23 +133,23 @@ def test_malformed_lines_and_unknown_characters_are_named_and_store_nothing(tave
                                                                             tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(HEADER) + "\n" + json.dumps(MESSAGES[0]) + "\n{\"name\": \"Ann\", \"mes\": \n")
-    [result] = tavern.import_paths([bad])
+    [result] = tavern.imports.import_paths([bad])
     assert not result.ok and "bad.jsonl" in result.error and "line 3" in result.error
     stranger = write_chat(tmp_path / "stranger.jsonl", header={**HEADER, "character_name": "Nobody"})
-    [result] = tavern.import_paths([stranger])
+    [result] = tavern.imports.import_paths([stranger])
     assert not result.ok and "Nobody" in result.error
-    assert tavern.playthroughs() == []
+    assert tavern.playthroughs.playthroughs() == []
     # --character picks the card when the file names another.
-    [result] = tavern.import_paths([stranger], character="Mira")
+    [result] = tavern.imports.import_paths([stranger], character="Mira")
     assert result.ok
 
 
 def test_out_of_range_swipe_id_is_clamped_with_a_warning(tavern: Tavern, mira: int, tmp_path: Path) -> None:
     line = _line("Mira", False, ["a", "b"], "b", 1)
     line["swipe_id"] = 7
-    [result] = tavern.import_paths([write_chat(tmp_path / "c.jsonl", [line])])
+    [result] = tavern.imports.import_paths([write_chat(tmp_path / "c.jsonl", [line])])
     assert result.ok and any("line 2" in w and "swipe_id 7" in w for w in result.warnings)
-    assert [m.content for m in tavern.messages(result.id)] == ["b"]
+    assert [m.content for m in tavern.playthroughs.messages(result.id)] == ["b"]
 
 
 def _cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -206,22 +206,22 @@ def test_cli_imports_swipes_shows_the_tree_and_exports(tmp_path: Path) -> None:
 
 def test_the_same_chat_file_imports_once(tavern: Tavern, mira: int, tmp_path: Path) -> None:
     source = write_chat(tmp_path / "chat.jsonl")
-    [first] = tavern.import_paths([source])
-    [again] = tavern.import_paths([source])
-    assert again.duplicate and again.id == first.id and len(tavern.playthroughs()) == 1
+    [first] = tavern.imports.import_paths([source])
+    [again] = tavern.imports.import_paths([source])
+    assert again.duplicate and again.id == first.id and len(tavern.playthroughs.playthroughs()) == 1
     # Lists count what the chat shows, the hidden is_system line included.
-    assert tavern.playthrough(first.id).message_count == len(tavern.messages(first.id)) == 6
+    assert tavern.playthroughs.playthrough(first.id).message_count == len(tavern.playthroughs.messages(first.id)) == 6
 
 
 def test_an_imported_chat_was_last_played_when_its_newest_message_was_sent(tavern: Tavern, mira: int,
                                                                            tmp_path: Path) -> None:
     # SillyTavern lists chats by their last message's date; an old chat imported today is not
     # "played today". The newest send_date in MESSAGES is the system line's, 2024-07-12 01:40 UTC.
-    [result] = tavern.import_paths([write_chat(tmp_path / "chat.jsonl")])
-    assert tavern.playthrough(result.id).updated_at == datetime(2024, 7, 12, 1, 40, tzinfo=UTC)
+    [result] = tavern.imports.import_paths([write_chat(tmp_path / "chat.jsonl")])
+    assert tavern.playthroughs.playthrough(result.id).updated_at == datetime(2024, 7, 12, 1, 40, tzinfo=UTC)
     # a chat without readable dates was last played when it was imported
     undated = [{k: v for k, v in m.items() if k not in ("send_date", "swipe_info")} for m in MESSAGES]
     before = datetime.now(UTC)
-    [plain] = tavern.import_paths([write_chat(tmp_path / "undated.jsonl", undated)])
-    assert tavern.playthrough(plain.id).updated_at >= before
-    assert [p.id for p in tavern.playthroughs()] == [plain.id, result.id]  # the newest first
+    [plain] = tavern.imports.import_paths([write_chat(tmp_path / "undated.jsonl", undated)])
+    assert tavern.playthroughs.playthrough(plain.id).updated_at >= before
+    assert [p.id for p in tavern.playthroughs.playthroughs()] == [plain.id, result.id]  # the newest first

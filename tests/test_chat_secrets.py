@@ -82,22 +82,22 @@ def keyed(db_url: str, model: ScriptedModel) -> Iterator[Tavern]:
 
 
 def start(tavern: Tavern, corpus_dir: Path) -> int:
-    [result] = tavern.import_paths([corpus_dir / SERAPHINA])
-    return tavern.new_playthrough(result.id, user_name="Ann").id
+    [result] = tavern.imports.import_paths([corpus_dir / SERAPHINA])
+    return tavern.playthroughs.new_playthrough(result.id, user_name="Ann").id
 
 
 async def test_the_configured_api_key_is_refused_even_when_secrets_are_allowed(
         keyed: Tavern, model: ScriptedModel, corpus_dir: Path, db_url: str) -> None:
     pid = start(keyed, corpus_dir)
     assert find_secrets(CONFIGURED) == []  # the pattern scan alone would let it through
-    before, shown = event_count(db_url), keyed.messages(pid)
+    before, shown = event_count(db_url), keyed.playthroughs.messages(pid)
     for allow in (False, True):
         with pytest.raises(SecretRefused) as refused:
-            await drain(keyed.send(pid, f"my key is {CONFIGURED}, keep it safe", allow_secrets=allow))
+            await drain(keyed.steps.send(pid, f"my key is {CONFIGURED}, keep it safe", allow_secrets=allow))
         assert refused.value.configured and not refused.value.overridable and refused.value.kind == "api_key"
         assert "configured provider API key" in str(refused.value) and CONFIGURED not in str(refused.value)
-    assert event_count(db_url) == before and keyed.messages(pid) == shown
-    assert model.requests == [] and keyed.traces(pid) == []
+    assert event_count(db_url) == before and keyed.playthroughs.messages(pid) == shown
+    assert model.requests == [] and keyed.traces.traces(pid) == []
     assert CONFIGURED.encode() not in db_bytes(db_url)
 
 
@@ -106,8 +106,8 @@ async def test_a_short_configured_key_does_not_refuse_ordinary_words(db_url: str
     service = Tavern(Settings(db_url=db_url, provider=ProviderSettings(api_key="none")), provider=model)
     try:
         pid = start(service, corpus_dir)
-        await drain(service.send(pid, "none of that, please"))
-        assert service.messages(pid)[-2].content == "none of that, please" and len(model.requests) == 1
+        await drain(service.steps.send(pid, "none of that, please"))
+        assert service.playthroughs.messages(pid)[-2].content == "none of that, please" and len(model.requests) == 1
     finally:
         service.close()
 
@@ -117,20 +117,20 @@ async def test_a_secret_looking_message_is_refused_until_allowed(
         tavern: Tavern, model: ScriptedModel, corpus_dir: Path, db_url: str, text: str, kind: str,
         secret: str) -> None:
     pid = start(tavern, corpus_dir)
-    before, shown = event_count(db_url), tavern.messages(pid)
+    before, shown = event_count(db_url), tavern.playthroughs.messages(pid)
     with pytest.raises(SecretRefused) as refused:
-        await drain(tavern.send(pid, text))
+        await drain(tavern.steps.send(pid, text))
     assert refused.value.kind == kind and refused.value.overridable and not refused.value.configured
     assert refused.value.where == "message" and kind.replace("_", " ") in str(refused.value)
     assert secret not in str(refused.value)
-    assert event_count(db_url) == before and tavern.messages(pid) == shown
-    assert model.requests == [] and tavern.traces(pid) == []
+    assert event_count(db_url) == before and tavern.playthroughs.messages(pid) == shown
+    assert model.requests == [] and tavern.traces.traces(pid) == []
     assert secret.encode() not in db_bytes(db_url)
 
     model.enqueue("Noted.")
-    await drain(tavern.send(pid, text, allow_secrets=True))  # the person confirmed
-    assert [(m.role, m.content) for m in tavern.messages(pid)[-2:]] == [("user", text), ("assistant", "Noted.")]
-    assert model.requests[0].messages[-1]["content"] == text and len(tavern.traces(pid)) == 1
+    await drain(tavern.steps.send(pid, text, allow_secrets=True))  # the person confirmed
+    assert [(m.role, m.content) for m in tavern.playthroughs.messages(pid)[-2:]] == [("user", text), ("assistant", "Noted.")]
+    assert model.requests[0].messages[-1]["content"] == text and len(tavern.traces.traces(pid)) == 1
 
 
 @pytest.mark.parametrize("text", PASSWORD_PROSE)
@@ -139,32 +139,32 @@ async def test_password_sentences_are_ordinary_roleplay_text(tavern: Tavern, mod
     # The persona refuses these ("password" is a persona secret kind); fiction is full of them.
     assert [f.kind for f in find_secrets(text)] == ["password"]
     pid = start(tavern, corpus_dir)
-    tavern.check_message(text)
-    await drain(tavern.send(pid, text))
-    assert tavern.messages(pid)[-2].content == text and model.requests[0].messages[-1]["content"] == text
+    tavern.playthroughs.check_message(text)
+    await drain(tavern.steps.send(pid, text))
+    assert tavern.playthroughs.messages(pid)[-2].content == text and model.requests[0].messages[-1]["content"] == text
 
 
 async def test_an_edit_is_checked_like_a_send(keyed: Tavern, model: ScriptedModel, corpus_dir: Path,
                                               db_url: str) -> None:
     pid = start(keyed, corpus_dir)
-    await drain(keyed.send(pid, "helo"))
-    user, reply = keyed.messages(pid)[-2:]
+    await drain(keyed.steps.send(pid, "helo"))
+    user, reply = keyed.playthroughs.messages(pid)[-2:]
     before = event_count(db_url)
     with pytest.raises(SecretRefused) as refused:
-        keyed.edit_message(pid, user.ref, f"hello {SK_KEY}")
+        keyed.timeline.edit_message(pid, user.ref, f"hello {SK_KEY}")
     assert refused.value.where == "edit" and refused.value.overridable and SK_KEY not in str(refused.value)
     for ref in (user.ref, reply.ref):  # the configured key: never, whoever's message it is
         with pytest.raises(SecretRefused) as refused:
-            keyed.edit_message(pid, ref, f"hello {CONFIGURED}", allow_secrets=True)
+            keyed.timeline.edit_message(pid, ref, f"hello {CONFIGURED}", allow_secrets=True)
         assert refused.value.configured
-    assert event_count(db_url) == before and keyed.messages(pid)[-2:] == [user, reply]
+    assert event_count(db_url) == before and keyed.playthroughs.messages(pid)[-2:] == [user, reply]
 
-    keyed.edit_message(pid, user.ref, f"hello {SK_KEY}", allow_secrets=True)
-    edited = keyed.messages(pid)[-2]
+    keyed.timeline.edit_message(pid, user.ref, f"hello {SK_KEY}", allow_secrets=True)
+    edited = keyed.playthroughs.messages(pid)[-2]
     assert edited.content == f"hello {SK_KEY}"
     # Fixing a typo around a secret the person already allowed does not ask again.
-    keyed.edit_message(pid, edited.ref, f"Hello {SK_KEY}!")
-    assert keyed.messages(pid)[-2].content == f"Hello {SK_KEY}!"
+    keyed.timeline.edit_message(pid, edited.ref, f"Hello {SK_KEY}!")
+    assert keyed.playthroughs.messages(pid)[-2].content == f"Hello {SK_KEY}!"
     assert CONFIGURED.encode() not in db_bytes(db_url)
 
 
@@ -195,7 +195,7 @@ def test_cli_edit_refuses_secrets_and_allow_secrets_stores_them(db_url: str, cor
     assert run(db_url, "chat", "Seraphina", "--say", "helo")[0] == 0
     service = Tavern(Settings(db_url=db_url))
     try:
-        user = service.messages(1)[-2]
+        user = service.playthroughs.messages(1)[-2]
         before = event_count(db_url)
         code, _out, err = run(db_url, "edit", "1", f"{user.ref[0]}:{user.ref[1]}", "--text", f"hello {JWT}")
         assert code == 1 and "jwt" in err and "--allow-secrets" in err and JWT not in err
@@ -203,6 +203,6 @@ def test_cli_edit_refuses_secrets_and_allow_secrets_stores_them(db_url: str, cor
         code, _out, err = run(db_url, "edit", "1", f"{user.ref[0]}:{user.ref[1]}", "--text", f"hello {JWT}",
                               "--allow-secrets")
         assert code == 0, err
-        assert service.messages(1)[-2].content == f"hello {JWT}"
+        assert service.playthroughs.messages(1)[-2].content == f"hello {JWT}"
     finally:
         service.close()

@@ -39,17 +39,17 @@ def client(tavern: Tavern) -> TestClient:
 
 def nominate(tavern: Tavern, corpus_dir: Path, *texts: str) -> int:
     """Send the person's messages through the real step pipeline, then consolidate; the playthrough id."""
-    cid = tavern.import_paths([corpus_dir / "cards" / "skynet_v1_legacy.png"])[0].id
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "skynet_v1_legacy.png"])[0].id
     assert cid is not None
-    pid = tavern.new_playthrough(cid).id
+    pid = tavern.playthroughs.new_playthrough(cid).id
 
     async def talk() -> None:
         for text in texts:
-            async for _ in tavern.send(pid, text):
+            async for _ in tavern.steps.send(pid, text):
                 pass
 
     asyncio.run(talk())
-    tavern.consolidate(pid)
+    tavern.persona.consolidate(pid)
     return pid
 
 
@@ -127,7 +127,7 @@ def test_a_read_token_is_forbidden_on_every_write_route(client: TestClient, tave
         assert response.status_code == 403, (method, path)
         assert response.json()["error"] == "forbidden" and WRITE in response.json()["message"]
         assert READER not in response.text
-    assert tavern.persona().version == 0 and tavern.persona_history() == []
+    assert tavern.persona.persona().version == 0 and tavern.persona.persona_history() == []
 
 
 def test_a_write_only_token_cannot_read(tavern: Tavern) -> None:
@@ -137,7 +137,7 @@ def test_a_write_only_token_cannot_read(tavern: Tavern) -> None:
 
 def test_reads_answer_200_with_the_service_shapes(client: TestClient, tavern: Tavern) -> None:
     shown = client.get("/v1/persona", headers=auth(READER))
-    assert shown.status_code == 200 and shown.json() == tavern.persona().to_json()
+    assert shown.status_code == 200 and shown.json() == tavern.persona.persona().to_json()
     assert shown.json()["version"] == 0 and shown.json()["entries"] == []
     assert client.get("/v1/persona/history", headers=auth(READER)).json() == []
     assert client.get("/v1/persona/nominations", headers=auth(READER)).json() == []
@@ -153,7 +153,7 @@ def test_put_adds_an_entry_and_get_shows_it_one_version_later(client: TestClient
                                "sensitivity": "low", "name": "Sam"})
     assert written.status_code == 200, written.text
     shown = client.get("/v1/persona", headers=auth(READER)).json()
-    assert shown == written.json() == tavern.persona().to_json()
+    assert shown == written.json() == tavern.persona.persona().to_json()
     assert shown["version"] == before["version"] + 1 and shown["name"] == "Sam"
     assert [(e["text"], e["provenance"], e["sensitivity"]) for e in shown["entries"]] == [
         ("{{user}} is a lighthouse keeper.", "owner", "low")]
@@ -171,13 +171,13 @@ def test_put_adds_an_entry_and_get_shows_it_one_version_later(client: TestClient
 
 def test_a_stale_expected_version_is_409_and_writes_nothing(client: TestClient, tavern: Tavern) -> None:
     client.put("/v1/persona", headers=auth(WRITER), json={"expected_version": 0, "add": "first"})
-    history = len(tavern.persona_history())
+    history = len(tavern.persona.persona_history())
     response = client.put("/v1/persona", headers=auth(WRITER), json={"expected_version": 0, "add": "second"})
     assert response.status_code == 409
     body = response.json()
     assert body["error"] == "conflict" and body["expected"] == 0 and body["current"] == 1 and body["message"]
-    assert len(tavern.persona_history()) == history
-    assert [e.text for e in tavern.persona().entries] == ["first"]
+    assert len(tavern.persona.persona_history()) == history
+    assert [e.text for e in tavern.persona.persona().entries] == ["first"]
 
 
 @pytest.mark.parametrize("body", [{"add": "x"}, {"expected_version": "0", "add": "x"},
@@ -188,7 +188,7 @@ def test_put_without_an_integer_expected_version_is_422(client: TestClient, tave
     response = client.put("/v1/persona", headers=auth(WRITER), json=body)
     assert response.status_code == 422
     assert response.json()["error"] == "invalid" and response.json()["field"] == "expected_version"
-    assert tavern.persona_history() == []
+    assert tavern.persona.persona_history() == []
 
 
 @pytest.mark.parametrize("body", [{"expected_version": 0, "add": 3}, {"expected_version": 0, "remove": "1"},
@@ -197,7 +197,7 @@ def test_put_without_an_integer_expected_version_is_422(client: TestClient, tave
 def test_put_with_a_field_of_the_wrong_type_or_unknown_is_422(client: TestClient, tavern: Tavern, body: Any) -> None:
     response = client.put("/v1/persona", headers=auth(WRITER), json=body)
     assert response.status_code == 422 and response.json()["error"] == "invalid"
-    assert tavern.persona_history() == []
+    assert tavern.persona.persona_history() == []
 
 
 def test_bad_json_is_400_and_service_refusals_are_400_or_404(client: TestClient, tavern: Tavern) -> None:
@@ -213,7 +213,7 @@ def test_bad_json_is_400_and_service_refusals_are_400_or_404(client: TestClient,
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
     assert client.post("/v1/persona/nominations/999/decline", headers=auth(WRITER)).status_code == 404
     assert client.post("/v1/persona/nominations/abc/affirm", headers=auth(WRITER)).status_code == 404
-    assert tavern.persona_history() == []
+    assert tavern.persona.persona_history() == []
 
 
 @pytest.mark.parametrize("body", [{"expected_version": 0, "add": f"my key is {SECRET}"},
@@ -227,7 +227,7 @@ def test_secret_text_is_422_naming_the_kind_and_never_echoed(client: TestClient,
     assert payload["error"] == "secret_refused" and payload["kind"] == "api_key"
     assert "api key" in payload["message"]
     assert SECRET not in response.text and SECRET[:12] not in response.text
-    assert tavern.persona_history() == []
+    assert tavern.persona.persona_history() == []
 
 
 # -- nominations ----------------------------------------------------------------------------------------
@@ -241,14 +241,14 @@ def test_nominations_carry_their_messages_and_affirm_and_decline_go_through_the_
     noms = listed.json()
     assert noms, "the pipeline should nominate a belief said twice"
     first = noms[0]
-    assert {k: v for k, v in first.items() if k != "messages"} == tavern.belief(first["id"]).to_json()
+    assert {k: v for k, v in first.items() if k != "messages"} == tavern.persona.belief(first["id"]).to_json()
     assert len(first["messages"]) == 2
     assert all(m["text"] == "My name is Sam." and len(m["ref"]) == 2 for m in first["messages"])
 
     stale = client.post(f"/v1/persona/nominations/{first['id']}/affirm", headers=auth(WRITER),
                         json={"expected_version": 7})
     assert stale.status_code == 409 and stale.json()["current"] == 0
-    assert tavern.belief(first["id"]).nominated and tavern.persona_history() == []
+    assert tavern.persona.belief(first["id"]).nominated and tavern.persona.persona_history() == []
 
     affirmed = client.post(f"/v1/persona/nominations/{first['id']}/affirm", headers=auth(WRITER),
                            json={"expected_version": 0})
@@ -257,7 +257,7 @@ def test_nominations_carry_their_messages_and_affirm_and_decline_go_through_the_
     assert doc["version"] == 1 and doc["reason"] == "affirm"
     assert [(e["provenance"], e["belief_id"], e["text"]) for e in doc["entries"]] == [
         ("affirmed", first["id"], first["statement"])]
-    assert tavern.belief(first["id"]).promoted
+    assert tavern.persona.belief(first["id"]).promoted
     again = client.post(f"/v1/persona/nominations/{first['id']}/decline", headers=auth(WRITER))
     assert again.status_code == 400 and "already in the persona" in again.json()["message"]
 
@@ -270,10 +270,10 @@ def test_decline_returns_the_belief_and_takes_no_body_fields(client: TestClient,
     assert odd.status_code == 422
     declined = client.post(f"/v1/persona/nominations/{belief_id}/decline", headers=auth(WRITER))
     assert declined.status_code == 200
-    assert declined.json() == tavern.belief(belief_id).to_json()
+    assert declined.json() == tavern.persona.belief(belief_id).to_json()
     assert declined.json()["nominated"] is False and declined.json()["promoted"] is False
     assert client.get("/v1/persona/nominations", headers=auth(READER)).json() == []
-    assert tavern.persona_history() == []
+    assert tavern.persona.persona_history() == []
 
 
 # -- no route writes beliefs -----------------------------------------------------------------------------
@@ -283,7 +283,7 @@ _MARKS = {"promoted", "entry_id", "nominated", "declined", "updated_at"}
 
 
 def _beliefs(tavern: Tavern) -> dict[int, dict[str, Any]]:
-    return {b.id: json.loads(json.dumps(b.to_json())) for b in tavern.beliefs()}
+    return {b.id: json.loads(json.dumps(b.to_json())) for b in tavern.persona.beliefs()}
 
 
 def test_no_route_or_method_writes_beliefs(client: TestClient, tavern: Tavern, corpus_dir: Path) -> None:
@@ -292,7 +292,7 @@ def test_no_route_or_method_writes_beliefs(client: TestClient, tavern: Tavern, c
     nominate(tavern, corpus_dir, "My name is Sam.", "I love cats.", "My name is Sam.", "I love cats.")
     before = _beliefs(tavern)
     assert before, "the pipeline should learn beliefs"
-    nominated = [b.id for b in tavern.nominations()]
+    nominated = [b.id for b in tavern.persona.nominations()]
     assert len(nominated) >= 2, "two beliefs said twice each should both be nominated"
     bodies: list[Any] = [None, {}, {"expected_version": 0}, {"expected_version": 0, "add": "{{user}} rows boats."},
                          {"statement": "{{user}} is evil.", "key": "x", "confidence": 1.0},
@@ -303,10 +303,10 @@ def test_no_route_or_method_writes_beliefs(client: TestClient, tavern: Tavern, c
         assert isinstance(route, Route)
         for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"):
             for body in bodies:
-                version = tavern.persona().version
+                version = tavern.persona.persona().version
                 if isinstance(body, dict) and "expected_version" in body:
                     body = {**body, "expected_version": version}
-                open_now = [b.id for b in tavern.nominations()]
+                open_now = [b.id for b in tavern.persona.nominations()]
                 # affirm leaves one nomination for decline; once none is open, a resolved id (400).
                 keep = 1 if route.path.endswith("/affirm") else 0
                 pick = open_now[0] if len(open_now) > keep else nominated[0]
@@ -324,7 +324,7 @@ def test_no_route_or_method_writes_beliefs(client: TestClient, tavern: Tavern, c
         new = after[belief_id]
         assert {k: v for k, v in new.items() if k not in _MARKS} == {k: v for k, v in old.items() if k not in _MARKS}
     changed = {i for i in before if before[i] != after[i]}
-    assert changed <= set(nominated) | {b.id for b in tavern.nominations()}
+    assert changed <= set(nominated) | {b.id for b in tavern.persona.nominations()}
 
 
 def test_the_routes_call_the_service_never_the_store() -> None:

@@ -21,10 +21,10 @@ def run(db_url: str, *args: str) -> tuple[int, str, str]:
 
 def test_an_unknown_json_object_is_named_as_such(tavern: Tavern, tmp_path: Path) -> None:
     (tmp_path / "obj.json").write_text(json.dumps({"foo": 1}))
-    [result] = tavern.import_paths([tmp_path / "obj.json"])
+    [result] = tavern.imports.import_paths([tmp_path / "obj.json"])
     assert not result.ok and "obj.json: not a file tavern-tui knows" in result.error
     (tmp_path / "personas.json").write_text(json.dumps({"personas": {}}))
-    [result] = tavern.import_paths([tmp_path / "personas.json"])
+    [result] = tavern.imports.import_paths([tmp_path / "personas.json"])
     assert result.kind == "persona" and "the backup holds no persona" in result.error
 
 
@@ -33,27 +33,27 @@ def test_a_folder_import_reports_its_chat_files_too(tavern: Tavern, tmp_path: Pa
     folder.mkdir()
     (folder / "broken.jsonl").write_text("not json\n")
     (folder / "mira.json").write_text(json.dumps(CARD))
-    results = tavern.import_paths([folder])
+    results = tavern.imports.import_paths([folder])
     assert [Path(r.path).name for r in results] == ["broken.jsonl", "mira.json"]
     assert not results[0].ok and "line 1" in results[0].error and results[1].ok
 
 
 def test_a_character_card_is_not_a_persona(tavern: Tavern, tmp_path: Path) -> None:
-    result = tavern.import_persona_bytes(json.dumps(CARD).encode(), "mira.json")
+    result = tavern.persona.import_persona_bytes(json.dumps(CARD).encode(), "mira.json")
     assert not result.ok and "character card" in result.error
     v1 = {"name": "Mira", "description": "A keeper.", "first_mes": "Hi."}
-    result = tavern.import_persona_bytes(json.dumps(v1).encode(), "v1.json")
+    result = tavern.persona.import_persona_bytes(json.dumps(v1).encode(), "v1.json")
     assert not result.ok and "character card (first_mes)" in result.error
-    assert tavern.persona().version == 0
+    assert tavern.persona.persona().version == 0
 
 
 def test_the_same_persona_imported_twice_writes_one_version(tavern: Tavern, tmp_path: Path) -> None:
     backup = {"personas": {"a.png": "Robin"}, "persona_descriptions": {"a.png": {"description": "Robin sails."}}}
     data = json.dumps(backup).encode()
-    first = tavern.import_persona_bytes(data, "p.json")
-    again = tavern.import_persona_bytes(data, "p.json")
+    first = tavern.persona.import_persona_bytes(data, "p.json")
+    again = tavern.persona.import_persona_bytes(data, "p.json")
     assert first.ok and again.ok and again.duplicate and again.id == first.id == 1
-    assert len(tavern.persona_history()) == 1
+    assert len(tavern.persona.persona_history()) == 1
 
 
 def test_persona_lore_follows_the_imported_persona_and_binds_from_the_cli(tavern: Tavern, tmp_path: Path,
@@ -61,34 +61,34 @@ def test_persona_lore_follows_the_imported_persona_and_binds_from_the_cli(tavern
     for name in ("Harbor", "Forest"):
         (tmp_path / f"{name}.json").write_text(json.dumps({"entries": {"0": {"uid": 0, "key": [name.lower()],
                                                                              "content": f"The {name}."}}}))
-    harbor, forest = tavern.import_paths([tmp_path / "Harbor.json", tmp_path / "Forest.json"])
+    harbor, forest = tavern.imports.import_paths([tmp_path / "Harbor.json", tmp_path / "Forest.json"])
     for who, book in (("ann.png", "Harbor"), ("bo.png", "Forest")):
         backup = {"personas": {who: who[:-4]}, "persona_descriptions": {who: {"description": f"{who} x",
                                                                                "lorebook": book}}}
-        assert tavern.import_persona_bytes(json.dumps(backup).encode(), "p.json").ok
-    bound = {b.name for b in tavern.world_books() if "persona:1" in b.bindings}
-    assert bound == {"Forest"} and tavern.persona().lorebook == "Forest"  # one book a persona, as SillyTavern
+        assert tavern.persona.import_persona_bytes(json.dumps(backup).encode(), "p.json").ok
+    bound = {b.name for b in tavern.lore.world_books() if "persona:1" in b.bindings}
+    assert bound == {"Forest"} and tavern.persona.persona().lorebook == "Forest"  # one book a persona, as SillyTavern
     code, out, _ = run(db_url, "lore", "unbind", "Forest", "--persona")
     assert code == 0
     code, out, _ = run(db_url, "lore", "bind", "Harbor", "--persona")
     assert code == 0
-    assert {b.name for b in tavern.world_books() if "persona:1" in b.bindings} == {"Harbor"}
+    assert {b.name for b in tavern.lore.world_books() if "persona:1" in b.bindings} == {"Harbor"}
 
 
 def test_chat_with_an_unknown_preset_creates_nothing(tavern: Tavern, tmp_path: Path, db_url: str) -> None:
     (tmp_path / "mira.json").write_text(json.dumps(CARD))
-    tavern.import_paths([tmp_path / "mira.json"])
+    tavern.imports.import_paths([tmp_path / "mira.json"])
     code, _, err = run(db_url, "chat", "Mira", "--new", "--say", "hi", "--preset", "Nope")
     assert code == 1 and "Nope" in err and "started playthrough" not in err
     code, _, err = run(db_url, "chat", "Mira", "--new", "--say", "hi", "--strategy", "nonsense")
     assert code == 1 and "unknown strategy 'nonsense'" in err
-    assert tavern.playthroughs() == []
+    assert tavern.playthroughs.playthroughs() == []
 
 
 def test_preview_says_what_its_flags_bound(tavern: Tavern, tmp_path: Path, db_url: str) -> None:
     (tmp_path / "mira.json").write_text(json.dumps(CARD))
-    [card] = tavern.import_paths([tmp_path / "mira.json"])
-    pid = tavern.new_playthrough(card.id).id
+    [card] = tavern.imports.import_paths([tmp_path / "mira.json"])
+    pid = tavern.playthroughs.new_playthrough(card.id).id
     code, out, err = run(db_url, "preview", str(pid), "--strategy", "projection", "--json")
     assert code == 0 and json.loads(out)["strategy"] == "projection"
     assert f"applied strategy projection v1 to playthrough {pid} (remembered)" in err
@@ -101,7 +101,7 @@ def test_a_world_book_with_a_broken_regex_key_imports_with_a_warning_naming_entr
     book = {"entries": {"0": {"uid": 7, "comment": "Caves", "key": ["cave", "/([a-z/"], "content": "Dark caves."},
                         "1": {"uid": 8, "key": ["bats"], "keysecondary": ["/x{2,1}/"], "content": "Bats."}}}
     (tmp_path / "caves.json").write_text(json.dumps(book))
-    [result] = tavern.import_paths([tmp_path / "caves.json"])
+    [result] = tavern.imports.import_paths([tmp_path / "caves.json"])
     assert result.ok and len(result.warnings) == 2
     first, second = result.warnings
     assert first.startswith("entry 7 (Caves) key[1] '/([a-z/': not a valid regex (")
@@ -120,7 +120,7 @@ def test_a_world_book_with_a_broken_regex_key_imports_with_a_warning_naming_entr
 
 def test_an_unknown_name_suggests_the_stored_ones(tavern: Tavern, corpus_dir: Path, db_url: str) -> None:
     # A SillyTavern book is named after its file: "Eldoria" finds eldoria_st_staging.
-    tavern.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json",
+    tavern.imports.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json",
                          corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
     code, _, err = run(db_url, "lore", "bind", "Eldoria", "--global")
     assert code != 0 and "no world book named 'Eldoria'; did you mean 'eldoria_st_staging'?" in err

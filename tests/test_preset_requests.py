@@ -55,17 +55,17 @@ def start(service: Tavern, tmp_path: Path, preset: dict | Path, card: dict | Pat
             (tmp_path / name).write_text(json.dumps(value))
             value = tmp_path / name
         paths.append(value)
-    card_result, preset_result = service.import_paths(paths)
+    card_result, preset_result = service.imports.import_paths(paths)
     assert card_result.ok and preset_result.ok, (card_result.error, preset_result.error)
-    pid = service.new_playthrough(card_result.id, user_name="Ann").id
-    service.bind_preset(pid, preset_result.id)
-    service.apply_strategy(pid, "projection")
+    pid = service.playthroughs.new_playthrough(card_result.id, user_name="Ann").id
+    service.presets.bind_preset(pid, preset_result.id)
+    service.strategies.apply_strategy(pid, "projection")
     return pid
 
 
 async def exchange(service: Tavern, server: LoopbackServer, pid: int, text: str, reply: str = "Mm.") -> list[dict]:
     server.enqueue_sse(sse_chunks_for(reply))
-    async for _ in service.send(pid, text):
+    async for _ in service.steps.send(pid, text):
         pass
     return server.requests[-1].json["messages"]
 
@@ -84,7 +84,7 @@ async def test_a_corpus_preset_sends_its_prompt_order_with_its_roles(service: Ta
     pid = start(service, tmp_path, path, corpus_dir / "cards" / "seraphina_chara_ccv3.png")
     await exchange(service, server, pid, "Where am I?")
     sent = await exchange(service, server, pid, "Who are you?")
-    parts = service.trace(service.traces(pid)[-1].id)["record"]["messages"]
+    parts = service.traces.trace(service.traces.traces(pid)[-1].id)["record"]["messages"]
     assert len(parts) == len(sent)
     # finch-core: the first system message (its leading {{// comments}} expand to nothing).
     core = prompts["finch-core"]["content"]
@@ -149,8 +149,8 @@ async def test_examples_are_dropped_before_history_when_the_budget_is_tight(
     assert contents[-2:] == ["Hello.", "Hi."]  # the whole chat still fits; the examples did not
     roomy = {**preset, "openai_max_context": 8000}
     (tmp_path / "Roomy.json").write_text(json.dumps(roomy))
-    [wide] = service.import_paths([tmp_path / "Roomy.json"])
-    service.bind_preset(pid, wide.id)
+    [wide] = service.imports.import_paths([tmp_path / "Roomy.json"])
+    service.presets.bind_preset(pid, wide.id)
     sent = await exchange(service, server, pid, "Again.")
     assert any("Gladly." in m["content"] for m in sent)
 
@@ -158,9 +158,9 @@ async def test_examples_are_dropped_before_history_when_the_budget_is_tight(
 def test_a_preset_with_only_a_temperature_gets_the_default_order(service: Tavern, corpus_dir: Path,
                                                                   tmp_path: Path) -> None:
     (tmp_path / "Warm.json").write_text(json.dumps({"temperature": 0.3}))
-    [result] = service.import_paths([tmp_path / "Warm.json"])
+    [result] = service.imports.import_paths([tmp_path / "Warm.json"])
     assert result.ok and result.kind == "preset", result.error
-    preset = service._parsed_preset(service._find("Warm", "presets", "preset").data, "Warm")
+    preset = service.presets.parsed_preset(service.library.find("Warm", "presets", "preset").data, "Warm")
     # SillyTavern's own Default.json (the corpus copy) gives the order 100001 it falls back to.
     default = json.loads((corpus_dir / "presets" / "st_openai_default_staging.json").read_text(encoding="utf-8"))
     [group] = [g for g in default["prompt_order"] if g["character_id"] == 100001]
@@ -172,7 +172,7 @@ def test_a_preset_with_only_a_temperature_gets_the_default_order(service: Tavern
 def test_history_before_main_keeps_the_order_and_warns(service: Tavern, tmp_path: Path) -> None:
     preset = {"prompts": [prompt("main", "Main."), *MARKERS], "prompt_order": order("chatHistory", "main")}
     (tmp_path / "Odd.json").write_text(json.dumps(preset))
-    [result] = service.import_paths([tmp_path / "Odd.json"])
+    [result] = service.imports.import_paths([tmp_path / "Odd.json"])
     assert result.ok and any("chatHistory" in w and "main" in w for w in result.warnings), result.warnings
-    parsed = service._parsed_preset(service._find("Odd", "presets", "preset").data, "Odd")
+    parsed = service.presets.parsed_preset(service.library.find("Odd", "presets", "preset").data, "Odd")
     assert [i.identifier for i in parsed.order if i.enabled] == ["chatHistory", "main"]

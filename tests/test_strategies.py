@@ -32,14 +32,14 @@ async def test_slots_first_puts_the_preset_in_the_system_section_and_names_each_
         tavern: Tavern, model: ScriptedModel, tmp_path: Path) -> None:
     (tmp_path / "mira.json").write_text(json.dumps(CARD))
     (tmp_path / "Lighthouse.json").write_text(json.dumps(PRESET))
-    card, preset = tavern.import_paths([tmp_path / "mira.json", tmp_path / "Lighthouse.json"])
+    card, preset = tavern.imports.import_paths([tmp_path / "mira.json", tmp_path / "Lighthouse.json"])
     assert preset.kind == "preset" and preset.ok, preset.error
-    pid = tavern.new_playthrough(card.id, user_name="Ann").id
-    tavern.bind_preset(pid, preset.id)
-    tavern.apply_strategy(pid, "preset-slots-first")
-    shown = tavern.preview(pid, "Is a storm coming?")
+    pid = tavern.playthroughs.new_playthrough(card.id, user_name="Ann").id
+    tavern.presets.bind_preset(pid, preset.id)
+    tavern.strategies.apply_strategy(pid, "preset-slots-first")
+    shown = tavern.steps.preview(pid, "Is a storm coming?")
     model.enqueue("Perhaps.")
-    async for _ in tavern.send(pid, "Is a storm coming?"):
+    async for _ in tavern.steps.send(pid, "Is a storm coming?"):
         pass
     sent = model.requests[-1]
     system = sent.messages[0]
@@ -54,5 +54,5 @@ async def test_slots_first_puts_the_preset_in_the_system_section_and_names_each_
     moves = " | ".join(shown["adjustments"])
     assert "'deep' (in-chat injection)" in moves and "'jailbreak' (after the history)" in moves
     # The system section is durable (an official section), unlike projection's request-only bodies.
-    system_messages = [m for m in tavern.messages(pid, include_system=True) if m.role == "system"]
+    system_messages = [m for m in tavern.playthroughs.messages(pid, include_system=True) if m.role == "system"]
     assert [m.content for m in system_messages] == [system["content"]]

@@ -40,22 +40,22 @@ PRESET = {
 def pid(tavern: Tavern, tmp_path: Path) -> int:
     (tmp_path / "mira.json").write_text(json.dumps(CARD))
     (tmp_path / "Short.json").write_text(json.dumps(PRESET))
-    card, preset = tavern.import_paths([tmp_path / "mira.json", tmp_path / "Short.json"])
-    playthrough = tavern.new_playthrough(card.id, user_name="Ann").id
-    tavern.bind_preset(playthrough, preset.id)
+    card, preset = tavern.imports.import_paths([tmp_path / "mira.json", tmp_path / "Short.json"])
+    playthrough = tavern.playthroughs.new_playthrough(card.id, user_name="Ann").id
+    tavern.presets.bind_preset(playthrough, preset.id)
     return playthrough
 
 
 async def say(tavern: Tavern, model: ScriptedModel, pid: int, text: str) -> list[dict]:
     model.enqueue("Mm.")
-    async for _ in tavern.send(pid, text):
+    async for _ in tavern.steps.send(pid, text):
         pass
     return model.requests[-1].messages
 
 
 def test_new_playthroughs_start_on_preset_slots_first(tavern: Tavern, pid: int) -> None:
-    assert tavern.playthrough(pid).strategy == "preset-slots-first"
-    assert tavern.applied_strategy(pid) == BUILTINS["preset-slots-first"]
+    assert tavern.playthroughs.playthrough(pid).strategy == "preset-slots-first"
+    assert tavern.strategies.applied_strategy(pid) == BUILTINS["preset-slots-first"]
 
 
 def test_options_are_checked_and_hashed() -> None:
@@ -73,34 +73,34 @@ def test_options_are_checked_and_hashed() -> None:
 async def test_saving_never_applies_and_applying_pins_the_version(tavern: Tavern, model: ScriptedModel,
                                                                   pid: int) -> None:
     with pytest.raises(TavernError, match="built in and read-only"):
-        tavern.save_strategy("projection", "projection")
-    v1 = tavern.save_strategy("lean", "preset-slots-first", {"examples": "system"})
+        tavern.strategies.save_strategy("projection", "projection")
+    v1 = tavern.strategies.save_strategy("lean", "preset-slots-first", {"examples": "system"})
     assert (v1.name, v1.version) == ("lean", 1)
-    tavern.apply_strategy(pid, "lean")
+    tavern.strategies.apply_strategy(pid, "lean")
     first = await say(tavern, model, pid, "Hello.")
     assert "Ann: Hi?" in first[0]["content"]  # v1 keeps the examples
-    v2 = tavern.save_strategy("lean", "preset-slots-first", {"examples": "omit"}, expected_version=1)
+    v2 = tavern.strategies.save_strategy("lean", "preset-slots-first", {"examples": "omit"}, expected_version=1)
     assert v2.version == 2
     with pytest.raises(Conflict):
-        tavern.save_strategy("lean", "preset-slots-first", {}, expected_version=1)
+        tavern.strategies.save_strategy("lean", "preset-slots-first", {}, expected_version=1)
     second = await say(tavern, model, pid, "Again.")
     assert "Ann: Hi?" in second[0]["content"]  # saved, not applied: still v1
-    tavern.apply_strategy(pid, "lean")  # the newest version
+    tavern.strategies.apply_strategy(pid, "lean")  # the newest version
     third = await say(tavern, model, pid, "Once more.")
     assert "Ann: Hi?" not in third[0]["content"]
-    snaps = [tavern.trace(t.id)["record"]["strategy_snapshot"] for t in tavern.traces(pid)]
+    snaps = [tavern.traces.trace(t.id)["record"]["strategy_snapshot"] for t in tavern.traces.traces(pid)]
     assert [(s["name"], s["version"]) for s in snaps] == [("lean", 1), ("lean", 1), ("lean", 2)]
     assert snaps[0]["sha256"] == v1.sha256 and snaps[2]["sha256"] == v2.sha256
-    assert tavern.strategy_spec("lean", 1) == v1 and tavern.strategy_spec("lean") == v2
+    assert tavern.strategies.strategy_spec("lean", 1) == v1 and tavern.strategies.strategy_spec("lean") == v2
     with pytest.raises(NotFound, match="unknown strategy 'lean' version 9"):
-        tavern.strategy_spec("lean", 9)
-    assert [s.name for s in tavern.strategies()] == [*BUILTINS, "lean"]
+        tavern.strategies.strategy_spec("lean", 9)
+    assert [s.name for s in tavern.strategies.strategies()] == [*BUILTINS, "lean"]
 
 
 async def test_roles_first_keeps_user_prompts_as_durable_context(tavern: Tavern, model: ScriptedModel,
                                                                  pid: int) -> None:
-    tavern.apply_strategy(pid, "preset-roles-first")
-    shown = tavern.preview(pid, "Hello.")
+    tavern.strategies.apply_strategy(pid, "preset-roles-first")
+    shown = tavern.steps.preview(pid, "Hello.")
     sent = await say(tavern, model, pid, "Hello.")
     assert [{k: v for k, v in m.items() if k != "source"} for m in shown["messages"]] == sent
     system = sent[0]
@@ -118,19 +118,19 @@ async def test_roles_first_keeps_user_prompts_as_durable_context(tavern: Tavern,
     # It entered durable history (origin engine) and is not admitted again while unchanged.
     again = await say(tavern, model, pid, "And now?")
     assert [m["content"] for m in again[1:]] == ["Hello.", "(OOC: keep replies short.)", "Hello.", "Mm.", "And now?"]
-    context = [m for m in tavern.messages(pid) if m.content == "(OOC: keep replies short.)"]
+    context = [m for m in tavern.playthroughs.messages(pid) if m.content == "(OOC: keep replies short.)"]
     assert [(m.role, m.origin) for m in context] == [("user", "engine")]
-    record = tavern.trace(tavern.traces(pid)[-1].id)["record"]
+    record = tavern.traces.trace(tavern.traces.traces(pid)[-1].id)["record"]
     assert [m["source"] for m in record["messages"]][:3] == ["system", "history", "context"]
-    assert tavern.verify_trace(tavern.traces(pid)[-1].id).ok
-    tavern.consolidate(pid)
-    assert all("short" not in b.key for b in tavern.beliefs())  # context is never the person's words
+    assert tavern.traces.verify_trace(tavern.traces.traces(pid)[-1].id).ok
+    tavern.persona.consolidate(pid)
+    assert all("short" not in b.key for b in tavern.persona.beliefs())  # context is never the person's words
 
 
 async def test_roles_first_after_history_option_moves_post_history_prompts_to_context(
         tavern: Tavern, model: ScriptedModel, pid: int) -> None:
-    tavern.save_strategy("ctx", "preset-roles-first", {"after_history": "context"})
-    tavern.apply_strategy(pid, "ctx")
+    tavern.strategies.save_strategy("ctx", "preset-roles-first", {"after_history": "context"})
+    tavern.strategies.apply_strategy(pid, "ctx")
     sent = await say(tavern, model, pid, "Hello.")
     assert "Stay in character." not in sent[0]["content"]
     assert sent[-3:] == [{"role": "user", "content": "(OOC: keep replies short.)"},
@@ -143,8 +143,8 @@ def test_the_default_for_new_playthroughs_can_be_configured(db_url: str, model: 
     service = Tavern(Settings(db_url=db_url, default_strategy="compat"), provider=model)
     try:
         (tmp_path / "mira.json").write_text(json.dumps(CARD))
-        [card] = service.import_paths([tmp_path / "mira.json"])
-        assert service.playthrough(service.new_playthrough(card.id).id).strategy == "compat"
+        [card] = service.imports.import_paths([tmp_path / "mira.json"])
+        assert service.playthroughs.playthrough(service.playthroughs.new_playthrough(card.id).id).strategy == "compat"
     finally:
         service.close()
 
@@ -165,6 +165,6 @@ def test_cli_lists_saves_and_applies_strategies(tavern: Tavern, pid: int, db_url
     code, out, _ = run("strategies", "--json")
     listed = {s["name"]: s for s in json.loads(out)}
     assert listed["terse"]["options"] == {"examples": "omit"} and listed["projection"]["builtin"] is True
-    assert tavern.applied_strategy(pid).name == "preset-slots-first"  # saving applied nothing
+    assert tavern.strategies.applied_strategy(pid).name == "preset-slots-first"  # saving applied nothing
     code, out, _ = run("strategy", "apply", str(pid), "terse", "--version", "1")
-    assert code == 0 and tavern.applied_strategy(pid).name == "terse"
+    assert code == 0 and tavern.strategies.applied_strategy(pid).name == "terse"

@@ -46,33 +46,33 @@ async def _drain(updates) -> None:  # type: ignore[no-untyped-def]
 
 
 def _apply(tavern: Tavern, pid: int, op: str, arg: object, branches: list[int]) -> None:
-    shown = tavern.messages(pid)
+    shown = tavern.playthroughs.messages(pid)
     try:
         if op == "send":
-            asyncio.run(_drain(tavern.send(pid, str(arg))))
+            asyncio.run(_drain(tavern.steps.send(pid, str(arg))))
         elif op == "swipe":
-            if tavern.swipe(pid, int(arg)) is None:  # type: ignore[call-overload]
-                asyncio.run(_drain(tavern.regenerate(pid)))
+            if tavern.timeline.swipe(pid, int(arg)) is None:  # type: ignore[call-overload]
+                asyncio.run(_drain(tavern.steps.regenerate(pid)))
         elif op == "regenerate":
-            asyncio.run(_drain(tavern.regenerate(pid)))
+            asyncio.run(_drain(tavern.steps.regenerate(pid)))
         elif op == "continue":
-            asyncio.run(_drain(tavern.continue_reply(pid)))
+            asyncio.run(_drain(tavern.steps.continue_reply(pid)))
         elif shown and op in ("edit", "delete", "rollback", "branch"):
             target = shown[int(arg) % len(shown)]  # type: ignore[call-overload]
             if op == "edit":
-                tavern.edit_message(pid, target.ref, f"edited {target.content}")
+                tavern.timeline.edit_message(pid, target.ref, f"edited {target.content}")
             elif op == "delete":
-                tavern.delete_message(pid, target.ref)
+                tavern.timeline.delete_message(pid, target.ref)
             else:
-                tree_refs = {v.ref for v in tavern.timeline(pid).variants}
+                tree_refs = {v.ref for v in tavern.timeline.timeline(pid).variants}
                 if target.ref in tree_refs:  # an edit's own ref is not a variant
                     if op == "rollback":
-                        tavern.rollback(pid, target.ref)
+                        tavern.timeline.rollback(pid, target.ref)
                     else:
-                        branches.append(tavern.branch_playthrough(pid, target.ref).id)
+                        branches.append(tavern.timeline.branch_playthrough(pid, target.ref).id)
         elif op == "jump":
-            variants = tavern.timeline(pid).variants
-            tavern.select_variant(pid, variants[int(arg) % len(variants)].ref)  # type: ignore[call-overload]
+            variants = tavern.timeline.timeline(pid).variants
+            tavern.timeline.select_variant(pid, variants[int(arg) % len(variants)].ref)  # type: ignore[call-overload]
     except Exception as exc:  # only the refusals the API documents are expected
         from tavern_tui.errors import TavernError
 
@@ -89,8 +89,8 @@ def test_every_variant_stays_reachable_and_no_event_changes(ops: list[tuple[str,
         try:
             card = Path(folder) / "mira.json"
             card.write_text(CARD)
-            [imported] = tavern.import_paths([card])
-            pid = tavern.new_playthrough(imported.id, user_name="Ann").id
+            [imported] = tavern.imports.import_paths([card])
+            pid = tavern.playthroughs.new_playthrough(imported.id, user_name="Ann").id
             branches: list[int] = []
             seen: dict[int, set[tuple[int, int]]] = {pid: set()}
             stored = _events(db)
@@ -100,7 +100,7 @@ def test_every_variant_stays_reachable_and_no_event_changes(ops: list[tuple[str,
                 assert {k: now[k] for k in stored} == stored, f"an event changed after {op}"
                 stored = now
                 for playthrough in [pid, *branches]:
-                    refs = {v.ref for v in tavern.timeline(playthrough).variants}
+                    refs = {v.ref for v in tavern.timeline.timeline(playthrough).variants}
                     missing = seen.setdefault(playthrough, set()) - refs
                     assert not missing, f"{op} lost variants {missing}"
                     seen[playthrough] |= refs
@@ -108,7 +108,7 @@ def test_every_variant_stays_reachable_and_no_event_changes(ops: list[tuple[str,
                 assert hashlib.sha256(body.encode("utf-8")).hexdigest() == digest
             # Every variant ever produced can be shown again.
             for ref in seen[pid]:
-                tavern.select_variant(pid, ref)
-                assert ref in tavern.timeline(pid).path
+                tavern.timeline.select_variant(pid, ref)
+                assert ref in tavern.timeline.timeline(pid).path
         finally:
             tavern.close()

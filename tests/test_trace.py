@@ -36,58 +36,58 @@ def live(server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path):
     service = Tavern(settings)
     book = tmp_path / "Lanterns.json"
     book.write_text(json.dumps(BOOK))
-    card, preset, lore = service.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png",
+    card, preset, lore = service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png",
                                                corpus_dir / "presets" / "st_openai_default_staging.json", book])
     assert card.ok and preset.ok and lore.ok
-    pid = service.new_playthrough(card.id, user_name="Ann").id
-    service.bind_preset(pid, preset.id)
-    service.bind_world_book(lore.id, "playthrough", pid)
+    pid = service.playthroughs.new_playthrough(card.id, user_name="Ann").id
+    service.presets.bind_preset(pid, preset.id)
+    service.lore.bind_world_book(lore.id, "playthrough", pid)
     yield service, pid
     service.close()
 
 
 async def say(service: Tavern, pid: int, text: str) -> None:
-    async for _ in service.send(pid, text):
+    async for _ in service.steps.send(pid, text):
         pass
 
 
 @pytest.mark.parametrize("strategy", ["compat", "preset-roles-first", "preset-slots-first", "projection"])
 async def test_verify_rebuilds_exactly_what_the_server_received(live, server: LoopbackServer, strategy: str) -> None:  # type: ignore[no-untyped-def]
     service, pid = live
-    service.apply_strategy(pid, strategy)
+    service.strategies.apply_strategy(pid, strategy)
     for reply in ("One.", "Two."):
         server.enqueue_sse(sse_chunks_for(reply))
     await say(service, pid, "I light the lantern.")  # fires the @depth entry
     await say(service, pid, "Is a storm coming?")
-    traces = service.traces(pid)
+    traces = service.traces.traces(pid)
     assert [t.strategy for t in traces] == [strategy, strategy] and all(t.outcome == "ok" for t in traces)
     for trace, request in zip(traces, server.requests):
-        result = service.verify_trace(trace.id)
+        result = service.traces.verify_trace(trace.id)
         assert result.ok, result.checks
         assert result.messages == request.json["messages"]  # the exact array sent
         sent_config = {k: request.json[k] for k in result.config}
         assert sent_config == result.config
         assert trace.usage == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-    shown = service.trace(traces[0].id)
+    shown = service.traces.trace(traces[0].id)
     fired = {(d["uid"], d["reason"]) for d in shown["world_info"]["fired"]}
     assert (0, "key") in fired
     # No secret in any trace or header.
-    assert SECRET not in json.dumps([service.trace(t.id) for t in traces])
+    assert SECRET not in json.dumps([service.traces.trace(t.id) for t in traces])
 
 
 async def test_a_tampered_body_is_reported_changed(live, server: LoopbackServer, db_url: str) -> None:  # type: ignore[no-untyped-def]
     service, pid = live
     server.enqueue_sse(sse_chunks_for("Hello."))
     await say(service, pid, "Hi there.")
-    [trace] = service.traces(pid)
-    record = service.trace(trace.id)["record"]
+    [trace] = service.traces.traces(pid)
+    record = service.traces.trace(trace.id)["record"]
     user = next(m for m in record["messages"] if m["source"] == "input")
     path = db_url.removeprefix("sqlite:///")
     with sqlite3.connect(path) as db:  # bypass the append-only guard, in this test only
         db.execute("DROP TRIGGER IF EXISTS events_no_update")
         db.execute("UPDATE events SET body = ? WHERE session_id = ? AND seq = ?",
                    (json.dumps({"content": "Something else."}), *user["ref"]))
-    result = service.verify_trace(trace.id)
+    result = service.traces.verify_trace(trace.id)
     assert not result.ok
     changed = [c for c in result.checks if c.status != "ok"]
     assert [(c.status, list(c.ref)) for c in changed] == [("changed", user["ref"])]
@@ -102,7 +102,7 @@ async def test_a_retry_without_a_rejected_parameter_is_recorded(live, server: Lo
     server.enqueue_sse(sse_chunks_for("Fine."))
     await say(service, pid, "Hello?")
     # One record per provider request: the refused one and its retry, which names the omission.
-    trace, retry = service.traces(pid)
+    trace, retry = service.traces.traces(pid)
     assert (trace.attempt, retry.attempt, retry.retry_of) == (1, 2, trace.id)
     assert trace.outcome == "retried (400)" and retry.outcome == "ok"
     assert "temperature" in trace.config and trace.omitted == {}
@@ -111,10 +111,10 @@ async def test_a_retry_without_a_rejected_parameter_is_recorded(live, server: Lo
                             if k not in ("model", "messages", "stream", "stream_options")}
     assert len(trace.attempts) == 2
     assert "temperature" not in server.requests[1].json
-    assert service.trace(retry.id)["config_adjusted"]["omitted"].keys() == {"temperature"}
+    assert service.traces.trace(retry.id)["config_adjusted"]["omitted"].keys() == {"temperature"}
     # Both requests sent the same messages: both verify against the log.
     for record in (trace, retry):
-        result = service.verify_trace(record.id)
+        result = service.traces.verify_trace(record.id)
         assert result.ok and result.messages == server.requests[0].json["messages"]
 
 
@@ -148,20 +148,20 @@ def test_cli_trace_verify_exits_non_zero_on_a_mismatch(tmp_path: Path, corpus_di
 
 async def test_replay_sends_the_same_bytes_as_a_sibling_and_links_the_trace(live, server: LoopbackServer) -> None:  # type: ignore[no-untyped-def]
     service, pid = live
-    service.apply_strategy(pid, "projection")
+    service.strategies.apply_strategy(pid, "projection")
     server.enqueue_sse(sse_chunks_for("First answer."))
     server.enqueue_sse(sse_chunks_for("Second answer."))
     await say(service, pid, "I light the lantern.")
-    [original] = service.traces(pid)
-    async for _ in service.replay(original.id, model="loop-2"):
+    [original] = service.traces.traces(pid)
+    async for _ in service.traces.replay(original.id, model="loop-2"):
         pass
     first, second = server.requests
     assert second.json["messages"] == first.json["messages"]
     assert second.json["model"] == "loop-2"
     assert {k: second.json[k] for k in original.config} == original.config
     # A new sibling of the replayed reply; the new trace names the old one.
-    assert service.swipe_state(pid).label == "2/2"
-    assert [m.content for m in service.messages(pid)][-1] == "Second answer."
-    replayed = service.traces(pid)[-1]
-    assert service.trace(replayed.id)["record"]["replay_of"] == original.id
-    assert service.verify_trace(replayed.id).ok
+    assert service.timeline.swipe_state(pid).label == "2/2"
+    assert [m.content for m in service.playthroughs.messages(pid)][-1] == "Second answer."
+    replayed = service.traces.traces(pid)[-1]
+    assert service.traces.trace(replayed.id)["record"]["replay_of"] == original.id
+    assert service.traces.verify_trace(replayed.id).ok

@@ -20,14 +20,14 @@ def _header(tavern: Tavern, session_id: int) -> dict:
 
 
 async def _say(tavern: Tavern, playthrough: int, text: str) -> None:
-    async for _ in tavern.send(playthrough, text):
+    async for _ in tavern.steps.send(playthrough, text):
         pass
 
 
 async def test_the_cards_embedded_book_fires_on_the_input_and_lands_before_the_description(
         tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
-    cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
-    view = tavern.new_playthrough(cid, user_name="Ada")
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
+    view = tavern.playthroughs.new_playthrough(cid, user_name="Ada")
     await _say(tavern, view.id, "What are the shadowfang beasts?")
     system = model.requests[0].messages[0]["content"]
     # Entry 1 of the card's "Eldoria" book (keys shadowfang/beast…); its content names Shadowfangs.
@@ -61,8 +61,8 @@ async def test_constant_entries_compete_for_the_budget_and_say_so(db_url: str, c
                             world_info=WorldInfoSettings(max_context=max_context))
         tavern = Tavern(settings, provider=model)
         try:
-            cid = tavern.import_paths([corpus_dir / "cards" / "ai_v3_with_book.json"])[0].id or 0
-            view = tavern.new_playthrough(cid)
+            cid = tavern.imports.import_paths([corpus_dir / "cards" / "ai_v3_with_book.json"])[0].id or 0
+            view = tavern.playthroughs.new_playthrough(cid)
             await _say(tavern, view.id, "你好")
             record = _header(tavern, view.session_id)["assembly"]["world_info"]
             reasons = {d["uid"]: d["reason"] for d in record["fired"] + record["skipped"]}
@@ -85,10 +85,10 @@ async def test_a_globally_bound_book_fires_and_timed_state_is_kept_per_branch(ta
                               "sticky": 2, "order": 100, "position": 1}}}
     path = tmp_path / "coast.json"
     path.write_text(json.dumps(book), encoding="utf-8")
-    book_id = tavern.import_paths([path])[0].id or 0
-    cid = tavern.import_paths([corpus_dir / "cards" / "skynet_v1_legacy.png"])[0].id or 0
-    assert tavern.bind_world_book(book_id, "global")
-    view = tavern.new_playthrough(cid)
+    book_id = tavern.imports.import_paths([path])[0].id or 0
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "skynet_v1_legacy.png"])[0].id or 0
+    assert tavern.lore.bind_world_book(book_id, "global")
+    view = tavern.playthroughs.new_playthrough(cid)
     await _say(tavern, view.id, "Scan the lighthouse.")
     assert "The lighthouse keeper is a ghost." in model.requests[0].messages[0]["content"]
     # Sticky 2: the next step still has it although no message mentions it within the scan depth (2).
@@ -104,7 +104,7 @@ async def test_a_globally_bound_book_fires_and_timed_state_is_kept_per_branch(ta
     with tavern.store.unit_of_work() as uow:
         data = uow.world_books.get(book_id).data
     assert named["sha256"] == hashlib.sha256(data.encode("utf-8")).hexdigest()
-    preview = tavern.world_info_preview(view.id, "the lighthouse again")
+    preview = tavern.steps.world_info_preview(view.id, "the lighthouse again")
     assert preview.decision("coast", 0).fired
     assert len([e for e in tavern.store.events.surface_events(view.session_id) if e.kind == LORE_STATE_KIND]) == 3
 
@@ -120,16 +120,16 @@ async def test_warming_a_playthrough_builds_its_index_once_and_the_first_send_re
     prime = WorldInfoStep.prime
     monkeypatch.setattr(WorldInfoStep, "prime", lambda self, ctx: primed.append(prime(self, ctx)) or primed[-1])
 
-    cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
-    view = tavern.new_playthrough(cid, user_name="Ada")
-    cache = tavern._index_cache
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
+    view = tavern.playthroughs.new_playthrough(cid, user_name="Ada")
+    cache = tavern.lore.index_cache
     built: list[int] = []
     factory = cache.factory
     cache.factory = lambda keys: built.append(len(keys)) or factory(keys)  # type: ignore[assignment]
     try:
         # The greeting names the forest, the beasts and magic: entries 0, 1 and 3 of the card's
         # Eldoria book (entry 2 may follow by recursion, budget permitting).
-        assert tavern.warm_world_info(view.id) >= 3
+        assert tavern.steps.warm_world_info(view.id) >= 3
         assert gc.get_freeze_count() > 0  # what was alive then is out of the collector's way
         assert len(built) == 1 and isinstance(next(iter(cache._cache.values())), FastIndex)
         # ... and every entry content recursion may scan was primed: the card's book has 4
@@ -155,8 +155,8 @@ def test_activations_sharing_a_cache_take_turns(tavern: Tavern, corpus_dir: Path
     book = parse_world_book(path.read_bytes(), path.name)
     results: list[object] = []
     worker = threading.Thread(target=lambda: results.append(
-        tavern.test_world_info([book], [ScanMessage("User", "the shadowfang beasts", 1)], None)))
-    with tavern._index_cache.in_use:
+        tavern.lore.test_world_info([book], [ScanMessage("User", "the shadowfang beasts", 1)], None)))
+    with tavern.lore.index_cache.in_use:
         worker.start()
         worker.join(0.3)
         assert worker.is_alive() and results == []  # waiting for the activation holding the cache
@@ -199,12 +199,12 @@ async def test_a_send_waits_for_a_busy_index_without_blocking_the_event_loop(
     import asyncio
     import threading
 
-    cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
-    view = tavern.new_playthrough(cid, user_name="Ada")
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
+    view = tavern.playthroughs.new_playthrough(cid, user_name="Ada")
     taken, release = threading.Event(), threading.Event()
 
     def warm_up() -> None:
-        with tavern._index_cache.in_use:
+        with tavern.lore.index_cache.in_use:
             taken.set()
             release.wait(5)
 
@@ -229,9 +229,9 @@ async def test_the_status_line_estimate_counts_the_request_the_step_sends(
     # and 3 fire from the greeting) and the preset's prompts included, not only the history.
     from tavern_tui.text.tokens import estimate_messages
 
-    cid = tavern.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
-    view = tavern.new_playthrough(cid, user_name="Ada")
-    before = tavern.estimate_tokens(view.id)
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
+    view = tavern.playthroughs.new_playthrough(cid, user_name="Ada")
+    before = tavern.steps.estimate_tokens(view.id)
     await _say(tavern, view.id, "Hello")  # names no key: the same entries fire
     sent = [dict(m) for m in model.requests[0].messages]
     assert sent[-1]["content"] == "Hello"

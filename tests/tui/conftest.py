@@ -71,7 +71,7 @@ class ScriptedProvider:
 
 @pytest.fixture(autouse=True)
 def _unfreeze_heap() -> Iterator[None]:
-    """Opening a chat freezes the heap (`Tavern.warm_world_info`); give the next test a normal one."""
+    """Opening a chat freezes the heap (`Tavern.steps.warm_world_info`); give the next test a normal one."""
     yield
     gc.unfreeze()
 
@@ -90,7 +90,7 @@ def make_tavern(db_url: str, corpus_dir: Path) -> Iterator[Callable[..., Tavern]
     def make(provider: object, *, import_corpus: bool = True) -> Tavern:
         service = Tavern(Settings(db_url=db_url), provider=provider)  # type: ignore[arg-type]
         if import_corpus:
-            assert all(r.ok for r in service.import_paths([corpus_dir / "cards"]))
+            assert all(r.ok for r in service.imports.import_paths([corpus_dir / "cards"]))
         opened.append(service)
         return service
 

@@ -53,20 +53,20 @@ async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Ta
         assert isinstance(app.screen, HomeScreen)
         listing = app.screen.query_one("#characters", OptionList)
         shown = [str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)]
-        assert shown == [c.name for c in corpus_tavern.characters()]
+        assert shown == [c.name for c in corpus_tavern.library.characters()]
         assert {"Seraphina", "爱", "Skynet"} <= set(shown)
         assert "V3 card · 1 greeting · 4 lorebook entries" in str(listing.get_option_at_index(shown.index("Seraphina")).prompt)
 
         chat = await open_seraphina(pilot)
         pid = chat.playthrough_id
-        greeting = corpus_tavern.messages(pid)[0]
+        greeting = corpus_tavern.playthroughs.messages(pid)[0]
         [box] = chat.transcript.boxes
         assert box.text == greeting.content and len(greeting.content) > 500
         assert box.has_class("-origin-engine") and mark_of(box) == "opening"
         assert "scripted · script-1" in chat.status.line and "tokens" in chat.status.line
 
         await send(pilot, chat, "hello there")
-        stored = corpus_tavern.messages(pid)
+        stored = corpus_tavern.playthroughs.messages(pid)
         assert [(m.role, m.content) for m in stored[-2:]] == [("user", "hello there"), ("assistant", reply)]
         assert stored[-1].kind == "assistant/message" and stored[-1].origin == "agent" and not stored[-1].partial
         user_box, reply_box = chat.transcript.boxes[-2:]
@@ -92,7 +92,7 @@ async def test_escape_stops_the_reply_and_keeps_the_partial_text(corpus_tavern: 
         await wait_until(pilot, lambda: not chat.generating)
         assert app.screen is chat  # Esc stopped the reply; it did not leave the chat
 
-        last = corpus_tavern.messages(chat.playthrough_id)[-1]
+        last = corpus_tavern.playthroughs.messages(chat.playthrough_id)[-1]
         assert last.partial and last.kind == "assistant/attempt" and last.error is None
         assert last.content == "The forest "
         box = chat.transcript.boxes[-1]
@@ -114,7 +114,7 @@ async def test_provider_error_shows_its_category(corpus_tavern: Tavern, scripted
         assert "authentication: Invalid API key" in chat.status.line
         box = chat.transcript.boxes[-1]
         assert box.text == "Hel" and box.has_class("-error") and mark_of(box) == "error · authentication"
-        last = corpus_tavern.messages(chat.playthrough_id)[-1]
+        last = corpus_tavern.playthroughs.messages(chat.playthrough_id)[-1]
         assert last.partial and last.content == "Hel" and last.error == "Invalid API key"
         notes = [m.notification for m in seen if isinstance(m, Notify)]
         assert any("authentication" in n.message and n.severity == "error" for n in notes)
@@ -141,7 +141,7 @@ async def test_reopening_shows_the_playthrough_and_its_messages(make_tavern: Cal
     async with app.run_test(size=SIZE) as pilot:
         home = app.screen
         listing = home.query_one("#characters", OptionList)
-        listing.highlighted = [c.name for c in second.characters()].index("Seraphina")
+        listing.highlighted = [c.name for c in second.library.characters()].index("Seraphina")
         await pilot.pause()
         playthroughs = home.query_one("#playthroughs", OptionList)
         assert playthroughs.option_count == 1
@@ -163,8 +163,8 @@ async def test_new_playthrough_key_starts_a_fresh_one(corpus_tavern: Tavern) -> 
         await pilot.press("n")
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
         assert app.screen.playthrough_id != first
-        seraphina = corpus_tavern.find_character("Seraphina")
-        assert len(corpus_tavern.playthroughs(seraphina.id)) == 2
+        seraphina = corpus_tavern.library.find_character("Seraphina")
+        assert len(corpus_tavern.playthroughs.playthroughs(seraphina.id)) == 2
 
 
 async def test_reasoning_is_shown_apart_and_collapsed(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
@@ -177,16 +177,16 @@ async def test_reasoning_is_shown_apart_and_collapsed(corpus_tavern: Tavern, scr
         assert box.text == "Tea?"
         section = box.query_one(".reasoning", Collapsible)
         assert section.collapsed
-        assert corpus_tavern.messages(chat.playthrough_id)[-1].reasoning == "The traveller seems tired. Offer tea."
+        assert corpus_tavern.playthroughs.messages(chat.playthrough_id)[-1].reasoning == "The traveller seems tired. Offer tea."
 
 
 async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Tavern) -> None:
-    seraphina = corpus_tavern.find_character("Seraphina")
-    pid = corpus_tavern.new_playthrough(seraphina.id).id
+    seraphina = corpus_tavern.library.find_character("Seraphina")
+    pid = corpus_tavern.playthroughs.new_playthrough(seraphina.id).id
     for i in range(60):
-        async for _ in corpus_tavern.send(pid, f"line {i}"):
+        async for _ in corpus_tavern.steps.send(pid, f"line {i}"):
             pass
-    total = len(corpus_tavern.messages(pid))
+    total = len(corpus_tavern.playthroughs.messages(pid))
     assert total == 121
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
@@ -207,7 +207,7 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
             await wait_until(pilot, lambda: len(chat.transcript.boxes) == min(total, before + window))
         assert len(chat.transcript.boxes) == total
         # More than the chat reads at first (HELD): the oldest windows came through `fetch`, in order.
-        assert [b.text for b in chat.transcript.boxes] == [m.content for m in corpus_tavern.messages(pid)]
+        assert [b.text for b in chat.transcript.boxes] == [m.content for m in corpus_tavern.playthroughs.messages(pid)]
         assert chat.transcript.earlier_count == 0
         assert chat.transcript.boxes[0].has_class("-origin-engine")
         assert not chat.query_one("#earlier").display

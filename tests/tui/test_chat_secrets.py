@@ -34,7 +34,7 @@ async def test_a_pasted_key_is_held_back_until_enter_again_on_the_same_text(
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         chat = await open_seraphina(pilot)
         pid = chat.playthrough_id
-        shown = corpus_tavern.messages(pid)
+        shown = corpus_tavern.playthroughs.messages(pid)
         await pilot.press(*text)
         assert chat.prompt.value == text
         await pilot.press("enter")
@@ -44,7 +44,7 @@ async def test_a_pasted_key_is_held_back_until_enter_again_on_the_same_text(
         assert SK_KEY not in note.title
         await pilot.app.workers.wait_for_complete()
         assert chat.prompt.value == text and not chat.generating  # the text stays in the prompt
-        assert scripted.requests == [] and corpus_tavern.messages(pid) == shown
+        assert scripted.requests == [] and corpus_tavern.playthroughs.messages(pid) == shown
 
         await pilot.press("!")  # changed text: warned again, still not sent
         await pilot.press("enter")
@@ -53,14 +53,14 @@ async def test_a_pasted_key_is_held_back_until_enter_again_on_the_same_text(
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(warnings(seen)) == 3)
         await pilot.app.workers.wait_for_complete()
-        assert scripted.requests == [] and corpus_tavern.messages(pid) == shown and chat.prompt.value == text
+        assert scripted.requests == [] and corpus_tavern.playthroughs.messages(pid) == shown and chat.prompt.value == text
 
         await pilot.press("enter")  # the same unchanged text again: sent
         await pilot.app.workers.wait_for_complete()
         await wait_until(pilot, lambda: not chat.generating and bool(scripted.requests))
         assert len(warnings(seen)) == 3
         assert scripted.requests[0].messages[-1]["content"] == text
-        stored = corpus_tavern.messages(pid)
+        stored = corpus_tavern.playthroughs.messages(pid)
         assert [(m.role, m.content) for m in stored[-2:]] == [("user", text), ("assistant", reply)]
         assert chat.prompt.value == ""
         assert [b.text for b in chat.transcript.boxes[-2:]] == [text, reply]
@@ -69,7 +69,7 @@ async def test_a_pasted_key_is_held_back_until_enter_again_on_the_same_text(
 @pytest.fixture
 def keyed_tavern(db_url: str, corpus_dir: Path, scripted: ScriptedProvider) -> Iterator[Tavern]:
     service = Tavern(Settings(db_url=db_url, provider=ProviderSettings(api_key=CONFIGURED)), provider=scripted)
-    assert all(r.ok for r in service.import_paths([corpus_dir / "cards"]))
+    assert all(r.ok for r in service.imports.import_paths([corpus_dir / "cards"]))
     yield service
     service.close()
 
@@ -81,7 +81,7 @@ async def test_the_configured_api_key_is_never_sent_from_the_prompt(keyed_tavern
     app = TavernApp(keyed_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         chat = await open_seraphina(pilot)
-        shown = keyed_tavern.messages(chat.playthrough_id)
+        shown = keyed_tavern.playthroughs.messages(chat.playthrough_id)
         await pilot.press(*text)
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(warnings(seen)) == 1)
@@ -92,4 +92,4 @@ async def test_the_configured_api_key_is_never_sent_from_the_prompt(keyed_tavern
             assert "configured provider API key" in note.message and CONFIGURED not in note.message
             assert "Enter again" not in note.message
         assert chat.prompt.value == text and not chat.generating
-        assert scripted.requests == [] and keyed_tavern.messages(chat.playthrough_id) == shown
+        assert scripted.requests == [] and keyed_tavern.playthroughs.messages(chat.playthrough_id) == shown

@@ -29,7 +29,7 @@ BOOK = {"entries": {"0": {"uid": 0, "key": ["harbor"], "comment": "harbor", "con
 def book_id(tavern: Tavern, tmp_path: Path) -> int:
     """A two-entry book (uids 0 and 1) imported into the service; its id."""
     (tmp_path / "Harbor.json").write_text(json.dumps(BOOK))
-    [result] = tavern.import_paths([tmp_path / "Harbor.json"])
+    [result] = tavern.imports.import_paths([tmp_path / "Harbor.json"])
     assert result.ok and result.kind == "world_book", result.error
     return result.id  # type: ignore[return-value]
 
@@ -47,7 +47,7 @@ class Editing:
     async def open(self, index: int) -> EntryEditor:
         """Push the editor on entry `index` from the home screen, as the lore pane does."""
         await wait_until(self.pilot, lambda: isinstance(self.app.screen, HomeScreen))
-        editor = EntryEditor(self.tavern, self.book_id, self.tavern.world_book(self.book_id), index)
+        editor = EntryEditor(self.tavern, self.book_id, self.tavern.lore.world_book(self.book_id), index)
         self.app.call_later(self.app.push_screen, editor, self.closed.append)
         await wait_until(self.pilot, lambda: self.app.screen is editor)
         return editor
@@ -73,7 +73,7 @@ def save_button(editor: EntryEditor) -> Button:
 
 
 async def test_escape_and_the_cancel_button_discard_the_edits(tavern: Tavern, book_id: int) -> None:
-    before = tavern.export_world_book(book_id)
+    before = tavern.lore.export_world_book(book_id)
     async with editing(tavern, book_id) as run:
         editor = await run.open(1)
         editor.query_one("#title", Input).value = "changed by Esc"
@@ -84,11 +84,11 @@ async def test_escape_and_the_cancel_button_discard_the_edits(tavern: Tavern, bo
         await run.pilot.click("#cancel")
         await run.until_closed(editor)
     assert run.closed == [None, None]
-    assert tavern.export_world_book(book_id) == before
+    assert tavern.lore.export_world_book(book_id) == before
 
 
 async def test_cancel_does_nothing_while_a_save_runs(tavern: Tavern, book_id: int) -> None:
-    before = tavern.export_world_book(book_id)
+    before = tavern.lore.export_world_book(book_id)
     async with editing(tavern, book_id) as run:
         editor = await run.open(1)
         editor.query_one("#title", Input).value = "kept"
@@ -106,11 +106,11 @@ async def test_cancel_does_nothing_while_a_save_runs(tavern: Tavern, book_id: in
         await run.pilot.press("escape")  # no save running: Esc closes again
         await run.until_closed(editor)
     assert run.closed == [None]
-    assert tavern.export_world_book(book_id) == before
+    assert tavern.lore.export_world_book(book_id) == before
 
 
 async def test_the_save_button_saves_after_a_refusal(tavern: Tavern, book_id: int) -> None:
-    before = tavern.export_world_book(book_id)
+    before = tavern.lore.export_world_book(book_id)
     async with editing(tavern, book_id) as run:
         editor = await run.open(1)
         editor.query_one("#uid", Input).value = "0"  # the other entry's uid: the service refuses the book
@@ -120,7 +120,7 @@ async def test_the_save_button_saves_after_a_refusal(tavern: Tavern, book_id: in
         assert run.app.screen is editor and run.closed == []
         assert error_of(editor).startswith("Not saved:") and "duplicate uid 0" in error_of(editor)
         assert not save_button(editor).disabled and not editor.saving
-        assert tavern.export_world_book(book_id) == before
+        assert tavern.lore.export_world_book(book_id) == before
 
         editor.query_one("#uid", Input).value = "1"
         # A button ignores clicks while it flashes from the last one.
@@ -129,17 +129,17 @@ async def test_the_save_button_saves_after_a_refusal(tavern: Tavern, book_id: in
         await run.until_closed(editor)
     [view] = run.closed
     assert view is not None and view.id == book_id
-    assert [e.comment for e in tavern.world_book(book_id).entries] == ["harbor", "lamp room"]
+    assert [e.comment for e in tavern.lore.world_book(book_id).entries] == ["harbor", "lamp room"]
 
 
 async def test_an_unexpected_failure_is_shown_and_the_editor_stays_usable(tavern: Tavern, book_id: int,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    before = tavern.export_world_book(book_id)
+    before = tavern.lore.export_world_book(book_id)
 
     def broken(_book_id: int, _book: object) -> WorldBookView:
         raise RuntimeError("database is locked")
 
-    monkeypatch.setattr(tavern, "save_world_book", broken)
+    monkeypatch.setattr(tavern.lore, "save_world_book", broken)
     async with editing(tavern, book_id) as run:
         editor = await run.open(0)
         editor.query_one("#title", Input).value = "harbour"
@@ -151,4 +151,4 @@ async def test_an_unexpected_failure_is_shown_and_the_editor_stays_usable(tavern
         await run.pilot.press("escape")
         await run.until_closed(editor)
     assert run.closed == [None]
-    assert tavern.export_world_book(book_id) == before
+    assert tavern.lore.export_world_book(book_id) == before

@@ -33,7 +33,7 @@ TITLES = ["eldoria", "shadowfang", "glade", "power"]
 @pytest.fixture
 def staging(corpus_tavern: Tavern, corpus_dir: Path) -> int:
     """Import the corpus's SillyTavern staging book (4 entries, uids 0-3); its id."""
-    [result] = corpus_tavern.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])
+    [result] = corpus_tavern.imports.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])
     assert result.ok and result.kind == "world_book"
     return result.id  # type: ignore[return-value]
 
@@ -50,7 +50,7 @@ def notes(seen: list[Message]) -> list[str]:
 
 def bindings_of(tavern: Tavern, book_id: int) -> tuple[str, ...]:
     """Where the service says the book is bound."""
-    return next(v.bindings for v in tavern.world_books() if v.id == book_id)
+    return next(v.bindings for v in tavern.lore.world_books() if v.id == book_id)
 
 
 async def open_lore_from_home(pilot: Pilot[object]) -> LoreScreen:
@@ -75,10 +75,10 @@ async def open_editor(pilot: Pilot[object], lore: LoreScreen, row: int) -> Entry
 
 
 async def test_the_pane_lists_filters_and_sorts_a_books_entries(corpus_tavern: Tavern, staging: int) -> None:
-    book = corpus_tavern.world_book(staging)
+    book = corpus_tavern.lore.world_book(staging)
     for entry, order in zip(book.entries, (40, 10, 30, 20)):
         entry.order = order
-    corpus_tavern.save_world_book(staging, book)
+    corpus_tavern.lore.save_world_book(staging, book)
     seen: list[Message] = []
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
@@ -131,7 +131,7 @@ async def test_editing_an_entry_saves_the_book(corpus_tavern: Tavern, staging: i
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.screen is lore)
 
-        saved = corpus_tavern.world_book(staging).entries[1]
+        saved = corpus_tavern.lore.world_book(staging).entries[1]
         assert saved.key == ["shadowfang", "beast", "monster", "monsters", "beasts", "wolfkin"]
         assert saved.position is Position.AT_DEPTH and saved.depth == 2
         assert saved.content and saved.uid == 1 and saved.comment == "[Lore] shadowfang"  # the rest is kept
@@ -140,7 +140,7 @@ async def test_editing_an_entry_saves_the_book(corpus_tavern: Tavern, staging: i
 
 
 async def test_a_refused_save_keeps_the_editor_open_and_stores_nothing(corpus_tavern: Tavern, staging: int) -> None:
-    before = corpus_tavern.export_world_book(staging)
+    before = corpus_tavern.lore.export_world_book(staging)
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         lore = await open_lore_from_home(pilot)
@@ -152,7 +152,7 @@ async def test_a_refused_save_keeps_the_editor_open_and_stores_nothing(corpus_ta
         assert app.screen is editor
         error = str(editor.query_one("#editor-error", Static).content)
         assert error.startswith("Not saved:") and "duplicate uid 0" in error
-        assert corpus_tavern.export_world_book(staging) == before
+        assert corpus_tavern.lore.export_world_book(staging) == before
 
         editor.query_one("#order", Input).value = "many"
         await pilot.press("ctrl+s")
@@ -160,7 +160,7 @@ async def test_a_refused_save_keeps_the_editor_open_and_stores_nothing(corpus_ta
 
         await pilot.press("escape")  # Cancel discards the edits
         await wait_until(pilot, lambda: app.screen is lore)
-        assert corpus_tavern.export_world_book(staging) == before
+        assert corpus_tavern.lore.export_world_book(staging) == before
         assert column(lore.entries, 1) == TITLES
 
 
@@ -201,7 +201,7 @@ async def test_opening_a_chat_prepares_its_world_info_in_a_worker(corpus_tavern:
     import gc
 
     app = TavernApp(corpus_tavern)
-    cache = corpus_tavern._index_cache
+    cache = corpus_tavern.lore.index_cache
     assert not cache._cache
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Seraphina")  # her card carries the 4-entry Eldoria book
@@ -254,7 +254,7 @@ async def test_the_tester_in_a_chat_previews_the_next_message(corpus_tavern: Tav
         assert isinstance(lore, LoreScreen)
         await pilot.press("c", "p")
         pid = chat.playthrough_id
-        character_id = corpus_tavern.playthrough(pid).character_id
+        character_id = corpus_tavern.playthroughs.playthrough(pid).character_id
         assert set(bindings_of(corpus_tavern, staging)) == {f"character:{character_id}", f"playthrough:{pid}"}
         prompt = str(lore.books.get_option_at_index(0).prompt)
         assert prompt == "● eldoria_st_staging\n  4 entries · this character\n  this playthrough"

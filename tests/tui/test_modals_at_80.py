@@ -88,7 +88,7 @@ async def test_entry_editor_fits_80x24_and_tab_reaches_every_field_and_save(corp
         assert shown_whole(app, save) and on_screen(app, box)
         await pilot.press("enter")  # Save pressed from the keyboard, not Ctrl+S
         await wait_until(pilot, lambda: app.screen is lore)
-        assert corpus_tavern.world_book(staging).entries[0].order == 77
+        assert corpus_tavern.lore.world_book(staging).entries[0].order == 77
 
 
 async def test_entry_editor_at_120x36_keeps_its_100_columns_and_needs_no_scroll(corpus_tavern: Tavern,
@@ -106,7 +106,7 @@ async def test_entry_editor_at_120x36_keeps_its_100_columns_and_needs_no_scroll(
 
 
 async def test_persona_modals_fit_80_columns(corpus_tavern: Tavern) -> None:
-    corpus_tavern.edit_persona(0, add="I am a wandering herbalist who keeps a notebook of every plant I find in "
+    corpus_tavern.persona.edit_persona(0, add="I am a wandering herbalist who keeps a notebook of every plant I find in "
                                "the forests of Eldoria, and I never travel without it.", where="test")
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=NARROW) as pilot:
@@ -136,7 +136,7 @@ async def test_persona_modals_fit_80_columns(corpus_tavern: Tavern) -> None:
             assert shown_whole(app, confirm.query_one(f"#{button}", Widget)), button
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is pane)
-        assert len(corpus_tavern.persona().entries) == 1
+        assert len(corpus_tavern.persona.persona().entries) == 1
 
         await pilot.press("h")
         await wait_until(pilot, lambda: isinstance(app.screen, PersonaHistoryScreen) and app.screen.loaded)
@@ -170,9 +170,9 @@ async def test_tree_marks_show_at_80_columns(corpus_tavern: Tavern, scripted: Sc
     async with app.run_test(size=NARROW) as pilot:
         chat = await chat_with_a_long_question_and_a_stopped_reply(pilot, scripted)
         pid = chat.playthrough_id
-        question = corpus_tavern.messages(pid)[1]
+        question = corpus_tavern.playthroughs.messages(pid)[1]
         assert question.content == LONG_QUESTION
-        corpus_tavern.delete_message(pid, question.ref)
+        corpus_tavern.timeline.delete_message(pid, question.ref)
 
         tree_screen = await open_tree(pilot)
         tree = tree_screen.tree
@@ -197,7 +197,7 @@ async def test_d_in_the_tree_asks_before_deleting(corpus_tavern: Tavern, scripte
     async with app.run_test(size=NARROW) as pilot:
         chat = await chat_with_a_long_question_and_a_stopped_reply(pilot, scripted)
         pid = chat.playthrough_id
-        before = [m.content for m in corpus_tavern.messages(pid)]
+        before = [m.content for m in corpus_tavern.playthroughs.messages(pid)]
         tree_screen = await open_tree(pilot)
         await pilot.press("up", "up", "up")
         question = tree_screen.current
@@ -211,7 +211,7 @@ async def test_d_in_the_tree_asks_before_deleting(corpus_tavern: Tavern, scripte
             await pilot.press(cancel)
             await wait_until(pilot, lambda: app.screen is tree_screen)
             await pilot.pause()
-            assert [m.content for m in corpus_tavern.messages(pid)] == before  # nothing hidden
+            assert [m.content for m in corpus_tavern.playthroughs.messages(pid)] == before  # nothing hidden
             assert tree_screen.current == question and not tree_screen.current.deleted
 
         await pilot.press("d")
@@ -220,4 +220,4 @@ async def test_d_in_the_tree_asks_before_deleting(corpus_tavern: Tavern, scripte
         await wait_until(pilot, lambda: app.screen is tree_screen and tree_screen.current is not None
                          and tree_screen.current.deleted)
         assert tree_screen.current.ref == question.ref
-        assert [m.content for m in corpus_tavern.messages(pid)] == [c for c in before if c != LONG_QUESTION]
+        assert [m.content for m in corpus_tavern.playthroughs.messages(pid)] == [c for c in before if c != LONG_QUESTION]

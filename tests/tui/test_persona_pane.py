@@ -36,18 +36,18 @@ def rows(table: object) -> list[list[str]]:
 
 async def say(tavern: Tavern, playthrough_id: int, text: str) -> None:
     """Send the person's message through the service (the step consolidates after it)."""
-    async for _ in tavern.send(playthrough_id, text):
+    async for _ in tavern.steps.send(playthrough_id, text):
         pass
 
 
 async def two_nominations(tavern: Tavern) -> tuple[int, Belief, Belief]:
     """A Seraphina playthrough where the person said their name and a taste twice each;
     returns it and the two nominations (name, then jazz)."""
-    pid = tavern.new_playthrough(tavern.find_character("Seraphina").id).id
+    pid = tavern.playthroughs.new_playthrough(tavern.library.find_character("Seraphina").id).id
     for text in ("My name is Sam.", "I love jazz.", "Honestly, my name is Sam.", "I really love jazz."):
         await say(tavern, pid, text)
-    tavern.consolidate(pid)  # idempotent after the steps' own runs
-    name, jazz = tavern.nominations()
+    tavern.persona.consolidate(pid)  # idempotent after the steps' own runs
+    name, jazz = tavern.persona.nominations()
     assert (name.key, jazz.key) == ("name:sam", "likes:jazz")
     return pid, name, jazz
 
@@ -92,7 +92,7 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
             [str(name.id), name.statement, f"{name.confidence:.2f}", "2", "low"],
             [str(jazz.id), jazz.statement, f"{jazz.confidence:.2f}", "2", "low"]]
         # the highlighted nomination's supporting messages, as session:seq and text
-        for (session, seq), text in corpus_tavern.supporting_messages(name):
+        for (session, seq), text in corpus_tavern.persona.supporting_messages(name):
             assert f"{session}:{seq}  {text}" in screen.support_text
         assert "Honestly, my name is Sam." in screen.support_text
 
@@ -104,10 +104,10 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
         assert first == f"Affirmed: {name.statement} (persona v1)"
         # ADR-0079 d4: affirming copies the statement only; the pane says how to set the name
         assert note.startswith("The persona's name was not changed") and "--name Sam" in note
-        doc = corpus_tavern.persona()
+        doc = corpus_tavern.persona.persona()
         [entry] = doc.entries
         assert (entry.provenance, entry.text, entry.belief_id) == ("affirmed", name.statement, name.id)
-        assert corpus_tavern.belief(name.id).promoted and not corpus_tavern.belief(name.id).nominated
+        assert corpus_tavern.persona.belief(name.id).promoted and not corpus_tavern.persona.belief(name.id).nominated
         assert rows(screen.entries) == [[str(entry.id), name.statement, f"affirmed #{name.id}", "low", ""]]
         assert [r[0] for r in rows(screen.nomination_table)] == [str(jazz.id)]
         assert "I really love jazz." in screen.support_text
@@ -116,10 +116,10 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
         await pilot.press("n")
         await settle(pilot, screen, loads)
         assert f"Declined: {jazz.statement} (never nominated again)" in notes(seen)
-        declined = corpus_tavern.belief(jazz.id)
+        declined = corpus_tavern.persona.belief(jazz.id)
         assert declined.declined and not declined.nominated
-        assert corpus_tavern.nominations() == [] and rows(screen.nomination_table) == []
-        assert corpus_tavern.persona().version == 1  # a decline writes no persona text
+        assert corpus_tavern.persona.nominations() == [] and rows(screen.nomination_table) == []
+        assert corpus_tavern.persona.persona().version == 1  # a decline writes no persona text
         assert "No outstanding nominations" in screen.support_text
 
         # Saying it again does not bring the declined one back; a new name supersedes the
@@ -128,8 +128,8 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
         await wait_until(pilot, lambda: app.screen is chat)
         await say(corpus_tavern, pid, "I love jazz.")
         await say(corpus_tavern, pid, "My name is Alex.")
-        assert corpus_tavern.nominations() == []
-        assert corpus_tavern.persona().entries[0].stale and corpus_tavern.persona().entries[0].text == name.statement
+        assert corpus_tavern.persona.nominations() == []
+        assert corpus_tavern.persona.persona().entries[0].stale and corpus_tavern.persona.persona().entries[0].text == name.statement
         screen = await open_pane(pilot, "f8")
         assert rows(screen.entries)[0][-1] == "stale"
         editor = await open_editor(pilot, "e")
@@ -140,7 +140,7 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.screen is screen)
         await settle(pilot, screen, loads)
-        [entry] = corpus_tavern.persona().entries
+        [entry] = corpus_tavern.persona.persona().entries
         assert not entry.stale and (entry.provenance, entry.belief_id, entry.text) == ("affirmed", name.id,
                                                                                        name.statement)
         assert rows(screen.entries)[0][-1] == ""
@@ -172,7 +172,7 @@ async def test_add_edit_remove_and_history_from_home(corpus_tavern: Tavern) -> N
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.screen is screen)
         await settle(pilot, screen, loads)
-        [entry] = corpus_tavern.persona().entries
+        [entry] = corpus_tavern.persona.persona().entries
         assert (entry.text, entry.provenance, entry.sensitivity) == ("Sam plays the cello.", "owner", "high")
         assert f"Added entry {entry.id}: persona is now v1." in notes(seen)
         assert rows(screen.entries) == [[str(entry.id), "Sam plays the cello.", "owner", "high", "left out"]]
@@ -185,7 +185,7 @@ async def test_add_edit_remove_and_history_from_home(corpus_tavern: Tavern) -> N
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.screen is screen)
         await settle(pilot, screen, loads)
-        doc = corpus_tavern.persona()
+        doc = corpus_tavern.persona.persona()
         assert [(e.id, e.text, e.sensitivity) for e in doc.entries] == [
             (entry.id, "Sam plays the cello. And the piano.", "high")]
         assert doc.version == 2
@@ -195,13 +195,13 @@ async def test_add_edit_remove_and_history_from_home(corpus_tavern: Tavern) -> N
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("escape")  # no: nothing changes
         await wait_until(pilot, lambda: app.screen is screen)
-        assert corpus_tavern.persona().version == 2
+        assert corpus_tavern.persona.persona().version == 2
         await pilot.press("delete")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         loads = screen.loads
         await pilot.press("y")
         await settle(pilot, screen, loads)
-        assert corpus_tavern.persona().entries == () and corpus_tavern.persona().version == 3
+        assert corpus_tavern.persona.persona().entries == () and corpus_tavern.persona.persona().version == 3
         assert f"Removed entry {entry.id}: persona is now v3." in notes(seen)
         assert rows(screen.entries) == []
 
@@ -231,7 +231,7 @@ async def test_a_stale_version_writes_nothing_and_reloads(corpus_tavern: Tavern)
         screen = await open_pane(pilot, "p")
         assert screen.version == 0
         # another surface (the CLI, say) writes behind the pane's back
-        behind = corpus_tavern.edit_persona(0, add="Written elsewhere.")
+        behind = corpus_tavern.persona.edit_persona(0, add="Written elsewhere.")
         await open_editor(pilot, "a")
         await pilot.press(*"Mine.")
         loads = screen.loads
@@ -240,7 +240,7 @@ async def test_a_stale_version_writes_nothing_and_reloads(corpus_tavern: Tavern)
         await settle(pilot, screen, loads)
         assert any("Nothing was written: the persona changed since this pane read it (v0, now v1)" in n
                    for n in notes(seen))
-        assert corpus_tavern.persona() == behind  # nothing written
+        assert corpus_tavern.persona.persona() == behind  # nothing written
         assert screen.version == 1 and [r[1] for r in rows(screen.entries)] == ["Written elsewhere."]
 
 
@@ -255,15 +255,15 @@ async def test_a_secret_is_refused_and_the_editor_stays_open(corpus_tavern: Tave
         assert app.screen is editor and editor.text == f"My key is {SECRET}"  # still open, the text kept
         assert "refused" in editor.error_text and "api key" in editor.error_text
         assert SECRET not in editor.error_text and "sk-" not in editor.error_text
-        assert corpus_tavern.persona().version == 0 and corpus_tavern.persona().entries == ()
+        assert corpus_tavern.persona.persona().version == 0 and corpus_tavern.persona.persona().entries == ()
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is screen)
-        assert corpus_tavern.persona().entries == ()
+        assert corpus_tavern.persona.persona().entries == ()
 
 
 async def test_a_persona_over_its_cap_is_shown_with_the_error(corpus_tavern: Tavern) -> None:
     entries = [{"text": f"Fact number {i}."} for i in range(MAX_ENTRIES + 1)]
-    corpus_tavern.edit_persona(0, entries=entries)
+    corpus_tavern.persona.edit_persona(0, entries=entries)
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_pane(pilot, "p")
@@ -289,8 +289,8 @@ def test_persona_screen_snapshot(snap_compare, corpus_tavern: Tavern) -> None:
     async def _open_the_pane(pilot: Pilot[object]) -> None:
         tavern = corpus_tavern
         pid, name, _jazz = await two_nominations(tavern)
-        tavern.affirm(name.id, expected_version=0)
-        tavern.edit_persona(1, add="Sam plays the cello in a quartet on Sundays.", sensitivity="high")
+        tavern.persona.affirm(name.id, expected_version=0)
+        tavern.persona.edit_persona(1, add="Sam plays the cello in a quartet on Sundays.", sensitivity="high")
         await say(tavern, pid, "My name is Alex.")  # supersedes the affirmed name: its entry is flagged stale
         await open_pane(pilot, "p")
         await pilot.pause()

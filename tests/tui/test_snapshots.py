@@ -38,14 +38,14 @@ async def _chat_with_one_exchange(pilot: Pilot[object]) -> None:
 
 
 def test_home_screen(snap_compare, corpus_tavern: Tavern) -> None:
-    seraphina = corpus_tavern.find_character("Seraphina")
-    played = corpus_tavern.new_playthrough(seraphina.id)
+    seraphina = corpus_tavern.library.find_character("Seraphina")
+    played = corpus_tavern.playthroughs.new_playthrough(seraphina.id)
     # Freeze the clock relative to the stored time, so the list says "5 min ago" on every run.
     app = TavernApp(corpus_tavern, now=lambda: played.updated_at + timedelta(minutes=5))
 
     async def highlight_seraphina(pilot: Pilot[object]) -> None:
         listing = pilot.app.screen.query_one("#characters", OptionList)
-        listing.highlighted = [c.name for c in corpus_tavern.characters()].index("Seraphina")
+        listing.highlighted = [c.name for c in corpus_tavern.library.characters()].index("Seraphina")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=highlight_seraphina)
@@ -63,9 +63,9 @@ def test_chat_after_a_provider_error(snap_compare, corpus_tavern: Tavern, script
 
 
 def test_lore_screen_in_a_chat_with_the_tester(snap_compare, corpus_tavern: Tavern, corpus_dir) -> None:
-    [book] = corpus_tavern.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])
-    seraphina = corpus_tavern.find_character("Seraphina")
-    corpus_tavern.bind_world_book(book.id, "character", seraphina.id)  # marked "this character"
+    [book] = corpus_tavern.imports.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])
+    seraphina = corpus_tavern.library.find_character("Seraphina")
+    corpus_tavern.lore.bind_world_book(book.id, "character", seraphina.id)  # marked "this character"
 
     async def _test_in_the_lore_pane(pilot: Pilot[object]) -> None:
         await open_character(pilot, "Seraphina")
@@ -104,9 +104,9 @@ def test_tree_screen_after_swipes_an_edit_and_a_branch(snap_compare, corpus_tave
         await pilot.app.workers.wait_for_complete()
         await wait_until(pilot, lambda: not chat.generating)
         pid = chat.playthrough_id
-        question = corpus_tavern.messages(pid)[1]
-        corpus_tavern.edit_message(pid, question.ref, "Where am I? What happened?")
-        corpus_tavern.branch_playthrough(pid, question.ref)
+        question = corpus_tavern.playthroughs.messages(pid)[1]
+        corpus_tavern.timeline.edit_message(pid, question.ref, "Where am I? What happened?")
+        corpus_tavern.timeline.branch_playthrough(pid, question.ref)
         await pilot.press("f5")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, TreeScreen)
                          and pilot.app.screen.current is not None)

@@ -26,7 +26,7 @@ DEFAULT_PRESET = "st_openai_default_staging"
 @pytest.fixture
 def default_preset(corpus_tavern: Tavern, corpus_dir: Path) -> int:
     """Import the corpus's Default preset; its id."""
-    [result] = corpus_tavern.import_paths([corpus_dir / "presets" / f"{DEFAULT_PRESET}.json"])
+    [result] = corpus_tavern.imports.import_paths([corpus_dir / "presets" / f"{DEFAULT_PRESET}.json"])
     assert result.ok and result.kind == "preset"
     return result.id  # type: ignore[return-value]
 
@@ -116,14 +116,14 @@ async def test_preview_apply_bind_and_back(corpus_tavern: Tavern, default_preset
         panel = screen.query_one("#preview")
         assert panel.border_title == PREVIEW_LABEL == "PREVIEW — not sent"
         # a new playthrough starts on preset-slots-first (seed 000 §2.1)
-        assert corpus_tavern.applied_strategy(pid) == BUILTINS[SLOTS_FIRST]
+        assert corpus_tavern.strategies.applied_strategy(pid) == BUILTINS[SLOTS_FIRST]
         assert "applied: preset-slots-first v1" in str(screen.query_one("#strategy-title", Static).content)
 
         # the service's strategies (the built-in ones: nothing saved yet), the applied one marked
         # and highlighted; its preview shown
         strategies = screen.strategies
         assert [strategies.get_option_at_index(i).id for i in range(strategies.option_count)] == \
-            [spec.name for spec in corpus_tavern.strategies()] == list(BASES)
+            [spec.name for spec in corpus_tavern.strategies.strategies()] == list(BASES)
         assert line_of(strategies, "compat").startswith("compat · v1 · built in\n  card + world info")
         assert applied_lines(strategies) == ["preset-slots-first · v1 · built in |   ● applied"]
         assert screen.highlighted_strategy == SLOTS_FIRST and screen.shown_key == (SLOTS_FIRST, 1, None)
@@ -144,16 +144,16 @@ async def test_preview_apply_bind_and_back(corpus_tavern: Tavern, default_preset
         assert projection_text != slots_text
         assert "system · new_chat\n[Start a new Chat]" in projection_text
         assert "adjustments" in projection_text and "tokens  ~" in projection_text
-        assert corpus_tavern.applied_strategy(pid).name == SLOTS_FIRST
-        assert corpus_tavern.playthrough(pid).strategy == SLOTS_FIRST
-        expected = corpus_tavern.preview(pid, "", strategy="projection")
+        assert corpus_tavern.strategies.applied_strategy(pid).name == SLOTS_FIRST
+        assert corpus_tavern.playthroughs.playthrough(pid).strategy == SLOTS_FIRST
+        expected = corpus_tavern.steps.preview(pid, "", strategy="projection")
         assert projection_text == preview_content(expected, "SillyTavern default").plain
 
         # Enter applies it (the version listed)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: corpus_tavern.applied_strategy(pid).name == "projection")
-        assert corpus_tavern.applied_strategy(pid) == BUILTINS["projection"]
-        assert corpus_tavern.playthrough(pid).strategy == "projection"
+        await wait_until(pilot, lambda: corpus_tavern.strategies.applied_strategy(pid).name == "projection")
+        assert corpus_tavern.strategies.applied_strategy(pid) == BUILTINS["projection"]
+        assert corpus_tavern.playthroughs.playthrough(pid).strategy == "projection"
         assert f"Applied projection v1 to #{pid}: the next steps use it." in notes(seen)
         assert applied_lines(strategies) == ["projection · v1 · built in |   ● applied"]
         assert "applied: projection v1" in str(screen.query_one("#strategy-title", Static).content)
@@ -165,10 +165,10 @@ async def test_preview_apply_bind_and_back(corpus_tavern: Tavern, default_preset
         assert app.focused is screen.preset_list
         await highlight(pilot, screen.preset_list, str(default_preset))
         await pilot.pause()
-        assert corpus_tavern.playthrough(pid).preset_id is None
+        assert corpus_tavern.playthroughs.playthrough(pid).preset_id is None
         await pilot.press("enter")
         await wait_until(pilot, lambda: screen.shown_key == ("projection", 1, default_preset))
-        assert corpus_tavern.playthrough(pid).preset_id == default_preset
+        assert corpus_tavern.playthroughs.playthrough(pid).preset_id == default_preset
         assert f"with {DEFAULT_PRESET}" in screen.preview_text
         assert "● bound" in lines(screen.preset_list)[1] and "● bound" not in lines(screen.preset_list)[0]
 
@@ -181,8 +181,8 @@ async def test_preview_apply_bind_and_back(corpus_tavern: Tavern, default_preset
 async def test_service_errors_are_notifications(corpus_tavern: Tavern, monkeypatch: pytest.MonkeyPatch) -> None:
     # A strategy the service lists but cannot build (the list is read from the service at
     # runtime) and a refused apply: both are notifications, the screen stays.
-    listed = corpus_tavern.strategies
-    monkeypatch.setattr(corpus_tavern, "strategies", lambda: [*listed(), StrategySpec("bogus", 1, "compat")])
+    listed = corpus_tavern.strategies.strategies
+    monkeypatch.setattr(corpus_tavern.strategies, "strategies", lambda: [*listed(), StrategySpec("bogus", 1, "compat")])
 
     def refuse(playthrough_id: int, name: str, version: int | None = None) -> None:
         raise TavernError(f"cannot apply {name} v{version}")
@@ -198,11 +198,11 @@ async def test_service_errors_are_notifications(corpus_tavern: Tavern, monkeypat
         assert screen.preview_text.startswith("No preview: unknown strategy 'bogus'")
         assert any("unknown strategy 'bogus'" in note for note in notes(seen))
 
-        monkeypatch.setattr(corpus_tavern, "apply_strategy", refuse)
+        monkeypatch.setattr(corpus_tavern.strategies, "apply_strategy", refuse)
         await pilot.press("enter")
         await wait_until(pilot, lambda: "cannot apply bogus v1" in notes(seen))
         assert app.screen is screen
-        assert corpus_tavern.applied_strategy(chat.playthrough_id).name == SLOTS_FIRST
+        assert corpus_tavern.strategies.applied_strategy(chat.playthrough_id).name == SLOTS_FIRST
 
 
 async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
@@ -212,14 +212,14 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         chat = await open_seraphina(pilot)
         pid = chat.playthrough_id
         screen = await open_strategy(pilot)
-        before = corpus_tavern.applied_strategy(pid)
+        before = corpus_tavern.strategies.applied_strategy(pid)
         assert before == BUILTINS[SLOTS_FIRST]
 
         # Esc cancels: nothing saved
         editor = await open_editor(pilot, screen, SLOTS_FIRST)
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is screen)
-        assert [s.name for s in corpus_tavern.strategies()] == list(BASES)
+        assert [s.name for s in corpus_tavern.strategies.strategies()] == list(BASES)
 
         # c on a built-in: a copy named "<name> copy", base read-only, its options as they are
         editor = await open_editor(pilot, screen, SLOTS_FIRST)
@@ -233,9 +233,9 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         await save(pilot)
 
         # stored as lean v1; saving applied nothing
-        assert corpus_tavern.strategy_spec("lean") == StrategySpec("lean", 1, SLOTS_FIRST, {"examples": "omit"})
-        assert corpus_tavern.applied_strategy(pid) == before
-        assert corpus_tavern.playthrough(pid).strategy == SLOTS_FIRST
+        assert corpus_tavern.strategies.strategy_spec("lean") == StrategySpec("lean", 1, SLOTS_FIRST, {"examples": "omit"})
+        assert corpus_tavern.strategies.applied_strategy(pid) == before
+        assert corpus_tavern.playthroughs.playthrough(pid).strategy == SLOTS_FIRST
         assert "Saved lean v1 — not applied; press Enter to apply" in notes(seen)
         assert line_of(screen.strategies, "lean") == "lean · v1 · preset-slots-first\n  examples=omit"
         assert applied_lines(screen.strategies) == ["preset-slots-first · v1 · built in |   ● applied"]
@@ -246,8 +246,8 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
 
         # Enter applies it
         await pilot.press("enter")
-        await wait_until(pilot, lambda: corpus_tavern.applied_strategy(pid).name == "lean")
-        assert corpus_tavern.applied_strategy(pid) == corpus_tavern.strategy_spec("lean", 1)
+        await wait_until(pilot, lambda: corpus_tavern.strategies.applied_strategy(pid).name == "lean")
+        assert corpus_tavern.strategies.applied_strategy(pid) == corpus_tavern.strategies.strategy_spec("lean", 1)
         assert f"Applied lean v1 to #{pid}: the next steps use it." in notes(seen)
         assert applied_lines(screen.strategies) == ["lean · v1 · preset-slots-first |   ● applied"]
 
@@ -257,8 +257,8 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         assert editor.saves_as_text == "Saves lean v2 (the next version of lean v1)."
         await choose(pilot, editor, "examples", "system")
         await save(pilot)
-        assert corpus_tavern.strategy_spec("lean") == StrategySpec("lean", 2, SLOTS_FIRST, {"examples": "system"})
-        assert corpus_tavern.applied_strategy(pid) == StrategySpec("lean", 1, SLOTS_FIRST, {"examples": "omit"})
+        assert corpus_tavern.strategies.strategy_spec("lean") == StrategySpec("lean", 2, SLOTS_FIRST, {"examples": "system"})
+        assert corpus_tavern.strategies.applied_strategy(pid) == StrategySpec("lean", 1, SLOTS_FIRST, {"examples": "omit"})
         assert "Saved lean v2 — not applied; press Enter to apply" in notes(seen)
         assert line_of(screen.strategies, "lean") == \
             "lean · v2 · preset-slots-first\n  ● v1 applied · v2 saved, not applied\n  examples=system"
@@ -267,12 +267,12 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
 
         # Enter applies the version listed
         await pilot.press("enter")
-        await wait_until(pilot, lambda: corpus_tavern.applied_strategy(pid).version == 2)
+        await wait_until(pilot, lambda: corpus_tavern.strategies.applied_strategy(pid).version == 2)
         assert line_of(screen.strategies, "lean") == "lean · v2 · preset-slots-first\n  ● applied\n  examples=system"
 
 
 async def test_refusals_and_conflicts_stay_in_the_editor(corpus_tavern: Tavern) -> None:
-    corpus_tavern.save_strategy("lean", SLOTS_FIRST, {"examples": "omit"})
+    corpus_tavern.strategies.save_strategy("lean", SLOTS_FIRST, {"examples": "omit"})
     seen: list[Message] = []
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
@@ -292,35 +292,35 @@ async def test_refusals_and_conflicts_stay_in_the_editor(corpus_tavern: Tavern) 
         # someone saves lean v2 behind the editor's back; Save (expecting v1) is a conflict
         await type_name(pilot, editor, "lean")
         await choose(pilot, editor, "examples", "system")
-        corpus_tavern.save_strategy("lean", SLOTS_FIRST, {"examples": "system"}, expected_version=1)
+        corpus_tavern.strategies.save_strategy("lean", SLOTS_FIRST, {"examples": "system"}, expected_version=1)
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: "gained a version" in editor.error_text)
         assert editor.error_text == ("Not saved, nothing was written: lean gained a version since this pane read it "
                                      "(v1, now v2). Cancel and copy it again, or save under another name.")
         assert app.screen is editor and not editor.saving
-        assert corpus_tavern.strategy_spec("lean").version == 2
+        assert corpus_tavern.strategies.strategy_spec("lean").version == 2
         with pytest.raises(NotFound):
-            corpus_tavern.strategy_spec("lean", 3)
-        assert corpus_tavern.applied_strategy(pid) == BUILTINS[SLOTS_FIRST]
+            corpus_tavern.strategies.strategy_spec("lean", 3)
+        assert corpus_tavern.strategies.applied_strategy(pid) == BUILTINS[SLOTS_FIRST]
         assert not any(note.startswith("Saved ") for note in notes(seen))
 
         # another name saves a new strategy from the same form
         await type_name(pilot, editor, "lean 2")
         await save(pilot)
-        assert corpus_tavern.strategy_spec("lean 2") == StrategySpec("lean 2", 1, SLOTS_FIRST, {"examples": "system"})
-        assert corpus_tavern.applied_strategy(pid) == BUILTINS[SLOTS_FIRST]
+        assert corpus_tavern.strategies.strategy_spec("lean 2") == StrategySpec("lean 2", 1, SLOTS_FIRST, {"examples": "system"})
+        assert corpus_tavern.strategies.applied_strategy(pid) == BUILTINS[SLOTS_FIRST]
         assert screen.highlighted_strategy == "lean 2"
 
 
 @pytest.mark.usefixtures("no_cursor_blink")
 def test_strategy_screen_snapshot(snap_compare, corpus_tavern: Tavern, default_preset: int) -> None:
     # lean v1 applied, v2 saved since: the list says so; projection highlighted and previewed
-    corpus_tavern.save_strategy("lean", SLOTS_FIRST, {"examples": "omit"})
+    corpus_tavern.strategies.save_strategy("lean", SLOTS_FIRST, {"examples": "omit"})
 
     async def _preview_projection(pilot: Pilot[object]) -> None:
         chat = await open_seraphina(pilot)
-        corpus_tavern.apply_strategy(chat.playthrough_id, "lean")
-        corpus_tavern.save_strategy("lean", SLOTS_FIRST, {"examples": "system"}, expected_version=1)
+        corpus_tavern.strategies.apply_strategy(chat.playthrough_id, "lean")
+        corpus_tavern.strategies.save_strategy("lean", SLOTS_FIRST, {"examples": "system"}, expected_version=1)
         screen = await open_strategy(pilot)
         await highlight(pilot, screen.strategies, "projection")
         await wait_until(pilot, lambda: screen.shown_key == ("projection", 1, None))

@@ -46,7 +46,7 @@ async def open_trace(pilot: Pilot[object]) -> TraceScreen:
 
 def input_decision(tavern: Tavern, playthrough_id: int, text: str) -> str:
     """The detail of the entry `text` fires by a key found in the input (as the pane words it)."""
-    result = tavern.world_info_preview(playthrough_id, text)
+    result = tavern.steps.world_info_preview(playthrough_id, text)
     fired = [d for d in result.decisions if d.fired and d.matched_in == "input"]
     assert fired, f"{text!r} fires nothing by its own words"
     decision = fired[0]
@@ -67,7 +67,7 @@ async def test_requests_detail_verify_and_jump(corpus_tavern: Tavern, scripted: 
 
         screen = await open_trace(pilot)
         assert screen.detail.border_title == HISTORY_LABEL == "HISTORY — what was sent"
-        [trace] = corpus_tavern.traces(pid)
+        [trace] = corpus_tavern.traces.traces(pid)
         assert screen.shown_id == trace.id and len(listed(screen)) == 1
         # shown means verified: the mark is set and every body is the one sent
         assert "✓ verified" in listed(screen)[0] and "script-1" in listed(screen)[0]
@@ -91,7 +91,7 @@ async def test_requests_detail_verify_and_jump(corpus_tavern: Tavern, scripted: 
 
         # a second exchange; then Enter on the first request jumps the chat back to its reply
         # (an earlier message of the same chat: the newer exchange becomes a branch)
-        first_reply = corpus_tavern.messages(pid)[-1]
+        first_reply = corpus_tavern.playthroughs.messages(pid)[-1]
         assert trace.reply == f"{first_reply.ref[0]}:{first_reply.ref[1]}"
         await corpus_tavern_swipe_to_new_branch(pilot, chat)
         screen = await open_trace(pilot)
@@ -101,7 +101,7 @@ async def test_requests_detail_verify_and_jump(corpus_tavern: Tavern, scripted: 
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.screen is chat)
         await wait_until(pilot, lambda: chat.transcript.boxes[-1].text == first_reply.content)
-        assert corpus_tavern.messages(pid)[-1].ref == first_reply.ref
+        assert corpus_tavern.playthroughs.messages(pid)[-1].ref == first_reply.ref
 
 
 async def corpus_tavern_swipe_to_new_branch(pilot: Pilot[object], chat: ChatScreen) -> None:
@@ -118,7 +118,7 @@ async def test_a_changed_body_is_a_mismatch(corpus_tavern: Tavern, scripted: Scr
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         chat = await open_seraphina(pilot)
         await send(pilot, chat, "hello there")
-        real = corpus_tavern.verify_trace
+        real = corpus_tavern.traces.verify_trace
 
         def tampered(trace_id: str) -> Any:
             verification = real(trace_id)
@@ -127,7 +127,7 @@ async def test_a_changed_body_is_a_mismatch(corpus_tavern: Tavern, scripted: Scr
             messages = [*verification.messages[:-1], None]
             return dataclasses.replace(verification, checks=checks, messages=messages)
 
-        corpus_tavern.verify_trace = tampered  # type: ignore[method-assign]
+        corpus_tavern.traces.verify_trace = tampered  # type: ignore[method-assign]
         screen = await open_trace(pilot)
         assert "✗ mismatch" in listed(screen)[0]
         assert "(changed since sent)" in screen.detail_text and "hello there" not in screen.detail_text
@@ -155,7 +155,7 @@ def test_trace_screen_snapshot(snap_compare, corpus_tavern: Tavern, scripted: Sc
                                monkeypatch: pytest.MonkeyPatch) -> None:
     scripted.enqueue("*Seraphina looks out at the trees.* ", "Eldoria was once a place of wonder.")
     # Fixed timings, so the snapshot does not depend on how fast the scripted reply streamed.
-    traces, trace = corpus_tavern.traces, corpus_tavern.trace
+    traces, trace = corpus_tavern.traces.traces, corpus_tavern.traces.trace
 
     def fixed_traces(playthrough_id: int) -> list[TraceView]:
         return [dataclasses.replace(t, latency_ms=340) for t in traces(playthrough_id)]
@@ -166,8 +166,8 @@ def test_trace_screen_snapshot(snap_compare, corpus_tavern: Tavern, scripted: Sc
                           "last_byte": "2026-01-01T12:00:02.400000+00:00"}
         return data
 
-    monkeypatch.setattr(corpus_tavern, "traces", fixed_traces)
-    monkeypatch.setattr(corpus_tavern, "trace", fixed_trace)
+    monkeypatch.setattr(corpus_tavern.traces, "traces", fixed_traces)
+    monkeypatch.setattr(corpus_tavern.traces, "trace", fixed_trace)
 
     async def _open_the_trace(pilot: Pilot[object]) -> None:
         chat = await open_seraphina(pilot)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from types import SimpleNamespace
 
 from textual.app import App
 from textual.message import Message
@@ -28,7 +29,7 @@ def shown(chat: ChatScreen) -> list[str]:
 
 def stored(tavern: Tavern, chat: ChatScreen) -> list[str]:
     """The texts the service holds for the chat's playthrough."""
-    return [m.content for m in tavern.messages(chat.playthrough_id)]
+    return [m.content for m in tavern.playthroughs.messages(chat.playthrough_id)]
 
 
 async def settled(pilot: Pilot[object], chat: ChatScreen, last: str) -> None:
@@ -152,7 +153,7 @@ async def test_rollback_keeps_the_later_messages_as_a_branch(corpus_tavern: Tave
 
         await send(pilot, chat, "instead")
         assert shown(chat) == [greeting, "hello", "Reply one.", "instead", "Reply three."]
-        timeline = corpus_tavern.timeline(chat.playthrough_id)
+        timeline = corpus_tavern.timeline.timeline(chat.playthrough_id)
         kept = {v.preview: v for v in timeline.variants}
         assert not kept["more"].active and not kept["Reply two."].active  # still there, off the path
         assert kept["more"].position == (1, 2) and kept["instead"].position == (2, 2)
@@ -181,8 +182,8 @@ async def test_new_playthrough_from_a_message_opens_it(corpus_tavern: Tavern, sc
                          and bool(app.screen.transcript.boxes))
         branch = app.screen
         assert shown(branch) == [greeting, "hello"]
-        assert [m.content for m in corpus_tavern.messages(first)] == [greeting, "hello", "Reply one."]
-        marks = {v.preview: v.branches for v in corpus_tavern.timeline(first).variants}
+        assert [m.content for m in corpus_tavern.playthroughs.messages(first)] == [greeting, "hello", "Reply one."]
+        marks = {v.preview: v.branches for v in corpus_tavern.timeline.timeline(first).variants}
         assert marks["hello"] == (branch.playthrough_id,)
         await pilot.press("escape")  # the branch replaced the chat: back goes home
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
@@ -199,7 +200,7 @@ async def test_impersonate_then_enter_on_the_empty_prompt_answers(corpus_tavern:
         await pilot.press("f4")
         await settled(pilot, chat, "I look around the glade.")
         box = chat.transcript.boxes[-1]
-        last = corpus_tavern.messages(chat.playthrough_id)[-1]
+        last = corpus_tavern.playthroughs.messages(chat.playthrough_id)[-1]
         assert last.role == "user" and last.origin == "agent" and box.view == last
         assert box.has_class("-user") and not box.has_class("-streaming")
 
@@ -207,7 +208,7 @@ async def test_impersonate_then_enter_on_the_empty_prompt_answers(corpus_tavern:
         await settled(pilot, chat, "Seraphina nods.")
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "I look around the glade.", "Seraphina nods."]
         # a normal generation (SillyTavern's empty Send), not a regenerate
-        assert [t.generation for t in corpus_tavern.traces(chat.playthrough_id)] == ["impersonate", "normal"]
+        assert [t.generation for t in corpus_tavern.traces.traces(chat.playthrough_id)] == ["impersonate", "normal"]
 
 
 async def test_continue_and_regenerate_keys(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
@@ -250,7 +251,7 @@ async def test_continuing_the_greeting_extends_it_in_place(corpus_tavern: Tavern
         await pilot.press("f3")
         await settled(pilot, chat, greeting + " She smiles.")
         [box] = chat.transcript.boxes
-        assert box.view == corpus_tavern.messages(chat.playthrough_id)[0] and not box.has_class("-partial")
+        assert box.view == corpus_tavern.playthroughs.messages(chat.playthrough_id)[0] and not box.has_class("-partial")
         assert chat.status.swipe == "swipe 2/2"
 
 
@@ -307,15 +308,18 @@ class _Playthrough:
 
 
 class _LongChat:
-    """The two calls the tree screen makes, for a 5,000-message chat."""
+    """The two calls the tree screen makes (`playthroughs.playthrough`, `timeline.timeline`), for a
+    5,000-message chat."""
 
     def __init__(self) -> None:
         self.timeline_view = _chain(5000, fork_at=10)
+        self.playthroughs = SimpleNamespace(playthrough=self.playthrough)
+        self.timeline = SimpleNamespace(timeline=self._timeline)
 
     def playthrough(self, playthrough_id: int) -> _Playthrough:
         return _Playthrough(playthrough_id)
 
-    def timeline(self, playthrough_id: int) -> TimelineView:
+    def _timeline(self, playthrough_id: int) -> TimelineView:
         return self.timeline_view
 
 
@@ -376,5 +380,5 @@ async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: Sc
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is chat and shown(chat)[-1] == "more")
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Reply one, rewritten by me.", "more"]
-        rewritten = corpus_tavern.messages(chat.playthrough_id)[2]
+        rewritten = corpus_tavern.playthroughs.messages(chat.playthrough_id)[2]
         assert rewritten.origin == "operator"

@@ -40,7 +40,7 @@ HELD = 4 * WINDOW
 """Messages read when the chat opens or reloads; older ones are read as you scroll up."""
 
 Updates = Callable[[], AsyncIterator[StepUpdate]]
-"""Starts a step's stream: `tavern.send(...)`, `regenerate`, `continue_reply` or `impersonate`."""
+"""Starts a step's stream: `tavern.steps.send(...)`, `regenerate`, `continue_reply` or `impersonate`."""
 
 _SWIPE = Binding.Group("Swipe")
 
@@ -126,7 +126,7 @@ class ChatScreen(Screen[None]):
 
     async def on_mount(self) -> None:
         try:
-            self.playthrough = view = self.tavern.open_playthrough(self.playthrough_id)
+            self.playthrough = view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot open the playthrough", severity="error")
             self.dismiss()
@@ -142,13 +142,13 @@ class ChatScreen(Screen[None]):
         self._warm_world_info()
 
     def on_unmount(self) -> None:
-        self.tavern.release_heap()  # the warm-up froze the heap with this screen in it
+        self.tavern.steps.release_heap()  # the warm-up froze the heap with this screen in it
 
     @work(thread=True, exclusive=True, group="lore", exit_on_error=False, description="prepare world info")
     def _warm_world_info(self) -> None:
         # Builds the books' key indexes after first paint, so the first send does not pay for it.
         try:
-            self.tavern.warm_world_info(self.playthrough_id)
+            self.tavern.steps.warm_world_info(self.playthrough_id)
         except TavernError:
             pass  # a broken book is reported by the step that uses it
 
@@ -157,7 +157,7 @@ class ChatScreen(Screen[None]):
         from the service when `view` is not given)."""
         if view is None:
             try:
-                self.playthrough = view = self.tavern.playthrough(self.playthrough_id)
+                self.playthrough = view = self.tavern.playthroughs.playthrough(self.playthrough_id)
             except TavernError as exc:
                 self.notify(str(exc), title="Cannot read the playthrough", severity="error")
                 return
@@ -184,7 +184,7 @@ class ChatScreen(Screen[None]):
 
     def _fetch(self, last: int) -> list[MessageView]:
         """The newest `last` messages (one bounded read, however long the chat)."""
-        return self.tavern.messages(self.playthrough_id, last=last)
+        return self.tavern.playthroughs.messages(self.playthrough_id, last=last)
 
     def _update_tokens(self) -> None:
         # Debounced: the estimate reads the whole history, and a burst of swipes should repaint
@@ -197,14 +197,14 @@ class ChatScreen(Screen[None]):
     def _estimate_tokens(self) -> None:
         # Reads the whole history: off the UI thread, so a swipe repaints before it is done.
         try:
-            tokens: int | None = self.tavern.estimate_tokens(self.playthrough_id)
+            tokens: int | None = self.tavern.steps.estimate_tokens(self.playthrough_id)
         except TavernError:
             tokens = None
         self.app.call_from_thread(setattr, self.status, "tokens", tokens)
 
     def _update_swipe(self) -> None:
         try:
-            state = self.tavern.swipe_state(self.playthrough_id)
+            state = self.tavern.timeline.swipe_state(self.playthrough_id)
         except TavernError:
             self.status.swipe = ""
             return
@@ -219,7 +219,7 @@ class ChatScreen(Screen[None]):
         the transcript only where it differs."""
         if messages is None:
             messages = self._fetch(HELD)
-        total = self.tavern.playthrough(self.playthrough_id).message_count
+        total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
         earlier = self.transcript.earlier_count
         with self.app.batch_update():  # one layout pass for the boxes and the counter
             await self.transcript.sync(messages, total)
@@ -250,17 +250,17 @@ class ChatScreen(Screen[None]):
             # one) asks for the reply to it.
             messages = self._fetch(1)
             if messages and messages[-1].role == "user":
-                self._start("reply", lambda: self.tavern.reply(self.playthrough_id))
+                self._start("reply", lambda: self.tavern.steps.reply(self.playthrough_id))
             return
         allow = text == self._confirmed_secret  # Enter again on the same unchanged text
         try:
-            self.tavern.check_message(text, allow_secrets=allow)
+            self.tavern.playthroughs.check_message(text, allow_secrets=allow)
         except SecretRefused as exc:
             self._refuse_secret(text, exc)  # the text stays in the prompt
             return
         self._confirmed_secret = None
         self.prompt.clear()
-        self._start("send", lambda: self.tavern.send(self.playthrough_id, text, allow_secrets=allow), text)
+        self._start("send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=allow), text)
 
     def _refuse_secret(self, text: str, refused: SecretRefused) -> None:
         """Say what kind of secret the message holds (never the secret) and, when the person may
@@ -380,26 +380,26 @@ class ChatScreen(Screen[None]):
         """Show the last message's previous (-1) or next (+1) variant; past the last reply,
         generate a new one (streamed like a send)."""
         try:
-            state = self.tavern.swipe(self.playthrough_id, direction)
+            state = self.tavern.timeline.swipe(self.playthrough_id, direction)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot swipe", severity="warning")
             return
         if state is None:
-            self._start("regenerate", lambda: self.tavern.regenerate(self.playthrough_id))
+            self._start("regenerate", lambda: self.tavern.steps.regenerate(self.playthrough_id))
         else:
             await self._reload()
 
     def action_regenerate(self) -> None:
         """Generate a new variant of the last reply (the old one stays a swipe away)."""
-        self._start("regenerate", lambda: self.tavern.regenerate(self.playthrough_id))
+        self._start("regenerate", lambda: self.tavern.steps.regenerate(self.playthrough_id))
 
     def action_continue(self) -> None:
         """Extend the last reply; the longer text becomes a new variant of it."""
-        self._start("continue", lambda: self.tavern.continue_reply(self.playthrough_id))
+        self._start("continue", lambda: self.tavern.steps.continue_reply(self.playthrough_id))
 
     def action_impersonate(self) -> None:
         """Have the model write the person's next line (Enter on the empty prompt answers it)."""
-        self._start("impersonate", lambda: self.tavern.impersonate(self.playthrough_id))
+        self._start("impersonate", lambda: self.tavern.steps.impersonate(self.playthrough_id))
 
     def action_tree(self) -> None:
         """Open the branch tree of this playthrough; the chat reloads when it closes."""

@@ -156,7 +156,7 @@ class EntryEditor(SaveCancelModal[WorldBookView | None]):
         book = copy.deepcopy(self.book)
         book.entries[self.index] = edited
         try:
-            view = self.tavern.save_world_book(self.book_id, book)
+            view = self.tavern.lore.save_world_book(self.book_id, book)
         except Exception as exc:  # a refusal stays on screen; anything else must not leave the editor stuck
             self.save_refused(f"Not saved: {refusal_text(exc)}")
             return

@@ -65,7 +65,7 @@ class HomeScreen(Screen[None]):
 
     def on_mount(self) -> None:
         # Start on the character played last, so reopening the app shows where the person left off.
-        recent = self.tavern.playthroughs(limit=1)
+        recent = self.tavern.playthroughs.playthroughs(limit=1)
         self.refresh_characters(select=recent[0].character_id if recent else None)
         self.query_one("#characters", OptionList).focus()
 
@@ -86,7 +86,7 @@ class HomeScreen(Screen[None]):
         Args:
             select: id of a character to put the cursor on instead.
         """
-        characters = self.tavern.characters()
+        characters = self.tavern.library.characters()
         self._characters = {c.id: c for c in characters}
         self.set_class(not characters, "-empty")
         listing = self.query_one("#characters", OptionList)
@@ -113,7 +113,7 @@ class HomeScreen(Screen[None]):
             details.update("")
             return
         now = self._now()
-        found = self.tavern.playthroughs(character.id)
+        found = self.tavern.playthroughs.playthroughs(character.id)
         listing.set_options(Option(playthrough_summary(p, now), id=str(p.id)) for p in found)
         if found:
             listing.highlighted = 0
@@ -144,11 +144,12 @@ class HomeScreen(Screen[None]):
         character = self._characters.get(int(event.option.id or 0))
         if character is None:
             return
-        latest = self.tavern.latest_playthrough(character.id)
-        if latest is None:
-            self._start_playthrough(character)
-        else:
-            self.post_message(PlaythroughChosen(latest.id))
+        try:  # the most recently played playthrough, else a new one
+            chosen = self.tavern.playthroughs.resolve(character.id)
+        except TavernError as exc:
+            self.notify(str(exc), title="Cannot start a playthrough", severity="error")
+            return
+        self.post_message(PlaythroughChosen(chosen.id))
 
     @on(OptionList.OptionSelected, "#playthroughs")
     def _playthrough_selected(self, event: OptionList.OptionSelected) -> None:
@@ -157,7 +158,7 @@ class HomeScreen(Screen[None]):
 
     def _start_playthrough(self, character: CharacterView) -> None:
         try:
-            created = self.tavern.new_playthrough(character.id)
+            created = self.tavern.playthroughs.new_playthrough(character.id)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot start a playthrough", severity="error")
             return

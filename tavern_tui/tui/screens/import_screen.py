@@ -59,7 +59,7 @@ def import_results(tavern: Tavern, path: str, kind: str) -> ImportFinished:
     A failure of the store itself still reaches the person as a result naming the file.
     """
     try:
-        results = tavern.import_paths([path])
+        results = tavern.imports.import_paths([path])
     except Exception as exc:  # noqa: BLE001 - shown to the person, never swallowed silently
         results = [ImportResult(path, kind, error=f"{path}: {exc}")]
     return ImportFinished(results)

@@ -106,7 +106,7 @@ class LoreScreen(Screen[None]):
         title = "World books · Enter on an entry edits it"
         if self.playthrough_id is not None:
             try:
-                playthrough = self.tavern.playthrough(self.playthrough_id)
+                playthrough = self.tavern.playthroughs.playthrough(self.playthrough_id)
             except TavernError as exc:
                 self.notify(str(exc), title="Cannot open the playthrough", severity="error")
                 self.playthrough_id = None
@@ -119,14 +119,14 @@ class LoreScreen(Screen[None]):
         if self.playthrough_id is not None:
             pid = self.playthrough_id
             self.tester.border_title = f"Tester · the next message in {self.character_name} #{pid}"
-            self.tester.set_runner(lambda text: self.tavern.world_info_preview(pid, text))
+            self.tester.set_runner(lambda text: self.tavern.steps.world_info_preview(pid, text))
         self.refresh_library()
         self.refresh_bindings()
         self.books.focus()
 
     def _show_card_book_note(self) -> None:
         assert self.character_id is not None
-        entries = self.tavern.character(self.character_id).book_entries
+        entries = self.tavern.library.character(self.character_id).book_entries
         note = (f"{self.character_name}'s card has no book of its own." if entries is None
                 else f"{CARD_BOOK_NOTE} ({self.character_name}'s, {plural(entries, 'entry', 'entries')}); "
                      "it is not in the library and cannot be unbound.")
@@ -141,10 +141,10 @@ class LoreScreen(Screen[None]):
 
     def refresh_library(self, select: int | None = None) -> None:
         """Re-read the books and their bindings, keeping (or moving to `select`) the highlight."""
-        views = self.tavern.world_books()
+        views = self.tavern.lore.world_books()
         self.views = {v.id: v for v in views}
         self.set_class(not views, "-empty")
-        names = {c.id: c.name for c in self.tavern.characters()} if views else {}
+        names = {c.id: c.name for c in self.tavern.library.characters()} if views else {}
         current = select if select is not None else self.highlighted_book_id
         applying: list[int] = []
         options = []
@@ -204,7 +204,7 @@ class LoreScreen(Screen[None]):
         book: WorldBook | None = None
         if book_id is not None:
             try:
-                book = self.tavern.world_book(book_id, editable=False)  # the editor copies before changing
+                book = self.tavern.lore.world_book(book_id, editable=False)  # the editor copies before changing
             except TavernError as exc:
                 self.notify(str(exc), title="Cannot read the book", severity="error")
                 book_id = None
@@ -217,7 +217,7 @@ class LoreScreen(Screen[None]):
                 self.tester.set_runner(None, "Import a world book to test it (press i).")
             else:
                 self.tester.border_title = f"Tester · {book.name} alone, no chat"
-                self.tester.set_runner(lambda text: self.tavern.test_world_info([book], [], text))
+                self.tester.set_runner(lambda text: self.tavern.lore.test_world_info([book], [], text))
 
     @property
     def selected_view(self) -> WorldBookView | None:
@@ -301,9 +301,9 @@ class LoreScreen(Screen[None]):
                         "playthrough": ("to this playthrough", f"#{self.playthrough_id} only")}[scope]
         try:
             if bound:
-                self.tavern.unbind_world_book(view.id, scope, target)
+                self.tavern.lore.unbind_world_book(view.id, scope, target)
             else:
-                self.tavern.bind_world_book(view.id, scope, target)
+                self.tavern.lore.bind_world_book(view.id, scope, target)
         except TavernError as exc:
             self.notify(str(exc), title="Binding failed", severity="error")
             return

@@ -4,8 +4,8 @@ learned from what the person said, to affirm or decline; with its editor, confir
 Rules: seed 002 (ADR-0079) decisions 4-8 and 12, DESIGN.md "Persona and nominations": only the
 owner's acts write persona text (add, edit, remove, affirm), every write carries the version
 this pane read (`expected_version`), and credential-shaped text is refused before it is stored.
-The pane calls only the `Tavern` persona operations (`service_persona.PersonaOps`), each in a
-thread worker that posts its result back as a Message.
+The pane calls only the `Tavern` persona operations (`tavern.persona`, `service.persona`), each
+in a thread worker that posts its result back as a Message.
 """
 
 from __future__ import annotations
@@ -67,15 +67,15 @@ def read_snapshot(tavern: Tavern, playthrough_id: int | None) -> PersonaSnapshot
     Raises:
         TavernError: the service could not read them (a cap overrun is not an error here).
     """
-    document = tavern.persona()
+    document = tavern.persona.persona()
     rendered: RenderedPersona | None = None
     render_error = ""
     try:
-        rendered = tavern.rendered_persona(playthrough_id)
+        rendered = tavern.persona.rendered_persona(playthrough_id)
     except TavernError as exc:  # PersonaCapExceeded: still show (and let the owner shorten) the entries
         render_error = str(exc)
-    nominations = tuple(tavern.nominations())
-    supports = {b.id: tuple(tavern.supporting_messages(b)) for b in nominations}
+    nominations = tuple(tavern.persona.nominations())
+    supports = {b.id: tuple(tavern.persona.supporting_messages(b)) for b in nominations}
     return PersonaSnapshot(document, rendered, render_error, nominations, supports)
 
 
@@ -336,7 +336,7 @@ class PersonaHistoryScreen(ModalScreen[None]):
     @work(thread=True, exclusive=True, group="persona-history", exit_on_error=False, description="persona history")
     def _load(self) -> None:
         try:
-            revisions: list[PersonaDocument] | str = self.tavern.persona_history()
+            revisions: list[PersonaDocument] | str = self.tavern.persona.persona_history()
         except TavernError as exc:
             revisions = str(exc)
         self.post_message(HistoryLoaded(revisions))
@@ -630,7 +630,7 @@ class PersonaScreen(Screen[None]):
         version = self.version
 
         def save(text: str, sensitivity: str, _stale: bool) -> PersonaDocument:
-            return self.tavern.edit_persona(version, add=text, sensitivity=sensitivity, where="new entry")
+            return self.tavern.persona.edit_persona(version, add=text, sensitivity=sensitivity, where="new entry")
 
         self.app.push_screen(
             PersonaEditor("New persona entry", save, hint="Sent to the model on every call, as you write it. "
@@ -651,7 +651,7 @@ class PersonaScreen(Screen[None]):
             for item in items:
                 if item["id"] == entry.id:
                     item.update(text=text, sensitivity=sensitivity, stale=stale)
-            return self.tavern.edit_persona(doc.version, entries=items, where="persona edit")
+            return self.tavern.persona.edit_persona(doc.version, entries=items, where="persona edit")
 
         hint = ("Changing the text makes it yours: the link to its belief is cleared." if entry.provenance == "affirmed"
                 else "Sent to the model on every call, as you write it. Secrets are refused.")
@@ -666,7 +666,7 @@ class PersonaScreen(Screen[None]):
         name = self.snapshot.document.name if self.snapshot is not None else ""
 
         def save(text: str, _sensitivity: str, _stale: bool) -> PersonaDocument:
-            return self.tavern.edit_persona(version, name=text, where="persona name")
+            return self.tavern.persona.edit_persona(version, name=text, where="persona name")
 
         self.app.push_screen(
             PersonaEditor("Persona name ({{user}})", save, text=name, sensitivity=None, multiline=False,
@@ -684,7 +684,7 @@ class PersonaScreen(Screen[None]):
         question = f"Remove entry {entry.id}?\n\n“{clip(entry.text, 200)}”\n\nIt is no longer sent.{after}"
 
         def remove() -> str:
-            doc = self.tavern.edit_persona(version, remove=entry.id, where="remove")
+            doc = self.tavern.persona.edit_persona(version, remove=entry.id, where="remove")
             return f"Removed entry {entry.id}: persona is now v{doc.version}."
 
         def answered(yes: bool | None) -> None:
@@ -701,8 +701,8 @@ class PersonaScreen(Screen[None]):
         version = self.version
 
         def affirm() -> str:
-            doc = self.tavern.affirm(belief.id, expected_version=version)
-            note = self.tavern.affirm_name_note(belief, doc)  # a name belief leaves the name as it was
+            doc = self.tavern.persona.affirm(belief.id, expected_version=version)
+            note = self.tavern.persona.affirm_name_note(belief, doc)  # a name belief leaves the name as it was
             return f"Affirmed: {belief.statement} (persona v{doc.version})" + ("\n" + note if note else "")
 
         self._write("Nomination", affirm)
@@ -714,7 +714,7 @@ class PersonaScreen(Screen[None]):
             return
 
         def decline() -> str:
-            self.tavern.decline(belief.id)
+            self.tavern.persona.decline(belief.id)
             return f"Declined: {belief.statement} (never nominated again)"
 
         self._write("Nomination", decline)

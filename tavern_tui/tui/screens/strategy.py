@@ -312,7 +312,7 @@ class StrategyEditor(SaveCancelModal[StrategySpec | None]):
     def _run_save(self, name: str, options: dict[str, Any], expected: int) -> None:
         result: StrategySpec | BaseException
         try:
-            result = self.tavern.save_strategy(name, self.spec.base, options, expected_version=expected)
+            result = self.tavern.strategies.save_strategy(name, self.spec.base, options, expected_version=expected)
         except Exception as exc:  # a refusal stays on screen; anything else must not leave the editor stuck
             result = exc
         self.post_message(StrategySaved(result))
@@ -336,7 +336,7 @@ class StrategyScreen(Screen[None]):
     """How one playthrough's requests are assembled (F6 in the chat; issue 5 §8; DESIGN.md
     Strategies).
 
-    Shows the strategies (`Tavern.strategies()`: the built-in ones, then the newest version of
+    Shows the strategies (`Tavern.strategies.strategies()`: the built-in ones, then the newest version of
     each saved one, each as "name · vN · base" with its note or options), marking the snapshot
     applied to this playthrough by name and version ("● applied", or "● v1 applied · v2 saved,
     not applied" when a newer version of it was saved since); the presets ("SillyTavern
@@ -374,7 +374,7 @@ class StrategyScreen(Screen[None]):
         self.playthrough_id = playthrough_id
         self.playthrough: PlaythroughView | None = None
         self.applied: StrategySpec | None = None
-        """The strategy snapshot the playthrough's steps use (`Tavern.applied_strategy`)."""
+        """The strategy snapshot the playthrough's steps use (`Tavern.strategies.applied_strategy`)."""
         self.specs: list[StrategySpec] = []
         """The strategies listed, in list order (the applied snapshot last if it is not listed)."""
         self.preset_views: list[PresetView] = []
@@ -415,10 +415,10 @@ class StrategyScreen(Screen[None]):
         both lists and the title, keeping each list's highlight (on first load: on the applied
         strategy and the bound preset; `highlight`: on that strategy)."""
         try:
-            view = self.tavern.playthrough(self.playthrough_id)
-            applied = self.tavern.applied_strategy(self.playthrough_id)
-            specs = list(self.tavern.strategies())  # read now: saved strategies come and go
-            presets = self.tavern.presets()
+            view = self.tavern.playthroughs.playthrough(self.playthrough_id)
+            applied = self.tavern.strategies.applied_strategy(self.playthrough_id)
+            specs = list(self.tavern.strategies.strategies())  # read now: saved strategies come and go
+            presets = self.tavern.presets.presets()
         except TavernError as exc:
             self.notify(str(exc), title="Cannot show the strategy", severity="error")
             return False
@@ -492,7 +492,7 @@ class StrategyScreen(Screen[None]):
             self.notify(f"{label} is already applied to #{self.playthrough_id}.", title="Strategy")
             return
         try:
-            self.tavern.apply_strategy(self.playthrough_id, spec.name, spec.version)
+            self.tavern.strategies.apply_strategy(self.playthrough_id, spec.name, spec.version)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot apply the strategy", severity="error")
             return
@@ -510,7 +510,7 @@ class StrategyScreen(Screen[None]):
             self.notify(f"{name} is already bound to #{self.playthrough_id}.", title="Preset")
             return
         try:
-            self.tavern.bind_preset(self.playthrough_id, preset_id)
+            self.tavern.presets.bind_preset(self.playthrough_id, preset_id)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot bind the preset", severity="error")
             return
@@ -566,7 +566,7 @@ class StrategyScreen(Screen[None]):
                 return
             result: dict[str, Any] | str
             try:
-                result = self.tavern.preview(self.playthrough_id, "", strategy=key[0])
+                result = self.tavern.steps.preview(self.playthrough_id, "", strategy=key[0])
             except TavernError as exc:
                 result = str(exc)
             except Exception as exc:  # a broken preset must not take the screen down; say what happened

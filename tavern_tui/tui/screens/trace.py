@@ -234,7 +234,7 @@ class TraceScreen(Screen[bool]):
     Left, the requests newest first (when, model, tokens, latency, strategy, outcome and a mark:
     ✓ verified, ✗ mismatch, · unchecked). Right, labelled "HISTORY — what was sent", the
     highlighted request: each message as sent (role · source, its body rebuilt from the log by
-    `Tavern.verify_trace`; a body that no longer hashes as sent is marked, never shown in its
+    `Tavern.traces.verify_trace`; a body that no longer hashes as sent is marked, never shown in its
     place), the last two expanded, then the world-info decisions, the config requested and
     effective, attempts, usage, timing and resources. Showing a request verifies it.
 
@@ -282,8 +282,8 @@ class TraceScreen(Screen[bool]):
 
     def on_mount(self) -> None:
         try:
-            view = self.tavern.playthrough(self.playthrough_id)
-            traces = self.tavern.traces(self.playthrough_id)
+            view = self.tavern.playthroughs.playthrough(self.playthrough_id)
+            traces = self.tavern.traces.traces(self.playthrough_id)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot show the requests", severity="error")
             self.dismiss(False)
@@ -325,7 +325,7 @@ class TraceScreen(Screen[bool]):
     def _verify(self, trace_id: str) -> Verification | None:
         """Verify one request and refresh its mark; None (after a notification) on an error."""
         try:
-            verification = self.tavern.verify_trace(trace_id)
+            verification = self.tavern.traces.verify_trace(trace_id)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot verify", severity="error")
             return None
@@ -368,7 +368,7 @@ class TraceScreen(Screen[bool]):
             if trace_id is None or trace_id == self.shown_id or trace_id not in self.views:
                 return
             try:
-                trace = self._traces.get(trace_id) or self.tavern.trace(trace_id)
+                trace = self._traces.get(trace_id) or self.tavern.traces.trace(trace_id)
             except TavernError as exc:
                 self.notify(str(exc), title="Cannot show the request", severity="error")
                 return
@@ -442,7 +442,7 @@ class TraceScreen(Screen[bool]):
             return
         session, _, seq = view.reply.partition(":")
         try:
-            self.tavern.select_variant(self.playthrough_id, (int(session), int(seq)))
+            self.tavern.timeline.select_variant(self.playthrough_id, (int(session), int(seq)))
         except (TavernError, ValueError) as exc:
             self.notify(str(exc), title="Cannot jump to the reply", severity="error")
             return

@@ -42,7 +42,7 @@ def placements(variants: Sequence[VariantView]) -> dict[Ref, Ref | None]:
     the number of branch points on the way, never the length of the chat.
 
     Args:
-        variants: depth-first, as `Tavern.timeline` gives them (a parent before its children).
+        variants: depth-first, as `Tavern.timeline.timeline` gives them (a parent before its children).
     """
     placed: dict[Ref, Ref | None] = {}
     inner: dict[Ref, Ref | None] = {}  # where a variant's continuation goes
@@ -261,8 +261,8 @@ class TreeScreen(Screen[int | None]):
     def _load(self, cursor: Ref | None = None) -> None:
         """(Re)build the tree from the service; the cursor goes to `cursor`, else the last message."""
         try:
-            view = self.tavern.playthrough(self.playthrough_id)
-            timeline = self.tavern.timeline(self.playthrough_id)
+            view = self.tavern.playthroughs.playthrough(self.playthrough_id)
+            timeline = self.tavern.timeline.timeline(self.playthrough_id)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot show the branches", severity="error")
             self.dismiss(None)
@@ -291,7 +291,7 @@ class TreeScreen(Screen[int | None]):
         if variant is None:
             return
         try:
-            self.tavern.select_variant(self.playthrough_id, variant.ref)
+            self.tavern.timeline.select_variant(self.playthrough_id, variant.ref)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot jump there", severity="error")
             return
@@ -303,7 +303,7 @@ class TreeScreen(Screen[int | None]):
         if variant is None:
             return
         try:
-            self.tavern.rollback(self.playthrough_id, variant.ref)
+            self.tavern.timeline.rollback(self.playthrough_id, variant.ref)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot roll back", severity="error")
             return
@@ -315,7 +315,7 @@ class TreeScreen(Screen[int | None]):
         if variant is None:
             return
         try:
-            created = self.tavern.branch_playthrough(self.playthrough_id, variant.ref)
+            created = self.tavern.timeline.branch_playthrough(self.playthrough_id, variant.ref)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot branch", severity="error")
             return
@@ -333,11 +333,11 @@ class TreeScreen(Screen[int | None]):
                         title="Cannot edit", severity="warning")
             return
         try:
-            ref = self.tavern.shown_ref(self.playthrough_id, variant.ref)
+            ref = self.tavern.timeline.shown_ref(self.playthrough_id, variant.ref)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot edit", severity="error")
             return
-        shown = next((m for m in self.tavern.messages(self.playthrough_id) if m.ref == ref), None)
+        shown = next((m for m in self.tavern.playthroughs.messages(self.playthrough_id) if m.ref == ref), None)
         speaker = shown.speaker if shown is not None else variant.role
         text = shown.content if shown is not None else variant.preview
 
@@ -345,7 +345,7 @@ class TreeScreen(Screen[int | None]):
             if edited is None:
                 return
             try:
-                self.tavern.edit_message(self.playthrough_id, variant.ref, edited)
+                self.tavern.timeline.edit_message(self.playthrough_id, variant.ref, edited)
             except TavernError as exc:
                 self.notify(str(exc), title="Cannot edit", severity="error")
                 return
@@ -375,7 +375,7 @@ class TreeScreen(Screen[int | None]):
 
     def _delete(self, variant: VariantView) -> None:
         try:
-            self.tavern.delete_message(self.playthrough_id, variant.ref)
+            self.tavern.timeline.delete_message(self.playthrough_id, variant.ref)
         except TavernError as exc:
             self.notify(str(exc), title="Cannot delete", severity="error")
             return

@@ -27,7 +27,7 @@ class Transcript(VerticalScroll):
     suffix runs out.
 
     Attributes:
-        fetch: `fetch(n)` returns the newest n messages (`Tavern.messages(pid, last=n)`); None
+        fetch: `fetch(n)` returns the newest n messages (`Tavern.playthroughs.messages(pid, last=n)`); None
             when `show` is always given the whole list.
     """
 

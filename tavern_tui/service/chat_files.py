@@ -1,4 +1,4 @@
-"""Provides SillyTavern chat import and export for the `Tavern` facade.
+"""Provides `ChatFileService`: SillyTavern chat import and export.
 
 Rules: format-digest §d (SillyTavern 1.18 chat JSONL) and DESIGN.md "Message origin":
 `is_user` → customer, other speakers → agent, `is_system` → engine (shown, never sent). Each
@@ -12,7 +12,7 @@ import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tavern_tui.text.names import substitute_names
 from tavern_tui.engine.events import EventKind, NewEvent, Origin, parse_origin
@@ -22,10 +22,12 @@ from tavern_tui.engine.timeline import Ref, Timeline
 from tavern_tui.errors import FormatError, NotFound, OriginError
 from tavern_tui.formats.chatlog import ChatLine, ParsedChat, format_send_date, parse_chat_jsonl, write_chat_jsonl
 from tavern_tui.store.store import PlannedSession
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.library import LibraryService
+from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.strategies import StrategyService
+from tavern_tui.service.timeline import TimelineService
 from tavern_tui.views import ImportResult
-
-if TYPE_CHECKING:
-    from tavern_tui.service import Tavern
 
 ST_KEY = "st"
 """Body key holding the fields of an imported chat line this app has no use for (kept for export)."""
@@ -95,10 +97,26 @@ def plan_chat(chat: ParsedChat, file: str = "chat") -> tuple[list[PlannedSession
     return sessions, events
 
 
-class ChatFileOps:
-    """SillyTavern chat import/export of `Tavern` (mixed into it)."""
+class ChatFileService:
+    """SillyTavern chat import and export (`tavern.chat_files`).
 
-    def import_chat_bytes(self: Tavern, payload: bytes, name: str, *, character: str | None = None) -> ImportResult:
+    Args:
+        ctx: the shared settings, store and provider.
+        library: the characters a chat is with.
+        playthroughs: the playthrough an export reads.
+        strategies: the default strategy an imported chat starts with.
+        timeline: the variant tree whose siblings become swipes.
+    """
+
+    def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
+                 strategies: StrategyService, timeline: TimelineService) -> None:
+        self.ctx = ctx
+        self.library = library
+        self.playthroughs = playthroughs
+        self.strategies = strategies
+        self.timeline = timeline
+
+    def import_chat_bytes(self, payload: bytes, name: str, *, character: str | None = None) -> ImportResult:
         """Import a SillyTavern chat (.jsonl) as a new playthrough, in one transaction.
 
         The character is `character` (id or name), else the header's `character_name`, else
@@ -116,36 +134,37 @@ class ChatFileOps:
         except (FormatError, NotFound) as exc:
             return ImportResult(name, "chat", error=str(exc))
         digest = hashlib.sha256(payload).hexdigest()
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             earlier = uow.playthroughs.by_source_digest(digest)
         if earlier is not None:
             return ImportResult(name, "chat", earlier.id, f"{record.name} #{earlier.id}", warnings=tuple(chat.warnings),
                                 duplicate=True)
         user = chat.user_name or next((m.name for m in chat.messages if m.is_user and m.name), None) \
-            or self.settings.user_name
+            or self.ctx.settings.user_name
         meta = json.dumps({"source": Path(name).name, "sha256": digest, "header": chat.header}, ensure_ascii=False)
         # Last played when its newest message was sent (SillyTavern lists chats by it), not now;
         # a date in the future (a clock gone wrong) counts as now.
         sent = [m.sent_at for m in chat.messages if m.sent_at is not None]
         played_at = min(max(sent), datetime.now(UTC)) if sent else None
-        created = self._store.import_playthrough(character_id=record.id, user_name=user, title=Path(name).stem,
+        created = self.ctx.store.import_playthrough(character_id=record.id, user_name=user, title=Path(name).stem,
                                                  meta=meta, sessions=sessions, events=events, head="root",
                                                  played_at=played_at)
-        self.apply_strategy(created.id, self.settings.default_strategy)  # a new opening, as new_playthrough
+        # A new opening, as `PlaythroughService.new_playthrough`.
+        self.strategies.apply_strategy(created.id, self.ctx.settings.default_strategy)
         return ImportResult(name, "chat", created.id, f"{record.name} #{created.id}", warnings=tuple(chat.warnings))
 
-    def _chat_character(self: Tavern, chat: ParsedChat, file: str, given: str | None) -> Any:
+    def _chat_character(self, chat: ParsedChat, file: str, given: str | None) -> Any:
         wanted = given or chat.character_name or next(
             (m.name for m in chat.messages if not m.is_user and not m.is_system and m.name), None)
         if not wanted:
             raise NotFound(f"{file}: the chat does not say which character it is with; pass --character NAME")
         try:
-            return self._find(wanted, "characters", "character")
+            return self.library.find(wanted, "characters", "character")
         except NotFound:
             hint = "import its card first" if given else "import its card first, or pass --character NAME"
             raise NotFound(f"{file}: no character named {wanted!r}; {hint}") from None
 
-    def export_chat(self: Tavern, playthrough_id: int) -> str:
+    def export_chat(self, playthrough_id: int) -> str:
         """The playthrough's active path as SillyTavern chat JSONL, every sibling variant of a
         message as one of its swipes (the shown one as `swipe_id`); the greeting's swipes are
         the card's greetings. Imported chats keep their header and unknown fields.
@@ -153,23 +172,23 @@ class ChatFileOps:
         Raises:
             NotFound: no such playthrough.
         """
-        view = self.playthrough(playthrough_id)
-        with self._store.unit_of_work() as uow:
+        view = self.playthroughs.playthrough(playthrough_id)
+        with self.ctx.store.unit_of_work() as uow:
             record = uow.playthroughs.get(playthrough_id)
-            card = self._card(uow.characters.get(view.character_id))
-        timeline, _members = self._timeline(playthrough_id, bodies=True)
+            card = self.library.card(uow.characters.get(view.character_id))
+        timeline, _members = self.timeline.variant_tree(playthrough_id, bodies=True)
         meta = json.loads(record.meta or "{}")
         header = meta.get("header") or {"user_name": view.user_name, "character_name": card.name,
                                         "create_date": format_send_date(view.created_at), "chat_metadata": {}}
         lines: list[ChatLine] = []
-        for message in derive_messages(self._store.events, view.session_id):
+        for message in derive_messages(self.ctx.store.events, view.session_id):
             if message.source == SYSTEM_PROMPT_SOURCE:
                 continue
             lines.append(self._chat_line(len(lines) + 2, message, timeline, view.user_name, card.name,
                                          [substitute_names(g, card.name, view.user_name) for g in card.greetings]))
         return write_chat_jsonl(header, lines)
 
-    def _chat_line(self: Tavern, line_no: int, message: SurfaceMessage, timeline: Timeline, user: str, char: str,
+    def _chat_line(self, line_no: int, message: SurfaceMessage, timeline: Timeline, user: str, char: str,
                    greetings: list[str]) -> ChatLine:
         raw_ref = _original_ref(message.ref, timeline)
         body = message.body

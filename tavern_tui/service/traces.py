@@ -1,4 +1,4 @@
-"""Provides the trace half of the `Tavern` facade: list, show and verify recorded requests.
+"""Provides `TraceService`: list, show, verify and replay recorded requests.
 
 Rules: seed 000 §4, §6 and DESIGN.md "Trace" (see `engine.trace`): traces hold references and
 hashes; `verify` re-reads the referenced bodies and rebuilds the exact array that was sent;
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from collections.abc import AsyncIterator
 from contextlib import aclosing
@@ -18,10 +18,10 @@ from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
 from tavern_tui.errors import NotFound, TavernError
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.timeline import TimelineService
 from tavern_tui.views import TraceView
-
-if TYPE_CHECKING:
-    from tavern_tui.service import Tavern
 
 _SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE))
 
@@ -38,25 +38,36 @@ def parse_trace_id(text: str) -> tuple[int, int]:
     return int(session), int(seq)
 
 
-class TraceOps:
-    """Trace operations of `Tavern` (mixed into it)."""
+class TraceService:
+    """Recorded requests: list, show, verify, replay (`tavern.traces`).
 
-    def _trace_events(self: Tavern, playthrough_id: int | None = None, session_id: int | None = None) -> list[Event]:
+    Args:
+        ctx: the shared settings, store and provider (a replay streams from it).
+        playthroughs: the playthrough a replayed reply belongs to.
+        timeline: the fork a replay branches into.
+    """
+
+    def __init__(self, ctx: ServiceContext, playthroughs: PlaythroughService, timeline: TimelineService) -> None:
+        self.ctx = ctx
+        self.playthroughs = playthroughs
+        self.timeline = timeline
+
+    def _trace_events(self, playthrough_id: int | None = None, session_id: int | None = None) -> list[Event]:
         sessions: list[int] | None = None
         if session_id is not None:
             sessions = [session_id]
         elif playthrough_id is not None:
-            with self._store.unit_of_work() as uow:
+            with self.ctx.store.unit_of_work() as uow:
                 root = uow.playthroughs.get(playthrough_id).root_session_id
-            sessions = [link.id for link in self._store.events.playthrough_sessions(playthrough_id, root)
+            sessions = [link.id for link in self.ctx.store.events.playthrough_sessions(playthrough_id, root)
                         if link.playthrough_id == playthrough_id]
-        return self._store.events.events_of_kind([TRACE_REQUEST], sessions)
+        return self.ctx.store.events.events_of_kind([TRACE_REQUEST], sessions)
 
-    def _settlements(self: Tavern, traces: list[Event]) -> dict[tuple[int, int], Event]:
+    def _settlements(self, traces: list[Event]) -> dict[tuple[int, int], Event]:
         """trace ref → the reply (or attempt) that settled its step: the first settling event
         after it in its session."""
         sessions = sorted({t.session_id for t in traces})
-        settles = self._store.events.events_of_kind(_SETTLE_KINDS, sessions) if sessions else []
+        settles = self.ctx.store.events.events_of_kind(_SETTLE_KINDS, sessions) if sessions else []
         by_session: dict[int, list[Event]] = {}
         for event in settles:
             if event.kind != EventKind.USER_MESSAGE or event.source == "impersonation":
@@ -69,7 +80,7 @@ class TraceOps:
                 result[trace.ref] = listed[index]
         return result
 
-    def _trace_view(self: Tavern, trace: Event, settled: Event | None) -> TraceView:
+    def _trace_view(self, trace: Event, settled: Event | None) -> TraceView:
         body = trace.body
         reply = settled.body if settled is not None else {}
         timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else {}
@@ -97,13 +108,13 @@ class TraceOps:
                          _ref_text(tuple(retry_of)) if isinstance(retry_of, list) else None,
                          dict(body.get("omitted") or {}))
 
-    def traces(self: Tavern, playthrough_id: int | None = None, *, session_id: int | None = None) -> list[TraceView]:
+    def traces(self, playthrough_id: int | None = None, *, session_id: int | None = None) -> list[TraceView]:
         """Recorded requests, oldest first: of one playthrough, one session, or all."""
         events = self._trace_events(playthrough_id, session_id)
         settled = self._settlements(events)
         return [self._trace_view(e, settled.get(e.ref)) for e in events]
 
-    def trace(self: Tavern, trace_id: str) -> dict[str, Any]:
+    def trace(self, trace_id: str) -> dict[str, Any]:
         """One trace in full: the record (message sources, refs, hashes), the header it
         points at (world-info decisions, resources, requested config), attempts, usage, timing.
 
@@ -114,7 +125,7 @@ class TraceOps:
         ref = event.ref
         settled = self._settlements([event]).get(ref)
         header_ref = tuple(event.body.get("header", ()))
-        header = self._store.events.events_at([header_ref]).get(header_ref) if len(header_ref) == 2 else None  # type: ignore[arg-type]
+        header = self.ctx.store.events.events_at([header_ref]).get(header_ref) if len(header_ref) == 2 else None  # type: ignore[arg-type]
         assembly = header.body.get("assembly", {}) if header is not None else {}
         reply = settled.body if settled is not None else {}
         return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
@@ -124,7 +135,7 @@ class TraceOps:
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
                 "config_adjusted": reply.get("config")}
 
-    def verify_trace(self: Tavern, trace_id: str) -> Verification:
+    def verify_trace(self, trace_id: str) -> Verification:
         """Re-read the bodies a trace references and rebuild the array that was sent; each
         message is ok, changed or missing (a changed body is reported, never replaced).
 
@@ -132,9 +143,9 @@ class TraceOps:
             NotFound: no such trace.
         """
         event = self._trace_event(trace_id)
-        return verify(event.body, self._store.events.events_at)
+        return verify(event.body, self.ctx.store.events.events_at)
 
-    async def replay(self: Tavern, trace_id: str, *, model: str | None = None) -> AsyncIterator[StepUpdate]:
+    async def replay(self, trace_id: str, *, model: str | None = None) -> AsyncIterator[StepUpdate]:
         """Send a recorded request again, byte for byte (the messages rebuilt by `verify` and the
         recorded config), to the same model or `model`, as a new sibling of the reply it
         produced; the new trace names the one replayed (`replay_of`).
@@ -153,45 +164,46 @@ class TraceOps:
             raise TavernError(f"trace {trace_id} produced no reply to branch from")
         reply_ref = parse_trace_id(view.reply)
         playthrough_id = self._playthrough_of_session(reply_ref[0])
-        timeline, _members = self._timeline(playthrough_id)
+        timeline, _members = self.timeline.variant_tree(playthrough_id)
         parent = timeline.variants[reply_ref].parent if reply_ref in timeline.variants else None
         if parent is None:
             raise TavernError(f"trace {trace_id}: its reply has no message before it to branch from")
-        self._set_head(playthrough_id, self._fork(playthrough_id, parent, timeline))
+        self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, parent, timeline))
         messages = [m for m in result.messages if m is not None]
         frozen = Assembly(system="", config=dict(result.config), model=model or view.model,
                           meta={"strategy": view.strategy, "replay_of": trace_id},
                           request=tuple(messages), request_parts=tuple({"source": "replay"} for _ in messages))
-        steps = run_step(self._store.events, self.playthrough(playthrough_id).session_id, self._provider,
+        session_id = self.playthroughs.playthrough(playthrough_id).session_id
+        steps = run_step(self.ctx.store.events, session_id, self.ctx.provider,
                          lambda history, claimed: frozen, None, generation=Generation("regenerate"),
-                         stale_after=self._stale_after)
+                         stale_after=self.ctx.stale_after)
         async with aclosing(steps):
             async for update in steps:
                 yield update
 
-    def _trace_event(self: Tavern, trace_id: str) -> Event:
+    def _trace_event(self, trace_id: str) -> Event:
         """The `trace/request` event a trace id names. Raises NotFound."""
         ref = parse_trace_id(trace_id)
-        event = self._store.events.events_at([ref]).get(ref)
+        event = self.ctx.store.events.events_at([ref]).get(ref)
         if event is None or event.kind != TRACE_REQUEST:
             raise NotFound(f"no trace {trace_id}")
         return event
 
-    def _trace_view_of(self: Tavern, trace_id: str) -> TraceView:
+    def _trace_view_of(self, trace_id: str) -> TraceView:
         event = self._trace_event(trace_id)
         ref = event.ref
         return self._trace_view(event, self._settlements([event]).get(ref))
 
-    def _playthrough_of_session(self: Tavern, session_id: int) -> int:
-        found = self._store.events.playthrough_of(session_id)
+    def _playthrough_of_session(self, session_id: int) -> int:
+        found = self.ctx.store.events.playthrough_of(session_id)
         if found is None:
             raise NotFound(f"session {session_id} belongs to no playthrough")
         return int(found)
 
-    def verify_all(self: Tavern) -> list[tuple[str, Verification]]:
+    def verify_all(self) -> list[tuple[str, Verification]]:
         """Verify every recorded request, oldest first (reads each referenced body once)."""
         events = self._trace_events()
         wanted = sorted({tuple(m["ref"]) for e in events for m in e.body.get("messages", [])})
-        stored = self._store.events.events_at(wanted)  # type: ignore[arg-type]
+        stored = self.ctx.store.events.events_at(wanted)  # type: ignore[arg-type]
         return [(_ref_text(e.ref), verify(e.body, lambda refs: {r: stored[r] for r in refs if r in stored}))
                 for e in events]

@@ -1,5 +1,5 @@
-"""Provides the persona surface of the `Tavern` facade: the persona document, its rendering into
-each step, beliefs learned from the person's own messages, nominations, affirm and decline.
+"""Provides `PersonaService`: the persona document, its rendering into each step, beliefs learned
+from the person's own messages, nominations, affirm and decline.
 
 Rules: seed 002 (ADR-0079) and seed 001, as DESIGN.md "Persona and nominations" maps them:
 - only the owner's acts write persona text (edit, import, affirm); every one refuses
@@ -41,10 +41,11 @@ from tavern_tui.persona.model import (
 from tavern_tui.persona.model_extract import EXTRACTION_PROMPT, parse_model_beliefs
 from tavern_tui.persona.nominate import NominationRules, blockers, select_nominations
 from tavern_tui.persona.safety import block_injections, refuse_secrets
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.library import LibraryService
 from tavern_tui.views import ImportResult
 
 if TYPE_CHECKING:
-    from tavern_tui.service import Tavern
     from tavern_tui.store.store import UnitOfWork
 
 logger = logging.getLogger(__name__)
@@ -106,24 +107,36 @@ def _customer_text(event: Any) -> str | None:
     return None
 
 
-class PersonaOps:
-    """Persona, belief and nomination operations of `Tavern` (mixed into it)."""
+class PersonaService:
+    """The persona, beliefs and nominations (`tavern.persona`).
+
+    Args:
+        ctx: the shared settings, store and provider (the model extractor streams from it).
+        library: finds the world book a persona backup names.
+
+    Attributes:
+        nomination_rules: the bounds nominations are selected under (`persona.nominate`).
+    """
 
     nomination_rules: NominationRules = NominationRules()
 
+    def __init__(self, ctx: ServiceContext, library: LibraryService) -> None:
+        self.ctx = ctx
+        self.library = library
+
     # -- the document ---------------------------------------------------------------------
 
-    def persona(self: Tavern) -> PersonaDocument:
+    def persona(self) -> PersonaDocument:
         """The current persona document (version 0 and no entries until the first write)."""
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             return uow.personas.current(LOCAL_PRINCIPAL)
 
-    def persona_history(self: Tavern) -> list[PersonaDocument]:
+    def persona_history(self) -> list[PersonaDocument]:
         """Every revision of the persona, newest first."""
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             return uow.personas.history(LOCAL_PRINCIPAL)
 
-    def edit_persona(self: Tavern, expected_version: int, *, add: str | None = None, sensitivity: str | None = None,
+    def edit_persona(self, expected_version: int, *, add: str | None = None, sensitivity: str | None = None,
                      remove: int | None = None, entries: Sequence[dict[str, Any]] | None = None,
                      name: str | None = None, where: str = "persona edit") -> PersonaDocument:
         """Write the next persona revision (the owner's act).
@@ -143,7 +156,7 @@ class PersonaOps:
             SecretRefused: credential-shaped text (names the kind, never the text).
             TavernError: nothing to change, an unknown sensitivity, or no such entry.
         """
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             doc = uow.personas.current(LOCAL_PRINCIPAL)
             if doc.version != expected_version:
                 raise Conflict("the persona", expected_version, doc.version)
@@ -210,7 +223,7 @@ class PersonaOps:
         for belief in uow.beliefs.by_entry(LOCAL_PRINCIPAL, gone):
             uow.beliefs.set(belief.id, promoted=False, entry_id=None)
 
-    def import_persona_bytes(self: Tavern, payload: bytes, file: str, *, persona: str | None = None) -> ImportResult:
+    def import_persona_bytes(self, payload: bytes, file: str, *, persona: str | None = None) -> ImportResult:
         """Import a SillyTavern persona (a persona backup's default one, or the one named
         `persona`): its name becomes the persona's name and its description one owner entry
         (an existing identical entry is not added twice); its world book, when imported here,
@@ -237,11 +250,11 @@ class PersonaOps:
         book = None
         if chosen.lorebook:
             try:
-                book = self.find_world_book(chosen.lorebook)
+                book = self.library.find(chosen.lorebook, "world_books", "world book")
             except NotFound:
                 warnings.append(f"persona lore {chosen.lorebook!r} is not imported here; import the world book "
                                 "and bind it with `tavern lore bind BOOK --persona`")
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             doc = uow.personas.current(LOCAL_PRINCIPAL)
             now = _now()
             entries = list(doc.entries)
@@ -262,17 +275,17 @@ class PersonaOps:
 
     # -- rendering into steps ----------------------------------------------------------------
 
-    def _persona_pin(self: Tavern, playthrough_id: int) -> dict[str, Any]:
-        with self._store.unit_of_work() as uow:
+    def _persona_pin(self, playthrough_id: int) -> dict[str, Any]:
+        with self.ctx.store.unit_of_work() as uow:
             return _pin_of(uow.playthroughs.get(playthrough_id).meta)
 
-    def _write_pin(self: Tavern, playthrough_id: int, **values: Any) -> None:
-        with self._store.unit_of_work() as uow:
+    def _write_pin(self, playthrough_id: int, **values: Any) -> None:
+        with self.ctx.store.unit_of_work() as uow:
             meta = json.loads(uow.playthroughs.get(playthrough_id).meta or "{}")
             meta["persona"] = {**(meta.get("persona") if isinstance(meta.get("persona"), dict) else {}), **values}
             uow.playthroughs.set_meta(playthrough_id, json.dumps(meta, ensure_ascii=False))
 
-    def rendered_persona(self: Tavern, playthrough_id: int | None = None,
+    def rendered_persona(self, playthrough_id: int | None = None,
                          document: PersonaDocument | None = None) -> RenderedPersona:
         """The persona section as a playthrough's next step would send it (its sensitivity
         ceiling; the default ceiling without a playthrough).
@@ -280,14 +293,15 @@ class PersonaOps:
         Raises:
             PersonaCapExceeded: the persona is over a cap.
         """
-        ceiling = self._persona_pin(playthrough_id).get("ceiling", DEFAULT_CEILING) if playthrough_id else DEFAULT_CEILING
+        pin = self._persona_pin(playthrough_id) if playthrough_id else {}
+        ceiling = pin.get("ceiling", DEFAULT_CEILING)
         return render_persona(document or self.persona(), ceiling=ceiling, scan=block_injections)
 
-    def persona_ceiling(self: Tavern, playthrough_id: int) -> str:
+    def persona_ceiling(self, playthrough_id: int) -> str:
         """The sensitivity ceiling of a playthrough's persona section (default "normal")."""
         return str(self._persona_pin(playthrough_id).get("ceiling", DEFAULT_CEILING))
 
-    def set_persona_ceiling(self: Tavern, playthrough_id: int, ceiling: str) -> None:
+    def set_persona_ceiling(self, playthrough_id: int, ceiling: str) -> None:
         """Set the sensitivity ceiling of a playthrough's persona section (takes effect at the next step).
 
         Raises:
@@ -295,7 +309,7 @@ class PersonaOps:
         """
         self._write_pin(playthrough_id, ceiling=check_sensitivity(ceiling, "ceiling"))
 
-    def _pin_persona(self: Tavern, playthrough_id: int) -> None:
+    def pin_persona(self, playthrough_id: int) -> None:
         """Pin the current persona revision on a playthrough being opened (caps checked first).
 
         Raises:
@@ -304,7 +318,7 @@ class PersonaOps:
         rendered = self.rendered_persona(playthrough_id)
         self._write_pin(playthrough_id, version=rendered.version)
 
-    def _persona_step(self: Tavern, playthrough_id: int, *, pin: bool,
+    def persona_step(self, playthrough_id: int, *, pin: bool,
                       meta: str | None = None) -> tuple[str, dict[str, Any]]:
         """The persona section for a step and its trace facts (`{"version", "entries", "left_out",
         "blocked", "tokens", "rotation"?}`). A revision newer than the pinned one is one rotation
@@ -327,7 +341,7 @@ class PersonaOps:
 
     # -- beliefs ------------------------------------------------------------------------------
 
-    def consolidate(self: Tavern, playthrough_id: int | None = None) -> ConsolidationReport:
+    def consolidate(self, playthrough_id: int | None = None) -> ConsolidationReport:
         """Learn beliefs from the person's messages not read before (one playthrough's sessions,
         or every session), then top up the nominations. Reads customer-origin messages only:
         never engine context, impersonations, operator edits or the model's text (seed 001).
@@ -337,7 +351,7 @@ class PersonaOps:
         unread = self._unread(playthrough_id)
         return self._fold(unread, {ref: extract_beliefs(text) for ref, text in _texts(unread)})
 
-    async def consolidate_with_model(self: Tavern, playthrough_id: int | None = None) -> ConsolidationReport:
+    async def consolidate_with_model(self, playthrough_id: int | None = None) -> ConsolidationReport:
         """`consolidate`, where each new message is also read by the configured model: it is
         asked for JSON (`EXTRACTION_PROMPT`), and only answers that validate are used
         (`parse_model_beliefs`: known fields and values, quotes found in the message). The
@@ -357,37 +371,36 @@ class PersonaOps:
             found[ref] = candidates
         return await asyncio.to_thread(self._fold, unread, found)
 
-    async def _ask_model(self: Tavern, text: str) -> str:
+    async def _ask_model(self, text: str) -> str:
         request = ChatRequest([{"role": "system", "content": EXTRACTION_PROMPT}, {"role": "user", "content": text}],
                               config={"temperature": 0})
         parts = []
-        async for event in self._provider.stream(request):
+        async for event in self.ctx.provider.stream(request):
             if isinstance(event, TextDelta):
                 parts.append(event.text)
         return "".join(parts)
 
-    def _unread(self: Tavern, playthrough_id: int | None) -> dict[int, list[Any]]:
+    def _unread(self, playthrough_id: int | None) -> dict[int, list[Any]]:
         """Events of the sessions (one playthrough's, or all) past each consolidation mark."""
-        log = self._store.events
+        log = self.ctx.store.events
         if playthrough_id is not None:
-            record = self.playthrough(playthrough_id)
-            with self._store.unit_of_work() as uow:
-                root = uow.playthroughs.get(playthrough_id).root_session_id
-            session_ids = [link.id for link in log.playthrough_sessions(record.id, root)
-                           if link.playthrough_id == record.id]
+            with self.ctx.store.unit_of_work() as uow:
+                root = uow.playthroughs.get(playthrough_id).root_session_id  # (NotFound when there is none)
+            session_ids = [link.id for link in log.playthrough_sessions(playthrough_id, root)
+                           if link.playthrough_id == playthrough_id]
         else:
             session_ids = log.all_session_ids()
         kinds = [str(EventKind.USER_MESSAGE), str(EventKind.SURFACE_REPLACED)]
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             marks = uow.beliefs.marks(session_ids)
         # Read before the write transaction: SQLite allows one writer, and the log reads apart.
         return {sid: log.own_events(sid, kinds=kinds, after=marks.get(sid, 0)) for sid in session_ids}
 
-    def _fold(self: Tavern, unread: dict[int, list[Any]],
+    def _fold(self, unread: dict[int, list[Any]],
               found: dict[tuple[int, int], list[Any]]) -> ConsolidationReport:
         """Store what was found in the unread messages and move the marks, in one transaction."""
         messages = added = supported = superseded = 0
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             for sid, events in unread.items():
                 for event in events:
                     if event.ref not in found:
@@ -401,7 +414,7 @@ class PersonaOps:
             nominated = self._top_up(uow)
         return ConsolidationReport(messages, added, supported, superseded, nominated)
 
-    def _learn(self: Tavern, uow: UnitOfWork, candidate: Any, session_id: int, seq: int) -> tuple[int, int, int]:
+    def _learn(self, uow: UnitOfWork, candidate: Any, session_id: int, seq: int) -> tuple[int, int, int]:
         """Fold one candidate into the store: support the active belief with its key, or add a
         new one (superseding active beliefs of the same slot with another key)."""
         existing = uow.beliefs.active_by_key(LOCAL_PRINCIPAL, candidate.key)
@@ -441,7 +454,7 @@ class PersonaOps:
         entries = [replace(e, stale=True, updated_at=_now()) if e.id == entry_id else e for e in doc.entries]
         uow.personas.write(doc.with_entries(entries, "belief_superseded"), doc.version)
 
-    def _top_up(self: Tavern, uow: UnitOfWork) -> tuple[int, ...]:
+    def _top_up(self, uow: UnitOfWork) -> tuple[int, ...]:
         """Withdraw nominations that are no longer eligible; nominate up to the bound."""
         rules = self.nomination_rules
         declined = uow.beliefs.declined_keys(LOCAL_PRINCIPAL)
@@ -456,43 +469,43 @@ class PersonaOps:
             uow.beliefs.set(belief.id, nominated=True)
         return tuple(b.id for b in picked)
 
-    def beliefs(self: Tavern, *, search: str | None = None) -> list[Belief]:
+    def beliefs(self, *, search: str | None = None) -> list[Belief]:
         """Every belief (active, superseded, promoted: promotion never hides a belief from
         search), optionally only those whose statement or key contains `search` (case-insensitive)."""
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             found = uow.beliefs.all(LOCAL_PRINCIPAL)
         if search:
             needle = search.lower()
             found = [b for b in found if needle in b.statement.lower() or needle in b.key]
         return found
 
-    def belief(self: Tavern, belief_id: int) -> Belief:
+    def belief(self, belief_id: int) -> Belief:
         """One belief. Raises NotFound."""
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             return uow.beliefs.get(belief_id)
 
-    def nominations(self: Tavern) -> list[Belief]:
+    def nominations(self) -> list[Belief]:
         """The outstanding nominations (at most `nomination_rules.max_outstanding`), oldest first."""
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             return uow.beliefs.nominated(LOCAL_PRINCIPAL)
 
-    def nomination_blockers(self: Tavern, belief: Belief) -> list[str]:
+    def nomination_blockers(self, belief: Belief) -> list[str]:
         """Why a belief is not (or would not be) nominated ([] = eligible)."""
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             declined = uow.beliefs.declined_keys(LOCAL_PRINCIPAL)
         return blockers(belief, self.nomination_rules, declined)
 
-    def supporting_messages(self: Tavern, belief: Belief) -> list[tuple[tuple[int, int], str]]:
+    def supporting_messages(self, belief: Belief) -> list[tuple[tuple[int, int], str]]:
         """The messages that support a belief, as stored now: ((session, seq), text)."""
         refs = [(s.session_id, s.seq) for s in belief.supports]
-        found = self._store.events.events_at(refs)
+        found = self.ctx.store.events.events_at(refs)
         out = []
         for ref in refs:
             event = found.get(ref)
             out.append((ref, (_customer_text(event) or event.content) if event is not None else ""))
         return out
 
-    def affirm(self: Tavern, belief_id: int, *, expected_version: int | None = None) -> PersonaDocument:
+    def affirm(self, belief_id: int, *, expected_version: int | None = None) -> PersonaDocument:
         """Affirm a nomination: its canonical statement becomes a new `affirmed` entry and the
         belief is marked promoted and linked to it (ADR-0079 decisions 4, 7).
 
@@ -500,7 +513,7 @@ class PersonaOps:
             NotFound: no such belief. TavernError: not an outstanding nomination.
             Conflict: `expected_version` given and not current. SecretRefused: credential-shaped text.
         """
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             belief = uow.beliefs.get(belief_id)
             self._check_outstanding(belief)
             refuse_secrets(belief.statement, "affirm")
@@ -555,13 +568,13 @@ class PersonaOps:
             raise TavernError(f"belief {belief.id} is already in the persona (entry {belief.entry_id})")
         raise TavernError(f"belief {belief.id} is not an outstanding nomination (see `tavern persona nominations`)")
 
-    def decline(self: Tavern, belief_id: int) -> Belief:
+    def decline(self, belief_id: int) -> Belief:
         """Decline a nomination: its canonical key is never nominated again, even when derived anew.
 
         Raises:
             NotFound: no such belief. TavernError: not an outstanding nomination.
         """
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             belief = uow.beliefs.get(belief_id)
             self._check_outstanding(belief)
             uow.beliefs.decline(LOCAL_PRINCIPAL, belief.key, belief.id)
@@ -569,7 +582,7 @@ class PersonaOps:
             self._top_up(uow)
             return uow.beliefs.get(belief_id)
 
-    def memory_snapshot(self: Tavern, limit: int = SNAPSHOT_LIMIT) -> list[Belief]:
+    def memory_snapshot(self, limit: int = SNAPSHOT_LIMIT) -> list[Belief]:
         """The bounded memory snapshot: active, durable beliefs not promoted into the persona
         (a promoted belief leaves it while its entry stands; ADR-0079 decision 8), most
         confident and most corroborated first."""

@@ -1,5 +1,5 @@
-"""Provides the timeline half of the `Tavern` facade: swipes, continue, impersonate, edit,
-delete, rollback, branches and the variant tree.
+"""Provides `TimelineService`: swipes, edit, delete, rollback, branches, the variant tree, and
+the forks and head moves the generating steps (`service.steps`) build on.
 
 Rules: seed 000 §1.1 and DESIGN.md "The session log": every one of these is a fork of a
 session or a surface replacement; nothing is rewritten and every variant stays reachable.
@@ -11,9 +11,7 @@ past the last reply generates a new one; the greeting swipes among `first_mes` a
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tavern_tui.text.names import substitute_names
 from tavern_tui.engine.events import EventKind, Origin
@@ -25,20 +23,13 @@ from tavern_tui.engine.log import (
     replacement_event,
     tail,
 )
-from tavern_tui.engine.step import OPENING_SOURCE, Generation, StepUpdate, admit_opening
+from tavern_tui.engine.step import OPENING_SOURCE, admit_opening
 from tavern_tui.engine.timeline import Ref, Timeline, VariantRow
 from tavern_tui.errors import NotFound, TavernError
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.library import LibraryService
+from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.views import PlaythroughView, SwipeView, TimelineView, VariantView
-
-if TYPE_CHECKING:
-    from tavern_tui.service import Tavern
-
-CONTINUE_NUDGE = "[Continue your last message without repeating its original content.]"
-"""SillyTavern's default `continue_nudge_prompt` (format-digest §c utility prompts)."""
-
-IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user}}, using the chat history so far as "
-                        "a guideline for the writing style of {{user}}. Don't write as or describe actions of {{char}}.]")
-"""SillyTavern's default `impersonation_prompt` (format-digest §c utility prompts)."""
 
 PREVIEW_CHARS = 80
 """Characters of text a tree node shows."""
@@ -49,16 +40,29 @@ def _preview(text: str) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
-class TimelineOps:
-    """Timeline operations of `Tavern` (mixed into it; see `service.Tavern`)."""
+class TimelineService:
+    """Swipes, edits, deletes, rollback, branches and the variant tree (`tavern.timeline`).
+
+    Args:
+        ctx: the shared settings, store and provider.
+        library: the characters (a greeting swipes among its card's greetings).
+        playthroughs: the playthroughs (and the check an edit's text passes).
+    """
+
+    def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService) -> None:
+        self.ctx = ctx
+        self.library = library
+        self.playthroughs = playthroughs
+        self._timelines: dict[tuple[int, bool], tuple[tuple[int, int], Timeline, list[int]]] = {}
 
     # -- reading the tree ---------------------------------------------------------------
 
-    def _timeline(self: Tavern, playthrough_id: int, *, bodies: bool = False) -> tuple[Timeline, list[int]]:
-        """The playthrough's variant tree and the ids of its own sessions (those a head may be)."""
-        with self._store.unit_of_work() as uow:
+    def variant_tree(self, playthrough_id: int, *, bodies: bool = False) -> tuple[Timeline, list[int]]:
+        """The playthrough's variant tree and the ids of its own sessions (those a head may be);
+        `bodies`: with every row's body (the tree view, export). Cached until the log changes."""
+        with self.ctx.store.unit_of_work() as uow:
             record = uow.playthroughs.get(playthrough_id)
-        log = self._store.events
+        log = self.ctx.store.events
         # Building the tree reads every message row; between appends and forks only the head
         # moves, so a swipe or jump reuses the tree and recomputes the active path.
         key = (playthrough_id, bodies)
@@ -82,7 +86,7 @@ class TimelineOps:
         self._timelines[key] = (version, timeline, members)
         return timeline, members
 
-    def _last_visible(self: Tavern, timeline: Timeline) -> Ref | None:
+    def last_visible(self, timeline: Timeline) -> Ref | None:
         """The last variant of the active path that the chat shows (deleted ones skipped)."""
         for ref in reversed(timeline.path):
             replacement = timeline.replacements.get(ref)
@@ -90,18 +94,18 @@ class TimelineOps:
                 return ref
         return None
 
-    def timeline(self: Tavern, playthrough_id: int) -> TimelineView:
+    def timeline(self, playthrough_id: int) -> TimelineView:
         """The playthrough's tree of message variants with the active path and previews.
 
         Raises:
             NotFound: no such playthrough.
         """
-        timeline, _members = self._timeline(playthrough_id, bodies=True)
-        with self._store.unit_of_work() as uow:
+        timeline, _members = self.variant_tree(playthrough_id, bodies=True)
+        with self.ctx.store.unit_of_work() as uow:
             branches = uow.playthroughs.children_of(list(timeline.sessions))
         links: dict[Ref, list[int]] = {}
         for child_id, root in branches:
-            chain = self._store.events.ancestry(root)
+            chain = self.ctx.store.events.ancestry(root)
             if child_id != playthrough_id and len(chain) >= 2:
                 parent_sid, fork_seq = chain[-2]  # the parent, through the branch's fork point
                 at = timeline.end_of(parent_sid, fork_seq)
@@ -135,13 +139,13 @@ class TimelineOps:
             stack.extend((child, depth + 1) for child in reversed(timeline.variants[ref].children))
         return TimelineView(playthrough_id, timeline.head_session, views, list(timeline.path), siblings)
 
-    def swipe_state(self: Tavern, playthrough_id: int) -> SwipeView:
+    def swipe_state(self, playthrough_id: int) -> SwipeView:
         """The swipe counter of the chat's last message (`n/m`)."""
-        timeline, _members = self._timeline(playthrough_id)
+        timeline, _members = self.variant_tree(playthrough_id)
         return self._swipe_view(playthrough_id, timeline)
 
-    def _swipe_view(self: Tavern, playthrough_id: int, timeline: Timeline) -> SwipeView:
-        last = self._last_visible(timeline)
+    def _swipe_view(self, playthrough_id: int, timeline: Timeline) -> SwipeView:
+        last = self.last_visible(timeline)
         if last is None:
             return SwipeView(None, (0, 0))
         row = timeline.variants[last].row
@@ -151,35 +155,37 @@ class TimelineOps:
         can_generate = row.role == "assistant" and row.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT)
         return SwipeView(last, timeline.position(last), can_generate=can_generate)
 
-    def _greetings(self: Tavern, playthrough_id: int) -> tuple[list[str], str, str]:
-        view = self.playthrough(playthrough_id)
-        with self._store.unit_of_work() as uow:
-            card = self._card(uow.characters.get(view.character_id))
+    def greetings(self, playthrough_id: int) -> tuple[list[str], str, str]:
+        """(the card's greetings, the character's name, the user's name) of a playthrough."""
+        view = self.playthroughs.playthrough(playthrough_id)
+        with self.ctx.store.unit_of_work() as uow:
+            card = self.library.card(uow.characters.get(view.character_id))
         return card.greetings, card.name, view.user_name
 
-    def _greeting_position(self: Tavern, playthrough_id: int, ref: Ref) -> tuple[int, int]:
-        greetings, _char, _user = self._greetings(playthrough_id)
-        body = self._store.events.bodies([ref]).get(ref, {})
+    def _greeting_position(self, playthrough_id: int, ref: Ref) -> tuple[int, int]:
+        greetings, _char, _user = self.greetings(playthrough_id)
+        body = self.ctx.store.events.bodies([ref]).get(ref, {})
         index = body.get("greeting_index", 0)
         return (index if isinstance(index, int) else 0), max(1, len(greetings))
 
     # -- moving the head ----------------------------------------------------------------
 
-    def _touch(self: Tavern, playthrough_id: int) -> None:
-        with self._store.unit_of_work() as uow:
+    def _touch(self, playthrough_id: int) -> None:
+        with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
 
-    def _set_head(self: Tavern, playthrough_id: int, session_id: int) -> PlaythroughView:
-        with self._store.unit_of_work() as uow:
+    def set_head(self, playthrough_id: int, session_id: int) -> PlaythroughView:
+        """Move the playthrough's head to `session_id` (one of its sessions) and return it."""
+        with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.set_head(playthrough_id, session_id)
-        return self.playthrough(playthrough_id)
+        return self.playthroughs.playthrough(playthrough_id)
 
-    def _fork(self: Tavern, playthrough_id: int, at: Ref | None, timeline: Timeline | None = None,
+    def fork(self, playthrough_id: int, at: Ref | None, timeline: Timeline | None = None,
               root_session: int | None = None) -> int:
         """A new session of the playthrough whose surface ends at `at` (None: empty, from the
         root session at seq 0). Edits and deletes the head shows of messages up to `at` are
         carried into the fork, so a swipe after an edit answers the edited text."""
-        log = self._store.events
+        log = self.ctx.store.events
         if at is None:
             assert root_session is not None
             session_id = log.create_session(root_session, 0, playthrough_id)
@@ -189,10 +195,10 @@ class TimelineOps:
             self._carry_replacements(session_id, at, timeline)
         return session_id
 
-    def _carry_replacements(self: Tavern, session_id: int, at: Ref, timeline: Timeline) -> None:
+    def _carry_replacements(self, session_id: int, at: Ref, timeline: Timeline) -> None:
         """Copy into a new fork the edits and deletes the head shows that were made after the
         fork point but concern messages up to `at` (an edit of an edit follows its first edit)."""
-        log = self._store.events
+        log = self.ctx.store.events
         bounds = dict(log.ancestry(session_id))
         candidates = {}
         for replacement in timeline.replacements.values():
@@ -220,7 +226,7 @@ class TimelineOps:
         if events:
             log.append(session_id, events)
 
-    def select_variant(self: Tavern, playthrough_id: int, ref: Ref) -> PlaythroughView:
+    def select_variant(self, playthrough_id: int, ref: Ref) -> PlaythroughView:
         """Show a variant: the head moves to the session that ends at its newest continuation
         (or stays, when it is already on the active path). The choice is stored, so it survives
         a restart.
@@ -228,12 +234,12 @@ class TimelineOps:
         Raises:
             NotFound: no such playthrough or variant.
         """
-        timeline, members = self._timeline(playthrough_id)
+        timeline, members = self.variant_tree(playthrough_id)
         if ref not in timeline.variants:
             raise NotFound(f"no message {ref[0]}:{ref[1]} in playthrough {playthrough_id}")
-        return self._set_head(playthrough_id, timeline.session_for(ref, members))
+        return self.set_head(playthrough_id, timeline.session_for(ref, members))
 
-    def swipe(self: Tavern, playthrough_id: int, direction: int) -> SwipeView | None:
+    def swipe(self, playthrough_id: int, direction: int) -> SwipeView | None:
         """Move the last message to its previous (-1) or next (+1) sibling variant.
 
         On the greeting, moves among the card's greetings (a greeting not shown before is
@@ -244,7 +250,7 @@ class TimelineOps:
             generates a new variant with `regenerate` (SillyTavern's swipe-right-to-generate).
             Swiping left of the first, or past the last greeting, returns the counter unchanged.
         """
-        timeline, members = self._timeline(playthrough_id)
+        timeline, members = self.variant_tree(playthrough_id)
         state = self._swipe_view(playthrough_id, timeline)
         if state.ref is None or direction == 0:
             return state
@@ -258,86 +264,86 @@ class TimelineOps:
         if target >= len(siblings):
             return None if state.can_generate else state
         head = timeline.session_for(siblings[target], members)
-        self._set_head(playthrough_id, head)
+        self.set_head(playthrough_id, head)
         timeline.move_head(head)
         return self._swipe_view(playthrough_id, timeline)
 
-    def _swipe_greeting(self: Tavern, playthrough_id: int, timeline: Timeline, members: list[int], state: SwipeView,
+    def _swipe_greeting(self, playthrough_id: int, timeline: Timeline, members: list[int], state: SwipeView,
                         step: int) -> SwipeView:
         assert state.ref is not None
         index = state.position[0] - 1 + step
-        greetings, char, user = self._greetings(playthrough_id)
+        greetings, char, user = self.greetings(playthrough_id)
         if index < 0 or index >= len(greetings):
             return state
         roots = timeline.siblings(state.ref)
-        bodies = self._store.events.bodies(roots)
+        bodies = self.ctx.store.events.bodies(roots)
         for root in roots:
             row = timeline.variants[root].row
             if row.source == OPENING_SOURCE and bodies.get(root, {}).get("greeting_index", 0) == index:
-                self._set_head(playthrough_id, timeline.session_for(root, members))
+                self.set_head(playthrough_id, timeline.session_for(root, members))
                 return self.swipe_state(playthrough_id)
-        with self._store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work() as uow:
             root_session = uow.playthroughs.get(playthrough_id).root_session_id
-        origin_session = self._store.events.ancestry(root_session)[0][0]
-        session_id = self._fork(playthrough_id, None, root_session=origin_session)
-        admit_opening(self._store.events, session_id, substitute_names(greetings[index], char, user),
+        origin_session = self.ctx.store.events.ancestry(root_session)[0][0]
+        session_id = self.fork(playthrough_id, None, root_session=origin_session)
+        admit_opening(self.ctx.store.events, session_id, substitute_names(greetings[index], char, user),
                       {"greeting_index": index, "greetings": len(greetings)})
-        self._set_head(playthrough_id, session_id)
+        self.set_head(playthrough_id, session_id)
         return self.swipe_state(playthrough_id)
 
-    def rollback(self: Tavern, playthrough_id: int, ref: Ref) -> PlaythroughView:
+    def rollback(self, playthrough_id: int, ref: Ref) -> PlaythroughView:
         """Continue the playthrough from an earlier message: the head becomes a fork ending at
         `ref`; the later messages stay reachable as a sibling branch.
 
         Raises:
             NotFound: no such playthrough or message.
         """
-        timeline, _members = self._timeline(playthrough_id)
+        timeline, _members = self.variant_tree(playthrough_id)
         if ref not in timeline.variants:
             raise NotFound(f"no message {ref[0]}:{ref[1]} in playthrough {playthrough_id}")
-        return self._set_head(playthrough_id, self._fork(playthrough_id, ref, timeline))
+        return self.set_head(playthrough_id, self.fork(playthrough_id, ref, timeline))
 
-    def branch_playthrough(self: Tavern, playthrough_id: int, ref: Ref) -> PlaythroughView:
+    def branch_playthrough(self, playthrough_id: int, ref: Ref) -> PlaythroughView:
         """Start a new playthrough from a message ("new playthrough from here"): its root is a
         fork of this one ending at `ref`; the tree of this playthrough links to it.
 
         Raises:
             NotFound: no such playthrough or message.
         """
-        timeline, _members = self._timeline(playthrough_id)
+        timeline, _members = self.variant_tree(playthrough_id)
         if ref not in timeline.variants:
             raise NotFound(f"no message {ref[0]}:{ref[1]} in playthrough {playthrough_id}")
-        view = self.playthrough(playthrough_id)
-        session_id = self._fork(playthrough_id, ref, timeline)
-        with self._store.unit_of_work() as uow:
+        view = self.playthroughs.playthrough(playthrough_id)
+        session_id = self.fork(playthrough_id, ref, timeline)
+        with self.ctx.store.unit_of_work() as uow:
             created = uow.playthroughs.add(character_id=view.character_id, title=f"branch of #{playthrough_id}",
                                            user_name=view.user_name, session_id=session_id,
                                            meta=json.dumps({"branch_of": playthrough_id, "from": list(ref)}))
-        return self.playthrough(created.id)
+        return self.playthroughs.playthrough(created.id)
 
     # -- edits --------------------------------------------------------------------------
 
-    def _surface_message(self: Tavern, playthrough_id: int, ref: Ref):  # type: ignore[no-untyped-def]
+    def _surface_message(self, playthrough_id: int, ref: Ref):  # type: ignore[no-untyped-def]
         """(view, chat surface without the system section, index of the message shown for
         `ref`). Raises NotFound when the head does not show it."""
-        view = self.playthrough(playthrough_id)
+        view = self.playthroughs.playthrough(playthrough_id)
         # A variant the head shows edited is on the surface as its (newest) replacement.
-        timeline, _members = self._timeline(playthrough_id)
+        timeline, _members = self.variant_tree(playthrough_id)
         newest = timeline.newest_replacement(tuple(ref))  # type: ignore[arg-type]
         shown = newest.ref if newest is not None else tuple(ref)
-        surface = [m for m in derive_messages(self._store.events, view.session_id, include_failed=True)
+        surface = [m for m in derive_messages(self.ctx.store.events, view.session_id, include_failed=True)
                    if m.source != SYSTEM_PROMPT_SOURCE]
         for index, message in enumerate(surface):
             if message.ref == shown:
                 return view, surface, index
         raise NotFound(f"message {ref[0]}:{ref[1]} is not shown in playthrough {playthrough_id}")
 
-    def shown_ref(self: Tavern, playthrough_id: int, ref: Ref) -> Ref:
+    def shown_ref(self, playthrough_id: int, ref: Ref) -> Ref:
         """The ref under which the chat shows a variant: itself, or its newest edit."""
         _view, surface, index = self._surface_message(playthrough_id, ref)
         return surface[index].ref
 
-    def edit_message(self: Tavern, playthrough_id: int, ref: Ref, text: str, *, allow_secrets: bool = False) -> None:
+    def edit_message(self, playthrough_id: int, ref: Ref, text: str, *, allow_secrets: bool = False) -> None:
         """Replace a shown message's text (a surface replacement; the original stays in the log).
         `ref` is the message as the chat shows it, or the variant the tree lists (an earlier
         edit of it is edited again).
@@ -346,7 +352,7 @@ class TimelineOps:
         own message stays theirs. Later swipes and branches are untouched.
 
         Args:
-            allow_secrets: the person confirmed a secret-looking text (`Tavern.check_message`;
+            allow_secrets: the person confirmed a secret-looking text (`PlaythroughService.check_message`;
                 one the message already held is not refused again).
 
         Raises:
@@ -359,16 +365,16 @@ class TimelineOps:
             raise TavernError("an edit needs text; to remove the message, delete it")
         view, surface, index = self._surface_message(playthrough_id, ref)
         message = surface[index]
-        self.check_message(text, allow_secrets=allow_secrets, where="edit", already=message.content)
+        self.playthroughs.check_message(text, allow_secrets=allow_secrets, where="edit", already=message.content)
         replacement: dict[str, Any] = {"role": message.role, "content": text}
         for key in ("name", "hidden"):
             if key in message.body:
                 replacement[key] = message.body[key]
         origin = Origin.OPERATOR if message.role != "user" else None
-        self._store.events.append(view.session_id, [replacement_event([message.ref], replacement, origin)])
+        self.ctx.store.events.append(view.session_id, [replacement_event([message.ref], replacement, origin)])
         self._touch(playthrough_id)
 
-    def delete_message(self: Tavern, playthrough_id: int, ref: Ref, *, to_end: bool = False) -> int:
+    def delete_message(self, playthrough_id: int, ref: Ref, *, to_end: bool = False) -> int:
         """Hide a shown message (and, with `to_end`, every message after it, as SillyTavern's
         delete mode does) from the surface; the originals stay in the log and in the tree.
 
@@ -380,95 +386,16 @@ class TimelineOps:
         """
         view, surface, start = self._surface_message(playthrough_id, ref)
         targets = [m.ref for m in (surface[start:] if to_end else surface[start:start + 1])]
-        self._store.events.append(view.session_id, [replacement_event(targets, None)])
+        self.ctx.store.events.append(view.session_id, [replacement_event(targets, None)])
         self._touch(playthrough_id)
         return len(targets)
 
-    # -- generating variants --------------------------------------------------------------
-
-    def _last_message(self: Tavern, playthrough_id: int):  # type: ignore[no-untyped-def]
-        view = self.playthrough(playthrough_id)
-        log = self._store.events
+    def last_message(self, playthrough_id: int):  # type: ignore[no-untyped-def]
+        """(the playthrough's view, the last message its chat shows or None), one bounded read."""
+        view = self.playthroughs.playthrough(playthrough_id)
+        log = self.ctx.store.events
         shown = tail(log, inspect(log, view.session_id), 1)  # one bounded read, however long the chat
         return view, (shown[-1] if shown else None)
 
-    async def regenerate(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
-        """Generate a new variant of the last reply (a swipe right past the end, `--swipe`):
-        a fork before the reply, then one step without new input. When the chat ends with the
-        person's message (no reply yet, or the last one failed), it just generates the reply.
 
-        Raises:
-            TavernError: the last message is the greeting (swipes move among greetings instead).
-            StepBusy / StepFailed / CancelledError: as `send`.
-        """
-        timeline, _members = self._timeline(playthrough_id)
-        last = self._last_visible(timeline)
-        generation = Generation("regenerate")
-        if last is not None:
-            row = timeline.variants[last].row
-            if row.source == OPENING_SOURCE:
-                raise TavernError("the greeting swipes among the card's greetings; there is no reply to regenerate")
-            if row.role == "assistant":
-                parent = timeline.variants[last].parent
-                if parent is None:
-                    raise TavernError("nothing to answer before this message; send something first")
-                self._set_head(playthrough_id, self._fork(playthrough_id, parent, timeline))
-                generation = Generation("swipe")
-        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
-            async for update in steps:
-                yield update
-
-    async def reply(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
-        """Answer the person's last line without new input: SillyTavern's Send with an empty box
-        after the person's message (e.g. an impersonated one) is `Generate('normal')`, so world
-        info `triggers` and the trace see a normal generation, not a regenerate.
-
-        Raises:
-            TavernError: the chat does not end with the person's message.
-            StepBusy / StepFailed / CancelledError: as `send`.
-        """
-        _view, shown = self._last_message(playthrough_id)
-        if shown is None or shown.role != "user":
-            raise TavernError("nothing to answer: the chat does not end with your message")
-        async with aclosing(self._step(playthrough_id, None, Generation())) as steps:
-            async for update in steps:
-                yield update
-
-    async def continue_reply(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
-        """Extend the last reply (SillyTavern "continue"): the reply is sent as the last
-        assistant message with the continue nudge after it, and the result, the original text
-        plus the new, becomes a sibling variant of it (the original stays one swipe away).
-
-        Raises:
-            TavernError: the chat does not end with a reply.
-        """
-        timeline, _members = self._timeline(playthrough_id)
-        last = self._last_visible(timeline)
-        _view, shown = self._last_message(playthrough_id)
-        if last is None or shown is None or shown.role != "assistant":
-            raise TavernError("continue extends the last reply, and the chat does not end with one")
-        parent = timeline.variants[last].parent
-        if parent is None:
-            with self._store.unit_of_work() as uow:
-                root = uow.playthroughs.get(playthrough_id).root_session_id
-            session_id = self._fork(playthrough_id, None, root_session=self._store.events.ancestry(root)[0][0])
-        else:
-            session_id = self._fork(playthrough_id, parent, timeline)
-        self._set_head(playthrough_id, session_id)
-        generation = Generation("continue", continue_text=shown.content, continues=shown.ref,
-                                instruction=CONTINUE_NUDGE)
-        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
-            async for update in steps:
-                yield update
-
-    async def impersonate(self: Tavern, playthrough_id: int) -> AsyncIterator[StepUpdate]:
-        """Have the model write the person's next line (SillyTavern "impersonate"): stored as
-        `user/message` with origin agent (DESIGN.md), then the person may send or edit it."""
-        _greetings, char, user = self._greetings(playthrough_id)
-        generation = Generation("impersonate", instruction=substitute_names(IMPERSONATION_PROMPT, char, user))
-        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
-            async for update in steps:
-                yield update
-
-
-__all__ = ["CONTINUE_NUDGE", "IMPERSONATION_PROMPT", "TimelineOps", "VariantRow"]
+__all__ = ["TimelineService", "VariantRow"]

@@ -1,0 +1,109 @@
+"""Provides `Tavern`, the one facade every user operation goes through (CLI, TUI and HTTP alike).
+
+It opens the store and the provider, builds the shared `ServiceContext`, then composes the
+per-area services in dependency order and exposes each as an attribute (`tavern.timeline.swipe`,
+`tavern.lore.bind_world_book`, ...). The services return plain dataclasses, never ORM objects.
+"""
+
+from __future__ import annotations
+
+from tavern_tui.text.tokens import make_counter
+from tavern_tui.config import Settings
+from tavern_tui.engine.stream import Provider
+from tavern_tui.service.chat_files import ChatFileService
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.imports import ImportService
+from tavern_tui.service.library import LibraryService
+from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.persona import PersonaService
+from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.presets import PresetService
+from tavern_tui.service.steps import StepRunner
+from tavern_tui.service.strategies import StrategyService
+from tavern_tui.service.timeline import TimelineService
+from tavern_tui.service.traces import TraceService
+from tavern_tui.store.store import Store
+
+
+def make_provider(settings: Settings) -> Provider:
+    """The OpenAI-compatible adapter when an endpoint is configured, else the offline demo."""
+    if settings.provider.base_url:
+        from tavern_tui.providers.openai_compat import OpenAICompatProvider
+
+        return OpenAICompatProvider(settings.provider)
+    from tavern_tui.providers.demo import DemoProvider
+
+    return DemoProvider()
+
+
+
+class Tavern:
+    """Every user operation, by area: import, characters, playthroughs, world info, presets,
+    strategies, persona, steps, the timeline, traces and chat files.
+
+    Args:
+        settings: database URL, provider endpoint, default user name.
+        provider: overrides the provider chosen from settings (tests, demo).
+        store: an already open store (tests); otherwise one is opened on `settings.db_url`.
+
+    Attributes:
+        library: characters and card imports (`LibraryService`).
+        persona: the persona, beliefs and nominations (`PersonaService`).
+        lore: world books, bindings and world info (`WorldInfoService`).
+        presets: presets (`PresetService`); strategies: assembly strategies (`StrategyService`).
+        playthroughs: playthroughs, messages, `resolve` and `apply_selection` (`PlaythroughService`).
+        timeline: swipes, edits, rollback, branches, the variant tree (`TimelineService`).
+        steps: send, reply, regenerate, continue, impersonate and their dry runs (`StepRunner`).
+        traces: recorded requests (`TraceService`); chat_files: SillyTavern chats (`ChatFileService`).
+        imports: files and folders of any kind (`ImportService`).
+
+    Every cache lives in one of the services, so it lasts as long as this `Tavern`.
+
+    Raises:
+        StoreError: the database cannot be opened or migrated.
+    """
+
+    def __init__(self, settings: Settings, provider: Provider | None = None, store: Store | None = None) -> None:
+        self.settings = settings
+        self.store = store if store is not None else Store(settings.db_url)
+        self.provider = provider if provider is not None else make_provider(settings)
+        ctx = ServiceContext(settings, self.store, self.provider, make_counter(settings.tokenizer or None))
+        self.ctx = ctx
+        # Dependency order: each service gets only the services it calls.
+        self.library = LibraryService(ctx)
+        self.persona = PersonaService(ctx, self.library)
+        self.lore = WorldInfoService(ctx, self.library)
+        self.presets = PresetService(ctx, self.library)
+        self.strategies = StrategyService(ctx, self.presets)
+        self.playthroughs = PlaythroughService(ctx, self.library, self.persona, self.presets, self.lore,
+                                               self.strategies)
+        self.timeline = TimelineService(ctx, self.library, self.playthroughs)
+        self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
+                                self.strategies, self.timeline)
+        self.traces = TraceService(ctx, self.playthroughs, self.timeline)
+        self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
+        self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files)
+
+    def __repr__(self) -> str:
+        return f"Tavern(db_url={self.settings.db_url!r}, provider={self.provider_label!r})"
+
+    @property
+    def provider_label(self) -> str:
+        """"<provider> · <model>" for status lines; never contains the API key."""
+        model = getattr(self.provider, "model", "") or "default model"
+        return f"{self.provider.name} · {model}"
+
+    def close(self) -> None:
+        """Close the database (the provider's HTTP client closes with `aclose_provider`)."""
+        self.store.close()
+
+    async def aclose_provider(self) -> None:
+        """Close the provider's HTTP client, if it has one; call it on the loop that used it."""
+        closer = getattr(self.provider, "aclose", None)
+        if closer is not None:
+            await closer()
+
+    async def aclose(self) -> None:
+        """Close the provider's HTTP client (if any) and the database."""
+        await self.aclose_provider()
+        self.close()

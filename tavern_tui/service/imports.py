@@ -1,0 +1,107 @@
+"""Provides `ImportService`: importing files and folders, each file sent to the importer of what
+its content is (card, world book, preset, persona backup, SillyTavern chat).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from tavern_tui.formats.chatlog import CHAT_SUFFIXES, looks_like_chat_jsonl
+from tavern_tui.formats.sniff import PERSONA, PRESET, WORLD_BOOK, sniff_bytes
+from tavern_tui.service.chat_files import ChatFileService
+from tavern_tui.service.library import LibraryService
+from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.persona import PersonaService
+from tavern_tui.service.presets import PresetService
+from tavern_tui.views import ImportResult
+
+CARD_SUFFIXES = (".png", ".json")
+"""File types a folder import picks up."""
+
+
+def _unnamed_json(data: bytes) -> bool:
+    """A JSON object without a `name`: no card importer could read it (a V1 card has one)."""
+    try:
+        obj = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(obj, dict) and not ({"name", "char_name", "data"} & obj.keys())
+
+
+def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | None]]:
+    """(shown name, path) per file to import; a folder's own .png/.json/.jsonl files (not
+    subfolders, as SillyTavern keeps characters in one flat folder); path None for an empty folder."""
+    for given in paths:
+        path = Path(given).expanduser()
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir()
+                           if p.is_file() and p.suffix.lower() in (*CARD_SUFFIXES, *CHAT_SUFFIXES))
+            if not found:
+                yield (str(given), None)
+            yield from ((str(p), p) for p in found)
+        else:
+            yield (str(given), path)
+
+
+
+class ImportService:
+    """Imports of files and folders (`tavern.imports`).
+
+    Args:
+        library, lore, presets, persona, chat_files: the importer of each kind of file.
+    """
+
+    def __init__(self, library: LibraryService, lore: WorldInfoService, presets: PresetService,
+                 persona: PersonaService, chat_files: ChatFileService) -> None:
+        self.library = library
+        self.lore = lore
+        self.presets = presets
+        self.persona = persona
+        self.chat_files = chat_files
+
+    def import_paths(self, paths: Sequence[str | Path], *, character: str | None = None) -> list[ImportResult]:
+        """Import character cards, world books, presets, persona backups and SillyTavern chats
+        (.jsonl) from files and folders (a folder: every .png/.json in it). What a file is comes
+        from its content (`formats.sniff`, `formats.chatlog.looks_like_chat_jsonl`).
+
+        Args:
+            character: the character (id or name) imported chats are with; default: the
+                name the chat file gives.
+
+        Each file is parsed completely before anything is stored, and stored in one transaction,
+        so a broken file stores nothing. Importing the same bytes again stores nothing new.
+
+        Returns:
+            One result per file, in order; failures carry `error` instead of raising.
+        """
+        results: list[ImportResult] = []
+        for shown, path in _iter_card_files(paths):
+            if path is None:
+                results.append(ImportResult(shown, "character", error=f"{shown}: no .png, .json or .jsonl files in this folder"))
+                continue
+            if not path.exists():
+                results.append(ImportResult(shown, "character", error=f"{shown}: no such file or folder"))
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                results.append(ImportResult(shown, "character", error=f"{shown}: cannot read: {exc.strerror}"))
+                continue
+            if path.suffix.lower() in CHAT_SUFFIXES or looks_like_chat_jsonl(data):
+                results.append(self.chat_files.import_chat_bytes(data, shown, character=character))
+            elif (kind := sniff_bytes(data)) == WORLD_BOOK:
+                results.append(self.lore.import_world_book_bytes(data, shown))
+            elif kind == PRESET:
+                results.append(self.presets.import_preset_bytes(data, shown))
+            elif kind == PERSONA:
+                results.append(self.persona.import_persona_bytes(data, shown))
+            elif kind is None and _unnamed_json(data):
+                results.append(ImportResult(shown, "unknown", error=(
+                    f"{shown}: not a file tavern-tui knows: expected a character card, world book, chat-completion "
+                    "preset, persona backup or SillyTavern chat (.jsonl)")))
+            else:
+                results.append(self.library.import_card_bytes(data, shown))
+        return results
+

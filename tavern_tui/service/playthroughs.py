@@ -1,0 +1,285 @@
+"""Provides `PlaythroughService`: the playthroughs (list, read, start, open), their messages, the
+check every message the person writes passes before it is stored, and the workflows the front
+ends share: picking the playthrough to play (`resolve`) and binding a preset, books and a
+strategy to it (`apply_selection`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from tavern_tui.text.names import substitute_names
+from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
+from tavern_tui.engine.step import admit_opening, recover_interrupted
+from tavern_tui.errors import SecretRefused, TavernError
+from tavern_tui.persona.model import LOCAL_PRINCIPAL
+from tavern_tui.persona.safety import find_secrets
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.library import LibraryService
+from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.persona import PersonaService
+from tavern_tui.service.presets import PresetService
+from tavern_tui.service.strategies import StrategyService
+from tavern_tui.store.repositories import PlaythroughRecord
+from tavern_tui.views import MessageView, PlaythroughView, PresetView, WorldBookView
+
+logger = logging.getLogger(__name__)
+
+CHAT_SECRET_KINDS = ("api_key", "bearer_token", "private_key", "jwt")
+"""Secret kinds (`persona.safety`) a chat message or edit is refused for unless the person says
+`allow_secrets`. "password" is left out: "my password is swordfish" is ordinary fiction."""
+
+MIN_CONFIGURED_KEY = 8
+"""A configured API key shorter than this ("none", "ollama", "EMPTY") is not looked for verbatim
+in messages: it would refuse ordinary words, and it is no credential worth guarding."""
+
+
+class PlaythroughService:
+    """Playthroughs and their messages (`tavern.playthroughs`).
+
+    Args:
+        ctx: the shared settings, store and provider.
+        library: the characters (a new playthrough opens with its card's greeting).
+        persona: the persona (its name is `{{user}}`; it is pinned on a new playthrough).
+        presets, lore, strategies: what `apply_selection` binds or applies.
+    """
+
+    def __init__(self, ctx: ServiceContext, library: LibraryService, persona: PersonaService,
+                 presets: PresetService, lore: WorldInfoService, strategies: StrategyService) -> None:
+        self.ctx = ctx
+        self.library = library
+        self.persona = persona
+        self.presets = presets
+        self.lore = lore
+        self.strategies = strategies
+        self._counts: dict[tuple[int, tuple[int, int]], int] = {}
+
+    def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int],
+                          persona_name: str = "") -> PlaythroughView:
+        # The persona's name is `{{user}}` in every playthrough once the person has set one.
+        return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"),
+                               persona_name or record.user_name,
+                               record.head_session_id, record.created_at, record.updated_at,
+                               counts.get(record.head_session_id, 0), record.strategy or "compat", record.preset_id)
+
+    def playthroughs(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughView]:
+        """Playthroughs, most recently played first."""
+        with self.ctx.store.unit_of_work() as uow:
+            records = uow.playthroughs.list(character_id, limit)
+            names = {c.id: c.name for c in uow.characters.all()}
+            persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
+        counts = {r.head_session_id: self._message_count(r.head_session_id) for r in records}
+        return [self._playthrough_view(r, names, counts, persona_name) for r in records]
+
+    def _message_count(self, head_session_id: int) -> int:
+        """Messages on a head session's surface, cached until the next append or fork (every
+        operation reads its playthrough, and counting a 5,000-message chat takes milliseconds)."""
+        version = self.ctx.store.events.version()
+        key = (head_session_id, version)
+        if key not in self._counts:
+            if len(self._counts) > 256:
+                self._counts.clear()
+            self._counts[key] = self.ctx.store.events.count_messages(head_session_id)
+        return self._counts[key]
+
+    def playthrough(self, playthrough_id: int) -> PlaythroughView:
+        """One playthrough. Raises NotFound."""
+        with self.ctx.store.unit_of_work() as uow:
+            record = uow.playthroughs.get(playthrough_id)
+            name = uow.characters.get(record.character_id).name
+            persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
+        counts = {record.head_session_id: self._message_count(record.head_session_id)}
+        return self._playthrough_view(record, {record.character_id: name}, counts, persona_name)
+
+    def latest_playthrough(self, character_id: int) -> PlaythroughView | None:
+        """The character's most recently played playthrough, or None."""
+        found = self.playthroughs(character_id, limit=1)
+        return found[0] if found else None
+
+    def new_playthrough(self, character_id: int, *, user_name: str | None = None) -> PlaythroughView:
+        """Start a playthrough: a new session opened with the card's greeting as an opening
+        reference (role assistant, origin engine; seed 000 §3). A card without a greeting opens
+        empty. The persona revision is pinned and `settings.default_strategy` applied
+        (preset-slots-first unless configured).
+
+        Raises:
+            NotFound: no such character.
+        """
+        user = user_name or self.persona.persona().name or self.ctx.settings.user_name
+        self.persona.rendered_persona()  # over a cap, the session does not open (PersonaCapExceeded)
+        with self.ctx.store.unit_of_work() as uow:
+            record = uow.characters.get(character_id)
+        card = self.library.card(record)
+        log = self.ctx.store.events
+        session_id = log.create_session()
+        greetings = card.greetings
+        if greetings and greetings[0].strip():
+            text = substitute_names(greetings[0], card.name, user)
+            admit_opening(log, session_id, text, {"greeting_index": 0, "greetings": len(greetings)})
+        with self.ctx.store.unit_of_work() as uow:
+            created = uow.playthroughs.add(character_id=character_id, title="", user_name=user, session_id=session_id)
+        self.persona.pin_persona(created.id)
+        self.strategies.apply_strategy(created.id, self.ctx.settings.default_strategy)  # seed 000 §2.1: new openings
+        return self.playthrough(created.id)
+
+    def open_playthrough(self, playthrough_id: int) -> PlaythroughView:
+        """Open a playthrough for play: settles a reply a crash left mid-stream, then returns it.
+
+        Raises:
+            NotFound: no such playthrough.
+            PersonaCapExceeded: the persona is over a cap (the session does not open).
+        """
+        view = self.playthrough(playthrough_id)
+        self.persona.rendered_persona(playthrough_id)
+        if recover_interrupted(self.ctx.store.events, view.session_id, stale_after=self.ctx.stale_after) is not None:
+            logger.info("recovered an interrupted reply in playthrough %s", playthrough_id)
+        return view
+
+    def _message_view(self, message: SurfaceMessage, char: str, user: str) -> MessageView:
+        origin = message.effective_origin
+        if message.role == "user":
+            speaker = user
+        elif message.role == "assistant":
+            speaker = char
+        else:
+            speaker = "System"
+        error = message.body.get("error")
+        error = error if isinstance(error, dict) else {}
+        return MessageView(message.ref, message.role, origin.value if origin else "engine", message.origin is None,
+                           message.kind, message.source, message.content, speaker, message.created_at,
+                           str(message.body.get("reasoning") or ""), message.partial,
+                           str(error["message"]) if "message" in error else None,
+                           str(error["category"]) if "category" in error else None)
+
+    def messages(self, playthrough_id: int, *, include_system: bool = False,
+                 last: int | None = None) -> list[MessageView]:
+        """The playthrough's messages in order (its head session's surface), including replies
+        that failed before any text arrived (`partial`, with `error`), which the model never sees.
+
+        Args:
+            include_system: also return the system section sent to the model (hidden in the chat).
+            last: only the newest `last` messages, read with one bounded query (`engine.log.tail`);
+                the system section is never among them.
+        """
+        view = self.playthrough(playthrough_id)
+        if last is not None:
+            log = self.ctx.store.events
+            recent = tail(log, inspect(log, view.session_id), last, include_failed=True)
+            return [self._message_view(m, view.character_name, view.user_name) for m in recent]
+        surface = derive_messages(self.ctx.store.events, view.session_id, include_failed=True)
+        return [self._message_view(m, view.character_name, view.user_name) for m in surface
+                if include_system or m.source != SYSTEM_PROMPT_SOURCE]
+
+    def _configured_keys(self) -> set[str]:
+        """The provider API keys configured (settings, and the provider's own), long enough to look for."""
+        own = getattr(getattr(self.ctx.provider, "settings", None), "api_key", "")
+        keys = {self.ctx.settings.provider.api_key, own}
+        return {k.strip() for k in keys if isinstance(k, str) and len(k.strip()) >= MIN_CONFIGURED_KEY}
+
+    def check_message(self, text: str, *, allow_secrets: bool = False, where: str = "message",
+                      already: str = "") -> None:
+        """Return None when the person's `text` may be stored and sent; `steps.send` and
+        `timeline.edit_message` call it before anything is written, and a surface may call it
+        first to keep the text.
+
+        Rule: API keys never reach the database, the trace, logs or the screen (seed 002 decision 11).
+
+        Args:
+            allow_secrets: the person confirmed: secret-looking text (`CHAT_SECRET_KINDS`) passes;
+                the configured provider API key never does.
+            where: names the surface in the message ("message", "edit").
+            already: text already stored (the message being edited); a secret-looking string it
+                holds is not refused again.
+
+        Raises:
+            SecretRefused: `configured` when `text` holds the configured provider API key verbatim;
+                else `overridable` for the first `CHAT_SECRET_KINDS` finding. The message names
+                the kind, never the secret.
+        """
+        if any(key in text for key in self._configured_keys()):
+            raise SecretRefused("api_key", where, configured=True,
+                                advice="it is never stored or sent to the model (remove it)")
+        if allow_secrets:
+            return
+        for finding in find_secrets(text, CHAT_SECRET_KINDS):
+            if text[finding.start:finding.end] not in already:
+                raise SecretRefused(finding.kind, where, overridable=True,
+                                    advice="nothing was stored or sent (remove it, or allow it explicitly)")
+
+    # -- workflows the front ends share ----------------------------------------------------
+
+    def resolve(self, character: int | str, *, playthrough: int | None = None, new: bool = False,
+                notes: list[str] | None = None) -> PlaythroughView:
+        """The playthrough to play with a character: `playthrough` when given (it must be the
+        character's), else a new one when `new`, else the most recently played one, else a new
+        one (`tavern chat`, and choosing a character on the home screen).
+
+        Args:
+            character: a character id, or a query as `LibraryService.find_character` takes it.
+            notes: when given, "started playthrough N with NAME" is appended to it when one was started.
+
+        Raises:
+            NotFound: no such character or playthrough.
+            TavernError: `playthrough` belongs to another character.
+            PersonaCapExceeded: a new playthrough was needed and the persona is over a cap.
+        """
+        found = self.library.find_character(str(character))
+        if playthrough is not None:
+            view = self.playthrough(playthrough)
+            if view.character_id != found.id:
+                raise TavernError(f"playthrough {view.id} belongs to {view.character_name}, not {found.name}")
+            return view
+        latest = None if new else self.latest_playthrough(found.id)
+        if latest is not None:
+            return latest
+        created = self.new_playthrough(found.id)
+        if notes is not None:
+            notes.append(f"started playthrough {created.id} with {found.name}")
+        return created
+
+    def check_selection(self, *, preset: str | None = None, lore: Iterable[str] = (),
+                        strategy: str | None = None) -> tuple[PresetView | None, list[WorldBookView]]:
+        """Look up what `apply_selection` would bind, changing nothing (`tavern chat` checks
+        before it creates a playthrough, so an unknown name creates nothing either).
+
+        Returns:
+            The preset (None when not given) and the world books, in the order given.
+
+        Raises:
+            NotFound: an unknown preset, book or strategy (the message lists the known ones).
+        """
+        chosen = self.presets.find_preset(preset) if preset else None
+        books = [self.lore.find_world_book(book) for book in lore]
+        if strategy:
+            self.strategies.strategy_spec(strategy)
+        return chosen, books
+
+    def apply_selection(self, playthrough_id: int, *, preset: str | None = None, lore: Iterable[str] = (),
+                        strategy: str | None = None) -> list[str]:
+        """Bind a preset and world books to a playthrough and apply a strategy (what `tavern chat
+        --preset/--lore/--strategy` name; the playthrough remembers them, issue 5 §7). Every name
+        is looked up before anything is bound, so an unknown one changes nothing.
+
+        Args:
+            preset: a preset id or name; lore: world book ids or names (bound as chat lore);
+            strategy: a strategy name (its newest version).
+
+        Returns:
+            One note per change, in order, e.g. "bound preset Warm to playthrough 3 (remembered)".
+
+        Raises:
+            NotFound: an unknown preset, book, strategy or playthrough (the message lists the known ones).
+        """
+        chosen, books = self.check_selection(preset=preset, lore=lore, strategy=strategy)
+        notes: list[str] = []
+        if chosen is not None:
+            self.presets.bind_preset(playthrough_id, chosen.id)
+            notes.append(f"bound preset {chosen.name} to playthrough {playthrough_id} (remembered)")
+        for book in books:
+            self.lore.bind_world_book(book.id, "playthrough", playthrough_id)
+            notes.append(f"bound world book {book.name} to playthrough {playthrough_id} (remembered)")
+        if strategy:
+            spec = self.strategies.apply_strategy(playthrough_id, strategy)
+            notes.append(f"applied strategy {spec.name} v{spec.version} to playthrough {playthrough_id} (remembered)")
+        return notes

@@ -1,0 +1,369 @@
+"""Provides `StepRunner`: every engine step of a playthrough (send, reply, regenerate, continue,
+impersonate), the assembler a step uses, and the dry runs of one (`preview`, the token
+estimate, the world-info preview and the warm-up when a chat opens).
+
+Rules: seed 000 (preview runs the same code path as a step, calls no provider and stores
+nothing); SillyTavern behaviour followed (format-digest §d): swiping right past the last reply
+generates a new one; continue extends the last reply; impersonate writes the person's line.
+The assembler and the key indexes are waited for off the event loop (`asyncio.to_thread`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Any
+
+from tavern_tui.assembly.basic import BasicAssembler
+from tavern_tui.text.names import substitute_names
+from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
+from tavern_tui.assembly.sillytavern import AuthorsNote
+from tavern_tui.assembly.sillytavern import chat_overrides_from_metadata, to_messages
+from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
+from tavern_tui.text.tokens import estimate_messages
+from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
+from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model
+from tavern_tui.engine.step import (
+    CONTEXT_SOURCE,
+    OPENING_SOURCE,
+    Generation,
+    StepSettled,
+    StepUpdate,
+    context_events,
+    run_step,
+)
+from tavern_tui.errors import TavernError
+from tavern_tui.lore.context import ActivationContext
+from tavern_tui.lore.result import ActivationResult
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.library import LibraryService
+from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.persona import PersonaService, render_snapshot
+from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.presets import PresetService, strategy_of
+from tavern_tui.service.strategies import StrategyService
+from tavern_tui.service.timeline import TimelineService
+from tavern_tui.views import PlaythroughView
+
+logger = logging.getLogger(__name__)
+
+CONTINUE_NUDGE = "[Continue your last message without repeating its original content.]"
+"""SillyTavern's default `continue_nudge_prompt` (format-digest §c utility prompts)."""
+
+IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user}}, using the chat history so far as "
+                        "a guideline for the writing style of {{user}}. Don't write as or describe actions of {{char}}.]")
+"""SillyTavern's default `impersonation_prompt` (format-digest §c utility prompts)."""
+
+
+class StepRunner:
+    """Engine steps and their dry runs (`tavern.steps`).
+
+    Args:
+        ctx: the shared settings, store and provider.
+        library, playthroughs, lore, persona, presets, strategies: what a step's assembler
+            reads (card, playthrough, books, persona section, preset, strategy).
+        timeline: the forks a regenerate or continue starts from.
+    """
+
+    def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
+                 lore: WorldInfoService, persona: PersonaService, presets: PresetService,
+                 strategies: StrategyService, timeline: TimelineService) -> None:
+        self.ctx = ctx
+        self.library = library
+        self.playthroughs = playthroughs
+        self.lore = lore
+        self.persona = persona
+        self.presets = presets
+        self.strategies = strategies
+        self.timeline = timeline
+
+    def estimate_tokens(self, playthrough_id: int) -> int:
+        """Estimated prompt tokens of the next request without new input (the status line
+        figure): the total of `preview`, i.e. the same assembly a step runs (strategy, preset,
+        world info, persona), so the status line, the strategy pane and the trace agree.
+
+        Raises:
+            TavernError: as `preview` (no such playthrough, a persona over its cap, …).
+        """
+        return int(self.preview(playthrough_id)["tokens"]["total"])
+
+    def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
+                   view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
+        """The assembler a step of this playthrough uses: its applied strategy (`strategy`
+        overrides it, for previews), with its card, books, timed effects, preset and persona
+        section (`view`: the playthrough when the caller has already read it; `pin_persona`: a
+        real step, which moves the playthrough's persona pin to the revision it sends).
+
+        Raises:
+            PersonaCapExceeded: the persona is over a cap.
+        """
+        view = view or self.playthroughs.playthrough(playthrough_id)
+        with self.ctx.store.unit_of_work() as uow:
+            record = uow.characters.get(view.character_id)
+            playthrough = uow.playthroughs.get(playthrough_id)
+        spec = self.strategies.strategy_spec(strategy) if strategy else strategy_of(playthrough)
+        card = self.library.card(record)
+        books = self.lore.effective_books(view.id, record, card)
+        timed = timed_state_of(self.ctx.store.events.surface_events(view.session_id))
+        meta: dict[str, Any] = {
+            "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
+            "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
+                             "sha256": self.lore.book_hash(b.book, record)} for b in books]}
+        persona, meta["persona"] = self.persona.persona_step(playthrough_id, pin=pin_persona, meta=playthrough.meta)
+        memory = (substitute_names(render_snapshot(self.persona.memory_snapshot()), card.name, view.user_name)
+                  if self.ctx.settings.memory_snapshot else "")
+        facts = self.lore.facts(record, card, view.user_name)
+        meta["strategy_snapshot"] = spec.snapshot()
+        if spec.base != COMPAT:
+            preset, preset_facts = self.presets.playthrough_preset(playthrough_id)
+            meta["preset"] = preset_facts
+            kind = {PROJECTION: PresetAssembler, SLOTS_FIRST: SlotsFirstAssembler,
+                    ROLES_FIRST: RolesFirstAssembler}[spec.base]
+            stored = json.loads(playthrough.meta or "{}")
+            header = stored.get("header") if isinstance(stored, dict) else None
+            chat_metadata = header.get("chat_metadata") if isinstance(header, dict) else None
+            return kind(preset, card.data, card.name, view.user_name, meta, world_info=self.lore.world_info_step(books),
+                        facts=facts, timed_state=timed, generation_type=generation.type,
+                        continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
+                        snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
+                        chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self.ctx.token_counter,
+                        memory=memory)
+        config: dict[str, Any] = {}
+        if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
+            preset, meta["preset"] = self.presets.playthrough_preset(playthrough_id)
+            config = preset.call_config()
+        return BasicAssembler(card.data, card.name, view.user_name, meta, self.lore.world_info_step(books), facts,
+                              timed, generation.type, config, persona, memory)
+
+    def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
+        """The exact request the next step would send if `text` were sent now (seed 000: the
+        same code path as a step, no provider call, nothing stored).
+
+        Returns:
+            `{"strategy", "messages": [{"role", "content", "source"}], "config", "tokens",
+            "adjustments", "world_info"}`; `tokens` are estimates per source and in total.
+
+        Raises:
+            NotFound: unknown strategy (the message lists them), or no such playthrough.
+        """
+        view = self.playthroughs.playthrough(playthrough_id)
+        assembler = self._assembler(playthrough_id, Generation(), strategy, view)
+        history = derive_messages(self.ctx.store.events, view.session_id)
+        claimed = [text] if text else []
+        if getattr(assembler, "strategy", None) == PROJECTION:
+            built, meta, _records = assembler.build(history, claimed)
+            messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
+            config = assembler.preset.call_config()
+            tokens = {**built.tokens, "total": sum(built.tokens.values())}
+        else:
+            assembly = assembler(history, claimed)
+            meta, config = assembly.meta, assembly.config
+            messages = ([{"role": "system", "content": assembly.system, "source": "system"}] if assembly.system else [])
+            messages += [{**m.to_request(), "source": "context" if m.source == CONTEXT_SOURCE else "history"}
+                         for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
+            # Context the step would admit now, just before the input (roles-first).
+            messages += [{"role": "user", "content": e.body["content"], "source": "context"}
+                         for e in context_events(history, assembly.context)]
+            messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
+            tokens = {"total": estimate_messages(messages)}
+        return {"strategy": meta.get("strategy", "compat"), "strategy_snapshot": meta.get("strategy_snapshot"),
+                "persona": meta.get("persona"), "messages": messages, "config": config, "tokens": tokens,
+                "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info")}
+
+    async def send(self, playthrough_id: int, text: str, *, allow_secrets: bool = False) -> AsyncIterator[StepUpdate]:
+        """Send the person's text and stream the reply (one engine step on the head session).
+
+        Args:
+            allow_secrets: the person confirmed a secret-looking text (`check_message`).
+
+        Yields:
+            `StepStarted`, `TextDelta`/`ReasoningDelta`…, `StepSettled` (engine.step).
+
+        Raises:
+            TavernError: empty text.
+            SecretRefused: the text holds the configured API key, or a secret without
+                `allow_secrets` (`check_message`); nothing is stored or sent.
+            StepBusy: another process is replying in this playthrough right now.
+            StepFailed: the provider failed or the stream was cut; the partial reply is kept as an attempt.
+            asyncio.CancelledError: cancelled by the caller; the partial reply is kept first.
+        """
+        if not text.strip():
+            raise TavernError("nothing to send: the message is empty")
+        self.playthroughs.check_message(text, allow_secrets=allow_secrets)
+        async with aclosing(self._step(playthrough_id, text, Generation())) as steps:
+            async for update in steps:
+                yield update
+
+    async def _step(self, playthrough_id: int, text: str | None, generation: Generation) -> AsyncIterator[StepUpdate]:
+        """One engine step on the playthrough's head session (send, regenerate, continue, impersonate)."""
+        view = self.playthroughs.playthrough(playthrough_id)
+        with self.ctx.store.unit_of_work() as uow:
+            uow.playthroughs.touch(playthrough_id)
+        # Off the event loop: the assembler reads (and on first use parses) the books, and the
+        # step's world info needs the key indexes, which the chat's warm-up (a worker thread) may
+        # hold for a while on a big book. The screen keeps answering (and keeps what is typed).
+        assembler = await asyncio.to_thread(self._assembler, playthrough_id, generation, view=view, pin_persona=True)
+        await asyncio.to_thread(self.lore.index_cache.wait_free)
+        # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
+        steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
+                         generation=generation, stale_after=self.ctx.stale_after)
+        async with aclosing(steps):
+            async for update in steps:
+                if isinstance(update, StepSettled):
+                    await self._consolidate_quietly(playthrough_id)
+                yield update
+
+    async def _consolidate_quietly(self, playthrough_id: int) -> None:
+        """Learn from what the person just said, off the event loop (the UI's thread); a failure
+        is logged, never fails the step it follows. The model extractor runs only when
+        configured and the provider is a real model."""
+        try:
+            if self.ctx.settings.belief_extractor == "model" and not getattr(self.ctx.provider, "placeholder", False):
+                await self.persona.consolidate_with_model(playthrough_id)
+            else:
+                await asyncio.to_thread(self.persona.consolidate, playthrough_id)
+        except Exception:  # noqa: BLE001 - learning is best effort; the reply is already stored
+            logger.exception("belief consolidation failed for playthrough %s", playthrough_id)
+
+    # -- generating variants --------------------------------------------------------------
+
+    async def regenerate(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Generate a new variant of the last reply (a swipe right past the end, `--swipe`):
+        a fork before the reply, then one step without new input. When the chat ends with the
+        person's message (no reply yet, or the last one failed), it just generates the reply.
+
+        Raises:
+            TavernError: the last message is the greeting (swipes move among greetings instead).
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        timeline, _members = self.timeline.variant_tree(playthrough_id)
+        last = self.timeline.last_visible(timeline)
+        generation = Generation("regenerate")
+        if last is not None:
+            row = timeline.variants[last].row
+            if row.source == OPENING_SOURCE:
+                raise TavernError("the greeting swipes among the card's greetings; there is no reply to regenerate")
+            if row.role == "assistant":
+                parent = timeline.variants[last].parent
+                if parent is None:
+                    raise TavernError("nothing to answer before this message; send something first")
+                self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, parent, timeline))
+                generation = Generation("swipe")
+        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+            async for update in steps:
+                yield update
+
+    async def reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Answer the person's last line without new input: SillyTavern's Send with an empty box
+        after the person's message (e.g. an impersonated one) is `Generate('normal')`, so world
+        info `triggers` and the trace see a normal generation, not a regenerate.
+
+        Raises:
+            TavernError: the chat does not end with the person's message.
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        _view, shown = self.timeline.last_message(playthrough_id)
+        if shown is None or shown.role != "user":
+            raise TavernError("nothing to answer: the chat does not end with your message")
+        async with aclosing(self._step(playthrough_id, None, Generation())) as steps:
+            async for update in steps:
+                yield update
+
+    async def continue_reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Extend the last reply (SillyTavern "continue"): the reply is sent as the last
+        assistant message with the continue nudge after it, and the result, the original text
+        plus the new, becomes a sibling variant of it (the original stays one swipe away).
+
+        Raises:
+            TavernError: the chat does not end with a reply.
+        """
+        timeline, _members = self.timeline.variant_tree(playthrough_id)
+        last = self.timeline.last_visible(timeline)
+        _view, shown = self.timeline.last_message(playthrough_id)
+        if last is None or shown is None or shown.role != "assistant":
+            raise TavernError("continue extends the last reply, and the chat does not end with one")
+        parent = timeline.variants[last].parent
+        if parent is None:
+            with self.ctx.store.unit_of_work() as uow:
+                root = uow.playthroughs.get(playthrough_id).root_session_id
+            origin = self.ctx.store.events.ancestry(root)[0][0]
+            session_id = self.timeline.fork(playthrough_id, None, root_session=origin)
+        else:
+            session_id = self.timeline.fork(playthrough_id, parent, timeline)
+        self.timeline.set_head(playthrough_id, session_id)
+        generation = Generation("continue", continue_text=shown.content, continues=shown.ref,
+                                instruction=CONTINUE_NUDGE)
+        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+            async for update in steps:
+                yield update
+
+    async def impersonate(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Have the model write the person's next line (SillyTavern "impersonate"): stored as
+        `user/message` with origin agent (DESIGN.md), then the person may send or edit it."""
+        _greetings, char, user = self.timeline.greetings(playthrough_id)
+        generation = Generation("impersonate", instruction=substitute_names(IMPERSONATION_PROMPT, char, user))
+        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+            async for update in steps:
+                yield update
+
+    def world_info_preview(self, playthrough_id: int, text: str = "", *,
+                           rng: Callable[[], float] | None = None) -> ActivationResult:
+        """Which entries would fire if `text` were sent now in this playthrough, and why.
+
+        A dry run (seed 000: preview runs the same code and never calls a provider): the same
+        books, settings, history and timed effects as a real step; nothing is stored.
+        """
+        step, ctx = self._preview_step(playthrough_id, text, rng)
+        return step.run(ctx)
+
+    def _preview_step(self, playthrough_id: int, text: str,
+                      rng: Callable[[], float] | None) -> tuple[WorldInfoStep, ActivationContext]:
+        """The world-info step and scan context a send of `text` would use now."""
+        view = self.playthroughs.playthrough(playthrough_id)
+        with self.ctx.store.unit_of_work() as uow:
+            record = uow.characters.get(view.character_id)
+        card = self.library.card(record)
+        events = self.ctx.store.events.surface_events(view.session_id)
+        history = derive_messages(self.ctx.store.events, view.session_id)
+        ctx = scan_context(history, [text] if text else [], self.lore.facts(record, card, view.user_name),
+                           timed_state_of(events))
+        return self.lore.world_info_step(self.lore.effective_books(view.id, record, card), rng), ctx
+
+    def warm_world_info(self, playthrough_id: int) -> int:
+        """Get this playthrough's world info ready before the first send (the chat screen calls
+        it from a worker thread when it opens): builds or reuses the books' key indexes, compiles
+        their regex keys and caches the current history's matches, through the same dry run as
+        `world_info_preview` (nothing is stored), then primes the indexes with every entry
+        content recursion may scan (`WorldInfoStep.prime`).
+
+        Then the heap is collected once and frozen (`gc.freeze`): the books, indexes and caches
+        alive now move to the permanent generation, so later full collections do not walk them
+        (a 5,000-entry book is hundreds of thousands of objects: 60-90 ms per full collection,
+        which would land inside a step). The caller calls `release_heap` when the chat closes:
+        frozen objects are never collected as cyclic garbage, so a screen left frozen would
+        stay in memory. performance-anchors B1/B7: the automaton is built in a worker, after
+        first paint.
+
+        Returns:
+            How many entries the dry run activated (0 without world info).
+
+        Raises:
+            TavernError: no such playthrough.
+        """
+        step, ctx = self._preview_step(playthrough_id, "", None)
+        result = step.run(ctx)
+        step.prime(ctx)
+        gc.collect()
+        gc.freeze()
+        return len(result.activated)
+
+    @staticmethod
+    def release_heap() -> None:
+        """Undo `warm_world_info`'s freeze (when its chat closes): what was frozen goes back to
+        the collector, so whatever has become garbage since (the closed screen) can be freed."""
+        gc.unfreeze()
+
