@@ -88,16 +88,17 @@ def _playthrough(tavern: Tavern, args: argparse.Namespace, character: CharacterV
     --new, else the character's latest (a new one when there is none). None after an error
     line on `err`."""
     if args.playthrough is not None:
-        playthrough = tavern.playthrough(args.playthrough)
-        if playthrough.character_id != character.id:
-            err.write(f"error: playthrough {playthrough.id} belongs to {playthrough.character_name}, not {character.name}\n")
+        given = tavern.playthrough(args.playthrough)
+        if given.character_id != character.id:
+            err.write(f"error: playthrough {given.id} belongs to {given.character_name}, not {character.name}\n")
             return None
-        return playthrough
-    playthrough = None if args.new else tavern.latest_playthrough(character.id)
-    if playthrough is None:
-        playthrough = tavern.new_playthrough(character.id)
-        err.write(f"started playthrough {playthrough.id} with {character.name}\n")
-    return playthrough
+        return given
+    latest = None if args.new else tavern.latest_playthrough(character.id)
+    if latest is not None:
+        return latest
+    started = tavern.new_playthrough(character.id)
+    err.write(f"started playthrough {started.id} with {character.name}\n")
+    return started
 
 
 async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
