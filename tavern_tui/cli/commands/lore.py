@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.assembly.worldinfo import insertion_order
-from tavern_tui.cli_output import print_json
+from tavern_tui.cli.context import open_service
+from tavern_tui.cli.diagnostics import EXIT_OK
+from tavern_tui.cli.output import print_json, print_rows
 from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.cards import parse_card
 from tavern_tui.formats.chatlog import looks_like_chat_jsonl, parse_chat_jsonl
@@ -26,19 +28,22 @@ from tavern_tui.lore.context import ScanMessage
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.settings import WorldInfoSettings
 
-EXIT_OK, EXIT_FAILED = 0, 1
+if TYPE_CHECKING:
+    from tavern_tui.cli.app import Commands
+    from tavern_tui.service import Tavern
+    from tavern_tui.views import WorldBookView
 
 
-def add_lore_parser(commands: Any) -> None:
-    """Register `lore` and its subcommands on the CLI's subparsers."""
-    p_lore = commands.add_parser("lore", help="world books: list, bind, unbind, export, test activation")
-    sub = p_lore.add_subparsers(dest="lore_command", metavar="ACTION", required=True)
+def add_lore(commands: Commands) -> None:
+    """`tavern lore` and its actions."""
+    p_lore = commands.add("lore", help="world books: list, bind, unbind, export, test activation")
+    sub = commands.group(p_lore, dest="lore_command", metavar="ACTION")
 
-    p_list = sub.add_parser("list", help="imported world books and where they are bound")
+    p_list = sub.add("list", cmd_lore_list, help="imported world books and where they are bound")
     p_list.add_argument("--json", action="store_true")
 
-    for action in ("bind", "unbind"):
-        p_bind = sub.add_parser(action, help=f"{action} a world book (globally, to a character or a playthrough)")
+    for action, run in (("bind", cmd_lore_bind), ("unbind", cmd_lore_unbind)):
+        p_bind = sub.add(action, run, help=f"{action} a world book (globally, to a character or a playthrough)")
         p_bind.add_argument("book", metavar="BOOK", help="world book name or id")
         where = p_bind.add_mutually_exclusive_group(required=True)
         where.add_argument("--global", dest="scope_global", action="store_true", help="every chat")
@@ -46,14 +51,11 @@ def add_lore_parser(commands: Any) -> None:
         where.add_argument("--playthrough", type=int, metavar="ID", help="this playthrough only (chat lore)")
         where.add_argument("--persona", action="store_true", help="your persona's lore (every chat)")
 
-    p_export = sub.add_parser("export", help="write a world book as SillyTavern World Info JSON")
+    p_export = sub.add("export", cmd_lore_export, help="write a world book as SillyTavern World Info JSON")
     p_export.add_argument("book", metavar="BOOK")
     p_export.add_argument("--out", required=True, metavar="FILE")
-    _add_test_parser(sub)
 
-
-def _add_test_parser(sub: Any) -> None:
-    p_test = sub.add_parser("test", help="show which entries fire for a history and input, and why")
+    p_test = sub.add("test", cmd_lore_test, help="show which entries fire for a history and input, and why")
     p_test.add_argument("books", nargs="+", metavar="BOOK", help="world book files, character card files (their own lorebook), or imported names/ids")
     p_test.add_argument("--input", required=True, metavar="TEXT", help="the message being sent")
     p_test.add_argument("--history", metavar="FILE", help='JSON list of {"name", "role", "text"}, oldest first, '
@@ -66,7 +68,23 @@ def _add_test_parser(sub: Any) -> None:
     p_test.add_argument("--json", action="store_true", help="a JSON list of decisions")
 
 
-def _target(tavern: Any, args: argparse.Namespace) -> tuple[str, int | None]:
+def _book_line(book: WorldBookView) -> str:
+    bound = f"  bound: {', '.join(book.bindings)}" if book.bindings else ""
+    noun = "entry" if book.entries == 1 else "entries"
+    return f"{book.id:>4}  {book.name:<32} {book.entries:>5} {noun}{bound}"
+
+
+def cmd_lore_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern lore list`: the books by name (JSON in the service's order)."""
+    with open_service(args) as tavern:
+        books = tavern.world_books()
+    return print_rows(out, books, as_json=args.json, line=_book_line,
+                      empty_hint="no world books yet; import one with `tavern import FILE.json`",
+                      sort_key=lambda b: (b.name.casefold(), b.id))
+
+
+def _target(tavern: Tavern, args: argparse.Namespace) -> tuple[str, int | None]:
+    """The binding scope and target id the --global/--character/--playthrough/--persona option names."""
     if args.scope_global:
         return "global", None
     if args.character:
@@ -78,37 +96,39 @@ def _target(tavern: Any, args: argparse.Namespace) -> tuple[str, int | None]:
     return "playthrough", tavern.playthrough(args.playthrough).id
 
 
-def cmd_lore(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run one `tavern lore` action on an open service; returns the exit status."""
-    action = args.lore_command
-    if action == "list":
-        books = tavern.world_books()
-        if args.json:
-            json.dump([b.to_json() for b in books], out, ensure_ascii=False, indent=2)
-            out.write("\n")
-        elif not books:
-            out.write("no world books yet; import one with `tavern import FILE.json`\n")
-        for book in [] if args.json else sorted(books, key=lambda b: (b.name.casefold(), b.id)):
-            bound = f"  bound: {', '.join(book.bindings)}" if book.bindings else ""
-            noun = "entry" if book.entries == 1 else "entries"
-            out.write(f"{book.id:>4}  {book.name:<32} {book.entries:>5} {noun}{bound}\n")
-        return EXIT_OK
-    if action in ("bind", "unbind"):
+def _bind(args: argparse.Namespace, out: TextIO, bind: bool) -> int:
+    with open_service(args) as tavern:
         book = tavern.find_world_book(args.book)
         scope, target = _target(tavern, args)
-        changed = (tavern.bind_world_book if action == "bind" else tavern.unbind_world_book)(book.id, scope, target)
-        where = scope if target is None else f"{scope} {target}"
-        verb = {("bind", True): "bound to", ("bind", False): "was already bound to",
-                ("unbind", True): "unbound from", ("unbind", False): "was not bound to"}[(action, changed)]
-        out.write(f"{book.name} {verb} {where}\n")
-        return EXIT_OK
-    if action == "export":
+        if bind:
+            changed = tavern.bind_world_book(book.id, scope, target)
+        else:
+            changed = tavern.unbind_world_book(book.id, scope, target)
+    where = scope if target is None else f"{scope} {target}"
+    verb = {(True, True): "bound to", (True, False): "was already bound to",
+            (False, True): "unbound from", (False, False): "was not bound to"}[(bind, changed)]
+    out.write(f"{book.name} {verb} {where}\n")
+    return EXIT_OK
+
+
+def cmd_lore_bind(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern lore bind`: says whether the book was bound already."""
+    return _bind(args, out, bind=True)
+
+
+def cmd_lore_unbind(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern lore unbind`: says whether the book was bound at all."""
+    return _bind(args, out, bind=False)
+
+
+def cmd_lore_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern lore export`: the book as SillyTavern World Info JSON in --out."""
+    with open_service(args) as tavern:
         book = tavern.find_world_book(args.book)
         Path(args.out).write_text(json.dumps(tavern.export_world_book(book.id), ensure_ascii=False, indent=2),
                                   encoding="utf-8")
-        out.write(f"wrote {book.name} ({book.entries} entries) to {args.out}\n")
-        return EXIT_OK
-    return cmd_lore_test(tavern, args, out, err)
+    out.write(f"wrote {book.name} ({book.entries} entries) to {args.out}\n")
+    return EXIT_OK
 
 
 def _read_json(path: str, what: str) -> Any:
@@ -142,7 +162,7 @@ def _history(path: str) -> list[ScanMessage]:
     return messages
 
 
-def _book(tavern: Any, given: str) -> WorldBook:
+def _book(tavern: Tavern, given: str) -> WorldBook:
     """BOOK: a world-book file, a character card file (its embedded `character_book`), or an
     imported book's name or id.
 
@@ -162,21 +182,22 @@ def _book(tavern: Any, given: str) -> WorldBook:
     return tavern.world_book(tavern.find_world_book(given).id)
 
 
-def cmd_lore_test(tavern: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_lore_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern lore test`: every entry's decision, the fired ones in prompt insertion order."""
-    books = [_book(tavern, given) for given in args.books]
-    settings = None
-    if args.settings:
-        try:
-            settings = WorldInfoSettings.from_st(_read_json(args.settings, "settings"))
-        except ValueError as exc:
-            raise FormatError(args.settings, str(exc)) from exc
-    if args.roll is not None and not 0 <= args.roll <= 100:
-        raise TavernError(f"--roll must be between 0 and 100, not {args.roll}")
-    rng = (lambda: args.roll) if args.roll is not None else None
-    messages = _history(args.history) if args.history else []
-    result = tavern.test_world_info(books, messages, args.input, settings=settings, rng=rng,
-                                    char_name=args.char, user_name=args.user)
+    with open_service(args) as tavern:
+        books = [_book(tavern, given) for given in args.books]
+        settings = None
+        if args.settings:
+            try:
+                settings = WorldInfoSettings.from_st(_read_json(args.settings, "settings"))
+            except ValueError as exc:
+                raise FormatError(args.settings, str(exc)) from exc
+        if args.roll is not None and not 0 <= args.roll <= 100:
+            raise TavernError(f"--roll must be between 0 and 100, not {args.roll}")
+        rng = (lambda: args.roll) if args.roll is not None else None
+        messages = _history(args.history) if args.history else []
+        result = tavern.test_world_info(books, messages, args.input, settings=settings, rng=rng,
+                                        char_name=args.char, user_name=args.user)
     ordered = insertion_order(result)
     if args.json:
         return print_json(out, [d.to_json() for d in ordered])

@@ -1,0 +1,73 @@
+"""Provides `build_parser`, the whole `tavern` argument parser, and `Commands`, the one way a
+command group module adds its parsers. A parsed command carries its handler as `args.run`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tavern_tui import __version__
+from tavern_tui.cli.commands import chat, edit, library, lore, persona, serve, strategy, trace
+from tavern_tui.cli.diagnostics import Handler
+
+
+class Commands:
+    """The subcommands of one parser. Each parser added gets `parents` (for the top level: the
+    global options once more, so they also work after the command) and, when given, its
+    handler as the default `run`."""
+
+    def __init__(self, action: argparse._SubParsersAction[argparse.ArgumentParser],
+                 parents: Sequence[argparse.ArgumentParser] = ()) -> None:
+        self._action = action
+        self._parents = list(parents)
+
+    def add(self, name: str, run: Handler | None = None, **kwargs: Any) -> argparse.ArgumentParser:
+        """Add the parser `name` (`kwargs` go to argparse's `add_parser`: help, …); a command
+        whose subcommands carry the handlers passes no `run`."""
+        parser = self._action.add_parser(name, parents=self._parents, **kwargs)
+        if run is not None:
+            parser.set_defaults(run=run)
+        return parser
+
+    @staticmethod
+    def group(parser: argparse.ArgumentParser, dest: str, metavar: str) -> Commands:
+        """The required subcommands of `parser` (`tavern lore ACTION`); the chosen name is `args.<dest>`."""
+        return Commands(parser.add_subparsers(dest=dest, metavar=metavar, required=True))
+
+
+def _global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("--db", metavar="URL", default=default,
+                        help="database URL (default: SQLite in the user data folder; env TAVERN_DB_URL)")
+    parser.add_argument("--api-base", metavar="URL", default=default,
+                        help="OpenAI-compatible API root, e.g. http://localhost:8080/v1 (env TAVERN_API_BASE)")
+    parser.add_argument("--model", default=default, help="model id (env TAVERN_MODEL)")
+    parser.add_argument("--api-key", default=default,
+                        help="API key (prefer env TAVERN_API_KEY: flags show up in process lists)")
+    parser.add_argument("-v", "--verbose", action="store_true", default=default, help="log details to stderr")
+
+
+# The order `tavern --help` lists the commands in; groups interleave, so it is kept per command.
+_COMMANDS: tuple[Callable[[Commands], None], ...] = (
+    serve.add_tui, library.add_import, chat.add_chat, library.add_sessions, library.add_show,
+    strategy.add_preview, strategy.add_presets, strategy.add_strategies, strategy.add_strategy,
+    library.add_tree, edit.add_edit, edit.add_delete, library.add_export, lore.add_lore, trace.add_trace,
+    persona.add_persona, persona.add_beliefs, serve.add_serve,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `tavern` parser. The global options go before the command or, repeated, after it
+    (`tavern sessions --db URL`); a bare `tavern` runs the TUI."""
+    parser = argparse.ArgumentParser(prog="tavern", description="Terminal roleplay client for SillyTavern cards.")
+    parser.add_argument("--version", action="version", version=f"tavern-tui {__version__}")
+    _global_options(parser, None)
+    # SUPPRESS: an option not repeated after the command keeps the value given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    _global_options(common, argparse.SUPPRESS)
+    parser.set_defaults(run=serve.cmd_tui)
+    commands = Commands(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=argparse.ArgumentParser),
+                        parents=[common])
+    for add in _COMMANDS:
+        add(commands)
+    return parser

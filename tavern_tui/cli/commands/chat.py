@@ -1,0 +1,170 @@
+"""Provides `tavern chat`: one headless step (say, swipe, continue, impersonate, reply) streamed
+to stdout, and the `--preset/--lore/--strategy` selection that `chat` and `preview` bind to a
+playthrough (remembered, issue 5 §7)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import TYPE_CHECKING, TextIO
+
+from tavern_tui.cli.context import open_async_service
+from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, refused, step_failed
+from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
+from tavern_tui.engine.stream import ReasoningDelta, TextDelta
+from tavern_tui.errors import SecretRefused
+
+if TYPE_CHECKING:
+    from tavern_tui.cli.app import Commands
+    from tavern_tui.service import Tavern
+    from tavern_tui.views import CharacterView, PlaythroughView, PresetView, WorldBookView
+
+Selection = tuple["PresetView | None", "list[WorldBookView]"]
+"""The preset and world books `--preset/--lore` name, looked up before anything is bound."""
+
+
+def add_selection_options(parser: argparse.ArgumentParser) -> None:
+    """--preset / --lore / --strategy: bound to the playthrough and remembered (issue 5 §7)."""
+    parser.add_argument("--preset", metavar="NAME", help="bind this imported preset to the playthrough (remembered)")
+    parser.add_argument("--lore", action="append", default=[], metavar="BOOK",
+                        help="bind this imported world book to the playthrough (repeatable; remembered)")
+    parser.add_argument("--strategy", metavar="NAME", help="apply this assembly strategy (compat, preset-slots-first, projection)")
+
+
+def add_chat(commands: Commands) -> None:
+    """`tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate | --reply) …`."""
+    p_chat = commands.add("chat", cmd_chat, help="send one message and print the streamed reply")
+    p_chat.add_argument("character", metavar="CHARACTER", help="character name or id")
+    action = p_chat.add_mutually_exclusive_group(required=True)
+    action.add_argument("--say", metavar="TEXT", help="what you say")
+    action.add_argument("--swipe", action="store_true", help="regenerate the last reply as a new sibling (a swipe)")
+    action.add_argument("--continue", dest="continue_", action="store_true", help="extend the last reply")
+    action.add_argument("--impersonate", action="store_true", help="have the model write your next line")
+    action.add_argument("--reply", action="store_true",
+                        help="answer your last line without saying more (e.g. after --impersonate)")
+    which = p_chat.add_mutually_exclusive_group()
+    which.add_argument("--new", action="store_true", help="start a new playthrough")
+    which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
+    p_chat.add_argument("--json", action="store_true", help="print the stored reply as JSON at the end")
+    p_chat.add_argument("--allow-secrets", action="store_true",
+                        help="send a --say text that looks like a key or token anyway (never the configured API key)")
+    add_selection_options(p_chat)
+
+
+def resolve_selection(tavern: Tavern, args: argparse.Namespace) -> Selection:
+    """The preset and books --preset/--lore name, and the --strategy checked, before anything is
+    created or bound (an unknown name changes nothing).
+
+    Raises:
+        NotFound: an unknown preset, book or strategy (the message lists the known ones).
+    """
+    preset = tavern.find_preset(args.preset) if args.preset else None
+    books = [tavern.find_world_book(book) for book in args.lore]
+    if args.strategy:
+        tavern.strategy_spec(args.strategy)
+    return preset, books
+
+
+def apply_selection(tavern: Tavern, args: argparse.Namespace, playthrough_id: int, err: TextIO,
+                    resolved: Selection | None = None) -> None:
+    """Bind what --preset/--lore/--strategy name (remembered by the playthrough, issue 5 §7) and
+    say so on `err`; `resolved` is a `resolve_selection` already made, else it is made here."""
+    preset, books = resolved or resolve_selection(tavern, args)
+    if preset is not None:
+        tavern.bind_preset(playthrough_id, preset.id)
+        err.write(f"bound preset {preset.name} to playthrough {playthrough_id} (remembered)\n")
+    for book in books:
+        tavern.bind_world_book(book.id, "playthrough", playthrough_id)
+        err.write(f"bound world book {book.name} to playthrough {playthrough_id} (remembered)\n")
+    if args.strategy:
+        spec = tavern.apply_strategy(playthrough_id, args.strategy)
+        err.write(f"applied strategy {spec.name} v{spec.version} to playthrough {playthrough_id} (remembered)\n")
+
+
+def _playthrough(tavern: Tavern, args: argparse.Namespace, character: CharacterView,
+                 err: TextIO) -> PlaythroughView | None:
+    """The playthrough to step: --playthrough (which must be `character`'s), else a new one with
+    --new, else the character's latest (a new one when there is none). None after an error
+    line on `err`."""
+    if args.playthrough is not None:
+        given = tavern.playthrough(args.playthrough)
+        if given.character_id != character.id:
+            err.write(f"error: playthrough {given.id} belongs to {given.character_name}, not {character.name}\n")
+            return None
+        return given
+    latest = None if args.new else tavern.latest_playthrough(character.id)
+    if latest is not None:
+        return latest
+    started = tavern.new_playthrough(character.id)
+    err.write(f"started playthrough {started.id} with {character.name}\n")
+    return started
+
+
+async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    async with open_async_service(args) as tavern:
+        if args.say is not None:
+            try:  # before a playthrough is created or anything bound
+                tavern.check_message(args.say, allow_secrets=args.allow_secrets)
+            except SecretRefused as exc:
+                return refused(exc, err)
+        character = tavern.find_character(args.character)
+        resolved = resolve_selection(tavern, args)
+        playthrough = _playthrough(tavern, args, character, err)
+        if playthrough is None:
+            return EXIT_FAILED
+        tavern.open_playthrough(playthrough.id)
+        apply_selection(tavern, args, playthrough.id, err, resolved)
+        err.write(f"[{tavern.provider_label}] playthrough {playthrough.id}\n")
+        settled = None
+        in_reasoning = False
+        if args.swipe:
+            updates = tavern.regenerate(playthrough.id)
+        elif args.continue_:
+            updates = tavern.continue_reply(playthrough.id)
+        elif args.impersonate:
+            updates = tavern.impersonate(playthrough.id)
+        elif args.reply:
+            updates = tavern.reply(playthrough.id)
+        else:
+            updates = tavern.send(playthrough.id, args.say, allow_secrets=args.allow_secrets)
+        try:
+            async for update in updates:
+                if isinstance(update, ReasoningDelta):
+                    if not in_reasoning:
+                        err.write("(thinking) ")
+                        in_reasoning = True
+                    err.write(update.text)
+                    err.flush()
+                elif isinstance(update, TextDelta):
+                    if in_reasoning:
+                        err.write("\n")
+                        in_reasoning = False
+                    if not args.json:
+                        out.write(update.text)
+                        out.flush()
+                elif isinstance(update, StepSettled):
+                    settled = update
+                elif isinstance(update, StepStarted):
+                    pass
+        except StepFailed as exc:
+            if not args.json:
+                out.write("\n")
+            return step_failed(exc, err)
+        if args.json and settled is not None:
+            event = settled.event
+            json.dump({"playthrough": playthrough.id, "session_id": event.session_id, "seq": event.seq,
+                       "role": event.role, "origin": event.origin.value if event.origin else None,
+                       "content": event.content, "usage": event.body.get("usage"),
+                       "swipe": tavern.swipe_state(playthrough.id).label}, out, ensure_ascii=False)
+        out.write("\n")
+        return EXIT_OK
+
+
+def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """One headless step; Ctrl+C keeps the partial reply as an attempt."""
+    try:
+        return asyncio.run(_chat(args, out, err))
+    except KeyboardInterrupt:
+        err.write("\ncancelled; the partial reply is kept\n")
+        return EXIT_INTERRUPTED

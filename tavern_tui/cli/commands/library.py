@@ -1,0 +1,153 @@
+"""Provides `tavern import`, `sessions`, `show`, `tree` and `export`: what is in the library and
+a playthrough's messages, read or written."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, TextIO
+
+from tavern_tui.cli.context import open_service
+from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
+from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.errors import TavernError
+
+if TYPE_CHECKING:
+    from tavern_tui.cli.app import Commands
+    from tavern_tui.views import PlaythroughView
+
+
+def add_import(commands: Commands) -> None:
+    """`tavern import PATH... [--character NAME] [--json]`."""
+    p_import = commands.add("import", cmd_import, help="import character cards, world books, presets, persona backups "
+                                                       "and SillyTavern chats (.jsonl)")
+    p_import.add_argument("paths", nargs="+", metavar="PATH")
+    p_import.add_argument("--character", metavar="NAME", help="the character imported chats are with "
+                                                             "(default: the name in the chat file)")
+    p_import.add_argument("--json", action="store_true", help="print a JSON list of results")
+
+
+def add_sessions(commands: Commands) -> None:
+    """`tavern sessions [--character NAME] [--json]`."""
+    p_sessions = commands.add("sessions", cmd_sessions, help="list playthroughs, newest first")
+    p_sessions.add_argument("--character", metavar="NAME", help="only this character's playthroughs")
+    p_sessions.add_argument("--json", action="store_true")
+
+
+def add_show(commands: Commands) -> None:
+    """`tavern show PLAYTHROUGH [--json] [--system]`."""
+    p_show = commands.add("show", cmd_show, help="print a playthrough's messages with role and origin")
+    p_show.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_show.add_argument("--json", action="store_true")
+    p_show.add_argument("--system", action="store_true", help="include the system section sent to the model")
+
+
+def add_tree(commands: Commands) -> None:
+    """`tavern tree PLAYTHROUGH [--json]`."""
+    p_tree = commands.add("tree", cmd_tree, help="print a playthrough's timeline: every message variant")
+    p_tree.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_tree.add_argument("--json", action="store_true")
+
+
+def add_export(commands: Commands) -> None:
+    """`tavern export PLAYTHROUGH --jsonl FILE`."""
+    p_export = commands.add("export", cmd_export, help="write a playthrough as a SillyTavern chat (.jsonl)")
+    p_export.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_export.add_argument("--jsonl", required=True, metavar="FILE", help="where to write it ('-' for stdout)")
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Import cards, world books, presets, personas and chats; exit 1 when any file failed or
+    there was nothing to import."""
+    with open_service(args) as tavern:
+        results = tavern.import_paths(args.paths, character=args.character)
+    if args.json:
+        print_json(out, [r.to_json() for r in results])
+    else:
+        for r in results:
+            if r.error:
+                err.write(f"error: {r.error}\n")
+            else:
+                note = " (already imported)" if r.duplicate else ""
+                kind = r.kind.replace("_", " ")
+                if r.kind == "persona":  # its id is the persona's new version, not a new record
+                    out.write(f"imported persona {r.name}: persona is now v{r.id}{note}  [{r.path}]\n")
+                else:
+                    out.write(f"imported {kind} {r.id}: {r.name}{note}  [{r.path}]\n")
+            for warning in r.warnings:
+                err.write(f"warning: {r.path}: {warning}\n")
+        if len(results) > 1:
+            failed = sum(1 for r in results if r.error)
+            out.write(f"{len(results) - failed} imported, {failed} failed "
+                      "(in folders, only .png, .json and .jsonl files are read)\n")
+        elif not results:
+            err.write("nothing to import: no .png, .json or .jsonl file there\n")
+    return EXIT_FAILED if any(r.error for r in results) or not results else EXIT_OK
+
+
+def _session_line(p: PlaythroughView) -> str:
+    noun = "message " if p.message_count == 1 else "messages"
+    return (f"{p.id:>4}  {p.character_name:<24} {p.message_count:>4} {noun}  "
+            f"last played {p.updated_at:%Y-%m-%d %H:%M} UTC")
+
+
+def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """List playthroughs, most recently played first."""
+    with open_service(args) as tavern:
+        character_id = tavern.find_character(args.character).id if args.character else None
+        items = tavern.playthroughs(character_id)
+    return print_rows(out, items, as_json=args.json, line=_session_line,
+                      empty_hint="no playthroughs yet; start one with `tavern chat CHARACTER --say TEXT` or in the TUI")
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Print a playthrough's messages with role and origin."""
+    with open_service(args) as tavern:
+        view = tavern.playthrough(args.playthrough)
+        messages = tavern.messages(view.id, include_system=args.system)
+    if args.json:
+        return print_json(out, {"playthrough": view.to_json(), "messages": [m.to_json() for m in messages]})
+    out.write(f"playthrough {view.id}: {view.character_name} with {view.user_name}\n")
+    for m in messages:
+        marks = [m.role, m.origin]
+        if m.partial:
+            marks.append("partial" + (f": {m.error}" if m.error else ""))
+        body = m.content if m.content or not m.partial else "(no text arrived)"
+        out.write(f"\n[{' · '.join(marks)}] {m.speaker}:\n{body}\n")
+    return EXIT_OK
+
+
+def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Print the playthrough's variant tree (indented by branch) or its JSON."""
+    with open_service(args) as tavern:
+        tree = tavern.timeline(args.playthrough)
+    if args.json:
+        return print_json(out, tree.to_json())
+    branch_depth: dict[tuple[int, int] | None, int] = {None: 0}
+    for v in tree.variants:
+        # Indent only where the story branches, so a long chat stays readable.
+        parent_depth = branch_depth.get(v.parent, 0)
+        depth = parent_depth + (1 if v.position[1] > 1 else 0)
+        branch_depth[v.ref] = depth
+        mark = "*" if v.active else " "
+        counter = f"{v.position[0]}/{v.position[1]} " if v.position[1] > 1 else ""
+        flags = "".join(f" [{flag}]" for flag, on in (("edited", v.edited), ("deleted", v.deleted),
+                                                      ("partial", v.partial)) if on)
+        links = "".join(f" -> playthrough {b}" for b in v.branches)
+        out.write(f"{mark} {'  ' * depth}{v.ref[0]}:{v.ref[1]} {counter}{v.role}/{v.origin}: {v.preview}{flags}{links}\n")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Write the playthrough's active path (with swipes) as SillyTavern JSONL."""
+    with open_service(args) as tavern:
+        text = tavern.export_chat(args.playthrough)
+    if args.jsonl == "-":
+        out.write(text)
+    else:
+        try:
+            with open(args.jsonl, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise TavernError(f"{args.jsonl}: cannot write the chat: {exc.strerror}") from exc
+        err.write(f"wrote {text.count(chr(10)) - 1} messages to {args.jsonl}\n")
+    return EXIT_OK

@@ -1,0 +1,129 @@
+"""Provides `tavern presets`, `strategies`, `strategy save|apply` and `preview`: how the next
+request is assembled, and the exact request it would be."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any, TextIO
+
+from tavern_tui.cli.commands.chat import add_selection_options, apply_selection
+from tavern_tui.cli.context import open_service
+from tavern_tui.cli.diagnostics import EXIT_OK
+from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.errors import TavernError
+
+if TYPE_CHECKING:
+    from tavern_tui.assembly.strategies import StrategySpec
+    from tavern_tui.cli.app import Commands
+    from tavern_tui.views import PresetView
+
+
+def add_preview(commands: Commands) -> None:
+    """`tavern preview PLAYTHROUGH [--input TEXT] [--json] [--preset/--lore/--strategy]`."""
+    p_preview = commands.add("preview", cmd_preview,
+                             help="print the exact request the next step would send (no model call)")
+    p_preview.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_preview.add_argument("--input", default="", metavar="TEXT", help="what you would send")
+    p_preview.add_argument("--json", action="store_true")
+    add_selection_options(p_preview)
+
+
+def add_presets(commands: Commands) -> None:
+    """`tavern presets [--json]`."""
+    p_presets = commands.add("presets", cmd_presets, help="list imported chat-completion presets")
+    p_presets.add_argument("--json", action="store_true")
+
+
+def add_strategies(commands: Commands) -> None:
+    """`tavern strategies [--json]`."""
+    p_strategies = commands.add("strategies", cmd_strategies,
+                                help="list assembly strategies (built-in and saved versions)")
+    p_strategies.add_argument("--json", action="store_true")
+
+
+def add_strategy(commands: Commands) -> None:
+    """`tavern strategy save NAME --base B …` and `tavern strategy apply PLAYTHROUGH NAME [--version N]`."""
+    p_strategy = commands.add("strategy", help="save a strategy version, or apply one to a playthrough")
+    sub = commands.group(p_strategy, dest="strategy_command", metavar="SUBCOMMAND")
+    p_save = sub.add("save", cmd_strategy_save, help="save a new strategy or its next version (never applies it)")
+    p_save.add_argument("name")
+    p_save.add_argument("--base", required=True, help="compat, preset-roles-first, preset-slots-first or projection")
+    p_save.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    p_save.add_argument("--expected-version", type=int, default=0, metavar="N",
+                        help="the newest saved version you read (0 for a new name)")
+    p_apply = sub.add("apply", cmd_strategy_apply, help="apply a strategy (version) to a playthrough")
+    p_apply.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_apply.add_argument("name")
+    p_apply.add_argument("--version", type=int)
+
+
+def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """The request the next step would send: messages with their source, config, tokens."""
+    with open_service(args) as tavern:
+        apply_selection(tavern, args, args.playthrough, err)  # remembered, as with `tavern chat` (issue 5 §7)
+        shown = tavern.preview(args.playthrough, args.input)
+    if args.json:
+        return print_json(out, shown)
+    out.write(f"PREVIEW (not sent) · strategy {shown['strategy']} · ~{shown['tokens'].get('total', 0):,} tokens"
+              f" · config {json.dumps(shown['config'])}\n")
+    for message in shown["messages"]:
+        name = f" ({message['name']})" if message.get("name") else ""
+        out.write(f"\n[{message['role']}{name} · {message['source']}]\n{message['content']}\n")
+    for note in shown["adjustments"]:
+        out.write(f"\nadjusted: {note}")
+    if shown["adjustments"]:
+        out.write("\n")
+    return EXIT_OK
+
+
+def _preset_line(p: PresetView) -> str:
+    return f"{p.id:>4}  {p.name:<32} {p.prompts:>4} prompts, {p.enabled} sent (order {p.order_source})"
+
+
+def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """List imported presets."""
+    with open_service(args) as tavern:
+        items = tavern.presets()
+    return print_rows(out, items, as_json=args.json, line=_preset_line,
+                      empty_hint="no presets yet; import a SillyTavern chat-completion preset with "
+                                 "`tavern import FILE.json`")
+
+
+def _strategy_line(spec: StrategySpec) -> str:
+    options = ", ".join(f"{k}={v}" for k, v in spec.options.items())
+    kind = "built in" if spec.builtin else f"v{spec.version} of {spec.base}"
+    return f"{spec.name:<28} {kind}" + (f"  ({options})" if options else "")
+
+
+def cmd_strategies(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """List strategies: built-in, then the newest version of each saved one."""
+    with open_service(args) as tavern:
+        items = tavern.strategies()
+    return print_rows(out, items, as_json=args.json, line=_strategy_line,
+                      to_json=lambda s: {**s.snapshot(), "builtin": s.builtin})
+
+
+def _option(text: str) -> tuple[str, Any]:
+    """--option "KEY=VALUE": the value "true"/"false" (any case) becomes a bool, else stays text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise TavernError(f"--option {text!r}: expected KEY=VALUE")
+    return key.strip(), {"true": True, "false": False}.get(value.strip().lower(), value.strip())
+
+
+def cmd_strategy_save(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern strategy save`: a new strategy or its next version; it is applied nowhere."""
+    with open_service(args) as tavern:
+        spec = tavern.save_strategy(args.name, args.base, dict(_option(o) for o in args.option),
+                                    expected_version=args.expected_version)
+    out.write(f"saved {spec.name} v{spec.version} ({spec.base}); not applied anywhere\n")
+    return EXIT_OK
+
+
+def cmd_strategy_apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern strategy apply`: the strategy (its newest version, or --version) for a playthrough."""
+    with open_service(args) as tavern:
+        spec = tavern.apply_strategy(args.playthrough, args.name, args.version)
+    out.write(f"applied {spec.name} v{spec.version} to playthrough {args.playthrough}\n")
+    return EXIT_OK

@@ -1,0 +1,155 @@
+"""Provides `tavern trace list|show|verify|replay`: recorded requests, explained and verified.
+
+Everything here calls the `Tavern` service (`service_trace`); a trace is history, so the
+output says so, unlike `tavern preview`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import TYPE_CHECKING, TextIO
+
+from tavern_tui.cli.context import open_service
+from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
+from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.engine.stream import TextDelta
+
+if TYPE_CHECKING:
+    from tavern_tui.cli.app import Commands
+    from tavern_tui.service import Tavern
+    from tavern_tui.views import TraceView
+
+
+def add_trace(commands: Commands) -> None:
+    """`tavern trace` and its subcommands."""
+    p_trace = commands.add("trace", help="recorded requests: list, show, verify against what was sent")
+    sub = commands.group(p_trace, dest="trace_command", metavar="SUBCOMMAND")
+    p_list = sub.add("list", cmd_trace_list, help="recorded requests, oldest first")
+    which = p_list.add_mutually_exclusive_group()
+    which.add_argument("--playthrough", type=int, metavar="P")
+    which.add_argument("--session", type=int, metavar="S")
+    p_list.add_argument("--json", action="store_true")
+    p_show = sub.add("show", cmd_trace_show, help="one request: message sources, refs, hashes, world info, config")
+    p_show.add_argument("trace_id", metavar="ID", help="SESSION:SEQ, as `trace list` prints")
+    p_show.add_argument("--json", action="store_true")
+    p_replay = sub.add("replay", cmd_trace_replay,
+                       help="send a verified past request again, byte for byte, as a new variant")
+    p_replay.add_argument("trace_id", metavar="ID")
+    p_replay.add_argument("--model", metavar="MODEL", help="another model (default: the one it was sent to)")
+    p_verify = sub.add("verify", cmd_trace_verify, help="rebuild what was sent from the log; exit 1 on any mismatch")
+    target = p_verify.add_mutually_exclusive_group(required=True)
+    target.add_argument("trace_id", nargs="?", metavar="ID")
+    target.add_argument("--all", action="store_true")
+    p_verify.add_argument("--json", action="store_true")
+
+
+_LIST_HEADER = (f"{'ID':>9}  {'SENT (UTC)':<19}  {'MODEL':<18} {'STRATEGY':<18} {'MSGS':>8}  {'TOKENS':>10}  "
+                f"{'LATENCY':>8}  OUTCOME")
+
+
+def _trace_line(t: TraceView) -> str:
+    tokens = (t.usage or {}).get("total_tokens")
+    latency = f"{t.latency_ms} ms" if t.latency_ms is not None else "-"
+    retries = f"  attempt {t.attempt} (retry of {t.retry_of})" if t.retry_of else ""
+    return (f"{t.id:>9}  {t.submitted_at[:19]}  {t.model or t.provider:<18} {t.strategy:<18} "
+            f"{t.messages:>3} msgs  {tokens if tokens is not None else '-':>6} tok  {latency:>8}  "
+            f"{t.outcome}{retries}")
+
+
+def cmd_trace_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern trace list`: the recorded requests of a playthrough, a session or all, oldest first."""
+    with open_service(args) as tavern:
+        items = tavern.traces(args.playthrough, session_id=args.session)
+    return print_rows(out, items, as_json=args.json, line=_trace_line, header=_LIST_HEADER,
+                      empty_hint="no recorded requests yet")
+
+
+async def _replay(tavern: Tavern, args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        async for update in tavern.replay(args.trace_id, model=args.model):
+            if isinstance(update, TextDelta):
+                out.write(update.text)
+                out.flush()
+    finally:
+        await tavern.aclose_provider()
+    out.write("\n")
+    return EXIT_OK
+
+
+def cmd_trace_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern trace replay`: the verified request sent again, the reply streamed to stdout."""
+    with open_service(args) as tavern:
+        return asyncio.run(_replay(tavern, args, out))
+
+
+def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern trace show`: one request's messages (source, ref, hash), resources, config and world info."""
+    with open_service(args) as tavern:
+        shown = tavern.trace(args.trace_id)
+    if args.json:
+        return print_json(out, shown)
+    view = shown["view"]
+    out.write(f"HISTORY (sent {view['submitted_at']}) · trace {shown['id']} · {view['provider']} · {view['model']} · "
+              f"strategy {view['strategy']} · {view['outcome']}\n")
+    for position, message in enumerate(shown["record"]["messages"]):
+        index = f"#{message['index']}" if message.get("index") is not None else ""
+        out.write(f"  {position:>3} {message['role']:<9} {message['source']:<12} "
+                  f"{message['ref'][0]}:{message['ref'][1]}{index}  sha256 {message['sha256'][:16]}…\n")
+    record = shown["record"]
+    snap = record.get("strategy_snapshot") or {}
+    if snap:
+        out.write(f"strategy {snap.get('name')} v{snap.get('version')} ({snap.get('base')}) "
+                  f"sha256 {str(snap.get('sha256'))[:16]}…\n")
+    resources = shown.get("resources") or {}
+    for book in resources.get("world_books") or []:
+        out.write(f"world book {book.get('name')} ({book.get('source')}, {book.get('entries')} entries) "
+                  f"sha256 {str(book.get('sha256'))[:16]}…\n")
+    persona = shown.get("persona") or {}
+    if persona:
+        rotation = persona.get("rotation")
+        turned = f", rotated from v{rotation['from']} ({rotation['reason']})" if rotation else ""
+        out.write(f"persona v{persona.get('version')}: {len(persona.get('entries', []))} entries, "
+                  f"{persona.get('tokens')} tokens{turned}\n")
+    if record.get("retry_of"):
+        out.write(f"retry {record.get('attempt')} of {'%s:%s' % tuple(record['retry_of'])}; omitted: "
+                  f"{json.dumps(record.get('omitted', {}))}\n")
+    out.write(f"config requested: {json.dumps(record.get('config', {}))}\n")
+    if shown.get("config_adjusted"):
+        out.write(f"config effective: {json.dumps(shown['config_adjusted'])}\n")
+    for attempt in view["attempts"]:
+        out.write(f"attempt: {json.dumps(attempt)}\n")
+    lore = shown.get("world_info") or {}
+    for decision in lore.get("fired", []):
+        out.write(f"world info fired: {decision.get('book')}#{decision.get('uid')} [{decision.get('reason')}]: "
+                  f"{decision.get('detail') or decision.get('reason')}\n")
+    for decision in lore.get("skipped", []):
+        out.write(f"world info skipped: {decision.get('book')}#{decision.get('uid')} [{decision.get('reason')}]: "
+                  f"{decision.get('detail') or decision.get('reason')}\n")
+    unmatched = sum(len(uids) for uids in lore.get("no_match", {}).values())
+    if unmatched:
+        out.write(f"world info: {unmatched} entries had no key match\n")
+    return EXIT_OK
+
+
+def cmd_trace_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern trace verify`: each request rebuilt from the log and compared; exit 1 on any mismatch."""
+    with open_service(args) as tavern:
+        results = tavern.verify_all() if args.all else [(args.trace_id, tavern.verify_trace(args.trace_id))]
+    failed = False
+    report = []
+    for trace_id, result in results:
+        bad = [c for c in result.checks if c.status != "ok"]
+        failed = failed or bool(bad)
+        report.append({"id": trace_id, "ok": result.ok, "checks": [
+            {"position": c.position, "status": c.status, "ref": list(c.ref), "detail": c.detail} for c in result.checks]})
+        if not args.json:
+            mark = "verified" if result.ok else "MISMATCH"
+            out.write(f"{trace_id:>9}  {mark}  {len(result.checks)} messages\n")
+            for check in bad:
+                out.write(f"           message {check.position} ({check.ref[0]}:{check.ref[1]}): {check.status}: "
+                          f"{check.detail}\n")
+    if args.json:
+        print_json(out, report)
+    return EXIT_FAILED if failed else EXIT_OK

@@ -1,0 +1,51 @@
+"""Provides `open_service`: the `Tavern` service a command runs against, built from the global
+options and closed when the command ends. The service is imported on first use, so parsing
+and `--help` load no database code."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING
+
+from tavern_tui.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
+
+
+def settings(args: argparse.Namespace) -> Settings:
+    """The settings `--db/--api-base/--model/--api-key` give, over the environment and defaults."""
+    return load_settings(db_url=args.db, base_url=args.api_base, model=args.model, api_key=args.api_key)
+
+
+def _open(args: argparse.Namespace) -> Tavern:
+    from tavern_tui.service import Tavern
+
+    return Tavern(settings(args))
+
+
+@contextmanager
+def open_service(args: argparse.Namespace) -> Iterator[Tavern]:
+    """The service for one command, closed (database released) when the command ends.
+
+    Raises:
+        TavernError: the database cannot be opened (a bad URL, a missing driver or folder).
+    """
+    tavern = _open(args)
+    try:
+        yield tavern
+    finally:
+        tavern.close()
+
+
+@asynccontextmanager
+async def open_async_service(args: argparse.Namespace) -> AsyncIterator[Tavern]:
+    """As `open_service`, for a command that streams on an event loop: the provider's HTTP client
+    closes on that loop too (`Tavern.aclose`)."""
+    tavern = _open(args)
+    try:
+        yield tavern
+    finally:
+        await tavern.aclose()

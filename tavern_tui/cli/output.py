@@ -1,0 +1,44 @@
+"""Provides the CLI's writers to stdout: `print_json` for every `--json` option and `print_rows`
+for the list commands (sessions, presets, strategies, lore list, trace list, persona history,
+nominations, beliefs)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO, TypeVar
+
+from tavern_tui.cli.diagnostics import EXIT_OK
+
+T = TypeVar("T")
+
+
+def print_json(out: TextIO, value: Any) -> int:
+    """Write `value` as indented UTF-8 JSON and a newline; returns `EXIT_OK`."""
+    json.dump(value, out, ensure_ascii=False, indent=2)
+    out.write("\n")
+    return EXIT_OK
+
+
+def _to_json(item: Any) -> Any:
+    return item.to_json()
+
+
+def print_rows(out: TextIO, items: Sequence[T], *, as_json: bool, line: Callable[[T], str],
+               empty_hint: str | None = None, to_json: Callable[[T], Any] = _to_json,
+               header: str | None = None, sort_key: Callable[[T], Any] | None = None) -> int:
+    """Write a list: with `as_json` a JSON list of `to_json(item)` (default `item.to_json()`), in
+    the given order; else `empty_hint` when there are no items, or `header` and then one
+    `line(item)` per item (each gets its newline; a line may span several), sorted by `sort_key`
+    when given. Returns `EXIT_OK`."""
+    if as_json:
+        return print_json(out, [to_json(item) for item in items])
+    if not items:
+        if empty_hint is not None:
+            out.write(f"{empty_hint}\n")
+        return EXIT_OK
+    if header is not None:
+        out.write(f"{header}\n")
+    for item in sorted(items, key=sort_key) if sort_key is not None else items:
+        out.write(f"{line(item)}\n")
+    return EXIT_OK
