@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING, TextIO
 
 from tavern_tui.cli.context import open_async_service
-from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, refused, step_failed
+from tavern_tui.cli.diagnostics import EXIT_INTERRUPTED, EXIT_OK, refused, step_failed
 from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import SecretRefused
@@ -18,10 +18,6 @@ from tavern_tui.errors import SecretRefused
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
     from tavern_tui.service import Tavern
-    from tavern_tui.views import CharacterView, PlaythroughView, PresetView, WorldBookView
-
-Selection = tuple["PresetView | None", "list[WorldBookView]"]
-"""The preset and world books `--preset/--lore` name, looked up before anything is bound."""
 
 
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
@@ -52,82 +48,48 @@ def add_chat(commands: Commands) -> None:
     add_selection_options(p_chat)
 
 
-def resolve_selection(tavern: Tavern, args: argparse.Namespace) -> Selection:
-    """The preset and books --preset/--lore name, and the --strategy checked, before anything is
-    created or bound (an unknown name changes nothing).
-
-    Raises:
-        NotFound: an unknown preset, book or strategy (the message lists the known ones).
-    """
-    preset = tavern.find_preset(args.preset) if args.preset else None
-    books = [tavern.find_world_book(book) for book in args.lore]
-    if args.strategy:
-        tavern.strategy_spec(args.strategy)
-    return preset, books
+def write_notes(notes: list[str], err: TextIO) -> None:
+    """The service's notes of what it started or bound ("bound preset …"), one line each on `err`."""
+    for note in notes:
+        err.write(f"{note}\n")
 
 
-def apply_selection(tavern: Tavern, args: argparse.Namespace, playthrough_id: int, err: TextIO,
-                    resolved: Selection | None = None) -> None:
+def apply_selection(tavern: Tavern, args: argparse.Namespace, playthrough_id: int, err: TextIO) -> None:
     """Bind what --preset/--lore/--strategy name (remembered by the playthrough, issue 5 §7) and
-    say so on `err`; `resolved` is a `resolve_selection` already made, else it is made here."""
-    preset, books = resolved or resolve_selection(tavern, args)
-    if preset is not None:
-        tavern.bind_preset(playthrough_id, preset.id)
-        err.write(f"bound preset {preset.name} to playthrough {playthrough_id} (remembered)\n")
-    for book in books:
-        tavern.bind_world_book(book.id, "playthrough", playthrough_id)
-        err.write(f"bound world book {book.name} to playthrough {playthrough_id} (remembered)\n")
-    if args.strategy:
-        spec = tavern.apply_strategy(playthrough_id, args.strategy)
-        err.write(f"applied strategy {spec.name} v{spec.version} to playthrough {playthrough_id} (remembered)\n")
-
-
-def _playthrough(tavern: Tavern, args: argparse.Namespace, character: CharacterView,
-                 err: TextIO) -> PlaythroughView | None:
-    """The playthrough to step: --playthrough (which must be `character`'s), else a new one with
-    --new, else the character's latest (a new one when there is none). None after an error
-    line on `err`."""
-    if args.playthrough is not None:
-        given = tavern.playthrough(args.playthrough)
-        if given.character_id != character.id:
-            err.write(f"error: playthrough {given.id} belongs to {given.character_name}, not {character.name}\n")
-            return None
-        return given
-    latest = None if args.new else tavern.latest_playthrough(character.id)
-    if latest is not None:
-        return latest
-    started = tavern.new_playthrough(character.id)
-    err.write(f"started playthrough {started.id} with {character.name}\n")
-    return started
+    say so on `err` (`PlaythroughService.apply_selection`: every name is looked up first)."""
+    write_notes(tavern.playthroughs.apply_selection(playthrough_id, preset=args.preset, lore=args.lore,
+                                                    strategy=args.strategy), err)
 
 
 async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     async with open_async_service(args) as tavern:
         if args.say is not None:
             try:  # before a playthrough is created or anything bound
-                tavern.check_message(args.say, allow_secrets=args.allow_secrets)
+                tavern.playthroughs.check_message(args.say, allow_secrets=args.allow_secrets)
             except SecretRefused as exc:
                 return refused(exc, err)
-        character = tavern.find_character(args.character)
-        resolved = resolve_selection(tavern, args)
-        playthrough = _playthrough(tavern, args, character, err)
-        if playthrough is None:
-            return EXIT_FAILED
-        tavern.open_playthrough(playthrough.id)
-        apply_selection(tavern, args, playthrough.id, err, resolved)
+        character = tavern.library.find_character(args.character)
+        # every name is checked before a playthrough is started or anything bound
+        tavern.playthroughs.check_selection(preset=args.preset, lore=args.lore, strategy=args.strategy)
+        started: list[str] = []
+        playthrough = tavern.playthroughs.resolve(character.id, playthrough=args.playthrough, new=args.new,
+                                                  notes=started)
+        write_notes(started, err)
+        tavern.playthroughs.open_playthrough(playthrough.id)
+        apply_selection(tavern, args, playthrough.id, err)
         err.write(f"[{tavern.provider_label}] playthrough {playthrough.id}\n")
         settled = None
         in_reasoning = False
         if args.swipe:
-            updates = tavern.regenerate(playthrough.id)
+            updates = tavern.steps.regenerate(playthrough.id)
         elif args.continue_:
-            updates = tavern.continue_reply(playthrough.id)
+            updates = tavern.steps.continue_reply(playthrough.id)
         elif args.impersonate:
-            updates = tavern.impersonate(playthrough.id)
+            updates = tavern.steps.impersonate(playthrough.id)
         elif args.reply:
-            updates = tavern.reply(playthrough.id)
+            updates = tavern.steps.reply(playthrough.id)
         else:
-            updates = tavern.send(playthrough.id, args.say, allow_secrets=args.allow_secrets)
+            updates = tavern.steps.send(playthrough.id, args.say, allow_secrets=args.allow_secrets)
         try:
             async for update in updates:
                 if isinstance(update, ReasoningDelta):
@@ -156,7 +118,7 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             json.dump({"playthrough": playthrough.id, "session_id": event.session_id, "seq": event.seq,
                        "role": event.role, "origin": event.origin.value if event.origin else None,
                        "content": event.content, "usage": event.body.get("usage"),
-                       "swipe": tavern.swipe_state(playthrough.id).label}, out, ensure_ascii=False)
+                       "swipe": tavern.timeline.swipe_state(playthrough.id).label}, out, ensure_ascii=False)
         out.write("\n")
         return EXIT_OK
 

@@ -44,7 +44,7 @@ def cmd_edit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Replace a message's text as a surface replacement."""
     with open_service(args) as tavern:
         try:
-            tavern.edit_message(args.playthrough, args.ref, args.text, allow_secrets=args.allow_secrets)
+            tavern.timeline.edit_message(args.playthrough, args.ref, args.text, allow_secrets=args.allow_secrets)
         except SecretRefused as exc:
             return refused(exc, err)
     out.write(f"edited {args.ref[0]}:{args.ref[1]}\n")
@@ -54,6 +54,6 @@ def cmd_edit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Hide a message (and with --to-end the rest) from the chat."""
     with open_service(args) as tavern:
-        hidden = tavern.delete_message(args.playthrough, args.ref, to_end=args.to_end)
+        hidden = tavern.timeline.delete_message(args.playthrough, args.ref, to_end=args.to_end)
     out.write(f"hid {hidden} message{'s' if hidden != 1 else ''}\n")
     return EXIT_OK

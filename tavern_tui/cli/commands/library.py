@@ -59,7 +59,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Import cards, world books, presets, personas and chats; exit 1 when any file failed or
     there was nothing to import."""
     with open_service(args) as tavern:
-        results = tavern.import_paths(args.paths, character=args.character)
+        results = tavern.imports.import_paths(args.paths, character=args.character)
     if args.json:
         print_json(out, [r.to_json() for r in results])
     else:
@@ -93,8 +93,8 @@ def _session_line(p: PlaythroughView) -> str:
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """List playthroughs, most recently played first."""
     with open_service(args) as tavern:
-        character_id = tavern.find_character(args.character).id if args.character else None
-        items = tavern.playthroughs(character_id)
+        character_id = tavern.library.find_character(args.character).id if args.character else None
+        items = tavern.playthroughs.playthroughs(character_id)
     return print_rows(out, items, as_json=args.json, line=_session_line,
                       empty_hint="no playthroughs yet; start one with `tavern chat CHARACTER --say TEXT` or in the TUI")
 
@@ -102,8 +102,8 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print a playthrough's messages with role and origin."""
     with open_service(args) as tavern:
-        view = tavern.playthrough(args.playthrough)
-        messages = tavern.messages(view.id, include_system=args.system)
+        view = tavern.playthroughs.playthrough(args.playthrough)
+        messages = tavern.playthroughs.messages(view.id, include_system=args.system)
     if args.json:
         return print_json(out, {"playthrough": view.to_json(), "messages": [m.to_json() for m in messages]})
     out.write(f"playthrough {view.id}: {view.character_name} with {view.user_name}\n")
@@ -119,7 +119,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print the playthrough's variant tree (indented by branch) or its JSON."""
     with open_service(args) as tavern:
-        tree = tavern.timeline(args.playthrough)
+        tree = tavern.timeline.timeline(args.playthrough)
     if args.json:
         return print_json(out, tree.to_json())
     branch_depth: dict[tuple[int, int] | None, int] = {None: 0}
@@ -140,7 +140,7 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Write the playthrough's active path (with swipes) as SillyTavern JSONL."""
     with open_service(args) as tavern:
-        text = tavern.export_chat(args.playthrough)
+        text = tavern.chat_files.export_chat(args.playthrough)
     if args.jsonl == "-":
         out.write(text)
     else:

@@ -77,7 +77,7 @@ def _book_line(book: WorldBookView) -> str:
 def cmd_lore_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern lore list`: the books by name (JSON in the service's order)."""
     with open_service(args) as tavern:
-        books = tavern.world_books()
+        books = tavern.lore.world_books()
     return print_rows(out, books, as_json=args.json, line=_book_line,
                       empty_hint="no world books yet; import one with `tavern import FILE.json`",
                       sort_key=lambda b: (b.name.casefold(), b.id))
@@ -88,22 +88,22 @@ def _target(tavern: Tavern, args: argparse.Namespace) -> tuple[str, int | None]:
     if args.scope_global:
         return "global", None
     if args.character:
-        return "character", tavern.find_character(args.character).id
+        return "character", tavern.library.find_character(args.character).id
     if args.persona:
-        from tavern_tui.service_persona import PERSONA_TARGET
+        from tavern_tui.service.persona import PERSONA_TARGET
 
         return "persona", PERSONA_TARGET
-    return "playthrough", tavern.playthrough(args.playthrough).id
+    return "playthrough", tavern.playthroughs.playthrough(args.playthrough).id
 
 
 def _bind(args: argparse.Namespace, out: TextIO, bind: bool) -> int:
     with open_service(args) as tavern:
-        book = tavern.find_world_book(args.book)
+        book = tavern.lore.find_world_book(args.book)
         scope, target = _target(tavern, args)
         if bind:
-            changed = tavern.bind_world_book(book.id, scope, target)
+            changed = tavern.lore.bind_world_book(book.id, scope, target)
         else:
-            changed = tavern.unbind_world_book(book.id, scope, target)
+            changed = tavern.lore.unbind_world_book(book.id, scope, target)
     where = scope if target is None else f"{scope} {target}"
     verb = {(True, True): "bound to", (True, False): "was already bound to",
             (False, True): "unbound from", (False, False): "was not bound to"}[(bind, changed)]
@@ -124,8 +124,8 @@ def cmd_lore_unbind(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_lore_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern lore export`: the book as SillyTavern World Info JSON in --out."""
     with open_service(args) as tavern:
-        book = tavern.find_world_book(args.book)
-        Path(args.out).write_text(json.dumps(tavern.export_world_book(book.id), ensure_ascii=False, indent=2),
+        book = tavern.lore.find_world_book(args.book)
+        Path(args.out).write_text(json.dumps(tavern.lore.export_world_book(book.id), ensure_ascii=False, indent=2),
                                   encoding="utf-8")
     out.write(f"wrote {book.name} ({book.entries} entries) to {args.out}\n")
     return EXIT_OK
@@ -179,7 +179,7 @@ def _book(tavern: Tavern, given: str) -> WorldBook:
         if not isinstance(book, dict):
             raise FormatError(given, f"the card {card.name!r} has no lorebook (character_book)", "character_book")
         return from_character_book(book, given, str(book.get("name") or card.name))
-    return tavern.world_book(tavern.find_world_book(given).id)
+    return tavern.lore.world_book(tavern.lore.find_world_book(given).id)
 
 
 def cmd_lore_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -196,7 +196,7 @@ def cmd_lore_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise TavernError(f"--roll must be between 0 and 100, not {args.roll}")
         rng = (lambda: args.roll) if args.roll is not None else None
         messages = _history(args.history) if args.history else []
-        result = tavern.test_world_info(books, messages, args.input, settings=settings, rng=rng,
+        result = tavern.lore.test_world_info(books, messages, args.input, settings=settings, rng=rng,
                                         char_name=args.char, user_name=args.user)
     ordered = insertion_order(result)
     if args.json:

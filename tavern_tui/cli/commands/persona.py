@@ -1,7 +1,7 @@
 """Provides `tavern persona …` and `tavern beliefs`: the persona document, its history, the
 nominations learned from what the person said, affirm and decline.
 
-Everything here calls the `Tavern` service (`service_persona`), as the TUI pane and the HTTP
+Everything here calls the `Tavern` service (`service/persona.py`), as the TUI pane and the HTTP
 routes do. Rules: seed 002 (ADR-0079) decisions 4-12.
 """
 
@@ -138,8 +138,8 @@ def _read_entries(path: str) -> list[dict[str, Any]]:
 def cmd_persona_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona show`: the entries, and what renders (in --playthrough, or by default)."""
     with open_service(args) as tavern:
-        doc = tavern.persona()
-        rendered = tavern.rendered_persona(args.playthrough)
+        doc = tavern.persona.persona()
+        rendered = tavern.persona.rendered_persona(args.playthrough)
     if args.json:
         return print_json(out, {**doc.to_json(), "rendered": rendered.to_json()})
     _print_document(doc, out, set(rendered.entry_ids) if args.playthrough else None)
@@ -155,8 +155,8 @@ def cmd_persona_edit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.file:
             entries = _read_entries(args.file)
         elif args.add is None and args.remove is None and args.name is None:
-            entries = _edit_in_editor(tavern.persona())
-        doc = tavern.edit_persona(args.expected_version, add=args.add, sensitivity=args.sensitivity,
+            entries = _edit_in_editor(tavern.persona.persona())
+        doc = tavern.persona.edit_persona(args.expected_version, add=args.add, sensitivity=args.sensitivity,
                                   remove=args.remove, entries=entries, name=args.name, where="persona edit")
     if args.json:
         return print_json(out, doc.to_json())
@@ -172,7 +172,7 @@ def _revision_line(doc: PersonaDocument) -> str:
 def cmd_persona_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona history`: every revision, newest first."""
     with open_service(args) as tavern:
-        docs = tavern.persona_history()
+        docs = tavern.persona.persona_history()
     return print_rows(out, docs, as_json=args.json, line=_revision_line)
 
 
@@ -186,18 +186,18 @@ def cmd_persona_nominations(args: argparse.Namespace, out: TextIO, err: TextIO) 
     """`tavern persona nominations`: each outstanding nomination with the messages behind it."""
     with open_service(args) as tavern:
         return print_rows(
-            out, tavern.nominations(), as_json=args.json, empty_hint="no outstanding nominations",
-            line=lambda b: _nomination_lines(b, tavern.supporting_messages(b)),
+            out, tavern.persona.nominations(), as_json=args.json, empty_hint="no outstanding nominations",
+            line=lambda b: _nomination_lines(b, tavern.persona.supporting_messages(b)),
             to_json=lambda b: {**b.to_json(), "messages": [
-                {"ref": list(ref), "text": text} for ref, text in tavern.supporting_messages(b)]})
+                {"ref": list(ref), "text": text} for ref, text in tavern.persona.supporting_messages(b)]})
 
 
 def cmd_persona_affirm(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona affirm`: the nominated belief copied into the persona."""
     with open_service(args) as tavern:
-        doc = tavern.affirm(args.belief_id, expected_version=args.expected_version)
+        doc = tavern.persona.affirm(args.belief_id, expected_version=args.expected_version)
         # A name belief becomes an entry only; say so, and how to set the name (stderr under --json).
-        note = tavern.affirm_name_note(tavern.belief(args.belief_id), doc)
+        note = tavern.persona.affirm_name_note(tavern.persona.belief(args.belief_id), doc)
     if args.json:
         if note:
             err.write(f"note: {note}\n")
@@ -211,7 +211,7 @@ def cmd_persona_affirm(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
 def cmd_persona_decline(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona decline`: the belief is never nominated again."""
     with open_service(args) as tavern:
-        belief = tavern.decline(args.belief_id)
+        belief = tavern.persona.decline(args.belief_id)
     if args.json:
         return print_json(out, belief.to_json())
     out.write(f"declined #{belief.id}: {belief.key!r} will not be nominated again\n")
@@ -221,7 +221,7 @@ def cmd_persona_decline(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
 def cmd_persona_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona import`: a SillyTavern persona backup becomes the next persona version."""
     with open_service(args) as tavern:
-        result = tavern.import_persona_bytes(Path(args.file).read_bytes(), args.file, persona=args.persona)
+        result = tavern.persona.import_persona_bytes(Path(args.file).read_bytes(), args.file, persona=args.persona)
     for warning in result.warnings:
         err.write(f"warning: {args.file}: {warning}\n")
     if result.error:
@@ -234,7 +234,7 @@ def cmd_persona_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
 def cmd_persona_ceiling(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona ceiling`: the most sensitive entries a playthrough is sent."""
     with open_service(args) as tavern:
-        tavern.set_persona_ceiling(args.playthrough, args.level)
+        tavern.persona.set_persona_ceiling(args.playthrough, args.level)
     out.write(f"playthrough {args.playthrough}: persona entries up to {args.level} are sent\n")
     return EXIT_OK
 
@@ -242,7 +242,7 @@ def cmd_persona_ceiling(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
 def cmd_persona_consolidate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona consolidate`: learn beliefs from the person's messages now."""
     with open_service(args) as tavern:
-        report = tavern.consolidate(args.playthrough)
+        report = tavern.persona.consolidate(args.playthrough)
     if args.json:
         return print_json(out, {"messages": report.messages, "added": report.added, "supported": report.supported,
                                 "superseded": report.superseded, "nominated": list(report.nominated)})
@@ -260,13 +260,13 @@ def cmd_beliefs(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern beliefs`: what was learned, with its status; --snapshot: the memory snapshot as sent."""
     with open_service(args) as tavern:
         if args.snapshot:
-            from tavern_tui.service_persona import render_snapshot
+            from tavern_tui.service.persona import render_snapshot
 
-            snapshot = tavern.memory_snapshot()
+            snapshot = tavern.persona.memory_snapshot()
             if args.json:
                 return print_json(out, [b.to_json() for b in snapshot])
             out.write((render_snapshot(snapshot) or "(empty: no beliefs outside the persona yet)") + "\n")
             return EXIT_OK
-        beliefs = tavern.beliefs(search=args.search)
+        beliefs = tavern.persona.beliefs(search=args.search)
     return print_rows(out, beliefs, as_json=args.json, line=_belief_line,
                       empty_hint="no beliefs yet: they are learned from what you say in chats")

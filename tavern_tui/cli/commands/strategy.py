@@ -62,7 +62,7 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The request the next step would send: messages with their source, config, tokens."""
     with open_service(args) as tavern:
         apply_selection(tavern, args, args.playthrough, err)  # remembered, as with `tavern chat` (issue 5 §7)
-        shown = tavern.preview(args.playthrough, args.input)
+        shown = tavern.steps.preview(args.playthrough, args.input)
     if args.json:
         return print_json(out, shown)
     out.write(f"PREVIEW (not sent) · strategy {shown['strategy']} · ~{shown['tokens'].get('total', 0):,} tokens"
@@ -84,7 +84,7 @@ def _preset_line(p: PresetView) -> str:
 def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """List imported presets."""
     with open_service(args) as tavern:
-        items = tavern.presets()
+        items = tavern.presets.presets()
     return print_rows(out, items, as_json=args.json, line=_preset_line,
                       empty_hint="no presets yet; import a SillyTavern chat-completion preset with "
                                  "`tavern import FILE.json`")
@@ -99,7 +99,7 @@ def _strategy_line(spec: StrategySpec) -> str:
 def cmd_strategies(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """List strategies: built-in, then the newest version of each saved one."""
     with open_service(args) as tavern:
-        items = tavern.strategies()
+        items = tavern.strategies.strategies()
     return print_rows(out, items, as_json=args.json, line=_strategy_line,
                       to_json=lambda s: {**s.snapshot(), "builtin": s.builtin})
 
@@ -115,7 +115,7 @@ def _option(text: str) -> tuple[str, Any]:
 def cmd_strategy_save(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern strategy save`: a new strategy or its next version; it is applied nowhere."""
     with open_service(args) as tavern:
-        spec = tavern.save_strategy(args.name, args.base, dict(_option(o) for o in args.option),
+        spec = tavern.strategies.save_strategy(args.name, args.base, dict(_option(o) for o in args.option),
                                     expected_version=args.expected_version)
     out.write(f"saved {spec.name} v{spec.version} ({spec.base}); not applied anywhere\n")
     return EXIT_OK
@@ -124,6 +124,6 @@ def cmd_strategy_save(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 def cmd_strategy_apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern strategy apply`: the strategy (its newest version, or --version) for a playthrough."""
     with open_service(args) as tavern:
-        spec = tavern.apply_strategy(args.playthrough, args.name, args.version)
+        spec = tavern.strategies.apply_strategy(args.playthrough, args.name, args.version)
     out.write(f"applied {spec.name} v{spec.version} to playthrough {args.playthrough}\n")
     return EXIT_OK

@@ -1,6 +1,6 @@
 """Provides `tavern trace list|show|verify|replay`: recorded requests, explained and verified.
 
-Everything here calls the `Tavern` service (`service_trace`); a trace is history, so the
+Everything here calls the `Tavern` service (`service/traces.py`); a trace is history, so the
 output says so, unlike `tavern preview`.
 """
 
@@ -61,14 +61,14 @@ def _trace_line(t: TraceView) -> str:
 def cmd_trace_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern trace list`: the recorded requests of a playthrough, a session or all, oldest first."""
     with open_service(args) as tavern:
-        items = tavern.traces(args.playthrough, session_id=args.session)
+        items = tavern.traces.traces(args.playthrough, session_id=args.session)
     return print_rows(out, items, as_json=args.json, line=_trace_line, header=_LIST_HEADER,
                       empty_hint="no recorded requests yet")
 
 
 async def _replay(tavern: Tavern, args: argparse.Namespace, out: TextIO) -> int:
     try:
-        async for update in tavern.replay(args.trace_id, model=args.model):
+        async for update in tavern.traces.replay(args.trace_id, model=args.model):
             if isinstance(update, TextDelta):
                 out.write(update.text)
                 out.flush()
@@ -87,7 +87,7 @@ def cmd_trace_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern trace show`: one request's messages (source, ref, hash), resources, config and world info."""
     with open_service(args) as tavern:
-        shown = tavern.trace(args.trace_id)
+        shown = tavern.traces.trace(args.trace_id)
     if args.json:
         return print_json(out, shown)
     view = shown["view"]
@@ -136,7 +136,7 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_trace_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern trace verify`: each request rebuilt from the log and compared; exit 1 on any mismatch."""
     with open_service(args) as tavern:
-        results = tavern.verify_all() if args.all else [(args.trace_id, tavern.verify_trace(args.trace_id))]
+        results = tavern.traces.verify_all() if args.all else [(args.trace_id, tavern.traces.verify_trace(args.trace_id))]
     failed = False
     report = []
     for trace_id, result in results:
