@@ -24,6 +24,18 @@ class DecisionList(Widget):
     | `decision-list--fired` | an entry that fired |
     | `decision-list--skipped` | an entry that did not |
     | `decision-list--over-budget` | an entry the budget stopped |
+
+    The lines take `$wi-fired`, `$wi-skipped` and `$wi-over-budget`.
+    """
+
+    DEFAULT_CSS = """
+    DecisionList {
+        height: auto;
+    }
+
+    DecisionList > .decision-list--fired { color: $wi-fired; }
+    DecisionList > .decision-list--skipped { color: $wi-skipped; }
+    DecisionList > .decision-list--over-budget { color: $wi-over-budget; }
     """
 
     COMPONENT_CLASSES = {"decision-list--fired", "decision-list--skipped", "decision-list--over-budget"}
