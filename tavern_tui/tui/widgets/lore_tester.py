@@ -77,8 +77,8 @@ class LoreTester(Vertical):
     }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self._runner: Runner | None = None
         self._idle_text = ""
         self._pending: Timer | None = None
