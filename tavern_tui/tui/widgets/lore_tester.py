@@ -42,7 +42,7 @@ class LoreTester(Vertical):
     | child id / class | part |
     | --- | --- |
     | `#tester-input` | the one-line, borderless input on `$boost` |
-    | `#tester-totals` | the bold totals line; `-over-budget` (the budget stopped an entry) colours it `$wi-over-budget` |
+    | `#tester-totals` | the bold totals line; `$wi-over-budget` with `-over-budget` (the budget stopped an entry) |
     | `#tester-scroll` | the scrolling decision lines |
 
     Its frame is the app's `.pane` rule (the screen gives it the class).

@@ -23,7 +23,7 @@ class MessageBox(Vertical):
 
     | class | meaning |
     | --- | --- |
-    | `-user` / `-assistant` / `-system` | the role (`-user` gets `$message-user-background`; the speaker's colour follows the role) |
+    | `-user` / `-assistant` / `-system` | the role (the speaker's colour; `-user` on `$message-user-background`) |
     | `-origin-<origin>` | an origin other than the role's natural producer (the greeting: engine) |
     | `-streaming` | the reply is still arriving |
     | `-partial` with `-stopped` or `-error` | a reply cut off by Esc or by a provider error |
