@@ -26,8 +26,14 @@ APP_VARIABLES: dict[str, str] = {
     "wi-skipped": "text-muted",
     "wi-over-budget": "warning",
     "wi-bound": "accent",
+    "pane-border": "primary 50%",
+    "pane-border-focus": "primary",
 }
-"""Variables `app.tcss` uses beyond Textual's own, each with the Textual variable it falls back to.
+"""Variables the stylesheets (`app.tcss`, widgets' `DEFAULT_CSS`) use beyond Textual's own, each
+with the Textual variable it falls back to, optionally followed by an alpha ("primary 50%").
+
+`pane-border` / `pane-border-focus` are the colours of the shared `.pane` frame (`app.tcss`),
+unfocused and focused.
 
 A theme's `[variables]` table overrides them; the fallbacks make the stylesheet parse under any
 theme (Textual refuses undeclared variables, and a variable's value cannot name another one).
@@ -35,9 +41,14 @@ theme (Textual refuses undeclared variables, and a variable's value cannot name 
 
 
 def app_variable_defaults(theme: Theme) -> dict[str, str]:
-    """Values of `APP_VARIABLES` for `theme` when it does not set them itself."""
+    """Values of `APP_VARIABLES` for `theme` when it does not set them itself: the fallback's
+    colour, with its alpha when it has one ("#0178d4 50%")."""
     generated = theme.to_color_system().generate()
-    return {name: generated[fallback] for name, fallback in APP_VARIABLES.items()}
+    values: dict[str, str] = {}
+    for name, fallback in APP_VARIABLES.items():
+        base, _, alpha = fallback.partition(" ")
+        values[name] = f"{generated[base]} {alpha}" if alpha else generated[base]
+    return values
 
 
 _THEME_FIELDS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground",

@@ -27,6 +27,7 @@ from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.message_box import MessageBox
+from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.tui.widgets.status_line import StatusLine
 from tavern_tui.tui.widgets.transcript import WINDOW, Transcript
 
@@ -118,9 +119,9 @@ class ChatScreen(Screen[None]):
         self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="chat-title", markup=False)
+        yield ScreenTitle("", id="chat-title", markup=False)
         yield Transcript(id="transcript")
-        yield Input(placeholder="Say something… (Enter sends, Esc stops a reply or goes back)", id="prompt")
+        yield Input(placeholder="Say something… (Enter sends, Esc stops a reply or goes back)", id="prompt", classes="pane")
         yield StatusLine(self.tavern.provider_label, id="status")
         yield FitFooter(drop=self.FOOTER_DROP)
 

@@ -60,9 +60,9 @@ class EntryEditor(SaveCancelModal[WorldBookView | None]):
         positions = [(f"{int(p)} · {short} ({long})", int(p)) for p, (short, long) in POSITION_NAMES.items()]
         # The form scrolls inside the box, whose height and width never exceed the screen's
         # (80x24 included); the error line and Save / Cancel stay docked at its foot.
-        with Vertical(id="editor-box") as box:
+        with Vertical(id="editor-box", classes="modal-box") as box:
             box.border_title = f"{self.book.name} · entry {entry.uid}"
-            with VerticalScroll(id="editor-form", can_focus=False):
+            with VerticalScroll(id="editor-form", can_focus=False, classes="modal-form"):
                 with Horizontal(classes="editor-row"):
                     yield Label("UID", classes="editor-label")
                     yield Input(str(entry.uid), id="uid", type="integer" if isinstance(entry.uid, int) else "text",
@@ -92,7 +92,7 @@ class EntryEditor(SaveCancelModal[WorldBookView | None]):
                                 classes="-short")
                     yield Checkbox("Constant", entry.constant, id="constant", compact=True)
                     yield Checkbox("Disabled", entry.disable, id="disable", compact=True)
-            with Vertical(id="editor-foot"):
+            with Vertical(id="editor-foot", classes="modal-foot"):
                 yield from self.compose_save_cancel()
 
     def on_mount(self) -> None:

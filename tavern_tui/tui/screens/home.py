@@ -20,6 +20,7 @@ from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
 from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.import_screen import ImportScreen, import_results, notify_warnings
 from tavern_tui.tui.screens.persona import PersonaScreen
+from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
 EMPTY_TEXT = ("No characters yet.\n\n"
               "Import a character card (.png or .json) with `tavern import FILE`,\n"
@@ -48,14 +49,14 @@ class HomeScreen(Screen[None]):
         self._characters: dict[int, CharacterView] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)", id="home-title")
+        yield ScreenTitle("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)", id="home-title")
         yield Static(EMPTY_TEXT, id="empty", markup=False)
         with Horizontal(id="home-panes"):
-            characters = OptionList(id="characters")
+            characters = OptionList(id="characters", classes="pane")
             characters.border_title = "Characters"
             yield characters
             with Vertical(id="character-side"):
-                playthroughs = OptionList(id="playthroughs")
+                playthroughs = OptionList(id="playthroughs", classes="pane")
                 playthroughs.border_title = "Playthroughs"
                 yield playthroughs
                 details = Static("", id="character-details", markup=False)

@@ -24,6 +24,7 @@ from tavern_tui.tui.screens.import_screen import ImportScreen, import_results, n
 from tavern_tui.tui.widgets.entry_table import EntryTable
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.lore_tester import LoreTester
+from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
 EMPTY_TEXT = ("No world books yet.\n\n"
               "Press i and type the path of a world book (.json from SillyTavern, Chub, Agnai, NovelAI\n"
@@ -86,18 +87,18 @@ class LoreScreen(Screen[None]):
         self._filter_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="lore-title", markup=False)
+        yield ScreenTitle("", id="lore-title", markup=False)
         with Horizontal(id="lore-panes"):
             with Vertical(id="lore-library"):
-                books = OptionList(id="books")
+                books = OptionList(id="books", classes="pane")
                 books.border_title = "Library"
                 yield books
                 yield Static("", id="card-book-note", markup=False)
             with Vertical(id="lore-main"):
-                yield Input(placeholder="Filter entries by title, keys or content… (/)", id="entry-filter")
-                yield EntryTable(id="entries")
+                yield Input(placeholder="Filter entries by title, keys or content… (/)", id="entry-filter", classes="pane")
+                yield EntryTable(id="entries", classes="pane")
                 yield Static(EMPTY_TEXT, id="lore-empty", markup=False)
-                tester = LoreTester(id="tester")
+                tester = LoreTester(id="tester", classes="pane")
                 tester.border_title = "Tester"
                 yield tester
         yield FitFooter(drop=self.FOOTER_DROP)

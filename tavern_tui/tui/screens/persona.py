@@ -31,6 +31,7 @@ from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import clip, plural
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
+from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
 TEXT_WIDTH = 62
 """Characters of an entry's or a statement's text the tables show before cutting it with "…"."""
@@ -192,9 +193,9 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
     def compose(self) -> ComposeResult:
         # The form scrolls inside the box, which never exceeds the screen (80x24 included); the
         # error line and Save / Cancel stay docked at its foot.
-        with Vertical(id="persona-editor-box") as box:
+        with Vertical(id="persona-editor-box", classes="modal-box") as box:
             box.border_title = self._title
-            with VerticalScroll(id="persona-editor-form", can_focus=False):
+            with VerticalScroll(id="persona-editor-form", can_focus=False, classes="modal-form"):
                 if self._hint:
                     yield Static(self._hint, id="persona-editor-hint", markup=False)
                 if self._multiline:
@@ -210,7 +211,7 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
                         if self._stale is not None:
                             yield Checkbox("Still stale (uncheck once reviewed)", self._stale, id="persona-stale",
                                            compact=True)
-            with Vertical(id="persona-editor-foot"):
+            with Vertical(id="persona-editor-foot", classes="modal-foot"):
                 yield from self.compose_save_cancel(buttons_id="persona-editor-buttons", keys_id="persona-editor-keys")
 
     def on_mount(self) -> None:
@@ -446,10 +447,10 @@ class PersonaScreen(Screen[None]):
         self._token = 0
 
     def compose(self) -> ComposeResult:
-        yield Static("Persona", id="persona-title", markup=False)
+        yield ScreenTitle("Persona", id="persona-title", markup=False)
         yield Static("", id="persona-note", markup=False)
         with Vertical(id="persona-body"):
-            table = DataTable(id="persona-entries", cursor_type="row", zebra_stripes=True)
+            table = DataTable(id="persona-entries", cursor_type="row", zebra_stripes=True, classes="pane")
             table.border_title = "Entries · sent on every call"
             yield table
             nominations = DataTable(id="nominations", cursor_type="row", zebra_stripes=True)

@@ -26,6 +26,7 @@ from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, plural
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
+from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import PresetView
 
 PREVIEW_LABEL = "PREVIEW — not sent"
@@ -237,7 +238,7 @@ class StrategyEditor(SaveCancelModal[StrategySpec | None]):
     def compose(self) -> ComposeResult:
         spec = self.spec
         options = OPTIONS.get(spec.base, {})
-        with Vertical(id="strategy-editor-box") as box:
+        with Vertical(id="strategy-editor-box", classes="modal-box") as box:
             box.border_title = (f"Copy {spec.name} v{spec.version}" if spec.builtin
                                 else f"Edit {spec.name} v{spec.version}")
             yield Static("Saving stores a new version; it is not applied (Enter in the list applies it).",
@@ -386,13 +387,13 @@ class StrategyScreen(Screen[None]):
         self._wanted: PreviewKey | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="strategy-title", markup=False)
+        yield ScreenTitle("", id="strategy-title", markup=False)
         with Horizontal(id="strategy-panes"):
             with Vertical(id="strategy-side"):
-                strategies = StrategyList(id="strategies")
+                strategies = StrategyList(id="strategies", classes="pane")
                 strategies.border_title = "Strategy"
                 yield strategies
-                presets = PresetList(id="presets")
+                presets = PresetList(id="presets", classes="pane")
                 presets.border_title = "Preset"
                 yield presets
                 yield Static(HINT, id="strategy-hint", markup=False)

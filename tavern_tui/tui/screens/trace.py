@@ -23,6 +23,7 @@ from tavern_tui.engine.trace import Verification
 from tavern_tui.errors import TavernError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import clip, plural, relative_time
+from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import TraceView
 
 HISTORY_LABEL = "HISTORY — what was sent"
@@ -270,9 +271,9 @@ class TraceScreen(Screen[bool]):
         self._lock = asyncio.Lock()
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="trace-title", markup=False)
+        yield ScreenTitle("", id="trace-title", markup=False)
         with Horizontal(id="trace-panes"):
-            requests = RequestList(id="requests")
+            requests = RequestList(id="requests", classes="pane")
             requests.border_title = "Requests"
             yield requests
             with VerticalScroll(id="trace-detail") as detail:

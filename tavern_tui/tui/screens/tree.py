@@ -22,6 +22,7 @@ from tavern_tui.tui.labels import plural
 from tavern_tui.tui.screens.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.persona import ConfirmScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
+from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import TimelineView, VariantView
 
 Ref = tuple[int, int]
@@ -251,7 +252,7 @@ class TreeScreen(Screen[int | None]):
         self.playthrough_id = playthrough_id
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="tree-title", markup=False)
+        yield ScreenTitle("", id="tree-title", markup=False)
         yield VariantTree(id="variants")
         yield FitFooter(drop=self.FOOTER_DROP)
 

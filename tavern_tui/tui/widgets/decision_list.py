@@ -24,6 +24,20 @@ class DecisionList(Widget):
     | `decision-list--fired` | an entry that fired |
     | `decision-list--skipped` | an entry that did not |
     | `decision-list--over-budget` | an entry the budget stopped |
+
+    Its `DEFAULT_CSS` uses only Textual's variables, so it renders on any app (the tests mount it
+    on a bare `App`); the tavern app's stylesheet recolours the lines with the theme's
+    `$wi-fired`, `$wi-skipped` and `$wi-over-budget`, which fall back to the same colours.
+    """
+
+    DEFAULT_CSS = """
+    DecisionList {
+        height: auto;
+    }
+
+    DecisionList > .decision-list--fired { color: $success; }
+    DecisionList > .decision-list--skipped { color: $text-muted; }
+    DecisionList > .decision-list--over-budget { color: $warning; }
     """
 
     COMPONENT_CLASSES = {"decision-list--fired", "decision-list--skipped", "decision-list--over-budget"}

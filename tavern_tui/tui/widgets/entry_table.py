@@ -47,8 +47,8 @@ class EntryTable(DataTable[Text]):
     `sort_by` orders them (the same column again reverses). The border subtitle says how.
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, id=id)
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, id=id, classes=classes)
         self._entries: list[WorldInfoEntry] = []
         self._haystacks: list[str] = []
         self.filter_text = ""

@@ -38,10 +38,47 @@ class LoreTester(Vertical):
 
     The screen sets what to run (`set_runner`); typing reruns it after `DEBOUNCE`. Each run goes
     to a thread worker that only posts `WorldInfoTested`; results of superseded runs are dropped.
+
+    | child id / class | part |
+    | --- | --- |
+    | `#tester-input` | the one-line, borderless input on `$boost` |
+    | `#tester-totals` | the bold totals line; `$wi-over-budget` with `-over-budget` (the budget stopped an entry) |
+    | `#tester-scroll` | the scrolling decision lines |
+
+    Its frame is the app's `.pane` rule (the screen gives it the class).
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    DEFAULT_CSS = """
+    LoreTester {
+        height: 1fr;
+        min-height: 10;
+    }
+
+    LoreTester #tester-input {
+        border: none;
+        height: 1;
+        padding: 0 1;
+        background: $boost;
+    }
+
+    LoreTester #tester-totals {
+        height: 1;
+        padding: 0 1;
+        color: $text;
+        text-style: bold;
+    }
+
+    LoreTester #tester-totals.-over-budget { color: $wi-over-budget; }
+
+    LoreTester #tester-scroll {
+        height: 1fr;
+        padding: 0 1;
+        scrollbar-size-vertical: 1;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self._runner: Runner | None = None
         self._idle_text = ""
         self._pending: Timer | None = None

@@ -23,10 +23,77 @@ class MessageBox(Vertical):
 
     | class | meaning |
     | --- | --- |
-    | `-user` / `-assistant` / `-system` | the role |
+    | `-user` / `-assistant` / `-system` | the role (the speaker's colour; `-user` on `$message-user-background`) |
     | `-origin-<origin>` | an origin other than the role's natural producer (the greeting: engine) |
     | `-streaming` | the reply is still arriving |
     | `-partial` with `-stopped` or `-error` | a reply cut off by Esc or by a provider error |
+
+    | child class | part |
+    | --- | --- |
+    | `message-header` | the one-line header row |
+    | `speaker` | the speaker's name (`$speaker-character`, `$speaker-user`, `$speaker-system`) |
+    | `mark` | the subtle mark after it (`$mark-origin`; `$mark-stopped` / `$mark-error` when cut off) |
+    | `message-body` | the Markdown body |
+    | `reasoning` | the collapsed reasoning (`$reasoning-foreground`, italic) |
+    """
+
+    # Paragraphs keep Markdown's bottom margin, which also spaces the boxes apart
+    # (a :last-child rule would restyle every sibling on each mount).
+    DEFAULT_CSS = """
+    MessageBox {
+        height: auto;
+        padding: 0 1;
+    }
+
+    MessageBox.-user {
+        background: $message-user-background;
+    }
+
+    MessageBox .message-header {
+        height: 1;
+    }
+
+    MessageBox .speaker {
+        text-style: bold;
+        color: $speaker-character;
+        width: auto;
+    }
+
+    MessageBox.-user .speaker { color: $speaker-user; }
+    MessageBox.-system .speaker { color: $speaker-system; }
+
+    MessageBox .mark {
+        width: auto;
+        margin-left: 1;
+        color: $mark-origin;
+        text-style: italic;
+    }
+
+    MessageBox.-stopped .mark { color: $mark-stopped; text-style: bold; }
+    MessageBox.-error .mark { color: $mark-error; text-style: bold; }
+    MessageBox.-streaming .mark { color: $text-muted; text-style: italic; }
+
+    MessageBox .message-body {
+        height: auto;
+        margin: 0;
+        padding: 0;
+        background: transparent;
+    }
+
+    MessageBox .reasoning {
+        height: auto;
+        padding: 0;
+        margin: 0;
+        border: none;
+        background: transparent;
+        color: $reasoning-foreground;
+    }
+
+    MessageBox .reasoning Markdown {
+        color: $reasoning-foreground;
+        text-style: italic;
+        background: transparent;
+    }
     """
 
     def __init__(self, speaker: str, content: str = "", *, mark: str = "", reasoning: str = "",

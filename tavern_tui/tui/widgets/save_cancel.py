@@ -30,6 +30,74 @@ class SaveCancelModal(ModalScreen[ResultT]):
     - `compose_save_cancel()` yields the error line and the Save / Cancel row;
     - `begin_save()`, `save_refused()` and `save_done()` run one save: a refusal is shown in
       the error line (`ERROR_ID`) and the editor stays open with what it holds; a success closes it.
+
+    It carries the editors' frame: centred over the dimmed screen, a box that is never taller than
+    the screen, a form that scrolls and a foot that stays at the bottom. A subclass gives its parts
+    these classes and sets only its own widths (the box's `width`, its labels' and fields') in the
+    app stylesheet:
+
+    | class | part |
+    | --- | --- |
+    | `modal-box` | the framed box (`$primary` round border on `$surface`) |
+    | `modal-form` | the scrolling form inside it |
+    | `modal-foot` | the foot docked under the form (the error line and the buttons) |
+    | `modal-error` | the error line (`compose_save_cancel`; bold `$error`) |
+    | `modal-buttons` | the Save / Cancel row (`compose_save_cancel`) |
+    | `modal-keys` | the keys' hint at the row's right (`compose_save_cancel`; muted) |
+
+    Every `Label` inside (the field labels) is `$text-muted`.
+    """
+
+    DEFAULT_CSS = """
+    SaveCancelModal {
+        align: center middle;
+        background: $background 60%;
+    }
+
+    SaveCancelModal .modal-box {
+        height: auto;
+        max-height: 100%;
+        padding: 1 2;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+
+    SaveCancelModal .modal-form {
+        height: auto;
+        max-height: 100%;
+        scrollbar-size-vertical: 1;
+    }
+
+    SaveCancelModal .modal-foot {
+        dock: bottom;
+        height: auto;
+    }
+
+    SaveCancelModal Label {
+        color: $text-muted;
+    }
+
+    SaveCancelModal .modal-error {
+        height: auto;
+        color: $error;
+        text-style: bold;
+    }
+
+    SaveCancelModal .modal-buttons {
+        height: 1;
+        margin-top: 1;
+    }
+
+    SaveCancelModal .modal-buttons Button {
+        margin-right: 2;
+    }
+
+    SaveCancelModal .modal-keys {
+        width: 1fr;
+        text-align: right;
+        color: $text-muted;
+    }
     """
 
     ERROR_ID: ClassVar[str] = "editor-error"
@@ -57,11 +125,11 @@ class SaveCancelModal(ModalScreen[ResultT]):
     def compose_save_cancel(self, *, buttons_id: str = "editor-buttons", keys_id: str = "editor-hint",
                             keys: str = "Ctrl+S saves · Esc cancels") -> ComposeResult:
         """The error line (`ERROR_ID`, empty) and a row with Save, Cancel and the keys' hint."""
-        yield Static("", id=self.ERROR_ID, markup=False)
-        with Horizontal(id=buttons_id):
+        yield Static("", id=self.ERROR_ID, markup=False, classes="modal-error")
+        with Horizontal(id=buttons_id, classes="modal-buttons"):
             yield Button("Save", id="save", variant="primary", compact=True)
             yield Button("Cancel", id="cancel", compact=True)
-            yield Static(keys, id=keys_id)
+            yield Static(keys, id=keys_id, classes="modal-keys")
 
     def begin_save(self) -> bool:
         """Start a save: False (do nothing) when one is running already; else mark it running,

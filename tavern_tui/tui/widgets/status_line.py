@@ -18,6 +18,20 @@ class StatusLine(Static):
     | --- | --- |
     | `-streaming` | a reply is arriving |
     | `-error` | the last step failed; `detail` names the category ("authentication: …") |
+
+    Idle it is muted text on `$panel`; `-streaming` turns it `$primary`, `-error` puts it on `$error`.
+    """
+
+    DEFAULT_CSS = """
+    StatusLine {
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        color: $text-muted;
+    }
+
+    StatusLine.-streaming { color: $primary; }
+    StatusLine.-error { color: $text; background: $error 40%; }
     """
 
     provider: reactive[str] = reactive("")

@@ -29,6 +29,28 @@ class Transcript(VerticalScroll):
     Attributes:
         fetch: `fetch(n)` returns the newest n messages (`Tavern.playthroughs.messages(pid, last=n)`); None
             when `show` is always given the whole list.
+
+    | child id | part |
+    | --- | --- |
+    | `#spacer` | takes the height the messages leave free |
+    | `#earlier` | the muted "N earlier messages" line at the top |
+    """
+
+    DEFAULT_CSS = """
+    Transcript {
+        padding: 0 1;
+        scrollbar-size-vertical: 1;
+    }
+
+    Transcript #spacer {
+        height: 1fr;
+    }
+
+    Transcript #earlier {
+        height: 1;
+        color: $text-muted;
+        text-align: center;
+    }
     """
 
     def __init__(self, *, window: int = WINDOW, id: str | None = None) -> None:
