@@ -36,9 +36,17 @@ from tavern_tui.lore.matching import IndexFactory, ReferenceIndex
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.prepare import Prepared, build_plan
 from tavern_tui.lore.result import ActivationResult
-from tavern_tui.lore.runstate import INITIAL, MIN_ACTIVATIONS, NONE, RECURSION, RunState, utf8_size
+from tavern_tui.lore.runstate import (
+    INITIAL,
+    MIN_ACTIVATIONS,
+    NONE,
+    RECURSION,
+    RunState,
+    utf8_size,
+)
 from tavern_tui.lore.scan import scan
 from tavern_tui.lore.settings import WorldInfoSettings
+
 
 def activate(
     books: Sequence[WorldBook | SourcedBook],

@@ -22,7 +22,14 @@ from tavern_tui.lore.groups import filter_by_inclusion_groups
 from tavern_tui.lore.model import SelectiveLogic
 from tavern_tui.lore.prepare import Prepared
 from tavern_tui.lore.result import ActivatedEntry, Decision, Reason
-from tavern_tui.lore.runstate import FIRED_STAGE, STAGE_BY_ID, Candidate, RunState, utf8_size
+from tavern_tui.lore.runstate import (
+    FIRED_STAGE,
+    STAGE_BY_ID,
+    Candidate,
+    RunState,
+    utf8_size,
+)
+
 
 def admit(run: RunState, new: list[Candidate], state: int, earlier_tokens: int) -> list[Prepared]:
     """Inclusion groups, probability and budget for this loop's candidates (in place of

@@ -21,6 +21,7 @@ from tavern_tui.lore.prepare import Prepared
 from tavern_tui.lore.result import Reason
 from tavern_tui.lore.runstate import NO_MATCH_STAGE, RECURSION, Candidate, RunState
 
+
 def scan(run: RunState, state: int) -> list[Candidate]:
     """One pass of SillyTavern's per-entry checks; returns the matched candidates in scan order.
 
