@@ -34,7 +34,7 @@ from tavern_tui.lore.runstate import (
 def admit(run: RunState, new: list[Candidate], state: int, earlier_tokens: int) -> list[Prepared]:
     """Inclusion groups, probability and budget for this loop's candidates (in place of
     SillyTavern's loop over `newEntries`); returns the entries that did not fail their roll."""
-    run.located = {}  # for `locate`
+    run.located = {}  # for `_locate`
     entries = [c[0] for c in new]
     if run.plan.grouping and any(p.group_names for p in entries):
         info = {c[0].pos: c for c in new}
@@ -91,7 +91,7 @@ def admit(run: RunState, new: list[Candidate], state: int, earlier_tokens: int) 
             continue
         firing.append((c, value))
     # Firing does not change what the loop above decides (budget and rolls), so the entries
-    # fire together: `locate` then places only their keys, not those of entries over budget.
+    # fire together: `_locate` then places only their keys, not those of entries over budget.
     _fire(run, firing)
     return [p for p in entries if p.pos not in run.failed] if failed else entries
 
@@ -117,7 +117,7 @@ def _score(run: RunState, p: Prepared, candidate: Candidate, state: int) -> int:
 def _fire(run: RunState, firing: list[tuple[Candidate, float | None]]) -> None:
     """Activate this loop's admitted candidates, in order, each with its probability roll (or
     None): its decision (where its key was found) and the run's bookkeeping."""
-    run.pending = [c for c, _ in firing]  # the keys `locate` places
+    run.pending = [c for c, _ in firing]  # the keys `_locate` places
     step = run.step
     decisions, stages, done_pos, complex_pos = run.decisions, run.stages, run.done_pos, run.complex_pos
     activated, located = run.activated, run.located

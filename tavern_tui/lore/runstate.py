@@ -45,7 +45,7 @@ class RunState:
         self.settled: set[int] = set()  # positions noted at no-match or further (fired ones: see complex_pos)
         self.open: dict[tuple, frozenset[int]] = {}  # per shape: simple positions neither missed nor settled
         self.tokens: dict[tuple, tuple] = {}  # per shape: this loop's `shape_token`
-        self.pending: list[Candidate] = []  # this loop's candidates (`locate`)
+        self.pending: list[Candidate] = []  # this loop's candidates (`admission._locate`)
         self.located: dict[tuple, dict[int, Segment | None]] = {}  # per buffer: key id -> piece
         # SillyTavern: `${world}.${uid}` -> (entry, its decision, its ActivatedEntry)
         self.activated: dict[EntryKey, tuple[Prepared, Decision, ActivatedEntry]] = {}

@@ -33,7 +33,7 @@ def scan(run: RunState, state: int) -> list[Candidate]:
     to_match: list[Prepared] = []
     excluded: list[Prepared] = []
     ctx, timed, plan = run.ctx, run.timed, run.plan
-    complex_pos = run.complex_pos  # does not change during the scan (entries fire in `admit`)
+    complex_pos = run.complex_pos  # does not change during the scan (entries fire in `admission.admit`)
     # Failed entries and the active entry of each (book, uid) are done with: not walked.
     for p in [plan.entries[pos] for pos in sorted(complex_pos - run.done_pos)]:
         if p.key in run.activated:
