@@ -25,11 +25,12 @@ How it gets there fast (performance-anchors §1.1, §5):
 - Regex keys (`fastregex`): a literal prefilter, a scope (atom, piece, line or the whole text)
   and a relaxed pattern, from `regex_plan.analyse_regex`; results cached per unit string.
 - Scan loops. The next loop's buffer is the last one + "\\n\\x01" + recursion text: its atoms
-  and lines are the last buffer's and the rest's, so it is composed from the cached one (`fastunits.Text`)
-  and only the rest is looked at for the keys the last buffer decided (PIECE and TEXT scopes,
-  whose units do not compose so, are searched as usual). What a whole text was found to hold
-  or not (`Text.rx_true` / `rx_false`) is kept with it. Scan buffers never come back once the
-  window moves on, so only the last few are kept; their messages stay cached as units.
+  and lines are the last buffer's and the rest's, so it is composed from the cached one
+  (`fastunits.Text`) and only the rest is looked at for the keys the last buffer decided
+  (PIECE and TEXT scopes, whose units do not compose so, are searched as usual). What a whole
+  text was found to hold or not (`Text.rx_true` / `rx_false`) is kept with it. Scan buffers
+  never come back once the window moves on, so only the last few are kept; their messages stay
+  cached as units.
 - Priming (`prime`, from the app's warm-up when a chat opens; `fastprime`): every entry content
   a recursion loop may add is cut into units ahead of time and its ATOM-scope regex keys are
   decided in bulk, so a step that first activates an entry neither scans nor searches it.

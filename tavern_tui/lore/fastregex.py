@@ -1,4 +1,4 @@
-"""Provides the regex-key half of `FastIndex`: which regex keys a unit or text may hold, and their searches.
+"""Provides `FastIndex`'s regex keys: which of them a unit or text may hold, and their searches.
 
 Functions over a `FastIndex`'s state (its key tables and caches, which they read and update),
 called once per asked text or per key, as its methods were.
@@ -230,7 +230,8 @@ def search(index: FastIndex, key_id: int, text: str) -> bool | None:
         return None
 
 
-def text_hits(index: FastIndex, text: str, info: Text, ids: set[int], matched: set[int], timed_out: set[int]) -> None:
+def text_hits(index: FastIndex, text: str, info: Text, ids: set[int], matched: set[int],
+              timed_out: set[int]) -> None:
     """Regex keys searched in the whole text as the reference does (`info` holds this
     text's finished searches)."""
     for key_id in ids:
