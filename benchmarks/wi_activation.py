@@ -25,7 +25,7 @@ Figures per variant (prefixed `en_`, `de_`, `cjk_`), all in one process:
 - Breakdown, from separate instrumented runs (6 warm steps, 3 cold): `warm_plan_ms` (the
   `prepare.build_plan` part of an activation), `warm_index_p50_ms` / `warm_index_p95_ms` (time
   inside `FastIndex.hits` and `first_hits`), split into `warm_index_scan_ms` (the per-shape scans)
-  and `warm_index_locate_ms` (activation.py's `locate`: one `first_hits` call per buffer and scan
+  and `warm_index_locate_ms` (admission.py's `_locate`: one `first_hits` call per buffer and scan
   loop, placing every fired entry's key in a piece; `warm_index_calls` calls in all);
   `cold_index_ms` likewise for a cold activation.
 - `ref_cold_ms`, `ref_warm_p50_ms`: the same activations with `ReferenceIndex` (one regex test per
@@ -237,8 +237,8 @@ def _pct(values: list[float], q: float) -> float:
 
 class _Stopwatch:
     """Wraps one index's `hits` and `first_hits` to add up the time spent in them, apart for the
-    per-shape scans (`_Run.match`: many keys asked at once) and for locating fired entries' keys
-    in the buffer pieces (`_Run.locate`: `first_hits`, or single-key `hits` calls)."""
+    per-shape scans (`RunState.match`: many keys asked at once) and for locating fired entries' keys
+    in the buffer pieces (`admission._locate`: `first_hits`, or single-key `hits` calls)."""
 
     def __init__(self, index: FastIndex) -> None:
         self.index, self.inner, self.inner_first = index, index.hits, index.first_hits

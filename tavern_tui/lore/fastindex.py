@@ -12,7 +12,8 @@ How it gets there fast (performance-anchors §1.1, §5):
   `\\x01` or a text end) is a `\\W` boundary either way. `str.lower()` commutes with the cut
   (its only context rule, final sigma, stops at `\\n` and `\\x01`, neither cased nor
   case-ignorable). So the facts about an atom string (plain keys and prefilter literals in it,
-  regex results) are cached by the string itself and reused across calls and activations.
+  regex results; `fastunits.Unit`) are cached by the string itself and reused across calls and
+  activations.
 - Plain keys, per atom, lower-cased once with `str.lower()` as the reference lowers both sides:
   * whole-word keys made only of `[A-Za-z0-9_]`: a whole-word occurrence is exactly a maximal
     run of those characters equal to the key, so one set lookup per run finds them all;
@@ -21,38 +22,22 @@ How it gets there fast (performance-anchors §1.1, §5):
     whole-word key is checked for the reference's `(?:^|\\W)key(?:$|\\W)` with ASCII `\\W` on
     the same (folded or raw) text. Lengths that change under folding (`İ`) do not matter: no
     offset is mapped back to the original text.
-- Regex keys are compiled by `matching.parse_regex_key`, exactly as the reference does. From the
-  translated pattern (parsed with `re._parser`, `regex_plan.analyse_regex`) we derive:
-  * a required literal, or alternatives one of which every match contains, fed to the automata
-    as a prefilter: where none occurs, the regex cannot match and is not run. Under the `i` flag
-    only ASCII and Latin-1/Extended-A letters are used (not ß), lower-cased and looked up in the
-    lowered text, also after mapping `İ ı ſ` (which `regex` folds onto i, I, s;
-    `FOLDS_ONTO_ASCII`) to those letters;
-  * a scope: a pattern that can consume neither `\\n` nor `\\x01` (lookaround bodies included),
-    has no `\\A`/`\\Z` anchor and is not sticky matches the text iff it matches an atom; one
-    that avoids only `\\x01` is decided per `\\x01`-piece, one that avoids only `\\n` per line;
-    anything else runs on the whole text as in the reference. `\\b` keeps the atom scope.
-    Results are cached per unit string (or per whole text). The undecided units of a key are
-    searched in one go, joined by a separator its scope cannot cross;
-  * a relaxed pattern without the `\\b`/`\\B` assertions, a cheap necessary condition
-    searched first (`RegexPlan.relaxed`), compiled once the key's own searches have covered
-    `RELAX_AFTER` characters (compiling costs about that much). No match of the key starts
-    before the leftmost relaxed match, so the key is then searched from there (`pos=`, which
-    leaves the text before it in view of lookbehinds: the same search, shorter).
+- Regex keys (`fastregex`): a literal prefilter, a scope (atom, piece, line or the whole text)
+  and a relaxed pattern, from `regex_plan.analyse_regex`; results cached per unit string.
 - Scan loops. The next loop's buffer is the last one + "\\n\\x01" + recursion text: its atoms
-  and lines are the last buffer's and the rest's, so it is composed from the cached one (`_Text`)
-  and only the rest is looked at for the keys the last buffer decided (PIECE and TEXT scopes,
-  whose units do not compose so, are searched as usual). What a whole text was found to hold
-  or not (`_Text.rx_true` / `rx_false`) is kept with it. Scan buffers never come back once the
-  window moves on, so only the last few are kept; their messages stay cached as units.
-- Priming (`prime`, from the app's warm-up when a chat opens): every entry content a recursion
-  loop may add is cut into units ahead of time, and the ATOM-scope regex keys are decided in
-  them in bulk (one pass per key over all its candidate units joined; only matches are
-  recorded, a primed unit holds no other), so a step that first activates an entry neither
-  scans its content nor searches it.
-- Locating keys (`first_hits`): activation.py asks, for its fired entries' keys, which buffer
-  piece holds each first (a piece is usually cached from the last step, verdicts included); the
-  pieces of the last loop's buffer are skipped for plain and ATOM-scope keys it did not hold.
+  and lines are the last buffer's and the rest's, so it is composed from the cached one
+  (`fastunits.Text`) and only the rest is looked at for the keys the last buffer decided
+  (PIECE and TEXT scopes, whose units do not compose so, are searched as usual). What a whole
+  text was found to hold or not (`Text.rx_true` / `rx_false`) is kept with it. Scan buffers
+  never come back once the window moves on, so only the last few are kept; their messages stay
+  cached as units.
+- Priming (`prime`, from the app's warm-up when a chat opens; `fastprime`): every entry content
+  a recursion loop may add is cut into units ahead of time and its ATOM-scope regex keys are
+  decided in bulk, so a step that first activates an entry neither scans nor searches it.
+- Locating keys (`first_hits`): the activation (admission.py) asks, for its fired entries'
+  keys, which buffer piece holds each first (a piece is usually cached from the last step,
+  verdicts included); the pieces of the last loop's buffer are skipped for plain and ATOM-scope
+  keys it did not hold.
 - Odd keys (an empty needle, a needle holding `\\n` or `\\x01`) are tested on the whole text
   the reference's way.
 
@@ -69,14 +54,14 @@ Not thread-safe: the caches are plain dicts (use one index per thread).
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
-from itertools import accumulate
 from operator import attrgetter
 
 import regex
 
+from tavern_tui.lore.fastprime import prime_atom_regexes
+from tavern_tui.lore.fastregex import candidates, one_regex, regex_hits
+from tavern_tui.lore.fastunits import Text, Unit
 from tavern_tui.lore.matching import (
     DEFAULT_REGEX_TIMEOUT,
     CompiledKey,
@@ -105,57 +90,14 @@ _HAS_FOLD_EXCEPTION = re.compile(f"[{''.join(FOLDS_ONTO_ASCII)}]")
 _NOTHING = KeyHits(frozenset())
 _UNKNOWN = object()
 _KEYS, _LITS = attrgetter("keys"), attrgetter("lits")
-_PLUS_ONE = (1).__add__
 RELAX_AFTER = 1500
 """Characters a regex key is searched with its own pattern before its relaxed pattern is
 compiled (see `FastIndex._quick`)."""
-_PRIME_RELAXED = 50_000  # `_prime_atom_regexes` passes over joined texts this long with the relaxed pattern
 _LONG_TEXT = 2000  # texts at least this long are remembered as bases for composed texts
 _LONG_KEPT = 6  # how many are kept: this step's scan buffers and the last step's
 
 
 # -- the index ----------------------------------------------------------------------------------
-
-@dataclass
-class _Unit:
-    """Facts about one unit string (an atom, a piece or a line), true wherever the string occurs:
-    the plain keys found in it by the reference's rules, the prefilter literals present, and the
-    regex keys already searched in it."""
-
-    keys: frozenset[int]
-    lits: frozenset[int]
-    size: int
-    candidates: frozenset[int] | None = None  # regex keys worth searching here (lazy)
-    rx_true: set[int] = field(default_factory=set)
-    rx_false: set[int] = field(default_factory=set)
-    open: frozenset[int] | None = None  # undecided candidates (`FastIndex._open`; lazy, reset on change)
-    primed: bool = False  # every primed ATOM-scope key is decided: matches in rx_true, none elsewhere
-
-
-@dataclass
-class _Text:
-    """A whole text asked about recently: its atoms, the union of their facts, its pieces and
-    lines (lazily, for PIECE/LINE-scope regexes) and the regex keys decided for it as a whole
-    (`rx_true` / `rx_false`: found in this very text or not, any scope; never a timeout).
-
-    A text that is a cached one (`base`) + `"\\n"` + more (the next scan loop's buffer: the last
-    one plus this loop's recursion text) is `composed`: its atoms and lines are the base's plus
-    those of the rest (`split` = where the rest starts), so the base's facts and verdicts carry
-    over and only the rest is looked at for keys the base has decided."""
-
-    atoms: dict[str, _Unit] | None  # ordered, each distinct atom once (None: not put together yet)
-    keys: frozenset[int]
-    lits: frozenset[int]
-    size: int
-    splits: dict[str, dict[str, _Unit]] = field(default_factory=dict)
-    candidates: frozenset[int] | None = None  # regex keys worth searching in this text (lazy)
-    rx_true: set[int] = field(default_factory=set)
-    rx_false: set[int] = field(default_factory=set)
-    open: frozenset[int] | None = None  # candidates in neither rx_true nor rx_false (lazy; reset on change)
-    base: _Text | None = None
-    split: int = 0
-    rest_atoms: dict[str, _Unit] | None = None
-
 
 def _atoms(text: str) -> list[str]:
     """`text` cut at every `\\n` and `\\x01`, in order (one C-level split)."""
@@ -230,12 +172,12 @@ class FastIndex:
         self._unfiltered = frozenset(k for k, p in self.plans.items() if p.required is None)
         self._scopes = {scope: frozenset(k for k, p in self.plans.items() if p.scope == scope)
                         for scope in (ATOM, PIECE, LINE, TEXT)}
-        self._units: dict[str, _Unit] = {}
+        self._units: dict[str, Unit] = {}
         self._prime_skipped: frozenset[int] = frozenset()  # ATOM keys `prime` could not decide (timeouts)
         self._primed_atoms: frozenset[int] = frozenset()  # the ATOM keys a primed unit has decided
         self._relaxed: dict[int, regex.Pattern[str] | None] = {}  # key id -> compiled relaxed pattern
         self._unrelaxed: dict[int, int] = {}  # key id -> characters searched before compiling it
-        self._texts: dict[str, _Text] = {}
+        self._texts: dict[str, Text] = {}
         self._long: list[str] = []  # the last long texts asked about, oldest first (`_composed`)
         self._cached_chars = 0
 
@@ -265,7 +207,7 @@ class FastIndex:
                 if plan is None:
                     found: bool | None = key_id in info.keys
                 else:
-                    found = self._one_regex(text, info, key_id, plan)
+                    found = one_regex(self, text, info, key_id, plan)
                 if self._cached_chars > self.cache_chars:
                     self._trim()
                 return _NOTHING if found is False else KeyHits(frozenset(keys)) if found else KeyHits(
@@ -280,7 +222,7 @@ class FastIndex:
             self._odd_hits(text, wanted, found)
         timed_out: set[int] = set()
         if self._regex:
-            self._regex_hits(text, info, wanted, found, timed_out)
+            regex_hits(self, text, info, wanted, found, timed_out)
         if self._cached_chars > self.cache_chars:
             self._trim()
         plain = info.keys if wanted is None else info.keys & wanted
@@ -297,7 +239,7 @@ class FastIndex:
 
         The same answer as asking `hits` text by text for the keys not yet placed (each key's
         answer for a text does not depend on the other keys asked), without building a
-        `KeyHits` per text: activation.py places each fired entry's key in a buffer piece so.
+        `KeyHits` per text: the activation (admission.py) places each fired entry's key in a buffer piece so.
 
         `base`, `base_pieces`: the first `base_pieces` texts are `"\x01"` + pieces of `base`, a
         text asked about with `hits` before (a scan loop's buffer; the texts are the next loop's
@@ -316,7 +258,7 @@ class FastIndex:
         if known is not None:
             atom_rx = rx_left & self._scopes[ATOM]
             absent = (remaining - regex_ids - odd_left - known.keys) | (atom_rx & known.rx_false) \
-                | (atom_rx - self._candidates(known))
+                | (atom_rx - candidates(self, known))
             if absent:
                 head, skip_to = remaining - absent, base_pieces
         for position, text in enumerate(texts):
@@ -346,10 +288,10 @@ class FastIndex:
                     found |= rx_wanted & info.rx_true
                 undecided = info.open
                 if undecided is None:
-                    undecided = info.open = self._candidates(info) - info.rx_true - info.rx_false
+                    undecided = info.open = candidates(self, info) - info.rx_true - info.rx_false
                 if not rx_wanted.isdisjoint(undecided):
                     found = found or set()
-                    self._regex_hits(text, info, rx_wanted & undecided, found, set())  # keeps the verdicts
+                    regex_hits(self, text, info, rx_wanted & undecided, found, set())  # keeps the verdicts
             if found:
                 for key_id in found:
                     placed[key_id] = position
@@ -376,75 +318,15 @@ class FastIndex:
         """
         limit = self.cache_chars // 2
         done = 0
-        units: dict[str, _Unit] = {}
+        units: dict[str, Unit] = {}
         for text in texts:
             if self._cached_chars > limit:
                 break
             units.update(self._units_of(_atoms(text)))
             done += 1
         if self._regex:
-            self._prime_atom_regexes(units)
+            prime_atom_regexes(self, units)
         return done
-
-    def _prime_atom_regexes(self, units: dict[str, _Unit]) -> None:
-        """Decide the ATOM-scope regex keys in `units` in bulk (`prime`). Per key, one pass over
-        its undecided candidate units joined by "\\n" (which the key cannot cross) finds the units
-        holding a match of its relaxed pattern (a necessary condition), and only those are then
-        searched alone; without a relaxed pattern, a unit holding a match of the key itself is
-        decided by that. Only the matches are recorded: a primed unit (`_Unit.primed`) holds no
-        match of a primed ATOM key outside its `rx_true`. A key that times out here is left to
-        the steps (`_prime_skipped`)."""
-        atom_ids = self._scopes[ATOM]
-        everywhere = atom_ids & self._unfiltered  # candidates in every unit
-        pending: dict[int, list[tuple[str, _Unit]]] = {}
-        listed = list(units.items())
-        for unit in listed:
-            for key_id in (self._open(unit[1]) & atom_ids) - everywhere:
-                pending.setdefault(key_id, []).append(unit)
-        # Keys without a literal are candidates everywhere: searched in every unit joined once
-        # (a unit that has decided such a key already is skipped below).
-        shared: tuple[str, list[int]] = ("", [0])
-        if everywhere and listed:
-            for key_id in everywhere:
-                pending[key_id] = listed
-            shared = self._joined(listed)
-        timeout = self.regex_timeout
-        skipped = set(self._prime_skipped)
-        for key_id, chosen in pending.items():
-            text, starts = shared if chosen is listed else self._joined(chosen)
-            own = self._regex[key_id].compiled
-            # A long text (a key without a literal: every unit) is passed over with the cheaper
-            # relaxed pattern; a short one (the units holding the key's literal, which the
-            # relaxed pattern mostly matches too) with the key itself.
-            pattern = self._quick(key_id, len(text)) or own if len(text) >= _PRIME_RELAXED else own
-            try:
-                # (finditer's matches do not overlap, but no match spans two units, so every
-                # unit holding a match has one that starts in it)
-                # (`concurrent`: the GIL is let go during the scan of a long text, so the app's
-                # screen keeps answering while its warm-up worker primes)
-                flagged = {bisect_right(starts, match.start()) - 1
-                           for match in pattern.finditer(text, timeout=timeout, concurrent=True)}
-            except TimeoutError:
-                skipped.add(key_id)
-                continue
-            for position in flagged:
-                string, info = chosen[position]
-                if key_id in info.rx_true or key_id in info.rx_false:
-                    continue  # decided before
-                if pattern is not own:
-                    try:
-                        if own.search(string, timeout=timeout) is None:
-                            info.rx_false.add(key_id)
-                            continue
-                    except TimeoutError:
-                        skipped.add(key_id)  # (its verdicts so far stay: they are explicit)
-                        continue
-                info.rx_true.add(key_id)
-        self._prime_skipped = frozenset(skipped)
-        self._primed_atoms = atom_ids - self._prime_skipped
-        for info in units.values():
-            info.primed = True
-            info.open = None
 
     def clear_cache(self) -> None:
         """Forget every cached unit and text (the automata stay built)."""
@@ -455,7 +337,7 @@ class FastIndex:
 
     # -- units ----------------------------------------------------------------------------------
 
-    def _text(self, text: str) -> _Text:
+    def _text(self, text: str) -> Text:
         """The facts of a whole text, cached (an activation asks about one text many times)."""
         info = self._texts.pop(text, None)
         if info is None:
@@ -468,7 +350,7 @@ class FastIndex:
                 else:
                     keys = frozenset().union(*map(_KEYS, atoms.values()))
                     lits = frozenset().union(*map(_LITS, atoms.values()))
-                info = _Text(atoms, keys, lits, len(text) + 100)
+                info = Text(atoms, keys, lits, len(text) + 100)
             self._cached_chars += info.size
             if len(text) >= _LONG_TEXT:  # a scan buffer: the next loop's may extend it
                 self._long.append(text)
@@ -481,8 +363,8 @@ class FastIndex:
         self._texts[text] = info  # (re)inserted last: the most recently used
         return info
 
-    def _composed(self, text: str) -> _Text | None:
-        """`text` as a recently seen long text + "\n" + a rest, if it is one (see `_Text`)."""
+    def _composed(self, text: str) -> Text | None:
+        """`text` as a recently seen long text + "\n" + a rest, if it is one (see `Text`)."""
         for base_text in reversed(self._long):
             cut = len(base_text)
             if cut < len(text) and text[cut] == NEWLINE and text.startswith(base_text):
@@ -494,10 +376,10 @@ class FastIndex:
                 keys = base.keys.union(*map(_KEYS, rest.values()))
                 lits = base.lits.union(*map(_LITS, rest.values()))
                 # (its atoms, the base's and the rest's, are put together only if asked for)
-                return _Text(None, keys, lits, len(text) + 100, base=base, split=cut + 1, rest_atoms=rest)
+                return Text(None, keys, lits, len(text) + 100, base=base, split=cut + 1, rest_atoms=rest)
         return None
 
-    def _units_of(self, strings: list[str]) -> dict[str, _Unit]:
+    def _units_of(self, strings: list[str]) -> dict[str, Unit]:
         """The distinct strings with their facts, in order (a repeated unit is looked at once)."""
         units, out = self._units, {}
         for string in dict.fromkeys(strings):
@@ -509,14 +391,14 @@ class FastIndex:
             out[string] = info
         return out
 
-    def _unit(self, string: str) -> _Unit:
+    def _unit(self, string: str) -> Unit:
         info = self._units.pop(string, None)
         if info is None:
             if SEPARATOR in string or NEWLINE in string:
                 # A piece or a line: the union of its atoms (no key or literal holds \n or \x01).
                 parts = [self._unit(atom) for atom in dict.fromkeys(_atoms(string))]
-                info = _Unit(frozenset().union(*(u.keys for u in parts)),
-                             frozenset().union(*(u.lits for u in parts)), len(string) + 100)
+                info = Unit(frozenset().union(*(u.keys for u in parts)),
+                            frozenset().union(*(u.lits for u in parts)), len(string) + 100)
             else:
                 keys: set[int] = set()
                 lits: set[int] = set()
@@ -531,25 +413,25 @@ class FastIndex:
                     if self._folded.has_lits and not string.isascii() and _HAS_FOLD_EXCEPTION.search(string):
                         # `regex` reads İ ı ſ as ASCII letters under IGNORECASE; str.lower does not.
                         self._folded.scan_literals(string.translate(FOLD_FIX).lower(), lits)
-                info = _Unit(frozenset(keys), frozenset(lits), len(string) + 100)
+                info = Unit(frozenset(keys), frozenset(lits), len(string) + 100)
             self._cached_chars += info.size
         self._units[string] = info  # (re)inserted last: the most recently used
         return info
 
-    def _split(self, text: str, info: _Text, separator: str) -> dict[str, _Unit]:
+    def _split(self, text: str, info: Text, separator: str) -> dict[str, Unit]:
         units = info.splits.get(separator)
         if units is None:
             units = info.splits[separator] = self._units_of(text.split(separator))
         return units
 
-    def _atoms_of(self, info: _Text) -> dict[str, _Unit]:
+    def _atoms_of(self, info: Text) -> dict[str, Unit]:
         """The atoms of a text (a composed one's: the base's, then the rest's new ones)."""
         if info.atoms is None:
             info.atoms = {**self._atoms_of(info.base), **info.rest_atoms}  # type: ignore[arg-type]
         return info.atoms
 
-    def _rest_units(self, text: str, info: _Text, scope: str) -> dict[str, _Unit]:
-        """The atoms (ATOM) or lines (LINE) of a composed text's rest (see `_Text`)."""
+    def _rest_units(self, text: str, info: Text, scope: str) -> dict[str, Unit]:
+        """The atoms (ATOM) or lines (LINE) of a composed text's rest (see `Text`)."""
         if scope == ATOM:
             return info.rest_atoms  # type: ignore[return-value]
         units = info.splits.get("rest")
@@ -581,168 +463,6 @@ class FastIndex:
             if (pattern.search(hay) is not None) if pattern is not None else needle in hay:
                 matched.add(key_id)
 
-    @staticmethod
-    def _joined(chosen: list[tuple[str, _Unit]], joiner: str = NEWLINE) -> tuple[str, list[int]]:
-        """The unit strings joined by `joiner` (one a unit's scope cannot cross), and where each
-        starts (a single unit is its own string, at 0)."""
-        if len(chosen) == 1:
-            return chosen[0][0], [0]
-        strings = [string for string, _ in chosen]
-        return joiner.join(strings), list(accumulate(map(_PLUS_ONE, map(len, strings[:-1])), initial=0))
-
-    def _open(self, info: _Unit) -> frozenset[int]:
-        """The regex keys still undecided in a unit: its candidates without its verdicts and,
-        once primed, without the primed ATOM keys (a primed unit records only their matches)."""
-        undecided = info.open
-        if undecided is None:
-            undecided = self._candidates(info) - info.rx_true - info.rx_false
-            if info.primed:
-                undecided -= self._primed_atoms
-            info.open = undecided
-        return undecided
-
-    def _candidates(self, info: _Unit | _Text) -> frozenset[int]:
-        """Regex keys that may match inside this unit or text: no literal needed, or one is present."""
-        if info.candidates is None:
-            base = info.base if isinstance(info, _Text) else None
-            if base is not None:  # the base's, plus what the literals new in the rest bring
-                info.candidates = self._candidates(base).union(
-                    *map(self._lit_regexes.__getitem__, info.lits - base.lits))
-            else:
-                info.candidates = self._unfiltered.union(*map(self._lit_regexes.__getitem__, info.lits))
-        return info.candidates
-
-    def _regex_hits(self, text: str, info: _Text, wanted: Collection[int] | None, matched: set[int],
-                    timed_out: set[int]) -> None:
-        """Add the asked regex keys found in `text` to `matched` (timed out: `timed_out`), and
-        keep the verdicts with `info` (`_Text.rx_true` / `rx_false`)."""
-        asked = self._regex_ids if wanted is None else self._regex_ids & (
-            wanted if isinstance(wanted, (set, frozenset)) else set(wanted))
-        if not asked:
-            return
-        # A regex with a required literal cannot match a text without one of its alternatives.
-        if len(asked) <= 16:  # e.g. locating one key: check the few asked keys one by one
-            requires, lits = self._requires, info.lits
-            possible = {k for k in asked if requires[k] is None or not requires[k].isdisjoint(lits)}
-        else:
-            possible = self._candidates(info) if wanted is None else self._candidates(info) & asked
-        if not possible:
-            return
-        base = info.base
-        for scope, separator in ((ATOM, None), (PIECE, SEPARATOR), (LINE, NEWLINE)):
-            ids = possible & self._scopes[scope]
-            if not ids:
-                continue
-            if base is not None and scope != PIECE:
-                # Atoms and lines of a composed text are the base's and the rest's: a key the
-                # base has decided is found there, or can only be in the rest.
-                known = ids & base.rx_true
-                matched |= known
-                undecided = ids - known
-                in_rest = (undecided & base.rx_false) | (undecided - self._candidates(base))
-                if in_rest:
-                    self._unit_hits(self._rest_units(text, info, scope), in_rest, matched, timed_out, NEWLINE)
-                undecided -= in_rest
-                if undecided:  # asked afresh, or timed out for the base: all units
-                    units = self._atoms_of(info) if scope == ATOM else self._split(text, info, NEWLINE)
-                    self._unit_hits(units, undecided, matched, timed_out, NEWLINE)
-            else:
-                units = self._atoms_of(info) if separator is None else self._split(text, info, separator)
-                self._unit_hits(units, ids, matched, timed_out, separator or NEWLINE)
-            info.rx_true |= ids & matched
-            info.rx_false |= ids - matched - timed_out
-            info.open = None
-        ids = possible & self._scopes[TEXT]
-        if ids:
-            self._text_hits(text, info, ids, matched, timed_out)
-
-    def _one_regex(self, text: str, info: _Text, key_id: int, plan: RegexPlan) -> bool | None:
-        """`_regex_hits` for a single key: found, not found, or None if it timed out."""
-        required = self._requires[key_id]
-        if required is not None and required.isdisjoint(info.lits):
-            return False
-        matched: set[int] = set()
-        timed_out: set[int] = set()
-        if plan.scope == TEXT:
-            self._text_hits(text, info, {key_id}, matched, timed_out)
-        else:
-            separator = None if plan.scope == ATOM else SEPARATOR if plan.scope == PIECE else NEWLINE
-            units = self._atoms_of(info) if separator is None else self._split(text, info, separator)
-            self._unit_hits(units, {key_id}, matched, timed_out, separator or NEWLINE)
-        return True if matched else None if timed_out else False
-
-    def _unit_hits(self, units: dict[str, _Unit], ids: set[int], matched: set[int],
-                   timed_out: set[int], joiner: str) -> None:
-        """Regex keys whose matches lie in one unit: found iff found in some unit.
-
-        Known results first (a key already seen matching an old message needs no search in the
-        new one). Then each key is searched once, in its undecided candidate units joined by
-        `joiner` (a separator its scope cannot cross, so no match spans two units), with
-        `regex_timeout` for that search; the leftmost match tells which units are decided."""
-        todo = set(ids)
-        for info in units.values():
-            if info.rx_true:
-                known = todo & info.rx_true
-                if known:
-                    matched |= known
-                    todo -= known
-                    if not todo:
-                        return
-        pending: dict[int, list[tuple[str, _Unit]]] = {}
-        for unit in units.items():
-            info = unit[1]
-            # (`todo` holds no key a unit has found: those went above)
-            undecided = info.open
-            if undecided is None:
-                undecided = self._open(info)
-            if undecided and not todo.isdisjoint(undecided):
-                for key_id in todo & undecided:
-                    pending.setdefault(key_id, []).append(unit)
-        for key_id, chosen in pending.items():
-            found = self._search_units(key_id, chosen, joiner)
-            if found is None:
-                timed_out.add(key_id)
-            elif found:
-                matched.add(key_id)
-
-    def _search_units(self, key_id: int, chosen: list[tuple[str, _Unit]], joiner: str) -> bool | None:
-        """Search a unit-scoped key in the joined units; record what the search decides per
-        unit. None if it timed out (nothing recorded past what the prefilter proved)."""
-        for _, info in chosen:
-            info.open = None  # its verdicts change below
-        text, starts = self._joined(chosen, joiner)
-        rx = self._regex[key_id]
-        first = pos = 0  # the first unit, and position, the prefilter could not rule out
-        quick = self._quick(key_id, len(text))
-        if quick is not None:
-            try:
-                hint = quick.search(text, timeout=self.regex_timeout)
-            except TimeoutError:  # the prefilter has a budget of its own: go on without it
-                hint = _UNKNOWN
-            if hint is None:
-                for _, info in chosen:
-                    info.rx_false.add(key_id)
-                return False
-            if hint is not _UNKNOWN:
-                # The relaxed pattern matches wherever the key does, so no match of the key
-                # starts before the leftmost relaxed one. `pos` keeps the text before it in view
-                # of lookbehinds (unlike slicing), so this is the whole search, only shorter.
-                pos = hint.start()
-                first = bisect_right(starts, pos) - 1
-        try:
-            found = rx.compiled.search(text, pos, timeout=self.regex_timeout)
-        except TimeoutError:
-            for _, info in chosen[:first]:
-                info.rx_false.add(key_id)
-            return None
-        last = len(chosen) if found is None else bisect_right(starts, found.start()) - 1
-        for _, info in chosen[:last]:
-            info.rx_false.add(key_id)
-        if found is None:
-            return False
-        chosen[last][1].rx_true.add(key_id)
-        return True
-
     def _quick(self, key_id: int, chars: int) -> regex.Pattern[str] | None:
         """The compiled relaxed pattern of a regex key (`RegexPlan.relaxed`) for a search of
         `chars` characters, or None: search with the key itself.
@@ -762,45 +482,3 @@ class FastIndex:
                     return None
                 quick = self._relaxed[key_id] = compile_relaxed(relaxed, self._regex[key_id].compiled.flags)
         return quick  # type: ignore[return-value]
-
-    def _search(self, key_id: int, text: str) -> bool | None:
-        """Search one regex key in the whole text as the reference does (match at 0 if sticky);
-        None if it timed out. The relaxed pattern goes first with a budget of its own, so it
-        never makes a key time out that the reference's search would decide; a match of the
-        key cannot start before its leftmost match (see `_search_units`)."""
-        rx = self._regex[key_id]
-        quick = self._quick(key_id, len(text))
-        pos = 0
-        if quick is not None:
-            try:
-                hint = (quick.match if rx.sticky else quick.search)(text, timeout=self.regex_timeout)
-                if hint is None:
-                    return False
-                if not rx.sticky:
-                    pos = hint.start()
-            except TimeoutError:
-                pass
-        try:
-            if rx.sticky:
-                return rx.compiled.match(text, timeout=self.regex_timeout) is not None
-            return rx.compiled.search(text, pos, timeout=self.regex_timeout) is not None
-        except TimeoutError:
-            return None
-
-    def _text_hits(self, text: str, info: _Text, ids: set[int], matched: set[int], timed_out: set[int]) -> None:
-        """Regex keys searched in the whole text as the reference does (`info` holds this
-        text's finished searches)."""
-        for key_id in ids:
-            if key_id in info.rx_true:
-                matched.add(key_id)
-            elif key_id not in info.rx_false:
-                result = self._search(key_id, text)
-                if result is None:
-                    timed_out.add(key_id)
-                    continue
-                info.open = None
-                if result:
-                    info.rx_true.add(key_id)
-                    matched.add(key_id)
-                else:
-                    info.rx_false.add(key_id)

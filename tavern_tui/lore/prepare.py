@@ -61,7 +61,7 @@ class Prepared:
             which SillyTavern's `getScore` always counts as found); empty if never scored.
         shape: the buffer shape; `index` its key index.
         group_names: inclusion groups split as SillyTavern does (`group.split(/,\\s*/)`).
-        key_ids: every non-blank key id of the entry (primary, secondary, raw), for `_Run.match`.
+        key_ids: every non-blank key id of the entry (primary, secondary, raw), for `RunState.match`.
         template: the entry's fixed `Decision` fields (book, uid, comment, placement); fields equal
             to the `Decision` default are left out (they read as the class attribute). Small
             instance dicts keep building thousands of decisions cheap.
@@ -86,7 +86,7 @@ class Prepared:
     keyed: list[tuple[str, int]] = field(default_factory=list)
     """`primary` without the blank keys (what key matching walks, in key order)."""
     fired_entries: dict | None = None
-    """(reason, loop) -> the entry's `ActivatedEntry`, made by activation.py when it fires so."""
+    """(reason, loop) -> the entry's `ActivatedEntry`, made by admission.py when it fires so."""
     segment: Segment | None = None
     """The buffer piece of the content in recursion, made by activation.py when first needed."""
     utf8_size: int = -1
@@ -102,7 +102,7 @@ class Prepared:
     simple: bool = False
     """Only its keys and the activation's state (active, failed roll, timed) decide it: enabled,
     no triggers, character filter, delay level, exclude-recursion, decorators or constant flag,
-    and a non-blank primary key. `_Run.scan` handles such entries in bulk."""
+    and a non-blank primary key. `scan.scan` handles such entries in bulk."""
 
 
 @dataclass
@@ -118,7 +118,7 @@ class Plan:
     `prevent_recursion` / an inclusion group,
     `timing_keys` the (book, uid) of entries with a sticky or cooldown length, `owner_pos` per shape the positions of
     the simple entries owning each primary key id,
-    `key_pos` the positions of every entry per (book, uid); `no_match` is filled by `_Run.scan`:
+    `key_pos` the positions of every entry per (book, uid); `no_match` is filled by `scan.scan`:
     (shape, depth) -> position -> the fields of that entry's no-match `Decision` (with a detail
     formatter).
     """
