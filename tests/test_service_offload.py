@@ -19,6 +19,7 @@ from sqlalchemy import event
 
 from tavern_tui.config import Settings
 from tavern_tui.engine.step import StepSettled, StepUpdate
+from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
 
@@ -132,3 +133,33 @@ async def test_a_step_path_runs_no_sql_on_the_event_loop(traced, model: Scripted
     assert last.role == ("user" if path == "impersonate" else "assistant")
     if path == "replay":
         assert service.traces.trace(service.traces.traces(pid)[-1].id)["record"]["replay_of"] == original
+
+
+# (path, what the playthrough holds before it, the error, its message)
+REFUSALS = [
+    ("regenerate", "nothing", TavernError, "the greeting swipes among the card's greetings"),
+    ("continue_reply", "impersonated", TavernError, "continue extends the last reply"),
+    ("reply", "nothing", TavernError, "nothing to answer: the chat does not end with your message"),
+    ("replay", "nothing", NotFound, "no trace 1:999"),
+]
+
+
+@pytest.mark.parametrize(("path", "before", "error", "message"), REFUSALS, ids=[r[0] for r in REFUSALS])
+async def test_a_refused_step_is_refused_from_its_thread_with_the_same_error(traced, model: ScriptedModel,  # type: ignore[no-untyped-def]
+                                                                            corpus_dir: Path, path: str, before: str,
+                                                                            error: type[Exception], message: str) -> None:
+    service, recorder = traced
+    loop_thread = threading.get_ident()
+    pid = await _playthrough(service, model, corpus_dir, before)
+    shown = [(m.ref, m.content) for m in service.playthroughs.messages(pid)]
+    requests = len(model.requests)
+    recorder.clear()
+    steps = {"regenerate": lambda: service.steps.regenerate(pid),
+             "continue_reply": lambda: service.steps.continue_reply(pid),
+             "reply": lambda: service.steps.reply(pid),
+             "replay": lambda: service.traces.replay("1:999")}[path]
+    with pytest.raises(error, match=message):
+        await drain(steps())
+    assert _on_loop(recorder, loop_thread) == []
+    assert [(m.ref, m.content) for m in service.playthroughs.messages(pid)] == shown  # nothing stored
+    assert len(model.requests) == requests  # nothing sent
