@@ -58,7 +58,8 @@ class TimelineService:
         # Worker threads fill and read the cache (a step's prelude runs in `asyncio.to_thread`,
         # the TUI reads the tree from thread workers) while the loop may read it too: the lock
         # keeps one entry from being filled, evicted or its head moved by two threads at once.
-        self._cache_lock = threading.RLock()
+        # A tree handed out is shared: a later call may move its head to the stored one.
+        self._cache_lock = threading.Lock()
 
     # -- reading the tree ---------------------------------------------------------------
 
