@@ -7,6 +7,7 @@ strategy to it (`apply_selection`).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 
 from tavern_tui.text.names import substitute_names
@@ -54,6 +55,9 @@ class PlaythroughService:
         self.lore = lore
         self.strategies = strategies
         self._counts: dict[tuple[int, tuple[int, int]], int] = {}
+        # Read and filled from worker threads (a step's prelude, TUI thread workers) and the loop:
+        # the lock keeps a clear in one thread from racing a lookup in another.
+        self._counts_lock = threading.Lock()
 
     def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int],
                           persona_name: str = "") -> PlaythroughView:
@@ -77,11 +81,16 @@ class PlaythroughService:
         operation reads its playthrough, and counting a 5,000-message chat takes milliseconds)."""
         version = self.ctx.store.events.version()
         key = (head_session_id, version)
-        if key not in self._counts:
+        with self._counts_lock:
+            cached = self._counts.get(key)
+        if cached is not None:
+            return cached
+        count = self.ctx.store.events.count_messages(head_session_id)  # outside the lock: SQL
+        with self._counts_lock:
             if len(self._counts) > 256:
                 self._counts.clear()
-            self._counts[key] = self.ctx.store.events.count_messages(head_session_id)
-        return self._counts[key]
+            self._counts[key] = count
+        return count
 
     def playthrough(self, playthrough_id: int) -> PlaythroughView:
         """One playthrough. Raises NotFound."""

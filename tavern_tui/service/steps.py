@@ -5,7 +5,9 @@ estimate, the world-info preview and the warm-up when a chat opens).
 Rules: seed 000 (preview runs the same code path as a step, calls no provider and stores
 nothing); SillyTavern behaviour followed (format-digest §d): swiping right past the last reply
 generates a new one; continue extends the last reply; impersonate writes the person's line.
-The assembler and the key indexes are waited for off the event loop (`asyncio.to_thread`).
+The async steps run no SQL on the event loop (the TUI awaits them there): each one's synchronous
+prelude (checks, forks, head moves, the assembler, the wait for the key indexes) runs in one
+`asyncio.to_thread` call, and the step itself awaits its log through `engine.log.ThreadedLog`.
 """
 
 from __future__ import annotations
@@ -198,16 +200,26 @@ class StepRunner:
             async for update in steps:
                 yield update
 
-    async def _step(self, playthrough_id: int, text: str | None, generation: Generation) -> AsyncIterator[StepUpdate]:
-        """One engine step on the playthrough's head session (send, regenerate, continue, impersonate)."""
+    def _prepare_step(self, playthrough_id: int, generation: Generation) -> tuple[PlaythroughView, Any]:
+        """(the playthrough, the assembler) of a step about to run; marks the playthrough played.
+        Called in a worker thread: it runs SQL, reads (and on first use parses) the books, and
+        waits for the key indexes, which the chat's warm-up (another worker thread) may hold for
+        a while on a big book.
+
+        Raises:
+            NotFound: no such playthrough. PersonaCapExceeded: as `_assembler`.
+        """
         view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
-        # Off the event loop: the assembler reads (and on first use parses) the books, and the
-        # step's world info needs the key indexes, which the chat's warm-up (a worker thread) may
-        # hold for a while on a big book. The screen keeps answering (and keeps what is typed).
-        assembler = await asyncio.to_thread(self._assembler, playthrough_id, generation, view=view, pin_persona=True)
-        await asyncio.to_thread(self.lore.index_cache.wait_free)
+        assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True)
+        self.lore.index_cache.wait_free()
+        return view, assembler
+
+    async def _step(self, playthrough_id: int, text: str | None, generation: Generation) -> AsyncIterator[StepUpdate]:
+        """One engine step on the playthrough's head session (send, regenerate, continue, impersonate)."""
+        # Off the event loop, so the screen keeps answering (and keeps what is typed).
+        view, assembler = await asyncio.to_thread(self._prepare_step, playthrough_id, generation)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
                          generation=generation, stale_after=self.ctx.stale_after)
@@ -240,22 +252,30 @@ class StepRunner:
             TavernError: the last message is the greeting (swipes move among greetings instead).
             StepBusy / StepFailed / CancelledError: as `send`.
         """
-        timeline, _members = self.timeline.variant_tree(playthrough_id)
-        last = self.timeline.last_visible(timeline)
-        generation = Generation("regenerate")
-        if last is not None:
-            row = timeline.variants[last].row
-            if row.source == OPENING_SOURCE:
-                raise TavernError("the greeting swipes among the card's greetings; there is no reply to regenerate")
-            if row.role == "assistant":
-                parent = timeline.variants[last].parent
-                if parent is None:
-                    raise TavernError("nothing to answer before this message; send something first")
-                self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, parent, timeline))
-                generation = Generation("swipe")
+        generation = await asyncio.to_thread(self._fork_for_regenerate, playthrough_id)
         async with aclosing(self._step(playthrough_id, None, generation)) as steps:
             async for update in steps:
                 yield update
+
+    def _fork_for_regenerate(self, playthrough_id: int) -> Generation:
+        """`regenerate`'s prelude (a worker thread: it reads the tree and may fork): when the
+        chat ends with a reply, the head moves to a fork before it and a swipe is generated;
+        else a regenerate of the missing reply. Raises TavernError as `regenerate`."""
+        timeline, _members = self.timeline.variant_tree(playthrough_id)
+        last = self.timeline.last_visible(timeline)
+        if last is None:
+            return Generation("regenerate")
+        row = timeline.variants[last].row
+        if row.source == OPENING_SOURCE:
+            raise TavernError("the greeting swipes among the card's greetings; there is no reply to regenerate")
+        if row.role != "assistant":
+            return Generation("regenerate")
+        parent = timeline.variants[last].parent
+        if parent is None:
+            raise TavernError("nothing to answer before this message; send something first")
+        # The fork is made (with its carried edits) before the head moves onto it.
+        self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, parent, timeline))
+        return Generation("swipe")
 
     async def reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
         """Answer the person's last line without new input: SillyTavern's Send with an empty box
@@ -266,12 +286,17 @@ class StepRunner:
             TavernError: the chat does not end with the person's message.
             StepBusy / StepFailed / CancelledError: as `send`.
         """
-        _view, shown = self.timeline.last_message(playthrough_id)
-        if shown is None or shown.role != "user":
-            raise TavernError("nothing to answer: the chat does not end with your message")
+        await asyncio.to_thread(self._check_reply, playthrough_id)
         async with aclosing(self._step(playthrough_id, None, Generation())) as steps:
             async for update in steps:
                 yield update
+
+    def _check_reply(self, playthrough_id: int) -> None:
+        """`reply`'s prelude (a worker thread: it reads the chat's last message). Raises
+        TavernError when the chat does not end with the person's message."""
+        _view, shown = self.timeline.last_message(playthrough_id)
+        if shown is None or shown.role != "user":
+            raise TavernError("nothing to answer: the chat does not end with your message")
 
     async def continue_reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
         """Extend the last reply (SillyTavern "continue"): the reply is sent as the last
@@ -281,6 +306,15 @@ class StepRunner:
         Raises:
             TavernError: the chat does not end with a reply.
         """
+        generation = await asyncio.to_thread(self._fork_for_continue, playthrough_id)
+        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+            async for update in steps:
+                yield update
+
+    def _fork_for_continue(self, playthrough_id: int) -> Generation:
+        """`continue_reply`'s prelude (a worker thread: it reads the tree and forks): the head
+        moves to a fork before the last reply, and the continue generation carries its text.
+        Raises TavernError as `continue_reply`."""
         timeline, _members = self.timeline.variant_tree(playthrough_id)
         last = self.timeline.last_visible(timeline)
         _view, shown = self.timeline.last_message(playthrough_id)
@@ -294,17 +328,13 @@ class StepRunner:
             session_id = self.timeline.fork(playthrough_id, None, root_session=origin)
         else:
             session_id = self.timeline.fork(playthrough_id, parent, timeline)
-        self.timeline.set_head(playthrough_id, session_id)
-        generation = Generation("continue", continue_text=shown.content, continues=shown.ref,
-                                instruction=CONTINUE_NUDGE)
-        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
-            async for update in steps:
-                yield update
+        self.timeline.set_head(playthrough_id, session_id)  # last: the fork is complete
+        return Generation("continue", continue_text=shown.content, continues=shown.ref, instruction=CONTINUE_NUDGE)
 
     async def impersonate(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
         """Have the model write the person's next line (SillyTavern "impersonate"): stored as
         `user/message` with origin agent (DESIGN.md), then the person may send or edit it."""
-        _greetings, char, user = self.timeline.greetings(playthrough_id)
+        _greetings, char, user = await asyncio.to_thread(self.timeline.greetings, playthrough_id)
         generation = Generation("impersonate", instruction=substitute_names(IMPERSONATION_PROMPT, char, user))
         async with aclosing(self._step(playthrough_id, None, generation)) as steps:
             async for update in steps:

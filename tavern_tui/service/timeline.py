@@ -11,6 +11,7 @@ past the last reply generates a new one; the greeting swipes among `first_mes` a
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from tavern_tui.text.names import substitute_names
@@ -54,6 +55,11 @@ class TimelineService:
         self.library = library
         self.playthroughs = playthroughs
         self._timelines: dict[tuple[int, bool], tuple[tuple[int, int], Timeline, list[int]]] = {}
+        # Worker threads fill and read the cache (a step's prelude runs in `asyncio.to_thread`,
+        # the TUI reads the tree from thread workers) while the loop may read it too: the lock
+        # keeps one entry from being filled, evicted or its head moved by two threads at once.
+        # A tree handed out is shared: a later call may move its head to the stored one.
+        self._cache_lock = threading.Lock()
 
     # -- reading the tree ---------------------------------------------------------------
 
@@ -67,12 +73,15 @@ class TimelineService:
         # moves, so a swipe or jump reuses the tree and recomputes the active path.
         key = (playthrough_id, bodies)
         version = log.version()
-        cached = self._timelines.get(key)
-        if cached is not None and cached[0] == version:
-            timeline, members = cached[1], cached[2]
-            if timeline.head_session != record.head_session_id:
-                timeline.move_head(record.head_session_id)
-            return timeline, members
+        with self._cache_lock:
+            cached = self._timelines.get(key)
+            if cached is not None and cached[0] == version:
+                timeline, members = cached[1], cached[2]
+                if timeline.head_session != record.head_session_id:
+                    timeline.move_head(record.head_session_id)
+                return timeline, members
+        # Built outside the lock (it reads every message row): two threads missing at once
+        # both build, and the later one's tree is kept; both are of this version.
         links = log.playthrough_sessions(playthrough_id, record.root_session_id)
         members = [link.id for link in links if link.playthrough_id == playthrough_id]
         # Ancestors outside the playthrough count only through the fork point into it.
@@ -81,9 +90,10 @@ class TimelineService:
             bounds[sid] = upto
         rows = log.variant_rows(bounds, bodies=bodies)
         timeline = Timeline(links, rows, record.head_session_id)
-        if len(self._timelines) >= 4:
-            self._timelines.pop(next(iter(self._timelines)))
-        self._timelines[key] = (version, timeline, members)
+        with self._cache_lock:
+            if len(self._timelines) >= 4:
+                self._timelines.pop(next(iter(self._timelines)))
+            self._timelines[key] = (version, timeline, members)
         return timeline, members
 
     def last_visible(self, timeline: Timeline) -> Ref | None:
@@ -265,7 +275,8 @@ class TimelineService:
             return None if state.can_generate else state
         head = timeline.session_for(siblings[target], members)
         self.set_head(playthrough_id, head)
-        timeline.move_head(head)
+        with self._cache_lock:  # the cached tree: another thread may be moving its head too
+            timeline.move_head(head)
         return self._swipe_view(playthrough_id, timeline)
 
     def _swipe_greeting(self, playthrough_id: int, timeline: Timeline, members: list[int], state: SwipeView,

@@ -7,6 +7,7 @@ nothing here reads today's surface to fill in a past request.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 from datetime import datetime
 from typing import Any
@@ -155,6 +156,25 @@ class TraceService:
             TavernError: the trace does not verify (a body changed or is missing), or it
                 produced no reply to branch from.
         """
+        # Off the event loop (the TUI awaits this there): every read, the fork and the head move.
+        session_id, frozen = await asyncio.to_thread(self._prepare_replay, trace_id, model)
+        steps = run_step(self.ctx.store.events, session_id, self.ctx.provider,
+                         lambda history, claimed: frozen, None, generation=Generation("regenerate"),
+                         stale_after=self.ctx.stale_after)
+        async with aclosing(steps):
+            async for update in steps:
+                yield update
+
+    def _prepare_replay(self, trace_id: str, model: str | None) -> tuple[int, Assembly]:
+        """`replay`'s prelude, in a worker thread: verify the trace, fork before its reply and
+        move the playthrough's head onto the fork (last, once the fork is complete).
+
+        Returns:
+            (the head session the replay steps in, the frozen assembly it sends).
+
+        Raises:
+            NotFound / TavernError: as `replay`.
+        """
         result = self.verify_trace(trace_id)
         if not result.ok:
             bad = ", ".join(f"message {c.position} {c.status}" for c in result.checks if c.status != "ok")
@@ -173,13 +193,7 @@ class TraceService:
         frozen = Assembly(system="", config=dict(result.config), model=model or view.model,
                           meta={"strategy": view.strategy, "replay_of": trace_id},
                           request=tuple(messages), request_parts=tuple({"source": "replay"} for _ in messages))
-        session_id = self.playthroughs.playthrough(playthrough_id).session_id
-        steps = run_step(self.ctx.store.events, session_id, self.ctx.provider,
-                         lambda history, claimed: frozen, None, generation=Generation("regenerate"),
-                         stale_after=self.ctx.stale_after)
-        async with aclosing(steps):
-            async for update in steps:
-                yield update
+        return self.playthroughs.playthrough(playthrough_id).session_id, frozen
 
     def _trace_event(self, trace_id: str) -> Event:
         """The `trace/request` event a trace id names. Raises NotFound."""
