@@ -213,8 +213,8 @@ def test_lore_test_reads_a_sillytavern_chat_as_history(cli_env: dict[str, str], 
 
 def test_projection_with_a_preset_sends_the_preset_order_and_preview_matches_the_next_request(
         cli_env: dict[str, str], corpus_dir: Path) -> None:
-    from tavern_tui.text.names import substitute_names
     from tavern_tui.formats.cards import parse_card
+    from tavern_tui.text.names import substitute_names
 
     card_path = corpus_dir / "cards" / "seraphina_chara_ccv3.png"
     card = parse_card(card_path.read_bytes(), card_path.name)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import aclosing
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -31,8 +31,8 @@ from tavern_tui.engine.log import (
     surface_of,
     until_done,
 )
-from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
 from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, Provider, ReasoningDelta, TextDelta, Usage
+from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
 from tavern_tui.errors import NetworkError, ProviderError, TavernError
 
 OPENING_SOURCE = "opening"

@@ -14,11 +14,11 @@ from tavern_tui.engine.memory import MemoryLog
 from tavern_tui.engine.step import (
     Assembly,
     StepBusy,
-    open_step,
     StepFailed,
     StepSettled,
     StepStarted,
     admit_opening,
+    open_step,
     recover_interrupted,
     run_step,
 )

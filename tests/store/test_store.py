@@ -6,7 +6,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect as sa_inspect, text
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy import text
 
 from tavern_tui.engine.events import EventKind, NewEvent, Origin, body_hash
 from tavern_tui.errors import NotFound, OriginError, StoreError
