@@ -68,13 +68,13 @@ def session_open_query(workdir: Path, sessions: int = 200, per_session: int = 50
     store = Store(f"sqlite:///{workdir / 'open.db'}")
     log = store.events
     roots = []
-    for s in range(sessions - 5):
+    for _s in range(sessions - 5):
         sid = log.create_session()
         log.append(sid, [NewEvent(EventKind.USER_MESSAGE if i % 2 == 0 else EventKind.ASSISTANT_MESSAGE,
                                   "user" if i % 2 == 0 else "assistant", _body(i)) for i in range(per_session)])
         roots.append(sid)
     parent = roots[0]
-    for depth in range(5):  # a chain of forks, each forking near its parent's end and adding 20 events
+    for _depth in range(5):  # a chain of forks, each forking near its parent's end and adding 20 events
         child = log.create_session(parent_id=parent, fork_seq=log.head_seq(parent) - 10)
         log.append(child, [NewEvent(EventKind.USER_MESSAGE, "user", _body(i)) for i in range(20)])
         parent = child

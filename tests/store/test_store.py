@@ -260,11 +260,13 @@ def test_an_in_memory_url_is_one_database_for_every_thread_and_leaves_nothing_be
     store.events.append(sid, [_msg("from the main thread")])
     seen: list[object] = []
 
-    def worker() -> None:  # the step's log calls and the TUI's workers run in threads
-        store.events.append(sid, [_msg("from a worker")])
-        seen.append([e.content for e in store.events.surface_events(sid)])
+    def worker(shared: Store) -> None:  # the step's log calls and the TUI's workers run in threads
+        shared.events.append(sid, [_msg("from a worker")])
+        seen.append([e.content for e in shared.events.surface_events(sid)])
 
-    thread = threading.Thread(target=worker)
+    # Passed as an argument, not closed over: the thread drops its args when it ends, so `del store`
+    # below leaves no reference behind.
+    thread = threading.Thread(target=worker, args=(store,))
     thread.start()
     thread.join()
     assert seen == [["from the main thread", "from a worker"]]

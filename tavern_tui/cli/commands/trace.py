@@ -113,7 +113,8 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"persona v{persona.get('version')}: {len(persona.get('entries', []))} entries, "
                   f"{persona.get('tokens')} tokens{turned}\n")
     if record.get("retry_of"):
-        out.write(f"retry {record.get('attempt')} of {'%s:%s' % tuple(record['retry_of'])}; omitted: "
+        session_id, seq = record["retry_of"]
+        out.write(f"retry {record.get('attempt')} of {session_id}:{seq}; omitted: "
                   f"{json.dumps(record.get('omitted', {}))}\n")
     out.write(f"config requested: {json.dumps(record.get('config', {}))}\n")
     if shown.get("config_adjusted"):
