@@ -68,13 +68,13 @@ def session_open_query(workdir: Path, sessions: int = 200, per_session: int = 50
     store = Store(f"sqlite:///{workdir / 'open.db'}")
     log = store.events
     roots = []
-    for s in range(sessions - 5):
+    for _s in range(sessions - 5):
         sid = log.create_session()
         log.append(sid, [NewEvent(EventKind.USER_MESSAGE if i % 2 == 0 else EventKind.ASSISTANT_MESSAGE,
                                   "user" if i % 2 == 0 else "assistant", _body(i)) for i in range(per_session)])
         roots.append(sid)
     parent = roots[0]
-    for depth in range(5):  # a chain of forks, each forking near its parent's end and adding 20 events
+    for _depth in range(5):  # a chain of forks, each forking near its parent's end and adding 20 events
         child = log.create_session(parent_id=parent, fork_seq=log.head_seq(parent) - 10)
         log.append(child, [NewEvent(EventKind.USER_MESSAGE, "user", _body(i)) for i in range(20)])
         parent = child
@@ -177,7 +177,8 @@ def fork_create(workdir: Path, n: int = 200) -> Result:
         times.append((time.perf_counter() - t0) * 1000)
     store.close()
     p95 = _pct(times, 0.95)
-    return {"forks": n, "p50_ms": round(statistics.median(times), 3), "p95_ms": round(p95, 3), "ratio_p95": round(p95 / 5.0, 2)}
+    return {"forks": n, "p50_ms": round(statistics.median(times), 3), "p95_ms": round(p95, 3),
+            "ratio_p95": round(p95 / 5.0, 2)}
 
 
 def chat_open(workdir: Path, exchanges: int = 60, runs: int = 5) -> Result:
@@ -196,7 +197,8 @@ def chat_open(workdir: Path, exchanges: int = 60, runs: int = 5) -> Result:
     corpus = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cards" / "seraphina_chara_ccv3.png"
     character = tavern.imports.import_paths([corpus])[0].id or 0
     playthrough = tavern.playthroughs.new_playthrough(character)
-    reply = "*She nods slowly.* " + "The forest hums, and the light through the leaves is green and gold. " * 4 + "\n\n**Rest.**"
+    reply = ("*She nods slowly.* " + "The forest hums, and the light through the leaves is green and gold. " * 4
+             + "\n\n**Rest.**")
 
     async def fill() -> None:
         for i in range(exchanges):

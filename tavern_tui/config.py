@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from tavern_tui import paths
 from tavern_tui.errors import FormatError
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.providers.base import ProviderSettings
-
 
 BELIEF_EXTRACTORS = ("rules", "model")
 

@@ -215,7 +215,8 @@ def _guard(scope: str, tokens: dict[str, frozenset[str]], handler: Handler) -> C
 
 def _nomination_json(tavern: Tavern, belief: Belief) -> dict[str, Any]:
     return {**belief.to_json(),
-            "messages": [{"ref": [ref[0], ref[1]], "text": text} for ref, text in tavern.persona.supporting_messages(belief)]}
+            "messages": [{"ref": [ref[0], ref[1]], "text": text}
+                         for ref, text in tavern.persona.supporting_messages(belief)]}
 
 
 def build_app(tavern: Tavern, *, enabled: bool | None = None,

@@ -159,7 +159,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             script = self.server.owner._scripts.get_nowait()
         except queue.Empty:
-            script = _Script("json", 500, body=b'{"error": {"message": "loopback: no scripted response", "type": "loopback"}}')
+            script = _Script("json", 500,
+                             body=b'{"error": {"message": "loopback: no scripted response", "type": "loopback"}}')
         getattr(self, f"_send_{script.kind}")(script)
 
     def _head(self, status: int, headers: dict[str, str]) -> None:

@@ -109,10 +109,12 @@ def test_round_trip_keeps_messages_swipes_and_chosen_swipe(tavern: Tavern, mira:
     # And the export imports again to the same surface.
     (tmp_path / "second.jsonl").write_text(exported, encoding="utf-8")
     [second] = tavern.imports.import_paths([tmp_path / "second.jsonl"])
-    assert [m.content for m in tavern.playthroughs.messages(second.id)] == [m.content for m in tavern.playthroughs.messages(result.id)]
+    assert ([m.content for m in tavern.playthroughs.messages(second.id)]
+            == [m.content for m in tavern.playthroughs.messages(result.id)])
 
 
-async def test_export_of_a_played_chat_lists_swipes_and_greetings(tavern: Tavern, model: ScriptedModel, mira: int) -> None:
+async def test_export_of_a_played_chat_lists_swipes_and_greetings(
+        tavern: Tavern, model: ScriptedModel, mira: int) -> None:
     pid = tavern.playthroughs.new_playthrough(mira, user_name="Ann").id
     tavern.timeline.swipe(pid, +1)  # greeting 2 of 3
     model.enqueue("one", "two")
@@ -199,7 +201,8 @@ def test_cli_imports_swipes_shows_the_tree_and_exports(tmp_path: Path) -> None:
     answered = _cli("chat", "Mira", "--reply", "--playthrough", str(pid), home=home)
     assert answered.returncode == 0, answered.stderr
     shown = json.loads(_cli("show", str(pid), "--json", home=home).stdout)["messages"]
-    assert [m["role"] for m in shown] == ["assistant", "user", "assistant"] and shown[1]["content"] == "Hi! Who are you?"
+    assert [m["role"] for m in shown] == ["assistant", "user", "assistant"]
+    assert shown[1]["content"] == "Hi! Who are you?"
     again = _cli("chat", "Mira", "--reply", "--playthrough", str(pid), home=home)
     assert again.returncode != 0 and "does not end with your message" in again.stderr
 

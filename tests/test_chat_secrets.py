@@ -129,7 +129,8 @@ async def test_a_secret_looking_message_is_refused_until_allowed(
 
     model.enqueue("Noted.")
     await drain(tavern.steps.send(pid, text, allow_secrets=True))  # the person confirmed
-    assert [(m.role, m.content) for m in tavern.playthroughs.messages(pid)[-2:]] == [("user", text), ("assistant", "Noted.")]
+    assert [(m.role, m.content) for m in tavern.playthroughs.messages(pid)[-2:]] == [("user", text),
+                                                                                    ("assistant", "Noted.")]
     assert model.requests[0].messages[-1]["content"] == text and len(tavern.traces.traces(pid)) == 1
 
 

@@ -58,7 +58,8 @@ def test_chat_against_a_loopback_server_then_a_new_process_reads_the_session(cli
     body = request.json
     assert body["model"] == "loop-1" and body["stream"] is True
     assert [m["role"] for m in body["messages"]] == ["system", "assistant", "user"]
-    assert body["messages"][0]["content"].startswith("Write Seraphina's next reply in a fictional chat between Seraphina and User.")
+    assert body["messages"][0]["content"].startswith(
+        "Write Seraphina's next reply in a fictional chat between Seraphina and User.")
     assert body["messages"][2]["content"] == "Where am I?"
 
     shown = _run(["show", "1", "--json"], cli_env)  # a new process, no provider settings
@@ -129,14 +130,15 @@ def test_global_options_work_after_the_command_and_bad_databases_are_plain_error
 
 
 def test_lore_import_bind_list_and_export_round_trip(cli_env: dict[str, str], corpus_dir: Path, tmp_path: Path) -> None:
-    done = _run(["import", "--json", str(corpus_dir / "worldbooks"), str(corpus_dir / "cards" / "skynet_v1_legacy.png")],
-                cli_env)
+    done = _run(["import", "--json", str(corpus_dir / "worldbooks"),
+                 str(corpus_dir / "cards" / "skynet_v1_legacy.png")], cli_env)
     assert done.returncode == 0, done.stderr
     kinds = [(r["kind"], r["name"]) for r in json.loads(done.stdout)]
     assert kinds == [("world_book", "eldoria_st_release_oldformat"), ("world_book", "eldoria_st_staging"),
                      ("world_book", "Hogwarts Legacy Lore"), ("world_book", "Honkai Impact RPG"),
                      ("character", "Skynet")]
-    assert _run(["lore", "bind", "honkai impact rpg", "--global"], cli_env).stdout == "Honkai Impact RPG bound to global\n"
+    bound = _run(["lore", "bind", "honkai impact rpg", "--global"], cli_env)
+    assert bound.stdout == "Honkai Impact RPG bound to global\n"
     assert "already bound" in _run(["lore", "bind", "4", "--global"], cli_env).stdout
     assert _run(["lore", "bind", "Hogwarts Legacy Lore", "--character", "skynet"], cli_env).returncode == 0
     listed = {b["name"]: b for b in json.loads(_run(["lore", "list", "--json"], cli_env).stdout)}
@@ -152,7 +154,8 @@ def test_lore_import_bind_list_and_export_round_trip(cli_env: dict[str, str], co
     assert missing.returncode == 1 and "no world book named 'Nope'" in missing.stderr
 
 
-def test_lore_test_prints_each_decision_with_rolls_settings_and_history(cli_env: dict[str, str], tmp_path: Path) -> None:
+def test_lore_test_prints_each_decision_with_rolls_settings_and_history(
+        cli_env: dict[str, str], tmp_path: Path) -> None:
     book = {"entries": {
         "0": {"uid": 0, "key": ["busy"], "content": "Work is hectic.", "order": 50},
         "1": {"uid": 1, "key": ["dragon"], "content": "Dragons sleep.", "probability": 10, "useProbability": True,
@@ -213,8 +216,8 @@ def test_lore_test_reads_a_sillytavern_chat_as_history(cli_env: dict[str, str], 
 
 def test_projection_with_a_preset_sends_the_preset_order_and_preview_matches_the_next_request(
         cli_env: dict[str, str], corpus_dir: Path) -> None:
-    from tavern_tui.text.names import substitute_names
     from tavern_tui.formats.cards import parse_card
+    from tavern_tui.text.names import substitute_names
 
     card_path = corpus_dir / "cards" / "seraphina_chara_ccv3.png"
     card = parse_card(card_path.read_bytes(), card_path.name)

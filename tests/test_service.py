@@ -94,7 +94,8 @@ def test_bad_base64_in_the_card_chunk_names_the_chunk(tavern: Tavern, corpus_dir
     assert tavern.library.characters() == []
 
 
-def test_a_png_with_a_null_book_and_alternate_greetings_imports(tavern: Tavern, corpus_dir: Path, tmp_path: Path) -> None:
+def test_a_png_with_a_null_book_and_alternate_greetings_imports(
+        tavern: Tavern, corpus_dir: Path, tmp_path: Path) -> None:
     png = (corpus_dir / "cards" / "coding_sensei_v2.png").read_bytes()
     card = {"spec": "chara_card_v2", "spec_version": "2.0",
             "data": {"name": "Tess", "first_mes": "Hi {{user}}", "alternate_greetings": ["Yo", "Hey"],
@@ -107,14 +108,16 @@ def test_a_png_with_a_null_book_and_alternate_greetings_imports(tavern: Tavern, 
     assert (view.name, view.greetings, view.book_entries) == ("Tess", 3, None)
 
 
-def test_new_playthrough_opens_with_the_greeting_as_an_engine_opening_reference(tavern: Tavern, corpus_dir: Path) -> None:
+def test_new_playthrough_opens_with_the_greeting_as_an_engine_opening_reference(
+        tavern: Tavern, corpus_dir: Path) -> None:
     cid = tavern.imports.import_paths([corpus_dir / "cards" / "coding_sensei_v2.png"])[0].id
     assert cid is not None
     playthrough = tavern.playthroughs.new_playthrough(cid, user_name="Ada")
     messages = tavern.playthroughs.messages(playthrough.id)
     assert len(messages) == 1
     greeting = messages[0]
-    assert (greeting.role, greeting.origin, greeting.natural, greeting.source) == ("assistant", "engine", False, "opening")
+    assert ((greeting.role, greeting.origin, greeting.natural, greeting.source)
+            == ("assistant", "engine", False, "opening"))
     assert len(greeting.content) > 0 and "{{user}}" not in greeting.content and "{{char}}" not in greeting.content
     assert greeting.speaker == "Coding Sensei"
 
@@ -182,12 +185,14 @@ def test_presets_import_as_presets_and_are_refused_as_cards(tavern: Tavern, corp
     assert [r.kind for r in results] == ["preset"] * 4 and all(r.ok for r in results)
     # Prompt counts from shared/corpus/SOURCES.md.
     assert {p.name: p.prompts for p in tavern.presets.presets()} == {
-        "st_openai_default_staging": 12, "nemo_vivarium_v1_0_beta": 16, "atelier_1_2": 88, "nemoengine_5_4_tutorial": 186}
+        "st_openai_default_staging": 12, "nemo_vivarium_v1_0_beta": 16, "atelier_1_2": 88,
+        "nemoengine_5_4_tutorial": 186}
     assert tavern.library.characters() == [] and tavern.lore.world_books() == []
     default = tavern.presets.find_preset("st_openai_default_staging")
     assert default.order_source == "100001"
     assert all(r.duplicate for r in tavern.imports.import_paths([corpus_dir / "presets"]))
-    card_result = tavern.library.import_card_bytes((corpus_dir / "presets" / "atelier_1_2.json").read_bytes(), "atelier_1_2.json")
+    card_result = tavern.library.import_card_bytes((corpus_dir / "presets" / "atelier_1_2.json").read_bytes(),
+                                                   "atelier_1_2.json")
     assert card_result.error == "atelier_1_2.json: this is a chat-completion preset file, not a character card"
 
 
@@ -206,7 +211,8 @@ def test_world_books_import_by_content_with_facts_counts(tavern: Tavern, corpus_
     assert books["hogwarts_agnai_memory.json"].name == "Hogwarts Legacy Lore"
     assert tavern.library.characters() == []
     honkai = tavern.lore.world_book(books["honkai_chub_st_hybrid.json"].id)
-    assert [e.uid for e in honkai.entries if e.constant] == [13] and [e.uid for e in honkai.entries if e.disable] == [15]
+    assert [e.uid for e in honkai.entries if e.constant] == [13]
+    assert [e.uid for e in honkai.entries if e.disable] == [15]
     again = tavern.imports.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])[0]
     assert again.duplicate and again.id == books["eldoria_st_staging.json"].id
 

@@ -46,7 +46,8 @@ async def test_swipe_makes_siblings_and_moving_among_them_is_remembered(tavern: 
     assert texts(tavern, pid)[-2:] == ["hello", "third reply"]
     assert tavern.timeline.swipe_state(pid).label == "3/3"
     # The regenerated request answered the same history: no duplicated user message.
-    assert [m["content"] for m in model.requests[2].messages[1:]] == [m["content"] for m in model.requests[0].messages[1:]]
+    assert ([m["content"] for m in model.requests[2].messages[1:]]
+            == [m["content"] for m in model.requests[0].messages[1:]])
 
     assert tavern.timeline.swipe(pid, -1).label == "2/3"
     assert texts(tavern, pid)[-1] == "second reply"
@@ -176,7 +177,8 @@ async def test_swipe_after_editing_the_persons_message_answers_the_edited_text(t
     assert texts(tavern, pid)[-2:] == ["hello", "to the fix"]
 
 
-async def test_rollback_keeps_later_messages_as_a_sibling_branch(tavern: Tavern, model: ScriptedModel, pid: int) -> None:
+async def test_rollback_keeps_later_messages_as_a_sibling_branch(
+        tavern: Tavern, model: ScriptedModel, pid: int) -> None:
     model.enqueue("r1", "r2", "r3")
     await drain(tavern.steps.send(pid, "u1"))
     await drain(tavern.steps.send(pid, "u2"))
@@ -197,7 +199,8 @@ async def test_rollback_keeps_later_messages_as_a_sibling_branch(tavern: Tavern,
     assert tavern.playthroughs.playthrough(pid).message_count == len(tavern.playthroughs.messages(pid)) == 5
 
 
-async def test_new_playthrough_from_here_is_linked_from_the_tree(tavern: Tavern, model: ScriptedModel, pid: int) -> None:
+async def test_new_playthrough_from_here_is_linked_from_the_tree(
+        tavern: Tavern, model: ScriptedModel, pid: int) -> None:
     model.enqueue("r1", "r2", "branch reply")
     await drain(tavern.steps.send(pid, "u1"))
     await drain(tavern.steps.send(pid, "u2"))
@@ -246,10 +249,12 @@ async def test_the_last_messages_of_a_deep_fork_match_the_full_surface(tavern: T
     tavern.timeline.delete_message(pid, shown[-5].ref)
     full = tavern.playthroughs.messages(pid)
     for last in (1, 3, 5, 50):
-        assert [(m.ref, m.content) for m in tavern.playthroughs.messages(pid, last=last)] == [(m.ref, m.content) for m in full[-last:]]
+        assert ([(m.ref, m.content) for m in tavern.playthroughs.messages(pid, last=last)]
+                == [(m.ref, m.content) for m in full[-last:]])
 
 
-async def test_a_variant_can_be_edited_again_through_its_tree_ref(tavern: Tavern, model: ScriptedModel, pid: int) -> None:
+async def test_a_variant_can_be_edited_again_through_its_tree_ref(
+        tavern: Tavern, model: ScriptedModel, pid: int) -> None:
     model.enqueue("draft")
     await drain(tavern.steps.send(pid, "hi"))
     variant = tavern.timeline.timeline(pid).path[-1]
@@ -282,7 +287,8 @@ async def test_preview_equals_the_next_request_for_each_strategy(tavern: Tavern,
         tavern.strategies.apply_strategy(pid, "nonsense")
 
 
-async def test_a_swipe_after_editing_twice_answers_the_last_edit(tavern: Tavern, model: ScriptedModel, pid: int) -> None:
+async def test_a_swipe_after_editing_twice_answers_the_last_edit(
+        tavern: Tavern, model: ScriptedModel, pid: int) -> None:
     model.enqueue("first", "second")
     await drain(tavern.steps.send(pid, "helo"))
     user = tavern.playthroughs.messages(pid)[-2]

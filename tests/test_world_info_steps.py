@@ -45,7 +45,8 @@ async def test_the_cards_embedded_book_fires_on_the_input_and_lands_before_the_d
     assert fired[3]["reason"] == "key" and fired[3]["matched_key"] == "magic"
     # Entry 2 (glade/safe haven/refuge) also matches the greeting ("room"? no: the card's
     # greeting has no glade) — whatever it decided, it has exactly one decision with a reason.
-    assert sum(1 for d in record["fired"] + record["skipped"] if d["uid"] == 2) + record["no_match"].get("Eldoria", []).count(2) == 1
+    decided = sum(1 for d in record["fired"] + record["skipped"] if d["uid"] == 2)
+    assert decided + record["no_match"].get("Eldoria", []).count(2) == 1
 
 
 async def test_constant_entries_compete_for_the_budget_and_say_so(db_url: str, corpus_dir: Path) -> None:

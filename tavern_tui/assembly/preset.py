@@ -33,7 +33,6 @@ from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
 from tavern_tui.text.tokens import DEFAULT_COUNTER
 
-
 _CHAT_SOURCES = frozenset({"new_chat", "history", "input"})
 _CONTROL_SOURCES = frozenset({"continue", "impersonate", "prefill", "send_if_empty"})
 _DEPTH_IDENTIFIERS = ("worldInfoDepth", "charDepthPrompt")

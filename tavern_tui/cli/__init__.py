@@ -3,8 +3,8 @@
     tavern                      launch the TUI (also: tavern tui)
     tavern import PATH... [--character NAME] [--json]   cards, world books, chats (.jsonl)
     tavern lore list|bind|unbind|export|test …
-    tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate | --reply) [--new | --playthrough ID] [--json]
-                [--preset NAME] [--lore BOOK]... [--strategy NAME] [--allow-secrets]
+    tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate | --reply) [--new | --playthrough ID]
+                [--json] [--preset NAME] [--lore BOOK]... [--strategy NAME] [--allow-secrets]
     tavern sessions [--json] [--character NAME]
     tavern presets [--json]
     tavern strategies [--json] | tavern strategy save NAME --base B [--option K=V]... [--expected-version N]

@@ -56,6 +56,7 @@ def refused(exc: SecretRefused, err: TextIO) -> int:
 def step_failed(exc: StepFailed, err: TextIO) -> int:
     """Report a step the provider failed: its category, the cause and how much of the reply was
     kept as a partial attempt; returns `EXIT_FAILED`."""
-    kept = f" (partial reply kept: {len(exc.attempt.content)} characters)" if exc.attempt and exc.attempt.content else ""
+    kept = (f" (partial reply kept: {len(exc.attempt.content)} characters)"
+            if exc.attempt and exc.attempt.content else "")
     err.write(f"error ({exc.category}): {exc.cause}{kept}\n")
     return EXIT_FAILED

@@ -202,7 +202,8 @@ class SurfaceMessage:
 
 def _to_surface(event: Event) -> SurfaceMessage:
     role = event.role or "system"
-    return SurfaceMessage(event.ref, event.kind, role, event.content, event.origin, event.source, event.created_at, event.body)
+    return SurfaceMessage(event.ref, event.kind, role, event.content, event.origin, event.source, event.created_at,
+                          event.body)
 
 
 def derive_messages(log: SessionLog, session_id: int, through_seq: int | None = None, *,

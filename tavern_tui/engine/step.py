@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import aclosing
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -31,8 +31,8 @@ from tavern_tui.engine.log import (
     surface_of,
     until_done,
 )
-from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
 from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, Provider, ReasoningDelta, TextDelta, Usage
+from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
 from tavern_tui.errors import NetworkError, ProviderError, TavernError
 
 OPENING_SOURCE = "opening"
@@ -184,7 +184,8 @@ def admit_opening(log: SessionLog, session_id: int, text: str, meta: dict[str, A
     """Append the opening reference (a greeting): role assistant, origin engine, never an agent reply
     (seed 000 §3: "Greeting is an opening reference, never a fabricated assistant reply")."""
     body = {"content": text, **(meta or {})}
-    return log.append(session_id, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body, Origin.ENGINE, OPENING_SOURCE)])[0]
+    opening = NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", body, Origin.ENGINE, OPENING_SOURCE)
+    return log.append(session_id, [opening])[0]
 
 
 def _attempt(text: str, reasoning: str, extra: dict[str, Any], origin: Origin | None = None,
@@ -371,7 +372,8 @@ async def run_step(
                         timing["first_byte"] = now().isoformat()
                     # Checkpoint before handing the delta on: what the caller has seen is durable.
                     if clock() - last_checkpoint >= checkpoint_every:
-                        body = {"content": "".join(parts[checkpointed[0]:]), "reasoning": "".join(reasoning[checkpointed[1]:])}
+                        body = {"content": "".join(parts[checkpointed[0]:]),
+                                "reasoning": "".join(reasoning[checkpointed[1]:])}
                         await alog.append(session_id, [NewEvent(EventKind.STREAM_CHECKPOINT, None, body)])
                         checkpointed = (len(parts), len(reasoning))
                         last_checkpoint = clock()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ class ConfigAdjusted:
     omitted: dict[str, str]
 
 
-StreamEvent = Union[TextDelta, ReasoningDelta, Usage, Finished, ConfigAdjusted]
+StreamEvent = TextDelta | ReasoningDelta | Usage | Finished | ConfigAdjusted
 """What `Provider.stream` yields. Errors are raised as `ProviderError`, never yielded."""
 
 

@@ -115,7 +115,8 @@ def request_message_of(event: Event, index: int | None) -> dict[str, Any] | None
     return built
 
 
-def verify(record: dict[str, Any], read: Callable[[Sequence[tuple[int, int]]], dict[tuple[int, int], Event]]) -> Verification:
+def verify(record: dict[str, Any],
+           read: Callable[[Sequence[tuple[int, int]]], dict[tuple[int, int], Event]]) -> Verification:
     """Check a trace record against the log: re-read every referenced body, rebuild the message
     it was, hash it, and compare with the hash recorded when the request was sent.
 

@@ -73,7 +73,7 @@ def js_key_order(obj: dict) -> list[tuple[str, Any]]:
     """The items of a JSON object in the order JavaScript iterates them: array-index keys
     ascending, then the other keys in insertion order (ECMAScript OrdinaryOwnPropertyKeys).
     SillyTavern reads `entries` this way, and that order breaks ties between equal `order`s."""
-    indexed = sorted(((i, k) for k in obj if (i := _array_index(k)) is not None))
+    indexed = sorted((i, k) for k in obj if (i := _array_index(k)) is not None)
     named = [k for k in obj if _array_index(k) is None]
     return [(k, obj[k]) for _, k in indexed] + [(k, obj[k]) for k in named]
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.lore.admission import admit
 from tavern_tui.lore.buckets import build_buckets
 from tavern_tui.lore.buffer import Segment
@@ -46,6 +45,7 @@ from tavern_tui.lore.runstate import (
 )
 from tavern_tui.lore.scan import scan
 from tavern_tui.lore.settings import WorldInfoSettings
+from tavern_tui.text.tokens import estimate_tokens
 
 
 def activate(

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 
-from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.lore.buffer import Segment
 from tavern_tui.lore.groups import filter_by_inclusion_groups
 from tavern_tui.lore.model import SelectiveLogic
@@ -29,6 +28,7 @@ from tavern_tui.lore.runstate import (
     RunState,
     utf8_size,
 )
+from tavern_tui.text.tokens import estimate_tokens
 
 
 def admit(run: RunState, new: list[Candidate], state: int, earlier_tokens: int) -> list[Prepared]:

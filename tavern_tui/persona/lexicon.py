@@ -158,7 +158,7 @@ _LOWERCASE_NAME_REJECT = frozenset({"not", "unimportant", "secret", "irrelevant"
 _BOUNDARY_REJECT = frozenset({"problem", "problems", "worries", "worry", "way", "thanks", "thank", "one", "stop",
                               "wait", "more", "no", "please", "idea", "clue", "kidding", "doubt", "matter", "need",
                               "offense", "offence", "pressure", "rush", "hurry", "sweat", "biggie", "deal", "shit",
-                              "joke", "chance", "fair", "don't", "dont", "don't!", "thank you", "wait"})
+                              "joke", "chance", "fair", "don't", "dont", "don't!", "thank you"})
 
 # Stops end a value: "I love cats because …" -> "cats". The first word is never cut (no leading \s).
 _STOP_COMMON = (r"\s*[;:]|\s+(?:-+|because|cause|cuz|coz|but|when|whenever|if|since|though|although|while|whereas"

@@ -28,4 +28,5 @@ class ProviderSettings:
 
     def __repr__(self) -> str:  # the key must never reach logs or the screen
         key = "set" if self.api_key else "unset"
-        return f"ProviderSettings(base_url={self.base_url!r}, model={self.model!r}, api_key=<{key}>, timeout={self.timeout})"
+        return (f"ProviderSettings(base_url={self.base_url!r}, model={self.model!r}, api_key=<{key}>, "
+                f"timeout={self.timeout})")

@@ -54,7 +54,7 @@ from tavern_tui.providers.errors import (
     redact,
     rejected_parameter,
 )
-from tavern_tui.providers.sse import SSEDecoder, ServerSentEvent
+from tavern_tui.providers.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["OpenAICompatProvider", "retry_delay", "RETRY_CAP", "MAX_CONFIG_FALLBACKS"]
 

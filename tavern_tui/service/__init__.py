@@ -6,4 +6,5 @@ Re-exports the facade, `make_provider` and the views the front ends import from 
 from tavern_tui.service.facade import Tavern, make_provider
 from tavern_tui.views import CharacterView, ImportResult, MessageView, PlaythroughView, WorldBookView
 
-__all__ = ["CharacterView", "ImportResult", "MessageView", "PlaythroughView", "Tavern", "WorldBookView", "make_provider"]
+__all__ = ["CharacterView", "ImportResult", "MessageView", "PlaythroughView", "Tavern", "WorldBookView",
+           "make_provider"]

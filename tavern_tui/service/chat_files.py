@@ -14,19 +14,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tavern_tui.text.names import substitute_names
 from tavern_tui.engine.events import EventKind, NewEvent, Origin, parse_origin
 from tavern_tui.engine.log import HIDDEN_KEY, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
 from tavern_tui.engine.step import OPENING_SOURCE
 from tavern_tui.engine.timeline import Ref, Timeline
 from tavern_tui.errors import FormatError, NotFound, OriginError
 from tavern_tui.formats.chatlog import ChatLine, ParsedChat, format_send_date, parse_chat_jsonl, write_chat_jsonl
-from tavern_tui.store.store import PlannedSession
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
+from tavern_tui.store.store import PlannedSession
+from tavern_tui.text.names import substitute_names
 from tavern_tui.views import ImportResult
 
 ST_KEY = "st"

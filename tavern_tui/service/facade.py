@@ -7,7 +7,6 @@ per-area services in dependency order and exposes each as an attribute (`tavern.
 
 from __future__ import annotations
 
-from tavern_tui.text.tokens import make_counter
 from tavern_tui.config import Settings
 from tavern_tui.engine.stream import Provider
 from tavern_tui.service.chat_files import ChatFileService
@@ -23,6 +22,7 @@ from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.service.traces import TraceService
 from tavern_tui.store.store import Store
+from tavern_tui.text.tokens import make_counter
 
 
 def make_provider(settings: Settings) -> Provider:

@@ -79,7 +79,8 @@ class ImportService:
         results: list[ImportResult] = []
         for shown, path in _iter_card_files(paths):
             if path is None:
-                results.append(ImportResult(shown, "character", error=f"{shown}: no .png, .json or .jsonl files in this folder"))
+                results.append(ImportResult(shown, "character",
+                                            error=f"{shown}: no .png, .json or .jsonl files in this folder"))
                 continue
             if not path.exists():
                 results.append(ImportResult(shown, "character", error=f"{shown}: no such file or folder"))

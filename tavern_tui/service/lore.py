@@ -21,15 +21,15 @@ from tavern_tui.engine.events import canonical_json
 from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.cards import ParsedCard
 from tavern_tui.formats.worldinfo import from_character_book, parse_world_book, to_st_json
-from tavern_tui.lore.fastindex import FastIndex
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
+from tavern_tui.lore.fastindex import FastIndex
+from tavern_tui.lore.matching import IndexCache, invalid_regex_keys
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.result import ActivationResult
-from tavern_tui.lore.matching import IndexCache, invalid_regex_keys
 from tavern_tui.lore.settings import WorldInfoSettings
-from tavern_tui.service.persona import PERSONA_TARGET
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
+from tavern_tui.service.persona import PERSONA_TARGET
 from tavern_tui.store.repositories import CharacterRecord, WorldBookRecord
 from tavern_tui.views import ImportResult, WorldBookView
 

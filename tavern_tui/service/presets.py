@@ -21,7 +21,6 @@ from tavern_tui.service.library import LibraryService
 from tavern_tui.store.repositories import PlaythroughRecord
 from tavern_tui.views import ImportResult, PresetView
 
-
 STRATEGY_APPLIED = "strategy/applied"
 """Event kind recording an explicit apply (strategy, preset and its hash) in the session log."""
 

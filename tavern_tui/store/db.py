@@ -46,7 +46,8 @@ def _private_memory(parsed: URL) -> bool:
     """A SQLite URL naming an in-memory database private to one connection (`sqlite://`,
     `:memory:`, or `mode=memory` without a shared cache)."""
     query = parsed.query
-    return (parsed.database or "") in ("", ":memory:") or (query.get("mode") == "memory" and query.get("cache") != "shared")
+    return ((parsed.database or "") in ("", ":memory:")
+            or (query.get("mode") == "memory" and query.get("cache") != "shared"))
 
 
 def make_engine(url: str) -> Engine:
@@ -127,7 +128,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         return
     script = ScriptDirectory.from_config(_alembic_config())
     if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
-        raise StoreError(f"database is at schema revision {current}, which this tavern-tui does not know (newer version?)")
+        raise StoreError(f"database is at schema revision {current}, "
+                         "which this tavern-tui does not know (newer version?)")
     logger.info("migrating database from %s to %s", current, target)
     config = _alembic_config()
     with engine.begin() as conn:

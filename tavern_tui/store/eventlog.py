@@ -145,13 +145,15 @@ class EventLog:
             text = canonical_json(new.body)
             rows.append((new, text, body_hash(text)))
         try:
-            seqs = self._append_sqlite(session_id, rows, now) if self._sqlite else self._append_core(session_id, rows, now)
+            seqs = (self._append_sqlite(session_id, rows, now) if self._sqlite
+                    else self._append_core(session_id, rows, now))
         except (IntegrityError, sqlite3.IntegrityError) as exc:
             with self._engine.connect() as conn:
                 if conn.execute(_SESSION_EXISTS, {"sid": session_id}).first() is None:
                     raise NotFound(f"session {session_id} does not exist") from exc
             raise StoreError(f"could not append to session {session_id}: {getattr(exc, 'orig', exc)}") from exc
-        return [Event(session_id, seq, str(new.kind), new.role, new.origin, new.source, text, digest, now, json.loads(text))
+        return [Event(session_id, seq, str(new.kind), new.role, new.origin, new.source, text, digest, now,
+                      json.loads(text))
                 for seq, (new, text, digest) in zip(seqs, rows)]
 
     @staticmethod

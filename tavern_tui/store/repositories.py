@@ -107,7 +107,8 @@ class CharacterRepository:
 
     def all(self) -> list[CharacterRecord]:
         """Every character, by name."""
-        return [_character(row) for row in self._session.scalars(select(Character).order_by(Character.name, Character.id))]
+        query = select(Character).order_by(Character.name, Character.id)
+        return [_character(row) for row in self._session.scalars(query)]
 
     def count(self) -> int:
         """How many characters are stored."""
@@ -196,7 +197,8 @@ class PlaythroughRepository:
         ("new playthrough from here"), oldest first."""
         if not session_ids:
             return []
-        query = (select(Playthrough.id, Playthrough.root_session_id).join(SessionRow, SessionRow.id == Playthrough.root_session_id)
+        query = (select(Playthrough.id, Playthrough.root_session_id)
+                 .join(SessionRow, SessionRow.id == Playthrough.root_session_id)
                  .where(SessionRow.parent_id.in_(session_ids)).order_by(Playthrough.id))
         return [(int(p), int(s)) for p, s in self._session.execute(query)]
 
@@ -292,7 +294,8 @@ class WorldBookRepository:
 
     def all(self) -> list[WorldBookRecord]:
         """Every book, by name."""
-        return [_world_book(r) for r in self._session.scalars(select(self.model).order_by(self.model.name, self.model.id))]
+        query = select(self.model).order_by(self.model.name, self.model.id)
+        return [_world_book(r) for r in self._session.scalars(query)]
 
     def replace_data(self, book_id: int, *, name: str, data: str) -> WorldBookRecord:
         """Store an edited book (name and normalised JSON); the original file bytes stay. Raises NotFound."""

@@ -11,10 +11,9 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from tavern_tui.engine.events import NewEvent, body_hash, canonical_json
-from tavern_tui.store.models import EventRow, SessionRow
-
 from tavern_tui.store.db import make_engine, upgrade
 from tavern_tui.store.eventlog import EventLog
+from tavern_tui.store.models import EventRow, SessionRow
 from tavern_tui.store.persona import BeliefRepository, PersonaRepository, StrategyRepository
 from tavern_tui.store.repositories import (
     BindingRepository,

@@ -14,11 +14,11 @@ from tavern_tui.engine.memory import MemoryLog
 from tavern_tui.engine.step import (
     Assembly,
     StepBusy,
-    open_step,
     StepFailed,
     StepSettled,
     StepStarted,
     admit_opening,
+    open_step,
     recover_interrupted,
     run_step,
 )
@@ -61,7 +61,8 @@ class RecordingAssembler:
         return Assembly(system=self.system, config={"temperature": 0.7}, meta={"strategy": "test"})
 
 
-async def _run(log: MemoryLog, sid: int, provider: ScriptedProvider, assembler: RecordingAssembler, text: str) -> list[object]:
+async def _run(log: MemoryLog, sid: int, provider: ScriptedProvider, assembler: RecordingAssembler,
+               text: str) -> list[object]:
     return [u async for u in run_step(log, sid, provider, assembler, text)]
 
 
@@ -69,7 +70,8 @@ async def test_step_orders_events_as_design_says_and_sends_the_frozen_request() 
     log = MemoryLog()
     sid = log.create_session()
     admit_opening(log, sid, "*Sera smiles.*", {"greeting_index": 0})
-    provider = ScriptedProvider([ReasoningDelta("think"), TextDelta("Hel"), TextDelta("lo"), Usage(12, 2, 14), Finished("stop")])
+    provider = ScriptedProvider([ReasoningDelta("think"), TextDelta("Hel"), TextDelta("lo"), Usage(12, 2, 14),
+                                 Finished("stop")])
     assembler = RecordingAssembler()
     updates = await _run(log, sid, provider, assembler, "Hi there")
 
@@ -119,7 +121,8 @@ async def test_unchanged_system_section_is_admitted_once() -> None:
     await _run(log, sid, provider, assembler, "three")
     assert provider.requests[0].messages[0] == {"role": "system", "content": "You are Sera, now older."}
     assert sum(1 for m in provider.requests[0].messages if m["role"] == "system") == 1
-    assert [m.content for m in derive_messages(log, sid) if m.source == SYSTEM_PROMPT_SOURCE] == ["You are Sera, now older."]
+    system_prompts = [m.content for m in derive_messages(log, sid) if m.source == SYSTEM_PROMPT_SOURCE]
+    assert system_prompts == ["You are Sera, now older."]
 
 
 async def test_cancel_mid_stream_keeps_the_partial_reply_as_an_attempt() -> None:

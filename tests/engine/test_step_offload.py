@@ -75,7 +75,8 @@ async def test_every_log_call_of_a_step_runs_off_the_event_loop_thread(sql_log: 
     assert all(thread != loop_thread for _, thread in sql_log.calls)
 
 
-async def test_cancel_mid_stream_on_the_sql_log_stores_the_partial_reply_off_the_loop(sql_log: ThreadRecordingLog) -> None:
+async def test_cancel_mid_stream_on_the_sql_log_stores_the_partial_reply_off_the_loop(
+        sql_log: ThreadRecordingLog) -> None:
     loop_thread = threading.get_ident()
     sid = sql_log.log.create_session()  # type: ignore[attr-defined]
     provider = ScriptedProvider([TextDelta("Once upon "), TextDelta("a time"), Finished("stop")], gate_after=1)
@@ -95,7 +96,8 @@ async def test_cancel_mid_stream_on_the_sql_log_stores_the_partial_reply_off_the
     assert all(thread != loop_thread for _, thread in sql_log.calls)
 
 
-async def test_a_cancel_during_an_append_waits_for_it_then_stores_the_attempt_after_it(sql_log: ThreadRecordingLog) -> None:
+async def test_a_cancel_during_an_append_waits_for_it_then_stores_the_attempt_after_it(
+        sql_log: ThreadRecordingLog) -> None:
     sid = sql_log.log.create_session()  # type: ignore[attr-defined]
     ticks = iter(range(0, 300, 3))
     provider = ScriptedProvider([TextDelta("A"), TextDelta("B"), Finished("stop")])

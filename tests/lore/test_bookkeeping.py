@@ -14,7 +14,6 @@ from functools import partial
 
 import pytest
 
-from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.lore.activation import activate
 from tavern_tui.lore.context import ActivationContext, ScanMessage
 from tavern_tui.lore.fastindex import FastIndex
@@ -25,6 +24,7 @@ from tavern_tui.lore.model import (
     WorldInfoEntry,
 )
 from tavern_tui.lore.settings import WorldInfoSettings
+from tavern_tui.text.tokens import estimate_tokens
 
 from ._util import book, context, entry, fired, reason, run
 

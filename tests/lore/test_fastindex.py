@@ -399,7 +399,7 @@ def test_activations_decide_the_same_with_either_index() -> None:
                                      case_sensitive=rng.random() < 0.2, match_whole_words=rng.random() < 0.7)
         history = [ScanMessage(rng.choice(["User", "Alice"]), _text(rng, vocab), i) for i in range(rng.randint(0, 6))]
         cached = IndexCache(FastIndex)
-        for step in range(3):
+        for _step in range(3):
             ctx = ActivationContext(messages=list(history), input=_text(rng, vocab) or None, user_name="User",
                                     char_name="Alice", scenario=_text(rng, vocab))
             seed = rng.random()

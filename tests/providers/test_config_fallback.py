@@ -85,7 +85,8 @@ async def test_param_named_field_is_dropped_and_reported_first(loopback, make) -
     adjusted = events[0]
     assert adjusted.requested == {"temperature": 0.7, "max_tokens": 300}
     assert adjusted.effective == {"max_tokens": 300}
-    assert adjusted.omitted == {"temperature": "400: Unsupported parameter: 'temperature' is not supported with this model."}
+    assert adjusted.omitted == {
+        "temperature": "400: Unsupported parameter: 'temperature' is not supported with this model."}
     assert text_of(events) == "Warm enough."
     assert events[-1] == Finished("stop", saw_done=True)
     assert config == {"temperature": 0.7, "max_tokens": 300}  # the caller's config is unchanged
@@ -121,14 +122,16 @@ async def test_max_tokens_moves_to_the_named_replacement(loopback, make) -> None
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("reasoning_effort", "high", "Unrecognized request argument supplied: reasoning_effort"),  # Azure / OpenAI, param null
+        # Azure / OpenAI, param null
+        ("reasoning_effort", "high", "Unrecognized request argument supplied: reasoning_effort"),
         ("stop", ["\nUser:"], "This model does not support 'stop'"),
         ("stop", ["###"], "Unsupported param: stop"),  # llama.cpp server wording
         ("top_k", 40, "property 'top_k' is unsupported, did you mean 'top_p'?"),  # Groq: no rename to top_p
     ],
 )
 async def test_field_named_only_in_the_message_text(loopback, make, field: str, value: Any, message: str) -> None:
-    loopback.enqueue_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}})
+    loopback.enqueue_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": None,
+                                          "code": None}})
     loopback.enqueue_sse(sse_chunks_for("fine"))
     config = {"temperature": 0.8, "top_p": 0.9, field: value}
     events = await collect(make(), config)
@@ -172,7 +175,8 @@ async def test_two_rejected_fields_in_a_row(loopback, make) -> None:
     assert len(adjustments(events)) == 1 and isinstance(events[0], ConfigAdjusted)
     assert events[0].effective == {"max_tokens": 100}
     assert set(events[0].omitted) == {"temperature", "reasoning_effort"}
-    assert [set(a["omitted"]) for a in provider.attempts] == [set(), {"temperature"}, {"temperature", "reasoning_effort"}]
+    assert [set(a["omitted"]) for a in provider.attempts] == [set(), {"temperature"},
+                                                              {"temperature", "reasoning_effort"}]
     assert [a["status"] for a in provider.attempts] == [400, 400, 200]
     assert text_of(events) == "third time"
 
@@ -187,7 +191,8 @@ async def test_same_field_rejected_twice_is_raised(loopback, make) -> None:
     assert info.value.param == "temperature"
     assert len(loopback.requests) == 2
     assert "temperature" not in bodies(loopback)[1]
-    assert provider.attempts[-1]["omitted"] == {"temperature": "400: Unsupported parameter: 'temperature' is not supported with this model."}
+    assert provider.attempts[-1]["omitted"] == {
+        "temperature": "400: Unsupported parameter: 'temperature' is not supported with this model."}
 
 
 async def test_renamed_field_rejected_again_is_dropped_not_moved_back(loopback, make) -> None:
@@ -200,7 +205,8 @@ async def test_renamed_field_rejected_again_is_dropped_not_moved_back(loopback, 
     loopback.enqueue_sse(sse_chunks_for("ok"))
     events = await collect(make(), {"max_tokens": 64})
     sent = bodies(loopback)
-    assert [("max_tokens" in b, "max_completion_tokens" in b) for b in sent] == [(True, False), (False, True), (False, False)]
+    assert [("max_tokens" in b, "max_completion_tokens" in b) for b in sent] == [(True, False), (False, True),
+                                                                                 (False, False)]
     adjusted = events[0]
     assert isinstance(adjusted, ConfigAdjusted)
     assert adjusted.effective == {}
@@ -271,7 +277,8 @@ async def test_quota_400_and_server_errors_never_omit(loopback, make) -> None:
 @pytest.mark.parametrize(
     ("config", "body"),
     [
-        ({"temperature": 0.5}, openai_error("Unsupported parameter: 'top_p' is not supported with this model.", "top_p")),
+        ({"temperature": 0.5},
+         openai_error("Unsupported parameter: 'top_p' is not supported with this model.", "top_p")),
         ({"temperature": 0.5}, openai_error("top_p must be in (0, 1], got 1.5.")),  # text names an absent field
         ({"temperature": 0.5}, openai_error("This model's maximum context length is 4096 tokens; temperature ignored",
                                             "messages", "context_length_exceeded")),  # param blames something else
@@ -279,7 +286,8 @@ async def test_quota_400_and_server_errors_never_omit(loopback, make) -> None:
         ({"temperature": 0.5}, {"error": {"message": "Invalid request"}}),  # names nothing
     ],
 )
-async def test_400_not_about_an_active_field_is_raised(loopback, make, config: dict[str, Any], body: dict[str, Any]) -> None:
+async def test_400_not_about_an_active_field_is_raised(
+        loopback, make, config: dict[str, Any], body: dict[str, Any]) -> None:
     loopback.enqueue_json(400, body)
     loopback.enqueue_sse(sse_chunks_for("never"))
     provider = make()
@@ -326,7 +334,8 @@ async def test_cancelled_stream_never_retries(loopback, make) -> None:
 
 
 async def test_key_never_in_reasons_or_attempts(loopback, make) -> None:
-    loopback.enqueue_json(400, openai_error(f"Unsupported parameter: 'temperature' (request by key {KEY})", "temperature"))
+    loopback.enqueue_json(400, openai_error(f"Unsupported parameter: 'temperature' (request by key {KEY})",
+                                            "temperature"))
     loopback.enqueue_json(400, {"error": {"message": f"Authorization: Bearer {KEY} - Unsupported param: stop"}})
     loopback.enqueue_sse(sse_chunks_for("safe"))
     provider = make()

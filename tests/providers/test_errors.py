@@ -35,7 +35,8 @@ from tavern_tui.providers.errors import (
         (403, '{"error": {"message": "no money", "code": "insufficient_quota"}}', RateLimitError, None),
         (429, "", RateLimitError, None),
         (402, '{"error": {"message": "Insufficient credits"}}', RateLimitError, None),
-        (400, '{"object": "error", "message": "bad temp", "type": "BadRequestError", "param": "temperature"}', BadRequestError, "temperature"),
+        (400, '{"object": "error", "message": "bad temp", "type": "BadRequestError", "param": "temperature"}',
+         BadRequestError, "temperature"),
         (422, '{"detail": [{"loc": ["body", "messages"], "msg": "field required"}]}', BadRequestError, None),
         (404, '{"error": {"message": "model x not found", "param": null}}', BadRequestError, None),
         (408, "", ProviderTimeout, None),
@@ -71,7 +72,8 @@ def test_retry_after_mentioned_with_any_header_case() -> None:
         ({"error": {"message": "slow", "code": "429"}}, RateLimitError, 429),
         ({"error": {"message": "You exceeded your current quota"}}, RateLimitError, None),
         ({"error": {"message": "nope", "code": "invalid_api_key"}}, AuthenticationError, None),
-        ({"error": {"message": "too long", "code": "context_length_exceeded", "param": "messages"}}, BadRequestError, None),
+        ({"error": {"message": "too long", "code": "context_length_exceeded", "param": "messages"}},
+         BadRequestError, None),
         ({"message": "bare vLLM error", "type": "InternalServerError", "code": 500}, ServerError, 500),
         ({"error": {"weird": True}}, ServerError, None),
     ],
@@ -120,19 +122,21 @@ def _err(message, param=None, code=None) -> str:
         # OpenAI o-series / gpt-5 (param set)
         (400, _err("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' "
                    "instead.", "max_tokens", "unsupported_parameter"), "max_tokens", "max_completion_tokens"),
-        (400, _err("Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is "
-                   "supported.", "temperature", "unsupported_value"), "temperature", None),
+        (400, _err("Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value "
+                   "is supported.", "temperature", "unsupported_value"), "temperature", None),
         (400, _err("Unsupported parameter: 'stop' is not supported with this model.", "stop"), "stop", None),
         # the same without `param`: read from the message
         (400, _err("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' "
                    "instead."), "max_tokens", "max_completion_tokens"),
-        (400, _err("Unsupported parameter: 'reasoning_effort' is not supported with this model."), "reasoning_effort", None),
+        (400, _err("Unsupported parameter: 'reasoning_effort' is not supported with this model."),
+         "reasoning_effort", None),
         (400, _err("Unknown parameter: 'top_k'."), "top_k", None),
         # Azure OpenAI / older OpenAI models
         (400, _err("Unrecognized request argument supplied: reasoning_effort"), "reasoning_effort", None),
         (400, _err("Unrecognized request arguments supplied: store, seed"), "seed", None),
         # llama.cpp server
-        (400, json.dumps({"error": {"code": 400, "message": "Unsupported param: stop", "type": "invalid_request_error"}}),
+        (400, json.dumps({"error": {"code": 400, "message": "Unsupported param: stop",
+                                    "type": "invalid_request_error"}}),
          "stop", None),
         # Groq (the "did you mean" is not a rename)
         (400, _err("property 'top_k' is unsupported, did you mean 'top_p'?"), "top_k", None),
@@ -145,17 +149,20 @@ def _err(message, param=None, code=None) -> str:
         (400, json.dumps({"type": "invalid_request_error", "message": "`temperature` and `top_p` cannot both be "
                           "specified for this model. Please use only one."}), "top_p", None),
         # FastAPI/pydantic servers (TabbyAPI, Mistral): 422 with validation details
-        (422, json.dumps({"detail": [{"type": "extra_forbidden", "loc": ["body", "store"], "msg": "Extra inputs are not "
-                          "permitted"}, {"type": "extra_forbidden", "loc": ["body", "max_completion_tokens"],
+        (422, json.dumps({"detail": [{"type": "extra_forbidden", "loc": ["body", "store"], "msg": "Extra inputs are "
+                          "not permitted"}, {"type": "extra_forbidden", "loc": ["body", "max_completion_tokens"],
                           "msg": "Extra inputs are not permitted", "input": 8192}]}), "max_completion_tokens", None),
-        (422, json.dumps({"object": "error", "message": {"detail": [{"type": "extra_forbidden", "loc": ["body", "top_k"],
-                          "msg": "Extra inputs are not permitted"}]}, "type": "invalid_request_error", "param": None,
-                          "code": None}), "top_k", None),
+        (422, json.dumps({"object": "error",
+                          "message": {"detail": [{"type": "extra_forbidden", "loc": ["body", "top_k"],
+                                                  "msg": "Extra inputs are not permitted"}]},
+                          "type": "invalid_request_error", "param": None, "code": None}), "top_k", None),
         (400, _err("1 validation error for ChatCompletionRequest\nreasoning_effort\n  Extra inputs are not permitted "
                    "[type=extra_forbidden, input_value='low', input_type=str]"), "reasoning_effort", None),
         # Python servers splatting the body into a call
-        (400, _err("Completions.create() got an unexpected keyword argument 'presence_penalty'"), "presence_penalty", None),
-        (400, _err("Invalid value for 'reasoning_effort': expected one of low, medium, high"), "reasoning_effort", None),
+        (400, _err("Completions.create() got an unexpected keyword argument 'presence_penalty'"),
+         "presence_penalty", None),
+        (400, _err("Invalid value for 'reasoning_effort': expected one of low, medium, high"),
+         "reasoning_effort", None),
         (400, _err("This model does not support 'stop'"), "stop", None),
     ],
 )
@@ -198,7 +205,8 @@ def test_rejected_parameter_renames_only_to_an_equivalent_field() -> None:
 
 def test_rejected_parameter_reason_is_redacted_and_bounded() -> None:
     key = "local-TOKEN-9f8e7d6c5b4a"
-    body = _err(f"Unsupported parameter: 'temperature' for token {key} / Bearer abc.def sk-proj-AbCdEf123456 " + "x" * 900)
+    body = _err(f"Unsupported parameter: 'temperature' for token {key} / Bearer abc.def sk-proj-AbCdEf123456 "
+                + "x" * 900)
     rejected = rejected_parameter(400, body, ALL, secrets=[key])
     assert rejected is not None and rejected.name == "temperature"
     assert key not in rejected.reason and "abc.def" not in rejected.reason and "AbCdEf123456" not in rejected.reason

@@ -128,7 +128,8 @@ async def test_keep_alive_comments_interleaved(loopback, make) -> None:
 
 async def test_chunk_with_empty_choices_is_skipped_but_usage_read(loopback, make) -> None:
     chunks = sse_chunks_for("abc", usage=None)
-    chunks.insert(1, 'data: {"id": "x", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}\n\n')
+    chunks.insert(1, 'data: {"id": "x", "choices": [], '
+                     '"usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}\n\n')
     chunks.insert(2, 'data: {"id": "x", "choices": []}\n\n')
     loopback.enqueue_sse(chunks)
     events = await collect(make())
@@ -182,13 +183,15 @@ async def test_error_object_mid_stream_after_text(loopback, make) -> None:
 
 
 async def test_in_band_quota_error_is_rate_limit(loopback, make) -> None:
-    loopback.enqueue_sse(['data: {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota"}}\n\n'], done=False)
+    loopback.enqueue_sse(['data: {"error": {"message": "You exceeded your current quota", '
+                          '"type": "insufficient_quota"}}\n\n'], done=False)
     with pytest.raises(RateLimitError, match="quota"):
         await collect(make(max_retries=0))
 
 
 async def test_401_is_authentication_error_without_key_in_message(loopback, make) -> None:
-    body = {"error": {"message": f"Incorrect API key provided: {KEY}.", "type": "invalid_request_error", "code": "invalid_api_key"}}
+    body = {"error": {"message": f"Incorrect API key provided: {KEY}.", "type": "invalid_request_error",
+                      "code": "invalid_api_key"}}
     loopback.enqueue_json(401, body)
     provider = make()
     with pytest.raises(AuthenticationError, match="Incorrect API key provided") as info:
@@ -196,7 +199,8 @@ async def test_401_is_authentication_error_without_key_in_message(loopback, make
     assert info.value.status == 401
     assert_no_key(info.value)
     assert len(loopback.requests) == 1  # not retried
-    assert provider.attempts == [{"status": 401, "error": "authentication", "retry_delay": None, "config": {}, "omitted": {}}]
+    assert provider.attempts == [{"status": 401, "error": "authentication", "retry_delay": None, "config": {},
+                                  "omitted": {}}]
 
 
 async def test_429_with_retry_after_no_retries(loopback, make) -> None:
@@ -243,7 +247,8 @@ async def test_500_is_server_error_after_retries(loopback, make) -> None:
 
 
 async def test_400_names_param(loopback, make) -> None:
-    body = {"error": {"message": "temperature must be <= 2", "type": "invalid_request_error", "param": "temperature", "code": None}}
+    body = {"error": {"message": "temperature must be <= 2", "type": "invalid_request_error", "param": "temperature",
+                      "code": None}}
     loopback.enqueue_json(400, body)
     with pytest.raises(BadRequestError) as info:
         await collect(make())
@@ -316,7 +321,8 @@ async def test_json_non_stream_answer(loopback, make) -> None:
 async def test_key_never_in_errors_of_any_kind(loopback, make) -> None:
     loopback.enqueue_json(500, {"error": {"message": f"upstream said Authorization: Bearer {KEY}"}})
     loopback.enqueue_json(400, {"error": {"message": f"bad key {KEY}", "param": "messages"}})
-    loopback.enqueue_sse([json.dumps({"error": {"message": f"key {KEY} revoked", "code": "invalid_api_key"}}).join(["data: ", "\n\n"])])
+    revoked = json.dumps({"error": {"message": f"key {KEY} revoked", "code": "invalid_api_key"}})
+    loopback.enqueue_sse([revoked.join(["data: ", "\n\n"])])
     for expected in (ServerError, BadRequestError, AuthenticationError):
         with pytest.raises(expected) as info:
             await collect(make(max_retries=0))

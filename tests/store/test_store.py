@@ -6,7 +6,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect as sa_inspect, text
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy import text
 
 from tavern_tui.engine.events import EventKind, NewEvent, Origin, body_hash
 from tavern_tui.errors import NotFound, OriginError, StoreError
@@ -186,7 +187,8 @@ def test_fork_surface_is_parent_through_fork_seq_then_own_events_without_copying
         log.append(grandchild, [_msg("a2-alt", "assistant")])
         assert [e.content for e in log.surface_events(child)] == ["u1", "a1", "u2-alt"]
         assert [e.content for e in log.surface_events(grandchild)] == ["u1", "a1", "u2-alt", "a2-alt"]
-        assert [(e.session_id, e.seq) for e in log.surface_events(grandchild)] == [(root, 1), (root, 2), (child, 1), (grandchild, 1)]
+        assert [(e.session_id, e.seq) for e in log.surface_events(grandchild)] == [(root, 1), (root, 2), (child, 1),
+                                                                                   (grandchild, 1)]
         # The fork's own seq starts at 1; the parent's rows were not copied.
         with store.engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM events")).scalar() == 6
@@ -201,7 +203,8 @@ def test_origin_is_stored_only_when_declared(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'o.db'}")
     try:
         sid = store.events.create_session()
-        store.events.append(sid, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "hi"}, Origin.ENGINE, "opening"),
+        store.events.append(sid, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "hi"}, Origin.ENGINE,
+                                           "opening"),
                                   _msg("me")])
         with store.engine.connect() as conn:
             origins = conn.execute(text("SELECT origin FROM events ORDER BY seq")).scalars().all()
@@ -235,10 +238,12 @@ def test_the_portable_append_path_gives_the_same_events_as_the_sqlite_fast_path(
         for store in (fast, portable):
             sid = store.events.create_session()
             store.events.append(sid, [_msg("a"), _msg("b", "assistant")])
-            store.events.append(sid, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "c"}, Origin.ENGINE, "opening")])
+            store.events.append(sid, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "c"},
+                                               Origin.ENGINE, "opening")])
             with pytest.raises(NotFound):
                 store.events.append(sid + 100, [_msg("x")])
-            results.append([(e.seq, e.kind, e.role, e.origin, e.source, e.body_text, e.body_sha256, e.created_at.tzinfo is not None)
+            results.append([(e.seq, e.kind, e.role, e.origin, e.source, e.body_text, e.body_sha256,
+                             e.created_at.tzinfo is not None)
                             for e in store.events.surface_events(sid)])
         assert results[0] == results[1]
         assert [r[0] for r in results[1]] == [1, 2, 3]
@@ -259,11 +264,13 @@ def test_an_in_memory_url_is_one_database_for_every_thread_and_leaves_nothing_be
     store.events.append(sid, [_msg("from the main thread")])
     seen: list[object] = []
 
-    def worker() -> None:  # the step's log calls and the TUI's workers run in threads
-        store.events.append(sid, [_msg("from a worker")])
-        seen.append([e.content for e in store.events.surface_events(sid)])
+    def worker(shared: Store) -> None:  # the step's log calls and the TUI's workers run in threads
+        shared.events.append(sid, [_msg("from a worker")])
+        seen.append([e.content for e in shared.events.surface_events(sid)])
 
-    thread = threading.Thread(target=worker)
+    # Passed as an argument, not closed over: the thread drops its args when it ends, so `del store`
+    # below leaves no reference behind.
+    thread = threading.Thread(target=worker, args=(store,))
     thread.start()
     thread.join()
     assert seen == [["from the main thread", "from a worker"]]

@@ -25,7 +25,8 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", metavar="NAME", help="bind this imported preset to the playthrough (remembered)")
     parser.add_argument("--lore", action="append", default=[], metavar="BOOK",
                         help="bind this imported world book to the playthrough (repeatable; remembered)")
-    parser.add_argument("--strategy", metavar="NAME", help="apply this assembly strategy (compat, preset-slots-first, projection)")
+    parser.add_argument("--strategy", metavar="NAME",
+                        help="apply this assembly strategy (compat, preset-slots-first, projection)")
 
 
 def add_chat(commands: Commands) -> None:

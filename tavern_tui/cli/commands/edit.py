@@ -26,7 +26,8 @@ def add_edit(commands: Commands) -> None:
     """`tavern edit PLAYTHROUGH SESSION:SEQ --text TEXT [--allow-secrets]`."""
     p_edit = commands.add("edit", cmd_edit, help="replace a message's text (the original stays in the log)")
     p_edit.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
-    p_edit.add_argument("ref", type=_ref, metavar="SESSION:SEQ", help="the message, as `tavern tree` or `show --json` names it")
+    p_edit.add_argument("ref", type=_ref, metavar="SESSION:SEQ",
+                        help="the message, as `tavern tree` or `show --json` names it")
     p_edit.add_argument("--text", required=True)
     p_edit.add_argument("--allow-secrets", action="store_true",
                         help="store a text that looks like a key or token anyway (never the configured API key)")

@@ -133,7 +133,8 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         flags = "".join(f" [{flag}]" for flag, on in (("edited", v.edited), ("deleted", v.deleted),
                                                       ("partial", v.partial)) if on)
         links = "".join(f" -> playthrough {b}" for b in v.branches)
-        out.write(f"{mark} {'  ' * depth}{v.ref[0]}:{v.ref[1]} {counter}{v.role}/{v.origin}: {v.preview}{flags}{links}\n")
+        out.write(f"{mark} {'  ' * depth}{v.ref[0]}:{v.ref[1]} "
+                  f"{counter}{v.role}/{v.origin}: {v.preview}{flags}{links}\n")
     return EXIT_OK
 
 

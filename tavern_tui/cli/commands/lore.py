@@ -56,7 +56,8 @@ def add_lore(commands: Commands) -> None:
     p_export.add_argument("--out", required=True, metavar="FILE")
 
     p_test = sub.add("test", cmd_lore_test, help="show which entries fire for a history and input, and why")
-    p_test.add_argument("books", nargs="+", metavar="BOOK", help="world book files, character card files (their own lorebook), or imported names/ids")
+    p_test.add_argument("books", nargs="+", metavar="BOOK",
+                        help="world book files, character card files (their own lorebook), or imported names/ids")
     p_test.add_argument("--input", required=True, metavar="TEXT", help="the message being sent")
     p_test.add_argument("--history", metavar="FILE", help='JSON list of {"name", "role", "text"}, oldest first, '
                                                          'or a SillyTavern chat (.jsonl)')

@@ -113,7 +113,8 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"persona v{persona.get('version')}: {len(persona.get('entries', []))} entries, "
                   f"{persona.get('tokens')} tokens{turned}\n")
     if record.get("retry_of"):
-        out.write(f"retry {record.get('attempt')} of {'%s:%s' % tuple(record['retry_of'])}; omitted: "
+        session_id, seq = record["retry_of"]
+        out.write(f"retry {record.get('attempt')} of {session_id}:{seq}; omitted: "
                   f"{json.dumps(record.get('omitted', {}))}\n")
     out.write(f"config requested: {json.dumps(record.get('config', {}))}\n")
     if shown.get("config_adjusted"):
@@ -136,14 +137,16 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_trace_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern trace verify`: each request rebuilt from the log and compared; exit 1 on any mismatch."""
     with open_service(args) as tavern:
-        results = tavern.traces.verify_all() if args.all else [(args.trace_id, tavern.traces.verify_trace(args.trace_id))]
+        results = (tavern.traces.verify_all() if args.all
+                   else [(args.trace_id, tavern.traces.verify_trace(args.trace_id))])
     failed = False
     report = []
     for trace_id, result in results:
         bad = [c for c in result.checks if c.status != "ok"]
         failed = failed or bool(bad)
         report.append({"id": trace_id, "ok": result.ok, "checks": [
-            {"position": c.position, "status": c.status, "ref": list(c.ref), "detail": c.detail} for c in result.checks]})
+            {"position": c.position, "status": c.status, "ref": list(c.ref), "detail": c.detail}
+            for c in result.checks]})
         if not args.json:
             mark = "verified" if result.ok else "MISMATCH"
             out.write(f"{trace_id:>9}  {mark}  {len(result.checks)} messages\n")

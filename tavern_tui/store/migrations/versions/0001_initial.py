@@ -88,9 +88,12 @@ def upgrade() -> None:
         sa.Column("head_session_id", sa.Integer(), nullable=False),
         sa.Column("created_at", TZ, nullable=False),
         sa.Column("updated_at", TZ, nullable=False),
-        sa.ForeignKeyConstraint(["character_id"], ["characters.id"], name=op.f("fk_playthroughs_character_id_characters")),
-        sa.ForeignKeyConstraint(["root_session_id"], ["sessions.id"], name=op.f("fk_playthroughs_root_session_id_sessions")),
-        sa.ForeignKeyConstraint(["head_session_id"], ["sessions.id"], name=op.f("fk_playthroughs_head_session_id_sessions")),
+        sa.ForeignKeyConstraint(["character_id"], ["characters.id"],
+                                name=op.f("fk_playthroughs_character_id_characters")),
+        sa.ForeignKeyConstraint(["root_session_id"], ["sessions.id"],
+                                name=op.f("fk_playthroughs_root_session_id_sessions")),
+        sa.ForeignKeyConstraint(["head_session_id"], ["sessions.id"],
+                                name=op.f("fk_playthroughs_head_session_id_sessions")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_playthroughs")),
     )
     op.create_index(op.f("ix_playthroughs_character_id"), "playthroughs", ["character_id"])
