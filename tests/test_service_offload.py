@@ -145,9 +145,9 @@ REFUSALS = [
 
 
 @pytest.mark.parametrize(("path", "before", "error", "message"), REFUSALS, ids=[r[0] for r in REFUSALS])
-async def test_a_refused_step_is_refused_from_its_thread_with_the_same_error(traced, model: ScriptedModel,  # type: ignore[no-untyped-def]
-                                                                            corpus_dir: Path, path: str, before: str,
-                                                                            error: type[Exception], message: str) -> None:
+async def test_a_refused_step_is_refused_from_its_thread_with_the_same_error(  # type: ignore[no-untyped-def]
+        traced, model: ScriptedModel, corpus_dir: Path, path: str, before: str, error: type[Exception],
+        message: str) -> None:
     service, recorder = traced
     loop_thread = threading.get_ident()
     pid = await _playthrough(service, model, corpus_dir, before)

@@ -10,7 +10,6 @@ import logging
 import threading
 from collections.abc import Iterable
 
-from tavern_tui.text.names import substitute_names
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
 from tavern_tui.engine.step import admit_opening, recover_interrupted
 from tavern_tui.errors import SecretRefused, TavernError
@@ -23,6 +22,7 @@ from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.store.repositories import PlaythroughRecord
+from tavern_tui.text.names import substitute_names
 from tavern_tui.views import MessageView, PlaythroughView, PresetView, WorldBookView
 
 logger = logging.getLogger(__name__)

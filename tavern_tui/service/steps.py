@@ -21,12 +21,9 @@ from contextlib import aclosing
 from typing import Any
 
 from tavern_tui.assembly.basic import BasicAssembler
-from tavern_tui.text.names import substitute_names
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
-from tavern_tui.assembly.sillytavern import AuthorsNote
-from tavern_tui.assembly.sillytavern import chat_overrides_from_metadata, to_messages
+from tavern_tui.assembly.sillytavern import AuthorsNote, chat_overrides_from_metadata, to_messages
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
-from tavern_tui.text.tokens import estimate_messages
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model
 from tavern_tui.engine.step import (
@@ -49,6 +46,8 @@ from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService, strategy_of
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
+from tavern_tui.text.names import substitute_names
+from tavern_tui.text.tokens import estimate_messages
 from tavern_tui.views import PlaythroughView
 
 logger = logging.getLogger(__name__)
@@ -56,8 +55,9 @@ logger = logging.getLogger(__name__)
 CONTINUE_NUDGE = "[Continue your last message without repeating its original content.]"
 """SillyTavern's default `continue_nudge_prompt` (format-digest §c utility prompts)."""
 
-IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user}}, using the chat history so far as "
-                        "a guideline for the writing style of {{user}}. Don't write as or describe actions of {{char}}.]")
+IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user}}, using the chat history so far "
+                        "as a guideline for the writing style of {{user}}. Don't write as or describe actions of "
+                        "{{char}}.]")
 """SillyTavern's default `impersonation_prompt` (format-digest §c utility prompts)."""
 
 

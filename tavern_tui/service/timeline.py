@@ -14,7 +14,6 @@ import json
 import threading
 from typing import Any
 
-from tavern_tui.text.names import substitute_names
 from tavern_tui.engine.events import EventKind, Origin
 from tavern_tui.engine.log import (
     EDIT_SOURCE,
@@ -30,6 +29,7 @@ from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.text.names import substitute_names
 from tavern_tui.views import PlaythroughView, SwipeView, TimelineView, VariantView
 
 PREVIEW_CHARS = 80
@@ -132,7 +132,8 @@ class TimelineService:
             replacement = timeline.newest_replacement(ref) if ref in timeline.active else None
             if replacement is not None and replacement.message is not None:
                 text = str(replacement.message.get("content") or "")
-            origin = row.origin.value if row.origin else {"user": "customer", "assistant": "agent"}.get(row.role or "", "engine")
+            natural = {"user": "customer", "assistant": "agent"}
+            origin = row.origin.value if row.origin else natural.get(row.role or "", "engine")
             sibs = timeline.siblings(ref)
             siblings[ref] = sibs
             views.append(VariantView(ref, variant.parent, depth, row.role or "system", origin, row.source, row.kind,
@@ -162,7 +163,8 @@ class TimelineService:
         if row.source == OPENING_SOURCE:
             index, count = self._greeting_position(playthrough_id, last)
             return SwipeView(last, (index + 1, count), greeting=True)
-        can_generate = row.role == "assistant" and row.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT)
+        can_generate = (row.role == "assistant"
+                        and row.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT))
         return SwipeView(last, timeline.position(last), can_generate=can_generate)
 
     def greetings(self, playthrough_id: int) -> tuple[list[str], str, str]:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-from datetime import datetime
-from typing import Any
-
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from datetime import datetime
+from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
