@@ -347,7 +347,7 @@ def _depth(node: object) -> int:
 async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
     from textual.widgets import TextArea
 
-    from tavern_tui.tui.screens.edit_message import EditMessageScreen
+    from tavern_tui.tui.modals.edit_message import EditMessageScreen
 
     scripted.enqueue("Reply one.")
     scripted.enqueue("Reply two.")

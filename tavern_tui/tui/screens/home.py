@@ -18,7 +18,7 @@ from tavern_tui.errors import TavernError
 from tavern_tui.service import CharacterView, Tavern
 from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
 from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.screens.import_screen import ImportScreen, import_results, notify_warnings
+from tavern_tui.tui.modals.import_screen import ImportScreen, import_results, notify_warnings
 from tavern_tui.tui.screens.persona import PersonaScreen
 
 EMPTY_TEXT = ("No characters yet.\n\n"

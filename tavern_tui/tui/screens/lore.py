@@ -19,8 +19,8 @@ from tavern_tui.lore.model import WorldBook
 from tavern_tui.service import Tavern, WorldBookView
 from tavern_tui.tui.labels import binding_labels, clip, plural
 from tavern_tui.tui.messages import ImportFinished
-from tavern_tui.tui.screens.entry_editor import EntryEditor
-from tavern_tui.tui.screens.import_screen import ImportScreen, import_results, notify_warnings
+from tavern_tui.tui.modals.entry_editor import EntryEditor
+from tavern_tui.tui.modals.import_screen import ImportScreen, import_results, notify_warnings
 from tavern_tui.tui.widgets.entry_table import EntryTable
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.lore_tester import LoreTester

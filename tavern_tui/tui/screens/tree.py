@@ -19,8 +19,8 @@ from textual.widgets.tree import TreeNode
 from tavern_tui.errors import TavernError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import plural
-from tavern_tui.tui.screens.edit_message import EditMessageScreen
-from tavern_tui.tui.screens.persona import ConfirmScreen
+from tavern_tui.tui.modals.edit_message import EditMessageScreen
+from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.views import TimelineView, VariantView
 
