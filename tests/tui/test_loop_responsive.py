@@ -107,8 +107,10 @@ async def test_no_store_call_runs_on_the_event_loop(corpus_tavern: Tavern, scrip
 
     Responsiveness part: an app timer ticks every 50 ms; a loop blocked by the database delays
     or skips ticks (Textual's timers skip the ones missed), so the ticks counted must be at least
-    a quarter of elapsed/interval. The fraction is generous because the machine may be loaded
-    and rendering takes loop time too; the blocked old code counted well under it.
+    half of elapsed/interval. Measured on a loaded 2-core machine: the screens' old on-loop reads
+    gave 104 ticks in 348 intervals (0.30), with them in workers 243 in 328 (0.74); the step's
+    own loop statements (`STEP_FRAME`) still cost some. Rendering takes loop time too, hence the
+    margin.
     """
     scripted.enqueue("The first reply.")
     app = TavernApp(corpus_tavern)
@@ -141,4 +143,4 @@ async def test_no_store_call_runs_on_the_event_loop(corpus_tavern: Tavern, scrip
               *sorted(set(slow.step_calls)), sep="\n  ")
     print(f"{ticks} ticks in {elapsed:.1f} s ({elapsed / TICK:.0f} intervals); {len(slow.calls)} statements")
     assert slow.screen_calls == []
-    assert ticks >= 0.25 * elapsed / TICK, (ticks, elapsed)
+    assert ticks >= 0.5 * elapsed / TICK, (ticks, elapsed)

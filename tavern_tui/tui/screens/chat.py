@@ -147,11 +147,11 @@ class ChatScreen(TavernScreen[None]):
         self._update_title(view)
         self.prompt.placeholder = f"Say something as {view.user_name}… (Enter sends, Esc stops a reply or goes back)"
         self.transcript.fetch = self._fetch
+        self.prompt.focus()  # before the boxes mount: keys typed once they show go to the prompt
         await self.transcript.show(state.messages, view.message_count)
         self._update_tokens()
         self.status.swipe = state.swipe
         self.refresh_bindings()
-        self.prompt.focus()
         self._warm_world_info()
 
     def on_unmount(self) -> None:

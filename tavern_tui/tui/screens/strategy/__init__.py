@@ -5,6 +5,7 @@ strategy (issue 5 §8; DESIGN.md Strategies: editing never applies, applying is 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -14,7 +15,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 from tavern_tui.assembly.strategies import StrategySpec
 from tavern_tui.errors import TavernError
 from tavern_tui.service import PlaythroughView, Tavern
+from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.strategy.editor import StrategyEditor
 from tavern_tui.tui.screens.strategy.labels import DEFAULT_PRESET_NAME, HINT, PREVIEW_LABEL, preset_prompt, \
     preview_content, strategy_prompt
@@ -38,7 +39,7 @@ _PREVIEW_LOCK = threading.Lock()
 
 
 
-class StrategyScreen(Screen[None]):
+class StrategyScreen(TavernScreen[None]):
     """How one playthrough's requests are assembled (F6 in the chat; issue 5 §8; DESIGN.md
     Strategies).
 
@@ -82,9 +83,8 @@ class StrategyScreen(Screen[None]):
     preview_body = getters.query_one("#preview-body", Static)
 
     def __init__(self, tavern: Tavern, playthrough_id: int) -> None:
-        super().__init__()
-        self.tavern = tavern
-        self.playthrough_id = playthrough_id
+        super().__init__(tavern, playthrough_id)
+        self.playthrough_id: int = playthrough_id
         self.playthrough: PlaythroughView | None = None
         self.applied: StrategySpec | None = None
         """The strategy snapshot the playthrough's steps use (`Tavern.applied_strategy`)."""
@@ -115,26 +115,34 @@ class StrategyScreen(Screen[None]):
         yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
-        if not self._load():
-            self.dismiss()
-            return
-        self.strategies.focus()
-        self._request_preview()
+        def shown() -> None:
+            self.strategies.focus()
+            self._request_preview()
+
+        self._load(then=shown, failed=lambda _: self.dismiss())
 
     # -- lists ----------------------------------------------------------------------------
 
-    def _load(self, highlight: str | None = None) -> bool:
-        """(Re)read the playthrough, its applied strategy, the strategies and the presets; rebuild
-        both lists and the title, keeping each list's highlight (on first load: on the applied
-        strategy and the bound preset; `highlight`: on that strategy)."""
-        try:
-            view = self.tavern.playthrough(self.playthrough_id)
-            applied = self.tavern.applied_strategy(self.playthrough_id)
-            specs = list(self.tavern.strategies())  # read now: saved strategies come and go
-            presets = self.tavern.presets()
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot show the strategy", severity="error")
-            return False
+    def _load(self, highlight: str | None = None, then: Callable[[], object] | None = None,
+              failed: Callable[[BaseException], object] | None = None) -> None:
+        """(Re)read the playthrough, its applied strategy, the strategies and the presets in a
+        worker; then rebuild both lists and the title, keeping each list's highlight (on first
+        load: on the applied strategy and the bound preset; `highlight`: on that strategy), and
+        call `then`."""
+        def read() -> tuple[PlaythroughView, StrategySpec, list[StrategySpec], list[PresetView]]:
+            return (self.tavern.playthrough(self.playthrough_id), self.tavern.applied_strategy(self.playthrough_id),
+                    list(self.tavern.strategies()),  # read now: saved strategies come and go
+                    self.tavern.presets())
+
+        def loaded(found: tuple[PlaythroughView, StrategySpec, list[StrategySpec], list[PresetView]]) -> None:
+            self._show_lists(*found, highlight=highlight)
+            if then is not None:
+                then()
+
+        self.call(read, title="Cannot show the strategy", then=loaded, failed=failed)
+
+    def _show_lists(self, view: PlaythroughView, applied: StrategySpec, specs: list[StrategySpec],
+                    presets: list[PresetView], highlight: str | None) -> None:
         first = self.playthrough is None
         self.playthrough, self.applied, self.preset_views = view, applied, presets
         self.query_one("#strategy-title", Static).update(
@@ -162,7 +170,6 @@ class StrategyScreen(Screen[None]):
         ids = [p.id if p else None for p in choices]
         bound = ids.index(view.preset_id) if view.preset_id in ids else 0
         self.preset_list.highlighted = bound if first or preset_at is None else preset_at
-        return True
 
     def preset_name(self, preset_id: int | None) -> str:
         """A preset's name as read with the list ("SillyTavern default" for None)."""
@@ -204,13 +211,12 @@ class StrategyScreen(Screen[None]):
         if self.is_applied(spec):
             self.notify(f"{label} is already applied to #{self.playthrough_id}.", title="Strategy")
             return
-        try:
-            self.tavern.apply_strategy(self.playthrough_id, spec.name, spec.version)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot apply the strategy", severity="error")
-            return
-        self.notify(f"Applied {label} to #{self.playthrough_id}: the next steps use it.", title="Strategy")
-        self._load()
+        def applied(_: object) -> None:
+            self.notify(f"Applied {label} to #{self.playthrough_id}: the next steps use it.", title="Strategy")
+            self._load()
+
+        self.call(self.tavern.apply_strategy, self.playthrough_id, spec.name, spec.version,
+                  title="Cannot apply the strategy", then=applied)
 
     @on(OptionList.OptionSelected, "#presets")
     def _preset_selected(self, event: OptionList.OptionSelected) -> None:
@@ -222,15 +228,12 @@ class StrategyScreen(Screen[None]):
         if preset_id == self.playthrough.preset_id:
             self.notify(f"{name} is already bound to #{self.playthrough_id}.", title="Preset")
             return
-        try:
-            self.tavern.bind_preset(self.playthrough_id, preset_id)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot bind the preset", severity="error")
-            return
-        self.notify(f"Bound {name} to #{self.playthrough_id}: the next steps and the preview use it.",
-                    title="Preset")
-        self._load()
-        self._request_preview()
+        def bound(_: object) -> None:
+            self.notify(f"Bound {name} to #{self.playthrough_id}: the next steps and the preview use it.",
+                        title="Preset")
+            self._load(then=self._request_preview)
+
+        self.call(self.tavern.bind_preset, self.playthrough_id, preset_id, title="Cannot bind the preset", then=bound)
 
     # -- copy & edit ----------------------------------------------------------------------
 
@@ -247,9 +250,11 @@ class StrategyScreen(Screen[None]):
         if spec is None:
             return
         self.notify(f"Saved {spec.name} v{spec.version} — not applied; press Enter to apply", title="Strategy")
-        if self._load(highlight=spec.name):
+        def shown() -> None:
             self.strategies.focus()
             self._request_preview()
+
+        self._load(highlight=spec.name, then=shown)
 
     # -- preview --------------------------------------------------------------------------
 
