@@ -20,7 +20,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from tavern_tui.errors import Conflict, TavernError
@@ -28,6 +27,7 @@ from tavern_tui.persona.model import DEFAULT_CEILING, Belief, PersonaDocument, P
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import clip, plural
 from tavern_tui.tui.modals.confirm import ConfirmScreen
+from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona.editor import PersonaEditor
 from tavern_tui.tui.screens.persona.history import PersonaHistoryScreen
 from tavern_tui.tui.screens.persona.labels import TEXT_WIDTH, _marks_cell, conflict_note, entry_marks, \
@@ -36,7 +36,7 @@ from tavern_tui.tui.screens.persona.snapshot import PersonaSnapshot, read_snapsh
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 
 
-class PersonaScreen(Screen[None]):
+class PersonaScreen(TavernScreen[None]):
     """The persona (F8 in the chat, p on the home screen): what is sent as {{user}} on every call.
 
     Top, the persona's version and name and a line saying that its entries go to the model on
@@ -97,9 +97,7 @@ class PersonaScreen(Screen[None]):
     nomination_table = getters.query_one("#nominations", DataTable)
 
     def __init__(self, tavern: Tavern, playthrough_id: int | None = None) -> None:
-        super().__init__()
-        self.tavern = tavern
-        self.playthrough_id = playthrough_id
+        super().__init__(tavern, playthrough_id)
         self.snapshot: PersonaSnapshot | None = None
         """What the pane shows (None until the first read lands)."""
         self.busy = False

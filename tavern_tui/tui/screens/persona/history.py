@@ -11,17 +11,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from tavern_tui.errors import TavernError
 from tavern_tui.persona.model import PersonaDocument
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import plural
+from tavern_tui.tui.screens.base import TavernModal
 from tavern_tui.tui.screens.persona.labels import provenance_label
 
 
-class PersonaHistoryScreen(ModalScreen[None]):
+class PersonaHistoryScreen(TavernModal[None]):
     """Every revision of the persona, newest first (version, when, why, how many entries); the
     highlighted revision's entries are shown below it, read-only. Esc closes."""
 
@@ -36,8 +36,7 @@ class PersonaHistoryScreen(ModalScreen[None]):
     revisions = getters.query_one("#revisions", DataTable)
 
     def __init__(self, tavern: Tavern) -> None:
-        super().__init__()
-        self.tavern = tavern
+        super().__init__(tavern)
         self.history: list[PersonaDocument] = []
         self.loaded = False
 
