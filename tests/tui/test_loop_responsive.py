@@ -42,7 +42,8 @@ class SlowStore:
     """Makes every SQL statement on a store's engine sleep `DELAY` and records where it ran.
 
     Hooked on SQLAlchemy's `before_cursor_execute`, so it sees every statement the store, its
-    repositories and its event log send, whoever calls them.
+    repositories and its event log send, whoever calls them; `EventLog.append` is wrapped too,
+    because its SQLite hot path writes on the driver connection, below SQLAlchemy's events.
     """
 
     loop_thread: int
@@ -79,15 +80,23 @@ def _summary(stack: traceback.StackSummary) -> str:
 
 
 @pytest.fixture
-def slow_tavern(corpus_tavern: Tavern) -> Iterator[Callable[[int], SlowStore]]:
-    """Install the slow hook on the corpus service's engine once the corpus is imported."""
+def slow_tavern(corpus_tavern: Tavern, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], SlowStore]]:
+    """Install the slow hooks on the corpus service's store once the corpus is imported."""
     assert corpus_tavern.store is not None
     engine = corpus_tavern.store.engine
+    log = corpus_tavern.store.events
     installed: list[SlowStore] = []
 
     def install(loop_thread: int) -> SlowStore:
         slow = SlowStore(loop_thread)
         event.listen(engine, "before_cursor_execute", slow.before_execute)
+        append = log.append
+
+        def slow_append(*args: object, **kwargs: object) -> object:
+            slow.before_execute()
+            return append(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(log, "append", slow_append)
         installed.append(slow)
         return slow
 
