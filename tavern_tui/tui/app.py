@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from textual.app import App
 from textual.binding import Binding
@@ -19,7 +19,7 @@ from tavern_tui.tui.screens.lore import LoreScreen
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class TavernApp(App[None]):

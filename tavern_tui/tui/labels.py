@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tavern_tui.lore.model import Position, WorldInfoEntry
 from tavern_tui.lore.result import ActivationResult, Decision
@@ -35,7 +35,7 @@ def relative_time(moment: datetime, now: datetime) -> str:
     Relative wording keeps lists readable and lets tests freeze `now`.
     """
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     seconds = (now - moment).total_seconds()
     if seconds < 60:
         return "just now"

@@ -124,8 +124,27 @@ async def wait_until(pilot: Pilot[object], predicate: Callable[[], bool], timeou
 async def open_character(pilot: Pilot[object], name: str) -> None:
     """On the home screen, move the cursor to `name` with the arrow keys and press Enter."""
     listing = pilot.app.screen.query_one("#characters", OptionList)
+    await wait_until(pilot, lambda: listing.option_count > 0)  # the home screen reads them in a worker
     prompts = [str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)]
     target = prompts.index(name)
     while listing.highlighted != target:
         await pilot.press("down" if (listing.highlighted or 0) < target else "up")
     await pilot.press("enter")
+
+
+async def workers_idle(pilot: Pilot[object], timeout: float = 10.0) -> None:
+    """Let the app run until no worker is pending or running (the screens read and write the
+    service in thread workers; what one hands back may start the next)."""
+    from textual.worker import WorkerState
+
+    def busy() -> bool:
+        return any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    quiet = 0
+    while quiet < 2:  # twice in a row: a handler may start a worker right after one ends
+        await pilot.pause(0.01)
+        quiet = 0 if busy() else quiet + 1
+        if loop.time() > deadline:
+            raise AssertionError(f"workers still running after {timeout}s")

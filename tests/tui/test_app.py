@@ -13,10 +13,10 @@ from textual.widgets import Collapsible, Label, OptionList
 from tavern_tui.errors import AuthenticationError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
-from tavern_tui.tui.widgets.transcript import WINDOW
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import EMPTY_TEXT, HomeScreen
-from tests.tui.conftest import GATE, ScriptedProvider, Think, open_character, wait_until
+from tavern_tui.tui.widgets.transcript import WINDOW
+from tests.tui.conftest import GATE, ScriptedProvider, Think, open_character, wait_until, workers_idle
 
 SIZE = (120, 40)
 
@@ -52,6 +52,7 @@ async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Ta
     async with app.run_test(size=SIZE) as pilot:
         assert isinstance(app.screen, HomeScreen)
         listing = app.screen.query_one("#characters", OptionList)
+        await workers_idle(pilot)
         shown = [str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)]
         assert shown == [c.name for c in corpus_tavern.library.characters()]
         assert {"Seraphina", "爱", "Skynet"} <= set(shown)
@@ -141,8 +142,10 @@ async def test_reopening_shows_the_playthrough_and_its_messages(make_tavern: Cal
     async with app.run_test(size=SIZE) as pilot:
         home = app.screen
         listing = home.query_one("#characters", OptionList)
-        listing.highlighted = [c.name for c in second.library.characters()].index("Seraphina")
+        await workers_idle(pilot)
+        listing.highlighted = [c.name for c in second.characters()].index("Seraphina")
         await pilot.pause()
+        await workers_idle(pilot)
         playthroughs = home.query_one("#playthroughs", OptionList)
         assert playthroughs.option_count == 1
         assert str(playthroughs.get_option_at_index(0).prompt) == f"#{pid} · 3 messages · just now"
@@ -230,6 +233,7 @@ async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], cor
             await wait_until(pilot, lambda: app.screen is home)
             await app.workers.wait_for_complete()
             await pilot.pause()
+            await workers_idle(pilot)
 
         assert not home.has_class("-empty")
         listing = home.query_one("#characters", OptionList)

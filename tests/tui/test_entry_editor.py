@@ -16,7 +16,7 @@ from textual.widgets import Button, Input, Static
 
 from tavern_tui.service import Tavern, WorldBookView
 from tavern_tui.tui.app import TavernApp
-from tavern_tui.tui.screens.entry_editor import EntryEditor
+from tavern_tui.tui.modals.entry_editor import EntryEditor
 from tavern_tui.tui.screens.home import HomeScreen
 from tests.tui.conftest import wait_until
 

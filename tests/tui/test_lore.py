@@ -18,8 +18,8 @@ from tavern_tui.lore.result import Decision, Reason
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.messages import WorldBooksRequested, WorldInfoTested
+from tavern_tui.tui.modals.entry_editor import EntryEditor
 from tavern_tui.tui.screens.chat import ChatScreen
-from tavern_tui.tui.screens.entry_editor import EntryEditor
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import CARD_BOOK_NOTE, EMPTY_TEXT, LoreScreen
 from tavern_tui.tui.widgets.decision_list import SKIPPED_SHOWN, DecisionList

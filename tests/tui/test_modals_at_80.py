@@ -12,8 +12,10 @@ from textual.widgets import Button, Input
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.screens.chat import ChatScreen
-from tavern_tui.tui.screens.persona import ConfirmScreen, PersonaEditor, PersonaHistoryScreen
+from tavern_tui.tui.screens.persona.editor import PersonaEditor
+from tavern_tui.tui.screens.persona.history import PersonaHistoryScreen
 from tavern_tui.tui.screens.tree import VariantTree
 from tests.tui.conftest import GATE, ScriptedProvider, wait_until
 from tests.tui.test_app import open_seraphina, send

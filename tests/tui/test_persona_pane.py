@@ -14,9 +14,12 @@ from textual.widgets import Checkbox, Select
 from tavern_tui.persona.model import MAX_ENTRIES, Belief
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import HomeScreen
-from tavern_tui.tui.screens.persona import ConfirmScreen, PersonaEditor, PersonaHistoryScreen, PersonaScreen
+from tavern_tui.tui.screens.persona import PersonaScreen
+from tavern_tui.tui.screens.persona.editor import PersonaEditor
+from tavern_tui.tui.screens.persona.history import PersonaHistoryScreen
 from tests.tui.conftest import wait_until
 from tests.tui.test_app import SIZE, open_seraphina
 

@@ -14,7 +14,7 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import TOKEN_DELAY, ChatScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.screens.tree import TreeScreen
-from tests.tui.conftest import ScriptedProvider, open_character, wait_until
+from tests.tui.conftest import ScriptedProvider, open_character, wait_until, workers_idle
 
 SIZE = (120, 40)
 
@@ -45,7 +45,9 @@ def test_home_screen(snap_compare, corpus_tavern: Tavern) -> None:
 
     async def highlight_seraphina(pilot: Pilot[object]) -> None:
         listing = pilot.app.screen.query_one("#characters", OptionList)
+        await wait_until(pilot, lambda: listing.option_count > 0)  # read in a worker
         listing.highlighted = [c.name for c in corpus_tavern.library.characters()].index("Seraphina")
+        await workers_idle(pilot)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=highlight_seraphina)

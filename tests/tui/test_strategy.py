@@ -15,7 +15,9 @@ from tavern_tui.assembly.strategies import BASES, BUILTINS, OPTIONS, SLOTS_FIRST
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
-from tavern_tui.tui.screens.strategy import PREVIEW_LABEL, StrategyEditor, StrategyScreen, preview_content
+from tavern_tui.tui.screens.strategy import StrategyScreen
+from tavern_tui.tui.screens.strategy.editor import StrategyEditor
+from tavern_tui.tui.screens.strategy.labels import PREVIEW_LABEL, preview_content
 from tests.tui.conftest import wait_until
 from tests.tui.test_app import SIZE, open_seraphina
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tavern_tui.lore.model import Position, WorldInfoEntry
@@ -22,7 +22,7 @@ from tavern_tui.tui.labels import (
     spec_label,
 )
 
-NOW = datetime(2025, 3, 14, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 3, 14, 12, 0, tzinfo=UTC)
 
 
 def test_the_shipped_themes_folder_is_found_and_loads() -> None:

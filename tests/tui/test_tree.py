@@ -4,7 +4,7 @@ real app and service, with the scripted provider."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 from textual.app import App
@@ -304,7 +304,7 @@ class _Playthrough:
     id: int = 1
     character_name: str = "Seraphina"
     user_name: str = "You"
-    created_at: datetime = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    created_at: datetime = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 class _LongChat:
@@ -351,7 +351,7 @@ def _depth(node: object) -> int:
 async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
     from textual.widgets import TextArea
 
-    from tavern_tui.tui.screens.edit_message import EditMessageScreen
+    from tavern_tui.tui.modals.edit_message import EditMessageScreen
 
     scripted.enqueue("Reply one.")
     scripted.enqueue("Reply two.")

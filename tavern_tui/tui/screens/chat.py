@@ -4,23 +4,30 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
-from textual.screen import Screen
-from textual.widgets import Input, Static
 from textual.timer import Timer
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from tavern_tui.engine.step import StepSettled, StepStarted, StepUpdate
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
-from tavern_tui.tui.messages import (PlaythroughChosen, ReplyDelta, ReplyReasoning, ReplySettled, ReplyStarted,
-                                     WorldBooksRequested)
+from tavern_tui.tui.messages import (
+    PlaythroughChosen,
+    ReplyDelta,
+    ReplyReasoning,
+    ReplySettled,
+    ReplyStarted,
+    WorldBooksRequested,
+)
+from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.trace import TraceScreen
@@ -46,6 +53,16 @@ Updates = Callable[[], AsyncIterator[StepUpdate]]
 _SWIPE = Binding.Group("Swipe")
 
 
+@dataclass(frozen=True)
+class ChatState:
+    """What the chat shows of the database, read in one worker run: the newest messages, the
+    playthrough's message count and the swipe indicator ("" when there is nothing to swipe)."""
+
+    messages: list[MessageView]
+    total: int
+    swipe: str
+
+
 def describe_failure(error: BaseException | None) -> tuple[str, str]:
     """(category, plain message) of a failed step: "authentication", "Invalid API key"."""
     if isinstance(error, ProviderError):
@@ -55,7 +72,7 @@ def describe_failure(error: BaseException | None) -> tuple[str, str]:
     return "internal", f"{type(error).__name__}: {error}" if error else "unknown failure"
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
     Keys: ctrl+←/ctrl+→ swipe the last message (→ past the last reply generates a new one;
@@ -66,7 +83,7 @@ class ChatScreen(Screen[None]):
     footer leaves out the less used keys (`FOOTER_DROP`); the command palette lists them all.
 
     Every step runs in one async worker that only posts Messages; the handlers here touch
-    widgets. Whatever the outcome, the stored messages are re-read afterwards, so what is shown
+    widgets. Every other service call runs in a thread worker (`TavernScreen.call`). Whatever the outcome, the stored messages are re-read afterwards, so what is shown
     is what the database holds (a stopped or failed reply stays visible, marked).
     """
 
@@ -106,9 +123,8 @@ class ChatScreen(Screen[None]):
     prompt = getters.query_one("#prompt", Input)
 
     def __init__(self, tavern: Tavern, playthrough_id: int) -> None:
-        super().__init__()
-        self.tavern = tavern
-        self.playthrough_id = playthrough_id
+        super().__init__(tavern, playthrough_id)
+        self.playthrough_id: int = playthrough_id
         self.playthrough: PlaythroughView | None = None
         self._reply: MessageBox | None = None
         self._generation = "send"
@@ -125,21 +141,24 @@ class ChatScreen(Screen[None]):
         yield StatusLine(self.tavern.provider_label, id="status")
         yield FitFooter(drop=self.FOOTER_DROP)
 
-    async def on_mount(self) -> None:
-        try:
-            self.playthrough = view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot open the playthrough", severity="error")
-            self.dismiss()
-            return
+    def on_mount(self) -> None:
+        self.call(self._open, title="Cannot open the playthrough", then=self._opened, failed=lambda _: self.dismiss())
+
+    def _open(self) -> tuple[PlaythroughView, ChatState]:
+        # In the worker: opening recovers an interrupted step and pins the persona (writes).
+        view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
+        return view, self._read_state()
+
+    async def _opened(self, opened: tuple[PlaythroughView, ChatState]) -> None:
+        self.playthrough, state = view, _ = opened
         self._update_title(view)
         self.prompt.placeholder = f"Say something as {view.user_name}… (Enter sends, Esc stops a reply or goes back)"
         self.transcript.fetch = self._fetch
-        await self.transcript.show(self._fetch(HELD), view.message_count)
+        self.prompt.focus()  # before the boxes mount: keys typed once they show go to the prompt
+        await self.transcript.show(state.messages, view.message_count)
         self._update_tokens()
-        self._update_swipe()
+        self.status.swipe = state.swipe
         self.refresh_bindings()
-        self.prompt.focus()
         self._warm_world_info()
 
     def on_unmount(self) -> None:
@@ -157,11 +176,10 @@ class ChatScreen(Screen[None]):
         """Show the playthrough's character, person, strategy and preset in the title (re-read
         from the service when `view` is not given)."""
         if view is None:
-            try:
-                self.playthrough = view = self.tavern.playthroughs.playthrough(self.playthrough_id)
-            except TavernError as exc:
-                self.notify(str(exc), title="Cannot read the playthrough", severity="error")
-                return
+            self.call(self.tavern.playthroughs.playthrough, self.playthrough_id, title="Cannot read the playthrough",
+                      then=self._update_title)
+            return
+        self.playthrough = view
         preset = "default preset" if view.preset_id is None else f"preset #{view.preset_id}"
         self.query_one("#chat-title", Static).update(
             f"{view.character_name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
@@ -184,8 +202,22 @@ class ChatScreen(Screen[None]):
         return True
 
     def _fetch(self, last: int) -> list[MessageView]:
-        """The newest `last` messages (one bounded read, however long the chat)."""
+        """The newest `last` messages (one bounded read, however long the chat); call it in a worker
+        (the transcript calls it when Ctrl+O mounts earlier messages)."""
         return self.tavern.playthroughs.messages(self.playthrough_id, last=last)
+
+    def _read_state(self) -> ChatState:
+        """Read what the chat shows (call it in a worker). Raises the service's `TavernError`."""
+        messages = self._fetch(HELD)
+        total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
+        try:
+            state = self.tavern.timeline.swipe_state(self.playthrough_id)
+        except TavernError:
+            return ChatState(messages, total, "")
+        shown, count = state.position
+        swipe = "" if state.ref is None or count <= 1 else \
+            f"{'greeting' if state.greeting else 'swipe'} {shown}/{count}"
+        return ChatState(messages, total, swipe)
 
     def _update_tokens(self) -> None:
         # Debounced: the estimate reads the whole history, and a burst of swipes should repaint
@@ -203,29 +235,17 @@ class ChatScreen(Screen[None]):
             tokens = None
         self.app.call_from_thread(setattr, self.status, "tokens", tokens)
 
-    def _update_swipe(self) -> None:
-        try:
-            state = self.tavern.timeline.swipe_state(self.playthrough_id)
-        except TavernError:
-            self.status.swipe = ""
-            return
-        shown, count = state.position
-        if state.ref is None or count <= 1:
-            self.status.swipe = ""
-        else:
-            self.status.swipe = f"{'greeting' if state.greeting else 'swipe'} {shown}/{count}"
+    def _reload(self) -> None:
+        """Re-read what the database holds (after a swipe or the tree) in a worker, then show it."""
+        self.call(self._read_state, title="Cannot read the chat", then=self._show_state)
 
-    async def _reload(self, messages: list[MessageView] | None = None) -> None:
-        """Show what the database holds now (after a step, a swipe or the tree), rebuilding
-        the transcript only where it differs."""
-        if messages is None:
-            messages = self._fetch(HELD)
-        total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
+    async def _show_state(self, state: ChatState) -> None:
+        """Show what the database holds now, rebuilding the transcript only where it differs."""
         earlier = self.transcript.earlier_count
         with self.app.batch_update():  # one layout pass for the boxes and the counter
-            await self.transcript.sync(messages, total)
+            await self.transcript.sync(state.messages, state.total)
             self._update_tokens()
-            self._update_swipe()
+            self.status.swipe = state.swipe
             if (self.transcript.earlier_count > 0) != (earlier > 0):
                 self.refresh_bindings()  # "Earlier messages" came or went (the footer recomposes)
 
@@ -249,9 +269,8 @@ class ChatScreen(Screen[None]):
         if not text:
             # As SillyTavern: an empty send after the person's last line (e.g. an impersonated
             # one) asks for the reply to it.
-            messages = self._fetch(1)
-            if messages and messages[-1].role == "user":
-                self._start("reply", lambda: self.tavern.steps.reply(self.playthrough_id))
+            self.call(self.tavern.playthroughs.messages, self.playthrough_id, last=1, title="Cannot read the chat",
+                      then=self._reply_to_last)
             return
         allow = text == self._confirmed_secret  # Enter again on the same unchanged text
         try:
@@ -262,6 +281,10 @@ class ChatScreen(Screen[None]):
         self._confirmed_secret = None
         self.prompt.clear()
         self._start("send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=allow), text)
+
+    def _reply_to_last(self, messages: list[MessageView]) -> None:
+        if messages and messages[-1].role == "user" and not self.generating:
+            self._start("reply", lambda: self.tavern.steps.reply(self.playthrough_id))
 
     def _refuse_secret(self, text: str, refused: SecretRefused) -> None:
         """Say what kind of secret the message holds (never the secret) and, when the person may
@@ -292,6 +315,7 @@ class ChatScreen(Screen[None]):
     async def _generate(self, generation: str, updates: Updates, text: str = "") -> None:
         # Only posts Messages: cancellation (Esc) lands inside the service's step, which stores
         # the partial reply before re-raising; aclosing makes that deterministic if it lands here.
+        await self.settled()  # a swipe still being written comes first
         async with aclosing(updates()) as stream:
             async for update in stream:
                 match update:
@@ -347,11 +371,16 @@ class ChatScreen(Screen[None]):
         if event.worker.group != GENERATION or event.state not in (
                 WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             return
-        await self._finish(event.worker)
+        self._finish(event.worker)
 
-    async def _finish(self, worker: Worker[None]) -> None:
-        """Reconcile with the database after the step ended (settled, stopped or failed)."""
-        messages = self._fetch(HELD)
+    def _finish(self, worker: Worker[None]) -> None:
+        """Reconcile with the database after the step ended (settled, stopped or failed): read it in
+        a worker, then `_finished` shows the outcome (also when the read failed)."""
+        self.call(self._read_state, title="Cannot read the chat", then=lambda state: self._finished(worker, state),
+                  failed=lambda _: self._finished(worker, None))
+
+    async def _finished(self, worker: Worker[None], state: ChatState | None) -> None:
+        messages = state.messages if state is not None else []
         role = "user" if self._generation == "impersonate" else "assistant"
         stored = _new_last(messages, role, self._before)
         refused = (worker.state == WorkerState.ERROR and not self._started
@@ -373,22 +402,23 @@ class ChatScreen(Screen[None]):
             await self._reply.settle(stored, mark)
         self._reply = None
         self.generating = False
-        await self._reload(messages)
+        if state is not None:
+            await self._show_state(state)
 
     # -- actions --------------------------------------------------------------------------
 
-    async def action_swipe(self, direction: int) -> None:
+    def action_swipe(self, direction: int) -> None:
         """Show the last message's previous (-1) or next (+1) variant; past the last reply,
         generate a new one (streamed like a send)."""
-        try:
-            state = self.tavern.timeline.swipe(self.playthrough_id, direction)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot swipe", severity="warning")
-            return
+        self.call(self.tavern.timeline.swipe, self.playthrough_id, direction, title="Cannot swipe", severity="warning",
+                  then=self._swiped)
+
+    def _swiped(self, state: object | None) -> None:
         if state is None:
-            self._start("regenerate", lambda: self.tavern.steps.regenerate(self.playthrough_id))
+            if not self.generating:
+                self._start("regenerate", lambda: self.tavern.steps.regenerate(self.playthrough_id))
         else:
-            await self._reload()
+            self._reload()
 
     def action_regenerate(self) -> None:
         """Generate a new variant of the last reply (the old one stays a swipe away)."""
@@ -406,13 +436,13 @@ class ChatScreen(Screen[None]):
         """Open the branch tree of this playthrough; the chat reloads when it closes."""
         self.app.push_screen(TreeScreen(self.tavern, self.playthrough_id), self._tree_closed)
 
-    async def _tree_closed(self, playthrough_id: int | None) -> None:
+    def _tree_closed(self, playthrough_id: int | None) -> None:
         if playthrough_id is not None and playthrough_id != self.playthrough_id:
             # A new playthrough from a message: it replaces this chat (Esc there goes home).
             self.dismiss()
             self.app.post_message(PlaythroughChosen(playthrough_id))
             return
-        await self._reload()
+        self._reload()
 
     def action_strategy(self) -> None:
         """Open the strategy and preset pane; the title is re-read when it closes."""
@@ -422,9 +452,9 @@ class ChatScreen(Screen[None]):
         """Open the requests this playthrough sent; the chat reloads when Enter there jumped."""
         self.app.push_screen(TraceScreen(self.tavern, self.playthrough_id), self._trace_closed)
 
-    async def _trace_closed(self, jumped: bool | None) -> None:
+    def _trace_closed(self, jumped: bool | None) -> None:
         if jumped:
-            await self._reload()
+            self._reload()
 
     def action_persona(self) -> None:
         """Open the persona pane on this playthrough; the title is re-read when it closes (the name may change)."""

@@ -10,15 +10,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tavern_tui.errors import TavernError
-from tavern_tui.service import CharacterView, Tavern
+from tavern_tui.service import CharacterView, PlaythroughView, Tavern
 from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
 from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.screens.import_screen import ImportScreen, import_results, notify_warnings
+from tavern_tui.tui.modals.import_screen import ImportScreen, import_results, notify_warnings
+from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
@@ -28,7 +27,7 @@ EMPTY_TEXT = ("No characters yet.\n\n"
 """What the home screen says when nothing is imported."""
 
 
-class HomeScreen(Screen[None]):
+class HomeScreen(TavernScreen[None]):
     """Lists characters (Enter: latest playthrough, or a new one) and their playthroughs.
 
     Posts `PlaythroughChosen` for the app to open; imports run in a thread worker.
@@ -43,8 +42,7 @@ class HomeScreen(Screen[None]):
     ]
 
     def __init__(self, tavern: Tavern, now: Callable[[], datetime]) -> None:
-        super().__init__()
-        self.tavern = tavern
+        super().__init__(tavern)
         self._now = now
         self._characters: dict[int, CharacterView] = {}
 
@@ -66,8 +64,12 @@ class HomeScreen(Screen[None]):
 
     def on_mount(self) -> None:
         # Start on the character played last, so reopening the app shows where the person left off.
-        recent = self.tavern.playthroughs.playthroughs(limit=1)
-        self.refresh_characters(select=recent[0].character_id if recent else None)
+        def read() -> tuple[list[CharacterView], int | None]:
+            recent = self.tavern.playthroughs.playthroughs(limit=1)
+            return self.tavern.library.characters(), recent[0].character_id if recent else None
+
+        self.call(read, title="Cannot read the characters", group="characters",
+                  then=lambda found: self._show_characters(*found))
         self.query_one("#characters", OptionList).focus()
 
     def on_screen_resume(self) -> None:
@@ -82,12 +84,15 @@ class HomeScreen(Screen[None]):
         return self._characters.get(int(option.id)) if option and option.id else None
 
     def refresh_characters(self, select: int | None = None) -> None:
-        """Re-read the characters (fast SQLite reads), keeping the cursor on the same one.
+        """Re-read the characters in a worker, keeping the cursor on the same one.
 
         Args:
             select: id of a character to put the cursor on instead.
         """
-        characters = self.tavern.library.characters()
+        self.call(self.tavern.library.characters, title="Cannot read the characters", group="characters",
+                  then=lambda characters: self._show_characters(characters, select))
+
+    def _show_characters(self, characters: list[CharacterView], select: int | None) -> None:
         self._characters = {c.id: c for c in characters}
         self.set_class(not characters, "-empty")
         listing = self.query_one("#characters", OptionList)
@@ -113,8 +118,15 @@ class HomeScreen(Screen[None]):
             listing.clear_options()
             details.update("")
             return
+        self.call(self.tavern.playthroughs.playthroughs, character.id, title="Cannot read the playthroughs", group="playthroughs",
+                  exclusive=True, then=lambda found: self._show_playthroughs(character, found))
+
+    def _show_playthroughs(self, character: CharacterView, found: list[PlaythroughView]) -> None:
+        if getattr(self.highlighted_character, "id", None) != character.id:
+            return  # the cursor moved on; its own read follows
+        listing = self.query_one("#playthroughs", OptionList)
+        details = self.query_one("#character-details", Static)
         now = self._now()
-        found = self.tavern.playthroughs.playthroughs(character.id)
         listing.set_options(Option(playthrough_summary(p, now), id=str(p.id)) for p in found)
         if found:
             listing.highlighted = 0
@@ -145,12 +157,14 @@ class HomeScreen(Screen[None]):
         character = self._characters.get(int(event.option.id or 0))
         if character is None:
             return
-        try:  # the most recently played playthrough, else a new one
-            chosen = self.tavern.playthroughs.resolve(character.id)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot start a playthrough", severity="error")
-            return
-        self.post_message(PlaythroughChosen(chosen.id))
+        self.call(self.tavern.playthroughs.latest_playthrough, character.id, title="Cannot open the character",
+                  then=lambda latest: self._play(character, latest))
+
+    def _play(self, character: CharacterView, latest: PlaythroughView | None) -> None:
+        if latest is None:
+            self._start_playthrough(character)
+        else:
+            self.post_message(PlaythroughChosen(latest.id))
 
     @on(OptionList.OptionSelected, "#playthroughs")
     def _playthrough_selected(self, event: OptionList.OptionSelected) -> None:
@@ -158,12 +172,8 @@ class HomeScreen(Screen[None]):
             self.post_message(PlaythroughChosen(int(event.option.id)))
 
     def _start_playthrough(self, character: CharacterView) -> None:
-        try:
-            created = self.tavern.playthroughs.new_playthrough(character.id)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot start a playthrough", severity="error")
-            return
-        self.post_message(PlaythroughChosen(created.id))
+        self.call(self.tavern.playthroughs.new_playthrough, character.id, title="Cannot start a playthrough",
+                  then=lambda created: self.post_message(PlaythroughChosen(created.id)))
 
     def action_new_playthrough(self) -> None:
         """Start a new playthrough of the highlighted character and open it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from textual import getters, on, work
@@ -9,18 +10,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tavern_tui.errors import TavernError
 from tavern_tui.lore.model import WorldBook
-from tavern_tui.service import Tavern, WorldBookView
+from tavern_tui.service import PlaythroughView, Tavern, WorldBookView
 from tavern_tui.tui.labels import binding_labels, clip, plural
 from tavern_tui.tui.messages import ImportFinished
-from tavern_tui.tui.screens.entry_editor import EntryEditor
-from tavern_tui.tui.screens.import_screen import ImportScreen, import_results, notify_warnings
+from tavern_tui.tui.modals.entry_editor import EntryEditor
+from tavern_tui.tui.modals.import_screen import ImportScreen, import_results, notify_warnings
+from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.entry_table import EntryTable
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.lore_tester import LoreTester
@@ -41,13 +42,14 @@ CARD_BOOK_NOTE = "The card's own book always applies here"
 """Shown in a chat's pane: the embedded book is part of every step but cannot be bound."""
 
 
-class LoreScreen(Screen[None]):
+class LoreScreen(TavernScreen[None]):
     """World books: the library (left), the highlighted book's entries, and the tester (right).
 
     Opened from the home screen it knows no playthrough: bindings are global only, and the tester
     runs the highlighted book alone. Opened from a chat it also binds to the character and the
     playthrough, marks the books that apply there, and the tester previews the next step on the
-    current chat (every effective book, the card's own included).
+    current chat (every effective book, the card's own included). Every service call runs in a
+    thread worker (`TavernScreen.call`).
     """
 
     BINDINGS = [
@@ -74,9 +76,7 @@ class LoreScreen(Screen[None]):
     tester = getters.query_one("#tester", LoreTester)
 
     def __init__(self, tavern: Tavern, playthrough_id: int | None = None) -> None:
-        super().__init__()
-        self.tavern = tavern
-        self.playthrough_id = playthrough_id
+        super().__init__(tavern, playthrough_id)
         self.character_id: int | None = None
         self.character_name = ""
         self.views: dict[int, WorldBookView] = {}
@@ -104,17 +104,30 @@ class LoreScreen(Screen[None]):
         yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
-        title = "World books · Enter on an entry edits it"
-        if self.playthrough_id is not None:
+        if self.playthrough_id is None:
+            self._opened(None)
+            return
+        pid = self.playthrough_id
+
+        def read() -> tuple[PlaythroughView, int | None] | TavernError:
             try:
-                playthrough = self.tavern.playthroughs.playthrough(self.playthrough_id)
-            except TavernError as exc:
-                self.notify(str(exc), title="Cannot open the playthrough", severity="error")
-                self.playthrough_id = None
-            else:
-                self.character_id, self.character_name = playthrough.character_id, playthrough.character_name
-                title = f"World books · {playthrough.title} · Enter on an entry edits it"
-                self._show_card_book_note()
+                playthrough = self.tavern.playthroughs.playthrough(pid)
+                return playthrough, self.tavern.library.character(playthrough.character_id).book_entries
+            except TavernError as exc:  # the pane still opens, on the library alone
+                return exc
+
+        self.call(read, title="Cannot open the playthrough", then=self._opened)
+
+    def _opened(self, opened: tuple[PlaythroughView, int | None] | TavernError | None) -> None:
+        title = "World books · Enter on an entry edits it"
+        if isinstance(opened, TavernError):
+            self.notify(str(opened), title="Cannot open the playthrough", severity="error")
+            self.playthrough_id = None
+        elif opened is not None:
+            playthrough, card_entries = opened
+            self.character_id, self.character_name = playthrough.character_id, playthrough.character_name
+            title = f"World books · {playthrough.title} · Enter on an entry edits it"
+            self._show_card_book_note(card_entries)
         self.set_class(self.playthrough_id is not None, "-in-chat")
         self.query_one("#lore-title", Static).update(title)
         if self.playthrough_id is not None:
@@ -125,9 +138,7 @@ class LoreScreen(Screen[None]):
         self.refresh_bindings()
         self.books.focus()
 
-    def _show_card_book_note(self) -> None:
-        assert self.character_id is not None
-        entries = self.tavern.library.character(self.character_id).book_entries
+    def _show_card_book_note(self, entries: int | None) -> None:
         note = (f"{self.character_name}'s card has no book of its own." if entries is None
                 else f"{CARD_BOOK_NOTE} ({self.character_name}'s, {plural(entries, 'entry', 'entries')}); "
                      "it is not in the library and cannot be unbound.")
@@ -140,12 +151,23 @@ class LoreScreen(Screen[None]):
 
     # -- library --------------------------------------------------------------------------
 
-    def refresh_library(self, select: int | None = None) -> None:
-        """Re-read the books and their bindings, keeping (or moving to `select`) the highlight."""
-        views = self.tavern.lore.world_books()
+    def refresh_library(self, select: int | None = None, then: Callable[[], object] | None = None) -> None:
+        """Re-read the books and their bindings in a worker, keeping (or moving to `select`) the
+        highlight; then call `then`."""
+        def read() -> tuple[list[WorldBookView], dict[int, str]]:
+            views = self.tavern.lore.world_books()
+            return views, {c.id: c.name for c in self.tavern.library.characters()} if views else {}
+
+        def loaded(found: tuple[list[WorldBookView], dict[int, str]]) -> None:
+            self._show_library(*found, select=select)
+            if then is not None:
+                then()
+
+        self.call(read, title="Cannot read the world books", then=loaded)
+
+    def _show_library(self, views: list[WorldBookView], names: dict[int, str], select: int | None) -> None:
         self.views = {v.id: v for v in views}
         self.set_class(not views, "-empty")
-        names = {c.id: c.name for c in self.tavern.library.characters()} if views else {}
         current = select if select is not None else self.highlighted_book_id
         applying: list[int] = []
         options = []
@@ -201,15 +223,21 @@ class LoreScreen(Screen[None]):
             self._show_book(book_id)
 
     def _show_book(self, book_id: int | None, *, keep_cursor: bool = False) -> None:
-        """Load a book's entries into the table (and, outside a chat, into the tester)."""
-        book: WorldBook | None = None
-        if book_id is not None:
-            try:
-                book = self.tavern.lore.world_book(book_id, editable=False)  # the editor copies before changing
-            except TavernError as exc:
-                self.notify(str(exc), title="Cannot read the book", severity="error")
-                book_id = None
-        self.book_id, self.book = book_id, book
+        """Read a book in a worker, then load its entries into the table (and, outside a chat, into
+        the tester). Until it lands `book` is None (nothing to edit)."""
+        self.book_id, self.book = book_id, None
+        if book_id is None:
+            self._fill_book(None, None, keep_cursor)
+            return
+        self.call(self.tavern.lore.world_book, book_id, editable=False,  # the editor copies before changing
+                  title="Cannot read the book", group="book", exclusive=True,
+                  then=lambda book: self._fill_book(book_id, book, keep_cursor),
+                  failed=lambda _: self._fill_book(None, None, keep_cursor) if self.book_id == book_id else None)
+
+    def _fill_book(self, book_id: int | None, book: WorldBook | None, keep_cursor: bool) -> None:
+        if book_id != self.book_id:
+            return  # the cursor moved on; that book's read follows
+        self.book = book
         self.entries.show(book.entries if book else [], keep_cursor=keep_cursor)
         self.entries.border_title = book.name if book else ""
         if self.playthrough_id is None:
@@ -300,19 +328,17 @@ class LoreScreen(Screen[None]):
         where, reach = {"global": ("globally", "every chat"),
                         "character": (f"to {self.character_name}", f"every chat with {self.character_name}"),
                         "playthrough": ("to this playthrough", f"#{self.playthrough_id} only")}[scope]
-        try:
-            if bound:
-                self.tavern.lore.unbind_world_book(view.id, scope, target)
-            else:
-                self.tavern.lore.bind_world_book(view.id, scope, target)
-        except TavernError as exc:
-            self.notify(str(exc), title="Binding failed", severity="error")
-            return
-        change = f"no longer bound {where}" if bound else f"now bound {where} ({reach})"
-        self.notify(f"{view.name} is {change}.", title="World book")
-        self.refresh_library()
-        if self.playthrough_id is not None:
-            self.tester.rerun()
+        def changed(_: object) -> None:
+            change = f"no longer bound {where}" if bound else f"now bound {where} ({reach})"
+            self.notify(f"{view.name} is {change}.", title="World book")
+            self.refresh_library()
+            if self.playthrough_id is not None:
+                self.tester.rerun()
+
+        if bound:
+            self.call(self.tavern.lore.unbind_world_book, view.id, scope, target, title="Binding failed", then=changed)
+        else:
+            self.call(self.tavern.lore.bind_world_book, view.id, scope, target, title="Binding failed", then=changed)
 
     # -- import ---------------------------------------------------------------------------
 

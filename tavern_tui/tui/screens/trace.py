@@ -13,16 +13,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.markup import escape
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Footer, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import WorkerCancelled, WorkerFailed
 
 from tavern_tui.engine.trace import Verification
 from tavern_tui.errors import TavernError
-from tavern_tui.service import Tavern
+from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, plural, relative_time
+from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import TraceView
 
@@ -229,13 +230,13 @@ class RequestList(OptionList):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Jump to reply", id="trace.jump")]
 
 
-class TraceScreen(Screen[bool]):
+class TraceScreen(TavernScreen[bool]):
     """The requests one playthrough sent (F7 in the chat): history, read back from the log.
 
     Left, the requests newest first (when, model, tokens, latency, strategy, outcome and a mark:
     ✓ verified, ✗ mismatch, · unchecked). Right, labelled "HISTORY — what was sent", the
     highlighted request: each message as sent (role · source, its body rebuilt from the log by
-    `Tavern.traces.verify_trace`; a body that no longer hashes as sent is marked, never shown in its
+    `Tavern.verify_trace`; a body that no longer hashes as sent is marked, never shown in its
     place), the last two expanded, then the world-info decisions, the config requested and
     effective, attempts, usage, timing and resources. Showing a request verifies it.
 
@@ -243,6 +244,8 @@ class TraceScreen(Screen[bool]):
     it produced, Tab moves to the messages, Esc goes back.
 
     Dismisses with True when the chat moved to another message (it reloads then), else False.
+    Every service call runs in a thread worker (`TavernScreen.call`); `loaded` turns True when
+    the list is shown.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -256,9 +259,10 @@ class TraceScreen(Screen[bool]):
     detail = getters.query_one("#trace-detail", VerticalScroll)
 
     def __init__(self, tavern: Tavern, playthrough_id: int) -> None:
-        super().__init__()
-        self.tavern = tavern
-        self.playthrough_id = playthrough_id
+        super().__init__(tavern, playthrough_id)
+        self.playthrough_id: int = playthrough_id
+        self.loaded = False
+        """The list of requests has been shown (tests wait on it)."""
         self.views: dict[str, TraceView] = {}
         """The requests by trace id."""
         self.verified: dict[str, Verification] = {}
@@ -282,13 +286,13 @@ class TraceScreen(Screen[bool]):
         yield Footer()
 
     def on_mount(self) -> None:
-        try:
-            view = self.tavern.playthroughs.playthrough(self.playthrough_id)
-            traces = self.tavern.traces.traces(self.playthrough_id)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot show the requests", severity="error")
-            self.dismiss(False)
-            return
+        def read() -> tuple[PlaythroughView, list[TraceView]]:
+            return self.tavern.playthroughs.playthrough(self.playthrough_id), self.tavern.traces.traces(self.playthrough_id)
+
+        self.call(read, title="Cannot show the requests", then=lambda found: self._show_list(*found),
+                  failed=lambda _: self.dismiss(False))
+
+    def _show_list(self, view: PlaythroughView, traces: list[TraceView]) -> None:
         self.views = {t.id: t for t in traces}
         self.query_one("#trace-title", Static).update(
             f"Requests · {view.character_name} #{view.id} · {plural(len(traces), 'request')} sent · "
@@ -300,6 +304,7 @@ class TraceScreen(Screen[bool]):
         else:
             self.query_one("#trace-empty", Static).update(
                 "No requests yet: what each step sends is recorded here once the chat sends one.")
+        self.loaded = True
 
     @property
     def _now(self) -> Callable[[], datetime]:
@@ -323,27 +328,23 @@ class TraceScreen(Screen[bool]):
 
     # -- verification ---------------------------------------------------------------------
 
-    def _verify(self, trace_id: str) -> Verification | None:
-        """Verify one request and refresh its mark; None (after a notification) on an error."""
-        try:
-            verification = self.tavern.traces.verify_trace(trace_id)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot verify", severity="error")
-            return None
+    def _verified(self, trace_id: str, verification: Verification) -> None:
+        """Keep a verification and refresh the request's mark."""
         self.verified[trace_id] = verification
         view = self.views.get(trace_id)
         if view is not None:
             self.requests.replace_option_prompt(trace_id, self._option(view).prompt)
-        return verification
 
-    async def action_verify(self) -> None:
-        """Verify the highlighted request now from the log; say the verdict."""
+    def action_verify(self) -> None:
+        """Verify the highlighted request now from the log (in a worker); say the verdict."""
         view = self.current
         if view is None:
             return
-        verification = self._verify(view.id)
-        if verification is None:
-            return
+        self.call(self.tavern.traces.verify_trace, view.id, title="Cannot verify",
+                  then=lambda verification: self._say_verdict(view, verification))
+
+    async def _say_verdict(self, view: TraceView, verification: Verification) -> None:
+        self._verified(view.id, verification)
         if verification.ok:
             self.notify(f"verified: {plural(len(verification.checks), 'message')}", title=f"Request {view.id}")
         else:
@@ -368,13 +369,26 @@ class TraceScreen(Screen[bool]):
             trace_id = self._wanted
             if trace_id is None or trace_id == self.shown_id or trace_id not in self.views:
                 return
+            known, checked = self._traces.get(trace_id), self.verified.get(trace_id)
+
+            def read() -> tuple[dict[str, Any], Verification | TavernError]:
+                trace = known or self.tavern.traces.trace(trace_id)
+                try:
+                    return trace, checked or self.tavern.traces.verify_trace(trace_id)
+                except TavernError as exc:  # the request is still shown, unverified
+                    return trace, exc
+
             try:
-                trace = self._traces.get(trace_id) or self.tavern.traces.trace(trace_id)
-            except TavernError as exc:
-                self.notify(str(exc), title="Cannot show the request", severity="error")
-                return
+                trace, outcome = await self.call(read, title="Cannot show the request", group="trace-detail").wait()
+            except (WorkerFailed, WorkerCancelled):
+                return  # said by the call's handler
             self._traces[trace_id] = trace
-            verification = self.verified.get(trace_id) or self._verify(trace_id)
+            verification: Verification | None = None
+            if isinstance(outcome, TavernError):
+                self.notify(str(outcome), title="Cannot verify", severity="error")
+            else:
+                verification = outcome
+                self._verified(trace_id, verification)
             widgets = self._detail_widgets(self.views[trace_id], trace, verification)
             with self.app.batch_update():
                 await self.detail.remove_children()
@@ -443,11 +457,12 @@ class TraceScreen(Screen[bool]):
             return
         session, _, seq = view.reply.partition(":")
         try:
-            self.tavern.timeline.select_variant(self.playthrough_id, (int(session), int(seq)))
-        except (TavernError, ValueError) as exc:
+            ref = (int(session), int(seq))
+        except ValueError as exc:
             self.notify(str(exc), title="Cannot jump to the reply", severity="error")
             return
-        self.dismiss(True)
+        self.call(self.tavern.timeline.select_variant, self.playthrough_id, ref, title="Cannot jump to the reply",
+                  then=lambda _: self.dismiss(True))
 
     def action_back(self) -> None:
         """Return to the chat unchanged."""

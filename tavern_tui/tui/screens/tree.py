@@ -12,18 +12,17 @@ from rich.text import Text
 from textual import getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from tavern_tui.errors import TavernError
-from tavern_tui.service import Tavern
+from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import plural
-from tavern_tui.tui.screens.edit_message import EditMessageScreen
-from tavern_tui.tui.screens.persona import ConfirmScreen
+from tavern_tui.tui.modals.confirm import ConfirmScreen
+from tavern_tui.tui.modals.edit_message import EditMessageScreen
+from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import TimelineView, VariantView
+from tavern_tui.views import MessageView, TimelineView, VariantView
 
 Ref = tuple[int, int]
 
@@ -43,7 +42,7 @@ def placements(variants: Sequence[VariantView]) -> dict[Ref, Ref | None]:
     the number of branch points on the way, never the length of the chat.
 
     Args:
-        variants: depth-first, as `Tavern.timeline.timeline` gives them (a parent before its children).
+        variants: depth-first, as `Tavern.timeline` gives them (a parent before its children).
     """
     placed: dict[Ref, Ref | None] = {}
     inner: dict[Ref, Ref | None] = {}  # where a variant's continuation goes
@@ -219,7 +218,7 @@ class VariantTree(Tree[VariantView]):
             self.move_cursor(self.nodes[siblings[index]], animate=False)
 
 
-class TreeScreen(Screen[int | None]):
+class TreeScreen(TavernScreen[int | None]):
     """The branch tree of one playthrough (F5 in the chat), the shown message under the cursor.
 
     Keys: Enter jumps to the message under the cursor (the chat then shows it and its newest
@@ -228,7 +227,8 @@ class TreeScreen(Screen[int | None]):
     after a confirm: `y` deletes, Esc or `n` keeps it), ←/→ move among alternatives, Esc goes back.
 
     Dismisses with the playthrough the chat should show: this one after a jump or rollback,
-    the new one after `b`, None after Esc.
+    the new one after `b`, None after Esc. Every service call runs in a thread worker
+    (`TavernScreen.call`); `loaded` turns True when the first read is shown.
     """
 
     BINDINGS = [
@@ -247,9 +247,10 @@ class TreeScreen(Screen[int | None]):
     tree = getters.query_one("#variants", VariantTree)
 
     def __init__(self, tavern: Tavern, playthrough_id: int) -> None:
-        super().__init__()
-        self.tavern = tavern
-        self.playthrough_id = playthrough_id
+        super().__init__(tavern, playthrough_id)
+        self.playthrough_id: int = playthrough_id
+        self.loaded = False
+        """The tree has been shown (tests wait on it)."""
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="tree-title", markup=False)
@@ -260,14 +261,15 @@ class TreeScreen(Screen[int | None]):
         self._load()
 
     def _load(self, cursor: Ref | None = None) -> None:
-        """(Re)build the tree from the service; the cursor goes to `cursor`, else the last message."""
-        try:
-            view = self.tavern.playthroughs.playthrough(self.playthrough_id)
-            timeline = self.tavern.timeline.timeline(self.playthrough_id)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot show the branches", severity="error")
-            self.dismiss(None)
-            return
+        """(Re)read the playthrough and its timeline in a worker, then rebuild the tree; the cursor
+        goes to `cursor`, else the last message."""
+        def read() -> tuple[PlaythroughView, TimelineView]:
+            return self.tavern.playthroughs.playthrough(self.playthrough_id), self.tavern.timeline.timeline(self.playthrough_id)
+
+        self.call(read, title="Cannot show the branches", then=lambda loaded: self._show(*loaded, cursor),
+                  failed=lambda _: self.dismiss(None))
+
+    def _show(self, view: PlaythroughView, timeline: TimelineView, cursor: Ref | None) -> None:
         forks = sum(1 for v in timeline.variants if v.position[1] > 1 and v.position[0] == 1)
         self.query_one("#tree-title", Static).update(
             f"Branches · {view.character_name} #{view.id} · {plural(len(timeline.variants), 'message')}"
@@ -278,6 +280,7 @@ class TreeScreen(Screen[int | None]):
         if target is not None:
             # After the first layout: the cursor needs the tree's lines, the scroll its size.
             self.call_after_refresh(self.tree.move_cursor, self.tree.nodes[target])
+        self.loaded = True
 
     @property
     def current(self) -> VariantView | None:
@@ -291,35 +294,26 @@ class TreeScreen(Screen[int | None]):
         variant = event.node.data
         if variant is None:
             return
-        try:
-            self.tavern.timeline.select_variant(self.playthrough_id, variant.ref)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot jump there", severity="error")
-            return
-        self.dismiss(self.playthrough_id)
+        self.call(self.tavern.timeline.select_variant, self.playthrough_id, variant.ref, title="Cannot jump there",
+                  then=lambda _: self.dismiss(self.playthrough_id))
 
     def action_rollback(self) -> None:
         """Continue from the message under the cursor; later messages stay a sibling branch."""
         variant = self.current
         if variant is None:
             return
-        try:
-            self.tavern.timeline.rollback(self.playthrough_id, variant.ref)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot roll back", severity="error")
-            return
-        self.dismiss(self.playthrough_id)
+        self.call(self.tavern.timeline.rollback, self.playthrough_id, variant.ref, title="Cannot roll back",
+                  then=lambda _: self.dismiss(self.playthrough_id))
 
     def action_branch(self) -> None:
         """Start a new playthrough from the message under the cursor and open it."""
         variant = self.current
         if variant is None:
             return
-        try:
-            created = self.tavern.timeline.branch_playthrough(self.playthrough_id, variant.ref)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot branch", severity="error")
-            return
+        self.call(self.tavern.timeline.branch_playthrough, self.playthrough_id, variant.ref, title="Cannot branch",
+                  then=self._branched)
+
+    def _branched(self, created: PlaythroughView) -> None:
         self.notify(f"Playthrough #{created.id} starts here (#{self.playthrough_id} is unchanged).",
                     title="New playthrough")
         self.dismiss(created.id)
@@ -333,26 +327,22 @@ class TreeScreen(Screen[int | None]):
             self.notify("Only messages the chat shows can be edited: jump there first (Enter).",
                         title="Cannot edit", severity="warning")
             return
-        try:
+
+        def read() -> MessageView | None:
             ref = self.tavern.timeline.shown_ref(self.playthrough_id, variant.ref)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot edit", severity="error")
-            return
-        shown = next((m for m in self.tavern.playthroughs.messages(self.playthrough_id) if m.ref == ref), None)
-        speaker = shown.speaker if shown is not None else variant.role
-        text = shown.content if shown is not None else variant.preview
+            return next((m for m in self.tavern.playthroughs.messages(self.playthrough_id) if m.ref == ref), None)
+
+        def edit(shown: MessageView | None) -> None:
+            speaker = shown.speaker if shown is not None else variant.role
+            text = shown.content if shown is not None else variant.preview
+            self.app.push_screen(EditMessageScreen(speaker, text), save)
 
         def save(edited: str | None) -> None:
-            if edited is None:
-                return
-            try:
-                self.tavern.timeline.edit_message(self.playthrough_id, variant.ref, edited)
-            except TavernError as exc:
-                self.notify(str(exc), title="Cannot edit", severity="error")
-                return
-            self._load(variant.ref)
+            if edited is not None:
+                self.call(self.tavern.timeline.edit_message, self.playthrough_id, variant.ref, edited, title="Cannot edit",
+                          then=lambda _: self._load(variant.ref))
 
-        self.app.push_screen(EditMessageScreen(speaker, text), save)
+        self.call(read, title="Cannot edit", then=edit)
 
     def action_delete(self) -> None:
         """Ask, then hide the message under the cursor from the chat (it stays here, marked
@@ -375,11 +365,10 @@ class TreeScreen(Screen[int | None]):
         self.app.push_screen(ConfirmScreen(question, confirm="Delete"), answered)
 
     def _delete(self, variant: VariantView) -> None:
-        try:
-            self.tavern.timeline.delete_message(self.playthrough_id, variant.ref)
-        except TavernError as exc:
-            self.notify(str(exc), title="Cannot delete", severity="error")
-            return
+        self.call(self.tavern.timeline.delete_message, self.playthrough_id, variant.ref, title="Cannot delete",
+                  then=lambda _: self._deleted(variant))
+
+    def _deleted(self, variant: VariantView) -> None:
         self.notify("Hidden from the chat; the original stays here.", title="Deleted")
         self._load(variant.ref)
 

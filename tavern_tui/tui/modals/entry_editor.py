@@ -15,6 +15,7 @@ from textual.widgets import Checkbox, Input, Label, Select, TextArea
 from tavern_tui.lore.model import Position, WorldBook, WorldInfoEntry
 from tavern_tui.service import Tavern, WorldBookView
 from tavern_tui.tui.labels import POSITION_NAMES
+from tavern_tui.tui.screens.base import TavernCalls
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
 
 
@@ -30,7 +31,7 @@ def _number(value: str, field: str, *, integer: bool) -> int | float:
         raise ValueError(f"{field} must be a {'whole number' if integer else 'number'}, not {value!r}") from None
 
 
-class EntryEditor(SaveCancelModal[WorldBookView | None]):
+class EntryEditor(TavernCalls, SaveCancelModal[WorldBookView | None]):
     """Edits entry `index` of a book; Save stores the whole book through the service.
 
     Save / Cancel behave as in the other editors (`SaveCancelModal`): when the form or the
@@ -145,7 +146,7 @@ class EntryEditor(SaveCancelModal[WorldBookView | None]):
         return self.query_one(selector, Input).value.strip()
 
     def action_save(self) -> None:
-        """Store the book with this entry replaced; on failure say why and stay open."""
+        """Store the book with this entry replaced (in a worker); on failure say why and stay open."""
         if not self.begin_save():
             return
         try:
@@ -155,9 +156,17 @@ class EntryEditor(SaveCancelModal[WorldBookView | None]):
             return
         book = copy.deepcopy(self.book)
         book.entries[self.index] = edited
-        try:
-            view = self.tavern.lore.save_world_book(self.book_id, book)
-        except Exception as exc:  # a refusal stays on screen; anything else must not leave the editor stuck
-            self.save_refused(f"Not saved: {refusal_text(exc)}")
-            return
-        self.save_done(view)
+
+        def save() -> WorldBookView | Exception:
+            try:
+                return self.tavern.lore.save_world_book(self.book_id, book)
+            except Exception as exc:  # a refusal stays on screen; anything else must not leave the editor stuck
+                return exc
+
+        self.call(save, title="Cannot save the world book", then=self._saved)
+
+    def _saved(self, result: WorldBookView | Exception) -> None:
+        if isinstance(result, Exception):
+            self.save_refused(f"Not saved: {refusal_text(result)}")
+        else:
+            self.save_done(result)

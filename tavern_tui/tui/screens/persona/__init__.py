@@ -4,394 +4,46 @@ learned from what the person said, to affirm or decline; with its editor, confir
 Rules: seed 002 (ADR-0079) decisions 4-8 and 12, DESIGN.md "Persona and nominations": only the
 owner's acts write persona text (add, edit, remove, affirm), every write carries the version
 this pane read (`expected_version`), and credential-shaped text is refused before it is stored.
-The pane calls only the `Tavern` persona operations (`tavern.persona`, `service.persona`), each
-in a thread worker that posts its result back as a Message.
+The pane calls only the `Tavern` persona operations (`service_persona.PersonaOps`), each in a
+thread worker that posts its result back as a Message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.text import Text
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static, TextArea
+from textual.widgets import DataTable, Static
 
 from tavern_tui.errors import Conflict, TavernError
-from tavern_tui.persona.model import DEFAULT_CEILING, SENSITIVITIES, Belief, PersonaDocument, PersonaEntry, \
-    RenderedPersona
+from tavern_tui.persona.model import DEFAULT_CEILING, Belief, PersonaDocument, PersonaEntry, RenderedPersona
 from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import clip, plural
+from tavern_tui.tui.modals.confirm import ConfirmScreen
+from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.persona.editor import PersonaEditor
+from tavern_tui.tui.screens.persona.history import PersonaHistoryScreen
+from tavern_tui.tui.screens.persona.labels import (
+    TEXT_WIDTH,
+    _marks_cell,
+    conflict_note,
+    entry_marks,
+    provenance_label,
+    support_content,
+)
+from tavern_tui.tui.screens.persona.snapshot import PersonaSnapshot, read_snapshot
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
-from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
-TEXT_WIDTH = 62
-"""Characters of an entry's or a statement's text the tables show before cutting it with "…"."""
 
-SUPPORT_WIDTH = 100
-"""Characters of a supporting message shown under the nominations."""
-
-Ref = tuple[int, int]
-Supports = Sequence[tuple[Ref, str]]
-
-
-@dataclass(frozen=True)
-class PersonaSnapshot:
-    """What the pane shows, read in one worker run.
-
-    Attributes:
-        document: the current revision (its version is what every write here expects).
-        rendered: the section as the playthrough's next step would send it; None when the
-            persona is over a cap (`render_error` says which).
-        nominations: the outstanding nominations, oldest first.
-        supports: each nomination's supporting messages by belief id: ((session, seq), text).
-    """
-
-    document: PersonaDocument
-    rendered: RenderedPersona | None
-    render_error: str = ""
-    nominations: tuple[Belief, ...] = ()
-    supports: Mapping[int, Supports] = field(default_factory=dict)
-
-
-def read_snapshot(tavern: Tavern, playthrough_id: int | None) -> PersonaSnapshot:
-    """Read the persona, its rendering for `playthrough_id` and the nominations (call it in a worker).
-
-    Raises:
-        TavernError: the service could not read them (a cap overrun is not an error here).
-    """
-    document = tavern.persona.persona()
-    rendered: RenderedPersona | None = None
-    render_error = ""
-    try:
-        rendered = tavern.persona.rendered_persona(playthrough_id)
-    except TavernError as exc:  # PersonaCapExceeded: still show (and let the owner shorten) the entries
-        render_error = str(exc)
-    nominations = tuple(tavern.persona.nominations())
-    supports = {b.id: tuple(tavern.persona.supporting_messages(b)) for b in nominations}
-    return PersonaSnapshot(document, rendered, render_error, nominations, supports)
-
-
-@dataclass
-class PersonaLoaded(Message):
-    """A read worker finished: the snapshot (None and the error's text when reading failed).
-    `token` orders the reads; an older one than the last requested is ignored."""
-
-    token: int
-    snapshot: PersonaSnapshot | None
-    error: str = ""
-
-
-@dataclass
-class PersonaWritten(Message):
-    """A write worker finished: what to say on success, or the service's refusal."""
-
-    title: str
-    note: str
-    error: BaseException | None = None
-
-
-@dataclass
-class EditorSaved(Message):
-    """The editor's save worker finished: the revision written, or the refusal."""
-
-    result: PersonaDocument | BaseException
-
-
-# -- labels -------------------------------------------------------------------------------
-
-
-def provenance_label(entry: PersonaEntry) -> str:
-    """"owner", or "affirmed #12" (the belief the entry was copied from)."""
-    if entry.provenance == "affirmed":
-        return f"affirmed #{entry.belief_id}" if entry.belief_id is not None else "affirmed"
-    return entry.provenance
-
-
-def entry_marks(entry: PersonaEntry, rendered: RenderedPersona | None) -> list[str]:
-    """An entry's marks: "stale" (its belief was superseded: review it), "left out" (above the
-    ceiling: not sent here), "blocked: KIND" (an injection hit sent as [BLOCKED])."""
-    marks = ["stale"] if entry.stale else []
-    if rendered is not None:
-        if entry.id not in rendered.entry_ids:
-            marks.append("left out")
-        marks.extend(f"blocked: {kind.replace('_', ' ')}" for eid, kind in rendered.blocked if eid == entry.id)
-    return marks
-
-
-def _marks_cell(marks: list[str]) -> Text:
-    text = Text()
-    for index, mark in enumerate(marks):
-        if index:
-            text.append(" · ", style="dim")
-        text.append(mark, style="bold" if mark == "stale" or mark.startswith("blocked") else "dim italic")
-    return text
-
-
-def support_content(belief: Belief, supports: Supports) -> Content:
-    """The supporting messages of a nomination: a head line, then "session:seq  text" each."""
-    lines = [Content.assemble((f"#{belief.id} ", "bold"), belief.statement,
-                              (f"  · {belief.category} · said in {plural(belief.corroborations, 'message')}", "dim"))]
-    if not supports:
-        lines.append(Content.styled("  (no supporting messages stored)", "dim"))
-    for (session, seq), text in supports:
-        lines.append(Content.assemble((f"  {session}:{seq}  ", "bold $speaker-user"),
-                                      clip(text, SUPPORT_WIDTH) if text else ("(message gone)", "dim italic")))
-    return Content("\n").join(lines)
-
-
-def conflict_note(exc: Conflict) -> str:
-    """What the pane says on a stale write (nothing was written; it reloads)."""
-    return (f"Nothing was written: the persona changed since this pane read it (v{exc.expected}, "
-            f"now v{exc.current}). The pane has reloaded; look again and retry.")
-
-
-# -- modals -------------------------------------------------------------------------------
-
-
-SaveFn = Callable[[str, str, bool], PersonaDocument]
-"""Writes the editor's (text, sensitivity, stale) through the service; raises its refusals."""
-
-
-class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
-    """Edits one piece of persona text: a new or existing entry (text, sensitivity and, for a
-    stale entry, its stale mark), or the persona's name (one line, no sensitivity).
-
-    Ctrl+S saves through `save` in a thread worker; Esc cancels. A refusal (a secret, empty
-    text) is shown here and the editor stays open with the text; a stale version dismisses
-    with the `Conflict` (the pane reloads). Dismisses with the revision written, or None.
-    """
-
-    ERROR_ID: ClassVar[str] = "persona-editor-error"  # `begin_save` / `save_refused` show refusals here
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", id="persona_editor.cancel"),
-        Binding("ctrl+s", "save", "Save", id="persona_editor.save", priority=True),
-    ]
-
-    def __init__(self, title: str, save: SaveFn, *, text: str = "", sensitivity: str | None = "normal",
-                 stale: bool | None = None, multiline: bool = True, hint: str = "") -> None:
-        super().__init__()
-        self._title = title
-        self._save = save
-        self._text = text
-        self._sensitivity = sensitivity
-        self._stale = stale
-        self._multiline = multiline
-        self._hint = hint
-        self.saving = False
-        """A save is running (Esc and Ctrl+S wait for it)."""
-
-    def compose(self) -> ComposeResult:
-        # The form scrolls inside the box, which never exceeds the screen (80x24 included); the
-        # error line and Save / Cancel stay docked at its foot.
-        with Vertical(id="persona-editor-box", classes="modal-box") as box:
-            box.border_title = self._title
-            with VerticalScroll(id="persona-editor-form", can_focus=False, classes="modal-form"):
-                if self._hint:
-                    yield Static(self._hint, id="persona-editor-hint", markup=False)
-                if self._multiline:
-                    yield TextArea(self._text, id="persona-text", soft_wrap=True)
-                else:
-                    yield Input(self._text, id="persona-text")
-                if self._sensitivity is not None or self._stale is not None:
-                    with Horizontal(classes="persona-editor-row"):
-                        if self._sensitivity is not None:
-                            yield Label("Sensitivity", classes="persona-editor-label")
-                            yield Select([(level, level) for level in SENSITIVITIES], value=self._sensitivity,
-                                         allow_blank=False, id="persona-sensitivity", compact=True)
-                        if self._stale is not None:
-                            yield Checkbox("Still stale (uncheck once reviewed)", self._stale, id="persona-stale",
-                                           compact=True)
-            with Vertical(id="persona-editor-foot", classes="modal-foot"):
-                yield from self.compose_save_cancel(buttons_id="persona-editor-buttons", keys_id="persona-editor-keys")
-
-    def on_mount(self) -> None:
-        self.query_one("#persona-text").focus()
-
-    @property
-    def text(self) -> str:
-        """The text as typed."""
-        widget = self.query_one("#persona-text")
-        return widget.text if isinstance(widget, TextArea) else widget.value if isinstance(widget, Input) else ""
-
-    @property
-    def error_text(self) -> str:
-        """The refusal shown, "" when none."""
-        return str(self.query_one("#persona-editor-error", Static).content)
-
-    def action_save(self) -> None:
-        """Save in a worker; say why when the text is empty."""
-        if self.saving:
-            return
-        text = self.text.strip()
-        if not text:
-            self.query_one("#persona-editor-error", Static).update("Type the text first (empty text is not saved).")
-            return
-        sensitivity = self._sensitivity or "normal"
-        if self._sensitivity is not None:
-            value = self.query_one("#persona-sensitivity", Select).value
-            sensitivity = value if isinstance(value, str) else sensitivity
-        stale = self.query_one("#persona-stale", Checkbox).value if self._stale is not None else False
-        self.begin_save()
-        self._run_save(text, sensitivity, stale)
-
-    @work(thread=True, exclusive=True, group="persona-save", exit_on_error=False, description="save the persona")
-    def _run_save(self, text: str, sensitivity: str, stale: bool) -> None:
-        result: PersonaDocument | BaseException
-        try:
-            result = self._save(text, sensitivity, stale)
-        except Exception as exc:  # a refusal stays on screen; anything else must not leave the editor stuck
-            result = exc
-        self.post_message(EditorSaved(result))
-
-    def on_editor_saved(self, message: EditorSaved) -> None:
-        """Close on success or a conflict; otherwise show the refusal and keep the text."""
-        result = message.result
-        if isinstance(result, (PersonaDocument, Conflict)):
-            self.save_done(result)
-            return
-        # A SecretRefused names the kind, never the text, so it can be shown as is.
-        self.save_refused(f"Not saved: {refusal_text(result)}")
-
-
-
-class ConfirmScreen(ModalScreen[bool]):
-    """Asks one yes/no question: `y` or Enter on the confirm button says yes, Esc or `n` no."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
-        Binding("escape,n", "answer(False)", "No", id="confirm.no"),
-    ]
-
-    def __init__(self, question: str, confirm: str = "Remove") -> None:
-        super().__init__()
-        self._question = question
-        self._confirm = confirm
-
-    def compose(self) -> ComposeResult:
-        # A long question scrolls; the buttons stay docked at the foot of the box, which never
-        # exceeds the screen.
-        with Vertical(id="confirm-box"):
-            with VerticalScroll(id="confirm-scroll", can_focus=False):
-                yield Static(self._question, id="confirm-question", markup=False)
-            with Horizontal(id="confirm-buttons"):
-                yield Button(self._confirm, id="yes", variant="error", compact=True)
-                yield Button("Cancel", id="no", compact=True)
-                yield Static("y confirms · Esc cancels", id="confirm-keys")
-
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
-    def action_answer(self, yes: bool) -> None:
-        """Dismiss with the answer."""
-        self.dismiss(yes)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-
-@dataclass
-class HistoryLoaded(Message):
-    """The history worker finished: the revisions newest first, or the error's text."""
-
-    revisions: list[PersonaDocument] | str
-
-
-class PersonaHistoryScreen(ModalScreen[None]):
-    """Every revision of the persona, newest first (version, when, why, how many entries); the
-    highlighted revision's entries are shown below it, read-only. Esc closes."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="persona_history.close")]
-
-    revisions = getters.query_one("#revisions", DataTable)
-
-    def __init__(self, tavern: Tavern) -> None:
-        super().__init__()
-        self.tavern = tavern
-        self.history: list[PersonaDocument] = []
-        self.loaded = False
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="history-box") as box:
-            box.border_title = "Persona history · read-only"
-            yield DataTable(id="revisions", cursor_type="row", zebra_stripes=True)
-            with VerticalScroll(id="revision-scroll", can_focus=False):
-                yield Static("", id="revision-entries")
-            yield Static("↑/↓ choose a revision · Esc closes", id="history-keys")
-
-    def on_mount(self) -> None:
-        self.revisions.add_columns("Version", "When", "Reason", "Entries")
-        self.revisions.focus()
-        self._load()
-
-    @work(thread=True, exclusive=True, group="persona-history", exit_on_error=False, description="persona history")
-    def _load(self) -> None:
-        try:
-            revisions: list[PersonaDocument] | str = self.tavern.persona.persona_history()
-        except TavernError as exc:
-            revisions = str(exc)
-        self.post_message(HistoryLoaded(revisions))
-
-    def on_history_loaded(self, message: HistoryLoaded) -> None:
-        """Fill the revision list (or say why it cannot)."""
-        self.loaded = True
-        if isinstance(message.revisions, str):
-            self.query_one("#revision-entries", Static).update(Content.styled(message.revisions, "$error"))
-            return
-        self.history = message.revisions
-        for doc in self.history:
-            when = doc.created_at.astimezone().strftime("%Y-%m-%d %H:%M") if doc.created_at else "—"
-            self.revisions.add_row(f"v{doc.version}", when, doc.reason or "—",
-                                   plural(len(doc.entries), "entry", "entries"), key=str(doc.version))
-        if not self.history:
-            self.query_one("#revision-entries", Static).update(
-                Content.styled("No revisions yet: the persona has never been written.", "dim"))
-        else:
-            self._show(0)
-
-    @on(DataTable.RowHighlighted, "#revisions")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._show(event.cursor_row)
-
-    def _show(self, index: int) -> None:
-        if not 0 <= index < len(self.history):
-            return
-        doc = self.history[index]
-        head = Content.assemble((f"v{doc.version}", "bold"), f" · {doc.name or '(no name)'}",
-                                (f" · lore: {doc.lorebook}" if doc.lorebook else "", "dim"))
-        lines = [head]
-        if not doc.entries:
-            lines.append(Content.styled("  (empty: nothing was sent)", "dim"))
-        for entry in doc.entries:
-            marks = [provenance_label(entry), entry.sensitivity] + (["stale"] if entry.stale else [])
-            lines.append(Content.assemble((f"  [{entry.id}] ", "bold"), entry.text, (f"  ({', '.join(marks)})", "dim")))
-        self.query_one("#revision-entries", Static).update(Content("\n").join(lines))
-
-    @property
-    def shown_text(self) -> str:
-        """The highlighted revision's entries as shown (plain)."""
-        content = self.query_one("#revision-entries", Static).content
-        return content.plain if isinstance(content, Content) else str(content)
-
-    def action_close(self) -> None:
-        """Close the history."""
-        self.dismiss(None)
-
-
-# -- the pane -----------------------------------------------------------------------------
-
-
-class PersonaScreen(Screen[None]):
+class PersonaScreen(TavernScreen[None]):
     """The persona (F8 in the chat, p on the home screen): what is sent as {{user}} on every call.
 
     Top, the persona's version and name and a line saying that its entries go to the model on
@@ -431,13 +83,28 @@ class PersonaScreen(Screen[None]):
     """The keys the footer hides first on a narrow terminal (80 columns keeps Back, Add, Edit,
     Remove, History, Affirm and Decline); they still work and the command palette lists them."""
 
+    @dataclass
+    class Loaded(Message):
+        """A read worker finished: the snapshot (None and the error's text when reading failed).
+        `token` orders the reads; an older one than the last requested is ignored."""
+
+        token: int
+        snapshot: PersonaSnapshot | None
+        error: str = ""
+
+    @dataclass
+    class Written(Message):
+        """A write worker finished: what to say on success, or the service's refusal."""
+
+        title: str
+        note: str
+        error: BaseException | None = None
+
     entries = getters.query_one("#persona-entries", DataTable)
     nomination_table = getters.query_one("#nominations", DataTable)
 
     def __init__(self, tavern: Tavern, playthrough_id: int | None = None) -> None:
-        super().__init__()
-        self.tavern = tavern
-        self.playthrough_id = playthrough_id
+        super().__init__(tavern, playthrough_id)
         self.snapshot: PersonaSnapshot | None = None
         """What the pane shows (None until the first read lands)."""
         self.busy = False
@@ -494,11 +161,11 @@ class PersonaScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="persona-read", exit_on_error=False, description="read the persona")
     def _read(self, token: int) -> None:
         try:
-            self.post_message(PersonaLoaded(token, read_snapshot(self.tavern, self.playthrough_id)))
+            self.post_message(self.Loaded(token, read_snapshot(self.tavern, self.playthrough_id)))
         except TavernError as exc:
-            self.post_message(PersonaLoaded(token, None, str(exc)))
+            self.post_message(self.Loaded(token, None, str(exc)))
 
-    def on_persona_loaded(self, message: PersonaLoaded) -> None:
+    def on_persona_screen_loaded(self, message: PersonaScreen.Loaded) -> None:
         """Show the newest read (an older one that lands late is dropped)."""
         if message.token != self._token:
             return
@@ -728,11 +395,11 @@ class PersonaScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="persona-write", exit_on_error=False, description="write the persona")
     def _run_write(self, title: str, act: Callable[[], str]) -> None:
         try:
-            self.post_message(PersonaWritten(title, act()))
+            self.post_message(self.Written(title, act()))
         except Exception as exc:  # said on screen; the pane reloads either way
-            self.post_message(PersonaWritten(title, "", exc))
+            self.post_message(self.Written(title, "", exc))
 
-    def on_persona_written(self, message: PersonaWritten) -> None:
+    def on_persona_screen_written(self, message: PersonaScreen.Written) -> None:
         """Say what happened (a conflict plainly) and reload both lists."""
         error = message.error
         if error is None:

@@ -1,0 +1,163 @@
+"""`TavernScreen` and `TavernModal`: screens handed the service (attributes down) that call it off
+the event loop, with one place that reports its refusals.
+
+The rule (issue 14, structure-review.md change 3; anchor: harlequin's threading model): every
+service call made from `on_mount`, an action or a handler runs in a thread worker through
+`call`, so a slow database (PostgreSQL over a network) never freezes rendering. The result comes
+back to `then` on the event loop, as a message; an error ends the worker in ERROR and the one
+`Worker.StateChanged` handler here says it. The chat's generation worker is the exception: it is
+an async worker, so Esc cancels the service's step where it stands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from textual import on
+from textual.message import Message
+from textual.message_pump import MessagePump
+from textual.screen import ModalScreen, Screen
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from tavern_tui.errors import TavernError
+from tavern_tui.service import Tavern
+
+ScreenResultT = TypeVar("ScreenResultT")
+ResultT = TypeVar("ResultT")
+
+Severity = Literal["information", "warning", "error"]
+
+CALL_GROUP = "tavern"
+"""The worker group of `call`s not given one."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    """How one running call reports an error (kept until its worker ends)."""
+
+    severity: Severity
+    failed: Callable[[BaseException], object] | None
+    done: threading.Event
+
+
+class TavernCalls(MessagePump):
+    """The `call` machinery shared by `TavernScreen` and `TavernModal`, mixed in before the Screen
+    class (a MessagePump, so its `@on` handlers are collected; not a DOMNode, so the screen's CSS
+    type chain stays Screen's or ModalScreen's)."""
+
+    @dataclass
+    class Done(Message):
+        """A `call` returned: `then(result)` runs on the event loop."""
+
+        then: Callable[[Any], object]
+        result: Any
+
+    _calls: dict[Worker[Any], _Call]
+    _last_done: threading.Event | None
+
+    def call(self, fn: Callable[..., ResultT], *args: Any, title: str,
+             then: Callable[[ResultT], object] | None = None, group: str = CALL_GROUP, exclusive: bool = False,
+             severity: Severity = "error", failed: Callable[[BaseException], object] | None = None,
+             **kwargs: Any) -> Worker[ResultT]:
+        """Run `fn(*args, **kwargs)` (a service call) in a thread worker.
+
+        Args:
+            title: the worker's description, and the notification's title when it fails.
+            then: called on the event loop with the result (awaited when it is a coroutine function);
+                not called when the worker was cancelled (an `exclusive` newer call, or the screen
+                closed) or `fn` raised.
+            group, exclusive: as `@work`: a new exclusive call cancels the group's running ones (a
+                thread cannot be stopped, but its result is then dropped).
+            severity: the notification's severity when `fn` raises a `TavernError`.
+            failed: called on the event loop with the error after it was notified (e.g. to close).
+
+        Returns:
+            The worker (`harlequin`'s `@work(thread=True, exit_on_error=False, group=…,
+            description=…)`, started with `run_worker` because group and exclusivity vary by call).
+
+        A screen's calls run one at a time, in the order made (as they did on the loop: a swipe
+        then a swipe back must not cross); a cancelled call that has not started is skipped.
+        """
+        if not hasattr(self, "_calls"):
+            self._calls, self._last_done = {}, None
+        before, done = self._last_done, threading.Event()
+        self._last_done = done
+
+        def work() -> ResultT | None:
+            try:
+                worker = get_current_worker()
+                while before is not None and not before.wait(0.05):
+                    if worker.is_cancelled:
+                        return None
+                if worker.is_cancelled:
+                    return None
+                result = fn(*args, **kwargs)
+                if then is not None and not worker.is_cancelled:
+                    self.post_message(self.Done(then, result))  # type: ignore[attr-defined]
+                return result
+            finally:
+                done.set()
+
+        worker: Worker[ResultT] = self.run_worker(  # type: ignore[attr-defined]
+            work, thread=True, exclusive=exclusive, exit_on_error=False, group=group, description=title)
+        self._calls[worker] = _Call(severity, failed, done)
+        return worker
+
+    async def settled(self) -> None:
+        """Wait (without blocking the loop) until every call made so far has ended; the chat's
+        step waits so that it reads what an earlier swipe or edit wrote."""
+        last = getattr(self, "_last_done", None)
+        while last is not None and not last.is_set():
+            await asyncio.sleep(0.01)
+
+    @on(Done)
+    async def _call_done(self, message: TavernCalls.Done) -> None:
+        outcome = message.then(message.result)
+        if inspect.iscoroutine(outcome):  # a dismiss() AwaitComplete is not awaited here
+            await outcome
+
+    @on(Worker.StateChanged)
+    async def _call_ended(self, event: Worker.StateChanged) -> None:
+        """The one error handler: a refusal (`TavernError`) is notified under the call's title; any
+        other error too, with its type, so a bug is seen rather than swallowed."""
+        calls = getattr(self, "_calls", {})
+        if event.worker not in calls or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR,
+                                                            WorkerState.CANCELLED):
+            return
+        how = calls.pop(event.worker)
+        how.done.set()  # a call cancelled before it ran must not hold up the next
+        error = event.worker.error
+        if event.state != WorkerState.ERROR or error is None:
+            return
+        if isinstance(error, TavernError):
+            self.notify(str(error), title=event.worker.description, severity=how.severity)  # type: ignore[attr-defined]
+        else:
+            self.log.error(f"{event.worker.description}: {error!r}")  # type: ignore[attr-defined]
+            self.notify(f"{type(error).__name__}: {error}", title=event.worker.description,  # type: ignore[attr-defined]
+                        severity="error", timeout=10)
+        if how.failed is not None:
+            outcome = how.failed(error)
+            if inspect.iscoroutine(outcome):  # a dismiss() AwaitComplete is not awaited here
+                await outcome
+
+
+class TavernScreen(TavernCalls, Screen[ScreenResultT], Generic[ScreenResultT]):
+    """A full screen on one service (and, for a playthrough's panes, its id), passed in."""
+
+    def __init__(self, tavern: Tavern, playthrough_id: int | None = None) -> None:
+        super().__init__()
+        self.tavern = tavern
+        self.playthrough_id = playthrough_id
+
+
+class TavernModal(TavernCalls, ModalScreen[ScreenResultT], Generic[ScreenResultT]):
+    """A modal screen on one service, passed in."""
+
+    def __init__(self, tavern: Tavern) -> None:
+        super().__init__()
+        self.tavern = tavern
