@@ -68,7 +68,8 @@ def themes_dir() -> Path:
     for candidate in (package / "_themes", package.parent / "themes"):
         if (candidate / "app.tcss").is_file():
             return candidate
-    raise FileNotFoundError(f"tavern-tui themes not found (looked in {package / '_themes'} and {package.parent / 'themes'})")
+    raise FileNotFoundError(f"tavern-tui themes not found (looked in {package / '_themes'} "
+                            f"and {package.parent / 'themes'})")
 
 
 def css_path() -> Path:

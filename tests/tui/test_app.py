@@ -29,7 +29,8 @@ def mark_of(box: object) -> str:
 async def open_seraphina(pilot: Pilot[object]) -> ChatScreen:
     """From the home screen, open Seraphina's chat and wait until its transcript is shown."""
     await open_character(pilot, "Seraphina")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen) and bool(pilot.app.screen.transcript.boxes))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
+                     and bool(pilot.app.screen.transcript.boxes))
     screen = pilot.app.screen
     assert isinstance(screen, ChatScreen)
     return screen
@@ -45,7 +46,8 @@ async def send(pilot: Pilot[object], chat: ChatScreen, text: str, *, wait: bool 
         await wait_until(pilot, lambda: not chat.generating)
 
 
-async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Tavern,
+                                                               scripted: ScriptedProvider) -> None:
     reply = '*Seraphina smiles softly.* "You are safe here, traveller."'
     scripted.enqueue("*Seraphina smiles softly.* ", '"You are ', "safe here, ", 'traveller."')
     app = TavernApp(corpus_tavern)
@@ -56,7 +58,8 @@ async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Ta
         shown = [str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)]
         assert shown == [c.name for c in corpus_tavern.library.characters()]
         assert {"Seraphina", "爱", "Skynet"} <= set(shown)
-        assert "V3 card · 1 greeting · 4 lorebook entries" in str(listing.get_option_at_index(shown.index("Seraphina")).prompt)
+        assert "V3 card · 1 greeting · 4 lorebook entries" in str(
+            listing.get_option_at_index(shown.index("Seraphina")).prompt)
 
         chat = await open_seraphina(pilot)
         pid = chat.playthrough_id
@@ -77,7 +80,8 @@ async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Ta
         assert chat.status.state == "idle" and chat.prompt.value == ""
 
 
-async def test_escape_stops_the_reply_and_keeps_the_partial_text(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+async def test_escape_stops_the_reply_and_keeps_the_partial_text(corpus_tavern: Tavern,
+                                                                 scripted: ScriptedProvider) -> None:
     scripted.enqueue("First reply.")
     scripted.enqueue("The forest ", GATE, "is never reached.")
     app = TavernApp(corpus_tavern)
@@ -180,7 +184,8 @@ async def test_reasoning_is_shown_apart_and_collapsed(corpus_tavern: Tavern, scr
         assert box.text == "Tea?"
         section = box.query_one(".reasoning", Collapsible)
         assert section.collapsed
-        assert corpus_tavern.playthroughs.messages(chat.playthrough_id)[-1].reasoning == "The traveller seems tired. Offer tea."
+        assert (corpus_tavern.playthroughs.messages(chat.playthrough_id)[-1].reasoning
+                == "The traveller seems tired. Offer tea.")
 
 
 async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Tavern) -> None:
@@ -207,7 +212,7 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
         while chat.transcript.earlier_count:
             before = len(chat.transcript.boxes)
             await pilot.press("ctrl+o")
-            await wait_until(pilot, lambda: len(chat.transcript.boxes) == min(total, before + window))
+            await wait_until(pilot, lambda before=before: len(chat.transcript.boxes) == min(total, before + window))
         assert len(chat.transcript.boxes) == total
         # More than the chat reads at first (HELD): the oldest windows came through `fetch`, in order.
         assert [b.text for b in chat.transcript.boxes] == [m.content for m in corpus_tavern.playthroughs.messages(pid)]

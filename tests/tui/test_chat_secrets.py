@@ -53,7 +53,8 @@ async def test_a_pasted_key_is_held_back_until_enter_again_on_the_same_text(
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(warnings(seen)) == 3)
         await pilot.app.workers.wait_for_complete()
-        assert scripted.requests == [] and corpus_tavern.playthroughs.messages(pid) == shown and chat.prompt.value == text
+        assert (scripted.requests == [] and corpus_tavern.playthroughs.messages(pid) == shown
+                and chat.prompt.value == text)
 
         await pilot.press("enter")  # the same unchanged text again: sent
         await pilot.app.workers.wait_for_complete()

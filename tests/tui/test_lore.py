@@ -136,7 +136,8 @@ async def test_editing_an_entry_saves_the_book(corpus_tavern: Tavern, staging: i
         assert saved.position is Position.AT_DEPTH and saved.depth == 2
         assert saved.content and saved.uid == 1 and saved.comment == "[Lore] shadowfang"  # the rest is kept
         row = lore.entries.get_row_at(1)
-        assert str(row[1]) == "[Lore] shadowfang" and str(row[2]) == "shadowfang, beast +4" and str(row[4]) == "@D 2" and lore.entries.cursor_row == 1
+        assert (str(row[1]) == "[Lore] shadowfang" and str(row[2]) == "shadowfang, beast +4"
+                and str(row[4]) == "@D 2" and lore.entries.cursor_row == 1)
 
 
 async def test_a_refused_save_keeps_the_editor_open_and_stores_nothing(corpus_tavern: Tavern, staging: int) -> None:
@@ -282,7 +283,8 @@ async def test_importing_a_book_from_the_pane(corpus_tavern: Tavern, staging: in
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         lore = await import_from_the_pane(pilot, corpus_dir / "worldbooks" / "hogwarts_agnai_memory.json")
-        await wait_until(pilot, lambda: lore.books.option_count == 2 and lore.entries.border_title == "Hogwarts Legacy Lore")
+        await wait_until(pilot, lambda: lore.books.option_count == 2
+                         and lore.entries.border_title == "Hogwarts Legacy Lore")
         assert "Imported 1 world book: Hogwarts Legacy Lore" in notes(seen)
 
 

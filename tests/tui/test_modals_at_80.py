@@ -108,8 +108,9 @@ async def test_entry_editor_at_120x36_keeps_its_100_columns_and_needs_no_scroll(
 
 
 async def test_persona_modals_fit_80_columns(corpus_tavern: Tavern) -> None:
-    corpus_tavern.persona.edit_persona(0, add="I am a wandering herbalist who keeps a notebook of every plant I find in "
-                               "the forests of Eldoria, and I never travel without it.", where="test")
+    corpus_tavern.persona.edit_persona(0, add="I am a wandering herbalist who keeps a notebook of every plant I "
+                                              "find in the forests of Eldoria, and I never travel without it.",
+                                       where="test")
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=NARROW) as pilot:
         pane = await open_pane(pilot, "p")
@@ -222,4 +223,5 @@ async def test_d_in_the_tree_asks_before_deleting(corpus_tavern: Tavern, scripte
         await wait_until(pilot, lambda: app.screen is tree_screen and tree_screen.current is not None
                          and tree_screen.current.deleted)
         assert tree_screen.current.ref == question.ref
-        assert [m.content for m in corpus_tavern.playthroughs.messages(pid)] == [c for c in before if c != LONG_QUESTION]
+        assert ([m.content for m in corpus_tavern.playthroughs.messages(pid)]
+                == [c for c in before if c != LONG_QUESTION])

@@ -132,7 +132,8 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
         await say(corpus_tavern, pid, "I love jazz.")
         await say(corpus_tavern, pid, "My name is Alex.")
         assert corpus_tavern.persona.nominations() == []
-        assert corpus_tavern.persona.persona().entries[0].stale and corpus_tavern.persona.persona().entries[0].text == name.statement
+        assert (corpus_tavern.persona.persona().entries[0].stale
+                and corpus_tavern.persona.persona().entries[0].text == name.statement)
         screen = await open_pane(pilot, "f8")
         assert rows(screen.entries)[0][-1] == "stale"
         editor = await open_editor(pilot, "e")

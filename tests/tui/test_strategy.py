@@ -235,7 +235,8 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         await save(pilot)
 
         # stored as lean v1; saving applied nothing
-        assert corpus_tavern.strategies.strategy_spec("lean") == StrategySpec("lean", 1, SLOTS_FIRST, {"examples": "omit"})
+        assert corpus_tavern.strategies.strategy_spec("lean") == StrategySpec("lean", 1, SLOTS_FIRST,
+                                                                               {"examples": "omit"})
         assert corpus_tavern.strategies.applied_strategy(pid) == before
         assert corpus_tavern.playthroughs.playthrough(pid).strategy == SLOTS_FIRST
         assert "Saved lean v1 — not applied; press Enter to apply" in notes(seen)
@@ -259,8 +260,10 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         assert editor.saves_as_text == "Saves lean v2 (the next version of lean v1)."
         await choose(pilot, editor, "examples", "system")
         await save(pilot)
-        assert corpus_tavern.strategies.strategy_spec("lean") == StrategySpec("lean", 2, SLOTS_FIRST, {"examples": "system"})
-        assert corpus_tavern.strategies.applied_strategy(pid) == StrategySpec("lean", 1, SLOTS_FIRST, {"examples": "omit"})
+        assert corpus_tavern.strategies.strategy_spec("lean") == StrategySpec("lean", 2, SLOTS_FIRST,
+                                                                               {"examples": "system"})
+        assert corpus_tavern.strategies.applied_strategy(pid) == StrategySpec("lean", 1, SLOTS_FIRST,
+                                                                               {"examples": "omit"})
         assert "Saved lean v2 — not applied; press Enter to apply" in notes(seen)
         assert line_of(screen.strategies, "lean") == \
             "lean · v2 · preset-slots-first\n  ● v1 applied · v2 saved, not applied\n  examples=system"
@@ -309,7 +312,8 @@ async def test_refusals_and_conflicts_stay_in_the_editor(corpus_tavern: Tavern) 
         # another name saves a new strategy from the same form
         await type_name(pilot, editor, "lean 2")
         await save(pilot)
-        assert corpus_tavern.strategies.strategy_spec("lean 2") == StrategySpec("lean 2", 1, SLOTS_FIRST, {"examples": "system"})
+        assert corpus_tavern.strategies.strategy_spec("lean 2") == StrategySpec("lean 2", 1, SLOTS_FIRST,
+                                                                                 {"examples": "system"})
         assert corpus_tavern.strategies.applied_strategy(pid) == BUILTINS[SLOTS_FIRST]
         assert screen.highlighted_strategy == "lean 2"
 

@@ -73,7 +73,7 @@ async def test_swipe_back_continue_then_jump_to_another_swipe_in_the_tree(corpus
 
         for count, reply in ((3, "Reply three."), (2, "Reply two.")):
             await pilot.press("ctrl+left")
-            await wait_until(pilot, lambda: shown(chat)[-1] == reply)
+            await wait_until(pilot, lambda reply=reply: shown(chat)[-1] == reply)
             assert stored(corpus_tavern, chat) == [greeting, "hello", reply]
             assert chat.status.swipe == f"swipe {count}/4"
         assert len(scripted.requests) == 4  # swiping among stored replies asks the model nothing

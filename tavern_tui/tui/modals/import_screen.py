@@ -23,7 +23,8 @@ class ImportScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="import.cancel")]
 
     def __init__(self, title: str = "Import",
-                 placeholder: str = "a card, world book, preset, persona or chat (.png/.json/.jsonl), or a folder") -> None:
+                 placeholder: str = "a card, world book, preset, persona or chat (.png/.json/.jsonl), "
+                                    "or a folder") -> None:
         super().__init__()
         self._title = title
         self._placeholder = placeholder

@@ -83,8 +83,9 @@ class ChatScreen(TavernScreen[None]):
     footer leaves out the less used keys (`FOOTER_DROP`); the command palette lists them all.
 
     Every step runs in one async worker that only posts Messages; the handlers here touch
-    widgets. Every other service call runs in a thread worker (`TavernScreen.call`). Whatever the outcome, the stored messages are re-read afterwards, so what is shown
-    is what the database holds (a stopped or failed reply stays visible, marked).
+    widgets. Every other service call runs in a thread worker (`TavernScreen.call`). Whatever
+    the outcome, the stored messages are re-read afterwards, so what is shown is what the
+    database holds (a stopped or failed reply stays visible, marked).
     """
 
     BINDINGS = [
@@ -137,7 +138,8 @@ class ChatScreen(TavernScreen[None]):
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
         yield Transcript(id="transcript")
-        yield Input(placeholder="Say something… (Enter sends, Esc stops a reply or goes back)", id="prompt", classes="pane")
+        yield Input(placeholder="Say something… (Enter sends, Esc stops a reply or goes back)", id="prompt",
+                    classes="pane")
         yield StatusLine(self.tavern.provider_label, id="status")
         yield FitFooter(drop=self.FOOTER_DROP)
 

@@ -47,7 +47,8 @@ class HomeScreen(TavernScreen[None]):
         self._characters: dict[int, CharacterView] = {}
 
     def compose(self) -> ComposeResult:
-        yield ScreenTitle("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)", id="home-title")
+        yield ScreenTitle("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)",
+                          id="home-title")
         yield Static(EMPTY_TEXT, id="empty", markup=False)
         with Horizontal(id="home-panes"):
             characters = OptionList(id="characters", classes="pane")
@@ -118,8 +119,8 @@ class HomeScreen(TavernScreen[None]):
             listing.clear_options()
             details.update("")
             return
-        self.call(self.tavern.playthroughs.playthroughs, character.id, title="Cannot read the playthroughs", group="playthroughs",
-                  exclusive=True, then=lambda found: self._show_playthroughs(character, found))
+        self.call(self.tavern.playthroughs.playthroughs, character.id, title="Cannot read the playthroughs",
+                  group="playthroughs", exclusive=True, then=lambda found: self._show_playthroughs(character, found))
 
     def _show_playthroughs(self, character: CharacterView, found: list[PlaythroughView]) -> None:
         if getattr(self.highlighted_character, "id", None) != character.id:

@@ -95,7 +95,8 @@ class LoreScreen(TavernScreen[None]):
                 yield books
                 yield Static("", id="card-book-note", markup=False)
             with Vertical(id="lore-main"):
-                yield Input(placeholder="Filter entries by title, keys or content… (/)", id="entry-filter", classes="pane")
+                yield Input(placeholder="Filter entries by title, keys or content… (/)", id="entry-filter",
+                            classes="pane")
                 yield EntryTable(id="entries", classes="pane")
                 yield Static(EMPTY_TEXT, id="lore-empty", markup=False)
                 tester = LoreTester(id="tester", classes="pane")

@@ -113,7 +113,8 @@ def decision_text(decision: Mapping[str, Any]) -> str:
     mark = "✓" if decision.get("fired") else "✗"
     comment = f" {decision['comment']}" if decision.get("comment") else ""
     detail = f": {decision['detail']}" if decision.get("detail") else ""
-    return f"{mark} {decision.get('book', '?')}#{decision.get('uid', '?')}{comment} — {decision.get('reason', '?')}{detail}"
+    return (f"{mark} {decision.get('book', '?')}#{decision.get('uid', '?')}{comment} "
+            f"— {decision.get('reason', '?')}{detail}")
 
 
 def _pairs(mapping: Mapping[str, Any] | None) -> str:
@@ -287,7 +288,8 @@ class TraceScreen(TavernScreen[bool]):
 
     def on_mount(self) -> None:
         def read() -> tuple[PlaythroughView, list[TraceView]]:
-            return self.tavern.playthroughs.playthrough(self.playthrough_id), self.tavern.traces.traces(self.playthrough_id)
+            return (self.tavern.playthroughs.playthrough(self.playthrough_id),
+                    self.tavern.traces.traces(self.playthrough_id))
 
         self.call(read, title="Cannot show the requests", then=lambda found: self._show_list(*found),
                   failed=lambda _: self.dismiss(False))

@@ -264,7 +264,8 @@ class TreeScreen(TavernScreen[int | None]):
         """(Re)read the playthrough and its timeline in a worker, then rebuild the tree; the cursor
         goes to `cursor`, else the last message."""
         def read() -> tuple[PlaythroughView, TimelineView]:
-            return self.tavern.playthroughs.playthrough(self.playthrough_id), self.tavern.timeline.timeline(self.playthrough_id)
+            return (self.tavern.playthroughs.playthrough(self.playthrough_id),
+                    self.tavern.timeline.timeline(self.playthrough_id))
 
         self.call(read, title="Cannot show the branches", then=lambda loaded: self._show(*loaded, cursor),
                   failed=lambda _: self.dismiss(None))
@@ -339,8 +340,8 @@ class TreeScreen(TavernScreen[int | None]):
 
         def save(edited: str | None) -> None:
             if edited is not None:
-                self.call(self.tavern.timeline.edit_message, self.playthrough_id, variant.ref, edited, title="Cannot edit",
-                          then=lambda _: self._load(variant.ref))
+                self.call(self.tavern.timeline.edit_message, self.playthrough_id, variant.ref, edited,
+                          title="Cannot edit", then=lambda _: self._load(variant.ref))
 
         self.call(read, title="Cannot edit", then=edit)
 

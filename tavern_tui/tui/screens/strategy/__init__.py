@@ -137,7 +137,8 @@ class StrategyScreen(TavernScreen[None]):
         load: on the applied strategy and the bound preset; `highlight`: on that strategy), and
         call `then`."""
         def read() -> tuple[PlaythroughView, StrategySpec, list[StrategySpec], list[PresetView]]:
-            return (self.tavern.playthroughs.playthrough(self.playthrough_id), self.tavern.strategies.applied_strategy(self.playthrough_id),
+            return (self.tavern.playthroughs.playthrough(self.playthrough_id),
+                    self.tavern.strategies.applied_strategy(self.playthrough_id),
                     list(self.tavern.strategies.strategies()),  # read now: saved strategies come and go
                     self.tavern.presets.presets())
 
@@ -240,7 +241,8 @@ class StrategyScreen(TavernScreen[None]):
                         title="Preset")
             self._load(then=self._request_preview)
 
-        self.call(self.tavern.presets.bind_preset, self.playthrough_id, preset_id, title="Cannot bind the preset", then=bound)
+        self.call(self.tavern.presets.bind_preset, self.playthrough_id, preset_id, title="Cannot bind the preset",
+                  then=bound)
 
     # -- copy & edit ----------------------------------------------------------------------
 
