@@ -147,7 +147,7 @@ async def test_reopening_shows_the_playthrough_and_its_messages(make_tavern: Cal
         home = app.screen
         listing = home.query_one("#characters", OptionList)
         await workers_idle(pilot)
-        listing.highlighted = [c.name for c in second.characters()].index("Seraphina")
+        listing.highlighted = [c.name for c in second.library.characters()].index("Seraphina")
         await pilot.pause()
         await workers_idle(pilot)
         playthroughs = home.query_one("#playthroughs", OptionList)

@@ -237,7 +237,7 @@ class TraceScreen(TavernScreen[bool]):
     Left, the requests newest first (when, model, tokens, latency, strategy, outcome and a mark:
     ✓ verified, ✗ mismatch, · unchecked). Right, labelled "HISTORY — what was sent", the
     highlighted request: each message as sent (role · source, its body rebuilt from the log by
-    `Tavern.verify_trace`; a body that no longer hashes as sent is marked, never shown in its
+    `tavern.traces.verify_trace`; a body that no longer hashes as sent is marked, never shown in its
     place), the last two expanded, then the world-info decisions, the config requested and
     effective, attempts, usage, timing and resources. Showing a request verifies it.
 

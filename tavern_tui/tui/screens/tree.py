@@ -42,7 +42,7 @@ def placements(variants: Sequence[VariantView]) -> dict[Ref, Ref | None]:
     the number of branch points on the way, never the length of the chat.
 
     Args:
-        variants: depth-first, as `Tavern.timeline` gives them (a parent before its children).
+        variants: depth-first, as `tavern.timeline.timeline` gives them (a parent before its children).
     """
     placed: dict[Ref, Ref | None] = {}
     inner: dict[Ref, Ref | None] = {}  # where a variant's continuation goes

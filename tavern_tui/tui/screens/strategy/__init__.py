@@ -50,7 +50,7 @@ class StrategyScreen(TavernScreen[None]):
     """How one playthrough's requests are assembled (F6 in the chat; issue 5 §8; DESIGN.md
     Strategies).
 
-    Shows the strategies (`Tavern.strategies()`: the built-in ones, then the newest version of
+    Shows the strategies (`tavern.strategies.strategies()`: the built-in ones, then the newest version of
     each saved one, each as "name · vN · base" with its note or options), marking the snapshot
     applied to this playthrough by name and version ("● applied", or "● v1 applied · v2 saved,
     not applied" when a newer version of it was saved since); the presets ("SillyTavern
@@ -94,7 +94,7 @@ class StrategyScreen(TavernScreen[None]):
         self.playthrough_id: int = playthrough_id
         self.playthrough: PlaythroughView | None = None
         self.applied: StrategySpec | None = None
-        """The strategy snapshot the playthrough's steps use (`Tavern.applied_strategy`)."""
+        """The strategy snapshot the playthrough's steps use (`tavern.strategies.applied_strategy`)."""
         self.specs: list[StrategySpec] = []
         """The strategies listed, in list order (the applied snapshot last if it is not listed)."""
         self.preset_views: list[PresetView] = []
