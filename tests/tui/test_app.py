@@ -227,6 +227,7 @@ async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], cor
     app = TavernApp(service)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         home = app.screen
+        await workers_idle(pilot)  # the home screen reads the library in a worker
         assert home.has_class("-empty") and home.query_one("#empty").display
         assert "tavern import FILE" in EMPTY_TEXT and "press i" in EMPTY_TEXT
 
