@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.tree import TreeScreen, VariantTree, placements
@@ -375,7 +376,9 @@ async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: Sc
         assert tree_screen.current.preview == "Reply one, rewritten by me."
         await pilot.press("down", "down")  # "Reply two."
         assert tree_screen.current.preview == "Reply two."
-        await pilot.press("d", "y")  # asks first (SillyTavern asks before deleting)
+        await pilot.press("d")  # asks first (SillyTavern asks before deleting)
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))  # y must reach the question
+        await pilot.press("y")
         await wait_until(pilot, lambda: tree_screen.current is not None and tree_screen.current.deleted)
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is chat and shown(chat)[-1] == "more")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
@@ -27,8 +28,8 @@ class Transcript(VerticalScroll):
     suffix runs out.
 
     Attributes:
-        fetch: `fetch(n)` returns the newest n messages (`Tavern.playthroughs.messages(pid, last=n)`); None
-            when `show` is always given the whole list.
+        fetch: `fetch(n)` returns the newest n messages (`tavern.playthroughs.messages(pid, last=n)`);
+            it is run in a thread. None when `show` is always given the whole list.
 
     | child id | part |
     | --- | --- |
@@ -150,7 +151,8 @@ class Transcript(VerticalScroll):
         try:
             if self._first == 0 and self.fetch is not None:
                 held = len(self._messages)
-                more = self.fetch(held + 4 * self.window)
+                # the service reads the database: off the event loop
+                more = await asyncio.to_thread(self.fetch, held + 4 * self.window)
                 added = max(0, len(more) - held)
                 self._messages, self._first = more, added
                 self._offset = 0 if added < 4 * self.window else max(0, self._offset - added)
