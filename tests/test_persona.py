@@ -380,6 +380,13 @@ def run_cli(db_url: str, *args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def test_cli_persona_import_of_a_missing_file_names_it(tmp_path: Path, db_url: str) -> None:
+    missing = tmp_path / "personas.json"
+    code, out, err = run_cli(db_url, "persona", "import", str(missing))
+    assert (code, out) == (1, "")
+    assert err == f"error: {missing}: no such file or folder\n"  # as `tavern import` words it
+
+
 async def test_cli_persona_commands(tavern: Tavern, card: int, db_url: str) -> None:
     pid = tavern.playthroughs.new_playthrough(card).id
     for text in ("I love jazz.", "I adore jazz.", "My name is Sam.", "As I said, my name is Sam."):

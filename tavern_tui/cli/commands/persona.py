@@ -220,8 +220,12 @@ def cmd_persona_decline(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
 
 def cmd_persona_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona import`: a SillyTavern persona backup becomes the next persona version."""
+    path = Path(args.file)
+    if not path.is_file():  # as `tavern import` says it, not a traceback
+        err.write(f"error: {args.file}: no such file or folder\n")
+        return EXIT_FAILED
     with open_service(args) as tavern:
-        result = tavern.persona.import_persona_bytes(Path(args.file).read_bytes(), args.file, persona=args.persona)
+        result = tavern.persona.import_persona_bytes(path.read_bytes(), args.file, persona=args.persona)
     for warning in result.warnings:
         err.write(f"warning: {args.file}: {warning}\n")
     if result.error:
