@@ -21,7 +21,7 @@ class ServiceContext:
         settings: the settings the facade was opened with.
         store: the open store (database); each service opens its own transactions (`store.unit_of_work()`).
         provider: the model provider every step streams from.
-        token_counter: counts prompt tokens (`assembly.tokens.make_counter` of `settings.tokenizer`).
+        token_counter: counts prompt tokens (`text.tokens.make_counter` of `settings.tokenizer`).
     """
 
     settings: Settings

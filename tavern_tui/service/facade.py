@@ -36,7 +36,6 @@ def make_provider(settings: Settings) -> Provider:
     return DemoProvider()
 
 
-
 class Tavern:
     """Every user operation, by area: import, characters, playthroughs, world info, presets,
     strategies, persona, steps, the timeline, traces and chat files.
