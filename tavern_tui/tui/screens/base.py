@@ -15,7 +15,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from textual import on
@@ -36,13 +36,49 @@ CALL_GROUP = "tavern"
 """The worker group of `call`s not given one."""
 
 
+@dataclass(eq=False)
+class _Link:
+    """One call's place in its screen's queue: a call runs once every earlier one has ended.
+
+    A call cancelled before its worker ran (a newer `exclusive` call, the screen closing) never
+    runs and never sets `done`, and Textual reports no state for it; so a cancelled link counts
+    as ended once the links before it have, and nothing waits on it forever.
+    """
+
+    before: _Link | None
+    done: threading.Event = field(default_factory=threading.Event)
+    worker: Worker[Any] | None = None
+
+    def pending(self) -> _Link | None:
+        """The latest earlier call that has not ended, or None (skips cancelled ones)."""
+        link = self.before
+        while link is not None:
+            if link.done.is_set():
+                return None
+            if link.worker is None or not link.worker.is_cancelled:
+                return link
+            link = link.before
+        return None
+
+    def ended(self) -> bool:
+        """This call returned, or was cancelled and nothing before it is still pending."""
+        if self.done.is_set():
+            return True
+        return self.worker is not None and self.worker.is_cancelled and self.pending() is None
+
+    def finish(self) -> None:
+        """Mark the call ended and let go of the links before it (the queue stays short)."""
+        self.done.set()
+        self.before = None
+
+
 @dataclass(frozen=True)
 class _Call:
     """How one running call reports an error (kept until its worker ends)."""
 
     severity: Severity
     failed: Callable[[BaseException], object] | None
-    done: threading.Event
+    link: _Link
 
 
 class TavernCalls(MessagePump):
@@ -58,7 +94,7 @@ class TavernCalls(MessagePump):
         result: Any
 
     _calls: dict[Worker[Any], _Call]
-    _last_done: threading.Event | None
+    _last_call: _Link | None
 
     def call(self, fn: Callable[..., ResultT], *args: Any, title: str,
              then: Callable[[ResultT], object] | None = None, group: str = CALL_GROUP, exclusive: bool = False,
@@ -84,16 +120,17 @@ class TavernCalls(MessagePump):
         then a swipe back must not cross); a cancelled call that has not started is skipped.
         """
         if not hasattr(self, "_calls"):
-            self._calls, self._last_done = {}, None
-        before, done = self._last_done, threading.Event()
-        self._last_done = done
+            self._calls, self._last_call = {}, None
+        link = _Link(self._last_call)
+        self._last_call = link
 
         def work() -> ResultT | None:
             try:
                 worker = get_current_worker()
-                while before is not None and not before.wait(0.05):
+                while (earlier := link.pending()) is not None:
                     if worker.is_cancelled:
                         return None
+                    earlier.done.wait(0.05)
                 if worker.is_cancelled:
                     return None
                 result = fn(*args, **kwargs)
@@ -101,18 +138,19 @@ class TavernCalls(MessagePump):
                     self.post_message(self.Done(then, result))  # type: ignore[attr-defined]
                 return result
             finally:
-                done.set()
+                link.finish()
 
         worker: Worker[ResultT] = self.run_worker(  # type: ignore[attr-defined]
             work, thread=True, exclusive=exclusive, exit_on_error=False, group=group, description=title)
-        self._calls[worker] = _Call(severity, failed, done)
+        link.worker = worker
+        self._calls[worker] = _Call(severity, failed, link)
         return worker
 
     async def settled(self) -> None:
         """Wait (without blocking the loop) until every call made so far has ended; the chat's
         step waits so that it reads what an earlier swipe or edit wrote."""
-        last = getattr(self, "_last_done", None)
-        while last is not None and not last.is_set():
+        last = getattr(self, "_last_call", None)
+        while last is not None and not last.ended():
             await asyncio.sleep(0.01)
 
     @on(Done)
@@ -130,7 +168,8 @@ class TavernCalls(MessagePump):
                                                             WorkerState.CANCELLED):
             return
         how = calls.pop(event.worker)
-        how.done.set()  # a call cancelled before it ran must not hold up the next
+        if event.state != WorkerState.CANCELLED:  # a cancelled call may still be running in its thread
+            how.link.finish()
         error = event.worker.error
         if event.state != WorkerState.ERROR or error is None:
             return
