@@ -16,6 +16,7 @@ from tavern_tui.lore.fastindex import FastIndex
 from tavern_tui.lore.model import Position
 from tavern_tui.lore.result import Decision, Reason
 from tavern_tui.service import Tavern
+from tavern_tui.tui import theming
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.messages import WorldBooksRequested, WorldInfoTested
 from tavern_tui.tui.modals.entry_editor import EntryEditor
@@ -321,6 +322,9 @@ async def test_an_empty_library_says_how_to_import(corpus_tavern: Tavern) -> Non
 
 
 class _Host(App[None]):
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return theming.app_variable_defaults(self.current_theme)  # the list's colours use them
+
     def compose(self) -> ComposeResult:
         yield DecisionList(id="decisions")
 

@@ -13,6 +13,7 @@ from textual.notifications import Notify
 from textual.pilot import Pilot
 
 from tavern_tui.service import Tavern
+from tavern_tui.tui import theming
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.screens.chat import ChatScreen
@@ -326,6 +327,9 @@ class _LongChat:
 
 async def test_a_5000_message_chat_opens_with_the_last_message_under_the_cursor() -> None:
     class TreeApp(App[None]):
+        def get_theme_variable_defaults(self) -> dict[str, str]:
+            return theming.app_variable_defaults(self.current_theme)  # the tree's colours use them
+
         def on_mount(self) -> None:
             self.push_screen(TreeScreen(_LongChat(), 1))  # type: ignore[arg-type]
 

@@ -12,7 +12,38 @@ from textual.widgets import Static, TextArea
 class EditMessageScreen(ModalScreen[str | None]):
     """A multi-line editor on a message's text: ctrl+s saves (dismisses with the new text),
     Esc cancels (None). The caller stores the edit as a surface replacement; the original
-    stays in the log."""
+    stays in the log.
+
+    Its `DEFAULT_CSS` centres the box over the dimmed screen:
+
+    | id | part |
+    | --- | --- |
+    | `edit-box` | the framed box (`$accent` round border, 80% × 60% of the screen) |
+    | `edit-text` | the text area, filling the box |
+    | `edit-hint` | the keys' hint at the foot (muted) |
+    """
+
+    DEFAULT_CSS = """
+    EditMessageScreen {
+        align: center middle;
+    }
+
+    EditMessageScreen #edit-box {
+        width: 80%;
+        height: 60%;
+        border: round $accent;
+        padding: 0 1;
+    }
+
+    EditMessageScreen #edit-text {
+        height: 1fr;
+    }
+
+    EditMessageScreen #edit-hint {
+        color: $text-muted;
+        height: 1;
+    }
+    """
 
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="edit.save", priority=True),

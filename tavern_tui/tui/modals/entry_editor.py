@@ -38,10 +38,79 @@ class EntryEditor(TavernCalls, SaveCancelModal[WorldBookView | None]):
     service refuses the book (a `FormatError`, e.g. two entries with one uid), the error is
     shown and the editor stays open with the edits; Cancel (Esc) discards them, and does
     nothing while a save runs. Dismisses with the saved book's view, or None.
+
+    Its frame is `SaveCancelModal`'s; its `DEFAULT_CSS` sets the widths. The box is never wider
+    than the screen: at 80x24 it fills it, the form scrolls (Tab scrolls to the focused field)
+    and the error line and Save / Cancel stay at the foot. Below 100 columns (`-narrow`) there is
+    less room around the fields, so the Order row (Order, Probability, Constant, Disabled) fits
+    80 columns whole. The Depth field shows only for @depth entries (`-at-depth`).
+
+    | id / class | part |
+    | --- | --- |
+    | `editor-box` | the box (100 wide at most) |
+    | `editor-row` | a row of fields, one line high |
+    | `editor-label` | a field's label, 12 wide (`-inner`: one after a field, in the same row) |
+    | `-short` | a number field, 10 wide (the other inputs take the row's rest) |
+    | `position` | the position select (40 wide at most) |
+    | `depth-label`, `depth` | the Depth label and field |
+    | `content` | the content text area, 10 lines |
+    """
+
+    DEFAULT_CSS = """
+    EntryEditor #editor-box {
+        width: 100;
+        max-width: 100%;
+    }
+
+    EntryEditor.-narrow #editor-box {
+        padding: 1 1;
+    }
+
+    EntryEditor.-narrow Checkbox {
+        margin-left: 1;
+    }
+
+    EntryEditor .editor-row {
+        height: 1;
+        margin-bottom: 1;
+    }
+
+    EntryEditor .editor-label {
+        width: 12;
+    }
+
+    EntryEditor .editor-label.-inner {
+        margin-left: 2;
+    }
+
+    EntryEditor Input {
+        width: 1fr;
+    }
+
+    EntryEditor Input.-short {
+        width: 10;
+    }
+
+    EntryEditor #position {
+        width: 1fr;
+        max-width: 40;
+    }
+
+    EntryEditor Checkbox {
+        margin-left: 2;
+    }
+
+    EntryEditor #depth-label, EntryEditor #depth { display: none; }
+    EntryEditor.-at-depth #depth-label, EntryEditor.-at-depth #depth { display: block; }
+
+    EntryEditor #content {
+        height: 10;
+        margin-bottom: 1;
+    }
     """
 
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-wide")]
-    """`-narrow` below 100 columns, where the box (100 wide) shrinks to the screen (app.tcss)."""
+    """`-narrow` below 100 columns, where the box (100 wide) shrinks to the screen (`DEFAULT_CSS`)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="entry.cancel"),

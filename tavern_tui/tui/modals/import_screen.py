@@ -16,8 +16,37 @@ from tavern_tui.tui.messages import ImportFinished
 class ImportScreen(ModalScreen[str | None]):
     """Asks for a path; dismisses with the path typed, or None when cancelled (Esc).
 
+    Its `DEFAULT_CSS` centres the box over the dimmed screen:
+
+    | id | part |
+    | --- | --- |
+    | `import-box` | the framed box (`$primary` round border on `$surface`, 80 wide) |
+    | `import-hint` | the keys' hint under the path (muted) |
+
     Args:
         title, placeholder: what to ask for (character cards by default; the lore pane asks for books).
+    """
+
+    DEFAULT_CSS = """
+    ImportScreen {
+        align: center middle;
+        background: $background 60%;
+        &:ansi { background: $background 60%; }  /* ModalScreen's would make it transparent */
+    }
+
+    ImportScreen #import-box {
+        width: 80;
+        height: auto;
+        padding: 1 2;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+
+    ImportScreen #import-hint {
+        color: $text-muted;
+        margin-top: 1;
+    }
     """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="import.cancel")]

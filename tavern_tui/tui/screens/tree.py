@@ -86,6 +86,9 @@ class VariantTree(Tree[VariantView]):
     | `variant-tree--character` | the character's (or System) name |
     | `variant-tree--off-path` | the preview of a message off the active path |
     | `variant-tree--mark` | the marks (edited, deleted, cut off, branches) |
+
+    Its `DEFAULT_CSS` colours them with the app's variables (`$speaker-user`,
+    `$speaker-character`, `$mark-origin`, `theming.APP_VARIABLES`): the app must declare them.
     """
 
     # Own bindings only: Tree/ScrollView bind ←/→ to scrolling, which a key listed later
@@ -113,9 +116,10 @@ class VariantTree(Tree[VariantView]):
     DEFAULT_CSS = """
     VariantTree {
         & > .variant-tree--active { text-style: bold; }
-        /* dim, not $text-muted: a label span cannot blend a translucent colour */
-        & > .variant-tree--off-path { text-style: dim; }
-        & > .variant-tree--mark { text-style: italic dim; }
+        & > .variant-tree--person { color: $speaker-user; }
+        & > .variant-tree--character { color: $speaker-character; }
+        & > .variant-tree--off-path { color: $mark-origin; text-style: none; }
+        & > .variant-tree--mark { color: $mark-origin; text-style: italic; }
     }
     """
 

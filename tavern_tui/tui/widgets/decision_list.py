@@ -25,9 +25,8 @@ class DecisionList(Widget):
     | `decision-list--skipped` | an entry that did not |
     | `decision-list--over-budget` | an entry the budget stopped |
 
-    Its `DEFAULT_CSS` uses only Textual's variables, so it renders on any app (the tests mount it
-    on a bare `App`); the tavern app's stylesheet recolours the lines with the theme's
-    `$wi-fired`, `$wi-skipped` and `$wi-over-budget`, which fall back to the same colours.
+    Its `DEFAULT_CSS` colours the lines with the app's variables `$wi-fired`, `$wi-skipped` and
+    `$wi-over-budget` (`theming.APP_VARIABLES`): the app must declare them.
     """
 
     DEFAULT_CSS = """
@@ -35,9 +34,9 @@ class DecisionList(Widget):
         height: auto;
     }
 
-    DecisionList > .decision-list--fired { color: $success; }
-    DecisionList > .decision-list--skipped { color: $text-muted; }
-    DecisionList > .decision-list--over-budget { color: $warning; }
+    DecisionList > .decision-list--fired { color: $wi-fired; }
+    DecisionList > .decision-list--skipped { color: $wi-skipped; }
+    DecisionList > .decision-list--over-budget { color: $wi-over-budget; }
     """
 
     COMPONENT_CLASSES = {"decision-list--fired", "decision-list--skipped", "decision-list--over-budget"}

@@ -33,8 +33,8 @@ class SaveCancelModal(ModalScreen[ResultT]):
 
     It carries the editors' frame: centred over the dimmed screen, a box that is never taller than
     the screen, a form that scrolls and a foot that stays at the bottom. A subclass gives its parts
-    these classes and sets only its own widths (the box's `width`, its labels' and fields') in the
-    app stylesheet:
+    these classes and sets only its own widths (the box's `width`, its labels' and fields') in its
+    own `DEFAULT_CSS` or the app stylesheet:
 
     | class | part |
     | --- | --- |

@@ -23,7 +23,55 @@ from tavern_tui.tui.screens.persona.labels import provenance_label
 
 class PersonaHistoryScreen(TavernModal[None]):
     """Every revision of the persona, newest first (version, when, why, how many entries); the
-    highlighted revision's entries are shown below it, read-only. Esc closes."""
+    highlighted revision's entries are shown below it, read-only. Esc closes.
+
+    Its `DEFAULT_CSS` centres the box over the dimmed screen, never wider than the screen:
+
+    | id | part |
+    | --- | --- |
+    | `history-box` | the framed box (`$primary` round border on `$surface`, 100 × 80%) |
+    | `revisions` | the revision list (half the box at most) |
+    | `revision-scroll` | the highlighted revision's entries, scrolling |
+    | `revision-entries` | their text |
+    | `history-keys` | the keys' hint at the foot (muted) |
+    """
+
+    DEFAULT_CSS = """
+    PersonaHistoryScreen {
+        align: center middle;
+        background: $background 60%;
+        &:ansi { background: $background 60%; }  /* ModalScreen's would make it transparent */
+    }
+
+    PersonaHistoryScreen #history-box {
+        width: 100;
+        max-width: 100%;
+        height: 80%;
+        padding: 0 1;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+
+    PersonaHistoryScreen #revisions {
+        height: 1fr;
+        max-height: 50%;
+    }
+
+    PersonaHistoryScreen #revision-scroll {
+        height: 1fr;
+        margin-top: 1;
+    }
+
+    PersonaHistoryScreen #revision-entries {
+        height: auto;
+    }
+
+    PersonaHistoryScreen #history-keys {
+        height: 1;
+        color: $text-muted;
+    }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="persona_history.close")]
 
