@@ -2,27 +2,27 @@
 the event loop, with one place that reports its refusals.
 
 The rule (issue 14, structure-review.md change 3; anchor: harlequin's threading model): every
-service call made from `on_mount`, an action or a handler runs in a thread worker through
-`call`, so a slow database (PostgreSQL over a network) never freezes rendering. The result comes
-back to `then` on the event loop, as a message; an error ends the worker in ERROR and the one
-`Worker.StateChanged` handler here says it. The chat's generation worker is the exception: it is
+service call made from `on_mount`, an action or a handler runs in a thread through `call` (a
+worker that waits its turn on the loop and hands the call to `asyncio.to_thread`), so a slow
+database (PostgreSQL over a network) never freezes rendering. The result comes back to `then` on
+the event loop; an error ends the worker in ERROR and the one `Worker.StateChanged` handler here
+says it. The chat's generation worker is the exception: it is
 an async worker, so Esc cancels the service's step where it stands.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from textual import on
-from textual.message import Message
 from textual.message_pump import MessagePump
 from textual.screen import ModalScreen, Screen
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState
 
 from tavern_tui.errors import TavernError
 from tavern_tui.service import Tavern
@@ -35,6 +35,9 @@ Severity = Literal["information", "warning", "error"]
 CALL_GROUP = "tavern"
 """The worker group of `call`s not given one."""
 
+POLL = 0.05
+"""Seconds between re-checks of a queued call's turn (an earlier call may be cancelled unseen)."""
+
 
 @dataclass(eq=False)
 class _Link:
@@ -46,7 +49,7 @@ class _Link:
     """
 
     before: _Link | None
-    done: threading.Event = field(default_factory=threading.Event)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
     worker: Worker[Any] | None = None
 
     def pending(self) -> _Link | None:
@@ -65,6 +68,12 @@ class _Link:
         if self.done.is_set():
             return True
         return self.worker is not None and self.worker.is_cancelled and self.pending() is None
+
+    async def wait_turn(self) -> None:
+        """Wait on the loop (holding no thread) until every earlier call has ended."""
+        while (earlier := self.pending()) is not None:
+            with contextlib.suppress(TimeoutError):  # re-check: it may be cancelled meanwhile
+                await asyncio.wait_for(earlier.done.wait(), POLL)
 
     def finish(self) -> None:
         """Mark the call ended and let go of the links before it (the queue stays short)."""
@@ -86,21 +95,14 @@ class TavernCalls(MessagePump):
     class (a MessagePump, so its `@on` handlers are collected; not a DOMNode, so the screen's CSS
     type chain stays Screen's or ModalScreen's)."""
 
-    @dataclass
-    class Done(Message):
-        """A `call` returned: `then(result)` runs on the event loop."""
-
-        then: Callable[[Any], object]
-        result: Any
-
     _calls: dict[Worker[Any], _Call]
     _last_call: _Link | None
 
     def call(self, fn: Callable[..., ResultT], *args: Any, title: str,
              then: Callable[[ResultT], object] | None = None, group: str = CALL_GROUP, exclusive: bool = False,
              severity: Severity = "error", failed: Callable[[BaseException], object] | None = None,
-             **kwargs: Any) -> Worker[ResultT]:
-        """Run `fn(*args, **kwargs)` (a service call) in a thread worker.
+             **kwargs: Any) -> Worker[ResultT | None]:
+        """Run `fn(*args, **kwargs)` (a service call) in a thread, off the event loop.
 
         Args:
             title: the worker's description, and the notification's title when it fails.
@@ -113,35 +115,36 @@ class TavernCalls(MessagePump):
             failed: called on the event loop with the error after it was notified (e.g. to close).
 
         Returns:
-            The worker (`harlequin`'s `@work(thread=True, exit_on_error=False, group=…,
-            description=…)`, started with `run_worker` because group and exclusivity vary by call).
+            The worker (`harlequin`'s `@work(exit_on_error=False, group=…, description=…)`, started
+            with `run_worker` because group and exclusivity vary by call).
 
         A screen's calls run one at a time, in the order made (as they did on the loop: a swipe
-        then a swipe back must not cross); a cancelled call that has not started is skipped.
+        then a swipe back must not cross); a cancelled call that has not started is skipped. The
+        worker is an async one that waits its turn on the loop and hands `fn` to a thread
+        (`asyncio.to_thread`), so a queued call holds no thread: thread workers waiting in a
+        thread would fill the loop's small default pool and then wait for a call that has none.
         """
         if not hasattr(self, "_calls"):
             self._calls, self._last_call = {}, None
         link = _Link(self._last_call)
         self._last_call = link
 
-        def work() -> ResultT | None:
+        async def work() -> ResultT | None:
             try:
-                worker = get_current_worker()
-                while (earlier := link.pending()) is not None:
-                    if worker.is_cancelled:
-                        return None
-                    earlier.done.wait(0.05)
-                if worker.is_cancelled:
-                    return None
-                result = fn(*args, **kwargs)
-                if then is not None and not worker.is_cancelled:
-                    self.post_message(self.Done(then, result))  # type: ignore[attr-defined]
+                await link.wait_turn()
+                result = await asyncio.to_thread(fn, *args, **kwargs)
+                if then is not None:
+                    outcome = then(result)
+                    # a coroutine `then` is awaited; a dismiss() AwaitComplete is not (it would
+                    # wait for this worker, which its screen cancels on the way out)
+                    if inspect.iscoroutine(outcome):
+                        await outcome
                 return result
             finally:
                 link.finish()
 
-        worker: Worker[ResultT] = self.run_worker(  # type: ignore[attr-defined]
-            work, thread=True, exclusive=exclusive, exit_on_error=False, group=group, description=title)
+        worker: Worker[ResultT | None] = self.run_worker(  # type: ignore[attr-defined]
+            work, exclusive=exclusive, exit_on_error=False, group=group, description=title)
         link.worker = worker
         self._calls[worker] = _Call(severity, failed, link)
         return worker
@@ -153,12 +156,6 @@ class TavernCalls(MessagePump):
         while last is not None and not last.ended():
             await asyncio.sleep(0.01)
 
-    @on(Done)
-    async def _call_done(self, message: TavernCalls.Done) -> None:
-        outcome = message.then(message.result)
-        if inspect.iscoroutine(outcome):  # a dismiss() AwaitComplete is not awaited here
-            await outcome
-
     @on(Worker.StateChanged)
     async def _call_ended(self, event: Worker.StateChanged) -> None:
         """The one error handler: a refusal (`TavernError`) is notified under the call's title; any
@@ -168,8 +165,6 @@ class TavernCalls(MessagePump):
                                                             WorkerState.CANCELLED):
             return
         how = calls.pop(event.worker)
-        if event.state != WorkerState.CANCELLED:  # a cancelled call may still be running in its thread
-            how.link.finish()
         error = event.worker.error
         if event.state != WorkerState.ERROR or error is None:
             return
