@@ -149,7 +149,7 @@ class ChatScreen(TavernScreen[None]):
     def _open(self) -> tuple[PlaythroughView, ChatState]:
         # In the worker: opening recovers an interrupted step and pins the persona (writes).
         view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
-        return view, self._read_state()
+        return view, self._read_state(view.message_count)
 
     async def _opened(self, opened: tuple[PlaythroughView, ChatState]) -> None:
         self.playthrough, state = view, _ = opened
@@ -208,10 +208,12 @@ class ChatScreen(TavernScreen[None]):
         (the transcript calls it when Ctrl+O mounts earlier messages)."""
         return self.tavern.playthroughs.messages(self.playthrough_id, last=last)
 
-    def _read_state(self) -> ChatState:
-        """Read what the chat shows (call it in a worker). Raises the service's `TavernError`."""
+    def _read_state(self, total: int | None = None) -> ChatState:
+        """Read what the chat shows (call it in a worker); `total` is the message count when the
+        caller has just read it. Raises the service's `TavernError`."""
         messages = self._fetch(HELD)
-        total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
+        if total is None:
+            total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
         try:
             state = self.tavern.timeline.swipe_state(self.playthrough_id)
         except TavernError:
