@@ -67,6 +67,7 @@ async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Ta
         [box] = chat.transcript.boxes
         assert box.text == greeting.content and len(greeting.content) > 500
         assert box.has_class("-origin-engine") and mark_of(box) == "opening"
+        await wait_until(pilot, lambda: "tokens" in chat.status.line)  # debounced, counted in a worker
         assert "scripted · script-1" in chat.status.line and "tokens" in chat.status.line
 
         await send(pilot, chat, "hello there")
