@@ -164,7 +164,7 @@ class ChatScreen(TavernScreen[None]):
         self._warm_world_info()
 
     def on_unmount(self) -> None:
-        self.tavern.steps.release_heap()  # the warm-up froze the heap with this screen in it
+        self.tavern.steps.release_heap()  # no I/O (gc.unfreeze): the warm-up froze the heap with this screen in it
 
     @work(thread=True, exclusive=True, group="lore", exit_on_error=False, description="prepare world info")
     def _warm_world_info(self) -> None:
@@ -277,7 +277,7 @@ class ChatScreen(TavernScreen[None]):
                       then=self._reply_to_last)
             return
         allow = text == self._confirmed_secret  # Enter again on the same unchanged text
-        try:
+        try:  # on the loop on purpose: a text scan (no I/O), and a refusal must keep the prompt
             self.tavern.playthroughs.check_message(text, allow_secrets=allow)
         except SecretRefused as exc:
             self._refuse_secret(text, exc)  # the text stays in the prompt
