@@ -56,7 +56,7 @@ from tavern_tui.providers.errors import (
 )
 from tavern_tui.providers.sse import ServerSentEvent, SSEDecoder
 
-__all__ = ["OpenAICompatProvider", "retry_delay", "RETRY_CAP", "MAX_CONFIG_FALLBACKS"]
+__all__ = ["OpenAICompatProvider", "wire_body", "retry_delay", "RETRY_CAP", "MAX_CONFIG_FALLBACKS"]
 
 RETRY_CAP = 10.0
 """Longest wait between attempts, in seconds, whatever `Retry-After` asks for."""
@@ -65,6 +65,20 @@ MAX_CONFIG_FALLBACKS = 4
 """Call-config fallback retries per `stream()` call (seed 000 §3: "at most four native retries")."""
 
 _RETRY_CATEGORIES = frozenset({"rate_limit", "server", "network"})
+
+
+def wire_body(model: str, messages: list[dict[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON body this adapter posts: `model` (left out when ""), `messages`, `stream: true`,
+    `stream_options.include_usage`, then `config` (which wins on conflicts). Also how a trace's
+    verified request is written back out (`tavern trace export`), so both stay one rule."""
+    body: dict[str, Any] = {}
+    if model:
+        body["model"] = model
+    body["messages"] = messages
+    body["stream"] = True
+    body["stream_options"] = {"include_usage": True}
+    body.update(config)
+    return body
 
 
 def _message_events(message: dict[str, Any]) -> list[StreamEvent]:
@@ -185,15 +199,7 @@ class OpenAICompatProvider:
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body: model (omitted when none is known), messages, `stream: true`,
         `stream_options.include_usage`, then `request.config` (which wins on conflicts)."""
-        body: dict[str, Any] = {}
-        model = request.model or self.settings.model
-        if model:
-            body["model"] = model
-        body["messages"] = request.messages
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-        body.update(request.config)
-        return body
+        return wire_body(request.model or self.settings.model, request.messages, request.config)
 
     def build_headers(self) -> dict[str, str]:
         """Request headers; `Authorization: Bearer` only when a key is set."""

@@ -18,6 +18,7 @@ from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
 from tavern_tui.errors import NotFound, TavernError
+from tavern_tui.providers.openai_compat import wire_body
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
@@ -144,6 +145,36 @@ class TraceService:
         """
         event = self._trace_event(trace_id)
         return verify(event.body, self.ctx.store.events.events_at)
+
+    def request_bodies(self, trace_id: str) -> dict[str, Any]:
+        """The request a trace recorded, rebuilt from the log and verified (seed 000 §4, §6:
+        details cold-read and verify the referenced bodies; nothing fills a missing one).
+
+        Returns:
+            `{"id", "ok", "provider", "model", "strategy", "generation", "attempt", "config",
+            "omitted", "messages", "checks", "body"}`: `messages` is the array as sent, with
+            `None` where a body is changed or missing (never filled in from today's surface);
+            `checks` one `{"position", "role", "source", "ref", "status", "detail"}` per
+            message; `body` the whole JSON body the adapter posted (`wire_body`), only when every
+            message verified, else None.
+
+        Raises:
+            NotFound: no such trace.
+        """
+        event = self._trace_event(trace_id)
+        record = event.body
+        result = verify(record, self.ctx.store.events.events_at)
+        sent = record.get("messages", [])
+        checks = [{"position": c.position, "role": sent[c.position].get("role"),
+                   "source": sent[c.position].get("source"), "ref": list(c.ref), "status": c.status,
+                   "detail": c.detail} for c in result.checks]
+        model = str(record.get("model") or "")
+        body = wire_body(model, list(result.messages), result.config) if result.ok else None  # type: ignore[arg-type]
+        return {"id": trace_id, "ok": result.ok, "provider": str(record.get("provider", "")), "model": model,
+                "strategy": str(record.get("strategy", "")), "generation": str(record.get("generation", "")),
+                "attempt": int(record.get("attempt") or 1), "config": result.config,
+                "omitted": dict(record.get("omitted") or {}), "messages": result.messages, "checks": checks,
+                "body": body}
 
     async def replay(self, trace_id: str, *, model: str | None = None) -> AsyncIterator[StepUpdate]:
         """Send a recorded request again, byte for byte (the messages rebuilt by `verify` and the
