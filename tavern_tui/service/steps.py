@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
+from tavern_tui.assembly.attribution import attribute, default_parts
 from tavern_tui.assembly.basic import BasicAssembler
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
 from tavern_tui.assembly.sillytavern import AuthorsNote, chat_overrides_from_metadata, to_messages
@@ -159,22 +160,31 @@ class StepRunner:
         if getattr(assembler, "strategy", None) == PROJECTION:
             built, meta, _records = assembler.build(history, claimed)
             messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
+            spans: list[Any] = [list(p.spans) for p in built.parts]
             config = assembler.preset.call_config()
             tokens = {**built.tokens, "total": sum(built.tokens.values())}
         else:
             assembly = assembler(history, claimed)
             meta, config = assembly.meta, assembly.config
             messages = ([{"role": "system", "content": assembly.system, "source": "system"}] if assembly.system else [])
+            spans = [meta.get("system_parts")] if assembly.system else []
+            shown = [m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
             messages += [{**m.to_request(), "source": "context" if m.source == CONTEXT_SOURCE else "history"}
-                         for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
+                         for m in shown]
+            spans += [default_parts(m.to_request(), "context" if m.source == CONTEXT_SOURCE else "history", m.ref,
+                                    str(m.body.get("context") or "")) for m in shown]
             # Context the step would admit now, just before the input (roles-first).
-            messages += [{"role": "user", "content": e.body["content"], "source": "context"}
-                         for e in context_events(history, assembly.context)]
+            admitted = context_events(history, assembly.context)
+            messages += [{"role": "user", "content": e.body["content"], "source": "context"} for e in admitted]
+            spans += [default_parts(e.body, "context", None, str(e.body.get("context") or "")) for e in admitted]
             messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
+            spans += [default_parts({"content": t}, "input") for t in claimed]
             tokens = {"total": estimate_messages(messages)}
+        attribution = attribute(messages, spans, self.ctx.token_counter)
         return {"strategy": meta.get("strategy", "compat"), "strategy_snapshot": meta.get("strategy_snapshot"),
                 "persona": meta.get("persona"), "messages": messages, "config": config, "tokens": tokens,
-                "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info")}
+                "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info"),
+                "parts": attribution["messages"], "breakdown": attribution["breakdown"]}
 
     async def send(self, playthrough_id: int, text: str, *, allow_secrets: bool = False) -> AsyncIterator[StepUpdate]:
         """Send the person's text and stream the reply (one engine step on the head session).

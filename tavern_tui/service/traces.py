@@ -14,6 +14,7 @@ from contextlib import aclosing
 from datetime import datetime
 from typing import Any
 
+from tavern_tui.assembly.attribution import attribute, default_parts
 from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
@@ -130,11 +131,38 @@ class TraceService:
         assembly = header.body.get("assembly", {}) if header is not None else {}
         reply = settled.body if settled is not None else {}
         return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
+                "attribution": self._attribution(event.body, assembly),
                 "world_info": assembly.get("world_info"), "resources": {k: assembly.get(k) for k in (
                     "character_id", "character_sha256", "preset", "world_books") if k in assembly},
                 "persona": assembly.get("persona"),
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
                 "config_adjusted": reply.get("config")}
+
+    def _attribution(self, record: dict[str, Any], assembly: dict[str, Any]) -> dict[str, Any]:
+        """Each sent message's parts and the request's token breakdown (`assembly.attribution`),
+        for the messages that still verify (a changed or missing body has none: nothing is
+        rebuilt from today's state). Parts come from what was recorded with the request: the
+        header's `system_parts` for the system section, the `request/assembly` event's per-message
+        spans for a projected request; a history, input or context message is one part."""
+        result = verify(record, self.ctx.store.events.events_at)
+        sent = record.get("messages", [])
+        events = self.ctx.store.events.events_at(sorted({tuple(m["ref"]) for m in sent}))  # type: ignore[misc]
+        spans: list[Any] = []
+        for entry, message in zip(sent, result.messages):
+            event = events.get(tuple(entry["ref"]))  # type: ignore[call-overload]
+            if message is None or event is None:
+                spans.append(None)
+            elif entry.get("index") is not None:
+                recorded = event.body.get("parts")
+                part = recorded[entry["index"]] if isinstance(recorded, list) and entry["index"] < len(recorded) else {}
+                spans.append(part.get("spans") if isinstance(part, dict) and part.get("spans")
+                             else default_parts(message, "request-only"))
+            elif entry.get("source") == "system":
+                spans.append(assembly.get("system_parts"))
+            else:
+                spans.append(default_parts(message, str(entry.get("source")), entry["ref"],
+                                           str(event.body.get("context") or "")))
+        return attribute(result.messages, spans, self.ctx.token_counter)
 
     def verify_trace(self, trace_id: str) -> Verification:
         """Re-read the bodies a trace references and rebuild the array that was sent; each

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
 from tavern_tui.cli.output import print_json, print_rows
@@ -101,10 +102,17 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     view = shown["view"]
     out.write(f"HISTORY (sent {view['submitted_at']}) · trace {shown['id']} · {view['provider']} · {view['model']} · "
               f"strategy {view['strategy']} · {view['outcome']}\n")
+    attribution = shown.get("attribution") or {}
+    parts_of = attribution.get("messages") or []
     for position, message in enumerate(shown["record"]["messages"]):
         index = f"#{message['index']}" if message.get("index") is not None else ""
         out.write(f"  {position:>3} {message['role']:<9} {message['source']:<12} "
                   f"{message['ref'][0]}:{message['ref'][1]}{index}  sha256 {message['sha256'][:16]}…\n")
+        parts = parts_of[position] if position < len(parts_of) else None
+        for part in parts or []:
+            out.write(f"        · {part['start']}-{part['end']} ~{part['tokens']} tok  {describe(part)}\n")
+    if attribution.get("breakdown"):
+        out.write(f"tokens by category ({attribution.get('counter')}): {breakdown_text(attribution['breakdown'])}\n")
     record = shown["record"]
     snap = record.get("strategy_snapshot") or {}
     if snap:
