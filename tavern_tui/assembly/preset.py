@@ -73,6 +73,8 @@ class PresetAssembler:
         count: the token counter (cached per message text).
         memory: the memory snapshot as enveloped data ("" = none): a context message before
             the input in the native strategies; `projection` does not send it (named).
+        omit: call parameters this playthrough leaves out (`tavern omit-param`), each named in
+            the adjustments.
     """
 
     preset: ParsedPreset
@@ -93,7 +95,12 @@ class PresetAssembler:
     chat_overrides: dict[str, str] = field(default_factory=dict)
     count: Callable[[str], int] = DEFAULT_COUNTER
     memory: str = ""
+    omit: tuple[str, ...] = ()
     strategy = PROJECTION
+
+    def call_config(self) -> dict[str, Any]:
+        """The preset's call config without the parameters this playthrough leaves out (`omit`)."""
+        return {k: v for k, v in self.preset.call_config().items() if k not in self.omit}
 
     def build(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[BuiltPrompt, dict[str, Any], tuple]:
         """The built prompt, the header meta and the records to keep (world-info timed state);
@@ -118,7 +125,7 @@ class PresetAssembler:
             user_message_count=sum(1 for m in history if m.role == "user" and m.by_person) + len(claimed),
             strict_budget=self.strategy == PROJECTION))
         meta["token_counter"] = built.token_counter
-        meta["adjustments"] = list(built.adjustments)
+        meta["adjustments"] = list(built.adjustments) + self.preset.config_notes() + omit_notes(self.omit)
         if self.memory.strip() and self.strategy == PROJECTION:
             meta["adjustments"].append("memory snapshot not sent: projection sends only what SillyTavern would")
         meta["tokens"] = dict(built.tokens)
@@ -132,7 +139,7 @@ class PresetAssembler:
         built, meta, records = self.build(history, claimed)
         parts = [{"role": p.role, "source": p.source, "identifier": p.identifier,
                   "ref": list(p.ref) if p.ref else None, "spans": list(p.spans)} for p in built.parts]
-        return Assembly(system="", config=self.preset.call_config(), meta=meta, records=records,
+        return Assembly(system="", config=self.call_config(), meta=meta, records=records,
                         request=tuple(to_messages(built.parts)), request_parts=tuple(parts))
 
 
@@ -162,7 +169,7 @@ class SlotsFirstAssembler(PresetAssembler):
         first = chat_at[0] if chat_at else len(parts)
         before: list[PromptPart] = []
         moved: list[PromptPart] = []
-        adjustments = list(built.adjustments)
+        adjustments = list(built.adjustments) + self.preset.config_notes() + omit_notes(self.omit)
         omit_examples = self.options.get("examples") == "omit"
         if omit_examples and any(p.source == "examples" for p in parts):
             adjustments.append("example dialogue left out (strategy option examples = omit)")
@@ -194,7 +201,7 @@ class SlotsFirstAssembler(PresetAssembler):
                 adjustments.append(f"{_label(part)} (role {part.role}) sent inside the system section")
         meta["adjustments"] = adjustments
         system, meta["system_parts"] = system_section(before + moved, self.char, self.user)
-        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+        return Assembly(system=system, config=self.call_config(), meta=meta, records=records,
                         context=memory_context(self.memory))
 
 
@@ -238,9 +245,15 @@ class RolesFirstAssembler(SlotsFirstAssembler):
                                        "delivery has no assistant region before the history")
         meta["adjustments"] = adjustments
         system, meta["system_parts"] = system_section(system_parts, self.char, self.user)
-        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+        return Assembly(system=system, config=self.call_config(), meta=meta, records=records,
                         context=tuple((ident, text) for ident, text in context if text.strip())
                         + memory_context(self.memory))
+
+
+def omit_notes(omit: tuple[str, ...]) -> list[str]:
+    """One adjustment per call parameter the playthrough leaves out."""
+    return [f"call parameter {name!r} left out for this playthrough (tavern omit-param; the endpoint rejected it)"
+            for name in omit]
 
 
 def _label(part: PromptPart) -> str:

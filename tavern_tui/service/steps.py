@@ -22,7 +22,7 @@ from typing import Any
 
 from tavern_tui.assembly.attribution import attribute, default_parts
 from tavern_tui.assembly.basic import BasicAssembler
-from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
+from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
 from tavern_tui.assembly.sillytavern import AuthorsNote, chat_overrides_from_metadata, to_messages
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
@@ -31,6 +31,7 @@ from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
     Generation,
+    StepFailed,
     StepSettled,
     StepUpdate,
     context_events,
@@ -44,7 +45,7 @@ from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.persona import PersonaService, render_snapshot
 from tavern_tui.service.playthroughs import PlaythroughService
-from tavern_tui.service.presets import PresetService, strategy_of
+from tavern_tui.service.presets import PresetService, omitted_parameters, strategy_of
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.text.names import substitute_names
@@ -129,7 +130,8 @@ class StepRunner:
             stored = json.loads(playthrough.meta or "{}")
             header = stored.get("header") if isinstance(stored, dict) else None
             chat_metadata = header.get("chat_metadata") if isinstance(header, dict) else None
-            return kind(preset, card.data, card.name, view.user_name, meta, world_info=self.lore.world_info_step(books),
+            return kind(preset, card.data, card.name, view.user_name, meta, omit=omitted_parameters(playthrough),
+                        world_info=self.lore.world_info_step(books),
                         facts=facts, timed_state=timed, generation_type=generation.type,
                         continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
                         snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
@@ -138,7 +140,9 @@ class StepRunner:
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.presets.playthrough_preset(playthrough_id)
-            config = preset.call_config()
+            omit = omitted_parameters(playthrough)
+            config = {k: v for k, v in preset.call_config().items() if k not in omit}
+            meta["adjustments"] = preset.config_notes() + omit_notes(omit)
         return BasicAssembler(card.data, card.name, view.user_name, meta, self.lore.world_info_step(books), facts,
                               timed, generation.type, config, persona, memory)
 
@@ -161,7 +165,7 @@ class StepRunner:
             built, meta, _records = assembler.build(history, claimed)
             messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
             spans: list[Any] = [list(p.spans) for p in built.parts]
-            config = assembler.preset.call_config()
+            config = assembler.call_config()
             tokens = {**built.tokens, "total": sum(built.tokens.values())}
         else:
             assembly = assembler(history, claimed)
@@ -234,10 +238,13 @@ class StepRunner:
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
                          generation=generation, stale_after=self.ctx.stale_after)
         async with aclosing(steps):
-            async for update in steps:
-                if isinstance(update, StepSettled):
-                    await self._consolidate_quietly(playthrough_id)
-                yield update
+            try:
+                async for update in steps:
+                    if isinstance(update, StepSettled):
+                        await self._consolidate_quietly(playthrough_id)
+                    yield update
+            except StepFailed as exc:
+                raise _with_omit_step(exc, playthrough_id) from exc.cause
 
     async def _consolidate_quietly(self, playthrough_id: int) -> None:
         """Learn from what the person just said, off the event loop (the UI's thread); a failure
@@ -407,3 +414,14 @@ class StepRunner:
         the collector, so whatever has become garbage since (the closed screen) can be freed."""
         gc.unfreeze()
 
+
+def _with_omit_step(exc: StepFailed, playthrough_id: int) -> StepFailed:
+    """A step failed on a call parameter the fallback never drops (the provider's message names
+    it and `tavern omit-param PLAYTHROUGH NAME`): the same failure with this playthrough's number
+    in the command, so the one step past it can be copied as it is. Anything else unchanged."""
+    cause = exc.cause
+    if not (cause.param and "tavern omit-param PLAYTHROUGH" in str(cause)):
+        return exc
+    message = str(cause).replace("tavern omit-param PLAYTHROUGH", f"tavern omit-param {playthrough_id}")
+    named = type(cause)(message, status=cause.status, param=cause.param)
+    return StepFailed(named, exc.attempt)

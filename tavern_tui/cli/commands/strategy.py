@@ -57,6 +57,20 @@ def add_strategy(commands: Commands) -> None:
     p_apply.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_apply.add_argument("name")
     p_apply.add_argument("--version", type=int)
+    # The one step past an endpoint that rejects a call parameter the fallback never drops.
+    p_omit = commands.add("omit-param", cmd_omit_param,
+                          help="leave a call parameter out of one playthrough's requests (the preset is unchanged)")
+    p_omit.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_omit.add_argument("name", metavar="PARAMETER", help="e.g. top_p, frequency_penalty, seed")
+    p_omit.add_argument("--send", action="store_true", help="send it again (undo)")
+
+
+def cmd_omit_param(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern omit-param P NAME [--send]`: the parameters this playthrough leaves out, after the change."""
+    with open_service(args) as tavern:
+        left_out = tavern.presets.omit_parameter(args.playthrough, args.name, keep=args.send)
+    out.write(f"playthrough {args.playthrough} leaves out: {', '.join(left_out) or 'nothing'}\n")
+    return EXIT_OK
 
 
 def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
