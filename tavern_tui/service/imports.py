@@ -17,7 +17,7 @@ from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
 from tavern_tui.views import ImportResult
 
-CARD_SUFFIXES = (".png", ".json")
+CARD_SUFFIXES = (".png", ".json", ".charx")
 """File types a folder import picks up."""
 
 
