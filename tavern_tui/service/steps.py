@@ -289,10 +289,28 @@ class StepRunner:
             return Generation("regenerate")
         parent = timeline.variants[last].parent
         if parent is None:
-            raise TavernError("nothing to answer before this message; send something first")
+            # The model spoke first (no greeting, nothing before it): its swipe is a fork at the
+            # very start, as a greeting's is.
+            with self.ctx.store.unit_of_work() as uow:
+                root = uow.playthroughs.get(playthrough_id).root_session_id
+            origin = self.ctx.store.events.ancestry(root)[0][0]
+            self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, None, root_session=origin))
+            return Generation("swipe")
         # The fork is made (with its carried edits) before the head moves onto it.
         self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, parent, timeline))
         return Generation("swipe")
+
+    async def generate(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Have the model speak without new input, whatever the chat ends with: an empty chat
+        (the model speaks first), the greeting, or its own last reply (SillyTavern's Send with
+        an empty box is `Generate('normal')`; nothing is fabricated as the person's turn).
+
+        Raises:
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        async with aclosing(self._step(playthrough_id, None, Generation())) as steps:
+            async for update in steps:
+                yield update
 
     async def reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
         """Answer the person's last line without new input: SillyTavern's Send with an empty box
