@@ -177,3 +177,19 @@ async def test_the_trace_attributes_what_was_sent_and_hashes_are_unchanged(setup
     # The hashes recorded cover the bodies exactly as the server received them.
     assert [m["sha256"] for m in shown["record"]["messages"]] == [message_hash(m) for m in sent]
     service.close()
+
+
+@pytest.mark.parametrize("strategy", ["preset-slots-first", "compat", "projection"])
+async def test_persona_entries_are_parts_of_their_own(setup, strategy: str) -> None:  # type: ignore[no-untyped-def]
+    service, pid, _preset = setup()
+    version = service.persona.edit_persona(0, add="{{user}} is a cartographer.").version
+    service.persona.edit_persona(version, add="{{user}} prefers short replies.")
+    service.strategies.apply_strategy(pid, strategy)
+    shown = service.steps.preview(pid, INPUT)
+    found = [(m["content"][p["start"]:p["end"]], p["entry"], p["category"])
+             for m, ps in zip(shown["messages"], shown["parts"]) for p in ps if p["kind"] == "persona"]
+    entries = [e.id for e in service.persona.persona().entries]
+    assert found == [("Ann is a cartographer.", entries[0], "persona"),
+                     ("Ann prefers short replies.", entries[1], "persona")]
+    assert shown["breakdown"]["persona"] > 0 and shown["breakdown"]["total"] == request_count(shown["messages"])
+    service.close()

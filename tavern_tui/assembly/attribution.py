@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 __all__ = ["CATEGORIES", "MESSAGE_OVERHEAD", "attribute", "breakdown", "breakdown_text", "category_of",
-           "default_parts", "describe", "join_spans", "locate", "message_tokens", "shift", "span", "with_tokens"]
+           "default_parts", "describe", "join_spans", "locate", "message_tokens", "shift", "span", "split_persona",
+           "with_tokens"]
 
 MESSAGE_OVERHEAD = 3
 """Framing tokens of one chat message (OpenAI's ~3 per message; `budget.MESSAGE_OVERHEAD`)."""
@@ -211,6 +212,8 @@ def describe(part: Span) -> str:
         text = f"world info {entry}({ident})"
     elif kind == "examples":
         text = f"example block {part.get('block', '?')}" + (f" ({part['speaker']})" if part.get("speaker") else "")
+    elif kind == "persona":
+        text = f"persona entry {part['entry']}" if part.get("entry") is not None else "persona"
     elif kind == "authors_note":
         text = "Author's Note"
     elif kind == "injection":
@@ -229,3 +232,25 @@ def breakdown_text(totals: dict[str, int]) -> str:
     """`system 19 · description 712 · … · total 1753`: the non-zero categories in order."""
     shown = [f"{k.replace('_', ' ')} {v}" for k, v in totals.items() if k != "total" and v]
     return " · ".join([*shown, f"total {totals.get('total', 0)}"])
+
+
+def split_persona(spans: Sequence[Span] | None, content: str, entry_ids: Sequence[int]) -> list[Span] | None:
+    """`spans` with each persona part cut into its entries (`entry`: the persona entry id), when
+    its text has exactly one line per entry (the persona section is its entries joined by newlines,
+    `persona.model.render_persona`); a part whose lines do not match the entries stays whole."""
+    if spans is None or not entry_ids:
+        return None if spans is None else list(spans)
+    out: list[Span] = []
+    for part in spans:
+        if part.get("kind") != "persona":
+            out.append(part)
+            continue
+        lines = content[part["start"]:part["end"]].split("\n")
+        if len(lines) != len(entry_ids):
+            out.append(part)
+            continue
+        at = part["start"]
+        for line, entry in zip(lines, entry_ids):
+            out.append({**part, "start": at, "end": at + len(line), "entry": entry})
+            at += len(line) + 1
+    return out

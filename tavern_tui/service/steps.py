@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
-from tavern_tui.assembly.attribution import attribute, default_parts
+from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
 from tavern_tui.assembly.basic import BasicAssembler
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
 from tavern_tui.assembly.sillytavern import AuthorsNote, chat_overrides_from_metadata, to_messages
@@ -184,6 +184,8 @@ class StepRunner:
             messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
             spans += [default_parts({"content": t}, "input") for t in claimed]
             tokens = {"total": estimate_messages(messages)}
+        entry_ids = list((meta.get("persona") or {}).get("entries") or [])
+        spans = [split_persona(s, str(m.get("content") or ""), entry_ids) for m, s in zip(messages, spans)]
         attribution = attribute(messages, spans, self.ctx.token_counter)
         return {"strategy": meta.get("strategy", "compat"), "strategy_snapshot": meta.get("strategy_snapshot"),
                 "persona": meta.get("persona"), "messages": messages, "config": config, "tokens": tokens,

@@ -14,7 +14,7 @@ from contextlib import aclosing
 from datetime import datetime
 from typing import Any
 
-from tavern_tui.assembly.attribution import attribute, default_parts
+from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
 from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
@@ -162,6 +162,9 @@ class TraceService:
             else:
                 spans.append(default_parts(message, str(entry.get("source")), entry["ref"],
                                            str(event.body.get("context") or "")))
+        entry_ids = list((assembly.get("persona") or {}).get("entries") or [])
+        spans = [split_persona(s, str(m.get("content") or ""), entry_ids) if m is not None else s
+                 for m, s in zip(result.messages, spans)]
         return attribute(result.messages, spans, self.ctx.token_counter)
 
     def verify_trace(self, trace_id: str) -> Verification:
