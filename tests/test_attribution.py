@@ -193,3 +193,25 @@ async def test_persona_entries_are_parts_of_their_own(setup, strategy: str) -> N
                      ("Ann prefers short replies.", entries[1], "persona")]
     assert shown["breakdown"]["persona"] > 0 and shown["breakdown"]["total"] == request_count(shown["messages"])
     service.close()
+
+
+async def test_an_in_chat_authors_note_is_a_part_with_its_depth_and_role(setup, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    service, _pid, _preset = setup()
+    # A chat whose chat_metadata holds an in-chat Author's Note at depth 1, system role (ST keys).
+    header = {"user_name": "Ann", "character_name": "Mira", "chat_metadata": {
+        "note_prompt": "Keep the storm in every scene.", "note_interval": 1, "note_position": 1, "note_depth": 1,
+        "note_role": 0}}
+    lines = [header, {"name": "Mira", "is_user": False, "is_system": False, "mes": "The lamp hums above you."},
+             {"name": "Ann", "is_user": True, "is_system": False, "mes": "Hello?"},
+             {"name": "Mira", "is_user": False, "is_system": False, "mes": "Up here."}]
+    path = tmp_path / "Mira - note.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    [chat] = service.imports.import_paths([path])
+    assert chat.ok, chat.error
+    service.strategies.apply_strategy(chat.id, "projection")
+    shown = service.steps.preview(chat.id, INPUT)
+    notes = [(m["content"][p["start"]:p["end"]], p.get("depth"), p.get("role"), p["category"])
+             for m, ps in zip(shown["messages"], shown["parts"]) for p in ps if p["kind"] == "authors_note"]
+    assert notes == [("Keep the storm in every scene.", 1, "system", "injections")]
+    assert shown["breakdown"]["injections"] > 0 and shown["breakdown"]["total"] == request_count(shown["messages"])
+    service.close()
