@@ -113,8 +113,12 @@ def with_tokens(content: str, spans: Sequence[Span], count: Callable[[str], int]
     """`spans` (in order, not overlapping) with `tokens` and `category` set (module docstring)."""
     out: list[Span] = []
     before = 0
+    # Prefixes go to the counter's own function, not its cache (a TokenCounter keeps every text
+    # it counted; a long system section's prefixes would crowd out the messages' counts).
+    uncached = getattr(count, "count", count)
     for part in sorted(spans, key=lambda s: s["start"]):
-        upto = count(content[: part["end"]])
+        end = part["end"]
+        upto = count(content) if end == len(content) else (int(uncached(content[:end])) if end else 0)
         out.append({**part, "tokens": upto - before, "category": category_of(part)})
         before = upto
     return out
