@@ -215,3 +215,30 @@ async def test_an_in_chat_authors_note_is_a_part_with_its_depth_and_role(setup, 
     assert notes == [("Keep the storm in every scene.", 1, "system", "injections")]
     assert shown["breakdown"]["injections"] > 0 and shown["breakdown"]["total"] == request_count(shown["messages"])
     service.close()
+
+
+def test_a_custom_preset_lists_its_own_prompt_ids_in_prompt_order(setup, corpus_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    service, pid, _ = setup()
+    raw = json.loads((corpus_dir / "presets" / "nemo_vivarium_v1_0_beta.json").read_text(encoding="utf-8"))
+    [bound] = service.imports.import_paths([corpus_dir / "presets" / "nemo_vivarium_v1_0_beta.json"])
+    service.presets.bind_preset(pid, bound.id)
+    service.strategies.apply_strategy(pid, "preset-slots-first")
+    shown = service.steps.preview(pid, INPUT)
+    content, parts = shown["messages"][0]["content"], shown["parts"][0]
+    prompts = {p["identifier"]: p for p in raw["prompts"]}
+    order = [item["identifier"] for item in raw["prompt_order"][0]["order"] if item["enabled"]]
+    relative = [i for i in order if not prompts[i].get("marker") and prompts[i].get("injection_position") != 1]
+    in_chat = [i for i in order if prompts[i].get("injection_position") == 1]
+    # Relative prompts in prompt_order order; the in-chat ones moved to the end, deepest first
+    # (ST inserts them by depth: depth 1 before the last message, depth 0 after it).
+    in_chat.sort(key=lambda i: -prompts[i]["injection_depth"])
+    listed = [p["identifier"] for p in parts if p["kind"] in ("preset", "injection")]
+    assert listed == relative + in_chat
+    for part in parts:
+        if part["kind"] in ("preset", "injection"):
+            assert part["name"] == prompts[part["identifier"]]["name"]
+    slop = next(p for p in parts if p["identifier"] == "bbbf24ea-a85e-4c94-8514-b5cc9019a3a0")
+    assert content[slop["start"]:slop["end"]] == prompts[slop["identifier"]]["content"].strip()  # no macros in it
+    assert (slop["depth"], slop["role"]) == (1, "user")
+    assert shown["breakdown"]["total"] == request_count(shown["messages"])
+    service.close()
