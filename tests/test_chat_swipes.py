@@ -130,3 +130,16 @@ async def test_the_model_can_speak_after_the_greeting(tavern: Tavern, model: Scr
     async for _ in tavern.steps.generate(pid):
         pass
     assert [m.content for m in tavern.playthroughs.messages(pid)] == ["Hello, Ann.", "*Mira sets down the lamp.* Well?"]
+
+
+def test_chat_generate_from_the_cli_speaks_first(tmp_path: Path, db_url: str) -> None:
+    card = tmp_path / "quiet.json"
+    card.write_text(json.dumps({"spec": "chara_card_v2", "spec_version": "2.0",
+                                "data": {"name": "Quiet", "first_mes": ""}}))
+    assert main(["--db", db_url, "import", str(card)], io.StringIO(), io.StringIO()) == 0
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--db", db_url, "chat", "Quiet", "--generate"], out, err) == 0, err.getvalue()
+    assert out.getvalue().strip()  # the (offline demo) model's words, with no turn of the person before them
+    shown = io.StringIO()
+    assert main(["--db", db_url, "show", "1", "--json"], shown, io.StringIO()) == 0
+    assert [m["role"] for m in json.loads(shown.getvalue())["messages"]] == ["assistant"]
