@@ -127,3 +127,23 @@ async def test_a_tampered_body_prints_changed_exits_1_and_writes_nothing(live, s
     target = tmp_path / "out.json"
     code, _out, err = cli(db_url, "trace", "export", trace.id, str(target))
     assert code == 1 and "changed" in err and not target.exists()
+
+
+async def test_a_missing_body_prints_missing_and_exits_1(live, server: LoopbackServer, db_url: str) -> None:  # type: ignore[no-untyped-def]
+    service, pid = live
+    service.strategies.apply_strategy(pid, "projection")  # its request-only array lives in request/assembly
+    server.enqueue_sse(sse_chunks_for("Hello."))
+    await drain(service.steps.send(pid, "Hi there."))
+    [trace] = service.traces.traces(pid)
+    record = service.traces.trace(trace.id)["record"]
+    ref = record["messages"][0]["ref"]
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as db:  # bypass the append-only guard, in this test only
+        db.execute("DROP TRIGGER IF EXISTS events_no_delete")
+        db.execute("DELETE FROM events WHERE session_id = ? AND seq = ?", ref)
+    code, out, err = cli(db_url, "trace", "show", trace.id, "--bodies", "--json")
+    shown = json.loads(out)
+    assert code == 1 and shown["body"] is None
+    assert {c["status"] for c in shown["checks"]} == {"missing"}  # every message was in that one event
+    assert shown["messages"] == [None] * len(server.requests[0].json["messages"])
+    code, text, err = cli(db_url, "trace", "show", trace.id, "--bodies")
+    assert code == 1 and "MISSING" in text and "missing" in err
