@@ -138,7 +138,8 @@ def test_a_folder_import_ends_with_a_summary(tmp_path: Path, db_url: str) -> Non
     (folder / "readme.txt").write_text("notes")
     code, out, err = run(db_url, "import", str(folder))
     assert code == 1 and "broken.json" in err
-    assert out.splitlines()[-1] == "1 imported, 1 failed (in folders, only .png, .json and .jsonl files are read)"
+    assert out.splitlines()[-1] == ("1 imported, 1 failed "
+                                    "(in folders, only .png, .json, .charx and .jsonl files are read)")
 
 
 def test_lore_test_takes_a_cards_own_lorebook(db_url: str, corpus_dir: Path, tmp_path: Path) -> None:

@@ -237,7 +237,8 @@ def test_binding_a_world_book_checks_scope_and_target(tavern: Tavern, corpus_dir
 def test_an_empty_folder_is_named_in_the_error(tavern: Tavern, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     results = tavern.imports.import_paths([tmp_path / "empty"])
-    assert [r.error for r in results] == [f"{tmp_path / 'empty'}: no .png, .json or .jsonl files in this folder"]
+    assert [r.error for r in results] == [
+        f"{tmp_path / 'empty'}: no .png, .json, .charx or .jsonl files in this folder"]
 
 
 async def test_demo_replies_are_marked_and_never_reach_a_real_model(db_url: str, corpus_dir: Path) -> None:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavern_tui.assembly.attribution import join_spans, locate, span
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, request_messages
 from tavern_tui.engine.step import Assembly
@@ -83,30 +84,61 @@ def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Bucket
     Returns:
         Sections joined by blank lines; empty fields are left out.
     """
+    return system_prompt_parts(card, char, user, lore, persona)[0]
+
+
+def system_prompt_parts(card: dict[str, Any], char: str, user: str, lore: Buckets | None = None,
+                        persona: str = "") -> tuple[str, list[dict[str, Any]]]:
+    """`build_system_prompt`'s text and its parts (`assembly.attribution`): main, each world-info
+    entry (book, uid, title), the card fields, persona, each example block and world info @depth,
+    with offsets into the text. Names are substituted per section, which equals substituting the
+    joined text (a name macro never spans the blank line between sections)."""
     lore = lore or Buckets()
-    sections = [_main_prompt(str(card.get("system_prompt") or ""))]
+    sections: list[tuple[list[tuple[dict[str, Any], str]], str]] = []  # (pieces inside, the section's text)
+
+    def add(kind: str, text: str, bucket: str = "", **detail: Any) -> None:
+        whole = span(kind, 0, 0, **detail)
+        keep = {k: v for k, v in detail.items() if k in ("identifier", "depth") and v is not None}
+        pieces = [(dict(d, **keep), t) for d, t in _entries(lore, bucket)] if bucket else []
+        sections.append((pieces or [(whole, text)], text))
+
+    add("preset", _main_prompt(str(card.get("system_prompt") or "")), identifier="main")
     if lore.before.strip():
-        sections.append(lore.before)
+        add("world_info", lore.before, "before", identifier="worldInfoBefore")
     description = str(card.get("description") or "").strip()
     if description:
-        sections.append(description)
+        add("card", description, identifier="charDescription", field="description")
     personality = str(card.get("personality") or "").strip()
     if personality:
-        sections.append(PERSONALITY_FORMAT.replace("{{personality}}", personality))
+        add("card", PERSONALITY_FORMAT.replace("{{personality}}", personality), identifier="charPersonality",
+            field="personality")
     scenario = str(card.get("scenario") or "").strip()
     if scenario:
-        sections.append(SCENARIO_FORMAT.replace("{{scenario}}", scenario))
+        add("card", SCENARIO_FORMAT.replace("{{scenario}}", scenario), identifier="scenario", field="scenario")
     if persona.strip():
-        sections.append(persona.strip())
+        add("persona", persona.strip(), identifier="personaDescription")
     if lore.after.strip():
-        sections.append(lore.after)
+        add("world_info", lore.after, "after", identifier="worldInfoAfter")
     blocks = [*lore.examples_top, *split_examples(str(card.get("mes_example") or "")), *lore.examples_bottom]
-    for block in blocks:
-        sections.append(f"{EXAMPLE_CHAT_HEADER}\n{block.strip()}")
-    for (_depth, _role), text in sorted(lore.at_depth.items(), key=lambda item: -item[0][0]):
+    for number, block in enumerate(blocks):
+        add("examples", f"{EXAMPLE_CHAT_HEADER}\n{block.strip()}", identifier="dialogueExamples", block=number)
+    for (depth, role), text in sorted(lore.at_depth.items(), key=lambda item: -item[0][0]):
         if text.strip():
-            sections.append(text)
-    return substitute_names("\n\n".join(sections), char, user)
+            add("world_info", text, f"depth:{depth}:{int(role)}", identifier="worldInfoDepth", depth=depth)
+    joined: list[tuple[str, list[dict[str, Any]]]] = []
+    for pieces, text in sections:
+        named = substitute_names(text, char, user)
+        found = locate(named, [(d, substitute_names(t, char, user)) for d, t in pieces])
+        if found is None:  # an entry not found in order: the section as one part
+            first = pieces[0][0]
+            found = [span(str(first["kind"]), 0, len(named), identifier=first.get("identifier"))]
+        joined.append((named, found))
+    return join_spans(joined, "\n\n")
+
+
+def _entries(lore: Buckets, bucket: str) -> list[tuple[dict[str, Any], str]]:
+    return [(span("world_info", 0, 0, book=book, uid=uid, title=title), text)
+            for book, uid, title, text in lore.entries.get(bucket, [])]
 
 
 @dataclass(frozen=True)
@@ -152,7 +184,7 @@ class BasicAssembler:
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
-        system = build_system_prompt(self.card, self.char, self.user, lore, self.persona)
+        system, meta["system_parts"] = system_prompt_parts(self.card, self.char, self.user, lore, self.persona)
         messages = [{"content": system}] + request_messages([m for m in history if m.source != SYSTEM_PROMPT_SOURCE])
         messages += [{"content": text} for text in claimed]
         meta["estimated_prompt_tokens"] = estimate_messages(messages)

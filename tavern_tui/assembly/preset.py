@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavern_tui.assembly.attribution import join_spans, shift
 from tavern_tui.assembly.basic import memory_context
 from tavern_tui.assembly.macros import MacroContext
 from tavern_tui.assembly.sillytavern import (
@@ -72,6 +73,8 @@ class PresetAssembler:
         count: the token counter (cached per message text).
         memory: the memory snapshot as enveloped data ("" = none): a context message before
             the input in the native strategies; `projection` does not send it (named).
+        omit: call parameters this playthrough leaves out (`tavern omit-param`), each named in
+            the adjustments.
     """
 
     preset: ParsedPreset
@@ -92,7 +95,12 @@ class PresetAssembler:
     chat_overrides: dict[str, str] = field(default_factory=dict)
     count: Callable[[str], int] = DEFAULT_COUNTER
     memory: str = ""
+    omit: tuple[str, ...] = ()
     strategy = PROJECTION
+
+    def call_config(self) -> dict[str, Any]:
+        """The preset's call config without the parameters this playthrough leaves out (`omit`)."""
+        return {k: v for k, v in self.preset.call_config().items() if k not in self.omit}
 
     def build(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[BuiltPrompt, dict[str, Any], tuple]:
         """The built prompt, the header meta and the records to keep (world-info timed state);
@@ -117,7 +125,7 @@ class PresetAssembler:
             user_message_count=sum(1 for m in history if m.role == "user" and m.by_person) + len(claimed),
             strict_budget=self.strategy == PROJECTION))
         meta["token_counter"] = built.token_counter
-        meta["adjustments"] = list(built.adjustments)
+        meta["adjustments"] = list(built.adjustments) + self.preset.config_notes() + omit_notes(self.omit)
         if self.memory.strip() and self.strategy == PROJECTION:
             meta["adjustments"].append("memory snapshot not sent: projection sends only what SillyTavern would")
         meta["tokens"] = dict(built.tokens)
@@ -130,8 +138,8 @@ class PresetAssembler:
         projection, recorded by the engine as `request/assembly`."""
         built, meta, records = self.build(history, claimed)
         parts = [{"role": p.role, "source": p.source, "identifier": p.identifier,
-                  "ref": list(p.ref) if p.ref else None} for p in built.parts]
-        return Assembly(system="", config=self.preset.call_config(), meta=meta, records=records,
+                  "ref": list(p.ref) if p.ref else None, "spans": list(p.spans)} for p in built.parts]
+        return Assembly(system="", config=self.call_config(), meta=meta, records=records,
                         request=tuple(to_messages(built.parts)), request_parts=tuple(parts))
 
 
@@ -161,7 +169,7 @@ class SlotsFirstAssembler(PresetAssembler):
         first = chat_at[0] if chat_at else len(parts)
         before: list[PromptPart] = []
         moved: list[PromptPart] = []
-        adjustments = list(built.adjustments)
+        adjustments = list(built.adjustments) + self.preset.config_notes() + omit_notes(self.omit)
         omit_examples = self.options.get("examples") == "omit"
         if omit_examples and any(p.source == "examples" for p in parts):
             adjustments.append("example dialogue left out (strategy option examples = omit)")
@@ -192,8 +200,8 @@ class SlotsFirstAssembler(PresetAssembler):
             if part.role != "system" and not part.name:
                 adjustments.append(f"{_label(part)} (role {part.role}) sent inside the system section")
         meta["adjustments"] = adjustments
-        system = "\n\n".join(_section_texts(before + moved, self.char, self.user))
-        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+        system, meta["system_parts"] = system_section(before + moved, self.char, self.user)
+        return Assembly(system=system, config=self.call_config(), meta=meta, records=records,
                         context=memory_context(self.memory))
 
 
@@ -236,29 +244,44 @@ class RolesFirstAssembler(SlotsFirstAssembler):
                     adjustments.append(f"{_label(part)} (role assistant) sent inside the system section: native "
                                        "delivery has no assistant region before the history")
         meta["adjustments"] = adjustments
-        system = "\n\n".join(_section_texts(system_parts, self.char, self.user))
-        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+        system, meta["system_parts"] = system_section(system_parts, self.char, self.user)
+        return Assembly(system=system, config=self.call_config(), meta=meta, records=records,
                         context=tuple((ident, text) for ident, text in context if text.strip())
                         + memory_context(self.memory))
+
+
+def omit_notes(omit: tuple[str, ...]) -> list[str]:
+    """One adjustment per call parameter the playthrough leaves out."""
+    return [f"call parameter {name!r} left out for this playthrough (tavern omit-param; the endpoint rejected it)"
+            for name in omit]
 
 
 def _label(part: PromptPart) -> str:
     return f"'{part.identifier}'" if part.identifier else f"a {part.source} prompt"
 
 
-def _section_texts(parts: list[PromptPart], char: str, user: str) -> list[str]:
-    """Texts of the system section: each "[Example Chat]" header starts a block whose example
-    messages follow as "Name: text" lines; everything else is its content."""
-    texts: list[str] = []
+def _section_pieces(parts: list[PromptPart], char: str, user: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Texts of the system section with their parts' spans: each "[Example Chat]" header starts
+    a block whose example messages follow as "Name: text" lines (each line's text one span);
+    everything else is its content."""
+    pieces: list[tuple[str, list[dict[str, Any]]]] = []
     in_examples = False
     for part in parts:
         if part.source == "examples" and part.name and in_examples:
             speaker = user if part.name == "example_user" else char
-            texts[-1] += f"\n{speaker}: {part.content}"
+            text, spans = pieces[-1]
+            at = len(text) + len(f"\n{speaker}: ")
+            pieces[-1] = (text + f"\n{speaker}: {part.content}", spans + shift(part.spans, at))
             continue
         in_examples = part.source == "examples" and not part.name
         if part.content.strip():
-            texts.append(part.content)
+            pieces.append((part.content, list(part.spans)))
         elif in_examples:
-            texts.append("")  # a header-less block still collects its lines
-    return [t for t in texts if t.strip()]
+            pieces.append(("", []))  # a header-less block still collects its lines
+    return [(t, spans) for t, spans in pieces if t.strip()]
+
+
+def system_section(parts: list[PromptPart], char: str, user: str) -> tuple[str, list[dict[str, Any]]]:
+    """The native strategies' system section and its parts (`assembly.attribution`): the texts of
+    `_section_pieces` joined by a blank line."""
+    return join_spans(_section_pieces(parts, char, user), "\n\n")

@@ -9,7 +9,10 @@ seq) pairs and the session tree; bodies stay in the events. The active head is a
 the path from the root to that session's last message.
 
 Surface replacements (edits, deletes) never add or remove variants: the originals stay in the
-tree, and the replacements visible from the head are reported as an overlay.
+tree, and the replacements visible from the head are reported as an overlay. One exception is a
+deleted swipe (SillyTavern's "delete swipe"): a replacement whose body has `swipe_deleted` set
+removes its target from the siblings that swipes, counters and exports see, from every head;
+the variant itself stays in the tree and the log.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from tavern_tui.engine.events import EventKind, Origin
 
 Ref = tuple[int, int]
 """(session_id, seq) of an event."""
+
+SWIPE_DELETED = "swipe_deleted"
+"""Body key of a `surface/replaced` that deletes one swipe (its targets leave their siblings)."""
 
 VARIANT_KINDS = frozenset({EventKind.USER_MESSAGE, EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT,
                            EventKind.SYSTEM_MESSAGE, EventKind.TOOL_RESULT})
@@ -137,6 +143,9 @@ class Timeline:
             else:
                 variants[variant.parent].children.append((variant.row.session_id, variant.row.seq))
         self._replacement_rows = replacement_rows
+        self.deleted: frozenset[Ref] = frozenset(
+            (int(t[0]), int(t[1])) for row in replacement_rows if (row.body or {}).get(SWIPE_DELETED)
+            for t in (row.body or {}).get("targets", ()))
         self.move_head(head_session)
 
     def move_head(self, head_session: int) -> None:
@@ -182,9 +191,11 @@ class Timeline:
         return self._path_to(ref)
 
     def siblings(self, ref: Ref) -> list[Ref]:
-        """`ref` and its siblings (the variants with the same parent), oldest first."""
+        """`ref` and its siblings (the variants with the same parent), oldest first; deleted
+        swipes left out (but `ref` itself is always listed)."""
         parent = self.variants[ref].parent
-        return list(self.roots) if parent is None else list(self.variants[parent].children)
+        listed = self.roots if parent is None else self.variants[parent].children
+        return [r for r in listed if r == ref or r not in self.deleted]
 
     def position(self, ref: Ref) -> tuple[int, int]:
         """(n, m): `ref` is the n-th (1-based) of m siblings: the swipe counter."""

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass
 
 from tavern_tui.errors import FormatError
+from tavern_tui.formats.charx import CARD_MEMBER, is_charx, read_charx
 from tavern_tui.formats.jsontypes import json_error, type_name
 from tavern_tui.formats.png import is_png, read_text_chunks
 from tavern_tui.formats.sniff import CARD, sniff_kind
@@ -49,8 +50,11 @@ class ParsedCard:
         spec_version: as found, as a string ("2.0", "3.0"); "" for V1 cards.
         data: normalised V2-layout dict (see the module docstring for what goes where).
         raw: the JSON object exactly as decoded from the file or chunk.
-        container: "png" or "json".
-        chunk: the PNG tEXt chunk the card came from ("chara" or "ccv3"), None for JSON.
+        container: "png", "json" or "charx" (a ZIP with card.json, maybe behind a JPEG).
+        chunk: the PNG text chunk the card came from ("chara" or "ccv3"), "card.json" for a
+            CHARX, None for JSON.
+        image: a CHARX's main image inside the original file (`{"path", "ext", "bytes",
+            "sha256"}`, `formats.charx`); None otherwise (a PNG card is its own image).
         warnings: plain sentences about tolerated defects (dropped fields, CRC mismatch...).
     """
 
@@ -62,6 +66,7 @@ class ParsedCard:
     container: str
     chunk: str | None
     warnings: tuple[str, ...] = ()
+    image: dict | None = None
 
     @property
     def description(self) -> str:
@@ -124,6 +129,7 @@ class ParsedCard:
             "container": self.container,
             "chunk": self.chunk,
             "warnings": list(self.warnings),
+            "image": copy.deepcopy(self.image),
         }
 
     @classmethod
@@ -143,6 +149,7 @@ class ParsedCard:
                 container=str(stored["container"]),
                 chunk=stored["chunk"],
                 warnings=tuple(stored.get("warnings", ())),
+                image=copy.deepcopy(stored.get("image")),
             )
         except (KeyError, TypeError) as exc:
             raise FormatError("<stored card>", f"not a stored card: {exc!r}") from exc
@@ -180,9 +187,14 @@ def parse_card(data: bytes, file: str) -> ParsedCard:
     if not data.strip():
         raise FormatError(file, "file is empty")
     warnings: list[str] = []
+    image = None
     if is_png(data):
         obj, chunk = _load_png(data, file, warnings)
         container = "png"
+    elif is_charx(data):
+        charx = read_charx(data, file)
+        obj, chunk, container, image = charx.obj, CARD_MEMBER, "charx", charx.image
+        warnings.extend(charx.warnings)
     else:
         obj, chunk = _load_json(data, file), None
         container = "json"
@@ -196,6 +208,7 @@ def parse_card(data: bytes, file: str) -> ParsedCard:
         container=container,
         chunk=chunk,
         warnings=tuple(warnings),
+        image=image,
     )
 
 
@@ -267,7 +280,7 @@ def _decode_chunk(text: bytes, file: str, chunk: str) -> dict:
 
 def _load_json(data: bytes, file: str) -> dict:
     """Decode a .json card file (UTF-8, optional BOM) into its top-level object."""
-    hint = " (looks like a ZIP/CHARX archive, which is not supported)" if data[:4] == b"PK\x03\x04" else ""
+    hint = ""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -394,9 +407,24 @@ def _normalise_fields(data: dict, file: str, prefix: str, warnings: list[str]) -
         book = data["character_book"]
         if book is None:
             del data["character_book"]  # exporters write null for "no book" (ST does too)
+        elif isinstance(book, dict) and isinstance(book.get("entries"), dict):
+            # An object map of entries (some exporters write the World Info shape): a list in
+            # JavaScript's own key order, every field kept.
+            data["character_book"] = {**book, "entries": list(_js_key_order(book["entries"]))}
+            warnings.append(f"{prefix}character_book.entries is an object; read as a list in key order")
         elif not isinstance(book, dict) or not isinstance(book.get("entries"), list):
             # ST TavernCardValidator: a present book needs an entries array.
             raise FormatError(
                 file, "character_book must be an object with an entries list", prefix + "character_book"
             )
     return data
+
+
+def _js_key_order(entries: dict) -> list:
+    """The values of an object in the order JavaScript enumerates its keys (ECMAScript
+    OrdinaryOwnPropertyKeys: array-index keys, i.e. canonical integers below 2^32 − 1, ascending;
+    then the other keys in insertion order), as `Object.values` gives them to SillyTavern."""
+    def is_index(key: str) -> bool:
+        return key.isdigit() and (key == "0" or not key.startswith("0")) and int(key) < 2**32 - 1
+    indexed = sorted((k for k in entries if is_index(k)), key=int)
+    return [entries[k] for k in indexed] + [v for k, v in entries.items() if not is_index(k)]

@@ -58,18 +58,21 @@ class ChatLine:
         swipes: alternative texts; never empty (a line without `swipes` gets `[mes]`).
         swipe_id: index of the shown swipe, always valid for `swipes`.
         swipe_info: one `{send_date, gen_started, gen_finished, extra}` object per swipe.
-            `swipe_info[swipe_id]` mirrors the message's own fields (`syncMesToSwipe`); other
-            missing entries are backfilled as `ensureSwipes` does: the message's send_date,
-            gen_started and gen_finished, and an empty `extra`.
+            Entries are kept as the file has them (each swipe's `extra` is its own; the
+            message's `extra` is never copied in, issue 24); missing entries are backfilled as
+            `ensureSwipes` does: the message's send_date, gen_started and gen_finished, and an
+            empty `extra`.
         send_date: the raw `send_date` value (ISO string, humanized string, Unix ms or None).
         sent_at: `send_date` parsed by `parse_send_date` (aware UTC), None when absent or unreadable.
         extra: the message's `extra` object ({} when absent).
         raw: the whole line object as read; the writer starts from it so unknown fields survive.
         had_swipes: the file line carried a `swipes` list.
+        had_swipe_info: the file line carried `swipe_info` (True for lines made here): the writer
+            writes it back only then, so an older file's lines come back without one added.
 
-    When the writer emits `swipe_info`, the message's send_date, gen_started, gen_finished and
-    extra are taken from `swipe_info[swipe_id]` (`syncSwipeToMes`): to change the shown swipe, set
-    `swipe_id`; to change its date or extra, change that entry as well as `send_date`/`extra`.
+    The writer writes a line read from a file back as it was. When `swipe_id` differs from the
+    line's own, the message's send_date, gen_started, gen_finished and extra are taken from
+    `swipe_info[swipe_id]` (`syncSwipeToMes`, what SillyTavern does when a swipe is shown).
     """
 
     line_no: int
@@ -84,6 +87,7 @@ class ChatLine:
     extra: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict)
     had_swipes: bool = False
+    had_swipe_info: bool = True
 
     @property
     def mes(self) -> str:
@@ -354,7 +358,7 @@ def _read_message(obj: dict, line_no: int, file: str, warnings: list[str]) -> Ch
     return ChatLine(
         line_no=line_no, name=name, is_user=flags["is_user"], is_system=flags["is_system"],
         swipes=swipes, swipe_id=swipe_id, swipe_info=swipe_info, send_date=send_date, sent_at=sent_at,
-        extra=extra, raw=obj, had_swipes=had_swipes,
+        extra=extra, raw=obj, had_swipes=had_swipes, had_swipe_info="swipe_info" in obj,
     )
 
 
@@ -391,17 +395,9 @@ def _swipe_info(value: Any, message: dict, count: int, swipe_id: int, warn: Any)
             entry = {key: message[key] for key in _SWIPE_INFO_KEYS[:3] if key in message}
             entry["extra"] = {}
         infos.append(copy.deepcopy(entry))
-    # The message's own fields are what SillyTavern shows and sends; syncMesToSwipe copies them over.
-    _sync_entry(infos[swipe_id], message)
+    # Entries stay as written: SillyTavern copies the message into its swipe_info only when it
+    # generates or edits, never when it loads and saves a chat (issue 24: no `extra` copied in).
     return infos
-
-
-def _sync_entry(entry: dict, message: dict) -> None:
-    for key in _SWIPE_INFO_KEYS:
-        if key in message and not (key == "extra" and not isinstance(message[key], dict)):
-            entry[key] = copy.deepcopy(message[key])
-        else:
-            entry.pop(key, None)  # JSON.stringify drops the undefined that ST would copy
 
 
 def _parse_legacy(text: str) -> datetime | None:
@@ -460,15 +456,19 @@ def _message_object(message: ChatLine) -> dict:
         for index, info in enumerate(infos):
             if info is None:
                 info = {key: out[key] for key in _SWIPE_INFO_KEYS[:3] if key in out}
-                info["extra"] = copy.deepcopy(out["extra"]) if index == swipe_id and "extra" in out else {}
+                info["extra"] = {}  # never the message's own extra (ensureSwipes' createSwipeInfo)
                 infos[index] = info
         current = infos[swipe_id]
-        for key in _SWIPE_INFO_KEYS:
-            if key in current:
-                out[key] = copy.deepcopy(current[key])
+        if message.raw.get("swipe_id", swipe_id) != swipe_id:  # another swipe shown: syncSwipeToMes
+            for key in _SWIPE_INFO_KEYS:
+                if key in current:
+                    out[key] = copy.deepcopy(current[key])
         out["swipes"] = list(message.swipes)
         out["swipe_id"] = swipe_id
-        out["swipe_info"] = infos
+        if message.had_swipe_info:
+            out["swipe_info"] = infos
+        else:
+            out.pop("swipe_info", None)
     else:
         for key in ("swipes", "swipe_id", "swipe_info"):
             out.pop(key, None)

@@ -4,7 +4,10 @@ A PNG is the 8-byte signature followed by chunks of `length(4, big-endian) | typ
 data(length) | CRC-32(4, over type + data)`, ending with IEND (PNG spec, section 5).
 Character cards live in `tEXt` chunks whose data is `keyword NUL text` (Latin-1).
 SillyTavern reads and writes only `tEXt` (src/character-card-parser.js uses
-png-chunks-extract + png-chunk-text), so iTXt/zTXt are not read here either.
+png-chunks-extract + png-chunk-text); we go beyond it (issue 24) and also read a card stored in
+`zTXt` (`keyword NUL method(0) zlib-data`, PNG spec 11.3.4.4) or `iTXt` (`keyword NUL flag method
+language NUL translated-keyword NUL text`, UTF-8, zlib-compressed when flag is 1; 11.3.4.5).
+Writing stays `tEXt` only, as SillyTavern writes.
 """
 
 from __future__ import annotations
@@ -110,7 +113,8 @@ def split_text_chunk(data: bytes) -> tuple[str, bytes]:
 
 
 def read_text_chunks(png: bytes, file: str = "<png>") -> tuple[list[tuple[str, bytes]], list[str]]:
-    """Return `([(keyword, text_bytes), ...], warnings)` for every tEXt chunk, in file order.
+    """Return `([(keyword, text_bytes), ...], warnings)` for every tEXt chunk and every zTXt/iTXt
+    chunk with a card keyword (chara, ccv3; inflated), in file order.
 
     Keywords are returned as stored; compare them with `.lower()` as SillyTavern does
     (src/character-card-parser.js read(): `chunk.keyword.toLowerCase() === 'ccv3'`).
@@ -128,6 +132,13 @@ def read_text_chunks(png: bytes, file: str = "<png>") -> tuple[list[tuple[str, b
     texts: list[tuple[str, bytes]] = []
     warnings: list[str] = []
     for chunk in chunks:
+        if chunk.type in ("zTXt", "iTXt"):
+            found = _compressed_text(chunk, file)
+            if found is not None:
+                if not chunk.crc_ok:
+                    warnings.append(f"{chunk.label}: CRC mismatch; the text was read anyway")
+                texts.append(found)
+            continue
         if chunk.type != "tEXt":
             continue
         if not chunk.crc_ok:
@@ -139,6 +150,47 @@ def read_text_chunks(png: bytes, file: str = "<png>") -> tuple[list[tuple[str, b
     if trailing:
         warnings.append(f"{trailing} bytes after IEND were ignored")
     return texts, warnings
+
+
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+"""Largest inflated zTXt/iTXt text read (a card with a big book is a few MB; a zlib bomb is not)."""
+
+
+def _inflate(data: bytes, file: str, label: str) -> bytes:
+    """zlib-inflate at most `MAX_TEXT_BYTES`. Raises FormatError naming the chunk."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, MAX_TEXT_BYTES)
+    except zlib.error as exc:
+        raise FormatError(file, f"compressed text does not inflate ({exc})", label) from exc
+    if inflater.unconsumed_tail:
+        raise FormatError(file, f"compressed text inflates past {MAX_TEXT_BYTES} bytes", label)
+    return out
+
+
+def _compressed_text(chunk: Chunk, file: str) -> tuple[str, bytes] | None:
+    """(keyword, text bytes) of a zTXt or iTXt chunk; None for a keyword that is not a card's
+    (their text is not inflated at all). iTXt text is UTF-8, returned as its bytes.
+
+    Raises:
+        FormatError: a card chunk with an unknown compression method or data that does not inflate.
+    """
+    keyword, sep, rest = chunk.data.partition(b"\x00")
+    name = keyword.decode("latin-1")
+    if not sep or name.lower() not in CARD_KEYWORDS:
+        return None
+    if chunk.type == "zTXt":
+        if rest[:1] != b"\x00":
+            raise FormatError(file, f"unknown compression method {rest[:1]!r}", chunk.label)
+        return name, _inflate(rest[1:], file, chunk.label)
+    flag, method, tail = rest[:1], rest[1:2], rest[2:]
+    _language, _, tail = tail.partition(b"\x00")
+    _translated, _, text = tail.partition(b"\x00")
+    if flag == b"\x01":
+        if method != b"\x00":
+            raise FormatError(file, f"unknown compression method {method!r}", chunk.label)
+        text = _inflate(text, file, chunk.label)
+    return name, text
 
 
 def encode_chunk(ctype: str, data: bytes) -> bytes:

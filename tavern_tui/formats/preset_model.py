@@ -106,8 +106,11 @@ SETTINGS: dict[str, tuple[str, Any]] = {
     "assistant_impersonation": ("text", ""),
 }
 _NAMES_BEHAVIORS = (-1, 0, 1, 2)  # NONE, DEFAULT, COMPLETION, CONTENT
-# openai.js getReasoningEffort for OpenAI-compatible sources (the gpt-5 "minimal" case needs the model).
-_EFFORT_MAP = {"min": "low", "max": "high"}
+ADAPTER_EFFORTS = ("low", "medium", "high")
+"""Reasoning efforts the OpenAI-compatible adapter sends as `reasoning_effort` (the values the
+OpenAI chat-completions reference gives every reasoning model). A preset's other levels (ST's
+"min", "max") have no value the adapter can know without the model; seed 000 §3: "Unsupported
+effort preflight uses the adapter default rather than guessing an alias", so they are not sent."""
 
 
 def is_connection_field(key: str) -> bool:
@@ -289,8 +292,9 @@ class ParsedPreset:
     def call_config(self) -> dict[str, Any]:
         """The preset's OpenAI call parameters: temperature, top_p, frequency_penalty,
         presence_penalty, max_tokens (from openai_max_tokens); seed only when >= 0; n only when
-        != 1; reasoning_effort only when set and not "auto" (min → "low", max → "high", as openai.js
-        getReasoningEffort does for OpenAI-compatible sources). Never messages, model or stop.
+        != 1; reasoning_effort only when it is one the adapter sends (`ADAPTER_EFFORTS`); "auto" and
+        any other level are left out, the adapter default (seed 000 §3, `config_notes` says so).
+        Never messages, model or stop.
         """
         config: dict[str, Any] = {
             "temperature": self.temperature,
@@ -304,9 +308,19 @@ class ParsedPreset:
         if self.n != 1:
             config["n"] = self.n
         effort = self.reasoning_effort.strip()
-        if effort and effort != "auto":
-            config["reasoning_effort"] = _EFFORT_MAP.get(effort, effort)
+        if effort in ADAPTER_EFFORTS:
+            config["reasoning_effort"] = effort
         return config
+
+    def config_notes(self) -> list[str]:
+        """Sentences for the trace's adjustments about call parameters the preset sets but
+        `call_config` does not send: a reasoning effort the adapter has no value for."""
+        effort = self.reasoning_effort.strip()
+        if effort and effort != "auto" and effort not in ADAPTER_EFFORTS:
+            return [f"reasoning effort {effort!r} not sent: the OpenAI-compatible adapter sends only "
+                    f"{', '.join(ADAPTER_EFFORTS)}, so its default (no reasoning_effort) is used, never a guessed "
+                    "alias"]
+        return []
 
     def enabled_prompts(self, generation_type: str | None = None) -> list[PresetPrompt]:
         """The active order's enabled items that have a prompt, in order (PromptManager.js

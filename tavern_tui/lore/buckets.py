@@ -30,6 +30,8 @@ def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
     # bucket is filled by appending and reversed at the end (no O(n) insert per entry).
     # Indexed by the position's value; None for the two positions that are not prepended.
     slots = (before, after, an_top, an_bottom, None, em_top, em_bottom, None)
+    # Who is in each bucket, in the same order (attribution); filled and reversed alongside.
+    who: dict[str, list[tuple[str, int | str, str, str]]] = {}
     for entry in sorted(activated, key=_ORDER, reverse=True):  # (reverse keeps equal orders in place)
         content = entry.content
         if not content:
@@ -38,21 +40,25 @@ def build_buckets(activated: Sequence[ActivatedEntry]) -> Buckets:
         bucket = slots[position]
         if bucket is not None:
             bucket.append(content)
+            who.setdefault(_BUCKET_NAMES[position], []).append((entry.book, entry.uid, entry.comment, content))
         elif position == Position.AT_DEPTH:
             role = entry.role if type(entry.role) is Role else Role(entry.role)
             depth_groups.setdefault((entry.depth, role), []).append(content)
+            who.setdefault(f"depth:{entry.depth}:{int(role)}", []).append((entry.book, entry.uid, entry.comment,
+                                                                            content))
         elif position == Position.OUTLET and entry.outlet_name:
             outlets.setdefault(entry.outlet_name, []).append(content)
-    for bucket in (*(b for b in slots if b is not None), *depth_groups.values()):
+    for bucket in (*(b for b in slots if b is not None), *depth_groups.values(), *who.values()):
         bucket.reverse()
     return Buckets(
         before="\n".join(before), after="\n".join(after), an_top=an_top, an_bottom=an_bottom,
         at_depth={key: "\n".join(parts) for key, parts in depth_groups.items()},
         examples_top=em_top, examples_bottom=em_bottom,
-        outlets={name: "\n".join(parts) for name, parts in outlets.items()},
+        outlets={name: "\n".join(parts) for name, parts in outlets.items()}, entries=who,
     )
 
 
 assert list(Position) == list(range(8)) and Position.AT_DEPTH == 4 and Position.OUTLET == 7  # `slots`
 
 _ORDER = attrgetter("order")
+_BUCKET_NAMES = ("before", "after", "an_top", "an_bottom", "", "examples_top", "examples_bottom", "")

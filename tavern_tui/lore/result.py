@@ -189,6 +189,10 @@ class Buckets:
     examples_top: list[str] = field(default_factory=list)
     examples_bottom: list[str] = field(default_factory=list)
     outlets: dict[str, str] = field(default_factory=dict)
+    entries: dict[str, list[tuple[str, int | str, str, str]]] = field(default_factory=dict, compare=False)
+    """Which entries each bucket holds, in its order, as (book, uid, comment, content): keys
+    "before", "after", "an_top", "an_bottom", "examples_top", "examples_bottom" and
+    "depth:<depth>:<role>" (issue 24: per-prompt attribution); not compared."""
 
 
 @dataclass

@@ -16,6 +16,8 @@ costs linear time.
 
 from __future__ import annotations
 
+import re
+
 from tavern_tui.persona.lexicon import (
     _CLAUSE_SPLIT,
     _SENTENCE,
@@ -33,14 +35,27 @@ MAX_SENTENCE_CHARS = 400
 """Characters of one sentence the deterministic extractor reads (the rest is ignored)."""
 
 
+_EMBEDDED_STATEMENT = re.compile(
+    r"^(?:so\s*,?\s*|oh\s*,?\s*|wait\s*,?\s*)?(?:did|have|had)\s+i\s+(?:ever\s+|already\s+|even\s+)?"
+    r"(?:mention(?:ed)?|tell\s+you|told\s+you|say|said)\s+(?:to\s+you\s+)?(?:that\s+)?"
+    r"(?=(?:i|i'm|im|i've|ive|my)(?!\w))", re.IGNORECASE)
+"""A question that only wraps a first-person statement: "did I mention I love sailing?",
+"have I told you that my name is Sam?" (issue 24). What follows the lead-in is read as a
+statement; any other question still states nothing."""
+
+
 def _analyse(sentence: str, quote: str, ooc: bool) -> list[Candidate]:
     """Candidates of one sentence (its trailing punctuation included)."""
     text = " ".join(sentence.split())
     if text.endswith("?"):
+        embedded = _EMBEDDED_STATEMENT.match(text)
         tag = _TAG_QUESTION.search(text)
-        if not tag:
+        if embedded:
+            text = text[embedded.end():].rstrip("?")
+        elif not tag:
             return []  # a question ("do I like cats?") states nothing
-        text = text[:tag.start()]
+        else:
+            text = text[:tag.start()]
     text = text.rstrip(" .!~")
     out: list[Candidate] = []
     carry_hedge = False

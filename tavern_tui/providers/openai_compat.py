@@ -16,7 +16,7 @@ override (temperature, maxTokens, reasoningEffort or stop), before output and wh
 canceled. Each field is tried at most once, with at most four native retries. Authentication,
 quota and unrelated network errors do not trigger this fallback. The original preset is
 unchanged; Trace records requested/effective values and omissions."): a 400/422 answer that
-blames one of the request's `config` fields in `FALLBACK_PARAMETERS` is retried at once without
+blames one of the request's `config` fields in `PRESET_OVERRIDES` is retried at once without
 that field (or with its value moved to the equivalent field the server names, `max_tokens` →
 `max_completion_tokens`); see `OpenAICompatProvider.stream`.
 """
@@ -46,7 +46,6 @@ from tavern_tui.engine.stream import (
 from tavern_tui.errors import BadRequestError, ProviderError, ServerError
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.providers.errors import (
-    FALLBACK_PARAMETERS,
     RejectedParameter,
     classify_http_error,
     classify_stream_error,
@@ -56,7 +55,8 @@ from tavern_tui.providers.errors import (
 )
 from tavern_tui.providers.sse import ServerSentEvent, SSEDecoder
 
-__all__ = ["OpenAICompatProvider", "retry_delay", "RETRY_CAP", "MAX_CONFIG_FALLBACKS"]
+__all__ = ["OpenAICompatProvider", "wire_body", "retry_delay", "RETRY_CAP", "MAX_CONFIG_FALLBACKS", "OMIT_HINT",
+           "PRESET_OVERRIDES"]
 
 RETRY_CAP = 10.0
 """Longest wait between attempts, in seconds, whatever `Retry-After` asks for."""
@@ -65,6 +65,44 @@ MAX_CONFIG_FALLBACKS = 4
 """Call-config fallback retries per `stream()` call (seed 000 §3: "at most four native retries")."""
 
 _RETRY_CATEGORIES = frozenset({"rate_limit", "server", "network"})
+
+PRESET_OVERRIDES = ("temperature", "max_tokens", "max_completion_tokens", "reasoning_effort", "stop")
+"""The only call fields the fallback drops (seed 000 §3: "a rejected active preset override
+(`temperature`, `maxTokens`, `reasoningEffort` or `stop`)"); max_tokens and max_completion_tokens
+are the one maxTokens field under its two names (tried once, under either)."""
+
+OMIT_HINT = "leave {name!r} out for this playthrough ({how}) and send again"
+"""How a rejection of another parameter tells the person the one step that gets past it; `how`
+is filled by whoever knows the playthrough (the service), "tavern omit-param" by default."""
+
+
+def _other_rejection(error: BadRequestError, status: int, raw: bytes, effective: Mapping[str, Any],
+                     secrets: list[str]) -> BadRequestError:
+    """A 400/422 that blames a call field the fallback never drops (top_p, a penalty, seed, …)
+    becomes an error naming it and the one step that gets past it (`OMIT_HINT`), with `param` set
+    to the field; any other answer is returned as it was."""
+    others = [k for k in effective if k not in PRESET_OVERRIDES]
+    blamed = rejected_parameter(status, raw, others, secrets=secrets) if others else None
+    if blamed is None:
+        return error
+    hint = OMIT_HINT.format(name=blamed.name, how="`tavern omit-param PLAYTHROUGH " + blamed.name + "`")
+    message = (f"The endpoint rejected the call parameter {blamed.name!r} ({blamed.reason}); only a rejected "
+               f"temperature, max tokens, reasoning effort or stop is retried without it — {hint}")
+    return BadRequestError(redact(message, secrets), status=status, param=blamed.name)
+
+
+def wire_body(model: str, messages: list[dict[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON body this adapter posts: `model` (left out when ""), `messages`, `stream: true`,
+    `stream_options.include_usage`, then `config` (which wins on conflicts). Also how a trace's
+    verified request is written back out (`tavern trace export`), so both stay one rule."""
+    body: dict[str, Any] = {}
+    if model:
+        body["model"] = model
+    body["messages"] = messages
+    body["stream"] = True
+    body["stream_options"] = {"include_usage": True}
+    body.update(config)
+    return body
 
 
 def _message_events(message: dict[str, Any]) -> list[StreamEvent]:
@@ -185,15 +223,7 @@ class OpenAICompatProvider:
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body: model (omitted when none is known), messages, `stream: true`,
         `stream_options.include_usage`, then `request.config` (which wins on conflicts)."""
-        body: dict[str, Any] = {}
-        model = request.model or self.settings.model
-        if model:
-            body["model"] = model
-        body["messages"] = request.messages
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-        body.update(request.config)
-        return body
+        return wire_body(request.model or self.settings.model, request.messages, request.config)
 
     def build_headers(self) -> dict[str, str]:
         """Request headers; `Authorization: Bearer` only when a key is set."""
@@ -212,7 +242,7 @@ class OpenAICompatProvider:
         original preset is unchanged; Trace records requested/effective values and
         omissions."): when the endpoint answers HTTP 400/422 (a `BadRequestError`, not a quota
         error) before any output, and the answer blames a field of `request.config` that is in
-        `FALLBACK_PARAMETERS` (`providers.errors.rejected_parameter` reads `error.param`,
+        `PRESET_OVERRIDES` (`providers.errors.rejected_parameter` reads `error.param`,
         validation `loc`s or the message), the request is sent again at once without that
         field, or with its value under the replacement the server names when that is an
         equivalent field (`max_tokens` → `max_completion_tokens`). Each field is dropped at
@@ -220,7 +250,10 @@ class OpenAICompatProvider:
         `MAX_CONFIG_FALLBACKS` such retries happen per call, apart from the 429/5xx/network
         retries. 401/403, 429, 5xx, timeouts, network errors and in-band (after HTTP 200)
         errors never trigger it; cancellation propagates as always. `request` itself is never
-        changed.
+        changed. A rejection of any other call field (top_p, a penalty, seed, …) is never retried:
+        it is raised as a `BadRequestError` whose message names the field and the one step past
+        it (`OMIT_HINT`), with `param` set to it. Every attempt record keeps the error's message
+        (the server's own words, redacted) next to its category.
 
         Yields:
             `ConfigAdjusted(requested, effective, omitted)` first when the config sent differs
@@ -265,8 +298,10 @@ class OpenAICompatProvider:
                         retry_headers = response.headers
                         error = classify_http_error(response.status_code, raw, response.headers, secrets=secrets)
                         if isinstance(error, BadRequestError) and fallbacks < MAX_CONFIG_FALLBACKS:
-                            candidates = [f for f in FALLBACK_PARAMETERS if f in effective and f not in tried]
+                            candidates = [f for f in PRESET_OVERRIDES if f in effective and f not in tried]
                             rejected = rejected_parameter(response.status_code, raw, candidates, secrets=secrets)
+                        if isinstance(error, BadRequestError) and rejected is None:
+                            error = _other_rejection(error, response.status_code, raw, effective, secrets)
                         raise error
                     async for event in self._parse(response, secrets):
                         if not yielded and effective != requested:
@@ -281,8 +316,10 @@ class OpenAICompatProvider:
                 error.__cause__, error.__suppress_context__ = exc, True
             except _MalformedStream as exc:
                 record["error"] = "server"
+                record["message"] = redact(str(exc), secrets)
                 raise ServerError(redact(str(exc), secrets)) from None
             record["error"] = error.category
+            record["message"] = str(error)  # the upstream's own words (already redacted), for the trace
             if rejected is not None and not yielded:
                 fallbacks += 1
                 tried.add(rejected.name)
@@ -290,6 +327,7 @@ class OpenAICompatProvider:
                 target = rejected.replacement
                 if target is not None and target not in effective and target not in tried:
                     effective[target] = value
+                    tried.add(target)  # the same maxTokens field: tried once, under either name
                     omitted[rejected.name] = f"{rejected.reason} → {target}"
                 else:
                     omitted[rejected.name] = rejected.reason
@@ -386,7 +424,7 @@ class _StreamState:
                 obj = {"message": data}
             raise classify_stream_error(obj if isinstance(obj, dict) else {"message": data}, secrets=secrets)
         obj = _json_object(data)
-        if obj.get("error"):
+        if obj.get("error") or _bare_error(obj):
             raise classify_stream_error(obj, secrets=secrets)
         self.arrived = True
         usage = _usage(obj.get("usage"))
@@ -404,6 +442,17 @@ class _StreamState:
         if not isinstance(delta, dict):
             delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         return _message_events(delta)
+
+
+def _bare_error(obj: dict[str, Any]) -> bool:
+    """An error object sent without the `{"error": …}` wrapper: vLLM's `{"object": "error",
+    "message", "type", "code"}`, or any chunk with no `choices` that carries a string `message`
+    and a `type` or `code` (llama.cpp's `{"code": 400, "message": …, "type":
+    "exceed_context_size_error"}`)."""
+    if obj.get("object") == "error":
+        return True
+    return ("choices" not in obj and isinstance(obj.get("message"), str)
+            and ("type" in obj or "code" in obj))
 
 
 def _json_object(text: str) -> dict[str, Any]:

@@ -11,7 +11,9 @@ section "Parsing an event stream" and "Interpreting an event stream":
 - `data` lines accumulate joined by "\\n"; a blank line dispatches the event, unless
   no `data` was seen, in which case only the `event` buffer is reset;
 - `id` persists across events (the "last event ID"); an `id` containing NUL is ignored;
-- `retry` is honoured only when it is all ASCII digits.
+- `retry` is honoured only when it is all ASCII digits;
+- one departure: an `error` line (llama.cpp's in-band failure, `error: {json}`) is kept as the
+  data of an event of type "error" instead of being ignored as an unknown field.
 
 The decoder does no I/O: feed it bytes as they arrive, in chunks split anywhere
 (inside a multi-byte character, between CR and LF), and it returns complete events.
@@ -163,6 +165,11 @@ class SSEDecoder:
             self._data.append(value)
         elif name == "event":
             self._event = value
+        elif name == "error":
+            # Not a WHATWG field, but llama.cpp's server writes an in-band failure as the line
+            # `error: {json}` after a 200 status; kept as an "error" event so it is not lost.
+            self._data.append(value)
+            self._event = "error"
         elif name == "id":
             if "\0" not in value:
                 self.last_event_id = value

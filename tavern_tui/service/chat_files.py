@@ -59,10 +59,12 @@ def _event_for(line: ChatLine, swipe: int, origin: Origin | None = None) -> NewE
     info = line.swipe_info[swipe] if swipe < len(line.swipe_info) else {}
     body: dict[str, Any] = {
         "content": line.swipes[swipe], "name": line.name,
-        "send_date": info.get("send_date", line.send_date), "extra": info.get("extra") or {},
+        "send_date": info.get("send_date", line.send_date),
+        # The shown swipe's extra is the message's own; another swipe's is its swipe_info's.
+        "extra": (line.extra if swipe == line.swipe_id else info.get("extra")) or {},
         "swipe_info": info, ST_KEY: {k: v for k, v in line.raw.items() if k not in _LINE_FIELDS},
         "imported": {"line": line.line_no, "swipe": swipe, "had_swipes": line.had_swipes,
-                     "had_extra": "extra" in line.raw},
+                     "had_extra": "extra" in line.raw, "had_swipe_info": line.had_swipe_info},
     }
     reasoning = body["extra"].get("reasoning") if isinstance(body["extra"], dict) else None
     if isinstance(reasoning, str) and reasoning:
@@ -221,7 +223,8 @@ class ChatFileService:
             raw["extra"] = extra  # SillyTavern writes `extra` on every message it makes
         return ChatLine(line_no, name, message.role == "user", bool(body.get(HIDDEN_KEY)) or message.role == "system",
                         swipes, chosen, infos, send_date, None, extra, raw,
-                        bool(imported.get("had_swipes")) or len(swipes) > 1)
+                        bool(imported.get("had_swipes")) or len(swipes) > 1,
+                        had_swipe_info=bool(imported.get("had_swipe_info", True)))
 
 
 def _info(body: dict[str, Any], message: SurfaceMessage) -> dict[str, Any]:

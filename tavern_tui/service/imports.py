@@ -17,7 +17,7 @@ from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
 from tavern_tui.views import ImportResult
 
-CARD_SUFFIXES = (".png", ".json")
+CARD_SUFFIXES = (".png", ".json", ".charx")
 """File types a folder import picks up."""
 
 
@@ -63,7 +63,7 @@ class ImportService:
 
     def import_paths(self, paths: Sequence[str | Path], *, character: str | None = None) -> list[ImportResult]:
         """Import character cards, world books, presets, persona backups and SillyTavern chats
-        (.jsonl) from files and folders (a folder: every .png/.json in it). What a file is comes
+        (.jsonl) from files and folders (a folder: every .png/.json/.charx/.jsonl in it). What a file is comes
         from its content (`formats.sniff`, `formats.chatlog.looks_like_chat_jsonl`).
 
         Args:
@@ -80,7 +80,7 @@ class ImportService:
         for shown, path in _iter_card_files(paths):
             if path is None:
                 results.append(ImportResult(shown, "character",
-                                            error=f"{shown}: no .png, .json or .jsonl files in this folder"))
+                                            error=f"{shown}: no .png, .json, .charx or .jsonl files in this folder"))
                 continue
             if not path.exists():
                 results.append(ImportResult(shown, "character", error=f"{shown}: no such file or folder"))

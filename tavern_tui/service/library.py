@@ -16,6 +16,7 @@ from typing import Any
 from tavern_tui.engine.events import canonical_json
 from tavern_tui.errors import FormatError, NotFound
 from tavern_tui.formats.cards import ParsedCard, parse_card
+from tavern_tui.formats.charx import charx_member
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.store.repositories import CharacterRecord
 from tavern_tui.views import CharacterView, ImportResult
@@ -90,6 +91,24 @@ class LibraryService:
                              tuple(str(t) for t in tags), len(card.greetings),
                              len(book.get("entries", [])) if book else None, record.source_name, record.created_at,
                              str(card.data.get("description") or ""))
+
+    def character_image(self, character_id: int) -> tuple[bytes, str] | None:
+        """The character's picture and its type ("png", "jpeg", …): a PNG card is its own image;
+        a CHARX card's main image is read from the archive imported (`formats.charx`); None for a
+        JSON card or a CHARX without one.
+
+        Raises:
+            NotFound: no such character.
+        """
+        with self.ctx.store.unit_of_work() as uow:
+            record = uow.characters.get(character_id)
+            original = uow.characters.original(character_id)
+        card = self.card(record)
+        if card.container == "png":
+            return original, "png"
+        if card.container == "charx" and card.image:
+            return charx_member(original, str(card.image["path"]), record.source_name), str(card.image["ext"])
+        return None
 
     def characters(self) -> list[CharacterView]:
         """Every imported character, by name."""

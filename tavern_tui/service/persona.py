@@ -26,6 +26,7 @@ from tavern_tui.engine.events import EventKind, is_customer, parse_origin
 from tavern_tui.engine.stream import ChatRequest, TextDelta
 from tavern_tui.errors import Conflict, FormatError, NotFound, ProviderError, TavernError
 from tavern_tui.formats.personas import parse_personas
+from tavern_tui.persona.corroborate import RELATIONS, same_belief
 from tavern_tui.persona.extract import extract_beliefs
 from tavern_tui.persona.model import (
     DEFAULT_CEILING,
@@ -415,9 +416,15 @@ class PersonaService:
         return ConsolidationReport(messages, added, supported, superseded, nominated)
 
     def _learn(self, uow: UnitOfWork, candidate: Any, session_id: int, seq: int) -> tuple[int, int, int]:
-        """Fold one candidate into the store: support the active belief with its key, or add a
-        new one (superseding active beliefs of the same slot with another key)."""
+        """Fold one candidate into the store: support the active belief with its key (or, for a
+        preference, one that `persona.corroborate.same_belief` says is the same in other words;
+        its statement stays), or add a new one (superseding active beliefs of the same slot with
+        another key)."""
         existing = uow.beliefs.active_by_key(LOCAL_PRINCIPAL, candidate.key)
+        if existing is None and candidate.key.partition(":")[0] in RELATIONS:
+            # The same preference in other words (persona.corroborate): support the earlier one.
+            existing = next((b for b in uow.beliefs.all(LOCAL_PRINCIPAL)
+                             if b.status == "active" and same_belief(b.key, candidate.key)), None)
         if existing is not None:
             fresh = uow.beliefs.support(existing.id, session_id, seq, candidate.quote)
             updates: dict[str, Any] = {}

@@ -14,7 +14,7 @@ from typing import Any
 
 from tavern_tui.assembly.strategies import BUILTINS, COMPAT, StrategySpec
 from tavern_tui.engine.events import NewEvent, canonical_json
-from tavern_tui.errors import FormatError
+from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.presets import ParsedPreset, export_preset, parse_preset
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -25,6 +25,16 @@ STRATEGY_APPLIED = "strategy/applied"
 """Event kind recording an explicit apply (strategy, preset and its hash) in the session log."""
 
 _DEFAULT_PRESET_BYTES = b"{}"
+
+
+def omitted_parameters(record: PlaythroughRecord) -> tuple[str, ...]:
+    """The call parameters a playthrough leaves out (`PresetService.omit_parameter`), sorted."""
+    try:
+        meta = json.loads(record.meta or "{}")
+    except ValueError:
+        return ()
+    names = meta.get("omit_params") if isinstance(meta, dict) else None
+    return tuple(sorted(n for n in names if isinstance(n, str))) if isinstance(names, list) else ()
 
 
 def strategy_of(record: PlaythroughRecord) -> StrategySpec:
@@ -111,6 +121,31 @@ class PresetService:
         with self.ctx.store.unit_of_work() as uow:
             record = uow.playthroughs.set_preset(playthrough_id, preset_id)
         self.record_selection(record.head_session_id, strategy_of(record).snapshot(), playthrough_id)
+
+    def omit_parameter(self, playthrough_id: int, name: str, *, keep: bool = False) -> list[str]:
+        """Leave the call parameter `name` out of this playthrough's requests (`keep`: send it
+        again), the one step past an endpoint that rejects a parameter the preset fallback does
+        not drop (seed 000 §3); recorded in the playthrough and named in every trace's
+        adjustments. The preset itself is unchanged.
+
+        Returns:
+            The parameters left out now, sorted.
+
+        Raises:
+            NotFound: no such playthrough. TavernError: `name` is not a call parameter name.
+        """
+        name = name.strip()
+        if not name.replace("_", "").isalnum() or name in ("model", "messages", "stream", "stream_options"):
+            raise TavernError(f"{name!r} is not a call parameter that can be left out")
+        with self.ctx.store.unit_of_work() as uow:
+            record = uow.playthroughs.get(playthrough_id)
+            meta = json.loads(record.meta or "{}")
+            meta = meta if isinstance(meta, dict) else {}
+            omitted = set(omitted_parameters(record))
+            omitted = omitted - {name} if keep else omitted | {name}
+            meta["omit_params"] = sorted(omitted)
+            uow.playthroughs.set_meta(playthrough_id, json.dumps(meta, ensure_ascii=False))
+        return sorted(omitted)
 
     def record_selection(self, session_id: int, snap: dict[str, Any], playthrough_id: int) -> None:
         """Record in the session log the strategy snapshot `snap` and the playthrough's preset

@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
+from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
 from tavern_tui.assembly.basic import BasicAssembler
-from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
+from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
 from tavern_tui.assembly.sillytavern import AuthorsNote, chat_overrides_from_metadata, to_messages
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
@@ -30,6 +31,7 @@ from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
     Generation,
+    StepFailed,
     StepSettled,
     StepUpdate,
     context_events,
@@ -43,7 +45,7 @@ from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.persona import PersonaService, render_snapshot
 from tavern_tui.service.playthroughs import PlaythroughService
-from tavern_tui.service.presets import PresetService, strategy_of
+from tavern_tui.service.presets import PresetService, omitted_parameters, strategy_of
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.text.names import substitute_names
@@ -128,7 +130,8 @@ class StepRunner:
             stored = json.loads(playthrough.meta or "{}")
             header = stored.get("header") if isinstance(stored, dict) else None
             chat_metadata = header.get("chat_metadata") if isinstance(header, dict) else None
-            return kind(preset, card.data, card.name, view.user_name, meta, world_info=self.lore.world_info_step(books),
+            return kind(preset, card.data, card.name, view.user_name, meta, omit=omitted_parameters(playthrough),
+                        world_info=self.lore.world_info_step(books),
                         facts=facts, timed_state=timed, generation_type=generation.type,
                         continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
                         snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
@@ -137,7 +140,9 @@ class StepRunner:
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.presets.playthrough_preset(playthrough_id)
-            config = preset.call_config()
+            omit = omitted_parameters(playthrough)
+            config = {k: v for k, v in preset.call_config().items() if k not in omit}
+            meta["adjustments"] = preset.config_notes() + omit_notes(omit)
         return BasicAssembler(card.data, card.name, view.user_name, meta, self.lore.world_info_step(books), facts,
                               timed, generation.type, config, persona, memory)
 
@@ -159,22 +164,33 @@ class StepRunner:
         if getattr(assembler, "strategy", None) == PROJECTION:
             built, meta, _records = assembler.build(history, claimed)
             messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
-            config = assembler.preset.call_config()
+            spans: list[Any] = [list(p.spans) for p in built.parts]
+            config = assembler.call_config()
             tokens = {**built.tokens, "total": sum(built.tokens.values())}
         else:
             assembly = assembler(history, claimed)
             meta, config = assembly.meta, assembly.config
             messages = ([{"role": "system", "content": assembly.system, "source": "system"}] if assembly.system else [])
+            spans = [meta.get("system_parts")] if assembly.system else []
+            shown = [m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
             messages += [{**m.to_request(), "source": "context" if m.source == CONTEXT_SOURCE else "history"}
-                         for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
+                         for m in shown]
+            spans += [default_parts(m.to_request(), "context" if m.source == CONTEXT_SOURCE else "history", m.ref,
+                                    str(m.body.get("context") or "")) for m in shown]
             # Context the step would admit now, just before the input (roles-first).
-            messages += [{"role": "user", "content": e.body["content"], "source": "context"}
-                         for e in context_events(history, assembly.context)]
+            admitted = context_events(history, assembly.context)
+            messages += [{"role": "user", "content": e.body["content"], "source": "context"} for e in admitted]
+            spans += [default_parts(e.body, "context", None, str(e.body.get("context") or "")) for e in admitted]
             messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
+            spans += [default_parts({"content": t}, "input") for t in claimed]
             tokens = {"total": estimate_messages(messages)}
+        entry_ids = list((meta.get("persona") or {}).get("entries") or [])
+        spans = [split_persona(s, str(m.get("content") or ""), entry_ids) for m, s in zip(messages, spans)]
+        attribution = attribute(messages, spans, self.ctx.token_counter)
         return {"strategy": meta.get("strategy", "compat"), "strategy_snapshot": meta.get("strategy_snapshot"),
                 "persona": meta.get("persona"), "messages": messages, "config": config, "tokens": tokens,
-                "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info")}
+                "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info"),
+                "parts": attribution["messages"], "breakdown": attribution["breakdown"]}
 
     async def send(self, playthrough_id: int, text: str, *, allow_secrets: bool = False) -> AsyncIterator[StepUpdate]:
         """Send the person's text and stream the reply (one engine step on the head session).
@@ -224,10 +240,13 @@ class StepRunner:
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
                          generation=generation, stale_after=self.ctx.stale_after)
         async with aclosing(steps):
-            async for update in steps:
-                if isinstance(update, StepSettled):
-                    await self._consolidate_quietly(playthrough_id)
-                yield update
+            try:
+                async for update in steps:
+                    if isinstance(update, StepSettled):
+                        await self._consolidate_quietly(playthrough_id)
+                    yield update
+            except StepFailed as exc:
+                raise _with_omit_step(exc, playthrough_id) from exc.cause
 
     async def _consolidate_quietly(self, playthrough_id: int) -> None:
         """Learn from what the person just said, off the event loop (the UI's thread); a failure
@@ -272,10 +291,28 @@ class StepRunner:
             return Generation("regenerate")
         parent = timeline.variants[last].parent
         if parent is None:
-            raise TavernError("nothing to answer before this message; send something first")
+            # The model spoke first (no greeting, nothing before it): its swipe is a fork at the
+            # very start, as a greeting's is.
+            with self.ctx.store.unit_of_work() as uow:
+                root = uow.playthroughs.get(playthrough_id).root_session_id
+            origin = self.ctx.store.events.ancestry(root)[0][0]
+            self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, None, root_session=origin))
+            return Generation("swipe")
         # The fork is made (with its carried edits) before the head moves onto it.
         self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, parent, timeline))
         return Generation("swipe")
+
+    async def generate(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Have the model speak without new input, whatever the chat ends with: an empty chat
+        (the model speaks first), the greeting, or its own last reply (SillyTavern's Send with
+        an empty box is `Generate('normal')`; nothing is fabricated as the person's turn).
+
+        Raises:
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        async with aclosing(self._step(playthrough_id, None, Generation())) as steps:
+            async for update in steps:
+                yield update
 
     async def reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
         """Answer the person's last line without new input: SillyTavern's Send with an empty box
@@ -397,3 +434,14 @@ class StepRunner:
         the collector, so whatever has become garbage since (the closed screen) can be freed."""
         gc.unfreeze()
 
+
+def _with_omit_step(exc: StepFailed, playthrough_id: int) -> StepFailed:
+    """A step failed on a call parameter the fallback never drops (the provider's message names
+    it and `tavern omit-param PLAYTHROUGH NAME`): the same failure with this playthrough's number
+    in the command, so the one step past it can be copied as it is. Anything else unchanged."""
+    cause = exc.cause
+    if not (cause.param and "tavern omit-param PLAYTHROUGH" in str(cause)):
+        return exc
+    message = str(cause).replace("tavern omit-param PLAYTHROUGH", f"tavern omit-param {playthrough_id}")
+    named = type(cause)(message, status=cause.status, param=cause.param)
+    return StepFailed(named, exc.attempt)

@@ -24,7 +24,7 @@ from tavern_tui.engine.log import (
     tail,
 )
 from tavern_tui.engine.step import OPENING_SOURCE, admit_opening
-from tavern_tui.engine.timeline import Ref, Timeline, VariantRow
+from tavern_tui.engine.timeline import SWIPE_DELETED, Ref, Timeline, VariantRow
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -280,6 +280,37 @@ class TimelineService:
         with self._cache_lock:  # the cached tree: another thread may be moving its head too
             timeline.move_head(head)
         return self._swipe_view(playthrough_id, timeline)
+
+    def delete_swipe(self, playthrough_id: int) -> SwipeView:
+        """Delete the shown swipe of the last message and show another (SillyTavern's "delete
+        swipe": the one before it, or the next when it was the first), leaving the other swipes.
+        The variant stays in the log and the tree; it leaves the swipes, the counter and exports
+        (a `surface/replaced` with `swipe_deleted`, in the variant's own session).
+
+        Returns:
+            The new counter.
+
+        Raises:
+            TavernError: the chat is empty, its last message is the greeting (swipes there are
+                the card's greetings), or the shown swipe is the only one (delete the message).
+        """
+        timeline, members = self.variant_tree(playthrough_id)
+        state = self._swipe_view(playthrough_id, timeline)
+        if state.ref is None:
+            raise TavernError("the chat is empty: there is no swipe to delete")
+        if state.greeting:
+            raise TavernError("the greeting's swipes are the card's greetings; they cannot be deleted")
+        siblings = timeline.siblings(state.ref)
+        if len(siblings) < 2:
+            raise TavernError("this is the message's only swipe; delete the message instead")
+        index = siblings.index(state.ref)
+        keep = siblings[index - 1] if index > 0 else siblings[index + 1]
+        head = timeline.session_for(keep, members)
+        event = replacement_event([state.ref], None)
+        event.body[SWIPE_DELETED] = True
+        self.ctx.store.events.append(state.ref[0], [event])
+        self.set_head(playthrough_id, head)
+        return self.swipe_state(playthrough_id)
 
     def _swipe_greeting(self, playthrough_id: int, timeline: Timeline, members: list[int], state: SwipeView,
                         step: int) -> SwipeView:

@@ -14,10 +14,12 @@ from contextlib import aclosing
 from datetime import datetime
 from typing import Any
 
+from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
 from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
 from tavern_tui.errors import NotFound, TavernError
+from tavern_tui.providers.openai_compat import wire_body
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
@@ -129,11 +131,41 @@ class TraceService:
         assembly = header.body.get("assembly", {}) if header is not None else {}
         reply = settled.body if settled is not None else {}
         return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
+                "attribution": self._attribution(event.body, assembly),
                 "world_info": assembly.get("world_info"), "resources": {k: assembly.get(k) for k in (
                     "character_id", "character_sha256", "preset", "world_books") if k in assembly},
                 "persona": assembly.get("persona"),
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
                 "config_adjusted": reply.get("config")}
+
+    def _attribution(self, record: dict[str, Any], assembly: dict[str, Any]) -> dict[str, Any]:
+        """Each sent message's parts and the request's token breakdown (`assembly.attribution`),
+        for the messages that still verify (a changed or missing body has none: nothing is
+        rebuilt from today's state). Parts come from what was recorded with the request: the
+        header's `system_parts` for the system section, the `request/assembly` event's per-message
+        spans for a projected request; a history, input or context message is one part."""
+        result = verify(record, self.ctx.store.events.events_at)
+        sent = record.get("messages", [])
+        events = self.ctx.store.events.events_at(sorted({tuple(m["ref"]) for m in sent}))  # type: ignore[misc]
+        spans: list[Any] = []
+        for entry, message in zip(sent, result.messages):
+            event = events.get(tuple(entry["ref"]))  # type: ignore[call-overload]
+            if message is None or event is None:
+                spans.append(None)
+            elif entry.get("index") is not None:
+                recorded = event.body.get("parts")
+                part = recorded[entry["index"]] if isinstance(recorded, list) and entry["index"] < len(recorded) else {}
+                spans.append(part.get("spans") if isinstance(part, dict) and part.get("spans")
+                             else default_parts(message, "request-only"))
+            elif entry.get("source") == "system":
+                spans.append(assembly.get("system_parts"))
+            else:
+                spans.append(default_parts(message, str(entry.get("source")), entry["ref"],
+                                           str(event.body.get("context") or "")))
+        entry_ids = list((assembly.get("persona") or {}).get("entries") or [])
+        spans = [split_persona(s, str(m.get("content") or ""), entry_ids) if m is not None else s
+                 for m, s in zip(result.messages, spans)]
+        return attribute(result.messages, spans, self.ctx.token_counter)
 
     def verify_trace(self, trace_id: str) -> Verification:
         """Re-read the bodies a trace references and rebuild the array that was sent; each
@@ -144,6 +176,36 @@ class TraceService:
         """
         event = self._trace_event(trace_id)
         return verify(event.body, self.ctx.store.events.events_at)
+
+    def request_bodies(self, trace_id: str) -> dict[str, Any]:
+        """The request a trace recorded, rebuilt from the log and verified (seed 000 §4, §6:
+        details cold-read and verify the referenced bodies; nothing fills a missing one).
+
+        Returns:
+            `{"id", "ok", "provider", "model", "strategy", "generation", "attempt", "config",
+            "omitted", "messages", "checks", "body"}`: `messages` is the array as sent, with
+            `None` where a body is changed or missing (never filled in from today's surface);
+            `checks` one `{"position", "role", "source", "ref", "status", "detail"}` per
+            message; `body` the whole JSON body the adapter posted (`wire_body`), only when every
+            message verified, else None.
+
+        Raises:
+            NotFound: no such trace.
+        """
+        event = self._trace_event(trace_id)
+        record = event.body
+        result = verify(record, self.ctx.store.events.events_at)
+        sent = record.get("messages", [])
+        checks = [{"position": c.position, "role": sent[c.position].get("role"),
+                   "source": sent[c.position].get("source"), "ref": list(c.ref), "status": c.status,
+                   "detail": c.detail} for c in result.checks]
+        model = str(record.get("model") or "")
+        body = wire_body(model, list(result.messages), result.config) if result.ok else None  # type: ignore[arg-type]
+        return {"id": trace_id, "ok": result.ok, "provider": str(record.get("provider", "")), "model": model,
+                "strategy": str(record.get("strategy", "")), "generation": str(record.get("generation", "")),
+                "attempt": int(record.get("attempt") or 1), "config": result.config,
+                "omitted": dict(record.get("omitted") or {}), "messages": result.messages, "checks": checks,
+                "body": body}
 
     async def replay(self, trace_id: str, *, model: str | None = None) -> AsyncIterator[StepUpdate]:
         """Send a recorded request again, byte for byte (the messages rebuilt by `verify` and the

@@ -227,14 +227,18 @@ def test_mes_differing_from_current_swipe_trusts_the_swipe():
     assert len(chat.warnings) == 1 and chat.warnings[0].startswith("line 3: mes differs from swipes[1]")
 
 
-def test_current_swipe_info_mirrors_the_message_fields():
-    # token_count was set on the message after the last sync: the message wins (syncMesToSwipe).
-    msg = {"name": "A", "mes": "b", "send_date": "2024-01-02T00:00:00.000Z", "swipes": ["a", "b"], "swipe_id": 1,
+def test_swipe_info_keeps_its_own_extra():
+    # token_count was set on the message after the last sync: the swipe's entry keeps what the file
+    # has (issue 24: the message's own extra is never copied into swipe_info), and is written back so.
+    msg = {"name": "A", "is_user": False, "is_system": False, "mes": "b", "send_date": "2024-01-02T00:00:00.000Z",
+           "swipes": ["a", "b"], "swipe_id": 1,
            "swipe_info": [{"send_date": "2024-01-01T00:00:00.000Z", "extra": {}},
                           {"send_date": "2024-01-02T00:00:00.000Z", "extra": {"model": "m"}}],
            "extra": {"model": "m", "token_count": 12}}
-    line = parse_chat_jsonl(jsonl(NEW_HEADER, msg), "c.jsonl").messages[0]
-    assert line.swipe_info[1]["extra"] == {"model": "m", "token_count": 12}
+    chat = parse_chat_jsonl(jsonl(NEW_HEADER, msg), "c.jsonl")
+    line = chat.messages[0]
+    assert line.swipe_info[1]["extra"] == {"model": "m"}
+    assert json.loads(write_chat_jsonl(chat.header, [line]).split("\n")[1]) == msg
     assert line.swipe_info[0] == {"send_date": "2024-01-01T00:00:00.000Z", "extra": {}}
 
 
@@ -415,8 +419,9 @@ def test_line_built_in_code_is_backfilled_and_clamped():
                     send_date="2026-01-01T00:00:00.000Z", extra={"model": "m"})
     written = json.loads(write_chat_jsonl({}, [line]).split("\n")[1])
     assert written["mes"] == "b" and written["swipe_id"] == 1
+    # Backfilled as ensureSwipes does; the message's own extra is not copied in (issue 24).
     assert written["swipe_info"] == [{"send_date": "2026-01-01T00:00:00.000Z", "extra": {}},
-                                     {"send_date": "2026-01-01T00:00:00.000Z", "extra": {"model": "m"}}]
+                                     {"send_date": "2026-01-01T00:00:00.000Z", "extra": {}}]
     assert written["extra"] == {"model": "m"}
 
 

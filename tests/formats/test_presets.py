@@ -426,9 +426,12 @@ def test_default_preset_connection_fields(corpus_dir: Path) -> None:
 def test_call_config(corpus_dir: Path) -> None:
     assert load(corpus_dir, DEFAULT).call_config() == {
         "temperature": 1, "top_p": 1, "frequency_penalty": 0, "presence_penalty": 0, "max_tokens": 300}
-    assert load(corpus_dir, NEMO).call_config() == {
-        "temperature": 1.45, "top_p": 0.85, "frequency_penalty": 0, "presence_penalty": 0, "max_tokens": 65536,
-        "reasoning_effort": "high"}  # "max" → "high" (openai.js getReasoningEffort)
+    # The file's reasoning_effort "max" has no value the adapter sends: its default is used
+    # (seed 000 §3: "Unsupported effort preflight uses the adapter default rather than guessing an alias").
+    nemo = load(corpus_dir, NEMO)
+    assert nemo.call_config() == {
+        "temperature": 1.45, "top_p": 0.85, "frequency_penalty": 0, "presence_penalty": 0, "max_tokens": 65536}
+    assert len(nemo.config_notes()) == 1 and "'max' not sent" in nemo.config_notes()[0]
     custom = parse_obj({"temperature": "0.7", "top_p": 0.9, "frequency_penalty": 0.1, "presence_penalty": -0.2,
                         "openai_max_tokens": 512, "openai_max_context": 8000, "seed": 42, "n": 2,
                         "reasoning_effort": "medium", "top_k": 40, "stream_openai": True})
@@ -436,7 +439,9 @@ def test_call_config(corpus_dir: Path) -> None:
                                     "presence_penalty": -0.2, "max_tokens": 512, "seed": 42, "n": 2,
                                     "reasoning_effort": "medium"}
     assert parse_obj({"seed": 0, "reasoning_effort": "min"}).call_config()["seed"] == 0
-    assert parse_obj({"reasoning_effort": "min"}).call_config()["reasoning_effort"] == "low"
+    assert "reasoning_effort" not in parse_obj({"reasoning_effort": "min"}).call_config()  # never "low"
+    assert "guessed alias" in parse_obj({"reasoning_effort": "min"}).config_notes()[0]
+    assert parse_obj({"reasoning_effort": "low"}).config_notes() == []
     assert "reasoning_effort" not in parse_obj({"reasoning_effort": "auto"}).call_config()
     assert "reasoning_effort" not in parse_obj({"reasoning_effort": ""}).call_config()
 

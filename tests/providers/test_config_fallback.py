@@ -91,12 +91,14 @@ async def test_param_named_field_is_dropped_and_reported_first(loopback, make) -
     assert events[-1] == Finished("stop", saw_done=True)
     assert config == {"temperature": 0.7, "max_tokens": 300}  # the caller's config is unchanged
 
-    assert provider.attempts == [
+    assert [{k: v for k, v in a.items() if k != "message"} for a in provider.attempts] == [
         {"status": 400, "error": "bad_request", "retry_delay": None,
          "config": {"temperature": 0.7, "max_tokens": 300}, "omitted": {}},
         {"status": 200, "error": None, "retry_delay": None,
          "config": {"max_tokens": 300}, "omitted": adjusted.omitted},
     ]
+    # The refused attempt keeps the server's own words.
+    assert "'temperature' is not supported with this model" in provider.attempts[0]["message"]
 
 
 async def test_max_tokens_moves_to_the_named_replacement(loopback, make) -> None:
@@ -126,38 +128,61 @@ async def test_max_tokens_moves_to_the_named_replacement(loopback, make) -> None
         ("reasoning_effort", "high", "Unrecognized request argument supplied: reasoning_effort"),
         ("stop", ["\nUser:"], "This model does not support 'stop'"),
         ("stop", ["###"], "Unsupported param: stop"),  # llama.cpp server wording
-        ("top_k", 40, "property 'top_k' is unsupported, did you mean 'top_p'?"),  # Groq: no rename to top_p
+        ("temperature", 2.5, "temperature must be in [0, 2], got 2.5."),  # vLLM-style wording
     ],
 )
 async def test_field_named_only_in_the_message_text(loopback, make, field: str, value: Any, message: str) -> None:
     loopback.enqueue_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": None,
                                           "code": None}})
     loopback.enqueue_sse(sse_chunks_for("fine"))
-    config = {"temperature": 0.8, "top_p": 0.9, field: value}
+    config = {"max_tokens": 80, "top_p": 0.9, field: value}
     events = await collect(make(), config)
 
     first, second = bodies(loopback)
     assert first[field] == value
     assert field not in second
-    assert second["temperature"] == 0.8 and second["top_p"] == 0.9
+    assert second["max_tokens"] == 80 and second["top_p"] == 0.9
     adjusted = events[0]
     assert isinstance(adjusted, ConfigAdjusted)
-    assert adjusted.effective == {"temperature": 0.8, "top_p": 0.9}
+    assert adjusted.effective == {"max_tokens": 80, "top_p": 0.9}
     assert adjusted.omitted == {field: f"400: {message}"}
     assert text_of(events) == "fine"
 
 
 async def test_pydantic_422_names_the_field_in_loc(loopback, make) -> None:
     # Mistral's shape: a 422 whose message is a JSON string of FastAPI validation details.
-    detail = {"detail": [{"type": "extra_forbidden", "loc": ["body", "frequency_penalty"],
-                          "msg": "Extra inputs are not permitted", "input": 0.0}]}
+    detail = {"detail": [{"type": "extra_forbidden", "loc": ["body", "reasoning_effort"],
+                          "msg": "Extra inputs are not permitted", "input": "low"}]}
     loopback.enqueue_json(422, {"object": "error", "message": json.dumps(detail), "type": "internal_error_proxy",
                                 "param": None, "code": "1000"})
     loopback.enqueue_sse(sse_chunks_for("bonjour"))
-    events = await collect(make(), {"temperature": 0.7, "frequency_penalty": 0.0})
-    assert "frequency_penalty" not in bodies(loopback)[1]
-    assert list(adjustments(events)[0].omitted) == ["frequency_penalty"]
+    events = await collect(make(), {"temperature": 0.7, "reasoning_effort": "low"})
+    assert "reasoning_effort" not in bodies(loopback)[1]
+    assert list(adjustments(events)[0].omitted) == ["reasoning_effort"]
     assert text_of(events) == "bonjour"
+
+
+@pytest.mark.parametrize(("field", "answer"), [
+    ("top_p", unsupported("top_p")),
+    ("top_k", openai_error("property 'top_k' is unsupported, did you mean 'top_p'?")),  # Groq
+    ("frequency_penalty", {"detail": [{"type": "extra_forbidden", "loc": ["body", "frequency_penalty"],
+                                       "msg": "Extra inputs are not permitted", "input": 0.0}]}),  # FastAPI 422
+    ("seed", openai_error("Unrecognized request argument supplied: seed")),  # Azure
+])
+async def test_another_rejected_parameter_fails_naming_it_and_the_way_out(loopback, make, field: str,
+                                                                         answer: dict[str, Any]) -> None:
+    # Seed 000 §3: only temperature, maxTokens, reasoningEffort and stop are omitted by the fallback.
+    loopback.enqueue_json(422 if "detail" in answer else 400, answer)
+    loopback.enqueue_sse(sse_chunks_for("never"))
+    provider = make()
+    with pytest.raises(BadRequestError) as info:
+        await collect(provider, {"temperature": 0.7, "top_p": 0.9, "top_k": 40, "frequency_penalty": 0.0, "seed": 3})
+    assert len(loopback.requests) == 1  # never retried
+    assert info.value.param == field
+    message = str(info.value)
+    assert f"rejected the call parameter '{field}'" in message
+    assert f"leave '{field}' out for this playthrough" in message and "tavern omit-param" in message
+    assert provider.attempts[0]["message"] == message
 
 
 async def test_two_rejected_fields_in_a_row(loopback, make) -> None:
@@ -195,37 +220,39 @@ async def test_same_field_rejected_twice_is_raised(loopback, make) -> None:
         "temperature": "400: Unsupported parameter: 'temperature' is not supported with this model."}
 
 
-async def test_renamed_field_rejected_again_is_dropped_not_moved_back(loopback, make) -> None:
+async def test_renamed_max_tokens_rejected_again_is_raised(loopback, make) -> None:
+    # max_tokens and max_completion_tokens are the one maxTokens override: tried once (seed 000 §3).
     loopback.enqueue_json(400, openai_error(
         "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
         "max_tokens"))
     loopback.enqueue_json(400, openai_error(
         "Unsupported parameter: 'max_completion_tokens' is not supported. Use 'max_tokens' instead.",
         "max_completion_tokens"))
-    loopback.enqueue_sse(sse_chunks_for("ok"))
-    events = await collect(make(), {"max_tokens": 64})
+    loopback.enqueue_sse(sse_chunks_for("never"))
+    provider = make()
+    with pytest.raises(BadRequestError) as info:
+        await collect(provider, {"max_tokens": 64})
     sent = bodies(loopback)
-    assert [("max_tokens" in b, "max_completion_tokens" in b) for b in sent] == [(True, False), (False, True),
-                                                                                 (False, False)]
-    adjusted = events[0]
-    assert isinstance(adjusted, ConfigAdjusted)
-    assert adjusted.effective == {}
-    assert adjusted.omitted["max_tokens"].endswith("→ max_completion_tokens")
-    assert "→" not in adjusted.omitted["max_completion_tokens"]
+    assert [("max_tokens" in b, "max_completion_tokens" in b) for b in sent] == [(True, False), (False, True)]
+    assert info.value.param == "max_completion_tokens"
+    assert provider.attempts[-1]["omitted"]["max_tokens"].endswith("→ max_completion_tokens")
 
 
-async def test_at_most_four_fallback_retries(loopback, make) -> None:
-    fields = ["temperature", "top_p", "frequency_penalty", "presence_penalty", "seed"]
+async def test_at_most_four_fallback_retries_one_per_override(loopback, make) -> None:
+    fields = ["temperature", "max_tokens", "reasoning_effort", "stop"]  # seed 000 §3's four overrides
     for field in fields:
         loopback.enqueue_json(400, unsupported(field))
+    loopback.enqueue_json(400, unsupported("temperature"))  # a fifth refusal: nothing left to try
     loopback.enqueue_sse(sse_chunks_for("never"))
     provider = make(max_retries=2)
+    config = {"temperature": 1, "max_tokens": 10, "reasoning_effort": "low", "stop": ["x"], "top_p": 0.5}
     with pytest.raises(BadRequestError) as info:
-        await collect(provider, {field: 1 for field in fields})
-    assert info.value.param == "seed"
+        await collect(provider, config)
+    assert info.value.param == "temperature"
     assert len(loopback.requests) == 1 + MAX_CONFIG_FALLBACKS == 5
-    assert set(provider.attempts[-1]["omitted"]) == set(fields[:4])
-    assert bodies(loopback)[-1]["seed"] == 1
+    assert set(provider.attempts[-1]["omitted"]) == set(fields)
+    assert bodies(loopback)[-1] == {**{k: v for k, v in bodies(loopback)[0].items() if k not in fields}}
+    assert bodies(loopback)[-1]["top_p"] == 0.5
 
 
 async def test_fallback_and_transient_retries_are_counted_apart(loopback, make) -> None:
@@ -349,10 +376,10 @@ async def test_key_never_in_reasons_or_attempts(loopback, make) -> None:
 
 async def test_odd_short_key_does_not_hide_the_field(loopback, make) -> None:
     # The key is matched as received and redacted only in the reason kept.
-    settings = ProviderSettings(base_url=loopback.base_url, model="m", api_key="top", timeout=2.0)
-    loopback.enqueue_json(400, openai_error("Unsupported parameter: 'top_p' is not supported with this model."))
+    loopback.enqueue_json(400, openai_error("Unsupported parameter: 'stop' is not supported with this model."))
     loopback.enqueue_sse(sse_chunks_for("ok"))
+    settings = ProviderSettings(base_url=loopback.base_url, model="m", api_key="sto", timeout=2.0)
     async with OpenAICompatProvider(settings, backoff=0.01) as provider:
-        events = [e async for e in provider.stream(ChatRequest(MESSAGES, config={"top_p": 0.9}))]
-    reason = adjustments(events)[0].omitted["top_p"]
-    assert "top" not in reason.replace("***", "")
+        events = [e async for e in provider.stream(ChatRequest(MESSAGES, config={"stop": ["x"]}))]
+    reason = adjustments(events)[0].omitted["stop"]
+    assert "sto" not in reason.replace("***", "")

@@ -200,7 +200,7 @@ async def test_401_is_authentication_error_without_key_in_message(loopback, make
     assert_no_key(info.value)
     assert len(loopback.requests) == 1  # not retried
     assert provider.attempts == [{"status": 401, "error": "authentication", "retry_delay": None, "config": {},
-                                  "omitted": {}}]
+                                  "omitted": {}, "message": str(info.value)}]
 
 
 async def test_429_with_retry_after_no_retries(loopback, make) -> None:
@@ -229,7 +229,8 @@ async def test_429_then_200_succeeds(loopback, make) -> None:
     assert text_of(events) == "second time lucky"
     assert len(loopback.requests) == 2
     assert provider.attempts == [
-        {"status": 429, "error": "rate_limit", "retry_delay": 0.02, "config": {}, "omitted": {}},
+        {"status": 429, "error": "rate_limit", "retry_delay": 0.02, "config": {}, "omitted": {},
+         "message": "Rate limited or out of quota, retry after 0.02 s (HTTP 429): Slow down"},
         {"status": 200, "error": None, "retry_delay": None, "config": {}, "omitted": {}},
     ]
 

@@ -389,3 +389,40 @@ async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: Sc
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Reply one, rewritten by me.", "more"]
         rewritten = corpus_tavern.playthroughs.messages(chat.playthrough_id)[2]
         assert rewritten.origin == "operator"
+
+
+async def test_f9_deletes_just_the_shown_swipe(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    # Issue 24: SillyTavern's "delete swipe" removes the shown swipe and shows the one before it.
+    for reply in ("Reply one.", "Reply two.", "Reply three."):
+        scripted.enqueue(reply)
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        greeting = stored(corpus_tavern, chat)[0]
+        await send(pilot, chat, "hello")
+        for reply in ("Reply two.", "Reply three."):
+            await pilot.press("ctrl+right")
+            await settled(pilot, chat, reply)
+        await pilot.press("ctrl+left")
+        await wait_until(pilot, lambda: shown(chat)[-1] == "Reply two.")
+        assert chat.status.swipe == "swipe 2/3"
+        await pilot.press("f9")
+        await wait_until(pilot, lambda: chat.status.swipe == "swipe 1/2")
+        assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Reply one."]
+        await pilot.press("ctrl+right")
+        await wait_until(pilot, lambda: shown(chat)[-1] == "Reply three.")
+        assert chat.status.swipe == "swipe 2/2"  # the deleted swipe is gone, the others stay
+
+
+async def test_enter_on_the_empty_prompt_after_the_greeting_lets_the_model_speak(corpus_tavern: Tavern,
+                                                                                 scripted: ScriptedProvider) -> None:
+    scripted.enqueue("*Seraphina speaks first.* You are awake.")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        greeting = stored(corpus_tavern, chat)[0]
+        chat.prompt.focus()
+        await pilot.press("enter")
+        await settled(pilot, chat, "*Seraphina speaks first.* You are awake.")
+        assert stored(corpus_tavern, chat) == [greeting, "*Seraphina speaks first.* You are awake."]
+        assert scripted.requests[-1].messages[-1]["content"] == greeting  # no made-up turn of the person

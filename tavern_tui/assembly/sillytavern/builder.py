@@ -54,6 +54,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tavern_tui.assembly.attribution import shift
 from tavern_tui.assembly.basic import split_examples
 from tavern_tui.assembly.macros import MacroContext, substitute
 from tavern_tui.assembly.sillytavern.budget import (
@@ -73,6 +74,7 @@ from tavern_tui.assembly.sillytavern.inputs import (
     PromptInputs,
     PromptPart,
 )
+from tavern_tui.assembly.sillytavern.spans import attach_all
 from tavern_tui.formats.presets import ABSOLUTE, PresetPrompt
 
 __all__ = ["BuiltPrompt", "build_prompt", "to_messages"]
@@ -417,6 +419,7 @@ class _Builder:
                 parts += examples
         parts += tail
 
+        parts = attach_all(parts, preset, inputs.lore)  # attribution (metadata only)
         tokens: dict[str, int] = {}
         for part in parts:
             tokens[part.source] = tokens.get(part.source, 0) + self.chat.cost(part)
@@ -436,7 +439,9 @@ def _squash(parts: list[PromptPart]) -> list[PromptPart]:
             continue
         squashable = part.role == "system" and not part.name and part.source not in ("new_chat", "examples")
         if squashable and out and last_squashable:
-            out[-1] = replace(out[-1], content=out[-1].content + "\n" + part.content)
+            at = len(out[-1].content) + 1
+            out[-1] = replace(out[-1], content=out[-1].content + "\n" + part.content,
+                              spans=out[-1].spans + tuple(shift(part.spans, at)))
         else:
             out.append(part)
             last_squashable = squashable

@@ -38,6 +38,7 @@ from tavern_tui.assembly.sillytavern.inputs import (
     PromptInputs,
     PromptPart,
 )
+from tavern_tui.assembly.sillytavern.spans import injection_spans
 from tavern_tui.formats.presets import ABSOLUTE, PresetPrompt
 
 __all__ = ["NOTE_ID", "AbsolutePrompt", "InChatInjector", "depth_prompt"]
@@ -214,7 +215,9 @@ class InChatInjector:
                         continue
                     idents = [a.identifier for a in prompts] + [ident for ident, _ in ext]
                     source = "world_info" if all(i == _WI_DEPTH_ID for i in idents) else "injection"
-                    group.append(ChatItem(PromptPart(role, content, source, "+".join(idents)), "injection"))
+                    spans = injection_spans(content, prompts, ext, depth, role, self.inputs.lore)
+                    group.append(ChatItem(PromptPart(role, content, source, "+".join(idents), spans=spans),
+                                          "injection"))
             index = depth + inserted
             newest_first[index:index] = group
             inserted += len(group)

@@ -49,6 +49,8 @@ class PromptPart:
             prompts in ST's key order: authorsNote, charDepthPrompt, worldInfoDepth).
         ref: the event of a history/input part.
         name: the OpenAI `name` field (examples; names_behavior COMPLETION), None when unset.
+        spans: its parts (`assembly.attribution`), offsets into `content`; () = not yet
+            attributed. Metadata only: not compared, never sent.
     """
 
     role: str
@@ -57,6 +59,7 @@ class PromptPart:
     identifier: str = ""
     ref: tuple[int, int] | None = None
     name: str | None = None
+    spans: tuple[dict[str, Any], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

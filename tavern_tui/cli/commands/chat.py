@@ -30,7 +30,7 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_chat(commands: Commands) -> None:
-    """`tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate | --reply) …`."""
+    """`tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate | --reply | --generate) …`."""
     p_chat = commands.add("chat", cmd_chat, help="send one message and print the streamed reply")
     p_chat.add_argument("character", metavar="CHARACTER", help="character name or id")
     action = p_chat.add_mutually_exclusive_group(required=True)
@@ -40,6 +40,8 @@ def add_chat(commands: Commands) -> None:
     action.add_argument("--impersonate", action="store_true", help="have the model write your next line")
     action.add_argument("--reply", action="store_true",
                         help="answer your last line without saying more (e.g. after --impersonate)")
+    action.add_argument("--generate", action="store_true",
+                        help="let the model speak without new input (an empty chat or after the greeting)")
     which = p_chat.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="start a new playthrough")
     which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
@@ -89,6 +91,8 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             updates = tavern.steps.impersonate(playthrough.id)
         elif args.reply:
             updates = tavern.steps.reply(playthrough.id)
+        elif args.generate:
+            updates = tavern.steps.generate(playthrough.id)
         else:
             updates = tavern.steps.send(playthrough.id, args.say, allow_secrets=args.allow_secrets)
         try:

@@ -39,6 +39,17 @@ def add_delete(commands: Commands) -> None:
     p_delete.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_delete.add_argument("ref", type=_ref, metavar="SESSION:SEQ")
     p_delete.add_argument("--to-end", action="store_true", help="also every message after it")
+    p_swipe = commands.add("delete-swipe", cmd_delete_swipe,
+                           help="delete the shown swipe of the last message, keeping its other swipes")
+    p_swipe.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+
+
+def cmd_delete_swipe(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """SillyTavern's "delete swipe": the shown swipe goes, the one before it is shown."""
+    with open_service(args) as tavern:
+        state = tavern.timeline.delete_swipe(args.playthrough)
+    out.write(f"deleted the swipe; now showing {state.label}\n")
+    return EXIT_OK
 
 
 def cmd_edit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -78,9 +78,9 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if len(results) > 1:
             failed = sum(1 for r in results if r.error)
             out.write(f"{len(results) - failed} imported, {failed} failed "
-                      "(in folders, only .png, .json and .jsonl files are read)\n")
+                      "(in folders, only .png, .json, .charx and .jsonl files are read)\n")
         elif not results:
-            err.write("nothing to import: no .png, .json or .jsonl file there\n")
+            err.write("nothing to import: no .png, .json, .charx or .jsonl file there\n")
     return EXIT_FAILED if any(r.error for r in results) or not results else EXIT_OK
 
 

@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.cli.commands.chat import add_selection_options, apply_selection
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_OK
@@ -56,6 +57,20 @@ def add_strategy(commands: Commands) -> None:
     p_apply.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_apply.add_argument("name")
     p_apply.add_argument("--version", type=int)
+    # The one step past an endpoint that rejects a call parameter the fallback never drops.
+    p_omit = commands.add("omit-param", cmd_omit_param,
+                          help="leave a call parameter out of one playthrough's requests (the preset is unchanged)")
+    p_omit.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+    p_omit.add_argument("name", metavar="PARAMETER", help="e.g. top_p, frequency_penalty, seed")
+    p_omit.add_argument("--send", action="store_true", help="send it again (undo)")
+
+
+def cmd_omit_param(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern omit-param P NAME [--send]`: the parameters this playthrough leaves out, after the change."""
+    with open_service(args) as tavern:
+        left_out = tavern.presets.omit_parameter(args.playthrough, args.name, keep=args.send)
+    out.write(f"playthrough {args.playthrough} leaves out: {', '.join(left_out) or 'nothing'}\n")
+    return EXIT_OK
 
 
 def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -67,9 +82,17 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return print_json(out, shown)
     out.write(f"PREVIEW (not sent) · strategy {shown['strategy']} · ~{shown['tokens'].get('total', 0):,} tokens"
               f" · config {json.dumps(shown['config'])}\n")
-    for message in shown["messages"]:
+    for message, parts in zip(shown["messages"], shown.get("parts") or [None] * len(shown["messages"])):
         name = f" ({message['name']})" if message.get("name") else ""
-        out.write(f"\n[{message['role']}{name} · {message['source']}]\n{message['content']}\n")
+        out.write(f"\n[{message['role']}{name} · {message['source']}]\n")
+        if parts and len(parts) > 1:
+            for part in parts:
+                out.write(f"  · {part['start']}-{part['end']} ~{part['tokens']} tok  {describe(part)}\n")
+        elif parts:
+            out.write(f"  part: {describe(parts[0])} (~{parts[0]['tokens']} tok)\n")
+        out.write(f"{message['content']}\n")
+    if shown.get("breakdown"):
+        out.write(f"\ntokens by category: {breakdown_text(shown['breakdown'])}\n")
     for note in shown["adjustments"]:
         out.write(f"\nadjusted: {note}")
     if shown["adjustments"]:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
 from tavern_tui.cli.output import print_json, print_rows
@@ -34,6 +36,11 @@ def add_trace(commands: Commands) -> None:
     p_show = sub.add("show", cmd_trace_show, help="one request: message sources, refs, hashes, world info, config")
     p_show.add_argument("trace_id", metavar="ID", help="SESSION:SEQ, as `trace list` prints")
     p_show.add_argument("--json", action="store_true")
+    p_show.add_argument("--bodies", action="store_true",
+                        help="the request itself, rebuilt and verified from the log; exit 1 if a body changed")
+    p_export = sub.add("export", cmd_trace_export, help="write a verified request's JSON body to FILE")
+    p_export.add_argument("trace_id", metavar="ID")
+    p_export.add_argument("file", metavar="FILE")
     p_replay = sub.add("replay", cmd_trace_replay,
                        help="send a verified past request again, byte for byte, as a new variant")
     p_replay.add_argument("trace_id", metavar="ID")
@@ -86,6 +93,8 @@ def cmd_trace_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern trace show`: one request's messages (source, ref, hash), resources, config and world info."""
+    if args.bodies:
+        return _show_bodies(args, out, err)
     with open_service(args) as tavern:
         shown = tavern.traces.trace(args.trace_id)
     if args.json:
@@ -93,10 +102,17 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     view = shown["view"]
     out.write(f"HISTORY (sent {view['submitted_at']}) · trace {shown['id']} · {view['provider']} · {view['model']} · "
               f"strategy {view['strategy']} · {view['outcome']}\n")
+    attribution = shown.get("attribution") or {}
+    parts_of = attribution.get("messages") or []
     for position, message in enumerate(shown["record"]["messages"]):
         index = f"#{message['index']}" if message.get("index") is not None else ""
         out.write(f"  {position:>3} {message['role']:<9} {message['source']:<12} "
                   f"{message['ref'][0]}:{message['ref'][1]}{index}  sha256 {message['sha256'][:16]}…\n")
+        parts = parts_of[position] if position < len(parts_of) else None
+        for part in parts or []:
+            out.write(f"        · {part['start']}-{part['end']} ~{part['tokens']} tok  {describe(part)}\n")
+    if attribution.get("breakdown"):
+        out.write(f"tokens by category ({attribution.get('counter')}): {breakdown_text(attribution['breakdown'])}\n")
     record = shown["record"]
     snap = record.get("strategy_snapshot") or {}
     if snap:
@@ -131,6 +147,63 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     unmatched = sum(len(uids) for uids in lore.get("no_match", {}).values())
     if unmatched:
         out.write(f"world info: {unmatched} entries had no key match\n")
+    return EXIT_OK
+
+
+_MESSAGE_KEYS = ("role", "content", "name")
+
+
+def _show_bodies(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern trace show ID --bodies`: every message as rebuilt from the log (role, name, tool
+    fields, content) and the call config; a changed or missing body is printed as such, never
+    filled in, and makes the exit status 1."""
+    with open_service(args) as tavern:
+        shown = tavern.traces.request_bodies(args.trace_id)
+    if args.json:
+        print_json(out, shown)
+    else:
+        out.write(f"HISTORY · request of trace {shown['id']} as rebuilt from the log · {shown['provider']} · "
+                  f"{shown['model'] or '(provider default model)'} · strategy {shown['strategy']} · "
+                  f"attempt {shown['attempt']}\n")
+        out.write(f"config: {json.dumps(shown['config'], ensure_ascii=False)}\n")
+        if shown["omitted"]:
+            out.write(f"omitted: {json.dumps(shown['omitted'], ensure_ascii=False)}\n")
+        for check, message in zip(shown["checks"], shown["messages"]):
+            where = f"{check['ref'][0]}:{check['ref'][1]}"
+            if message is None:
+                out.write(f"--- [{check['position']}] {check['role']} ({check['source']} {where}) "
+                          f"{check['status'].upper()}: {check['detail']}; not shown\n")
+                continue
+            extras = "".join(f" {k}={json.dumps(v, ensure_ascii=False)}" for k, v in message.items()
+                             if k not in _MESSAGE_KEYS)
+            name = f" name={json.dumps(message['name'], ensure_ascii=False)}" if "name" in message else ""
+            out.write(f"--- [{check['position']}] {message.get('role')}{name}{extras} "
+                      f"({check['source']} {where}) ok\n")
+            content = message.get("content")
+            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=2)
+            out.write(text + ("\n" if not text.endswith("\n") else ""))
+    if not shown["ok"]:
+        bad = [c for c in shown["checks"] if c["status"] != "ok"]
+        err.write(f"error: trace {shown['id']}: {len(bad)} of {len(shown['checks'])} messages "
+                  + ", ".join(f"{c['position']} {c['status']}" for c in bad) + "; the request cannot be shown whole\n")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_trace_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern trace export ID FILE`: the verified request's JSON body (as the adapter posted it)
+    written to FILE; nothing is written when a body changed or is missing (exit 1)."""
+    with open_service(args) as tavern:
+        shown = tavern.traces.request_bodies(args.trace_id)
+    if shown["body"] is None:
+        bad = ", ".join(f"message {c['position']} {c['status']}" for c in shown["checks"] if c["status"] != "ok")
+        err.write(f"error: trace {shown['id']} does not verify ({bad}); nothing written\n")
+        return EXIT_FAILED
+    path = Path(args.file)
+    temporary = path.with_name(path.name + ".part")
+    temporary.write_text(json.dumps(shown["body"], ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    temporary.replace(path)  # whole or not at all
+    out.write(f"wrote {path} ({len(shown['body']['messages'])} messages)\n")
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
-from tavern_tui.engine.step import StepSettled, StepStarted, StepUpdate
+from tavern_tui.engine.step import OPENING_SOURCE, StepSettled, StepStarted, StepUpdate
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
@@ -105,6 +105,8 @@ class ChatScreen(TavernScreen[None]):
         Binding("f6", "strategy", "Strategy", id="chat.strategy"),
         Binding("f7", "trace", "Trace", id="chat.trace"),
         Binding("f8", "persona", "Persona", id="chat.persona"),
+        Binding("f9", "delete_swipe", "Delete swipe", id="chat.delete_swipe", show=False,
+                tooltip="Delete the shown swipe of the last reply, keeping the others"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
@@ -199,7 +201,7 @@ class ChatScreen(TavernScreen[None]):
         if action == "swipe":
             # None (shown dimmed) also lets the key fall through to the prompt's word move.
             return None if self.generating or not self._prompt_empty else True
-        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona"):
+        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona", "delete_swipe"):
             return None if self.generating else True
         return True
 
@@ -289,6 +291,10 @@ class ChatScreen(TavernScreen[None]):
     def _reply_to_last(self, messages: list[MessageView]) -> None:
         if messages and messages[-1].role == "user" and not self.generating:
             self._start("reply", lambda: self.tavern.steps.reply(self.playthrough_id))
+        elif (not messages or messages[-1].source == OPENING_SOURCE) and not self.generating:
+            # An empty chat or just the greeting: the model may speak first (SillyTavern's Send
+            # with an empty box is a normal generation; no turn of the person is made up).
+            self._start("generate", lambda: self.tavern.steps.generate(self.playthrough_id))
 
     def _refuse_secret(self, text: str, refused: SecretRefused) -> None:
         """Say what kind of secret the message holds (never the secret) and, when the person may
@@ -423,6 +429,12 @@ class ChatScreen(TavernScreen[None]):
                 self._start("regenerate", lambda: self.tavern.steps.regenerate(self.playthrough_id))
         else:
             self._reload()
+
+    def action_delete_swipe(self) -> None:
+        """Delete the shown swipe of the last reply (SillyTavern's "delete swipe"); the one
+        before it is shown and the other swipes stay."""
+        self.call(self.tavern.timeline.delete_swipe, self.playthrough_id, title="Cannot delete the swipe",
+                  severity="warning", then=lambda _state: self._reload())
 
     def action_regenerate(self) -> None:
         """Generate a new variant of the last reply (the old one stays a swipe away)."""

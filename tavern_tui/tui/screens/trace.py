@@ -19,6 +19,7 @@ from textual.widgets import Collapsible, Footer, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import WorkerCancelled, WorkerFailed
 
+from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.engine.trace import Verification
 from tavern_tui.errors import TavernError
 from tavern_tui.service import PlaythroughView, Tavern
@@ -192,6 +193,11 @@ def facts_content(view: TraceView, trace: Mapping[str, Any]) -> Content:
         used.append("books: " + "; ".join(books))
     parts.append(_section("resources", " · ".join(used) if used else ("none recorded", "dim")))
 
+    attribution: Mapping[str, Any] = trace.get("attribution") or {}
+    if attribution.get("breakdown"):
+        parts.append(_section("tokens by category", breakdown_text(dict(attribution["breakdown"])),
+                              (f" ({attribution.get('counter')})", "dim")))
+
     adjustments: Sequence[str] = trace.get("adjustments") or []
     parts.append(_section("adjustments", "" if adjustments else ("none", "dim")))
     parts.extend(Content(f"  · {adjustment}") for adjustment in adjustments)
@@ -214,15 +220,22 @@ def message_title(position: int, sent: Mapping[str, Any], body: Mapping[str, Any
     return f"{head}  [bold $error]({'changed since sent' if status == 'changed' else 'missing'})[/]"
 
 
-def message_body(body: Mapping[str, Any] | None, status: str) -> Content:
-    """A message's body as sent, or why it cannot be shown."""
+def message_body(body: Mapping[str, Any] | None, status: str,
+                 parts: Sequence[Mapping[str, Any]] | None = None) -> Content:
+    """A message's body as sent, or why it cannot be shown; then its parts (where each stretch
+    came from, offsets and tokens: `assembly.attribution`) when it is built from more than one."""
     if status == "changed":
         return Content.styled("(changed since sent) the stored body no longer hashes as it was sent; "
                               "it is not shown in its place", "$error")
     if status != "ok" or body is None:
         return Content.styled("(missing) the referenced body is gone from the log", "$error")
     content = str(body.get("content", ""))
-    return Content(content) if content else Content.styled("(empty)", "dim italic")
+    shown = Content(content) if content else Content.styled("(empty)", "dim italic")
+    if not parts or len(parts) < 2:
+        return shown
+    lines = [Content.styled(f"  · {p['start']}-{p['end']} ~{p['tokens']} tok  {describe(dict(p))}", "dim")
+             for p in parts]
+    return Content("\n").join([shown, Content.styled("parts", "bold"), *lines])
 
 
 class RequestList(OptionList):
@@ -414,6 +427,7 @@ class TraceScreen(TavernScreen[bool]):
         statuses = [c.status for c in verification.checks] if verification else ["unchecked"] * len(sent)
         widgets.append(Static(Content.assemble(("messages  ", "bold"), plural(len(sent), "message"),
                                                " as sent, oldest first"), classes="trace-label"))
+        attributed: Sequence[Any] = (trace.get("attribution") or {}).get("messages") or []
         earlier = max(0, len(sent) - OWN_SECTIONS)
         if earlier:
             lines = Content("\n\n").join(
@@ -429,7 +443,7 @@ class TraceScreen(TavernScreen[bool]):
                 body_content = Content.styled("(not verified: the body is shown once verified)", "dim")
                 title = f"{i + 1}. {escape(str(sent[i].get('role', '?')))} · {escape(str(sent[i].get('source', '?')))}"
             else:
-                body_content = message_body(body, status)
+                body_content = message_body(body, status, attributed[i] if i < len(attributed) else None)
                 title = message_title(i, sent[i], body, status)
             widgets.append(Collapsible(Static(body_content, classes="trace-body", markup=False), title=title,
                                        collapsed=i < len(sent) - OPEN_BODIES, classes="trace-message"))

@@ -8,6 +8,7 @@ from typing import Any
 
 from textual.content import Content
 
+from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.assembly.strategies import StrategySpec
 from tavern_tui.tui.labels import clip, plural
 from tavern_tui.views import PresetView
@@ -101,7 +102,8 @@ def preview_content(preview: Mapping[str, Any], preset_name: str) -> Content:
         (f"{preview.get('strategy', '?')}", "bold"), f" with {preset_name} · ",
         f"{plural(len(messages), 'message')} · ~{tokens.get('total', '?')} tokens",
         ("  (the next request if nothing is typed)", "dim"))]
-    for message in messages:
+    attributed: Sequence[Any] = preview.get("parts") or []
+    for position, message in enumerate(messages):
         role = str(message.get("role", "?"))
         header = [role, str(message.get("source", "?"))]
         if message.get("name"):
@@ -112,6 +114,10 @@ def preview_content(preview: Mapping[str, Any], preset_name: str) -> Content:
         parts.append(Content(""))
         parts.append(Content.styled(" · ".join(header), f"bold {_role_style(role)}"))
         parts.append(Content(content) if content else Content.styled("(empty)", "dim italic"))
+        pieces = attributed[position] if position < len(attributed) else None
+        if pieces and len(pieces) > 1:  # a message built from many prompts, part by part
+            parts.extend(Content.styled(f"  · {p['start']}-{p['end']} ~{p['tokens']} tok  {describe(dict(p))}", "dim")
+                         for p in pieces)
     parts.append(Content(""))
     config: Mapping[str, Any] = preview.get("config") or {}
     parts.append(Content.assemble(("config  ", "bold"), ", ".join(f"{k}={v}" for k, v in config.items())
@@ -119,6 +125,8 @@ def preview_content(preview: Mapping[str, Any], preset_name: str) -> Content:
     detail = ", ".join(f"{k} {v}" for k, v in tokens.items() if k != "total")
     parts.append(Content.assemble(("tokens  ", "bold"), f"~{tokens.get('total', '?')} in total",
                                   (f" ({detail})" if detail else "", "dim")))
+    if preview.get("breakdown"):
+        parts.append(Content.assemble(("by category  ", "bold"), breakdown_text(dict(preview["breakdown"]))))
     world_info = preview.get("world_info")
     if isinstance(world_info, Mapping) and "fired" in world_info:
         fired = world_info["fired"]
