@@ -9,12 +9,16 @@ then example dialogue under "[Example Chat]". A card's `system_prompt` replaces 
 
 from __future__ import annotations
 
+import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tavern_tui.assembly.macros import MacroContext, substitute
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
+from tavern_tui.engine.events import NewEvent
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, request_messages
+from tavern_tui.engine.state import VARIABLES_PART, StagedWrites, variable_change
 from tavern_tui.engine.step import Assembly
 from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
@@ -63,7 +67,7 @@ def _main_prompt(card_system_prompt: str) -> str:
 
 
 def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Buckets | None = None,
-                        persona: str = "") -> str:
+                        persona: str = "", macros: MacroContext | None = None) -> str:
     """Render a card's `data` (and activated world info) into the system section text.
 
     Order follows SillyTavern's default prompt order: main, world info before, description,
@@ -79,11 +83,16 @@ def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Bucket
         lore: activated world info, or None.
         persona: the rendered persona section ("" = none): its own section directly after the
             character text (main, description, personality, scenario; DESIGN.md, persona).
+        macros: the macro context; with one, every part goes through the full macro engine
+            (`expand_card`'s order, then the main prompt and the formats, as the preset builder does)
+            and its variables are changed in place; None = only `{{char}}`/`{{user}}`.
 
     Returns:
         Sections joined by blank lines; empty fields are left out.
     """
     lore = lore or Buckets()
+    if macros is not None:
+        return _expanded_system_prompt(card, lore, persona, macros)
     sections = [_main_prompt(str(card.get("system_prompt") or ""))]
     if lore.before.strip():
         sections.append(lore.before)
@@ -109,6 +118,75 @@ def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Bucket
     return substitute_names("\n\n".join(sections), char, user)
 
 
+def expand_card(card: dict[str, Any], persona: str, ctx: MacroContext) -> dict[str, str]:
+    """The card fields with macros expanded, in the preset builder's (SillyTavern's card-field) order:
+    description, personality, scenario, persona, first message, then example dialogue. `ctx` gets the
+    raw fields (so `{{description}}` inside another field is the raw text) and its variables change."""
+    def text(key: str) -> str:
+        value = card.get(key)
+        return value if isinstance(value, str) else ""
+
+    raw = replace(ctx, description=text("description"), personality=text("personality"),
+                  scenario=text("scenario"), persona=persona, mes_examples_raw=text("mes_example"),
+                  first_message=text("first_mes"), char_prompt=text("system_prompt"),
+                  char_instruction=text("post_history_instructions"))
+    out = {key: substitute(text(key), raw) if text(key) else ""
+           for key in ("description", "personality", "scenario")}
+    out["persona"] = substitute(persona, raw) if persona else ""
+    out["first_mes"] = substitute(text("first_mes"), raw) if text("first_mes") else ""
+    out["mes_example"] = substitute(text("mes_example"), raw) if text("mes_example") else ""
+    return out
+
+
+def _expanded_system_prompt(card: dict[str, Any], lore: Buckets, persona: str, ctx: MacroContext) -> str:
+    fields = expand_card(card, persona, ctx)
+    ctx = replace(ctx, description=fields["description"], personality=fields["personality"],
+                  scenario=fields["scenario"], persona=fields["persona"], first_message=fields["first_mes"],
+                  mes_examples_raw=fields["mes_example"])
+    card_main = str(card.get("system_prompt") or "")
+    main = substitute(DEFAULT_MAIN_PROMPT, ctx)
+    if card_main.strip():
+        main = substitute(card_main, replace(ctx, original=main))
+    sections = [main]
+    if lore.before.strip():
+        sections.append(substitute(lore.before, ctx))
+    if fields["description"].strip():
+        sections.append(fields["description"].strip())
+    if fields["personality"].strip():
+        sections.append(substitute(PERSONALITY_FORMAT, replace(ctx, personality=fields["personality"].strip())))
+    if fields["scenario"].strip():
+        sections.append(substitute(SCENARIO_FORMAT, replace(ctx, scenario=fields["scenario"].strip())))
+    if fields["persona"].strip():
+        sections.append(fields["persona"].strip())
+    if lore.after.strip():
+        sections.append(substitute(lore.after, ctx))
+    blocks = [*lore.examples_top, *split_examples(fields["mes_example"]), *lore.examples_bottom]
+    for block in blocks:
+        sections.append(f"{EXAMPLE_CHAT_HEADER}\n{block.strip()}")
+    for (_depth, _role), text in sorted(lore.at_depth.items(), key=lambda item: -item[0][0]):
+        if text.strip():
+            sections.append(substitute(text, ctx))
+    return "\n\n".join(sections)
+
+
+def stage_variables(start: MacroContext, used: MacroContext, meta: dict[str, Any]) -> NewEvent | None:
+    """The `state/commit` event for the variables a build changed (`start` = before, `used` = the context
+    the build mutated), or None; records what was read and staged in `meta["variables"]` for the trace."""
+    change = variable_change(start.local_vars, used.local_vars, start.global_vars, used.global_vars)
+    meta["variables"] = {"read": sorted([list(r) for r in used.reads]), "staged": change}
+    staged = StagedWrites()
+    staged.stage(VARIABLES_PART, change)
+    return staged.event()
+
+
+def working_context(base: MacroContext | None) -> tuple[MacroContext, MacroContext]:
+    """(the untouched start, a copy a build may mutate): variables deep-copied, reads fresh."""
+    start = base or MacroContext()
+    used = replace(start, local_vars=copy.deepcopy(start.local_vars), global_vars=copy.deepcopy(start.global_vars),
+                   reads=set())
+    return start, used
+
+
 @dataclass(frozen=True)
 class BasicAssembler:
     """The compatibility assembler: the card and activated world info in one system section.
@@ -125,6 +203,8 @@ class BasicAssembler:
         persona: the rendered persona section ("" = none).
         memory: the memory snapshot, enveloped as data ("" = none): delivered as a context
             message before the input, never in the system section (ADR-0079: memory is data).
+        macros: base macro context (variables, time, random source); None = a fresh one. The
+            variables the build changes are staged as this step's `state/commit` record.
     """
 
     card: dict[str, Any]
@@ -138,12 +218,13 @@ class BasicAssembler:
     config: dict[str, Any] = field(default_factory=dict)
     persona: str = ""
     memory: str = ""
+    macros: MacroContext | None = None
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         """Build this step's system section: world info scans the history plus the claimed input
         (seed 000 §5); its decisions go to the request header, its timed effects to the branch."""
         meta = {**self.meta, "strategy": (self.meta.get("strategy_snapshot") or {}).get("name", "compat")}
-        records = ()
+        records: tuple[NewEvent, ...] = ()
         lore = None
         if self.world_info is not None and self.world_info.books:
             facts = self.facts or CardFacts(self.char, self.user)
@@ -152,7 +233,12 @@ class BasicAssembler:
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
-        system = build_system_prompt(self.card, self.char, self.user, lore, self.persona)
+        start, used = working_context(self.macros)
+        used = replace(used, char=self.char, user=self.user, input="\n".join(claimed))
+        system = build_system_prompt(self.card, self.char, self.user, lore, self.persona, used)
+        staged = stage_variables(start, used, meta)
+        if staged is not None:
+            records = (*records, staged)
         messages = [{"content": system}] + request_messages([m for m in history if m.source != SYSTEM_PROMPT_SOURCE])
         messages += [{"content": text} for text in claimed]
         meta["estimated_prompt_tokens"] = estimate_messages(messages)

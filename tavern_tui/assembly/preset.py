@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavern_tui.assembly.basic import memory_context
+from tavern_tui.assembly.basic import memory_context, stage_variables, working_context
 from tavern_tui.assembly.macros import MacroContext
 from tavern_tui.assembly.sillytavern import (
     AuthorsNote,
@@ -108,14 +108,18 @@ class PresetAssembler:
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
+        start, used = working_context(self.macros)
         built = build_prompt(PromptInputs(
             preset=self.preset, card=self.card, char=self.char, user=self.user, persona=self.persona, lore=lore,
             history=history_for_prompt(history, claimed, self.char, self.user), generation=self.generation_type,
-            continue_text=self.continue_text, macros=self.macros, authors_note=self.authors_note,
+            continue_text=self.continue_text, macros=used, authors_note=self.authors_note,
             chat_overrides=self.chat_overrides, count=self.count,
             # SillyTavern's Author's Note interval counts the person's messages, hidden ones too.
             user_message_count=sum(1 for m in history if m.role == "user" and m.by_person) + len(claimed),
             strict_budget=self.strategy == PROJECTION))
+        staged = stage_variables(start, used, meta)
+        if staged is not None:
+            records = (*records, staged)
         meta["token_counter"] = built.token_counter
         meta["adjustments"] = list(built.adjustments)
         if self.memory.strip() and self.strategy == PROJECTION:

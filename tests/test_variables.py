@@ -1,0 +1,125 @@
+"""Macro variables that persist per branch (issue 17 §2), through the service.
+
+Expected values follow SillyTavern 1.18 `variables.js`: `{{incvar::n}}` on a missing variable is
+`addLocalVariable(n, 1)` = (`getLocalVariable` → "" || 0) + 1 = 1 and prints the new value; `{{setvar}}`
+stores the string; global variables are shared by every chat.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tavern_tui.engine.state import STATE_KIND
+from tavern_tui.errors import TavernError
+from tavern_tui.service import Tavern
+from tests.conftest import ScriptedModel
+
+COUNTER_CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+    "name": "Counter", "first_mes": "Hello {{user}}.",
+    "description": "Turn {{incvar::turns}} of the story.{{setvar::mood::calm}}",
+    "scenario": "Seen {{incglobalvar::visits}} times."}}
+
+
+async def drain(updates) -> None:  # type: ignore[no-untyped-def]
+    async for _ in updates:
+        pass
+
+
+def system_text(model: ScriptedModel, index: int) -> str:
+    return "\n".join(str(m.get("content", "")) for m in model.requests[index].messages if m.get("role") == "system")
+
+
+def commits(tavern: Tavern) -> int:
+    return len(tavern.store.events.events_of_kind([STATE_KIND]))
+
+
+@pytest.fixture
+def pid(tavern: Tavern, tmp_path: Path) -> int:
+    card = tmp_path / "counter.json"
+    card.write_text(json.dumps(COUNTER_CARD))
+    [result] = tavern.imports.import_paths([card])
+    return tavern.playthroughs.new_playthrough(result.id, user_name="Ann").id
+
+
+async def test_setvar_in_a_card_field_persists_to_the_next_step_and_a_restart(
+        tavern: Tavern, model: ScriptedModel, pid: int) -> None:
+    model.enqueue("r1", "r2", "r3")
+    await drain(tavern.steps.send(pid, "u1"))
+    assert "Turn 1 of the story." in system_text(model, 0)
+    assert tavern.variables.variables(pid).local == {"turns": 1, "mood": "calm"}
+    await drain(tavern.steps.send(pid, "u2"))
+    assert "Turn 2 of the story." in system_text(model, 1)
+    assert "Seen 2 times." in system_text(model, 1)
+    # One commit per step; the second only changed what changed (mood stayed "calm").
+    assert commits(tavern) == 2
+    tavern.close()
+    again = Tavern(tavern.settings, provider=model)
+    try:
+        assert again.variables.variables(pid).local == {"turns": 2, "mood": "calm"}
+        await drain(again.steps.send(pid, "u3"))
+        assert "Turn 3 of the story." in system_text(model, 2)
+    finally:
+        again.close()
+
+
+async def test_a_swipe_re_derives_from_before_the_swiped_reply(tavern: Tavern, model: ScriptedModel,
+                                                               pid: int) -> None:
+    model.enqueue("r1", "r2", "r2 again", "r2 third")
+    await drain(tavern.steps.send(pid, "u1"))
+    await drain(tavern.steps.send(pid, "u2"))
+    assert tavern.variables.variables(pid).local["turns"] == 2
+    await drain(tavern.steps.regenerate(pid))
+    await drain(tavern.steps.regenerate(pid))
+    assert "Turn 2 of the story." in system_text(model, 2)
+    assert "Turn 2 of the story." in system_text(model, 3)
+    assert tavern.variables.variables(pid).local["turns"] == 2
+    # Going back to the first variant shows its own state.
+    tavern.timeline.swipe(pid, -1)
+    assert tavern.variables.variables(pid).local["turns"] == 2
+    # Globals are per profile, not per branch: each build counted.
+    assert tavern.variables.variables(pid).global_["visits"] == 4
+
+
+async def test_a_fork_inherits_the_variables_at_its_fork_point(tavern: Tavern, model: ScriptedModel,
+                                                               pid: int) -> None:
+    model.enqueue("r1", "r2", "b1")
+    await drain(tavern.steps.send(pid, "u1"))
+    await drain(tavern.steps.send(pid, "u2"))
+    r1 = next(m for m in tavern.playthroughs.messages(pid) if m.content == "r1")
+    branch = tavern.timeline.branch_playthrough(pid, r1.ref)
+    assert tavern.variables.variables(branch.id).local == {"turns": 1, "mood": "calm"}
+    await drain(tavern.steps.send(branch.id, "other u2"))
+    assert "Turn 2 of the story." in system_text(model, 2)
+    assert tavern.variables.variables(branch.id).local["turns"] == 2
+    assert tavern.variables.variables(pid).local["turns"] == 2  # the original is untouched
+
+
+async def test_preview_and_a_failed_step_commit_nothing(tavern: Tavern, model: ScriptedModel, pid: int) -> None:
+    model.enqueue("r1")
+    await drain(tavern.steps.send(pid, "u1"))
+    before = commits(tavern)
+    preview = tavern.steps.preview(pid, "next")
+    assert any("Turn 2 of the story." in m["content"] for m in preview["messages"])
+    tavern.steps.estimate_tokens(pid)
+    assert commits(tavern) == before
+    assert tavern.variables.variables(pid).local["turns"] == 1
+
+
+async def test_the_person_sets_and_deletes_variables_durably(tavern: Tavern, model: ScriptedModel,
+                                                             pid: int) -> None:
+    view = tavern.variables.set(pid, "turns", "41")
+    assert view.local == {"turns": "41"}
+    model.enqueue("r1")
+    await drain(tavern.steps.send(pid, "u1"))
+    assert "Turn 42 of the story." in system_text(model, 0)  # "41" is numeric: 41 + 1
+    assert tavern.variables.delete(pid, "mood").local == {"turns": 42}
+    with pytest.raises(TavernError, match="no local variable"):
+        tavern.variables.delete(pid, "mood")
+    tavern.variables.set(pid, "flag", "on", scope="global")
+    assert tavern.variables.variables(pid).global_["flag"] == "on"
+    history = tavern.variables.history(pid)
+    assert [h["origin"] for h in history] == ["operator", "step", "operator", "operator"]
+    assert history[1]["after_message"] == 2 and history[1]["message_preview"] == "u1"
