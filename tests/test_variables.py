@@ -123,3 +123,39 @@ async def test_the_person_sets_and_deletes_variables_durably(tavern: Tavern, mod
     history = tavern.variables.history(pid)
     assert [h["origin"] for h in history] == ["operator", "step", "operator", "operator"]
     assert history[1]["after_message"] == 2 and history[1]["message_preview"] == "u1"
+
+
+def write_st_chat(path: Path, variables: dict[str, object]) -> Path:
+    """A SillyTavern 1.18 chat file: header line (`saveChat`), then messages with swipes (format-digest §d)."""
+    header = {"chat_metadata": {"integrity": "abc", "variables": variables}, "user_name": "unused",
+              "character_name": "unused"}
+    lines = [header,
+             {"name": "Counter", "is_user": False, "mes": "Hello Ann.", "send_date": "2024-07-12T01:31:37.000Z"},
+             {"name": "Ann", "is_user": True, "mes": "hi", "send_date": "2024-07-12T01:32:00.000Z"},
+             {"name": "Counter", "is_user": False, "mes": "second", "swipe_id": 1, "swipes": ["first", "second"],
+              "send_date": "2024-07-12T01:33:00.000Z"}]
+    path.write_text("\n".join(json.dumps(x) for x in lines), encoding="utf-8")
+    return path
+
+
+async def test_import_and_export_keep_chat_metadata_variables(tavern: Tavern, model: ScriptedModel, pid: int,
+                                                              tmp_path: Path) -> None:
+    source = write_st_chat(tmp_path / "Counter - chat.jsonl", {"turns": "5", "list": '["a"]'})
+    [result] = tavern.imports.import_paths([source])
+    assert result.error is None, result.error
+    assert tavern.variables.variables(result.id).local == {"turns": "5", "list": '["a"]'}
+    # The other swipe's branch (a fork before the reply) sees them too.
+    tavern.timeline.swipe(result.id, -1)
+    assert tavern.variables.variables(result.id).local["turns"] == "5"
+    model.enqueue("r")
+    await drain(tavern.steps.send(result.id, "next"))
+    assert "Turn 6 of the story." in system_text(model, 0)
+    exported = tavern.chat_files.export_chat(result.id)
+    header = json.loads(exported.splitlines()[0])
+    assert header["chat_metadata"]["variables"] == {"turns": 6, "list": '["a"]', "mood": "calm"}
+    assert header["chat_metadata"]["integrity"] == "abc"
+    # A chat made here exports its variables as chat_metadata.variables too.
+    model.enqueue("r1")
+    await drain(tavern.steps.send(pid, "u1"))
+    mine = json.loads(tavern.chat_files.export_chat(pid).splitlines()[0])
+    assert mine["chat_metadata"]["variables"] == {"turns": 1, "mood": "calm"}
