@@ -10,10 +10,12 @@ operator `state/commit` on the head session.
 
 from __future__ import annotations
 
+import copy
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavern_tui.assembly.macros import MacroContext
+from tavern_tui.assembly.macros import MacroContext, substitute
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import (
     STATE_KIND,
@@ -99,6 +101,35 @@ class VariableService:
             entry["message_preview"] = shown[-1].content[:60] if shown else ""
             out.append(entry)
         return out
+
+    def evaluate(self, text: str, *, user: str | None = None, char: str | None = None,
+                 playthrough_id: int | None = None, seed: int | None = None) -> dict[str, Any]:
+        """Expand `text` with the macro engine and return `{"output", "variables": {"local", "global"},
+        "limits"}` (`limits`: the safety limits that stopped it, [] normally). Nothing is ever committed.
+
+        Args:
+            user, char: the names for `{{user}}`/`{{char}}` (default: the playthrough's, else "User"/"Character").
+            playthrough_id: start from its variables at the head (read only); None = fresh, empty variables.
+            seed: seeds `{{random}}`/`{{roll}}` (None = not reproducible).
+
+        Raises:
+            NotFound: no such playthrough.
+        """
+        local: dict[str, object] = {}
+        glob: dict[str, object] = {}
+        chat_id = ""
+        if playthrough_id is not None:
+            view = self.playthroughs.playthrough(playthrough_id)
+            local, glob = copy.deepcopy(self.session_variables(view.session_id)), copy.deepcopy(self.global_variables())
+            user = user if user is not None else view.user_name
+            char = char if char is not None else view.character_name
+            chat_id = f"playthrough-{playthrough_id}"
+        ctx = MacroContext(user="User" if user is None else user, char="Character" if char is None else char,
+                           local_vars=local, global_vars=glob, chat_id=chat_id,
+                           rng=random.Random(seed) if seed is not None else random.random)
+        output = substitute(text, ctx)
+        return {"output": output, "variables": {"local": ctx.local_vars, "global": ctx.global_vars},
+                "limits": sorted(ctx.limits_hit)}
 
     # -- changing --------------------------------------------------------------------------------------------
     def set(self, playthrough_id: int, name: str, value: object, *, scope: str = "local") -> VariablesView:
