@@ -139,7 +139,9 @@ def expand_card(card: dict[str, Any], persona: str, ctx: MacroContext) -> dict[s
 
 
 def _expanded_system_prompt(card: dict[str, Any], lore: Buckets, persona: str, ctx: MacroContext) -> str:
+    # SillyTavern's order: card fields, then the activated world info, then the prompts.
     fields = expand_card(card, persona, ctx)
+    lore = expand_lore(lore, ctx)
     ctx = replace(ctx, description=fields["description"], personality=fields["personality"],
                   scenario=fields["scenario"], persona=fields["persona"], first_message=fields["first_mes"],
                   mes_examples_raw=fields["mes_example"])
@@ -149,7 +151,7 @@ def _expanded_system_prompt(card: dict[str, Any], lore: Buckets, persona: str, c
         main = substitute(card_main, replace(ctx, original=main))
     sections = [main]
     if lore.before.strip():
-        sections.append(substitute(lore.before, ctx))
+        sections.append(lore.before)
     if fields["description"].strip():
         sections.append(fields["description"].strip())
     if fields["personality"].strip():
@@ -159,14 +161,28 @@ def _expanded_system_prompt(card: dict[str, Any], lore: Buckets, persona: str, c
     if fields["persona"].strip():
         sections.append(fields["persona"].strip())
     if lore.after.strip():
-        sections.append(substitute(lore.after, ctx))
+        sections.append(lore.after)
     blocks = [*lore.examples_top, *split_examples(fields["mes_example"]), *lore.examples_bottom]
     for block in blocks:
         sections.append(f"{EXAMPLE_CHAT_HEADER}\n{block.strip()}")
     for (_depth, _role), text in sorted(lore.at_depth.items(), key=lambda item: -item[0][0]):
         if text.strip():
-            sections.append(substitute(text, ctx))
+            sections.append(text)
     return "\n\n".join(sections)
+
+
+def expand_lore(lore: Buckets, ctx: MacroContext) -> Buckets:
+    """Activated world info with macros expanded in every entry's text, bucket by bucket in prompt order
+    (SillyTavern substitutes an entry's content when it activates). Variables in `ctx` change in place."""
+    def sub(text: str) -> str:
+        return substitute(text, ctx) if text else text
+
+    return Buckets(before=sub(lore.before), after=sub(lore.after), an_top=[sub(t) for t in lore.an_top],
+                   an_bottom=[sub(t) for t in lore.an_bottom],
+                   at_depth={k: sub(v) for k, v in lore.at_depth.items()},
+                   examples_top=[sub(t) for t in lore.examples_top],
+                   examples_bottom=[sub(t) for t in lore.examples_bottom],
+                   outlets={k: sub(v) for k, v in lore.outlets.items()})
 
 
 def stage_variables(start: MacroContext, used: MacroContext, meta: dict[str, Any]) -> NewEvent | None:
@@ -235,6 +251,8 @@ class BasicAssembler:
             records = (self.world_info.state_event(result),)
         start, used = working_context(self.macros)
         used = replace(used, char=self.char, user=self.user, input="\n".join(claimed))
+        # The person's input is expanded once, in its own step (SillyTavern: when it is sent).
+        claimed = [substitute(text, used) for text in claimed]
         system = build_system_prompt(self.card, self.char, self.user, lore, self.persona, used)
         staged = stage_variables(start, used, meta)
         if staged is not None:
@@ -243,4 +261,4 @@ class BasicAssembler:
         messages += [{"content": text} for text in claimed]
         meta["estimated_prompt_tokens"] = estimate_messages(messages)
         return Assembly(system=system, config=dict(self.config), meta=meta, records=records,
-                        context=memory_context(self.memory))
+                        context=memory_context(self.memory), input=tuple(claimed) if claimed else None)

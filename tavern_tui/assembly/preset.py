@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.assembly.basic import memory_context, stage_variables, working_context
-from tavern_tui.assembly.macros import MacroContext
+from tavern_tui.assembly.macros import MacroContext, substitute
 from tavern_tui.assembly.sillytavern import (
     AuthorsNote,
     BuiltPrompt,
@@ -92,6 +92,7 @@ class PresetAssembler:
     chat_overrides: dict[str, str] = field(default_factory=dict)
     count: Callable[[str], int] = DEFAULT_COUNTER
     memory: str = ""
+    expanded_input: tuple[str, ...] | None = None  # the last build's claimed input, macros expanded
     strategy = PROJECTION
 
     def build(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[BuiltPrompt, dict[str, Any], tuple]:
@@ -109,6 +110,11 @@ class PresetAssembler:
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
         start, used = working_context(self.macros)
+        used.char, used.user = self.char, self.user
+        # ST order: the input is expanded when sent, before the prompt is built (the builder then expands
+        # the card fields, the activated world info and the prompts, in that order).
+        claimed = [substitute(text, used) for text in claimed]
+        self.expanded_input = tuple(claimed) if claimed else None
         built = build_prompt(PromptInputs(
             preset=self.preset, card=self.card, char=self.char, user=self.user, persona=self.persona, lore=lore,
             history=history_for_prompt(history, claimed, self.char, self.user), generation=self.generation_type,
@@ -136,6 +142,7 @@ class PresetAssembler:
         parts = [{"role": p.role, "source": p.source, "identifier": p.identifier,
                   "ref": list(p.ref) if p.ref else None} for p in built.parts]
         return Assembly(system="", config=self.preset.call_config(), meta=meta, records=records,
+                        input=self.expanded_input,
                         request=tuple(to_messages(built.parts)), request_parts=tuple(parts))
 
 
@@ -198,6 +205,7 @@ class SlotsFirstAssembler(PresetAssembler):
         meta["adjustments"] = adjustments
         system = "\n\n".join(_section_texts(before + moved, self.char, self.user))
         return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+                        input=self.expanded_input,
                         context=memory_context(self.memory))
 
 
@@ -242,6 +250,7 @@ class RolesFirstAssembler(SlotsFirstAssembler):
         meta["adjustments"] = adjustments
         system = "\n\n".join(_section_texts(system_parts, self.char, self.user))
         return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+                        input=self.expanded_input,
                         context=tuple((ident, text) for ident, text in context if text.strip())
                         + memory_context(self.memory))
 

@@ -36,9 +36,10 @@ from tavern_tui.assembly.macros.engine import (
     MacroContext,
     is_falsy,
     substitute,
+    substitute_readonly,
     trim_scoped,
 )
 from tavern_tui.assembly.macros.moment import humanize_duration, moment_format
 
 __all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "humanize_duration", "is_falsy",
-           "moment_format", "substitute", "trim_scoped"]
+           "moment_format", "substitute", "substitute_readonly", "trim_scoped"]

@@ -7,18 +7,20 @@ call, `trimScopedContent`), `MacroCstWalker.js` (evaluation order, scoped blocks
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 
 from tavern_tui.assembly.macros.jsvalues import js_string, to_number, var_add, var_get
 from tavern_tui.assembly.macros.moment import aware, humanize_duration, moment_format
 from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
 
-__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "is_falsy", "substitute", "trim_scoped"]
+__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "is_falsy", "substitute",
+           "substitute_readonly", "trim_scoped"]
 
 
 def _default_now() -> datetime:
@@ -143,6 +145,14 @@ def substitute(text: str, ctx: MacroContext) -> str:
     if not text:
         return ""
     return _Evaluator(text, ctx).run()
+
+
+def substitute_readonly(text: str, ctx: MacroContext) -> str:
+    """`substitute` on a copy of `ctx`'s variables: the result, with no variable changed and no read recorded."""
+    if "{{" not in text and "<" not in text:
+        return text
+    return substitute(text, replace(ctx, local_vars=copy.deepcopy(ctx.local_vars),
+                                    global_vars=copy.deepcopy(ctx.global_vars), reads=set()))
 
 
 def is_falsy(value: str) -> bool:
