@@ -159,3 +159,16 @@ async def test_import_and_export_keep_chat_metadata_variables(tavern: Tavern, mo
     await drain(tavern.steps.send(pid, "u1"))
     mine = json.loads(tavern.chat_files.export_chat(pid).splitlines()[0])
     assert mine["chat_metadata"]["variables"] == {"turns": 1, "mood": "calm"}
+
+
+async def test_the_trace_names_what_was_read_and_committed(tavern: Tavern, model: ScriptedModel, pid: int) -> None:
+    model.enqueue("r1")
+    await drain(tavern.steps.send(pid, "u1"))
+    [trace] = tavern.traces.traces(pid)
+    shown = tavern.traces.trace(trace.id)["variables"]
+    assert shown["read"] == [["global", "visits"], ["local", "turns"]]
+    assert shown["set"] == {"local": ["mood", "turns"], "global": ["visits"]}
+    [commit] = tavern.store.events.events_of_kind([STATE_KIND])
+    assert shown["commit"] == {"ref": list(commit.ref), "sha256": commit.body_sha256}
+    assert commit.body == {"origin": "step", "variables": {"local": {"set": {"turns": 1, "mood": "calm"}},
+                                                          "global": {"set": {"visits": 1}}}}

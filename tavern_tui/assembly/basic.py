@@ -187,9 +187,13 @@ def expand_lore(lore: Buckets, ctx: MacroContext) -> Buckets:
 
 def stage_variables(start: MacroContext, used: MacroContext, meta: dict[str, Any]) -> NewEvent | None:
     """The `state/commit` event for the variables a build changed (`start` = before, `used` = the context
-    the build mutated), or None; records what was read and staged in `meta["variables"]` for the trace."""
+    the build mutated), or None. `meta["variables"]` gets, for the trace, names only (the values are in the
+    commit event): `{"read": [[scope, name]…], "set": {scope: [names]}, "deleted": {scope: [names]}}`."""
     change = variable_change(start.local_vars, used.local_vars, start.global_vars, used.global_vars)
-    meta["variables"] = {"read": sorted([list(r) for r in used.reads]), "staged": change}
+    meta["variables"] = {
+        "read": sorted([list(r) for r in used.reads]),
+        "set": {scope: sorted(part["set"]) for scope, part in change.items() if part.get("set")},
+        "deleted": {scope: list(part["delete"]) for scope, part in change.items() if part.get("delete")}}
     staged = StagedWrites()
     staged.stage(VARIABLES_PART, change)
     return staged.event()
