@@ -64,3 +64,29 @@ async def test_every_strategy_expands_the_same_text(tavern: Tavern, model: Scrip
     assert [m.content for m in tavern.playthroughs.messages(pid)][-2] == INPUT
     assert tavern.variables.variables(pid).local == {"d": "x", "n": 1}
     assert tavern.variables.variables(pid).global_ == {"g": "G"}
+
+
+async def test_world_info_keys_are_expanded_before_matching(tavern: Tavern, model: ScriptedModel,
+                                                            tmp_path: Path) -> None:
+    # ST substitutes each key before matching (format-digest §e "Where applied": WI keys).
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+        "name": "Keeper", "first_mes": "Hello.", "description": "A keeper.",
+        "character_book": {"entries": [
+            {"keys": ["{{getvar::secret}}"], "content": "The secret is known.", "enabled": True,
+             "insertion_order": 100, "id": 1, "extensions": {"position": 0}},
+            {"keys": ["{{ reverse::enots }}"], "content": "Stones remembered.", "enabled": True,
+             "insertion_order": 100, "id": 2, "extensions": {"position": 0}}]}}}
+    path = tmp_path / "keeper.json"
+    path.write_text(json.dumps(card))
+    [result] = tavern.imports.import_paths([path])
+    pid = tavern.playthroughs.new_playthrough(result.id, user_name="Ann").id
+    tavern.variables.set(pid, "secret", "moonstone")
+    model.enqueue("a", "b")
+    await drain(tavern.steps.send(pid, "the moonstone glows"))
+    first = "\n".join(str(m.get("content", "")) for m in model.requests[0].messages)
+    assert "The secret is known." in first and "Stones remembered." not in first
+    tavern.variables.set(pid, "secret", "amber")
+    await drain(tavern.steps.send(pid, "stone and moonstone"))
+    second = "\n".join(str(m.get("content", "")) for m in model.requests[1].messages)
+    # The key now expands to "amber": the entry does not fire again (though "moonstone" is in the chat).
+    assert "The secret is known." not in second and "Stones remembered." in second

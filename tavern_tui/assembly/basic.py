@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tavern_tui.assembly.macros import MacroContext, substitute
+from tavern_tui.assembly.macros import MacroContext, substitute, substitute_readonly
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.events import NewEvent
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, request_messages
@@ -246,17 +246,19 @@ class BasicAssembler:
         meta = {**self.meta, "strategy": (self.meta.get("strategy_snapshot") or {}).get("name", "compat")}
         records: tuple[NewEvent, ...] = ()
         lore = None
+        start, used = working_context(self.macros)
+        used = replace(used, char=self.char, user=self.user, input="\n".join(claimed))
+        # The person's input is expanded once, in its own step (SillyTavern: when it is sent), before
+        # world info scans it.
+        claimed = [substitute(text, used) for text in claimed]
         if self.world_info is not None and self.world_info.books:
             facts = self.facts or CardFacts(self.char, self.user)
             result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state,
-                                                      self.generation_type))
+                                                      self.generation_type,
+                                                      expand_key=lambda key: substitute_readonly(key, used)))
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
-        start, used = working_context(self.macros)
-        used = replace(used, char=self.char, user=self.user, input="\n".join(claimed))
-        # The person's input is expanded once, in its own step (SillyTavern: when it is sent).
-        claimed = [substitute(text, used) for text in claimed]
         system = build_system_prompt(self.card, self.char, self.user, lore, self.persona, used)
         staged = stage_variables(start, used, meta)
         if staged is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.assembly.basic import memory_context, stage_variables, working_context
-from tavern_tui.assembly.macros import MacroContext, substitute
+from tavern_tui.assembly.macros import MacroContext, substitute, substitute_readonly
 from tavern_tui.assembly.sillytavern import (
     AuthorsNote,
     BuiltPrompt,
@@ -103,18 +103,19 @@ class PresetAssembler:
             meta["strategy_snapshot"] = dict(self.snapshot)
         lore = Buckets()
         records: tuple = ()
+        start, used = working_context(self.macros)
+        used.char, used.user = self.char, self.user
+        # ST order: the input is expanded when sent, before world info scans it and the prompt is built
+        # (the builder then expands the card fields, the activated world info and the prompts, in that order).
+        claimed = [substitute(text, used) for text in claimed]
+        self.expanded_input = tuple(claimed) if claimed else None
         if self.world_info is not None and self.world_info.books:
             facts = self.facts or CardFacts(self.char, self.user)
-            result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state, self.generation_type))
+            result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state, self.generation_type,
+                                                      expand_key=lambda key: substitute_readonly(key, used)))
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
-        start, used = working_context(self.macros)
-        used.char, used.user = self.char, self.user
-        # ST order: the input is expanded when sent, before the prompt is built (the builder then expands
-        # the card fields, the activated world info and the prompts, in that order).
-        claimed = [substitute(text, used) for text in claimed]
-        self.expanded_input = tuple(claimed) if claimed else None
         built = build_prompt(PromptInputs(
             preset=self.preset, card=self.card, char=self.char, user=self.user, persona=self.persona, lore=lore,
             history=history_for_prompt(history, claimed, self.char, self.user), generation=self.generation_type,
