@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tavern_tui.config import Settings
 from tavern_tui.engine.state import STATE_KIND
-from tavern_tui.errors import TavernError
+from tavern_tui.engine.step import StepFailed
+from tavern_tui.engine.stream import TextDelta
+from tavern_tui.errors import ProviderError, TavernError
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
 
@@ -172,3 +175,52 @@ async def test_the_trace_names_what_was_read_and_committed(tavern: Tavern, model
     assert shown["commit"] == {"ref": list(commit.ref), "sha256": commit.body_sha256}
     assert commit.body == {"origin": "step", "variables": {"local": {"set": {"turns": 1, "mood": "calm"}},
                                                           "global": {"set": {"visits": 1}}}}
+
+
+class FailingOnce(ScriptedModel):
+    """The scripted model, but the next request fails after a few words (a provider error mid-reply)."""
+
+    fail_next = False
+
+    def stream(self, request):  # type: ignore[no-untyped-def]
+        if not self.fail_next:
+            return super().stream(request)
+        self.fail_next = False
+        self.requests.append(request)
+
+        async def broken():  # type: ignore[no-untyped-def]
+            yield TextDelta("Half a")
+            raise ProviderError("connection reset", status=None)
+
+        return broken()
+
+
+async def test_a_failed_or_cancelled_step_commits_nothing(db_url: str, tmp_path: Path) -> None:
+    model = FailingOnce(delay=0)
+    tavern = Tavern(Settings(db_url=db_url), provider=model)
+    try:
+        card = tmp_path / "counter.json"
+        card.write_text(json.dumps(COUNTER_CARD))
+        [result] = tavern.imports.import_paths([card])
+        pid = tavern.playthroughs.new_playthrough(result.id, user_name="Ann").id
+        model.enqueue("r1")
+        await drain(tavern.steps.send(pid, "u1"))
+        model.fail_next = True
+        with pytest.raises(StepFailed):
+            await drain(tavern.steps.send(pid, "u2"))
+        # The failed step's writes are not kept: the next one counts from 1 again, locally and globally.
+        assert tavern.variables.variables(pid).local["turns"] == 1
+        assert tavern.variables.variables(pid).global_["visits"] == 1
+        model.enqueue("r2")
+        await drain(tavern.steps.send(pid, "u2 again"))  # same session, after the failed attempt
+        assert "Turn 2 of the story." in system_text(model, 2)
+        # A cancelled step: the caller stops reading mid-reply (Esc in the TUI, Ctrl+C in the CLI).
+        model.enqueue("a long reply " * 20)
+        steps = tavern.steps.send(pid, "u3")
+        async for update in steps:
+            if isinstance(update, TextDelta):
+                break
+        await steps.aclose()
+        assert tavern.variables.variables(pid).local["turns"] == 2
+    finally:
+        tavern.close()

@@ -15,7 +15,9 @@ state kind. The `variables` part is `{"local": {"set": {name: value}, "delete": 
 
 Local variables = the fold of the `variables.local` parts over a session's surface (ancestors included).
 Global variables (per profile) = the fold of the `variables.global` parts over every session, oldest first:
-they are not per branch, as in SillyTavern.
+they are not per branch, as in SillyTavern. A step's commit does not count when that step ended in a
+cancelled or failed attempt (`assistant/attempt` with `cancelled` or `error`): the step that pairs with it is
+found by its request header, which the engine appends in the same batch right after the commit.
 """
 
 from __future__ import annotations
@@ -24,15 +26,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavern_tui.engine.events import Event, NewEvent
+from tavern_tui.engine.events import Event, EventKind, NewEvent
 
-__all__ = ["ORIGINS", "STATE_KIND", "VARIABLES_PART", "StagedWrites", "apply_variable_change", "global_variables_of",
-           "local_variables_of", "variable_change", "variable_history"]
+__all__ = ["FOLD_KINDS", "ORIGINS", "STATE_KIND", "VARIABLES_PART", "StagedWrites", "apply_variable_change",
+           "global_variables_of", "local_variables_of", "variable_change", "variable_history"]
 
 STATE_KIND = "state/commit"
 """Event kind of one commit of staged state writes (body described in the module docstring)."""
 
 VARIABLES_PART = "variables"
+FOLD_KINDS = (STATE_KIND, EventKind.REQUEST_HEADER, EventKind.ASSISTANT_ATTEMPT)
+"""The kinds a fold needs: the commits, the headers that pair them with their steps, the cut-short settles."""
 ORIGINS = ("step", "operator", "import")
 
 
@@ -102,9 +106,32 @@ def apply_variable_change(scope_vars: dict[str, object], change: Mapping[str, An
         scope_vars.update({str(k): v for k, v in sets.items()})
 
 
-def _parts(events: Iterable[Event]) -> Iterable[tuple[Event, Mapping[str, Any]]]:
+def _discarded(events: list[Event]) -> set[tuple[int, int]]:
+    """Refs of step commits whose step ended cancelled or failed (`events` in order, per session)."""
+    out: set[tuple[int, int]] = set()
+    awaiting: dict[int, Event | None] = {}  # per session: the commit waiting for its header
+    current: dict[int, Event | None] = {}  # per session: the commit of the step now running
     for event in events:
-        if event.kind != STATE_KIND:
+        sid = event.session_id
+        if event.kind == STATE_KIND:
+            if event.body.get("origin", "step") == "step":
+                awaiting[sid] = event
+        elif event.kind == EventKind.REQUEST_HEADER:
+            current[sid] = awaiting.pop(sid, None)
+        elif event.kind == EventKind.ASSISTANT_ATTEMPT:
+            commit = current.pop(sid, None)
+            if commit is not None and (event.body.get("cancelled") or event.body.get("error")):
+                out.add(commit.ref)
+        elif event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.USER_MESSAGE) and current.get(sid) is not None:
+            current.pop(sid, None)  # settled: the step was kept
+    return out
+
+
+def _parts(events: Iterable[Event]) -> Iterable[tuple[Event, Mapping[str, Any]]]:
+    events = list(events)
+    discarded = _discarded(events)
+    for event in events:
+        if event.kind != STATE_KIND or event.ref in discarded:
             continue
         part = event.body.get(VARIABLES_PART)
         if isinstance(part, Mapping):
@@ -120,7 +147,8 @@ def local_variables_of(events: Iterable[Event]) -> dict[str, object]:
 
 
 def global_variables_of(events: Iterable[Event]) -> dict[str, object]:
-    """Global variables after every commit in `events` (any sessions), applied oldest first."""
+    """Global variables after every commit in `events` (any sessions, each in seq order; `FOLD_KINDS`),
+    applied oldest first."""
     ordered = sorted(_parts(events), key=lambda pair: (pair[0].created_at, pair[0].session_id, pair[0].seq))
     out: dict[str, object] = {}
     for _event, part in ordered:

@@ -18,7 +18,7 @@ from typing import Any
 from tavern_tui.assembly.macros import MacroContext, substitute
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import (
-    STATE_KIND,
+    FOLD_KINDS,
     VARIABLES_PART,
     StagedWrites,
     global_variables_of,
@@ -62,7 +62,7 @@ class VariableService:
     # -- reading ---------------------------------------------------------------------------------------------
     def global_variables(self) -> dict[str, object]:
         """The profile's global variables now."""
-        return global_variables_of(self.ctx.store.events.events_of_kind([STATE_KIND]))
+        return global_variables_of(self.ctx.store.events.events_of_kind(list(FOLD_KINDS)))
 
     def session_variables(self, session_id: int) -> dict[str, object]:
         """The local variables at the end of `session_id`'s surface (its ancestors' commits included)."""
