@@ -247,7 +247,8 @@ class BasicAssembler:
         records: tuple[NewEvent, ...] = ()
         lore = None
         start, used = working_context(self.macros)
-        used = replace(used, char=self.char, user=self.user, input="\n".join(claimed))
+        used = replace(used, char=self.char, user=self.user, input="\n".join(claimed),
+                       chat_length=sum(1 for m in history if m.role in ("user", "assistant")) + len(claimed))
         # The person's input is expanded once, in its own step (SillyTavern: when it is sent), before
         # world info scans it.
         claimed = [substitute(text, used) for text in claimed]

@@ -105,6 +105,7 @@ class PresetAssembler:
         records: tuple = ()
         start, used = working_context(self.macros)
         used.char, used.user = self.char, self.user
+        used.chat_length = sum(1 for m in history if m.role in ("user", "assistant")) + len(claimed)  # ST chat.length
         # ST order: the input is expanded when sent, before world info scans it and the prompt is built
         # (the builder then expands the card fields, the activated world info and the prompts, in that order).
         claimed = [substitute(text, used) for text in claimed]

@@ -114,3 +114,12 @@ def test_deep_nesting_is_cut_and_reported() -> None:
     result = substitute(text, ctx)
     assert "nesting too deep" in ctx.limits_hit
     assert result.startswith("{{reverse::")
+
+
+def test_time_diff_humanizes_with_a_suffix() -> None:
+    # time-macros.js: moment.duration(moment(left).diff(moment(right))).humanize(true).
+    ctx = make()
+    assert substitute("{{timeDiff::2024-01-01T12:00:00Z::2024-01-01T10:00:00Z}}", ctx) == "in 2 hours"
+    assert substitute("{{timeDiff::2024-01-01T10:00:00Z::2024-01-03T10:00:00Z}}", ctx) == "2 days ago"
+    assert substitute("{{timeDiff::soon::later}}", ctx) == "Invalid date"
+    assert substitute("{{allChatRange}}|{{lastMessageId}}", make(chat_length=4, last_message_id=3)) == "0-3|3"
