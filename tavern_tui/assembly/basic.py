@@ -185,16 +185,20 @@ def expand_lore(lore: Buckets, ctx: MacroContext) -> Buckets:
                    outlets={k: sub(v) for k, v in lore.outlets.items()})
 
 
-def stage_variables(start: MacroContext, used: MacroContext, meta: dict[str, Any]) -> NewEvent | None:
-    """The `state/commit` event for the variables a build changed (`start` = before, `used` = the context
-    the build mutated), or None. `meta["variables"]` gets, for the trace, names only (the values are in the
-    commit event): `{"read": [[scope, name]…], "set": {scope: [names]}, "deleted": {scope: [names]}}`."""
+def stage_variables(start: MacroContext, used: MacroContext, meta: dict[str, Any],
+                    staged: StagedWrites | None = None) -> NewEvent | None:
+    """Stage the variables a build changed (`start` = before, `used` = the context the build mutated) into
+    `staged` (a fresh one when None: then this is the only state kind of the build) and return the build's
+    `state/commit` event (None when nothing at all was staged). Another state kind (MVU) stages its part into
+    the same `StagedWrites` before this is called, so the step still makes one commit.
+    `meta["variables"]` gets, for the trace, names only (the values are in the commit event):
+    `{"read": [[scope, name]…], "set": {scope: [names]}, "deleted": {scope: [names]}}`."""
     change = variable_change(start.local_vars, used.local_vars, start.global_vars, used.global_vars)
     meta["variables"] = {
         "read": sorted([list(r) for r in used.reads]),
         "set": {scope: sorted(part["set"]) for scope, part in change.items() if part.get("set")},
         "deleted": {scope: list(part["delete"]) for scope, part in change.items() if part.get("delete")}}
-    staged = StagedWrites()
+    staged = staged if staged is not None else StagedWrites()
     staged.stage(VARIABLES_PART, change)
     return staged.event()
 
