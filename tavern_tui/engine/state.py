@@ -29,7 +29,7 @@ from typing import Any
 from tavern_tui.engine.events import Event, EventKind, NewEvent
 
 __all__ = ["FOLD_KINDS", "ORIGINS", "STATE_KIND", "VARIABLES_PART", "StagedWrites", "apply_variable_change",
-           "global_variables_of", "local_variables_of", "variable_change", "variable_history"]
+           "discarded_commits", "global_variables_of", "local_variables_of", "variable_change", "variable_history"]
 
 STATE_KIND = "state/commit"
 """Event kind of one commit of staged state writes (body described in the module docstring)."""
@@ -106,30 +106,37 @@ def apply_variable_change(scope_vars: dict[str, object], change: Mapping[str, An
         scope_vars.update({str(k): v for k, v in sets.items()})
 
 
-def _discarded(events: list[Event]) -> set[tuple[int, int]]:
-    """Refs of step commits whose step ended cancelled or failed (`events` in order, per session)."""
+def discarded_commits(marks: Iterable[tuple[tuple[int, int], str, Mapping[str, Any]]]) -> set[tuple[int, int]]:
+    """Refs of step commits whose step ended cancelled or failed.
+
+    `marks`: (ref, kind, body) of the commits, request headers and settles, in order per session (a header's
+    body is not read and may be {}). A step's commit is followed by its header in the same batch; its settle
+    is the next attempt or message after that header.
+    """
     out: set[tuple[int, int]] = set()
-    awaiting: dict[int, Event | None] = {}  # per session: the commit waiting for its header
-    current: dict[int, Event | None] = {}  # per session: the commit of the step now running
-    for event in events:
-        sid = event.session_id
-        if event.kind == STATE_KIND:
-            if event.body.get("origin", "step") == "step":
-                awaiting[sid] = event
-        elif event.kind == EventKind.REQUEST_HEADER:
+    awaiting: dict[int, tuple[int, int]] = {}  # per session: the commit waiting for its header
+    current: dict[int, tuple[int, int] | None] = {}  # per session: the commit of the step now running
+    for ref, kind, body in marks:
+        sid = ref[0]
+        if kind == STATE_KIND:
+            if body.get("origin", "step") == "step":
+                awaiting[sid] = ref
+        elif kind == EventKind.REQUEST_HEADER:
             current[sid] = awaiting.pop(sid, None)
-        elif event.kind == EventKind.ASSISTANT_ATTEMPT:
+        elif kind == EventKind.ASSISTANT_ATTEMPT:
             commit = current.pop(sid, None)
-            if commit is not None and (event.body.get("cancelled") or event.body.get("error")):
-                out.add(commit.ref)
-        elif event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.USER_MESSAGE) and current.get(sid) is not None:
+            if commit is not None and (body.get("cancelled") or body.get("error")):
+                out.add(commit)
+        elif kind in (EventKind.ASSISTANT_MESSAGE, EventKind.USER_MESSAGE):
             current.pop(sid, None)  # settled: the step was kept
     return out
 
 
-def _parts(events: Iterable[Event]) -> Iterable[tuple[Event, Mapping[str, Any]]]:
+def _parts(events: Iterable[Event], discarded: set[tuple[int, int]] | None = None,
+           ) -> Iterable[tuple[Event, Mapping[str, Any]]]:
     events = list(events)
-    discarded = _discarded(events)
+    if discarded is None:
+        discarded = discarded_commits((e.ref, e.kind, e.body) for e in events)
     for event in events:
         if event.kind != STATE_KIND or event.ref in discarded:
             continue
@@ -146,10 +153,11 @@ def local_variables_of(events: Iterable[Event]) -> dict[str, object]:
     return out
 
 
-def global_variables_of(events: Iterable[Event]) -> dict[str, object]:
-    """Global variables after every commit in `events` (any sessions, each in seq order; `FOLD_KINDS`),
-    applied oldest first."""
-    ordered = sorted(_parts(events), key=lambda pair: (pair[0].created_at, pair[0].session_id, pair[0].seq))
+def global_variables_of(events: Iterable[Event], discarded: set[tuple[int, int]] | None = None) -> dict[str, object]:
+    """Global variables after every commit in `events` (any sessions), applied oldest first. `discarded`: the
+    refs of commits not to apply (`discarded_commits`); None = worked out from `events` (then they must hold
+    the `FOLD_KINDS` events in seq order per session)."""
+    ordered = sorted(_parts(events, discarded), key=lambda pair: (pair[0].created_at, pair[0].session_id, pair[0].seq))
     out: dict[str, object] = {}
     for _event, part in ordered:
         apply_variable_change(out, part.get("global"))

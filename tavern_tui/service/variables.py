@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.assembly.macros import MacroContext, substitute
+from tavern_tui.engine.events import EventKind
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import (
     FOLD_KINDS,
+    STATE_KIND,
     VARIABLES_PART,
     StagedWrites,
+    discarded_commits,
     global_variables_of,
     local_variables_of,
     variable_history,
@@ -58,11 +61,24 @@ class VariableService:
     def __init__(self, ctx: ServiceContext, playthroughs: PlaythroughService) -> None:
         self.ctx = ctx
         self.playthroughs = playthroughs
+        self._globals: tuple[tuple[int, int], dict[str, object]] | None = None
 
     # -- reading ---------------------------------------------------------------------------------------------
     def global_variables(self) -> dict[str, object]:
-        """The profile's global variables now."""
-        return global_variables_of(self.ctx.store.events.events_of_kind(list(FOLD_KINDS)))
+        """The profile's global variables now: the commits (and the few cut-short attempts) are read with their
+        bodies, the request headers that pair steps with commits by reference only; cached until the log
+        changes (`version`), so previews on every keystroke do not refold."""
+        log = self.ctx.store.events
+        version = log.version()
+        if self._globals is not None and self._globals[0] == version:
+            return dict(self._globals[1])
+        events = log.events_of_kind([STATE_KIND, EventKind.ASSISTANT_ATTEMPT])
+        bodies = {e.ref: e for e in events}
+        marks = [((sid, seq), kind, bodies[(sid, seq)].body if (sid, seq) in bodies else {})
+                 for sid, seq, kind in log.kind_refs(list(FOLD_KINDS))]
+        result = global_variables_of([e for e in events if e.kind == STATE_KIND], discarded_commits(marks))
+        self._globals = (version, result)
+        return dict(result)
 
     def session_variables(self, session_id: int) -> dict[str, object]:
         """The local variables at the end of `session_id`'s surface (its ancestors' commits included)."""
