@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.assembly.attribution import join_spans, shift
-from tavern_tui.assembly.basic import memory_context
-from tavern_tui.assembly.macros import MacroContext
+from tavern_tui.assembly.basic import memory_context, stage_variables, working_context
+from tavern_tui.assembly.macros import MacroContext, substitute, substitute_readonly
 from tavern_tui.assembly.sillytavern import (
     AuthorsNote,
     BuiltPrompt,
@@ -96,6 +96,7 @@ class PresetAssembler:
     count: Callable[[str], int] = DEFAULT_COUNTER
     memory: str = ""
     omit: tuple[str, ...] = ()
+    expanded_input: tuple[str, ...] | None = None  # the last build's claimed input, macros expanded
     strategy = PROJECTION
 
     def call_config(self) -> dict[str, Any]:
@@ -110,20 +111,31 @@ class PresetAssembler:
             meta["strategy_snapshot"] = dict(self.snapshot)
         lore = Buckets()
         records: tuple = ()
+        start, used = working_context(self.macros)
+        used.char, used.user = self.char, self.user
+        used.chat_length = sum(1 for m in history if m.role in ("user", "assistant")) + len(claimed)  # ST chat.length
+        # ST order: the input is expanded when sent, before world info scans it and the prompt is built
+        # (the builder then expands the card fields, the activated world info and the prompts, in that order).
+        claimed = [substitute(text, used) for text in claimed]
+        self.expanded_input = tuple(claimed) if claimed else None
         if self.world_info is not None and self.world_info.books:
             facts = self.facts or CardFacts(self.char, self.user)
-            result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state, self.generation_type))
+            result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state, self.generation_type,
+                                                      expand_key=lambda key: substitute_readonly(key, used)))
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
         built = build_prompt(PromptInputs(
             preset=self.preset, card=self.card, char=self.char, user=self.user, persona=self.persona, lore=lore,
             history=history_for_prompt(history, claimed, self.char, self.user), generation=self.generation_type,
-            continue_text=self.continue_text, macros=self.macros, authors_note=self.authors_note,
+            continue_text=self.continue_text, macros=used, authors_note=self.authors_note,
             chat_overrides=self.chat_overrides, count=self.count,
             # SillyTavern's Author's Note interval counts the person's messages, hidden ones too.
             user_message_count=sum(1 for m in history if m.role == "user" and m.by_person) + len(claimed),
             strict_budget=self.strategy == PROJECTION))
+        staged = stage_variables(start, used, meta)
+        if staged is not None:
+            records = (*records, staged)
         meta["token_counter"] = built.token_counter
         meta["adjustments"] = list(built.adjustments) + self.preset.config_notes() + omit_notes(self.omit)
         if self.memory.strip() and self.strategy == PROJECTION:
@@ -140,6 +152,7 @@ class PresetAssembler:
         parts = [{"role": p.role, "source": p.source, "identifier": p.identifier,
                   "ref": list(p.ref) if p.ref else None, "spans": list(p.spans)} for p in built.parts]
         return Assembly(system="", config=self.call_config(), meta=meta, records=records,
+                        input=self.expanded_input,
                         request=tuple(to_messages(built.parts)), request_parts=tuple(parts))
 
 
@@ -202,6 +215,7 @@ class SlotsFirstAssembler(PresetAssembler):
         meta["adjustments"] = adjustments
         system, meta["system_parts"] = system_section(before + moved, self.char, self.user)
         return Assembly(system=system, config=self.call_config(), meta=meta, records=records,
+                        input=self.expanded_input,
                         context=memory_context(self.memory))
 
 
@@ -246,6 +260,7 @@ class RolesFirstAssembler(SlotsFirstAssembler):
         meta["adjustments"] = adjustments
         system, meta["system_parts"] = system_section(system_parts, self.char, self.user)
         return Assembly(system=system, config=self.call_config(), meta=meta, records=records,
+                        input=self.expanded_input,
                         context=tuple((ident, text) for ident, text in context if text.strip())
                         + memory_context(self.memory))
 

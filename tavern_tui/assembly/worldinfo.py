@@ -67,9 +67,11 @@ class CardFacts:
 
 
 def scan_context(history: Sequence[SurfaceMessage], claimed: Sequence[str], facts: CardFacts,
-                 timed_state: TimedState, generation_type: str = "normal") -> ActivationContext:
+                 timed_state: TimedState, generation_type: str = "normal",
+                 expand_key: Callable[[str], str] | None = None) -> ActivationContext:
     """The activation context of a step: visible history (no system section, no placeholder
-    replies, no failed empty attempts) plus the claimed input as the newest message."""
+    replies, no failed empty attempts) plus the claimed input as the newest message;
+    `expand_key` expands macros in keys (`ActivationContext.expand_key`)."""
     messages = [ScanMessage(facts.user_name if m.role == "user" else facts.char_name, m.content, m.ref)
                 for m in history
                 if m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE) and m.role in ("user", "assistant")
@@ -80,7 +82,7 @@ def scan_context(history: Sequence[SurfaceMessage], claimed: Sequence[str], fact
         character_description=facts.description, character_personality=facts.personality,
         character_depth_prompt=facts.depth_prompt, scenario=facts.scenario, creator_notes=facts.creator_notes,
         character_file=facts.character_file, character_tags=facts.tags, generation_type=generation_type,
-        timed_state=timed_state)
+        timed_state=timed_state, expand_key=expand_key)
 
 
 def decisions_record(result: ActivationResult) -> dict[str, Any]:

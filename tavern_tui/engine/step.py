@@ -104,6 +104,8 @@ class Assembly:
             admitted, and nothing of it but the person's input enters the chat history.
         request_parts: one `{"role", "source", "identifier", "ref"}` per projected message
             (where it came from), recorded with it.
+        input: the claimed input as the assembler expanded it (macros: SillyTavern stores the person's
+            text expanded when it is sent), one text per claimed one; None = admitted as claimed.
         context: runtime context for this step, `(identifier, text)` each: admitted as
             `user/message` (origin engine, source "context") just before the input, so it
             enters durable history; a context whose identifier's newest admitted text on the
@@ -118,6 +120,7 @@ class Assembly:
     request: tuple[dict[str, Any], ...] | None = None
     request_parts: tuple[dict[str, Any], ...] = ()
     context: tuple[tuple[str, str], ...] = ()
+    input: tuple[str, ...] | None = None
 
 
 CONTEXT_SOURCE = "context"
@@ -444,7 +447,8 @@ async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assem
                                  source=SYSTEM_PROMPT_SOURCE))
     admitted += context_events(history, assembly.context)
     if text is not None:
-        admitted.append(NewEvent(EventKind.USER_MESSAGE, "user", {"content": text}))
+        admitted.append(NewEvent(EventKind.USER_MESSAGE, "user",
+                                 {"content": assembly.input[0] if assembly.input else text}))
     stored = await log.append(session_id, admitted)
     user_event = stored[-1] if text is not None else None
 

@@ -7,7 +7,7 @@ SillyTavern builds these in `Generate` (public/script.js: the chat without hidde
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,9 @@ class ActivationContext:
             (SillyTavern `chat.length`). None = len(messages) + (1 if input else 0); pass it when
             `messages` is only the tail of the chat.
         timed_state: sticky/cooldown windows from the previous step of this branch.
+        expand_key: the macro engine for keys that still hold a macro once `{{char}}`/`{{user}}` are
+            filled (SillyTavern substitutes every key before matching; issue 17); it must not change
+            variables. None = names only.
     """
 
     messages: Sequence[ScanMessage] = ()
@@ -104,6 +107,7 @@ class ActivationContext:
     generation_type: str = "normal"
     chat_length: int | None = None
     timed_state: TimedState = field(default_factory=TimedState)
+    expand_key: Callable[[str], str] | None = field(default=None, compare=False)
 
     @property
     def effective_chat_length(self) -> int:

@@ -19,7 +19,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 
 from tavern_tui.lore.buffer import ExtraFlags, Segment
 from tavern_tui.lore.context import EXTRA_SOURCES, ActivationContext, SourcedBook
@@ -265,9 +265,19 @@ def build_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext,
     """The plan for `books` (see `make_plan`), from the cache when the same book objects, names,
     plan settings and index factory were seen recently. Plans are never modified after building."""
     sourced = [item if isinstance(item, SourcedBook) else SourcedBook(item) for item in books]
+    dynamic: tuple[tuple[str, str], ...] = ()
+    if ctx.expand_key is not None:
+        # Keys with macros beyond the names expand per step (variables, time): their expansions are part of
+        # the cache key, each computed once here.
+        expand_key = ctx.expand_key
+        raw = dict.fromkeys(k for s in sourced for e in s.book.entries for k in (*e.key, *e.keysecondary)
+                            if "{{" in k and "{{" in substitute_names(k, ctx.char_name, ctx.user_name))
+        dynamic = tuple((k, expand_key(k)) for k in raw)
+        known = dict(dynamic)
+        ctx = replace(ctx, expand_key=lambda k: known[k] if k in known else expand_key(k))
     token = (tuple((id(s.book), s.source) for s in sourced), ctx.char_name, ctx.user_name,
              settings.character_strategy, settings.case_sensitive, settings.match_whole_words,
-             settings.use_group_scoring, id(index_factory))
+             settings.use_group_scoring, id(index_factory), dynamic)
     # Cheap guard against the commonest in-place edits (entries added, removed or the list replaced).
     guard = tuple((id(s.book.entries), len(s.book.entries), s.book.name, s.book.scan_depth) for s in sourced)
     with _plans_lock:
@@ -296,7 +306,10 @@ def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, 
     entries: list[Prepared] = []
 
     def expand(key: str) -> str:
-        return js_trim(substitute_names(key, ctx.char_name, ctx.user_name))
+        named = substitute_names(key, ctx.char_name, ctx.user_name)
+        if ctx.expand_key is not None and "{{" in named:
+            named = ctx.expand_key(key)  # the whole engine (names included)
+        return js_trim(named)
 
     for pos, (entry, book, source) in enumerate(ordered):
         case = settings.case_sensitive if entry.case_sensitive is None else entry.case_sensitive

@@ -16,6 +16,7 @@ from typing import Any
 
 from tavern_tui.engine.events import EventKind, NewEvent, Origin, parse_origin
 from tavern_tui.engine.log import HIDDEN_KEY, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
+from tavern_tui.engine.state import VARIABLES_PART, StagedWrites, local_variables_of
 from tavern_tui.engine.step import OPENING_SOURCE
 from tavern_tui.engine.timeline import Ref, Timeline
 from tavern_tui.errors import FormatError, NotFound, OriginError
@@ -80,13 +81,23 @@ def _event_for(line: ChatLine, swipe: int, origin: Origin | None = None) -> NewE
 def plan_chat(chat: ParsedChat, file: str = "chat") -> tuple[list[PlannedSession], list[tuple[str, NewEvent]]]:
     """Sessions and events for an imported chat: the chosen swipes in one root session (message
     i at seq i+1), each other swipe in a fork ending just before its message. Events come in
-    swipe order, so siblings keep the file's swipe order.
+    swipe order, so siblings keep the file's swipe order. A header with `chat_metadata.variables`
+    (SillyTavern's local macro variables) first gets an import `state/commit` at seq 1, before
+    every message, so each fork sees them (the messages then start at seq 2).
 
     Raises:
         FormatError: a line declares an unknown origin (names the file and line).
     """
     sessions = [PlannedSession("root")]
     events: list[tuple[str, NewEvent]] = []
+    variables = chat.chat_metadata.get("variables")
+    if isinstance(variables, dict) and variables:
+        staged = StagedWrites()
+        staged.stage(VARIABLES_PART, {"local": {"set": {str(k): v for k, v in variables.items()}}})
+        commit = staged.event("import")
+        assert commit is not None
+        events.append(("root", commit))
+    offset = len(events)
     for index, line in enumerate(chat.messages):
         origin = _declared_origin(line, file)
         for swipe in range(len(line.swipes)):
@@ -94,7 +105,7 @@ def plan_chat(chat: ParsedChat, file: str = "chat") -> tuple[list[PlannedSession
                 events.append(("root", _event_for(line, swipe, origin)))
             else:
                 key = f"m{index}s{swipe}"
-                sessions.append(PlannedSession(key, "root", index))
+                sessions.append(PlannedSession(key, "root", index + offset))
                 events.append((key, _event_for(line, swipe, origin)))
     return sessions, events
 
@@ -182,6 +193,11 @@ class ChatFileService:
         meta = json.loads(record.meta or "{}")
         header = meta.get("header") or {"user_name": view.user_name, "character_name": card.name,
                                         "create_date": format_send_date(view.created_at), "chat_metadata": {}}
+        # chat_metadata.variables = the local variables at the head (kept as imported, then as changed).
+        local = local_variables_of(self.ctx.store.events.surface_events(view.session_id))
+        metadata = header.get("chat_metadata") if isinstance(header.get("chat_metadata"), dict) else {}
+        if local or "variables" in metadata:
+            header = {**header, "chat_metadata": {**metadata, "variables": local}}
         lines: list[ChatLine] = []
         for message in derive_messages(self.ctx.store.events, view.session_id):
             if message.source == SYSTEM_PROMPT_SOURCE:

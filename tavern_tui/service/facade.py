@@ -21,6 +21,7 @@ from tavern_tui.service.steps import StepRunner
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.service.traces import TraceService
+from tavern_tui.service.variables import VariableService
 from tavern_tui.store.store import Store
 from tavern_tui.text.tokens import make_counter
 
@@ -55,6 +56,7 @@ class Tavern:
         steps: send, reply, regenerate, continue, impersonate and their dry runs (`StepRunner`).
         traces: recorded requests (`TraceService`); chat_files: SillyTavern chats (`ChatFileService`).
         imports: files and folders of any kind (`ImportService`).
+        variables: macro variables, local per branch and global (`VariableService`).
 
     Every cache lives in one of the services, so it lasts as long as this `Tavern`.
 
@@ -77,8 +79,9 @@ class Tavern:
         self.playthroughs = PlaythroughService(ctx, self.library, self.persona, self.presets, self.lore,
                                                self.strategies)
         self.timeline = TimelineService(ctx, self.library, self.playthroughs)
+        self.variables = VariableService(ctx, self.playthroughs)
         self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
-                                self.strategies, self.timeline)
+                                self.strategies, self.timeline, self.variables)
         self.traces = TraceService(ctx, self.playthroughs, self.timeline)
         self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
         self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files)

@@ -48,6 +48,7 @@ from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService, omitted_parameters, strategy_of
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
+from tavern_tui.service.variables import VariableService
 from tavern_tui.text.names import substitute_names
 from tavern_tui.text.tokens import estimate_messages
 from tavern_tui.views import PlaythroughView
@@ -75,8 +76,10 @@ class StepRunner:
 
     def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
                  lore: WorldInfoService, persona: PersonaService, presets: PresetService,
-                 strategies: StrategyService, timeline: TimelineService) -> None:
+                 strategies: StrategyService, timeline: TimelineService,
+                 variables: VariableService | None = None) -> None:
         self.ctx = ctx
+        self.variables = variables
         self.library = library
         self.playthroughs = playthroughs
         self.lore = lore
@@ -113,6 +116,9 @@ class StepRunner:
         card = self.library.card(record)
         books = self.lore.effective_books(view.id, record, card)
         timed = timed_state_of(self.ctx.store.events.surface_events(view.session_id))
+        # The variables the step starts from (issue 17); the assembler stages what its macros change.
+        macros = self.variables.macro_context(view.session_id, f"playthrough-{playthrough_id}") \
+            if self.variables is not None else None
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
@@ -136,7 +142,7 @@ class StepRunner:
                         continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
                         snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
                         chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self.ctx.token_counter,
-                        memory=memory)
+                        memory=memory, macros=macros)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.presets.playthrough_preset(playthrough_id)
@@ -144,7 +150,7 @@ class StepRunner:
             config = {k: v for k, v in preset.call_config().items() if k not in omit}
             meta["adjustments"] = preset.config_notes() + omit_notes(omit)
         return BasicAssembler(card.data, card.name, view.user_name, meta, self.lore.world_info_step(books), facts,
-                              timed, generation.type, config, persona, memory)
+                              timed, generation.type, config, persona, memory, macros)
 
     def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
         """The exact request the next step would send if `text` were sent now (seed 000: the

@@ -15,7 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
+from tavern_tui.assembly.worldinfo import LORE_STATE_KIND
 from tavern_tui.engine.events import Event, EventKind
+from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
 from tavern_tui.errors import NotFound, TavernError
@@ -26,6 +28,9 @@ from tavern_tui.service.timeline import TimelineService
 from tavern_tui.views import TraceView
 
 _SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE))
+
+_RECORD_KINDS = frozenset({STATE_KIND, LORE_STATE_KIND, EventKind.REQUEST_ASSEMBLY})
+"""Kinds a step appends in one batch with its request header (engine.step `_open`)."""
 
 
 def _ref_text(ref: tuple[int, int]) -> str:
@@ -130,13 +135,30 @@ class TraceService:
         header = self.ctx.store.events.events_at([header_ref]).get(header_ref) if len(header_ref) == 2 else None  # type: ignore[arg-type]
         assembly = header.body.get("assembly", {}) if header is not None else {}
         reply = settled.body if settled is not None else {}
+        variables = dict(assembly.get("variables") or {})
+        if header is not None and (variables.get("set") or variables.get("deleted")):
+            variables["commit"] = self._state_commit_before(header)
         return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
                 "attribution": self._attribution(event.body, assembly),
                 "world_info": assembly.get("world_info"), "resources": {k: assembly.get(k) for k in (
                     "character_id", "character_sha256", "preset", "world_books") if k in assembly},
                 "persona": assembly.get("persona"),
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
-                "config_adjusted": reply.get("config")}
+                "config_adjusted": reply.get("config"), "variables": variables or None}
+
+    def _state_commit_before(self, header: Event) -> dict[str, Any] | None:
+        """The `state/commit` appended with this request's header (in the same batch, just before it):
+        `{"ref", "sha256"}`, or None."""
+        session_id, seq = header.ref
+        refs = [(session_id, s) for s in range(max(1, seq - 4), seq)]
+        found = self.ctx.store.events.events_at(refs)
+        for ref in reversed(refs):
+            event = found.get(ref)
+            if event is not None and event.kind == STATE_KIND:
+                return {"ref": list(event.ref), "sha256": event.body_sha256}
+            if event is not None and event.kind not in _RECORD_KINDS:
+                break
+        return None
 
     def _attribution(self, record: dict[str, Any], assembly: dict[str, Any]) -> dict[str, Any]:
         """Each sent message's parts and the request's token breakdown (`assembly.attribution`),

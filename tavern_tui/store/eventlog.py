@@ -330,6 +330,13 @@ class EventLog:
             rows = conn.execute(query.order_by(EVENTS.c.session_id, EVENTS.c.seq)).all()
         return [row_to_event(row) for row in rows]
 
+    def kind_refs(self, kinds: Sequence[str]) -> list[tuple[int, int, str]]:
+        """(session, seq, kind) of every event of some kinds, by session then seq, without reading bodies."""
+        query = select(EVENTS.c.session_id, EVENTS.c.seq, EVENTS.c.kind).where(EVENTS.c.kind.in_(list(kinds)))
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(EVENTS.c.session_id, EVENTS.c.seq)).all()
+        return [(int(r.session_id), int(r.seq), str(r.kind)) for r in rows]
+
     def version(self) -> tuple[int, int]:
         """(newest event id, newest session id): changes whenever anything is appended or forked
         anywhere, so a cached timeline keyed by it is never stale."""

@@ -57,7 +57,8 @@ def sub(text: str, **fields: Any) -> str:
     ("{{scenario}}", "A castle."), ("{{mesExamples}}", "<START>\nAlice: Hi"),
     ("{{mesExamplesRaw}}", "<START>\n{{char}}: Hi"),  # a macro's output is not evaluated again
     ("{{charPrompt}}", "Main override"), ("{{charInstruction}}", "PHI override"),
-    ("{{charJailbreak}}", "PHI override"), ("{{charDepthPrompt}}", "Depth note"),
+    # 1.18's engine registers no `charJailbreak` (env-macros.js; only the legacy macros.js had it)
+    ("{{charJailbreak}}", "{{charJailbreak}}"), ("{{charDepthPrompt}}", "Depth note"),
     ("{{charCreatorNotes}}", "By someone"), ("{{creatorNotes}}", "By someone"), ("{{charVersion}}", "1.2"),
     ("{{charFirstMessage}}", "Hello there!"),
     ("{{charIfNotGroup}}", "Alice"), ("<CHARIFNOTGROUP>", "Alice"), ("{{group}}", "Alice"), ("<GROUP>", "Alice"),
@@ -83,7 +84,8 @@ def test_original_is_filled_at_the_first_occurrence_only() -> None:
     ctx = make(original="ORIG")
     assert substitute("{{original}} and {{original}}", ctx) == "ORIG and "
     assert substitute("{{original}}", ctx) == "ORIG"  # once per substitute() call
-    assert sub("[{{original}}]") == "[]"
+    # Without an original, MacroEnvBuilder defines no `functions.original`; the call fails and the macro stays.
+    assert sub("[{{original}}]") == "[{{original}}]"
 
 
 # --- syntax ---------------------------------------------------------------------------------------------------
@@ -95,8 +97,9 @@ def test_argument_forms(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "{{foo}}", "{{foo::bar}}", "{{ hello world }}", "{{}}", "{{123}}", "{{char::extra}}", "{{char", "{{.var}}",
-    "{{if x}}a{{/if}}", "{{model}}", "{{setvar::only-name}}", "{{datetimeformat}}", "{{newline::x}}", "{{time_UTC}}",
+    "{{foo}}", "{{foo::bar}}", "{{ hello world }}", "{{}}", "{{123}}", "{{char::extra}}", "{{char", "{{.1var}}",
+    "{{if}}a{{/if}}", "{{charJailbreak}}", "{{setvar::only-name}}", "{{datetimeformat}}", "{{newline::x}}",
+    "{{time_UTC}}",
     "{{getvar:}}", "}} {{ {",
 ])
 def test_unknown_or_malformed_macros_are_left_as_written(text: str) -> None:
@@ -144,7 +147,8 @@ def test_utility_macro(text: str, expected: str) -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ("a\n\n{{trim}}\n\nb", "ab"), ("a\r\n{{trim}}\r\nb", "ab"), ("a \n{{trim}}\n b", "a  b"),
     ("{{trim}}\n\nstart", "start"), ("a\n{{trim}}\n{{trim}}\nb", "ab"),
-    ("a\n{{noop}}\n{{trim}}\nb", "a\nb"),  # {{noop}} stops the trim
+    # {{noop}} is "" at once (core-macros.js); the legacy-trim post-processor then sees "a\n\n{{trim}}\nb"
+    ("a\n{{noop}}\n{{trim}}\nb", "ab"),
     ("a{{newline}}{{trim}}b", "ab"),  # newlines produced by macros are trimmed too
 ])
 def test_trim_removes_itself_and_adjacent_newlines(text: str, expected: str) -> None:

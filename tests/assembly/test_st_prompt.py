@@ -162,8 +162,11 @@ def test_world_info_markers_and_jailbreak_take_their_places(default_preset: Pars
 
 def test_wi_format_wraps_the_text_and_a_blank_format_sends_it_raw() -> None:
     prompts = [{"identifier": "worldInfoBefore", "marker": True, "system_prompt": True}]
-    wrapped = build(make_preset(prompts, wi_format="[Lore of {{char}}: {0}]"), lore=Buckets(before="{{user}} text"))
-    assert wrapped.parts[0].content == "[Lore of Seraphina: {{user}} text]"  # WI text is not expanded twice
+    # Activated WI text is expanded once (ST substitutes it on activation; issue 17: our lore engine only
+    # fills the names, the builder does the rest after the card fields). Once: the unescaped braces stay.
+    wrapped = build(make_preset(prompts, wi_format="[Lore of {{char}}: {0}]"),
+                    lore=Buckets(before="{{user}} text \\{\\{char\\}\\}"))
+    assert wrapped.parts[0].content == "[Lore of Seraphina: Alice text {{char}}]"
     raw = build(make_preset(prompts, wi_format="  "), lore=Buckets(before="plain"))
     assert raw.parts[0].content == "plain"
 

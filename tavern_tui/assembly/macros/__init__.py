@@ -1,30 +1,45 @@
 """SillyTavern macros: `substitute()`, the macro engine (names alone: `tavern_tui.text.names`).
 
-Rule source: SillyTavern 1.18, the macro engine that is on by default (`public/scripts/macros/engine/*`,
-`macros/definitions/{core,env,chat,time,variable}-macros.js`), `variables.js`, and the docs page
-Usage/macros.md; summarised in format-digest §e.
+Rule source: SillyTavern 1.18, the macro engine that is on by default (`public/scripts/macros/engine/*`:
+MacroLexer, MacroParser, MacroCstWalker, MacroEngine, MacroRegistry; `macros/definitions/*.js`), `variables.js`
+and the docs page Usage/macros.md; summarised in format-digest §e. Where docs and code differ the code is
+followed (tests/assembly/test_macros_st118.py pins each difference).
 
-Syntax (MacroLexer/MacroParser): `{{name}}`, `{{name::a::b}}`, `{{name:arg}}` and `{{name arg}}` (one argument,
-which may itself contain `:`/`::`); names are case-insensitive; whitespace around the name and the arguments is
-ignored. Macros nest and resolve inside-out; a nested result is one opaque piece of its argument (its `::` never
-splits). Anything that is not a known macro with the right number of arguments stays as written (with the macros
-nested inside it resolved, as MacroEngine does). `\\{` / `\\}` lose their backslash at the end, so `\\{\\{x\\}\\}` gives
-`{{x}}`. Legacy markers `<USER>`, `<BOT>`, `<CHAR>`, `<GROUP>`, `<CHARIFNOTGROUP>` and `{{time_UTC+2}}` are accepted.
+Pipeline (MacroEngine.evaluate): pre-processors (`{{time_UTC+2}}` ⇒ `{{time::UTC+2}}`; `<USER>`, `<BOT>`,
+`<CHAR>`, `<GROUP>`, `<CHARIFNOTGROUP>` ⇒ macros) → parse (`parser`: a real lexer-mode scanner and grammar) →
+walk (scoped blocks paired per sibling list, arguments evaluated left to right before their macro, i.e. nesting
+resolves inside out; a nested result is one opaque piece of its argument) → post-processors (`\\{`/`\\}` lose
+their backslash; `{{trim}}` removes itself and adjacent newlines; stray `{{else}}` markers vanish).
 
-Not implemented (left as written): scoped blocks (`{{if}}…{{/if}}`, `{{setvar x}}…{{/setvar}}`), variable
-shorthands (`{{.x}}`, `{{$x}}`), filters (`|`), `{{timeDiff}}`, and runtime/template macros (`{{model}}`,
-`{{maxPrompt}}`, instruct sequences…).
+Grammar: `{{name}}`, `{{name::a::b}}`, legacy `{{name:arg}}` and `{{name arg}}` (both one argument, which may
+contain `:`/`::`); names case-insensitive; whitespace around names and arguments ignored. Scoped blocks
+`{{name …}}content{{/name}}`: the content becomes the last argument when the macro can take one more, trimmed
+and dedented unless the opener has the `#` flag. `{{if cond}}…{{else}}…{{/if}}` and `{{if::cond::then}}`:
+only the chosen branch is evaluated; falsy = "" or off/false/0; `!` negates; a bare 0-argument macro name or a
+`.var`/`$var` shorthand as the condition is resolved. Variable shorthands `{{.local}}`/`{{$global}}` with
+`= ++ -- += -= || ?? ||= ??= == != > >= < <=`. `{{// comment}}` (may span lines). Unknown macros, arity errors
+and broken syntax stay exactly as written (with their nested macros resolved).
 
-Safety limits (ours, not ST's): dice N ≤ 100 and M ≤ 1000 (else ""), `{{newline::N}}`/`{{space::N}}` with
-N ≤ 1000 (else left as written), and at most `MAX_EXPANSION` characters produced by macros per call; once
-spent, the remaining macros are left as written. Parsing is a single stack pass, so the work is linear in the
-input plus that budget. Nothing is ever executed or `eval`-ed.
+Safety limits (ours, not ST's): nesting deeper than `parser.MAX_DEPTH` stays text; at most `MAX_EXPANSION`
+characters produced and `MAX_CALLS` macro evaluations per call — past either, evaluation stops, `LIMIT_MARKER`
+is inserted and the rest is left as written; dice N ≤ 100, M ≤ 1000; `{{newline::N}}`/`{{space::N}}` N ≤ 1000.
+Nothing is ever executed or `eval`-ed.
 
-Modules: `engine` (`MacroContext`, `substitute`, the parser and the macro definitions), `jsvalues`
-(JavaScript value semantics and the variable store), `moment` (moment.js formatting and durations).
+Modules: `parser` (the grammar), `engine` (`MacroContext`, `substitute`, the macro definitions), `jsvalues`
+(JavaScript value semantics for the variable store), `moment` (moment.js formatting and durations).
 """
 
-from tavern_tui.assembly.macros.engine import MAX_EXPANSION, MacroContext, substitute
+from tavern_tui.assembly.macros.engine import (
+    LIMIT_MARKER,
+    MAX_CALLS,
+    MAX_EXPANSION,
+    MacroContext,
+    is_falsy,
+    substitute,
+    substitute_readonly,
+    trim_scoped,
+)
 from tavern_tui.assembly.macros.moment import humanize_duration, moment_format
 
-__all__ = ["MAX_EXPANSION", "MacroContext", "humanize_duration", "moment_format", "substitute"]
+__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "humanize_duration", "is_falsy",
+           "moment_format", "substitute", "substitute_readonly", "trim_scoped"]

@@ -1,26 +1,26 @@
-"""The macro engine: `MacroContext` and `substitute()` (the rules are in the package docstring).
+"""The macro engine: `MacroContext` and `substitute()` (the grammar is in `parser`, the rules in the package docstring).
 
-Rule source: SillyTavern 1.18 `public/scripts/macros/engine/*` (MacroLexer, MacroParser, MacroCstWalker)
-and `macros/definitions/{core,env,chat,time,variable}-macros.js`.
+Rule source: SillyTavern 1.18 `public/scripts/macros/engine/MacroEngine.js` (pre/post-processors, resolving a
+call, `trimScopedContent`), `MacroCstWalker.js` (evaluation order, scoped blocks, variable shorthands),
+`MacroRegistry.js` (arity and type checks) and `macros/definitions/*.js` (each macro).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 
-from tavern_tui.assembly.macros.jsvalues import js_string, var_add, var_get
+from tavern_tui.assembly.macros.jsvalues import js_string, to_number, var_add, var_get
 from tavern_tui.assembly.macros.moment import aware, humanize_duration, moment_format
+from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
 
-__all__ = ["MAX_EXPANSION", "MacroContext", "substitute"]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Context
+__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "is_falsy", "substitute",
+           "substitute_readonly", "trim_scoped"]
 
 
 def _default_now() -> datetime:
@@ -33,11 +33,17 @@ class MacroContext:
 
     Names/card fields are plain strings. Chat state is pre-computed by the caller in ST's form:
     `last_message_id` = index of the last message, `last_swipe_id` = number of swipes of the last message,
-    `current_swipe_id` = its 1-based swipe index (None ⇒ ""). `original` is the text `{{original}}` stands for
-    (None ⇒ ""); it is emitted at its first occurrence per `substitute()` call only. `now` returns the current
-    time (aware; the default is local time); `rng` is a `random.Random` or a `() -> float in [0, 1)`, used by
+    `current_swipe_id` = its 1-based swipe index, `chat_length` = number of messages (None ⇒ ""). `original`
+    is the text `{{original}}` stands for; it is emitted at its first occurrence per `substitute()` call only,
+    and with None `{{original}}` stays as written (ST's env has no `original` function then). `now` returns the
+    current time (aware; default local time); `rng` is a `random.Random` or a `() -> float in [0, 1)`, used by
     `{{random}}` and `{{roll}}`. `chat_id` seeds `{{pick}}`. `local_vars` (= chat_metadata.variables) and
-    `global_vars` are mutated in place by the variable macros. `outlets` maps a world-info outlet name to its text.
+    `global_vars` are mutated in place by the variable macros; every variable a macro reads is added to
+    `reads` as ("local"|"global", name). `outlets` maps a world-info outlet name to its text. `runtime` holds the
+    runtime/template macros by lower-case name (`model`, `maxprompt`, `maxcontext`, `maxresponse`,
+    `systemprompt`, `lastgenerationtype`, instruct sequences such as `instructuserprefix`…; missing ⇒ "").
+    `dynamic` are per-call macros (ST `dynamicMacros`: `authorsNote`, `summary`…) that take no arguments and win
+    over registered ones. After a call, `limits_hit` names the limits that stopped evaluation (empty if none).
     """
 
     char: str = ""
@@ -54,6 +60,7 @@ class MacroContext:
     creator_notes: str = ""
     char_version: str = ""
     first_message: str = ""
+    alternate_greetings: list[str] = field(default_factory=list)
     original: str | None = None
     input: str = ""
     last_message: str = ""
@@ -62,239 +69,284 @@ class MacroContext:
     last_message_id: int | None = None
     last_swipe_id: int | None = None
     current_swipe_id: int | None = None
+    chat_length: int | None = None
+    first_included_message_id: int | None = None
     last_user_message_at: datetime | None = None
     now: Callable[[], datetime] = _default_now
     rng: random.Random | Callable[[], float] = random.random
     chat_id: str = ""
     local_vars: dict[str, object] = field(default_factory=dict)
     global_vars: dict[str, object] = field(default_factory=dict)
+    reads: set[tuple[str, str]] = field(default_factory=set)
     outlets: dict[str, str] = field(default_factory=dict)
+    runtime: dict[str, str] = field(default_factory=dict)
+    dynamic: dict[str, str] = field(default_factory=dict)
+    limits_hit: set[str] = field(default_factory=set)
 
 
-MAX_EXPANSION = 8_000_000  # characters macros may produce per substitute() call
-_MAX_REPEAT = 1000  # {{newline::N}}, {{space::N}}
-_MAX_DICE, _MAX_SIDES = 100, 1000
+MAX_EXPANSION = 8_000_000  # characters macros may produce per substitute() call (ours)
+MAX_CALLS = 400_000  # macro evaluations per substitute() call (ours): bounds the time of any template
+LIMIT_MARKER = "[macro evaluation stopped: {reason}]"
+_MAX_REPEAT = 1000  # {{newline::N}}, {{space::N}} (ours)
+_MAX_DICE, _MAX_SIDES = 100, 1000  # (ours)
+
+# core-macros.js ELSE_MARKER: what {{else}} prints; removed by a post-processor wherever it is left over.
+ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
+
+_LEGACY_TIME = re.compile(r"{{time_(UTC[+-]\d+)}}", re.IGNORECASE)
+_LEGACY_MARKERS = [(re.compile(f"<{k}>", re.IGNORECASE), v) for k, v in (
+    ("USER", "{{user}}"), ("BOT", "{{char}}"), ("CHAR", "{{char}}"), ("GROUP", "{{group}}"),
+    ("CHARIFNOTGROUP", "{{charIfNotGroup}}"))]
+_UNESCAPE = re.compile(r"\\([{}])")
+_LEGACY_TRIM = re.compile(r"(?:\r?\n)*{{trim}}(?:\r?\n)*", re.IGNORECASE)
+_UTC_SPEC = re.compile(r"UTC([+-][0-9]+)")
+_INTEGER = re.compile(r"-?[0-9]+")
+_DICE = re.compile(r"([1-9][0-9]*)?[dD]([1-9][0-9]*)([+-][0-9]{1,15})?")
+_VAR_COND = re.compile(r"([.$])([A-Za-z](?:[\w-]*\w)?)")
+_FALSE = ("off", "false", "0")  # utils.js isFalseBoolean (trimmed, lower-cased)
+
+
+class _Limit(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class _Def:
+    name: str  # primary name
+    fn: str  # handler method
+    min: int = 0
+    max: int = 0
+    list: bool = False
+    strict: bool = True
+    ints: tuple[int, ...] = ()  # positions typed `integer`
+    delay: bool = False  # delayArgResolution: handler gets raw argument text
+
+
+_DEFS: dict[str, _Def] = {}
+
+
+def _macro(*names: str, fn: str, **kw: object) -> None:
+    d = _Def(names[0], fn, **kw)  # type: ignore[arg-type]
+    for n in names:
+        _DEFS[n.lower()] = d
 
 
 def substitute(text: str, ctx: MacroContext) -> str:
     """Resolve every SillyTavern macro in `text` against `ctx` and return the result.
 
     Variable macros mutate `ctx.local_vars`/`ctx.global_vars`. Unknown or malformed macros are left as written.
-    Rules: ST 1.18 macro engine (MacroEngine/MacroCstWalker, definitions/*.js) and docs Usage/macros.md.
+    If a limit (output size, number of calls, nesting depth) stops evaluation, the rest is left as written,
+    `LIMIT_MARKER` is added where it stopped and `ctx.limits_hit` names the limit. Never executes code.
+    Rules: ST 1.18 MacroEngine.evaluate (pre-processors, parse, walk, post-processors).
     """
+    ctx.limits_hit = set()
     if not text:
-        return text
+        return ""
     return _Evaluator(text, ctx).run()
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The engine
-
-_LIT, _RES, _RAW, _OPEN = 0, 1, 2, 3  # own literal text, resolved (opaque) text, left-as-written rope, open `{{`
-_Seg = tuple[int, object]
-
-_SCAN = re.compile(r"(\{*)\{\{|\}\}|<(user|bot|char|group|charifnotgroup)>", re.IGNORECASE)
-_HEAD = re.compile(r"\s*(?:[!?~#]\s*)*(//|[A-Za-z][A-Za-z0-9_-]*)")
-_LEGACY_TIME = re.compile(r"time_(UTC[+-][0-9]+)", re.IGNORECASE)
-_UTC_SPEC = re.compile(r"UTC([+-][0-9]{1,6})")
-_INTEGER = re.compile(r"\s*-?[0-9]+\s*")
-_DICE = re.compile(r"([1-9][0-9]*)?[dD]([1-9][0-9]*)([+-][0-9]{1,15})?")
-_WS = re.compile(r"\s+")
-
-# name → (min args, max args or None for a list, handler method)
-_MACROS: dict[str, tuple[int, int | None, str]] = {}
+def substitute_readonly(text: str, ctx: MacroContext) -> str:
+    """`substitute` on a copy of `ctx`'s variables: the result, with no variable changed and no read recorded."""
+    if "{{" not in text and "<" not in text:
+        return text
+    return substitute(text, replace(ctx, local_vars=copy.deepcopy(ctx.local_vars),
+                                    global_vars=copy.deepcopy(ctx.global_vars), reads=set()))
 
 
-def _macro(*names: str, args: tuple[int, int | None] = (0, 0)) -> Callable[[Callable], Callable]:
-    def register(fn: Callable) -> Callable:
-        for name in names:
-            _MACROS[name.lower()] = (args[0], args[1], fn.__name__)
-        return fn
-    return register
+def is_falsy(value: str) -> bool:
+    """`{{if}}`'s test (core-macros.js): "" or, trimmed and lower-cased, "off", "false" or "0"."""
+    return value == "" or value.strip().lower() in _FALSE
 
 
-def _flatten(segs: list[_Seg]) -> str:
-    parts: list[str] = []
-    stack = [iter(segs)]
-    while stack:
-        for kind, value in stack[-1]:
-            if kind == _RAW:
-                stack.append(iter(value))  # type: ignore[call-overload]
-                break
-            parts.append(value)  # type: ignore[arg-type]
-        else:
-            stack.pop()
-    return "".join(parts)
-
-
-def _trim_pieces(pieces: list[_Seg]) -> list[_Seg]:
-    """Drop literal whitespace at both ends of an argument (ST skips whitespace tokens; nested output is kept)."""
-    pieces = list(pieces)
-    while pieces and pieces[0][0] == _LIT:
-        text = pieces[0][1].lstrip()  # type: ignore[union-attr]
-        if text:
-            pieces[0] = (_LIT, text)
+def trim_scoped(content: str) -> str:
+    """MacroEngine.trimScopedContent: dedent by the first non-empty line's indentation, then trim."""
+    if not content:
+        return ""
+    lines = content.split("\n")
+    base = 0
+    for line in lines:
+        if line.strip():
+            base = len(line) - len(line.lstrip(" \t"))
             break
-        pieces.pop(0)
-    while pieces and pieces[-1][0] == _LIT:
-        text = pieces[-1][1].rstrip()  # type: ignore[union-attr]
-        if text:
-            pieces[-1] = (_LIT, text)
-            break
-        pieces.pop()
-    return pieces
-
-
-_LEADING_NEWLINES = re.compile(r"(?:\r?\n)*")
-_LEADING_NEWLINES_REVERSED = re.compile(r"(?:\n\r?)*")
-
-
-def _strip_newlines_right(s: str) -> str:
-    """Remove the line breaks (LF or CRLF) that end `s`: the ones just before a `{{trim}}`."""
-    if not s.endswith("\n"):
-        return s
-    return s[:len(s) - _LEADING_NEWLINES_REVERSED.match(s[::-1]).end()]  # type: ignore[union-attr]
-
-
-def _strip_newlines_left(s: str) -> str:
-    """Remove the line breaks (LF or CRLF) that start `s`: the ones just after a `{{trim}}`."""
-    return s[_LEADING_NEWLINES.match(s).end():]  # type: ignore[union-attr]
+    if base == 0:
+        return content.strip()
+    out = []
+    for line in lines:
+        indent = len(line) - len(line.lstrip(" \t"))
+        out.append(line[base:] if indent >= base else line.lstrip())
+    return "\n".join(out).strip()
 
 
 class _Evaluator:
     def __init__(self, text: str, ctx: MacroContext) -> None:
-        self.text = text
         self.ctx = ctx
+        self.raw_text = text
         self.spent = 0
+        self.calls = 0
         self.original_used = False
         self._text_hash: str | None = None
-        # {{trim}} and {{noop}} leave one-character markers, resolved after everything else (as ST does).
-        free = [chr(c) for c in range(0xFDD0, 0xFDF0) if chr(c) not in text] + ["\ufdd0", "\ufdd1"]
-        self.trim_mark, self.noop_mark = free[0], free[1]
 
-    # -- scanning -------------------------------------------------------------------------------------------
     def run(self) -> str:
-        text = self.text
-        out: list[_Seg] = []
-        frames: list[tuple[int, int]] = []  # (index of the _OPEN placeholder in out, offset of `{{` in text)
-        pos = 0
-        for m in _SCAN.finditer(text):
-            if m.start() > pos:
-                out.append((_LIT, text[pos:m.start()]))
-            token = m.group(0)
-            if token[-1] == "{":
-                if m.group(1):
-                    out.append((_LIT, m.group(1)))  # in `{{{`, the last two braces open the macro
-                frames.append((len(out), m.end() - 2))
-                out.append((_OPEN, "{{"))
-            elif token == "}}":
-                if frames:
-                    start, offset = frames.pop()
-                    segs = out[start + 1:]
-                    del out[start:]
-                    out.append(self._close(segs, offset))
-                else:
-                    out.append((_LIT, "}}"))
+        text = _LEGACY_TIME.sub(lambda m: "{{time::" + m.group(1) + "}}", self.raw_text)
+        for pattern, repl in _LEGACY_MARKERS:
+            text = pattern.sub(repl, text)
+        items, too_deep = parse_document(text)
+        if too_deep:
+            self.ctx.limits_hit.add("nesting too deep")
+        parts: list[str] = []
+        for item, scoped, keep_raw in _pair_scopes(items):
+            try:
+                parts.append(self._eval_entry(item, scoped, keep_raw, text, 0))
+            except _Limit as stop:  # the rest stays as written, after a marker
+                self.ctx.limits_hit.add(stop.reason)
+                parts.append(LIMIT_MARKER.format(reason=stop.reason))
+                parts.append(text[item.start:])
+                break
+        return _post("".join(parts))
+
+    # -- documents ------------------------------------------------------------------------------------------
+    def _eval_text_into(self, text: str, base: int, parts: list[str]) -> None:
+        items, too_deep = parse_document(text)
+        if too_deep:
+            self.ctx.limits_hit.add("nesting too deep")
+        self._eval_items(items, text, base, parts)
+
+    def resolve(self, text: str, base: int) -> str:
+        """MacroExecutionContext.resolve: a full evaluation of `text` (post-processors included)."""
+        parts: list[str] = []
+        self._eval_text_into(text, base, parts)
+        return _post("".join(parts))
+
+    def _eval_items(self, items: list[Text | Macro], s: str, base: int, parts: list[str]) -> None:
+        for item, scoped, keep_raw in _pair_scopes(items):
+            parts.append(self._eval_entry(item, scoped, keep_raw, s, base))
+
+    def _eval_entry(self, item: Text | Macro, scoped: _Scope | None, keep_raw: bool, s: str, base: int) -> str:
+        if isinstance(item, Text) or keep_raw:
+            return s[item.start:item.end]
+        return self._eval_macro(item, s, base, scoped)
+
+    def _eval_seq(self, items: list[Text | Macro], s: str, base: int) -> str:
+        parts: list[str] = []
+        self._eval_items(items, s, base, parts)
+        return "".join(parts)
+
+    # -- one macro -----------------------------------------------------------------------------------------
+    def _count(self, produced: int = 0) -> None:
+        self.calls += 1
+        self.spent += produced
+        if self.calls > MAX_CALLS:
+            raise _Limit("too many macro calls")
+        if self.spent > MAX_EXPANSION:
+            raise _Limit("output too large")
+
+    def _eval_macro(self, m: Macro, s: str, base: int, scoped: _Scope | None) -> str:
+        self._count()
+        if not m.name:
+            return self._eval_variable(m, s, base)
+        lname = m.name.lower()
+        dyn = next((v for k, v in self.ctx.dynamic.items() if k.lower() == lname), None) if self.ctx.dynamic else None
+        d = None if dyn is not None else _DEFS.get(lname)
+        delay = d is not None and d.delay
+        args: list[str] = []
+        spans: list[tuple[int, int, str]] = []
+        for a in m.args:
+            value = s[a.start:a.end] if delay else self._eval_seq(a.items, s, base)
+            args.append(value)
+            spans.append((a.start, a.end, value))
+        if scoped is not None:
+            content, c_start, c_end = scoped.items, m.end, scoped.end
+            if c_start >= c_end:
+                args.append("")
             else:
-                out.append((_RES, self._marker(m.group(2).lower())))
-            pos = m.end()
-        if pos < len(text):
-            out.append((_LIT, text[pos:]))
-        return self._post(_flatten(out))
-
-    def _marker(self, name: str) -> str:
-        if name == "user":
-            return self.ctx.user
-        return self.ctx.char  # <BOT>, <CHAR>, and in a solo chat <GROUP>, <CHARIFNOTGROUP>
-
-    def _post(self, s: str) -> str:
-        """MacroEngine post-processors: unescape braces, legacy trim, then drop the noop markers."""
-        s = re.sub(r"\\([{}])", r"\1", s)
-        if self.trim_mark in s:
-            pieces = s.split(self.trim_mark)
-            last = len(pieces) - 1
-            for i, piece in enumerate(pieces):
-                if i > 0:
-                    piece = _strip_newlines_left(piece)
-                if i < last:
-                    piece = _strip_newlines_right(piece)
-                pieces[i] = piece
-            s = "".join(pieces)
-        return s.replace(self.noop_mark, "")
-
-    # -- one macro --------------------------------------------------------------------------------------------
-    def _close(self, segs: list[_Seg], offset: int) -> _Seg:
-        """Evaluate one `{{…}}` whose nested macros are already resolved; anything else is left as written."""
-        result = self._evaluate(segs, offset)
-        return result if result is not None else (_RAW, [(_RES, "{{"), *segs, (_RES, "}}")])
-
-    def _evaluate(self, segs: list[_Seg], offset: int) -> _Seg | None:
-        if self.spent > MAX_EXPANSION or not segs or segs[0][0] != _LIT:
-            return None
-        head: str = segs[0][1]  # type: ignore[assignment]
-        if len(segs) == 1 and (legacy := _LEGACY_TIME.fullmatch(head)):
-            return self._call("time", [legacy.group(1)], offset)
-        m = _HEAD.match(head)
-        if not m:
-            return None
-        name = m.group(1).lower()
-        if name in ("//", "comment"):
-            return (_RES, "")  # a comment is removed whatever it contains
-        if name not in _MACROS:
-            return None
-        args = self._split_args(head[m.end():], segs[1:])
-        if args is None:
-            return None
-        low, high, _ = _MACROS[name]
-        if len(args) < low or (high is not None and len(args) > high):
-            return None
-        values = [_flatten(a) for a in args]
-        self.spent += sum(map(len, values))
-        return self._call(name, values, offset)
-
-    def _split_args(self, rest: str, tail: list[_Seg]) -> list[list[_Seg]] | None:
-        """Arguments after the name, or None when the macro is malformed (MacroParser `arguments` rule)."""
-        if not rest:
-            return [] if not tail else None  # `{{name{{x}}}}` is not a macro
-        ws = _WS.match(rest)
-        if ws:
-            rest = rest[ws.end():]
-            if not rest and not tail:
-                return []
-        elif rest[0] != ":":
-            return None
-        if rest.startswith("::"):
-            args: list[list[_Seg]] = [[]]
-            pieces = ([(_LIT, rest[2:])] if len(rest) > 2 else []) + tail
-            for kind, value in pieces:
-                if kind != _LIT:
-                    args[-1].append((kind, value))
-                    continue
-                parts = value.split("::")  # type: ignore[union-attr]
-                for i, part in enumerate(parts):
-                    if i:
-                        args.append([])
-                    if part:
-                        args[-1].append((_LIT, part))
-            return [_trim_pieces(a) for a in args]
-        colon = rest.startswith(":")
-        pieces = ([(_LIT, rest[1:] if colon else rest)] if rest[colon:] else []) + tail
-        single = _trim_pieces(pieces)
-        if not single:
-            return None  # `{{name:}}` is a parse error in ST
-        return [single]
-
-    def _call(self, name: str, args: list[str], offset: int) -> _Seg | None:
-        method = getattr(self, _MACROS[name][2])
-        if name not in ("random", "pick", "reverse"):  # markers never leak into variables or lookups
-            args = [a.replace(self.trim_mark, "").replace(self.noop_mark, "") for a in args]
-        result = method(name, args, offset)
+                value = s[c_start:c_end] if delay else self._eval_seq(content, s, base)
+                if not delay and "#" not in m.flags:
+                    value = trim_scoped(value)
+                args.append(value)
+                spans.append((c_start, c_end, value))
+        raw = "{{" + _raw_inner(m, s, spans) + "}}"
+        if dyn is not None:
+            return raw if args else dyn
+        if d is None:
+            return raw  # unknown: as written, with its nested macros resolved (MacroEngine #resolveMacro)
+        if not _args_valid(d, len(args)) and d.strict:
+            return raw
+        for pos in d.ints:
+            if pos < len(args) and not _INTEGER.fullmatch(args[pos].strip()):
+                return raw  # validateArgTypes with strictArgs
+        result = getattr(self, d.fn)(d.name, args, m, base, scoped is not None)
         if result is None:
-            return None
-        self.spent += len(result)
-        return (_RES, result)
+            return raw  # the handler failed (ST logs it and keeps the macro as written)
+        self._count(len(result))
+        return result
 
-    # -- helpers ---------------------------------------------------------------------------------------------
+    def _eval_variable(self, m: Macro, s: str, base: int) -> str:
+        """MacroCstWalker #executeVariableOperation; the value is evaluated only when needed, at most once."""
+        store = self.ctx.global_vars if m.scope == "$" else self.ctx.local_vars
+        scope = "global" if m.scope == "$" else "local"
+        name, op = m.var, m.op
+        cache: list[str] = []
+
+        def value() -> str:
+            if not cache:
+                cache.append(self._eval_seq(m.value.items, s, base).strip() if m.value else "")
+            return cache[0]
+
+        def get() -> object:
+            self.ctx.reads.add((scope, name))
+            return var_get(store, name)
+
+        def falsy(v: object) -> bool:  # `!val || isFalseBoolean(normalize(val))`
+            return v == "" or v == 0 or v != v or js_string(v).strip().lower() in _FALSE
+
+        if op == "":
+            return js_string(get())
+        if op == "=":
+            store[name] = value()
+            return ""
+        if op in ("++", "--"):
+            self.ctx.reads.add((scope, name))
+            return js_string(var_add(store, name, 1 if op == "++" else -1))
+        if op == "+=":
+            self.ctx.reads.add((scope, name))
+            var_add(store, name, value())
+            return ""
+        if op == "-=":
+            self.ctx.reads.add((scope, name))
+            number = to_number(value())
+            if number == number:  # not NaN
+                var_add(store, name, -number)
+            return ""
+        if op == "||":
+            current = get()
+            return value() if falsy(current) else js_string(current)
+        if op == "??":
+            self.ctx.reads.add((scope, name))
+            return js_string(var_get(store, name)) if name in store else value()
+        if op == "||=":
+            current = get()
+            if falsy(current):
+                store[name] = value()
+                return value()
+            return js_string(current)
+        if op == "??=":
+            self.ctx.reads.add((scope, name))
+            if name not in store:
+                store[name] = value()
+                return value()
+            return js_string(var_get(store, name))
+        if op in ("==", "!="):
+            same = js_string(get()) == value()
+            return "true" if same == (op == "==") else "false"
+        left, right = to_number(get()), to_number(value())
+        if left != left or right != right:
+            return "false"
+        result = {">": left > right, ">=": left >= right, "<": left < right, "<=": left <= right}[op]
+        return "true" if result else "false"
+
+    # -- helpers -------------------------------------------------------------------------------------------
     def _random(self) -> float:
         rng = self.ctx.rng
         return rng.random() if isinstance(rng, random.Random) else rng()
@@ -310,102 +362,85 @@ class _Evaluator:
         placeholder = "\x00"
         return [item.strip().replace(placeholder, ",") for item in one.replace("\\,", placeholder).split(",")]
 
-    # -- names and card fields (env-macros.js) ---------------------------------------------------------------
-    @_macro("user")
-    def _user(self, name: str, args: list[str], offset: int) -> str:
-        return self.ctx.user
-
-    @_macro("char", "group", "charIfNotGroup", "groupNotMuted")
-    def _char(self, name: str, args: list[str], offset: int) -> str:
-        return self.ctx.char  # solo chat: the group lists are the character's name
-
-    @_macro("notChar")
-    def _not_char(self, name: str, args: list[str], offset: int) -> str:
-        return self.ctx.user  # solo chat: every participant but the speaker
-
-    @_macro("persona", "description", "charDescription", "personality", "charPersonality", "scenario",
-            "charScenario", "mesExamples", "mesExamplesRaw", "charPrompt", "charInstruction", "charJailbreak",
-            "charDepthPrompt", "charCreatorNotes", "creatorNotes", "charVersion", "version", "char_version",
-            "input", "lastMessage", "lastUserMessage", "lastCharMessage")
-    def _field(self, name: str, args: list[str], offset: int) -> str:
-        return getattr(self.ctx, _FIELDS[name])
-
-    @_macro("lastMessageId", "lastSwipeId", "currentSwipeId")
-    def _number_field(self, name: str, args: list[str], offset: int) -> str:
-        value = getattr(self.ctx, _FIELDS[name])
-        return "" if value is None else str(value)
-
-    @_macro("charFirstMessage", "greeting", args=(0, 1))
-    def _greeting(self, name: str, args: list[str], offset: int) -> str | None:
-        if args and not _INTEGER.fullmatch(args[0]):
-            return None
-        return self.ctx.first_message if not args or int(args[0]) == 0 else ""  # alternates are not in the ctx
-
-    @_macro("original")
-    def _original(self, name: str, args: list[str], offset: int) -> str:
-        if self.original_used:
-            return ""
-        self.original_used = True
-        return self.ctx.original or ""
-
-    # -- utility (core-macros.js) ----------------------------------------------------------------------------
-    @_macro("newline", "space", args=(0, 1))
-    def _repeat(self, name: str, args: list[str], offset: int) -> str | None:
-        if args and not _INTEGER.fullmatch(args[0]):
-            return None
+    # -- core-macros.js ------------------------------------------------------------------------------------
+    def _repeat(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str | None:
         count = int(args[0]) if args else 1
         if not 0 <= count <= _MAX_REPEAT:
-            return None
+            return None  # a negative count throws in ST (String#repeat); a huge one is our limit
         return ("\n" if name == "newline" else " ") * count
 
-    @_macro("noop")
-    def _noop(self, name: str, args: list[str], offset: int) -> str:
-        return self.noop_mark
+    def _empty(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        return ""
 
-    @_macro("trim", args=(0, 1))
-    def _trim(self, name: str, args: list[str], offset: int) -> str:
-        return self.trim_mark
+    def _trim(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        # Scoped: the (already trimmed) content. Inline: itself, for the legacy post-processor.
+        return (args[0] if args else "") if scoped else "{{trim}}"
 
-    @_macro("reverse", args=(1, 1))
-    def _reverse(self, name: str, args: list[str], offset: int) -> str:
+    def _if(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        condition, content = args
+        inverted = bool(re.match(r"\s*!", condition))
+        if inverted:
+            condition = re.sub(r"^\s*!\s*", "", condition)
+        offset = base + m.start
+        condition = self.resolve(condition, offset)
+        var = _VAR_COND.fullmatch(condition)
+        if var:
+            macro = "getvar" if var.group(1) == "." else "getglobalvar"
+            condition = self.resolve("{{" + macro + "::" + var.group(2) + "}}", offset)
+        else:
+            d = _DEFS.get(condition.lower())
+            if d is not None and d.min == 0:
+                condition = self.resolve("{{" + condition + "}}", offset)
+        falsy = is_falsy(condition)
+        if inverted:
+            falsy = not falsy
+        then_branch, else_branch = _split_else(content)
+        chosen = else_branch if falsy else then_branch
+        if chosen is None:
+            return ""
+        result = self.resolve(chosen, offset)
+        return result if "#" in m.flags else trim_scoped(result)
+
+    def _else(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        return ELSE_MARKER
+
+    def _runtime(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        return self.ctx.runtime.get(name.lower(), _RUNTIME_DEFAULTS.get(name.lower(), ""))
+
+    def _reverse(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         return args[0][::-1]
 
-    @_macro("banned", args=(1, 1))
-    def _banned(self, name: str, args: list[str], offset: int) -> str:
+    def _banned(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         return ""  # banning words is a text-completion request option; the macro prints nothing
 
-    @_macro("outlet", args=(1, 1))
-    def _outlet(self, name: str, args: list[str], offset: int) -> str:
+    def _outlet(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         return self.ctx.outlets.get(args[0], "") if args[0] else ""
 
-    @_macro("random", args=(0, None))
-    def _random_pick(self, name: str, args: list[str], offset: int) -> str:
+    def _random_pick(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         items = self._list(args)
         if not items:
             return ""
         return items[min(int(self._random() * len(items)), len(items) - 1)]
 
-    @_macro("pick", args=(0, None))
-    def _stable_pick(self, name: str, args: list[str], offset: int) -> str:
-        """Seeded by chat id + the whole input text + the macro's offset (core-macros.js; not ST's exact hash)."""
+    def _stable_pick(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        """Seeded by chat id + the whole input + the macro's offset (core-macros.js; not ST's exact hash)."""
         items = self._list(args)
         if not items:
             return ""
         if self._text_hash is None:
-            self._text_hash = hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
-        seeded = random.Random(f"{self.ctx.chat_id}\x1f{self._text_hash}\x1f{offset}")
+            self._text_hash = hashlib.sha256(self.raw_text.encode("utf-8", "surrogatepass")).hexdigest()
+        seeded = random.Random(f"{self.ctx.chat_id}\x1f{self._text_hash}\x1f{base + m.start}")
         return items[int(seeded.random() * len(items))]
 
-    @_macro("roll", args=(1, 1))
-    def _roll(self, name: str, args: list[str], offset: int) -> str:
+    def _roll(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         """droll syntax `[N]dM[+-K]`; digits alone mean 1dM; invalid or over our limits ⇒ ""."""
         formula = args[0]
         if formula.isascii() and formula.isdigit():
             formula = "1d" + formula
-        m = _DICE.fullmatch(formula)
-        if not m:
+        match = _DICE.fullmatch(formula)
+        if not match:
             return ""
-        count, faces, bonus = m.groups()
+        count, faces, bonus = match.groups()
         if len(count or "") > 3 or len(faces) > 4:
             return ""
         dice, sides = int(count or 1), int(faces)
@@ -414,76 +449,295 @@ class _Evaluator:
         total = sum(min(int(self._random() * sides), sides - 1) + 1 for _ in range(dice))
         return str(total + int(bonus or 0))
 
-    # -- time (time-macros.js) -------------------------------------------------------------------------------
+    # -- env-macros.js / chat-macros.js --------------------------------------------------------------------
+    def _field(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        value = getattr(self.ctx, _FIELDS[name.lower()])
+        return "" if value is None else str(value)
+
+    def _greeting(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        index = int(args[0]) if args else 0
+        if index == 0:
+            return self.ctx.first_message
+        alternates = self.ctx.alternate_greetings
+        return alternates[index - 1] if 0 < index <= len(alternates) else ""
+
+    def _original(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str | None:
+        if self.ctx.original is None:
+            return None
+        if self.original_used:
+            return ""
+        self.original_used = True
+        return self.ctx.original
+
+    def _all_chat_range(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        n = self.ctx.chat_length
+        return f"0-{n - 1}" if n else ""
+
+    # -- time-macros.js ------------------------------------------------------------------------------------
     def _now(self) -> datetime:
         return aware(self.ctx.now())
 
-    @_macro("time", args=(0, 1))
-    def _time(self, name: str, args: list[str], offset: int) -> str:
+    def _time(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         now = self._now()
-        m = _UTC_SPEC.fullmatch(args[0]) if args else None
-        if m:
-            n = int(m.group(1))
+        match = _UTC_SPEC.fullmatch(args[0]) if args else None
+        if match:
+            n = int(match.group(1))
             minutes = n * 60 if -16 < n < 16 else n  # moment utcOffset(): |n| < 16 means hours
             if abs(minutes) < 24 * 60:
                 now = now.astimezone(timezone(timedelta(minutes=minutes)))
         return moment_format(now, "LT")
 
-    @_macro("date", "weekday", "isotime", "isodate")
-    def _date(self, name: str, args: list[str], offset: int) -> str:
+    def _date(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         fmt = {"date": "LL", "weekday": "dddd", "isotime": "HH:mm", "isodate": "YYYY-MM-DD"}[name]
         return moment_format(self._now(), fmt)
 
-    @_macro("datetimeformat", args=(1, 1))
-    def _datetimeformat(self, name: str, args: list[str], offset: int) -> str:
+    def _datetimeformat(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         return moment_format(self._now(), args[0])
 
-    @_macro("idleDuration", "idle_duration")
-    def _idle(self, name: str, args: list[str], offset: int) -> str:
+    def _idle(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         last = self.ctx.last_user_message_at
         if last is None:
             return "just now"
         return humanize_duration(self._now() - aware(last))
 
-    # -- variables (variable-macros.js, variables.js) ---------------------------------------------------------
-    def _store(self, name: str) -> dict[str, object]:
-        return self.ctx.global_vars if "global" in name else self.ctx.local_vars
+    def _time_diff(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        """moment(a).diff(moment(b)) humanized with a suffix; ISO 8601 dates only (else moment's "Invalid date")."""
+        try:
+            left, right = (aware(datetime.fromisoformat(a.strip())) for a in args)
+        except ValueError:
+            return "Invalid date"
+        delta = left - right
+        words = humanize_duration(abs(delta))
+        return f"in {words}" if delta >= timedelta(0) else f"{words} ago"
 
-    @_macro("setvar", "setglobalvar", args=(2, 2))
-    def _setvar(self, name: str, args: list[str], offset: int) -> str:
-        self._store(name)[args[0]] = args[1]
+    # -- variable-macros.js / variables.js -----------------------------------------------------------------
+    def _store(self, name: str) -> tuple[str, dict[str, object]]:
+        return ("global", self.ctx.global_vars) if "global" in name else ("local", self.ctx.local_vars)
+
+    def _setvar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        self._store(name)[1][args[0]] = args[1]
         return ""
 
-    @_macro("getvar", "getglobalvar", args=(1, 1))
-    def _getvar(self, name: str, args: list[str], offset: int) -> str:
-        return js_string(var_get(self._store(name), args[0]))
+    def _getvar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        scope, store = self._store(name)
+        self.ctx.reads.add((scope, args[0]))
+        return js_string(var_get(store, args[0]))
 
-    @_macro("addvar", "addglobalvar", args=(2, 2))
-    def _addvar(self, name: str, args: list[str], offset: int) -> str:
-        var_add(self._store(name), args[0], args[1])
+    def _addvar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        scope, store = self._store(name)
+        self.ctx.reads.add((scope, args[0]))
+        var_add(store, args[0], args[1])
         return ""
 
-    @_macro("incvar", "incglobalvar", "decvar", "decglobalvar", args=(1, 1))
-    def _incvar(self, name: str, args: list[str], offset: int) -> str:
-        return js_string(var_add(self._store(name), args[0], 1 if name.startswith("inc") else -1))
+    def _incvar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        scope, store = self._store(name)
+        self.ctx.reads.add((scope, args[0]))
+        return js_string(var_add(store, args[0], 1 if name.startswith("inc") else -1))
 
-    @_macro("hasvar", "varexists", "hasglobalvar", "globalvarexists", args=(1, 1))
-    def _hasvar(self, name: str, args: list[str], offset: int) -> str:
-        return "true" if args[0] in self._store(name) else "false"
+    def _hasvar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        scope, store = self._store(name)
+        self.ctx.reads.add((scope, args[0]))
+        return "true" if args[0] in store else "false"
 
-    @_macro("deletevar", "flushvar", "deleteglobalvar", "flushglobalvar", args=(1, 1))
-    def _deletevar(self, name: str, args: list[str], offset: int) -> str:
-        self._store(name).pop(args[0], None)
+    def _deletevar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
+        self._store(name)[1].pop(args[0], None)
         return ""
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evaluation helpers
+
+def _post(s: str) -> str:
+    """MacroEngine core post-processors in priority order: unescape braces, legacy trim, leftover else markers."""
+    s = _UNESCAPE.sub(r"\1", s)
+    if "{{" in s:
+        s = _LEGACY_TRIM.sub("", s)
+    return s.replace(ELSE_MARKER, "")
+
+
+def _args_valid(d: _Def, n: int) -> bool:
+    """MacroRegistry isArgsValid."""
+    if not d.list:
+        return d.min <= n <= d.max
+    return n >= d.min
+
+
+def _can_accept_scope(m: Macro) -> bool:
+    """MacroCstWalker #canAcceptScopedContent: unknown ⇒ yes; list macros ⇒ no; else one more arg must fit."""
+    d = _DEFS.get(m.name.lower())
+    if d is None:
+        return True
+    if d.list:
+        return False
+    return d.min <= len(m.args) + 1 <= d.max
+
+
+@dataclass(slots=True)
+class _Scope:
+    """A paired block's content: the sibling items between the tags and where the closing tag starts."""
+
+    items: list[Text | Macro]
+    end: int
+
+
+def _pair_scopes(items: list[Text | Macro]) -> list[tuple[Text | Macro, _Scope | None, bool]]:
+    """MacroCstWalker #processScopedMacros over one sibling list: pair the outermost `{{x}}…{{/x}}`.
+
+    Returns (item, scoped content items or None, keep raw) with the paired content and closing tags removed.
+    A pair whose opener cannot take one more argument stays as written (both tags); so do stray closing tags.
+    """
+    infos = [(i, it) for i, it in enumerate(items) if isinstance(it, Macro) and it.name]
+    if not any(it.closing for _, it in infos):
+        return [(it, None, False) for it in items]
+    matched: set[int] = set()
+    keep_raw: set[int] = set()
+    inside: set[int] = set()
+    pairs: dict[int, int] = {}
+    for k, (index, it) in enumerate(infos):
+        if it.closing or index in matched or index in inside:
+            continue
+        depth, close = 1, -1
+        target = it.name.lower()
+        for index2, other in infos[k + 1:]:
+            if other.name.lower() != target or index2 in matched:
+                continue
+            if other.closing:
+                depth -= 1
+                if depth == 0:
+                    close = index2
+                    break
+            elif _can_accept_scope(other):
+                depth += 1
+        if close < 0:
+            continue
+        matched.update((index, close))
+        if not _can_accept_scope(it):
+            keep_raw.update((index, close))
+            continue
+        pairs[index] = close
+        inside.update(range(index + 1, close))
+    for index, it in infos:
+        if it.closing and index not in matched:
+            keep_raw.add(index)
+    out: list[tuple[Text | Macro, _Scope | None, bool]] = []
+    skip_until = -1
+    for i, it in enumerate(items):
+        if i <= skip_until:
+            continue
+        if i in pairs:
+            close = pairs[i]
+            out.append((it, _Scope(items[i + 1:close], items[close].start), False))
+            skip_until = close
+        else:
+            out.append((it, None, i in keep_raw))
+    return out
+
+
+def _raw_inner(m: Macro, s: str, spans: list[tuple[int, int, str]]) -> str:
+    """MacroCstWalker rawInner: the text between the braces with each argument replaced by its value.
+
+    A scoped content lies after the opener's `}}`, so (as in ST) the text up to it, `}}` included, is kept.
+    """
+    out: list[str] = []
+    cursor = m.inner_start
+    for start, end, value in sorted(spans):
+        if start > cursor:
+            out.append(s[cursor:start])
+        out.append(value)
+        cursor = end
+    if cursor < m.inner_end:
+        out.append(s[cursor:m.inner_end])
+    return "".join(out)
+
+
+def _split_else(content: str) -> tuple[str, str | None]:
+    """core-macros.js splitOnTopLevelElse: split at the first `{{else}}` outside nested block `{{if}}`s."""
+    items, _ = parse_document(content)
+    depth = 0
+    for it in items:
+        if not isinstance(it, Macro) or not it.name:
+            continue
+        if it.name == "if" and not it.closing and len(it.args) == 1:
+            depth += 1
+        elif it.name == "if" and it.closing:
+            depth -= 1
+        elif it.name == "else" and depth == 0:
+            return content[:it.start], content[it.end:]
+    return content, None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The registry (definitions/*.js): names and aliases, arity, integer-typed positions.
+
+_macro("space", fn="_repeat", max=1, ints=(0,))
+_macro("newline", fn="_repeat", max=1, ints=(0,))
+_macro("noop", fn="_empty")
+_macro("trim", fn="_trim", max=1)
+_macro("if", fn="_if", min=2, max=2, delay=True)
+_macro("else", fn="_else")
+_macro("input", fn="_field")
+_macro("maxPrompt", "maxPromptTokens", fn="_runtime")
+_macro("maxContext", "maxContextTokens", fn="_runtime")
+_macro("maxResponse", "maxResponseTokens", fn="_runtime")
+_macro("reverse", fn="_reverse", min=1, max=1)
+_macro("//", "comment", fn="_empty", min=1, max=1, list=True, strict=False)
+_macro("roll", fn="_roll", min=1, max=1)
+_macro("random", fn="_random_pick", list=True)
+_macro("pick", fn="_stable_pick", list=True)
+_macro("banned", fn="_banned", min=1, max=1)
+_macro("outlet", fn="_outlet", min=1, max=1)
+for _names in (("user",), ("char",), ("group", "charIfNotGroup"), ("groupNotMuted",), ("notChar",),
+               ("charPrompt",), ("charInstruction",), ("charDescription", "description"),
+               ("charPersonality", "personality"), ("charScenario", "scenario"), ("persona",), ("mesExamplesRaw",),
+               ("mesExamples",), ("charDepthPrompt",), ("charCreatorNotes", "creatorNotes"),
+               ("charVersion", "version", "char_version"), ("lastMessage",), ("lastMessageId",),
+               ("lastUserMessage",), ("lastCharMessage",), ("firstIncludedMessageId",), ("lastSwipeId",),
+               ("currentSwipeId",)):
+    _macro(*_names, fn="_field")
+_macro("charFirstMessage", "greeting", fn="_greeting", max=1, ints=(0,))
+_macro("model", fn="_runtime")
+_macro("original", fn="_original")
+_macro("isMobile", fn="_runtime")
+_macro("firstDisplayedMessageId", fn="_runtime")
+_macro("allChatRange", fn="_all_chat_range")
+_macro("time", fn="_time", max=1)
+_macro("date", fn="_date")
+_macro("weekday", fn="_date")
+_macro("isotime", fn="_date")
+_macro("isodate", fn="_date")
+_macro("datetimeformat", fn="_datetimeformat", min=1, max=1)
+_macro("idleDuration", "idle_duration", fn="_idle")
+_macro("timeDiff", fn="_time_diff", min=2, max=2)
+_macro("lastGenerationType", fn="_runtime")
+_macro("hasExtension", fn="_runtime", min=1, max=1)
+for _names in (("instructStoryStringPrefix",), ("instructStoryStringSuffix",), ("instructUserPrefix", "instructInput"),
+               ("instructUserSuffix",), ("instructAssistantPrefix", "instructOutput"),
+               ("instructAssistantSuffix", "instructSeparator"), ("instructSystemPrefix",), ("instructSystemSuffix",),
+               ("instructFirstAssistantPrefix", "instructFirstOutputPrefix"),
+               ("instructLastAssistantPrefix", "instructLastOutputPrefix"), ("instructStop",), ("instructUserFiller",),
+               ("instructSystemInstructionPrefix",), ("instructFirstUserPrefix", "instructFirstInput"),
+               ("instructLastUserPrefix", "instructLastInput"),
+               ("defaultSystemPrompt", "instructSystem", "instructSystemPrompt"), ("systemPrompt",),
+               ("exampleSeparator", "chatSeparator"), ("chatStart",)):
+    _macro(*_names, fn="_runtime")
+for _scope in ("", "global"):
+    _macro(f"set{_scope}var", fn="_setvar", min=2, max=2)
+    _macro(f"add{_scope}var", fn="_addvar", min=2, max=2)
+    _macro(f"inc{_scope}var", fn="_incvar", min=1, max=1)
+    _macro(f"dec{_scope}var", fn="_incvar", min=1, max=1)
+    _macro(f"get{_scope}var", fn="_getvar", min=1, max=1)
+    _macro(f"has{_scope}var", f"{_scope}varexists" if _scope else "varexists", fn="_hasvar", min=1, max=1)
+    _macro(f"delete{_scope}var", f"flush{_scope}var", fn="_deletevar", min=1, max=1)
+
+_RUNTIME_DEFAULTS = {"ismobile": "false", "hasextension": "false"}  # String(isMobile()), String(undefined ?? false)
 
 _FIELDS = {
-    "persona": "persona", "description": "description", "chardescription": "description",
-    "personality": "personality", "charpersonality": "personality", "scenario": "scenario",
+    "user": "user", "char": "char", "group": "char", "groupnotmuted": "char", "notchar": "user",
+    "persona": "persona", "chardescription": "description", "charpersonality": "personality",
     "charscenario": "scenario", "mesexamples": "mes_examples", "mesexamplesraw": "mes_examples_raw",
-    "charprompt": "char_prompt", "charinstruction": "char_instruction", "charjailbreak": "char_instruction",
-    "chardepthprompt": "char_depth_prompt", "charcreatornotes": "creator_notes", "creatornotes": "creator_notes",
-    "charversion": "char_version", "version": "char_version", "char_version": "char_version", "input": "input",
+    "charprompt": "char_prompt", "charinstruction": "char_instruction", "chardepthprompt": "char_depth_prompt",
+    "charcreatornotes": "creator_notes", "charversion": "char_version", "input": "input",
     "lastmessage": "last_message", "lastusermessage": "last_user_message", "lastcharmessage": "last_char_message",
     "lastmessageid": "last_message_id", "lastswipeid": "last_swipe_id", "currentswipeid": "current_swipe_id",
+    "firstincludedmessageid": "first_included_message_id",
 }

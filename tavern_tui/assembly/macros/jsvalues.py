@@ -10,7 +10,7 @@ import json
 import math
 import re
 
-__all__ = ["js_string", "var_add", "var_get"]
+__all__ = ["js_string", "to_number", "var_add", "var_get"]
 
 _JS_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _JS_RADIX = re.compile(r"0(?:([xX])([0-9a-fA-F]+)|([oO])([0-7]+)|([bB])([01]+))")
@@ -42,6 +42,11 @@ def _to_number(value: object) -> float:
         except OverflowError:
             return math.inf
     return math.nan
+
+
+def to_number(value: object) -> float:
+    """JavaScript `Number(value)` (NaN for what does not parse)."""
+    return _to_number(value)
 
 
 def _js_number(x: float) -> str:
@@ -114,8 +119,8 @@ def var_get(store: dict[str, object], name: str) -> object:
     if name not in store:
         return ""
     value = store[name]
-    if value == "":
-        return ""
+    if isinstance(value, str) and not value.strip():
+        return value  # `value.trim() === ''` keeps blank strings as they are
     number = _to_number(value)
     if math.isnan(number):
         return value if value else ""

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tavern_tui.assembly.basic import split_examples
-from tavern_tui.assembly.macros import MacroContext
+from tavern_tui.assembly.macros import MacroContext, substitute_readonly
 from tavern_tui.assembly.sillytavern.inputs import ROLES, PromptInputs, PromptPart
 from tavern_tui.errors import TavernError
 from tavern_tui.text.names import substitute_names
@@ -161,7 +161,10 @@ class ChatBudget:
         items: list[ChatItem] = []
         for message in self.inputs.history:
             role = message.role if message.role in ROLES else "user"
-            content = self.sub(message.content.replace("\r", ""))
+            text = message.content.replace("\r", "")
+            # SillyTavern expands the person's input once, when it is sent (the assemblers do that first),
+            # and never the stored chat again: expanded here without re-running any variable write.
+            content = substitute_readonly(text, self.ctx)
             if not content.strip():
                 continue
             name = None

@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tavern_tui.assembly.attribution import shift
-from tavern_tui.assembly.basic import split_examples
+from tavern_tui.assembly.basic import expand_lore, split_examples
 from tavern_tui.assembly.macros import MacroContext, substitute
 from tavern_tui.assembly.sillytavern.budget import (
     REPLY_PRIMING,
@@ -148,6 +148,9 @@ class _Builder:
         self.adjustments: list[str] = []
         self.ctx = MacroContext()
         self.ctx = self._context()
+        # ST substitutes world info when it activates: after the card fields, before the prompts (issue 17).
+        inputs = self.inputs = replace(inputs, lore=expand_lore(inputs.lore, self.ctx))
+        self.ctx = replace(self.ctx, outlets=dict(inputs.lore.outlets) or self.ctx.outlets)
         self.chat = ChatBudget(inputs, self.ctx, self.sub, self.adjustments)
         self.in_chat = InChatInjector(inputs, self.ctx, self.sub, self._active, self.adjustments)
 

@@ -147,6 +147,15 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     unmatched = sum(len(uids) for uids in lore.get("no_match", {}).values())
     if unmatched:
         out.write(f"world info: {unmatched} entries had no key match\n")
+    variables = shown.get("variables") or {}
+    if variables.get("read"):
+        out.write("variables read: " + ", ".join(f"{scope} {name}" for scope, name in variables["read"]) + "\n")
+    for verb, key in (("set", "set"), ("deleted", "deleted")):
+        for scope, names in (variables.get(key) or {}).items():
+            out.write(f"variables {verb} ({scope}): {', '.join(names)}\n")
+    commit = variables.get("commit")
+    if commit:
+        out.write(f"variables committed in {commit['ref'][0]}:{commit['ref'][1]} sha256 {commit['sha256'][:16]}…\n")
     return EXIT_OK
 
 

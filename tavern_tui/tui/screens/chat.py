@@ -32,6 +32,7 @@ from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
+from tavern_tui.tui.screens.variables import VariablesScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
@@ -107,6 +108,9 @@ class ChatScreen(TavernScreen[None]):
         Binding("f8", "persona", "Persona", id="chat.persona"),
         Binding("f9", "delete_swipe", "Delete swipe", id="chat.delete_swipe", show=False,
                 tooltip="Delete the shown swipe of the last reply, keeping the others"),
+        # Not in the footer (it is full at 80 columns); the command palette lists it as "Variables".
+        Binding("f12", "variables", "Variables", id="chat.variables", show=False,
+                tooltip="Macro variables and their history"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
@@ -475,6 +479,10 @@ class ChatScreen(TavernScreen[None]):
     def action_persona(self) -> None:
         """Open the persona pane on this playthrough; the title is re-read when it closes (the name may change)."""
         self.app.push_screen(PersonaScreen(self.tavern, self.playthrough_id), lambda _: self._update_title())
+
+    def action_variables(self) -> None:
+        """Open the variables pane (issue 17): the variables now and their history per message."""
+        self.app.push_screen(VariablesScreen(self.tavern, self.playthrough_id))
 
     def action_stop(self) -> None:
         """Cancel the streaming reply; the service keeps the text received so far."""
