@@ -39,6 +39,7 @@ from tavern_tui.errors import TavernError
 from tavern_tui.lore.context import ActivationContext
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.inbox import InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.persona import PersonaService, render_snapshot
@@ -69,11 +70,13 @@ class StepRunner:
         library, playthroughs, lore, persona, presets, strategies: what a step's assembler
             reads (card, playthrough, books, persona section, preset, strategy).
         timeline: the forks a regenerate or continue starts from.
+        inbox: the queued batch a step claims (previews include it; None: previews see none).
     """
 
     def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
                  lore: WorldInfoService, persona: PersonaService, presets: PresetService,
-                 strategies: StrategyService, timeline: TimelineService) -> None:
+                 strategies: StrategyService, timeline: TimelineService, *,
+                 inbox: InboxService | None = None) -> None:
         self.ctx = ctx
         self.library = library
         self.playthroughs = playthroughs
@@ -82,6 +85,13 @@ class StepRunner:
         self.presets = presets
         self.strategies = strategies
         self.timeline = timeline
+        self.inbox = inbox
+
+    def _batch(self, playthrough_id: int, text: str) -> list[str]:
+        """What the next step would claim if `text` were sent now: the pending queue (steers
+        first), then `text` (seed 000 §5: world info scans history plus the claimed batch)."""
+        queued = [item.text for item in self.inbox.pending(playthrough_id)] if self.inbox is not None else []
+        return queued + ([text] if text else [])
 
     def estimate_tokens(self, playthrough_id: int) -> int:
         """Estimated prompt tokens of the next request without new input (the status line
@@ -155,7 +165,7 @@ class StepRunner:
         view = self.playthroughs.playthrough(playthrough_id)
         assembler = self._assembler(playthrough_id, Generation(), strategy, view)
         history = derive_messages(self.ctx.store.events, view.session_id)
-        claimed = [text] if text else []
+        claimed = self._batch(playthrough_id, text)
         if getattr(assembler, "strategy", None) == PROJECTION:
             built, meta, _records = assembler.build(history, claimed)
             messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
@@ -200,6 +210,19 @@ class StepRunner:
             async for update in steps:
                 yield update
 
+    async def run_queued(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Answer what waits in the inbox: one step that claims the whole pending batch (steers
+        first, then next-turn items, one `user/message` each, in order) before assembly. The
+        chat calls it when a reply settles with items queued; `tavern chat --say` after waiting.
+
+        Raises:
+            InboxEmpty: nothing is pending (nothing is written).
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        async with aclosing(self._step(playthrough_id, None, Generation(), claim=True)) as steps:
+            async for update in steps:
+                yield update
+
     def _prepare_step(self, playthrough_id: int, generation: Generation) -> tuple[PlaythroughView, Any]:
         """(the playthrough, the assembler) of a step about to run; marks the playthrough played.
         Called in a worker thread: it runs SQL, reads (and on first use parses) the books, and
@@ -216,13 +239,15 @@ class StepRunner:
         self.lore.index_cache.wait_free()
         return view, assembler
 
-    async def _step(self, playthrough_id: int, text: str | None, generation: Generation) -> AsyncIterator[StepUpdate]:
-        """One engine step on the playthrough's head session (send, regenerate, continue, impersonate)."""
+    async def _step(self, playthrough_id: int, text: str | None, generation: Generation, *,
+                    claim: bool = False) -> AsyncIterator[StepUpdate]:
+        """One engine step on the playthrough's head session (send, regenerate, continue,
+        impersonate; `claim`: the inbox's pending batch is its input)."""
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
         view, assembler = await asyncio.to_thread(self._prepare_step, playthrough_id, generation)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
-                         generation=generation, stale_after=self.ctx.stale_after)
+                         generation=generation, stale_after=self.ctx.stale_after, claim=claim)
         async with aclosing(steps):
             async for update in steps:
                 if isinstance(update, StepSettled):
@@ -359,7 +384,7 @@ class StepRunner:
         card = self.library.card(record)
         events = self.ctx.store.events.surface_events(view.session_id)
         history = derive_messages(self.ctx.store.events, view.session_id)
-        ctx = scan_context(history, [text] if text else [], self.lore.facts(record, card, view.user_name),
+        ctx = scan_context(history, self._batch(playthrough_id, text), self.lore.facts(record, card, view.user_name),
                            timed_state_of(events))
         return self.lore.world_info_step(self.lore.effective_books(view.id, record, card), rng), ctx
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.cli.context import open_async_service
 from tavern_tui.cli.diagnostics import EXIT_INTERRUPTED, EXIT_OK, refused, step_failed
-from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
+from tavern_tui.engine.step import InboxEmpty, StepBusy, StepFailed, StepSettled, StepStarted
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import SecretRefused
 
@@ -43,6 +44,9 @@ def add_chat(commands: Commands) -> None:
     which = p_chat.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="start a new playthrough")
     which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
+    p_chat.add_argument("--steer", action="store_true",
+                        help="with --say: while a reply is being written, queue the text as a steer (next step) "
+                             "instead of for the next turn")
     p_chat.add_argument("--json", action="store_true", help="print the stored reply as JSON at the end")
     p_chat.add_argument("--allow-secrets", action="store_true",
                         help="send a --say text that looks like a key or token anyway (never the configured API key)")
@@ -90,7 +94,9 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         elif args.reply:
             updates = tavern.steps.reply(playthrough.id)
         else:
-            updates = tavern.steps.send(playthrough.id, args.say, allow_secrets=args.allow_secrets)
+            updates = await _say(tavern, playthrough.id, args, err)
+            if updates is None:
+                return EXIT_OK
         try:
             async for update in updates:
                 if isinstance(update, ReasoningDelta):
@@ -122,6 +128,43 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                        "swipe": tavern.timeline.swipe_state(playthrough.id).label}, out, ensure_ascii=False)
         out.write("\n")
         return EXIT_OK
+
+
+async def _say(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, err: TextIO) -> AsyncIterator[Any] | None:
+    """The updates of `--say`: a send when no step is under way; otherwise the text is queued
+    (a durable inbox insert, said on `err`), and once the running step settles, a step that
+    claims it. None when another window or command claimed it meanwhile (said on `err`)."""
+    if not tavern.inbox.step_in_progress(playthrough_id):
+        updates = tavern.steps.send(playthrough_id, args.say, allow_secrets=args.allow_secrets)
+        try:
+            first = await anext(updates)
+        except StepBusy:  # it started elsewhere between the check and the send: queue instead
+            await updates.aclose()
+        else:
+            return _prepend(first, updates)
+    item = tavern.inbox.add(playthrough_id, args.say, steer=args.steer, allow_secrets=args.allow_secrets)
+    kind = "steer" if item.steer else "queued"
+    err.write(f"{kind} #{item.position} (id {item.id}): a reply is being written in this playthrough; "
+              "waiting for it to settle\n")
+    err.flush()
+    while True:
+        await tavern.inbox.wait_settled(playthrough_id)
+        if all(p.id != item.id for p in tavern.inbox.pending(playthrough_id)):
+            err.write(f"{kind} item {item.id} was claimed by another tavern window or command; its reply is there\n")
+            return None
+        updates = tavern.steps.run_queued(playthrough_id)
+        try:
+            first = await anext(updates)
+        except (StepBusy, InboxEmpty):  # another process got there first: wait for its step
+            await updates.aclose()
+            continue
+        return _prepend(first, updates)
+
+
+async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    yield first
+    async for update in rest:
+        yield update
 
 
 def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
