@@ -28,7 +28,7 @@ from tavern_tui.engine.inbox import (
     replace_splice,
 )
 from tavern_tui.engine.step import open_step
-from tavern_tui.errors import TavernError
+from tavern_tui.errors import SecretRefused, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.views import InboxItemView
@@ -141,6 +141,30 @@ class InboxService:
         `stale_after` seconds, so this ends."""
         while await asyncio.to_thread(self.step_in_progress, playthrough_id):
             await asyncio.sleep(poll)
+
+    def draft(self, playthrough_id: int) -> str:
+        """The composer's unsent text for this playthrough ("" when none)."""
+        with self.ctx.store.unit_of_work() as uow:
+            return uow.drafts.get(playthrough_id)
+
+    def save_draft(self, playthrough_id: int, text: str) -> bool:
+        """Keep the composer's unsent text (replacing the last one; "" removes it). A text that
+        holds a secret or the configured API key is never written (DESIGN.md: keys never reach
+        the database): the stored draft is removed instead and False returned.
+
+        Raises:
+            NotFound: no such playthrough.
+        """
+        self.playthroughs.playthrough(playthrough_id)
+        try:
+            self.playthroughs.check_message(text) if text.strip() else None
+        except SecretRefused:
+            text, saved = "", False
+        else:
+            saved = True
+        with self.ctx.store.unit_of_work() as uow:
+            uow.drafts.put(playthrough_id, text)
+        return saved
 
     def _find(self, playthrough_id: int, item_id: str) -> InboxItemView:
         _sid, queue = self._queue(playthrough_id)

@@ -36,6 +36,8 @@ class ReplyStarted(Message):
 
     user_text: str | None
     generation: str = "send"
+    user_texts: tuple[str, ...] = ()
+    """Every message of the claimed batch, in order (a step that claimed queued lines)."""
 
 
 @dataclass
