@@ -149,7 +149,7 @@ class PendingInputProjection:
             ident = str(message.get("id") or f"{event.session_id}.{event.seq}.{index}")
             before = old.get(ident)
             new.append(PendingItem(ident, before.target if before and outcome == REPLACED else target,
-                                   str(message.get("content", "")), _origin(message, event), event.ref,
+                                   str(message.get("content", "")), _origin(message), event.ref,
                                    before.queued_at if before else event.created_at))
         self.items[start:start + removed] = new
         if outcome == CLAIMED:
@@ -203,7 +203,8 @@ def _fields(event: Event) -> tuple[int, int, list[dict[str, Any]], str, str]:
     return start, removed, inserted, outcome, target
 
 
-def _origin(message: dict[str, Any], event: Event) -> Origin | None:
+def _origin(message: dict[str, Any]) -> Origin | None:
+    """A queued message's origin; None for the person (the natural producer of role user, seed 001)."""
     origin = parse_origin(message.get("origin"))
     return None if origin == Origin.CUSTOMER else origin
 
@@ -405,6 +406,6 @@ def _apply_new(queue: PendingInputProjection, new: NewEvent) -> None:
     body = new.body
     start, removed = body["start"], body["removedCount"]
     now = queue.items[0].queued_at if queue.items else datetime.min
-    items = [PendingItem(str(m["id"]), body["target"], str(m["content"]), parse_origin(m.get("origin")),
-                         (queue.session_id, 0), now) for m in body["inserted"]]
+    items = [PendingItem(str(m["id"]), body["target"], str(m["content"]), _origin(m), (queue.session_id, 0), now)
+             for m in body["inserted"]]
     queue.items[start:start + removed] = items

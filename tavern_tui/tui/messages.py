@@ -15,6 +15,8 @@ class PlaythroughChosen(Message):
     """The person chose a playthrough to play; the app opens the chat screen on it."""
 
     playthrough_id: int
+    typed: str = ""
+    """What the person typed while it was being opened (it goes into the composer)."""
 
 
 @dataclass

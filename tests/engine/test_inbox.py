@@ -120,6 +120,7 @@ async def test_a_step_claims_the_whole_batch_in_order_one_user_message_each() ->
     users = [e for e in log.surface_events(sid) if e.kind == EventKind.USER_MESSAGE]
     assert [u.content for u in users] == ["A", "B", "C"]
     assert all(u.body[CLAIM_KEY] == claim[0].seq for u in users)
+    assert all(u.origin is None for u in users)  # the person's: the natural producer of role user (seed 001)
     assert [m["content"] for m in provider.requests[0].messages] == ["You are Sera.", "A", "B", "C"]
     started = updates[0]
     assert isinstance(started, StepStarted) and [e.content for e in started.claimed] == ["A", "B", "C"]

@@ -224,3 +224,36 @@ def test_the_composer_keeps_the_screen_keys() -> None:
     keys = {key for b in Composer.BINDINGS for key in b.key.split(",")}  # type: ignore[union-attr]
     assert not keys & {"f6", "f7", "pageup", "pagedown"}
     assert {"ctrl+left", "ctrl+right", "ctrl+z"} <= keys
+
+
+async def test_enter_on_an_empty_composer_answers_what_was_left_queued(corpus_tavern: Tavern,
+                                                                        scripted: ScriptedProvider) -> None:
+    seraphina = corpus_tavern.library.find_character("Seraphina")
+    played = corpus_tavern.playthroughs.new_playthrough(seraphina.id)
+    corpus_tavern.inbox.add(played.id, "queued before the app opened")  # e.g. `tavern inbox add`
+    corpus_tavern.inbox.add(played.id, "steer from elsewhere", steer=True)
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)  # still there after a restart
+        assert strip_lines(chat) == ["1 · steer · steer from elsewhere", "2 · queued · queued before the app opened"]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(scripted.requests) == 1 and not chat.generating)
+        await workers_idle(pilot)
+        assert [m["content"] for m in scripted.requests[0].messages][-2:] == [
+            "steer from elsewhere", "queued before the app opened"]
+        assert user_lines(chat) == ["steer from elsewhere", "queued before the app opened"]
+        assert chat.inbox_strip.items == []
+
+
+async def test_ctrl_t_queues_a_steer_where_alt_enter_arrives_as_enter(corpus_tavern: Tavern,
+                                                                       scripted: ScriptedProvider) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await start_gated_reply(pilot, chat, scripted)
+        await type_and_enter(pilot, "duck", key="ctrl+t")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        assert strip_lines(chat) == ["1 · steer · duck"]
+        scripted.gate.set()
+        await wait_until(pilot, lambda: len(scripted.requests) == 2 and not chat.generating, timeout=10)

@@ -7,7 +7,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from textual import getters, on, work
+from textual import events, getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
@@ -146,8 +146,9 @@ class ChatScreen(TavernScreen[None]):
     prompt = getters.query_one("#prompt", Composer)
     inbox_strip = getters.query_one("#inbox", InboxStrip)
 
-    def __init__(self, tavern: Tavern, playthrough_id: int) -> None:
+    def __init__(self, tavern: Tavern, playthrough_id: int, *, typed: str = "") -> None:
         super().__init__(tavern, playthrough_id)
+        self._typed = typed  # keys typed on the home screen while this chat was being opened
         self.playthrough_id: int = playthrough_id
         self.playthrough: PlaythroughView | None = None
         self._reply: MessageBox | None = None
@@ -173,7 +174,17 @@ class ChatScreen(TavernScreen[None]):
     def on_mount(self) -> None:
         # Focus first: keys typed while the screen is pushed and the chat is read land here.
         self.prompt.focus()
+        if self._typed:
+            self.prompt.insert(self._typed)
         self.call(self._open, title="Cannot open the playthrough", then=self._opened, failed=lambda _: self.dismiss())
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key with nothing focused (the screen is still being set up) goes into
+        the composer rather than being lost."""
+        if self.focused is None and event.is_printable and event.character and self.is_mounted:
+            self.prompt.focus()
+            self.prompt.insert(event.character)
+            event.stop()
 
     def _open(self) -> tuple[PlaythroughView, ChatState, str]:
         # In the worker: opening recovers an interrupted step and pins the persona (writes).
@@ -318,6 +329,10 @@ class ChatScreen(TavernScreen[None]):
             self._save_queued_edit(self._editing, text)
             return
         if self.generating and not text:
+            return
+        if not text and self.inbox_strip.items:
+            # Queued lines left over (a stopped reply, a restart, another window): answer them.
+            self._start("send", lambda: self.tavern.steps.run_queued(self.playthrough_id))
             return
         if not text:
             # As SillyTavern: an empty send after the person's last line (e.g. an impersonated

@@ -22,8 +22,10 @@ from tavern_tui.views import InboxItemView
 NEWLINE_KEYS = ("shift+enter", "ctrl+j", "newline")
 """Keys that insert a newline ("newline" is how some terminals' LF arrives)."""
 
-STEER_KEYS = ("alt+enter", "escape+enter")
-"""Keys that send the text as a steer (next step of the running turn)."""
+STEER_KEYS = ("alt+enter", "ctrl+t")
+"""Keys that send the text as a steer (next step of the running turn): ctrl+T where the terminal
+folds alt+Enter into Enter (ESC CR, as tmux and most terminals without the kitty keyboard
+protocol send it; Textual then reports plain Enter)."""
 
 
 class Composer(TextArea, inherit_bindings=False):
