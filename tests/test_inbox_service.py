@@ -87,3 +87,30 @@ async def test_a_step_boundary_claims_only_the_steers(tavern: Tavern, corpus_dir
     assert claim is not None and claim.body["target"] == "next-step"
     assert [i.content for i in items] == ["turn around"]
     assert [i.text for i in tavern.inbox.pending(view.id)] == ["later"]
+
+
+async def test_the_queue_moves_with_the_head_when_a_reply_is_swiped(tavern: Tavern, model: ScriptedModel,
+                                                                    corpus_dir: Path) -> None:
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id or 0
+    view = tavern.playthroughs.new_playthrough(cid)
+    model.enqueue("first reply")
+    model.enqueue("second reply")
+    async for update in tavern.steps.send(view.id, "hello"):
+        if isinstance(update, StepStarted):
+            waiting = tavern.inbox.add(view.id, "waits for the next step")
+            steer = tavern.inbox.add(view.id, "a steer", steer=True)
+    old_head = tavern.playthroughs.playthrough(view.id).session_id
+    # A swipe (regenerate) forks before the reply: the head moves, the queue with it. The swipe
+    # step claims nothing (no new input); the queue is still there after it.
+    async for _ in tavern.steps.regenerate(view.id):
+        pass
+    new_head = tavern.playthroughs.playthrough(view.id).session_id
+    assert new_head != old_head
+    assert [(i.id, i.text, i.target) for i in tavern.inbox.pending(view.id)] == [
+        (steer.id, "a steer", "next-step"), (waiting.id, "waits for the next step", "next-turn")]
+    from tavern_tui.engine.inbox import projection
+
+    assert projection(tavern.store.events, old_head).items == []  # swiping back shows no stale copy
+    outcomes = [e.body["outcome"] for e in tavern.store.events.surface_events(old_head) if e.kind == "inbox/spliced"]
+    assert outcomes[-1] == "moved"
+    assert all(m["content"] != "waits for the next step" for m in model.requests[-1].messages)  # a swipe claims nothing

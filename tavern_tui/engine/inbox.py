@@ -34,10 +34,12 @@ NEXT_STEP = "next-step"
 """Target (a steer): claimed at the next step boundary of the running turn."""
 TARGETS = (NEXT_TURN, NEXT_STEP)
 
-QUEUED, CLAIMED, CANCELED, REPLACED, RESTORED = "queued", "claimed", "canceled", "replaced", "restored"
+QUEUED, CLAIMED, CANCELED, REPLACED, RESTORED, MOVED = ("queued", "claimed", "canceled", "replaced", "restored",
+                                                         "moved")
 """Splice outcomes: an insert, a claim (delete, not canceled), a cancel (delete), an edit
-(replace one item), and an insert that puts back a claim a crash left unadmitted."""
-OUTCOMES = (QUEUED, CLAIMED, CANCELED, REPLACED, RESTORED)
+(replace one item), an insert that puts back a claim a crash left unadmitted, and a delete of
+items carried to the session the playthrough's head moved to (`move_pending`)."""
+OUTCOMES = (QUEUED, CLAIMED, CANCELED, REPLACED, RESTORED, MOVED)
 
 CLAIM_KEY = "claim"
 """Body key of an admitted `user/message`: the seq (in its session) of the claim it came from;
@@ -373,6 +375,37 @@ def claim_batch(log: GuardedLog, session_id: int, target: str = NEXT_TURN, *, in
     plan = ClaimPlan(session_id, target, insert=insert, stale_after=stale_after, now=now)
     stored, _ = change(log, session_id, plan)
     return plan.claimed(stored)
+
+
+def move_pending(log: GuardedLog, old_session: int, new_session: int) -> list[PendingItem]:
+    """Carry the pending queue along when a playthrough's head moves from `old_session` to
+    `new_session` (a swipe, a branch, a jump in the tree): the items the new session does not
+    already see (it may inherit them through its fork point) are queued there with the same
+    ids, steers first, then the old session's queue is emptied with one `moved` splice (in that
+    order: a crash in between leaves a copy behind, never a loss).
+
+    Returns:
+        The items carried (already seen ones included), in queue order.
+
+    Raises:
+        InboxConflict: as `change`.
+    """
+    pending = projection(log, old_session).items
+    if not pending or old_session == new_session:
+        return []
+
+    def carry(queue: PendingInputProjection) -> list[NewEvent]:
+        seen = {item.id for item in queue.items}
+        steers = [i.message() for i in pending if i.target == NEXT_STEP and i.id not in seen]
+        turns = [i.message() for i in pending if i.target == NEXT_TURN and i.id not in seen]
+        events = [splice(NEXT_STEP, queue.steers, 0, steers, QUEUED)] if steers else []
+        if turns:
+            events.append(splice(NEXT_TURN, len(queue.items) + len(steers), 0, turns, QUEUED))
+        return events
+
+    change(log, new_session, carry)
+    change(log, old_session, lambda q: [splice(NEXT_TURN, 0, len(q.items), [], MOVED)] if q.items else [])
+    return pending
 
 
 class AsyncGuardedLog(Protocol):

@@ -5,6 +5,7 @@ opening a chat; ↑ with nothing queued edits the last sent message; snapshots w
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -159,16 +160,31 @@ async def test_a_draft_holding_a_secret_is_not_written(corpus_tavern: Tavern, sc
         assert corpus_tavern.inbox.draft(chat.playthrough_id) == ""
 
 
-async def test_keys_typed_right_after_opening_a_chat_land_in_the_composer(corpus_tavern: Tavern,
-                                                                         scripted: ScriptedProvider) -> None:
+async def test_keys_typed_right_after_opening_a_chat_land_in_the_composer(
+        corpus_tavern: Tavern, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Hold the home screen's read of the playthrough until the keys are typed, as a slow disk or
+    # a busy machine does: they arrive while the home screen is still the one shown.
+    release = threading.Event()
+    latest = corpus_tavern.playthroughs.latest_playthrough
+
+    def slow_latest(character_id: int):  # type: ignore[no-untyped-def]
+        assert release.wait(10)
+        return latest(character_id)
+
+    monkeypatch.setattr(corpus_tavern.playthroughs, "latest_playthrough", slow_latest)
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Seraphina")  # Enter on the character …
-        await pilot.press(*"hello")  # … and typing at once, before the chat has read anything
+        await pilot.press(*"pen in hand")  # … and typing at once ("p", "n", "i" are home keys)
+        assert isinstance(app.screen, HomeScreen)  # still opening
+        release.set()
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await pilot.press(*" and more")
         chat = app.screen
         assert isinstance(chat, ChatScreen)
-        assert chat.prompt.value == "hello" and app.focused is chat.prompt
+        assert chat.prompt.value == "pen in hand and more" and app.focused is chat.prompt
+        assert corpus_tavern.playthroughs.playthroughs()  # Enter started one; "n" started none more
+        assert len(corpus_tavern.playthroughs.playthroughs()) == 1
 
 
 async def test_up_with_nothing_queued_edits_the_last_sent_message(corpus_tavern: Tavern,
