@@ -99,3 +99,52 @@ def test_lore_test_takes_the_pending_batch(cli_env: dict[str, str], tmp_path: Pa
     assert done.returncode == 0, done.stderr
     [decision] = json.loads(done.stdout)
     assert decision["fired"] and decision["matched_in"] == "input"
+
+
+def test_say_steer_while_a_step_is_open_queues_a_steer_and_runs_once_it_settles(
+        cli_env: dict[str, str], corpus_dir: Path) -> None:  # noqa: F811
+    from tavern_tui.engine.events import EventKind, NewEvent
+    from tavern_tui.store.store import Store
+
+    assert _run(["import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")], cli_env).returncode == 0
+    assert _run(["chat", "Seraphina", "--new", "--say", "hello"], cli_env).returncode == 0  # demo provider
+    store = Store(f"sqlite:///{Path(cli_env['TAVERN_HOME']) / 'data' / 'tavern.sqlite3'}")
+    try:
+        head = store.events.surface_events(1)[-1].session_id
+        # Another process's step, as it looks in the log while it streams: a header, no settlement.
+        store.events.append(head, [NewEvent(EventKind.REQUEST_HEADER, None, {"provider": "other", "model": "m"})])
+        with LoopbackServer() as server:
+            server.enqueue_sse(sse_chunks_for("*She ducks.*", pieces=2))
+            env = {**cli_env, "TAVERN_API_BASE": server.base_url, "TAVERN_MODEL": "loop-1"}
+            waiting = _start(["chat", "Seraphina", "--playthrough", "1", "--say", "Duck!", "--steer"], env)
+            deadline = time.monotonic() + 60
+            while not any(e.kind == EventKind.INBOX_SPLICED and e.body.get("target") == "next-step"
+                          for e in store.events.surface_events(head)):
+                assert waiting.poll() is None, waiting.communicate()
+                assert time.monotonic() < deadline, "the steer was never queued"
+                time.sleep(0.05)
+            assert server.requests == []  # it waits for the open step
+            settled = NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "done elsewhere"})
+            store.events.append(head, [settled])
+            out, err = waiting.communicate(timeout=120)
+            sent = server.requests[0].json["messages"]
+    finally:
+        store.close()
+    assert waiting.returncode == 0, err
+    assert err.count("steer #1") == 1 and out.strip() == "*She ducks.*"
+    assert [(m["role"], m["content"]) for m in sent[-2:]] == [("assistant", "done elsewhere"), ("user", "Duck!")]
+
+
+def test_trace_show_names_the_inbox_events_a_step_consumed(cli_env: dict[str, str], corpus_dir: Path) -> None:  # noqa: F811
+    assert _run(["import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")], cli_env).returncode == 0
+    assert _run(["chat", "Seraphina", "--new", "--say", "hello"], cli_env).returncode == 0
+    queued = json.loads(_run(["inbox", "add", "1", "--text", "queued first", "--json"], cli_env).stdout)
+    assert _run(["chat", "Seraphina", "--playthrough", "1", "--say", "then this"], cli_env).returncode == 0
+    traces = json.loads(_run(["trace", "list", "--playthrough", "1", "--json"], cli_env).stdout)
+    shown = _run(["trace", "show", traces[-1]["id"]], cli_env).stdout
+    detail = json.loads(_run(["trace", "show", traces[-1]["id"], "--json"], cli_env).stdout)
+    inbox = detail["record"]["inbox"]
+    assert [i["id"] for i in inbox["items"]][0] == queued["id"] and len(inbox["items"]) == 2
+    line = next(line for line in shown.splitlines() if line.startswith("inbox: claim "))
+    assert f"{queued['id']} queued at " in line
+    assert "queued first" not in json.dumps(detail["record"])  # references, never the queued text
