@@ -34,6 +34,10 @@ from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.views import InboxItemView
 
 
+class ClaimedElsewhere(TavernError):
+    """A queued item was claimed by another window or command (its reply is in the log there)."""
+
+
 def _view(position: int, item: PendingItem) -> InboxItemView:
     return InboxItemView(item.id, position, item.target, item.content, item.queued_at,
                          item.origin.value if item.origin else "customer")

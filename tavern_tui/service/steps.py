@@ -30,6 +30,8 @@ from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
     Generation,
+    InboxEmpty,
+    StepBusy,
     StepSettled,
     StepUpdate,
     context_events,
@@ -39,7 +41,7 @@ from tavern_tui.errors import TavernError
 from tavern_tui.lore.context import ActivationContext
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.service.context import ServiceContext
-from tavern_tui.service.inbox import InboxService
+from tavern_tui.service.inbox import ClaimedElsewhere, InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.persona import PersonaService, render_snapshot
@@ -49,7 +51,7 @@ from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.text.names import substitute_names
 from tavern_tui.text.tokens import estimate_messages
-from tavern_tui.views import PlaythroughView
+from tavern_tui.views import InboxItemView, PlaythroughView
 
 logger = logging.getLogger(__name__)
 
@@ -209,6 +211,54 @@ class StepRunner:
         async with aclosing(self._step(playthrough_id, text, Generation())) as steps:
             async for update in steps:
                 yield update
+
+    async def send_or_queue(self, playthrough_id: int, text: str, *, steer: bool = False, allow_secrets: bool = False,
+                            queued: Callable[[InboxItemView], object] | None = None) -> AsyncIterator[StepUpdate]:
+        """`send`, unless a step is under way in this playthrough in another window or command
+        (`InboxService.step_in_progress`, or `send` refusing as busy): then the text is queued
+        (a durable inbox insert; `queued` is told), the running step is waited for, and a step
+        claims the queue (`run_queued`) and streams. The queue-instead-of-fail of issue 15,
+        in this one function, on today's busy detection.
+
+        Raises:
+            ClaimedElsewhere: another window or command claimed the queued text meanwhile.
+            TavernError / SecretRefused / StepFailed / CancelledError: as `send` (a cancel
+                while waiting leaves the text queued).
+        """
+        assert self.inbox is not None, "send_or_queue needs the inbox service"
+        if not await asyncio.to_thread(self.inbox.step_in_progress, playthrough_id):
+            updates = self.send(playthrough_id, text, allow_secrets=allow_secrets)
+            try:
+                first = await anext(updates)
+            except StepBusy:  # it started elsewhere between the check and the send
+                await updates.aclose()
+            else:
+                async with aclosing(updates):
+                    yield first
+                    async for update in updates:
+                        yield update
+                return
+        item = await asyncio.to_thread(self.inbox.add, playthrough_id, text, steer=steer,
+                                       allow_secrets=allow_secrets)
+        if queued is not None:
+            queued(item)
+        while True:
+            await self.inbox.wait_settled(playthrough_id)
+            pending = await asyncio.to_thread(self.inbox.pending, playthrough_id)
+            if all(p.id != item.id for p in pending):
+                raise ClaimedElsewhere(f"the queued message {item.id} was sent by another tavern window or "
+                                       "command; its reply is there")
+            updates = self.run_queued(playthrough_id)
+            try:
+                first = await anext(updates)
+            except (StepBusy, InboxEmpty):  # another process got there first: wait for its step
+                await updates.aclose()
+                continue
+            async with aclosing(updates):
+                yield first
+                async for update in updates:
+                    yield update
+            return
 
     async def run_queued(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
         """Answer what waits in the inbox: one step that claims the whole pending batch (steers

@@ -273,3 +273,27 @@ async def test_ctrl_t_queues_a_steer_where_alt_enter_arrives_as_enter(corpus_tav
         assert strip_lines(chat) == ["1 · steer · duck"]
         scripted.gate.set()
         await wait_until(pilot, lambda: len(scripted.requests) == 2 and not chat.generating, timeout=10)
+
+
+async def test_enter_while_another_window_replies_queues_and_goes_once_that_settles(
+        corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    from tavern_tui.engine.events import EventKind, NewEvent
+
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        head = corpus_tavern.playthroughs.playthrough(chat.playthrough_id).session_id
+        # Another process's step as the log shows it while it streams: a header, no settlement.
+        corpus_tavern.store.events.append(head, [NewEvent(EventKind.REQUEST_HEADER, None, {"provider": "other"})])
+        await type_and_enter(pilot, "me too")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        assert strip_lines(chat) == ["1 · queued · me too"] and scripted.requests == []
+        scripted.enqueue("*Seraphina answers you as well.*")
+        corpus_tavern.store.events.append(head, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant",
+                                                          {"content": "the other window's reply"})])
+        await wait_until(pilot, lambda: len(scripted.requests) == 1 and not chat.generating, timeout=10)
+        await workers_idle(pilot)
+        assert [(m["role"], m["content"]) for m in scripted.requests[0].messages[-2:]] == [
+            ("assistant", "the other window's reply"), ("user", "me too")]
+        assert chat.transcript.boxes[-1].text == "*Seraphina answers you as well.*"
+        assert chat.inbox_strip.items == []

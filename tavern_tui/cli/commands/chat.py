@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.cli.context import open_async_service
 from tavern_tui.cli.diagnostics import EXIT_INTERRUPTED, EXIT_OK, refused, step_failed
-from tavern_tui.engine.step import InboxEmpty, StepBusy, StepFailed, StepSettled, StepStarted
+from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import SecretRefused
+from tavern_tui.service.inbox import ClaimedElsewhere
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
     from tavern_tui.service import Tavern
+    from tavern_tui.views import InboxItemView
 
 
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
@@ -131,34 +133,22 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 async def _say(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, err: TextIO) -> AsyncIterator[Any] | None:
-    """The updates of `--say`: a send when no step is under way; otherwise the text is queued
-    (a durable inbox insert, said on `err`), and once the running step settles, a step that
-    claims it. None when another window or command claimed it meanwhile (said on `err`)."""
-    if not tavern.inbox.step_in_progress(playthrough_id):
-        updates = tavern.steps.send(playthrough_id, args.say, allow_secrets=args.allow_secrets)
-        try:
-            first = await anext(updates)
-        except StepBusy:  # it started elsewhere between the check and the send: queue instead
-            await updates.aclose()
-        else:
-            return _prepend(first, updates)
-    item = tavern.inbox.add(playthrough_id, args.say, steer=args.steer, allow_secrets=args.allow_secrets)
-    kind = "steer" if item.steer else "queued"
-    err.write(f"{kind} #{item.position} (id {item.id}): a reply is being written in this playthrough; "
-              "waiting for it to settle\n")
-    err.flush()
-    while True:
-        await tavern.inbox.wait_settled(playthrough_id)
-        if all(p.id != item.id for p in tavern.inbox.pending(playthrough_id)):
-            err.write(f"{kind} item {item.id} was claimed by another tavern window or command; its reply is there\n")
-            return None
-        updates = tavern.steps.run_queued(playthrough_id)
-        try:
-            first = await anext(updates)
-        except (StepBusy, InboxEmpty):  # another process got there first: wait for its step
-            await updates.aclose()
-            continue
-        return _prepend(first, updates)
+    """The updates of `--say` (`StepRunner.send_or_queue`): a send, or, while another process
+    streams in this playthrough, the text queued (said on `err`) and its step once that settles.
+    None when another window or command claimed it meanwhile (said on `err`)."""
+    def queued(item: InboxItemView) -> None:
+        err.write(f"{'steer' if item.steer else 'queued'} #{item.position} (id {item.id}): a reply is being "
+                  "written in this playthrough; waiting for it to settle\n")
+        err.flush()
+
+    updates = tavern.steps.send_or_queue(playthrough_id, args.say, steer=args.steer,
+                                         allow_secrets=args.allow_secrets, queued=queued)
+    try:
+        first = await anext(updates)
+    except ClaimedElsewhere as exc:
+        err.write(f"{exc}\n")
+        return None
+    return _prepend(first, updates)
 
 
 async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:

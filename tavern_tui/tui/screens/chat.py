@@ -353,7 +353,14 @@ class ChatScreen(TavernScreen[None]):
             self.call(self.tavern.inbox.add, self.playthrough_id, text, steer=event.steer, allow_secrets=allow,
                       title="Cannot queue the message", then=lambda _: self._refresh_queue())
             return
-        self._start("send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=allow), text)
+        # Another window or command replying here: the text is queued and goes once that settles.
+        self._start("send", lambda: self.tavern.steps.send_or_queue(
+            self.playthrough_id, text, steer=event.steer, allow_secrets=allow, queued=self._queued_elsewhere), text)
+
+    def _queued_elsewhere(self, item: InboxItemView) -> None:
+        self.notify(f"A reply is being written in this playthrough by another tavern window or command: your "
+                    f"message is queued ({item.position}) and goes once it settles.", title="Queued", timeout=6)
+        self._refresh_queue()
 
     # -- the inbox --------------------------------------------------------------------------
 
