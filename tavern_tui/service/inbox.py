@@ -56,7 +56,9 @@ class InboxService:
         self.playthroughs = playthroughs
 
     def _session(self, playthrough_id: int) -> int:
-        return self.playthroughs.playthrough(playthrough_id).session_id
+        """The playthrough's head session (one read: the chat opens with a few of these)."""
+        with self.ctx.store.unit_of_work() as uow:
+            return uow.playthroughs.get(playthrough_id).head_session_id
 
     def _queue(self, playthrough_id: int) -> tuple[int, PendingInputProjection]:
         session_id = self._session(playthrough_id)
@@ -159,7 +161,7 @@ class InboxService:
         Raises:
             NotFound: no such playthrough.
         """
-        self.playthroughs.playthrough(playthrough_id)
+        self._session(playthrough_id)  # NotFound for no such playthrough
         try:
             self.playthroughs.check_message(text) if text.strip() else None
         except SecretRefused:
