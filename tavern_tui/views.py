@@ -305,3 +305,32 @@ class TraceView:
                 "generation": self.generation, "messages": self.messages, "config": self.config,
                 "attempts": self.attempts, "usage": self.usage, "latency_ms": self.latency_ms, "reply": self.reply,
                 "outcome": self.outcome, "attempt": self.attempt, "retry_of": self.retry_of, "omitted": self.omitted}
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItemView:
+    """One pending inbox item as the chat and `tavern inbox` show it (DESIGN.md "The inbox").
+
+    Attributes:
+        id: the item's stable id (kept across edits; `tavern inbox edit/cancel` take it).
+        position: 1-based place in claim order (steers first).
+        target: "next-turn" (queued) or "next-step" (a steer).
+        origin: who wrote it ("customer" for the person).
+    """
+
+    id: str
+    position: int
+    target: str
+    text: str
+    queued_at: datetime
+    origin: str = "customer"
+
+    @property
+    def steer(self) -> bool:
+        """True for a next-step item."""
+        return self.target == "next-step"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern inbox --json`."""
+        return {"id": self.id, "position": self.position, "target": self.target, "text": self.text,
+                "queued_at": self.queued_at.isoformat(), "origin": self.origin}

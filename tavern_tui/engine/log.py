@@ -81,6 +81,12 @@ class AsyncSessionLog(Protocol):
         """`SessionLog.surface_events`, awaited."""
         ...
 
+    async def append_if_unchanged(self, session_id: int, events: Sequence[NewEvent], kind: str,
+                                  after_seq: int) -> list[Event] | None:
+        """Append only when the session holds no own event of `kind` after `after_seq`, else
+        None (the inbox's compare-and-append, `engine.inbox`)."""
+        ...
+
 
 _T = TypeVar("_T")
 
@@ -138,6 +144,23 @@ class ThreadedLog:
     async def append(self, session_id: int, events: Sequence[NewEvent]) -> list[Event]:
         """`SessionLog.append` in a worker thread."""
         return await _in_thread(self.sync.append, session_id, list(events))
+
+    async def append_if_unchanged(self, session_id: int, events: Sequence[NewEvent], kind: str,
+                                  after_seq: int) -> list[Event] | None:
+        """The wrapped log's compare-and-append (`engine.inbox`) in a worker thread: append only
+        when the session holds no own event of `kind` after `after_seq`, else None. A wrapped log
+        without one gets a check then an append, atomic only within this process."""
+        guarded = getattr(self.sync, "append_if_unchanged", None)
+        if guarded is not None:
+            return await _in_thread(guarded, session_id, list(events), kind, after_seq)
+
+        def check_then_append() -> list[Event] | None:
+            own = [e for e in self.sync.surface_events(session_id) if e.session_id == session_id]
+            if any(e.kind == kind and e.seq > after_seq for e in own):
+                return None
+            return self.sync.append(session_id, list(events))
+
+        return await _in_thread(check_then_append)
 
     async def surface_events(self, session_id: int, through_seq: int | None = None) -> list[Event]:
         """`SessionLog.surface_events` in a worker thread."""

@@ -43,6 +43,15 @@ class MemoryLog:
             stored.append(event)
         return stored
 
+    def append_if_unchanged(self, session_id: int, events: Sequence[NewEvent], kind: str,
+                            after_seq: int) -> list[Event] | None:
+        """Append only when the session holds no own event of `kind` after `after_seq` (else None)."""
+        if session_id not in self._events:
+            raise NotFound(f"session {session_id} does not exist")
+        if any(e.kind == kind and e.seq > after_seq for e in self._events[session_id]):
+            return None
+        return self.append(session_id, events)
+
     def surface_events(self, session_id: int, through_seq: int | None = None) -> list[Event]:
         """Ancestors' events through each fork point, then the session's own."""
         if session_id not in self._events:

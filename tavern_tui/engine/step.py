@@ -20,6 +20,15 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin
+from tavern_tui.engine.inbox import (
+    CLAIM_KEY,
+    NEXT_TURN,
+    ClaimPending,
+    ClaimPlan,
+    PendingItem,
+    change_async,
+    restore_splices,
+)
 from tavern_tui.engine.log import (
     PLACEHOLDER_SOURCE,
     SYSTEM_PROMPT_SOURCE,
@@ -158,6 +167,8 @@ class StepStarted:
     user: Event | None
     request: ChatRequest
     generation: Generation = Generation()
+    claimed: tuple[Event, ...] = ()
+    """Every `user/message` admitted from the claimed batch, in order (`user` is the last)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +261,7 @@ class _Opened:
     trace_event: Event
     request: ChatRequest
     model: str
+    claimed: tuple[Event, ...] = ()
 
 
 async def run_step(
@@ -264,6 +276,7 @@ async def run_step(
     clock: Callable[[], float] = time.monotonic,
     stale_after: float = 75.0,
     now: Callable[[], datetime] = _utc_now,
+    claim: bool = False,
 ) -> AsyncIterator[StepUpdate]:
     """Run one step for the user's `text` and stream its progress.
 
@@ -278,8 +291,9 @@ async def run_step(
         provider: streams the completion.
         assemble: builds the system section and config from history + the claimed batch
             (called on the event loop).
-        text: what the person submitted; None for a step without new input (regenerate,
-            swipe, continue, impersonate).
+        text: what the person submitted, queued in the inbox and claimed with whatever was
+            pending before it (one batch, one `user/message` each, in order); None for a step
+            without new input (regenerate, swipe, continue, impersonate) unless `claim`.
         generation: what the step asks the model for (continue text, impersonation, …).
         checkpoint_every: seconds between `stream/checkpoint` events while streaming.
         clock: monotonic seconds (injectable for tests).
@@ -287,12 +301,16 @@ async def run_step(
             (a live stream checkpoints at least every `checkpoint_every` plus the provider's
             read timeout); a fresher one means another process is replying.
         now: wall-clock UTC time, compared with event times (injectable for tests).
+        claim: with `text` None, claim the inbox's pending batch as this step's input (a
+            queued line answered after the running reply settled).
 
     Yields:
         `StepStarted`, then `TextDelta`/`ReasoningDelta` as they arrive, then `StepSettled`.
 
     Raises:
-        StepBusy: another process is streaming a reply in this session (nothing is written).
+        StepBusy: another process is streaming a reply in this session, or is between its
+            inbox claim and its admission (nothing is written).
+        InboxEmpty: `claim` and nothing is pending (nothing is written).
         StepFailed: the provider failed, or the stream was cut off (no `finish_reason` and no
             `[DONE]`); the partial reply is stored as `assistant/attempt`.
         asyncio.CancelledError: the caller cancelled; the partial reply is stored first. A
@@ -310,11 +328,11 @@ async def run_step(
     # The opening runs to its end even if cancelled meanwhile: half of it would leave a header
     # without a settlement (the session then looks busy) or an input without its step.
     opened, early_cancel = await until_done(_open(alog, session_id, provider, assemble, text, generation,
-                                                  stale_after, now))
+                                                  stale_after, now, claim))
     user_event, trace_event, request, model = opened.user_event, opened.trace_event, opened.request, opened.model
     retries_recorded = False
     if early_cancel is None:
-        yield StepStarted(user_event, request, generation)
+        yield StepStarted(user_event, request, generation, opened.claimed)
 
     def settle_text(new: str) -> str:
         return join_continuation(generation.continue_text, new) if generation.type == "continue" else new
@@ -418,27 +436,37 @@ async def run_step(
 
 
 async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assemble: Assembler, text: str | None,
-                generation: Generation, stale_after: float, now: Callable[[], datetime]) -> _Opened:
+                generation: Generation, stale_after: float, now: Callable[[], datetime],
+                claim: bool = False) -> _Opened:
     """A step's opening, in order: recover a stale step or refuse a live one; the inbox insert
-    and claim; assemble; admit system, context and input; records and the request header; the
-    trace record. Returns what the stream needs.
+    and claim (one compare-and-append); assemble on history plus the claimed batch; admit
+    system, context and the batch; records and the request header; the trace record. Returns
+    what the stream needs. An assembler that raises puts the claimed batch back in the inbox.
 
     Raises:
         StepBusy: another process is streaming in this session (nothing is written).
+        InboxEmpty: `claim` without `text` and nothing pending (nothing is written).
     """
-    step = _open_step_in(await log.surface_events(session_id), session_id)
+    surface = await log.surface_events(session_id)
+    step = _open_step_in(surface, session_id)
     recovered = _recovery(step, stale_after, now)
     if recovered is not None:
         await log.append(session_id, [recovered])
     elif step is not None:
         raise StepBusy("a reply is being written in this playthrough by another tavern window or command; "
                        "wait for it or stop it there")
-    if text is not None:
-        await log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, "user",
-                                               {"op": "insert", "messages": [{"role": "user", "content": text}]})])
-        await log.append(session_id, [NewEvent(EventKind.INBOX_SPLICED, None, {"op": "claim", "count": 1})])
+    claim_event: Event | None = None
+    batch: list[PendingItem] = []
+    if text is not None or claim:
+        claim_event, batch = await _claim_inbox(log, session_id, text, stale_after, now,
+                                                None if recovered is not None else surface)
     history = surface_of(await log.surface_events(session_id))
-    assembly = assemble(history, [text] if text is not None else [])
+    try:
+        assembly = assemble(history, [item.content for item in batch])
+    except BaseException:
+        if claim_event is not None:  # nothing of the batch was admitted: put it back
+            await change_async(log, session_id, restore_splices)
+        raise
 
     admitted: list[NewEvent] = []
     current_system = history[0].content if history and history[0].source == SYSTEM_PROMPT_SOURCE else None
@@ -446,21 +474,27 @@ async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assem
         admitted.append(NewEvent(EventKind.SYSTEM_MESSAGE, "system", {"content": assembly.system},
                                  source=SYSTEM_PROMPT_SOURCE))
     admitted += context_events(history, assembly.context)
-    if text is not None:
-        admitted.append(NewEvent(EventKind.USER_MESSAGE, "user",
-                                 {"content": assembly.input[0] if assembly.input else text}))
+    # One user/message per claimed item, as the assembler expanded it (`Assembly.input`, one text
+    # per claimed one); `claim` resolves the claim (engine.inbox).
+    contents = (list(assembly.input) if assembly.input is not None and len(assembly.input) == len(batch)
+                else [item.content for item in batch])
+    admitted += [NewEvent(EventKind.USER_MESSAGE, "user", {"content": content, CLAIM_KEY: claim_event.seq},
+                          item.origin) for item, content in zip(batch, contents) if claim_event is not None]
     stored = await log.append(session_id, admitted)
-    user_event = stored[-1] if text is not None else None
+    claimed = tuple(stored[len(stored) - len(batch):]) if batch else ()
+    user_event = claimed[-1] if claimed else None
 
     # Messages this request alone carries (never part of the surface), kept for the trace.
     extra: list[dict[str, Any]] = []
     records = list(assembly.records)
     if assembly.request is not None:
         origins = [dict(p) for p in assembly.request_parts]
-        if user_event is not None:  # the input's event exists now: point its part at it
-            for part in origins:
-                if part.get("source") == "input" and part.get("ref") is None:
-                    part["ref"] = list(user_event.ref)
+        inputs = iter(claimed)  # the input's events exist now: point its parts at them, in order
+        for part in origins:
+            if part.get("source") == "input" and part.get("ref") is None:
+                event = next(inputs, None)
+                if event is not None:
+                    part["ref"] = list(event.ref)
         records.append(NewEvent(EventKind.REQUEST_ASSEMBLY, None, {
             "messages": list(assembly.request), "parts": origins, "generation": generation.type}))
     else:
@@ -484,7 +518,7 @@ async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assem
     else:
         surface = [m for m in surface_of(await log.surface_events(session_id)) if sent_to_model(m)]
         messages = [m.to_request() for m in surface] + extra
-        sent = [SentMessage(m.role, _source_of(m, user_event), m.ref, None, message_hash(message))
+        sent = [SentMessage(m.role, _source_of(m, claimed), m.ref, None, message_hash(message))
                 for m, message in zip(surface, messages)]
         if extra:
             assert assembly_event is not None
@@ -497,16 +531,49 @@ async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assem
         "strategy_snapshot": assembly.meta.get("strategy_snapshot"),
         "replay_of": assembly.meta.get("replay_of"),
         "config": dict(assembly.config), "submitted_at": now().isoformat(),
-        "messages": [m.to_json() for m in sent]})]))[0]
-    return _Opened(user_event, trace_event, ChatRequest(messages, model, dict(assembly.config)), model)
+        "messages": [m.to_json() for m in sent], **_inbox_trace(claim_event, batch)})]))[0]
+    return _Opened(user_event, trace_event, ChatRequest(messages, model, dict(assembly.config)), model, claimed)
 
 
-def _source_of(message: SurfaceMessage, user_event: Event | None) -> str:
+class InboxEmpty(TavernError):
+    """A step asked to claim the inbox found nothing pending."""
+
+
+async def _claim_inbox(log: AsyncSessionLog, session_id: int, text: str | None, stale_after: float,
+                       now: Callable[[], datetime],
+                       surface: list[Event] | None) -> tuple[Event | None, list[PendingItem]]:
+    """Queue `text` (if any) and claim the pending batch, in one compare-and-append; a claim a
+    crash left unadmitted (older than `stale_after`) is put back first, so it is in the batch.
+
+    Raises:
+        StepBusy: another process's claim is not admitted yet (it is opening a step now).
+        InboxEmpty: nothing to claim.
+    """
+    plan = ClaimPlan(session_id, NEXT_TURN, insert=text, stale_after=stale_after, now=now)
+    try:
+        stored, _ = await change_async(log, session_id, plan, surface)
+    except ClaimPending as exc:
+        raise StepBusy(str(exc)) from exc
+    claim_event, batch = plan.claimed(stored)
+    if claim_event is None:
+        raise InboxEmpty("nothing is queued in this playthrough's inbox")
+    return claim_event, batch
+
+
+def _inbox_trace(claim_event: Event | None, batch: list[PendingItem]) -> dict[str, Any]:
+    """The trace's `inbox` field: the claim and, per claimed item, the splice that queued it
+    (references only: queued text never enters a trace body)."""
+    if claim_event is None:
+        return {}
+    return {"inbox": {"claim": list(claim_event.ref), "items": [{"id": i.id, "ref": list(i.ref)} for i in batch]}}
+
+
+def _source_of(message: SurfaceMessage, claimed: tuple[Event, ...]) -> str:
     if message.source == SYSTEM_PROMPT_SOURCE:
         return "system"
     if message.source == CONTEXT_SOURCE:
         return "context"
-    return "input" if user_event is not None and message.ref == user_event.ref else "history"
+    return "input" if any(message.ref == e.ref for e in claimed) else "history"
 
 
 async def _record_retries(log: AsyncSessionLog, session_id: int, trace_event: Event, provider: Provider,

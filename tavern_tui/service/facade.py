@@ -12,6 +12,7 @@ from tavern_tui.engine.stream import Provider
 from tavern_tui.service.chat_files import ChatFileService
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.imports import ImportService
+from tavern_tui.service.inbox import InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.persona import PersonaService
@@ -53,6 +54,7 @@ class Tavern:
         presets: presets (`PresetService`); strategies: assembly strategies (`StrategyService`).
         playthroughs: playthroughs, messages, `resolve` and `apply_selection` (`PlaythroughService`).
         timeline: swipes, edits, rollback, branches, the variant tree (`TimelineService`).
+        inbox: queued and steer input waiting for the next step (`InboxService`).
         steps: send, reply, regenerate, continue, impersonate and their dry runs (`StepRunner`).
         traces: recorded requests (`TraceService`); chat_files: SillyTavern chats (`ChatFileService`).
         imports: files and folders of any kind (`ImportService`).
@@ -80,8 +82,9 @@ class Tavern:
                                                self.strategies)
         self.timeline = TimelineService(ctx, self.library, self.playthroughs)
         self.variables = VariableService(ctx, self.playthroughs)
+        self.inbox = InboxService(ctx, self.playthroughs)
         self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
-                                self.strategies, self.timeline, self.variables)
+                                self.strategies, self.timeline, self.variables, inbox=self.inbox)
         self.traces = TraceService(ctx, self.playthroughs, self.timeline)
         self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
         self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files)

@@ -221,10 +221,15 @@ class WorldInfoService:
 
     def test_world_info(self, books: Sequence[WorldBook], messages: Sequence[ScanMessage], text: str | None, *,
                         settings: WorldInfoSettings | None = None, rng: Callable[[], float] | None = None,
-                        char_name: str = "Character", user_name: str = "User") -> ActivationResult:
+                        char_name: str = "Character", user_name: str = "User",
+                        batch: Sequence[str] = ()) -> ActivationResult:
         """Activate `books` (as global lore) against a given history and input (the `lore test`
-        tool): no playthrough, nothing stored."""
-        ctx = ActivationContext(messages=tuple(messages), input=text or None, char_name=char_name, user_name=user_name)
+        tool): no playthrough, nothing stored. `batch`: lines pending in the inbox, claimed
+        before `text` in one batch; the batch is the current input a step scans (seed 000 §5),
+        joined one line each as `assembly.worldinfo.scan_context` joins a claimed batch."""
+        lines = [*batch, text] if text else list(batch)
+        ctx = ActivationContext(messages=tuple(messages), input="\n".join(lines) or None, char_name=char_name,
+                                user_name=user_name)
         step = WorldInfoStep([SourcedBook(b, "global") for b in books], settings or self.ctx.settings.world_info, rng,
                              self.index_cache)
         return step.run(ctx)

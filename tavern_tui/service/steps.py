@@ -31,6 +31,8 @@ from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
     Generation,
+    InboxEmpty,
+    StepBusy,
     StepFailed,
     StepSettled,
     StepUpdate,
@@ -41,6 +43,7 @@ from tavern_tui.errors import TavernError
 from tavern_tui.lore.context import ActivationContext
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.inbox import ClaimedElsewhere, InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.persona import PersonaService, render_snapshot
@@ -51,7 +54,7 @@ from tavern_tui.service.timeline import TimelineService
 from tavern_tui.service.variables import VariableService
 from tavern_tui.text.names import substitute_names
 from tavern_tui.text.tokens import estimate_messages
-from tavern_tui.views import PlaythroughView
+from tavern_tui.views import InboxItemView, PlaythroughView
 
 logger = logging.getLogger(__name__)
 
@@ -72,12 +75,13 @@ class StepRunner:
         library, playthroughs, lore, persona, presets, strategies: what a step's assembler
             reads (card, playthrough, books, persona section, preset, strategy).
         timeline: the forks a regenerate or continue starts from.
+        inbox: the queued batch a step claims (previews include it; None: previews see none).
     """
 
     def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
                  lore: WorldInfoService, persona: PersonaService, presets: PresetService,
                  strategies: StrategyService, timeline: TimelineService,
-                 variables: VariableService | None = None) -> None:
+                 variables: VariableService | None = None, *, inbox: InboxService | None = None) -> None:
         self.ctx = ctx
         self.variables = variables
         self.library = library
@@ -87,6 +91,13 @@ class StepRunner:
         self.presets = presets
         self.strategies = strategies
         self.timeline = timeline
+        self.inbox = inbox
+
+    def _batch(self, playthrough_id: int, text: str) -> list[str]:
+        """What the next step would claim if `text` were sent now: the pending queue (steers
+        first), then `text` (seed 000 §5: world info scans history plus the claimed batch)."""
+        queued = [item.text for item in self.inbox.pending(playthrough_id)] if self.inbox is not None else []
+        return queued + ([text] if text else [])
 
     def estimate_tokens(self, playthrough_id: int) -> int:
         """Estimated prompt tokens of the next request without new input (the status line
@@ -166,7 +177,7 @@ class StepRunner:
         view = self.playthroughs.playthrough(playthrough_id)
         assembler = self._assembler(playthrough_id, Generation(), strategy, view)
         history = derive_messages(self.ctx.store.events, view.session_id)
-        claimed = [text] if text else []
+        claimed = self._batch(playthrough_id, text)
         if getattr(assembler, "strategy", None) == PROJECTION:
             built, meta, _records = assembler.build(history, claimed)
             messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
@@ -222,6 +233,67 @@ class StepRunner:
             async for update in steps:
                 yield update
 
+    async def send_or_queue(self, playthrough_id: int, text: str, *, steer: bool = False, allow_secrets: bool = False,
+                            queued: Callable[[InboxItemView], object] | None = None) -> AsyncIterator[StepUpdate]:
+        """`send`, unless a step is under way in this playthrough in another window or command
+        (`InboxService.step_in_progress`, or `send` refusing as busy): then the text is queued
+        (a durable inbox insert; `queued` is told), the running step is waited for, and a step
+        claims the queue (`run_queued`) and streams. The queue-instead-of-fail of issue 15,
+        in this one function, on today's busy detection.
+
+        Raises:
+            ClaimedElsewhere: another window or command claimed the queued text meanwhile.
+            TavernError / SecretRefused / StepFailed / CancelledError: as `send` (a cancel
+                while waiting leaves the text queued).
+        """
+        assert self.inbox is not None, "send_or_queue needs the inbox service"
+        if not await asyncio.to_thread(self.inbox.step_in_progress, playthrough_id):
+            updates = self.send(playthrough_id, text, allow_secrets=allow_secrets)
+            try:
+                first = await anext(updates)
+            except StepBusy:  # it started elsewhere between the check and the send
+                await updates.aclose()
+            else:
+                async with aclosing(updates):
+                    yield first
+                    async for update in updates:
+                        yield update
+                return
+        item = await asyncio.to_thread(self.inbox.add, playthrough_id, text, steer=steer,
+                                       allow_secrets=allow_secrets)
+        if queued is not None:
+            queued(item)
+        while True:
+            await self.inbox.wait_settled(playthrough_id)
+            pending = await asyncio.to_thread(self.inbox.pending, playthrough_id)
+            if all(p.id != item.id for p in pending):
+                raise ClaimedElsewhere(f"the queued message {item.id} was sent by another tavern window or "
+                                       "command; its reply is there")
+            updates = self.run_queued(playthrough_id)
+            try:
+                first = await anext(updates)
+            except (StepBusy, InboxEmpty):  # another process got there first: wait for its step
+                await updates.aclose()
+                continue
+            async with aclosing(updates):
+                yield first
+                async for update in updates:
+                    yield update
+            return
+
+    async def run_queued(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Answer what waits in the inbox: one step that claims the whole pending batch (steers
+        first, then next-turn items, one `user/message` each, in order) before assembly. The
+        chat calls it when a reply settles with items queued; `tavern chat --say` after waiting.
+
+        Raises:
+            InboxEmpty: nothing is pending (nothing is written).
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        async with aclosing(self._step(playthrough_id, None, Generation(), claim=True)) as steps:
+            async for update in steps:
+                yield update
+
     def _prepare_step(self, playthrough_id: int, generation: Generation) -> tuple[PlaythroughView, Any]:
         """(the playthrough, the assembler) of a step about to run; marks the playthrough played.
         Called in a worker thread: it runs SQL, reads (and on first use parses) the books, and
@@ -238,13 +310,15 @@ class StepRunner:
         self.lore.index_cache.wait_free()
         return view, assembler
 
-    async def _step(self, playthrough_id: int, text: str | None, generation: Generation) -> AsyncIterator[StepUpdate]:
-        """One engine step on the playthrough's head session (send, regenerate, continue, impersonate)."""
+    async def _step(self, playthrough_id: int, text: str | None, generation: Generation, *,
+                    claim: bool = False) -> AsyncIterator[StepUpdate]:
+        """One engine step on the playthrough's head session (send, regenerate, continue,
+        impersonate; `claim`: the inbox's pending batch is its input)."""
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
         view, assembler = await asyncio.to_thread(self._prepare_step, playthrough_id, generation)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
-                         generation=generation, stale_after=self.ctx.stale_after)
+                         generation=generation, stale_after=self.ctx.stale_after, claim=claim)
         async with aclosing(steps):
             try:
                 async for update in steps:
@@ -402,7 +476,7 @@ class StepRunner:
         card = self.library.card(record)
         events = self.ctx.store.events.surface_events(view.session_id)
         history = derive_messages(self.ctx.store.events, view.session_id)
-        ctx = scan_context(history, [text] if text else [], self.lore.facts(record, card, view.user_name),
+        ctx = scan_context(history, self._batch(playthrough_id, text), self.lore.facts(record, card, view.user_name),
                            timed_state_of(events))
         return self.lore.world_info_step(self.lore.effective_books(view.id, record, card), rng), ctx
 

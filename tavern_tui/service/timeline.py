@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from tavern_tui.engine.events import EventKind, Origin
+from tavern_tui.engine.inbox import move_pending
 from tavern_tui.engine.log import (
     EDIT_SOURCE,
     SYSTEM_PROMPT_SOURCE,
@@ -187,9 +188,13 @@ class TimelineService:
             uow.playthroughs.touch(playthrough_id)
 
     def set_head(self, playthrough_id: int, session_id: int) -> PlaythroughView:
-        """Move the playthrough's head to `session_id` (one of its sessions) and return it."""
+        """Move the playthrough's head to `session_id` (one of its sessions) and return it.
+        What waits in the inbox moves along (`engine.inbox.move_pending`): it is the
+        playthrough's, not the branch's."""
         with self.ctx.store.unit_of_work() as uow:
+            old = uow.playthroughs.get(playthrough_id).head_session_id
             uow.playthroughs.set_head(playthrough_id, session_id)
+        move_pending(self.ctx.store.events, old, session_id)
         return self.playthroughs.playthrough(playthrough_id)
 
     def fork(self, playthrough_id: int, at: Ref | None, timeline: Timeline | None = None,

@@ -54,6 +54,15 @@ _APPEND_SQLITE = (
     "FROM events WHERE session_id = :session_id RETURNING seq"
 )
 
+# The compare in `append_if_unchanged`: an own event of the kind after the seq the caller read.
+_NEWER = (select(EVENTS.c.seq).where(EVENTS.c.session_id == bindparam("sid"), EVENTS.c.kind == bindparam("kind"),
+                                     EVENTS.c.seq > bindparam("after")).limit(1))
+_NEWER_SQLITE = "SELECT seq FROM events WHERE session_id = :sid AND kind = :kind AND seq > :after LIMIT 1"
+
+
+class _Changed(Exception):
+    """`append_if_unchanged`'s compare failed inside the transaction (rolled back)."""
+
 
 _NO_BOUND = 2**31 - 1
 """An upper seq bound no session reaches (for the unbounded last link of a chain): the largest
@@ -137,6 +146,9 @@ class EventLog:
             NotFound: no such session.
             StoreError: the database refused the insert.
         """
+        return self._append(session_id, events, None)
+
+    def _append(self, session_id: int, events: Sequence[NewEvent], guard: tuple[str, int] | None) -> list[Event]:
         if not events:
             return []
         now = datetime.now(UTC)
@@ -145,8 +157,8 @@ class EventLog:
             text = canonical_json(new.body)
             rows.append((new, text, body_hash(text)))
         try:
-            seqs = (self._append_sqlite(session_id, rows, now) if self._sqlite
-                    else self._append_core(session_id, rows, now))
+            seqs = (self._append_sqlite(session_id, rows, now, guard) if self._sqlite
+                    else self._append_core(session_id, rows, now, guard))
         except (IntegrityError, sqlite3.IntegrityError) as exc:
             with self._engine.connect() as conn:
                 if conn.execute(_SESSION_EXISTS, {"sid": session_id}).first() is None:
@@ -156,20 +168,42 @@ class EventLog:
                       json.loads(text))
                 for seq, (new, text, digest) in zip(seqs, rows)]
 
+    def append_if_unchanged(self, session_id: int, events: Sequence[NewEvent], kind: str,
+                            after_seq: int) -> list[Event] | None:
+        """Append `events` only when the session holds no own event of `kind` with seq >
+        `after_seq`, checked in the same write transaction (the inbox's compare-and-append:
+        two processes computing a splice on the same queue, only the first one lands).
+
+        Returns:
+            The stored events, or None when such an event exists (nothing is written).
+
+        Raises:
+            NotFound / StoreError: as `append`.
+        """
+        try:
+            return self._append(session_id, events, (kind, after_seq))
+        except _Changed:
+            return None
+
     @staticmethod
     def _params(session_id: int, new: NewEvent, text: str, digest: str, now: datetime) -> dict[str, object]:
         return {"session_id": session_id, "kind": str(new.kind), "role": new.role,
                 "origin": new.origin.value if new.origin else None, "source": new.source, "body": text,
                 "body_sha256": digest, "created_at": now}
 
-    def _append_core(self, session_id: int, rows: list[tuple[NewEvent, str, str]], now: datetime) -> list[int]:
+    def _append_core(self, session_id: int, rows: list[tuple[NewEvent, str, str]], now: datetime,
+                     guard: tuple[str, int] | None = None) -> list[int]:
         with self._engine.begin() as conn:
             if conn.execute(_LOCK_SESSION, {"sid": session_id}).first() is None:
                 raise NotFound(f"session {session_id} does not exist")
+            if guard is not None and conn.execute(_NEWER, {"sid": session_id, "kind": guard[0],
+                                                           "after": guard[1]}).first() is not None:
+                raise _Changed
             return [conn.execute(_APPEND, self._params(session_id, new, text, digest, now)).scalar_one()
                     for new, text, digest in rows]
 
-    def _append_sqlite(self, session_id: int, rows: list[tuple[NewEvent, str, str]], now: datetime) -> list[int]:
+    def _append_sqlite(self, session_id: int, rows: list[tuple[NewEvent, str, str]], now: datetime,
+                       guard: tuple[str, int] | None = None) -> list[int]:
         # The hot path, straight on the pooled driver connection: SQLAlchemy's per-transaction
         # overhead is ~5x the insert itself (benchmarks/event_append). Same SQL as `_APPEND`,
         # same datetime text SQLAlchemy's SQLite DateTime writes.
@@ -179,6 +213,9 @@ class EventLog:
             stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
             db.execute("BEGIN IMMEDIATE")
             try:
+                if guard is not None and db.execute(_NEWER_SQLITE, {"sid": session_id, "kind": guard[0],
+                                                                    "after": guard[1]}).fetchone() is not None:
+                    raise _Changed
                 seqs = []
                 for new, text, digest in rows:
                     p = self._params(session_id, new, text, digest, now)

@@ -262,3 +262,13 @@ class StrategyRow(Base):
     options: Mapped[str] = mapped_column(Text)
     """JSON object of the base's options."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ComposerDraft(Base):
+    """What the person has typed in a playthrough's composer and not sent yet (one row per
+    playthrough; replaced as they type), so Esc, screen changes and restarts never lose it."""
+
+    __tablename__ = "composer_drafts"
+    playthrough_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -14,7 +14,16 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tavern_tui.errors import NotFound, StoreError
-from tavern_tui.store.models import Character, Playthrough, Preset, SessionRow, WorldBook, WorldBookBinding, as_utc
+from tavern_tui.store.models import (
+    Character,
+    ComposerDraft,
+    Playthrough,
+    Preset,
+    SessionRow,
+    WorldBook,
+    WorldBookBinding,
+    as_utc,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,3 +367,27 @@ class BindingRepository:
         """Book ids bound to one scope/target, in binding order."""
         query = select(WorldBookBinding.world_book_id).where(WorldBookBinding.scope == scope, self._target(target_id))
         return list(self._session.scalars(query.order_by(WorldBookBinding.id)))
+
+
+class DraftRepository:
+    """Composer drafts: one unsent text per playthrough."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def get(self, playthrough_id: int) -> str:
+        """The playthrough's draft ("" when none)."""
+        row = self._session.get(ComposerDraft, playthrough_id)
+        return row.text if row is not None else ""
+
+    def put(self, playthrough_id: int, text: str) -> None:
+        """Replace the draft; an empty text removes it."""
+        row = self._session.get(ComposerDraft, playthrough_id)
+        if not text:
+            if row is not None:
+                self._session.delete(row)
+        elif row is None:
+            self._session.add(ComposerDraft(playthrough_id=playthrough_id, text=text, updated_at=datetime.now(UTC)))
+        else:
+            row.text, row.updated_at = text, datetime.now(UTC)
+        self._session.flush()

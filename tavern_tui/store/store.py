@@ -18,6 +18,7 @@ from tavern_tui.store.persona import BeliefRepository, PersonaRepository, Strate
 from tavern_tui.store.repositories import (
     BindingRepository,
     CharacterRepository,
+    DraftRepository,
     PlaythroughRecord,
     PlaythroughRepository,
     PresetRepository,
@@ -47,6 +48,7 @@ class UnitOfWork:
     personas: PersonaRepository
     beliefs: BeliefRepository
     strategies: StrategyRepository
+    drafts: DraftRepository
 
 
 class Store:
@@ -74,7 +76,8 @@ class Store:
             with session.begin():
                 yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
                                  WorldBookRepository(session), BindingRepository(session), PresetRepository(session),
-                                 PersonaRepository(session), BeliefRepository(session), StrategyRepository(session))
+                                 PersonaRepository(session), BeliefRepository(session), StrategyRepository(session),
+                                 DraftRepository(session))
         finally:
             session.close()
 

@@ -62,7 +62,7 @@ class TavernApp(App[None]):
 
     def on_playthrough_chosen(self, message: PlaythroughChosen) -> None:
         """Open the chosen playthrough in a chat screen on top of the home screen."""
-        self.push_screen(ChatScreen(self.tavern, message.playthrough_id))
+        self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=message.typed))
 
     def on_world_books_requested(self, message: WorldBooksRequested) -> None:
         """Open the world-book pane (from a chat it knows the playthrough)."""

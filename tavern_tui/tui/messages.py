@@ -15,6 +15,8 @@ class PlaythroughChosen(Message):
     """The person chose a playthrough to play; the app opens the chat screen on it."""
 
     playthrough_id: int
+    typed: str = ""
+    """What the person typed while it was being opened (it goes into the composer)."""
 
 
 @dataclass
@@ -36,6 +38,8 @@ class ReplyStarted(Message):
 
     user_text: str | None
     generation: str = "send"
+    user_texts: tuple[str, ...] = ()
+    """Every message of the claimed batch, in order (a step that claimed queued lines)."""
 
 
 @dataclass

@@ -75,11 +75,11 @@ async def test_step_orders_events_as_design_says_and_sends_the_frozen_request() 
     assembler = RecordingAssembler()
     updates = await _run(log, sid, provider, assembler, "Hi there")
 
-    kinds = [(e.kind, e.body.get("op")) for e in log.surface_events(sid)]
+    kinds = [(e.kind, e.body.get("outcome")) for e in log.surface_events(sid)]
     assert kinds == [
         (EventKind.ASSISTANT_MESSAGE, None),  # opening reference
-        (EventKind.INBOX_SPLICED, "insert"),
-        (EventKind.INBOX_SPLICED, "claim"),
+        (EventKind.INBOX_SPLICED, "queued"),  # seed 000 §5: insert splice, then the claim (a delete)
+        (EventKind.INBOX_SPLICED, "claimed"),
         (EventKind.SYSTEM_MESSAGE, None),
         (EventKind.USER_MESSAGE, None),
         (EventKind.REQUEST_HEADER, None),

@@ -37,6 +37,11 @@ class ThreadRecordingLog:
             assert self.release.wait(5), "the test never released the held append"
         return self.log.append(session_id, events)  # type: ignore[attr-defined]
 
+    def append_if_unchanged(self, session_id: int, events: Sequence[NewEvent], kind: str,
+                            after_seq: int) -> list[Event] | None:
+        self.calls.append(("append", threading.get_ident()))
+        return self.log.append_if_unchanged(session_id, events, kind, after_seq)  # type: ignore[attr-defined]
+
     def surface_events(self, session_id: int, through_seq: int | None = None) -> list[Event]:
         self.calls.append(("surface_events", threading.get_ident()))
         return self.log.surface_events(session_id, through_seq)  # type: ignore[attr-defined]
@@ -68,10 +73,10 @@ async def test_every_log_call_of_a_step_runs_off_the_event_loop_thread(sql_log: 
     assert kinds == [EventKind.INBOX_SPLICED, EventKind.INBOX_SPLICED, EventKind.SYSTEM_MESSAGE,
                      EventKind.USER_MESSAGE, EventKind.REQUEST_HEADER, "trace/request",
                      EventKind.STREAM_CHECKPOINT, EventKind.STREAM_CHECKPOINT, EventKind.ASSISTANT_MESSAGE]
-    # 3 reads (open step, history, request surface) and 8 appends (inbox insert and claim, input,
-    # header, trace, 2 checkpoints, reply).
+    # 3 reads (open step and inbox, history, request surface) and 7 appends (inbox insert and
+    # claim together, input, header, trace, 2 checkpoints, reply).
     assert [name for name, _ in sql_log.calls].count("surface_events") == 3
-    assert [name for name, _ in sql_log.calls].count("append") == 8
+    assert [name for name, _ in sql_log.calls].count("append") == 7
     assert all(thread != loop_thread for _, thread in sql_log.calls)
 
 

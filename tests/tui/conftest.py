@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList
+from textual.widgets import Input, OptionList, TextArea
 
 from tavern_tui.config import Settings
 from tavern_tui.engine.stream import ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
@@ -107,8 +107,9 @@ def corpus_tavern(make_tavern: Callable[..., Tavern], scripted: ScriptedProvider
 
 @pytest.fixture
 def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep the Input cursor steady so screenshots do not depend on timing."""
+    """Keep the Input and TextArea (composer) cursors steady so screenshots do not depend on timing."""
     monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+    monkeypatch.setattr(TextArea, "_toggle_cursor_blink_visible", lambda self: None)
 
 
 async def wait_until(pilot: Pilot[object], predicate: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -391,7 +391,7 @@ async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: Sc
         assert rewritten.origin == "operator"
 
 
-async def test_f9_deletes_just_the_shown_swipe(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+async def test_ctrl_delete_deletes_just_the_shown_swipe(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
     # Issue 24: SillyTavern's "delete swipe" removes the shown swipe and shows the one before it.
     for reply in ("Reply one.", "Reply two.", "Reply three."):
         scripted.enqueue(reply)
@@ -406,7 +406,7 @@ async def test_f9_deletes_just_the_shown_swipe(corpus_tavern: Tavern, scripted: 
         await pilot.press("ctrl+left")
         await wait_until(pilot, lambda: shown(chat)[-1] == "Reply two.")
         assert chat.status.swipe == "swipe 2/3"
-        await pilot.press("f9")
+        await pilot.press("ctrl+delete")
         await wait_until(pilot, lambda: chat.status.swipe == "swipe 1/2")
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Reply one."]
         await pilot.press("ctrl+right")

@@ -7,17 +7,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.cli.context import open_async_service
 from tavern_tui.cli.diagnostics import EXIT_INTERRUPTED, EXIT_OK, refused, step_failed
 from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import SecretRefused
+from tavern_tui.service.inbox import ClaimedElsewhere
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
     from tavern_tui.service import Tavern
+    from tavern_tui.views import InboxItemView
 
 
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +48,9 @@ def add_chat(commands: Commands) -> None:
     which = p_chat.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="start a new playthrough")
     which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
+    p_chat.add_argument("--steer", action="store_true",
+                        help="with --say: while a reply is being written, queue the text as a steer (next step) "
+                             "instead of for the next turn")
     p_chat.add_argument("--json", action="store_true", help="print the stored reply as JSON at the end")
     p_chat.add_argument("--allow-secrets", action="store_true",
                         help="send a --say text that looks like a key or token anyway (never the configured API key)")
@@ -94,7 +100,9 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         elif args.generate:
             updates = tavern.steps.generate(playthrough.id)
         else:
-            updates = tavern.steps.send(playthrough.id, args.say, allow_secrets=args.allow_secrets)
+            updates = await _say(tavern, playthrough.id, args, err)
+            if updates is None:
+                return EXIT_OK
         try:
             async for update in updates:
                 if isinstance(update, ReasoningDelta):
@@ -126,6 +134,31 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                        "swipe": tavern.timeline.swipe_state(playthrough.id).label}, out, ensure_ascii=False)
         out.write("\n")
         return EXIT_OK
+
+
+async def _say(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, err: TextIO) -> AsyncIterator[Any] | None:
+    """The updates of `--say` (`StepRunner.send_or_queue`): a send, or, while another process
+    streams in this playthrough, the text queued (said on `err`) and its step once that settles.
+    None when another window or command claimed it meanwhile (said on `err`)."""
+    def queued(item: InboxItemView) -> None:
+        err.write(f"{'steer' if item.steer else 'queued'} #{item.position} (id {item.id}): a reply is being "
+                  "written in this playthrough; waiting for it to settle\n")
+        err.flush()
+
+    updates = tavern.steps.send_or_queue(playthrough_id, args.say, steer=args.steer,
+                                         allow_secrets=args.allow_secrets, queued=queued)
+    try:
+        first = await anext(updates)
+    except ClaimedElsewhere as exc:
+        err.write(f"{exc}\n")
+        return None
+    return _prepend(first, updates)
+
+
+async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    yield first
+    async for update in rest:
+        yield update
 
 
 def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

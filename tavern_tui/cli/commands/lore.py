@@ -59,6 +59,9 @@ def add_lore(commands: Commands) -> None:
     p_test.add_argument("books", nargs="+", metavar="BOOK",
                         help="world book files, character card files (their own lorebook), or imported names/ids")
     p_test.add_argument("--input", required=True, metavar="TEXT", help="the message being sent")
+    p_test.add_argument("--queued", action="append", default=[], metavar="TEXT",
+                        help="a line already pending in the inbox, claimed with --input in one batch "
+                             "(repeatable, in queue order; scanned as the current input with it)")
     p_test.add_argument("--history", metavar="FILE", help='JSON list of {"name", "role", "text"}, oldest first, '
                                                          'or a SillyTavern chat (.jsonl)')
     p_test.add_argument("--settings", metavar="FILE",
@@ -198,7 +201,7 @@ def cmd_lore_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         rng = (lambda: args.roll) if args.roll is not None else None
         messages = _history(args.history) if args.history else []
         result = tavern.lore.test_world_info(books, messages, args.input, settings=settings, rng=rng,
-                                        char_name=args.char, user_name=args.user)
+                                             char_name=args.char, user_name=args.user, batch=args.queued)
     ordered = insertion_order(result)
     if args.json:
         return print_json(out, [d.to_json() for d in ordered])

@@ -133,6 +133,10 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"retry {record.get('attempt')} of {session_id}:{seq}; omitted: "
                   f"{json.dumps(record.get('omitted', {}))}\n")
     out.write(f"config requested: {json.dumps(record.get('config', {}))}\n")
+    inbox = record.get("inbox")
+    if inbox:  # the inbox events this step consumed (seed 000 §5: claimed before assembly)
+        queued = ", ".join(f"{i['id']} queued at {i['ref'][0]}:{i['ref'][1]}" for i in inbox.get("items", []))
+        out.write(f"inbox: claim {inbox['claim'][0]}:{inbox['claim'][1]} took {queued}\n")
     if shown.get("config_adjusted"):
         out.write(f"config effective: {json.dumps(shown['config_adjusted'])}\n")
     for attempt in view["attempts"]:

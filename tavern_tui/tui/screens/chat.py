@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from textual import getters, on, work
+from textual import events, getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.timer import Timer
-from textual.widgets import Input, Static
+from textual.widgets import Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from tavern_tui.engine.step import OPENING_SOURCE, StepSettled, StepStarted, StepUpdate
@@ -27,23 +27,33 @@ from tavern_tui.tui.messages import (
     ReplyStarted,
     WorldBooksRequested,
 )
+from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tavern_tui.tui.screens.variables import VariablesScreen
+from tavern_tui.tui.widgets.composer import Composer, InboxStrip
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.tui.widgets.status_line import StatusLine
 from tavern_tui.tui.widgets.transcript import WINDOW, Transcript
+from tavern_tui.views import InboxItemView
+
+PLACEHOLDER = ("Say something as {user}… (Enter sends · shift+Enter or ctrl+J new line · "
+               "Esc stops a reply or goes back)")
+"""The composer's hint (issue 15: both newline keys named)."""
 
 GENERATION = "generation"
 """Worker group of the reply stream (one at a time)."""
 
 TOKEN_DELAY = 0.3
 """Seconds of quiet before the status line's token estimate is recomputed."""
+
+DRAFT_DELAY = 0.3
+"""Seconds of quiet before the composer's draft is written to the database."""
 
 HELD = 4 * WINDOW
 """Messages read when the chat opens or reloads; older ones are read as you scroll up."""
@@ -62,6 +72,8 @@ class ChatState:
     messages: list[MessageView]
     total: int
     swipe: str
+    queued: list[InboxItemView] = field(default_factory=list)
+    """The playthrough's inbox, in claim order (steers first)."""
 
 
 def describe_failure(error: BaseException | None) -> tuple[str, str]:
@@ -75,6 +87,15 @@ def describe_failure(error: BaseException | None) -> tuple[str, str]:
 
 class ChatScreen(TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
+
+    The composer is multi-line (`widgets.composer`): shift+Enter or ctrl+J starts a new line, a
+    paste keeps every line. While a reply streams, Enter queues the text in the playthrough's
+    durable inbox and alt+Enter queues it as a steer; the queued items show above the composer,
+    numbered. When the reply settles, the next step claims them all (steers first). ↑ on the
+    empty composer edits the last queued item (↑ again the one before; Enter saves it, Esc
+    leaves it as it was), or the last message you sent when nothing is queued; F9 cancels the
+    item being edited (or the last one). The draft is kept per playthrough in the database, so
+    Esc, other screens and restarts keep it.
 
     Keys: ctrl+←/ctrl+→ swipe the last message (→ past the last reply generates a new one;
     with text in the prompt they move by word instead), ctrl+r regenerates the last reply,
@@ -106,10 +127,11 @@ class ChatScreen(TavernScreen[None]):
         Binding("f6", "strategy", "Strategy", id="chat.strategy"),
         Binding("f7", "trace", "Trace", id="chat.trace"),
         Binding("f8", "persona", "Persona", id="chat.persona"),
-        Binding("f9", "delete_swipe", "Delete swipe", id="chat.delete_swipe", show=False,
+        Binding("f9", "cancel_queued", "Cancel queued", id="chat.cancel_queued"),
+        # Not in the footer (it is full at 80 columns); the command palette lists them.
+        Binding("ctrl+delete", "delete_swipe", "Delete swipe", id="chat.delete_swipe", show=False,
                 tooltip="Delete the shown swipe of the last reply, keeping the others"),
-        # Not in the footer (it is full at 80 columns); the command palette lists it as "Variables".
-        Binding("f12", "variables", "Variables", id="chat.variables", show=False,
+        Binding("f11", "variables", "Variables", id="chat.variables", show=False,
                 tooltip="Macro variables and their history"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
@@ -127,10 +149,12 @@ class ChatScreen(TavernScreen[None]):
 
     transcript = getters.query_one("#transcript", Transcript)
     status = getters.query_one("#status", StatusLine)
-    prompt = getters.query_one("#prompt", Input)
+    prompt = getters.query_one("#prompt", Composer)
+    inbox_strip = getters.query_one("#inbox", InboxStrip)
 
-    def __init__(self, tavern: Tavern, playthrough_id: int) -> None:
+    def __init__(self, tavern: Tavern, playthrough_id: int, *, typed: str = "") -> None:
         super().__init__(tavern, playthrough_id)
+        self._typed = typed  # keys typed on the home screen while this chat was being opened
         self.playthrough_id: int = playthrough_id
         self.playthrough: PlaythroughView | None = None
         self._reply: MessageBox | None = None
@@ -140,29 +164,49 @@ class ChatScreen(TavernScreen[None]):
         self._prompt_empty = True
         self._token_timer: Timer | None = None
         self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
+        self._editing: str | None = None  # id of the queued item the composer is editing
+        self._held_draft = ""  # the draft put aside while a queued item is edited
+        self._draft_timer: Timer | None = None
+        self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
         yield Transcript(id="transcript")
-        yield Input(placeholder="Say something… (Enter sends, Esc stops a reply or goes back)", id="prompt",
-                    classes="pane")
+        yield InboxStrip(id="inbox")
+        yield Composer(placeholder=PLACEHOLDER.format(user="you"), id="prompt", classes="pane")
         yield StatusLine(self.tavern.provider_label, id="status")
         yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
+        # Focus first: keys typed while the screen is pushed and the chat is read land here.
+        self.prompt.focus()
+        if self._typed:
+            self.prompt.insert(self._typed)
         self.call(self._open, title="Cannot open the playthrough", then=self._opened, failed=lambda _: self.dismiss())
 
-    def _open(self) -> tuple[PlaythroughView, ChatState]:
+    def on_key(self, event: events.Key) -> None:
+        """A printable key with nothing focused (the screen is still being set up) goes into
+        the composer rather than being lost."""
+        if self.focused is None and event.is_printable and event.character and self.is_mounted:
+            self.prompt.focus()
+            self.prompt.insert(event.character)
+            event.stop()
+
+    def _open(self) -> tuple[PlaythroughView, ChatState, str]:
         # In the worker: opening recovers an interrupted step and pins the persona (writes).
         view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
-        return view, self._read_state(view.message_count)
+        return view, self._read_state(view.message_count), self.tavern.inbox.draft(self.playthrough_id)
 
-    async def _opened(self, opened: tuple[PlaythroughView, ChatState]) -> None:
-        self.playthrough, state = view, _ = opened
+    async def _opened(self, opened: tuple[PlaythroughView, ChatState, str]) -> None:
+        view, state, draft = opened
+        self.playthrough = view
         self._update_title(view)
-        self.prompt.placeholder = f"Say something as {view.user_name}… (Enter sends, Esc stops a reply or goes back)"
+        self.prompt.placeholder = PLACEHOLDER.format(user=view.user_name)
+        if draft:  # the kept draft first, then whatever was typed while the chat opened
+            typed = self.prompt.value
+            self.prompt.value = f"{draft}\n{typed}" if typed else draft
+        self.inbox_strip.show(state.queued)
         self.transcript.fetch = self._fetch
-        self.prompt.focus()  # before the boxes mount: keys typed once they show go to the prompt
         await self.transcript.show(state.messages, view.message_count)
         self._update_tokens()
         self.status.swipe = state.swipe
@@ -207,6 +251,8 @@ class ChatScreen(TavernScreen[None]):
             return None if self.generating or not self._prompt_empty else True
         if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona", "delete_swipe"):
             return None if self.generating else True
+        if action == "cancel_queued":
+            return self.is_mounted and bool(self.inbox_strip.items)
         return True
 
     def _fetch(self, last: int) -> list[MessageView]:
@@ -220,14 +266,15 @@ class ChatScreen(TavernScreen[None]):
         messages = self._fetch(HELD)
         if total is None:
             total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
+        queued = self.tavern.inbox.pending(self.playthrough_id)
         try:
             state = self.tavern.timeline.swipe_state(self.playthrough_id)
         except TavernError:
-            return ChatState(messages, total, "")
+            return ChatState(messages, total, "", queued)
         shown, count = state.position
         swipe = "" if state.ref is None or count <= 1 else \
             f"{'greeting' if state.greeting else 'swipe'} {shown}/{count}"
-        return ChatState(messages, total, swipe)
+        return ChatState(messages, total, swipe, queued)
 
     def _update_tokens(self) -> None:
         # Debounced: the estimate reads the whole history, and a burst of swipes should repaint
@@ -256,25 +303,42 @@ class ChatScreen(TavernScreen[None]):
             await self.transcript.sync(state.messages, state.total)
             self._update_tokens()
             self.status.swipe = state.swipe
+            self._show_queue(state.queued)
             if (self.transcript.earlier_count > 0) != (earlier > 0):
                 self.refresh_bindings()  # "Earlier messages" came or went (the footer recomposes)
 
     # -- sending --------------------------------------------------------------------------
 
-    @on(Input.Changed, "#prompt")
-    def _prompt_changed(self, event: Input.Changed) -> None:
+    @on(TextArea.Changed, "#prompt")
+    def _prompt_changed(self, event: TextArea.Changed) -> None:
         # Only when emptiness flips: the footer re-renders on every refresh_bindings.
-        empty = not event.value
+        empty = not self.prompt.value
         if empty != self._prompt_empty:
             self._prompt_empty = empty
             self.refresh_bindings()
+        if self._editing is None:  # a queued item being edited is not the draft
+            if self._draft_timer is not None:
+                self._draft_timer.stop()
+            self._draft_timer = self.set_timer(DRAFT_DELAY, self._save_draft)
 
-    @on(Input.Submitted, "#prompt")
-    def _submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        if self.generating:
-            if text:
-                self.notify("A reply is still streaming: wait, or press Esc to stop it.", severity="warning")
+    def _save_draft(self) -> None:
+        """Keep the composer's text as this playthrough's draft (in a worker; a text holding a
+        secret is not written, `InboxService.save_draft`)."""
+        text = self.prompt.value if self._editing is None else self._held_draft
+        self.call(self.tavern.inbox.save_draft, self.playthrough_id, text, title="Cannot keep the draft",
+                  group="draft")
+
+    @on(Composer.Submitted, "#prompt")
+    def _submitted(self, event: Composer.Submitted) -> None:
+        text = event.text.strip()
+        if self._editing is not None:
+            self._save_queued_edit(self._editing, text)
+            return
+        if self.generating and not text:
+            return
+        if not text and self.inbox_strip.items:
+            # Queued lines left over (a stopped reply, a restart, another window): answer them.
+            self._start("send", lambda: self.tavern.steps.run_queued(self.playthrough_id))
             return
         if not text:
             # As SillyTavern: an empty send after the person's last line (e.g. an impersonated
@@ -290,7 +354,100 @@ class ChatScreen(TavernScreen[None]):
             return
         self._confirmed_secret = None
         self.prompt.clear()
-        self._start("send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=allow), text)
+        if self.generating:
+            # A reply streams: the text waits in the durable inbox; the next step claims it.
+            self.call(self.tavern.inbox.add, self.playthrough_id, text, steer=event.steer, allow_secrets=allow,
+                      title="Cannot queue the message", then=lambda _: self._refresh_queue())
+            return
+        # Another window or command replying here: the text is queued and goes once that settles.
+        self._start("send", lambda: self.tavern.steps.send_or_queue(
+            self.playthrough_id, text, steer=event.steer, allow_secrets=allow, queued=self._queued_elsewhere), text)
+
+    def _queued_elsewhere(self, item: InboxItemView) -> None:
+        self.notify(f"A reply is being written in this playthrough by another tavern window or command: your "
+                    f"message is queued ({item.position}) and goes once it settles.", title="Queued", timeout=6)
+        self._refresh_queue()
+
+    # -- the inbox --------------------------------------------------------------------------
+
+    def _show_queue(self, items: list[InboxItemView]) -> None:
+        had = bool(self.inbox_strip.items)
+        if self._editing is not None and all(i.id != self._editing for i in items):
+            self._leave_edit()  # claimed or canceled meanwhile (elsewhere too)
+        self.inbox_strip.show(items, self._editing)
+        if had != bool(items):
+            self.refresh_bindings()  # "Cancel queued" came or went
+
+    def _refresh_queue(self) -> None:
+        """Re-read the inbox (in a worker) and show it above the composer."""
+        self.call(self.tavern.inbox.pending, self.playthrough_id, title="Cannot read the inbox",
+                  then=self._show_queue)
+
+    @on(Composer.EditPrevious, "#prompt")
+    def _edit_previous(self, event: Composer.EditPrevious) -> None:
+        items = self.inbox_strip.items
+        if not items:
+            if self._editing is None:
+                self._edit_last_sent()
+            return
+        index = next((n for n, i in enumerate(items) if i.id == self._editing), len(items))
+        if index == 0:
+            return
+        if self._editing is None:
+            self._held_draft = self.prompt.value
+        item = items[index - 1]
+        self._editing = item.id
+        self.prompt.editing_first_line_up = True
+        self.prompt.value = item.text
+        self.inbox_strip.show(items, item.id)
+
+    def _leave_edit(self) -> None:
+        """Stop editing a queued item; the composer gets its draft back."""
+        self._editing = None
+        self.prompt.editing_first_line_up = False
+        self.prompt.value = self._held_draft
+        self._held_draft = ""
+        self.inbox_strip.show(self.inbox_strip.items)
+
+    def _save_queued_edit(self, item_id: str, text: str) -> None:
+        if not text:
+            self.notify("An edit cannot be empty: F9 cancels the item instead.", severity="warning")
+            return
+        self._leave_edit()
+        self.call(self.tavern.inbox.edit, self.playthrough_id, item_id, text, title="Cannot edit the queued message",
+                  severity="warning", then=lambda _: self._refresh_queue(), failed=lambda _: self._refresh_queue())
+
+    def action_cancel_queued(self) -> None:
+        """Cancel the queued item being edited, or else the last one; it never reaches the model."""
+        items = self.inbox_strip.items
+        if not items:
+            return
+        item_id = self._editing or items[-1].id
+        if self._editing is not None:
+            self._leave_edit()
+        self.call(self.tavern.inbox.cancel, self.playthrough_id, item_id, title="Cannot cancel the queued message",
+                  severity="warning", then=lambda item: self._cancelled(item), failed=lambda _: self._refresh_queue())
+
+    def _cancelled(self, item: InboxItemView) -> None:
+        self.notify(f"Canceled queued message {item.position}.", timeout=3)
+        self._refresh_queue()
+
+    def _edit_last_sent(self) -> None:
+        """↑ with nothing queued: edit your last message (the fork-preserving edit the tree
+        makes: a surface replacement; the original stays in the log)."""
+        if self.generating:
+            return
+        mine = [b.view for b in self.transcript.boxes if b.view is not None and b.view.role == "user"]
+        if not mine:
+            return
+        last = mine[-1]
+
+        def save(edited: str | None) -> None:
+            if edited is not None and edited != last.content:
+                self.call(self.tavern.timeline.edit_message, self.playthrough_id, last.ref, edited,
+                          title="Cannot edit", then=lambda _: self._reload())
+
+        self.app.push_screen(EditMessageScreen(last.speaker, last.content), save)
 
     def _reply_to_last(self, messages: list[MessageView]) -> None:
         if messages and messages[-1].role == "user" and not self.generating:
@@ -333,9 +490,10 @@ class ChatScreen(TavernScreen[None]):
         async with aclosing(updates()) as stream:
             async for update in stream:
                 match update:
-                    case StepStarted(user=event):
+                    case StepStarted(user=event, claimed=claimed):
                         user_text = None if event is None else str(event.body.get("content", text))
-                        self.post_message(ReplyStarted(user_text, generation))
+                        self.post_message(ReplyStarted(user_text, generation,
+                                                       tuple(e.content for e in claimed)))
                     case TextDelta(text=fragment):
                         self.post_message(ReplyDelta(fragment))
                     case ReasoningDelta(text=fragment):
@@ -352,8 +510,9 @@ class ChatScreen(TavernScreen[None]):
         """
         assert self.playthrough is not None
         self._started = True
-        if message.user_text is not None:
-            await self.transcript.add(MessageBox(self.playthrough.user_name, message.user_text, classes="-user"))
+        for user_text in message.user_texts or ((message.user_text,) if message.user_text is not None else ()):
+            await self.transcript.add(MessageBox(self.playthrough.user_name, user_text, classes="-user"))
+        self._refresh_queue()  # the claimed batch left the inbox
         prefill = ""
         boxes = self.transcript.boxes
         last = boxes[-1].view if boxes else None
@@ -418,6 +577,10 @@ class ChatScreen(TavernScreen[None]):
         self.generating = False
         if state is not None:
             await self._show_state(state)
+            # Queued while it streamed: the next step claims the batch now (not after a stop
+            # or a failure: the person decides then; the next Enter sends them with its text).
+            if worker.state == WorkerState.SUCCESS and state.queued:
+                self._start("send", lambda: self.tavern.steps.run_queued(self.playthrough_id))
 
     # -- actions --------------------------------------------------------------------------
 
@@ -485,7 +648,11 @@ class ChatScreen(TavernScreen[None]):
         self.app.push_screen(VariablesScreen(self.tavern, self.playthrough_id))
 
     def action_stop(self) -> None:
-        """Cancel the streaming reply; the service keeps the text received so far."""
+        """Leave the edit of a queued item, or else cancel the streaming reply; the service
+        keeps the text received so far."""
+        if self._editing is not None:
+            self._leave_edit()
+            return
         self.workers.cancel_group(self, GENERATION)
 
     def action_world_books(self) -> None:
@@ -493,8 +660,15 @@ class ChatScreen(TavernScreen[None]):
         self.post_message(WorldBooksRequested(self.playthrough_id))
 
     def action_back(self) -> None:
-        """Return to the home screen."""
-        self.dismiss()
+        """Leave the edit of a queued item, or else return to the home screen; the draft is
+        written first (Esc never throws typed text away)."""
+        if self._editing is not None:
+            self._leave_edit()
+            return
+        if self._draft_timer is not None:
+            self._draft_timer.stop()
+        self.call(self.tavern.inbox.save_draft, self.playthrough_id, self.prompt.value, title="Cannot keep the draft",
+                  then=lambda _: self.dismiss(), failed=lambda _: self.dismiss())
 
     async def action_load_earlier(self) -> None:
         """Mount the previous window of messages above the first one."""

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -45,6 +45,7 @@ class HomeScreen(TavernScreen[None]):
         super().__init__(tavern)
         self._now = now
         self._characters: dict[int, CharacterView] = {}
+        self._typed_ahead: list[str] | None = None  # keys typed while a chat is being opened
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)",
@@ -73,7 +74,22 @@ class HomeScreen(TavernScreen[None]):
                   then=lambda found: self._show_characters(*found))
         self.query_one("#characters", OptionList).focus()
 
+    def on_key(self, event: events.Key) -> None:
+        """While a chat is being opened (Enter was pressed, its playthrough is read or
+        created in a worker), printable keys are kept for its composer instead of reaching
+        this screen's keys (n, i, w, p): Enter on a character, then typing at once, loses nothing."""
+        if self._typed_ahead is not None and event.is_printable and event.character:
+            self._typed_ahead.append(event.character)
+            event.stop()
+            event.prevent_default()
+
+    def _choose(self, playthrough_id: int) -> None:
+        typed = "".join(self._typed_ahead or [])
+        self._typed_ahead = None
+        self.post_message(PlaythroughChosen(playthrough_id, typed))
+
     def on_screen_resume(self) -> None:
+        self._typed_ahead = None
         # Coming back from a chat: message counts and the order of playthroughs changed.
         if self.is_mounted:
             self.refresh_characters()
@@ -158,23 +174,30 @@ class HomeScreen(TavernScreen[None]):
         character = self._characters.get(int(event.option.id or 0))
         if character is None:
             return
+        self._typed_ahead = []
         self.call(self.tavern.playthroughs.latest_playthrough, character.id, title="Cannot open the character",
-                  then=lambda latest: self._play(character, latest))
+                  then=lambda latest: self._play(character, latest), failed=lambda _: self._stop_typing_ahead())
 
     def _play(self, character: CharacterView, latest: PlaythroughView | None) -> None:
         if latest is None:
             self._start_playthrough(character)
         else:
-            self.post_message(PlaythroughChosen(latest.id))
+            self._choose(latest.id)
 
     @on(OptionList.OptionSelected, "#playthroughs")
     def _playthrough_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
-            self.post_message(PlaythroughChosen(int(event.option.id)))
+            self._typed_ahead = []
+            self._choose(int(event.option.id))
 
     def _start_playthrough(self, character: CharacterView) -> None:
+        if self._typed_ahead is None:
+            self._typed_ahead = []
         self.call(self.tavern.playthroughs.new_playthrough, character.id, title="Cannot start a playthrough",
-                  then=lambda created: self.post_message(PlaythroughChosen(created.id)))
+                  then=lambda created: self._choose(created.id), failed=lambda _: self._stop_typing_ahead())
+
+    def _stop_typing_ahead(self) -> None:
+        self._typed_ahead = None
 
     def action_new_playthrough(self) -> None:
         """Start a new playthrough of the highlighted character and open it."""

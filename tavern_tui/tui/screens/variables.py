@@ -54,7 +54,7 @@ def history_line(entry: dict[str, Any]) -> str:
 
 
 class VariablesScreen(TavernScreen[None]):
-    """The variables pane (palette: "Variables"; F12 in the chat): read only; `tavern vars` changes them."""
+    """The variables pane (palette: "Variables"; F11 in the chat): read only; `tavern vars` changes them."""
 
     DEFAULT_CSS = """
     VariablesScreen #vars-body {

@@ -1,0 +1,165 @@
+"""Provides `Composer`, the chat's multi-line message editor, and `InboxStrip`, the queued items
+shown above it.
+
+Keys (issue 15; also in the README and the chat's help): Enter sends (queues while a reply
+streams), shift+Enter or ctrl+J inserts a newline (a terminal that cannot tell shift+Enter from
+Enter still delivers ctrl+J), alt+Enter sends as a steer, ↑ on an empty composer edits the last
+queued item (or the last message sent). A paste keeps every line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import Static, TextArea
+
+from tavern_tui.views import InboxItemView
+
+NEWLINE_KEYS = ("shift+enter", "ctrl+j", "newline")
+"""Keys that insert a newline ("newline" is how some terminals' LF arrives)."""
+
+STEER_KEYS = ("alt+enter", "ctrl+t")
+"""Keys that send the text as a steer (next step of the running turn): ctrl+T where the terminal
+folds alt+Enter into Enter (ESC CR, as tmux and most terminals without the kitty keyboard
+protocol send it; Textual then reports plain Enter)."""
+
+
+class Composer(TextArea, inherit_bindings=False):
+    """A multi-line editor: grows with its text up to `max-height`, then scrolls.
+
+    Posts `Composer.Submitted` on Enter (steer False) or alt+Enter (steer True) and
+    `Composer.EditPrevious` on ↑ when empty or on its first line while an item is being edited.
+    `value` reads and writes the text (what `Input.value` was) and `cursor_position` is the
+    cursor's offset in it.
+
+    CSS (`DEFAULT_CSS`): auto height between 3 and 8 rows (6 lines of text inside its border).
+    """
+
+    # TextArea's keys minus those the chat screen owns: F6 (strategy), F7 (trace) and page
+    # up/down (the transcript), which TextArea binds to select-line, select-all and cursor paging.
+    BINDINGS = [b for b in TextArea.BINDINGS
+                if not isinstance(b, Binding) or not set(b.key.split(",")) & {"f6", "f7", "pageup", "pagedown"}]
+
+    DEFAULT_CSS = """
+    Composer {
+        height: auto;
+        min-height: 3;
+        max-height: 8;
+    }
+    """
+
+    @dataclass
+    class Submitted(Message):
+        """Enter (or alt+Enter) on the composer: `text` as typed (not stripped)."""
+
+        composer: Composer
+        text: str
+        steer: bool = False
+
+        @property
+        def control(self) -> Composer:
+            """The composer (for `@on(..., "#id")`)."""
+            return self.composer
+
+    @dataclass
+    class EditPrevious(Message):
+        """↑ with nothing typed (or on the first line of a queued item being edited)."""
+
+        composer: Composer
+
+        @property
+        def control(self) -> Composer:
+            """The composer (for `@on(..., "#id")`)."""
+            return self.composer
+
+    def __init__(self, *, placeholder: str = "", id: str | None = None, classes: str | None = None) -> None:
+        super().__init__("", soft_wrap=True, tab_behavior="focus", show_line_numbers=False, compact=False,
+                         placeholder=placeholder, id=id, classes=classes)
+        self.editing_first_line_up = False
+        """When True, ↑ on the first line posts EditPrevious (the chat sets it while editing a queued item)."""
+
+    @property
+    def value(self) -> str:
+        """The text (as `Input.value`)."""
+        return self.text
+
+    @value.setter
+    def value(self, text: str) -> None:
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
+    @property
+    def cursor_position(self) -> int:
+        """The cursor's offset in `value` (characters; a newline counts one)."""
+        row, column = self.cursor_location
+        return sum(len(line) + 1 for line in self.document.lines[:row]) + column
+
+    async def _on_key(self, event: events.Key) -> None:
+        key = event.key
+        if key == "enter":
+            self._handled(event)
+            self.post_message(self.Submitted(self, self.text))
+            return
+        if key in STEER_KEYS:
+            self._handled(event)
+            self.post_message(self.Submitted(self, self.text, steer=True))
+            return
+        if key in NEWLINE_KEYS:
+            self._handled(event)
+            self.insert("\n")
+            return
+        if key == "up" and (not self.text or (self.editing_first_line_up and self.cursor_location[0] == 0)):
+            self._handled(event)
+            self.post_message(self.EditPrevious(self))
+            return
+        await super()._on_key(event)
+
+    @staticmethod
+    def _handled(event: events.Key) -> None:
+        event.stop()
+        event.prevent_default()
+
+
+class InboxStrip(Static):
+    """The queued items above the composer, one line each, numbered in claim order, dimmed and
+    marked "queued" or "steer"; the one being edited is highlighted. Hidden when empty.
+
+    CSS (`DEFAULT_CSS`): muted text, at most 6 rows (then it scrolls); `-empty` hides it.
+    """
+
+    DEFAULT_CSS = """
+    InboxStrip {
+        height: auto;
+        max-height: 6;
+        padding: 0 1;
+        color: $text-muted;
+        &.-empty {
+            display: none;
+        }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.items: list[InboxItemView] = []
+        self.selected: str | None = None
+        self.add_class("-empty")
+
+    def show(self, items: list[InboxItemView], selected: str | None = None) -> None:
+        """Show `items` (claim order); `selected` is the id being edited, if any."""
+        self.items = list(items)
+        self.selected = selected if any(i.id == selected for i in items) else None
+        self.set_class(not self.items, "-empty")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for n, item in enumerate(self.items):
+            if n:
+                text.append("\n")
+            first, *more = item.text.splitlines() or [""]
+            extra = f" (+{len(more)} lines)" if more else ""
+            label = f"{item.position} · {'steer' if item.steer else 'queued'} · {first}{extra}"
+            text.append(label, style="reverse" if item.id == self.selected else "dim")
+        self.update(text)

@@ -1,0 +1,299 @@
+"""Pilot tests of the chat's composer and inbox (issue 15): type during a stream, Enter queues,
+the queued line shows, ↑ edits it, F9 cancels, the reply to the edited text arrives; a steer;
+newline keys; a three-line paste; the draft across Esc and a restart; keys typed right after
+opening a chat; ↑ with nothing queued edits the last sent message; snapshots with two queued."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+from textual import events
+from textual.pilot import Pilot
+
+from tavern_tui.service import Tavern
+from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.modals.edit_message import EditMessageScreen
+from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.home import HomeScreen
+from tavern_tui.tui.widgets.composer import Composer
+from tests.tui.conftest import GATE, ScriptedProvider, open_character, wait_until, workers_idle
+from tests.tui.test_app import SIZE, open_seraphina, send
+
+
+def strip_lines(chat: ChatScreen) -> list[str]:
+    """The queued items above the composer, as shown."""
+    return str(chat.inbox_strip.content).splitlines() if chat.inbox_strip.items else []
+
+
+def user_lines(chat: ChatScreen) -> list[str]:
+    return [b.text for b in chat.transcript.boxes if "-user" in b.classes]
+
+
+async def type_and_enter(pilot: Pilot[object], text: str, key: str = "enter") -> None:
+    await pilot.press(*text)
+    await pilot.press(key)
+
+
+async def start_gated_reply(pilot: Pilot[object], chat: ChatScreen, scripted: ScriptedProvider) -> None:
+    """Send a first line whose reply waits at the gate (still streaming)."""
+    scripted.enqueue("*Seraphina starts to answer* ", GATE, "and finishes.")
+    await send(pilot, chat, "Where am I?", wait=False)
+    await wait_until(pilot, lambda: chat.generating and chat._reply is not None)
+
+
+async def test_enter_queues_during_a_stream_up_edits_f9_cancels_and_the_edited_text_is_answered(
+        corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await start_gated_reply(pilot, chat, scripted)
+        await type_and_enter(pilot, "first queued")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        assert chat.generating and chat.prompt.value == ""
+        assert strip_lines(chat) == ["1 · queued · first queued"]
+        await type_and_enter(pilot, "second queued")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)
+        assert strip_lines(chat) == ["1 · queued · first queued", "2 · queued · second queued"]
+        # ↑ on the empty composer takes the last queued item; ↑ again the one before it.
+        await pilot.press("up")
+        assert chat.prompt.value == "second queued" and chat.inbox_strip.selected == chat.inbox_strip.items[1].id
+        await pilot.press("up")
+        assert chat.prompt.value == "first queued"
+        await pilot.press("end", *", edited")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: chat.inbox_strip.items[0].text == "first queued, edited")
+        assert chat.prompt.value == ""
+        # F9 cancels the item being edited.
+        await pilot.press("up")
+        assert chat.prompt.value == "second queued"
+        await pilot.press("f9")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        assert strip_lines(chat) == ["1 · queued · first queued, edited"]
+        assert corpus_tavern.inbox.pending(chat.playthrough_id)[0].text == "first queued, edited"
+        # The reply settles; the next step claims what is queued, and its reply arrives.
+        scripted.enqueue("*She considers your edited words.*")
+        scripted.gate.set()
+        await wait_until(pilot, lambda: len(scripted.requests) == 2 and not chat.generating, timeout=10)
+        await workers_idle(pilot)
+        assert [m["content"] for m in scripted.requests[1].messages if m["role"] == "user"][-2:] == [
+            "Where am I?", "first queued, edited"]
+        assert all("second queued" not in m["content"] for m in scripted.requests[1].messages)
+        assert user_lines(chat)[-2:] == ["Where am I?", "first queued, edited"]
+        assert chat.transcript.boxes[-1].text == "*She considers your edited words.*"
+        assert chat.inbox_strip.items == [] and strip_lines(chat) == []
+
+
+async def test_alt_enter_queues_a_steer_before_the_queued_lines(corpus_tavern: Tavern,
+                                                                  scripted: ScriptedProvider) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await start_gated_reply(pilot, chat, scripted)
+        await type_and_enter(pilot, "later")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await type_and_enter(pilot, "look out", key="alt+enter")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)
+        assert strip_lines(chat) == ["1 · steer · look out", "2 · queued · later"]
+        streamed = chat.transcript.boxes[-1].text
+        scripted.gate.set()
+        await wait_until(pilot, lambda: len(scripted.requests) == 2 and not chat.generating, timeout=10)
+        await workers_idle(pilot)
+        # The steer is claimed first at the boundary (the end of the reply), which stays as it streamed.
+        assert [m["content"] for m in scripted.requests[1].messages][-3:] == [
+            "*Seraphina starts to answer* and finishes.", "look out", "later"]
+        assert streamed.startswith("*Seraphina starts to answer*")
+
+
+async def test_newline_keys_and_a_three_line_paste(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await pilot.press("a", "shift+enter", "b", "ctrl+j", "c")
+        assert chat.prompt.value == "a\nb\nc" and not chat.generating
+        chat.prompt.clear()
+        await pilot.pause()
+        app.post_message(events.Paste("line one\nline two\nline three"))  # as the terminal driver delivers it
+        await wait_until(pilot, lambda: chat.prompt.value == "line one\nline two\nline three")
+        await wait_until(pilot, lambda: chat.prompt.outer_size.height == 3 + 2)  # three lines inside the border
+        await pilot.press("enter")
+        await pilot.app.workers.wait_for_complete()
+        await wait_until(pilot, lambda: not chat.generating)
+        assert scripted.requests[-1].messages[-1] == {"role": "user", "content": "line one\nline two\nline three"}
+        shown = corpus_tavern.playthroughs.messages(chat.playthrough_id)
+        assert shown[-2].content.splitlines() == ["line one", "line two", "line three"]
+        # It grows to six lines, then scrolls.
+        chat.prompt.value = "\n".join(str(n) for n in range(12))
+        await wait_until(pilot, lambda: chat.prompt.outer_size.height == 6 + 2)
+        assert chat.prompt.max_scroll_y > 0
+
+
+async def test_esc_keeps_the_draft_and_a_restart_too(make_tavern: Callable[..., Tavern],
+                                                     scripted: ScriptedProvider) -> None:
+    tavern = make_tavern(scripted)
+    app = TavernApp(tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        pid = chat.playthrough_id
+        await pilot.press(*"half a thought")
+        await pilot.press("escape")  # back home
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        assert tavern.inbox.draft(pid) == "half a thought"
+        chat = await open_seraphina(pilot)
+        await wait_until(pilot, lambda: chat.prompt.value == "half a thought")
+    again = TavernApp(make_tavern(scripted, import_corpus=False))  # a new run on the same database
+    async with again.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await wait_until(pilot, lambda: chat.prompt.value == "half a thought")
+        assert scripted.requests == []  # nothing was sent
+
+
+async def test_a_draft_holding_a_secret_is_not_written(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        corpus_tavern.inbox.save_draft(chat.playthrough_id, "older draft")
+        chat.prompt.value = "my key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+        await pilot.pause(0.5)
+        await workers_idle(pilot)
+        assert corpus_tavern.inbox.draft(chat.playthrough_id) == ""
+
+
+async def test_keys_typed_right_after_opening_a_chat_land_in_the_composer(
+        corpus_tavern: Tavern, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Hold the home screen's read of the playthrough until the keys are typed, as a slow disk or
+    # a busy machine does: they arrive while the home screen is still the one shown.
+    release = threading.Event()
+    latest = corpus_tavern.playthroughs.latest_playthrough
+
+    def slow_latest(character_id: int):  # type: ignore[no-untyped-def]
+        assert release.wait(10)
+        return latest(character_id)
+
+    monkeypatch.setattr(corpus_tavern.playthroughs, "latest_playthrough", slow_latest)
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_character(pilot, "Seraphina")  # Enter on the character …
+        await pilot.press(*"pen in hand")  # … and typing at once ("p", "n", "i" are home keys)
+        assert isinstance(app.screen, HomeScreen)  # still opening
+        release.set()
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await pilot.press(*" and more")
+        chat = app.screen
+        assert isinstance(chat, ChatScreen)
+        assert chat.prompt.value == "pen in hand and more" and app.focused is chat.prompt
+        assert corpus_tavern.playthroughs.playthroughs()  # Enter started one; "n" started none more
+        assert len(corpus_tavern.playthroughs.playthroughs()) == 1
+
+
+async def test_up_with_nothing_queued_edits_the_last_sent_message(corpus_tavern: Tavern,
+                                                                  scripted: ScriptedProvider) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "I am tierd")
+        await pilot.press("up")
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        editor = app.screen
+        area = editor.query_one("#edit-text")
+        assert area.text == "I am tierd"  # type: ignore[attr-defined]
+        area.text = "I am tired"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await workers_idle(pilot)
+        await wait_until(pilot, lambda: "I am tired" in user_lines(chat))
+        # The fork-preserving edit: a surface replacement, the original stays in the log.
+        events_ = corpus_tavern.store.events.surface_events(
+            corpus_tavern.playthroughs.playthrough(chat.playthrough_id).session_id)
+        assert any(e.kind == "user/message" and e.content == "I am tierd" for e in events_)
+        assert any(e.kind == "surface/replaced" for e in events_)
+
+
+def _two_queued(scripted: ScriptedProvider) -> Callable[[Pilot[object]], object]:
+    async def run_before(pilot: Pilot[object]) -> None:
+        chat = await open_seraphina(pilot)
+        await start_gated_reply(pilot, chat, scripted)
+        await type_and_enter(pilot, "Is this the forest of Eldoria?")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await type_and_enter(pilot, "Wait, behind you!", key="alt+enter")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)
+        await pilot.press(*"still typing")
+        # The reply stays at its gate (its worker runs on): wait for the draft and token workers.
+        await pilot.pause(0.6)
+        await wait_until(pilot, lambda: chat.status.tokens is not None)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.usefixtures("no_cursor_blink")
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_chat_with_two_queued_items(snap_compare, corpus_tavern: Tavern, scripted: ScriptedProvider,
+                                    size: tuple[int, int]) -> None:
+    assert snap_compare(TavernApp(corpus_tavern), terminal_size=size, run_before=_two_queued(scripted))
+
+
+def test_the_composer_keeps_the_screen_keys() -> None:
+    # F6/F7 and page up/down belong to the chat (strategy, trace, transcript), not TextArea's
+    # select-line, select-all and cursor paging.
+    keys = {key for b in Composer.BINDINGS for key in b.key.split(",")}  # type: ignore[union-attr]
+    assert not keys & {"f6", "f7", "pageup", "pagedown"}
+    assert {"ctrl+left", "ctrl+right", "ctrl+z"} <= keys
+
+
+async def test_enter_on_an_empty_composer_answers_what_was_left_queued(corpus_tavern: Tavern,
+                                                                        scripted: ScriptedProvider) -> None:
+    seraphina = corpus_tavern.library.find_character("Seraphina")
+    played = corpus_tavern.playthroughs.new_playthrough(seraphina.id)
+    corpus_tavern.inbox.add(played.id, "queued before the app opened")  # e.g. `tavern inbox add`
+    corpus_tavern.inbox.add(played.id, "steer from elsewhere", steer=True)
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)  # still there after a restart
+        assert strip_lines(chat) == ["1 · steer · steer from elsewhere", "2 · queued · queued before the app opened"]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(scripted.requests) == 1 and not chat.generating)
+        await workers_idle(pilot)
+        assert [m["content"] for m in scripted.requests[0].messages][-2:] == [
+            "steer from elsewhere", "queued before the app opened"]
+        assert user_lines(chat) == ["steer from elsewhere", "queued before the app opened"]
+        assert chat.inbox_strip.items == []
+
+
+async def test_ctrl_t_queues_a_steer_where_alt_enter_arrives_as_enter(corpus_tavern: Tavern,
+                                                                       scripted: ScriptedProvider) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await start_gated_reply(pilot, chat, scripted)
+        await type_and_enter(pilot, "duck", key="ctrl+t")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        assert strip_lines(chat) == ["1 · steer · duck"]
+        scripted.gate.set()
+        await wait_until(pilot, lambda: len(scripted.requests) == 2 and not chat.generating, timeout=10)
+
+
+async def test_enter_while_another_window_replies_queues_and_goes_once_that_settles(
+        corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    from tavern_tui.engine.events import EventKind, NewEvent
+
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        head = corpus_tavern.playthroughs.playthrough(chat.playthrough_id).session_id
+        # Another process's step as the log shows it while it streams: a header, no settlement.
+        corpus_tavern.store.events.append(head, [NewEvent(EventKind.REQUEST_HEADER, None, {"provider": "other"})])
+        await type_and_enter(pilot, "me too")
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        assert strip_lines(chat) == ["1 · queued · me too"] and scripted.requests == []
+        scripted.enqueue("*Seraphina answers you as well.*")
+        corpus_tavern.store.events.append(head, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant",
+                                                          {"content": "the other window's reply"})])
+        await wait_until(pilot, lambda: len(scripted.requests) == 1 and not chat.generating, timeout=10)
+        await workers_idle(pilot)
+        assert [(m["role"], m["content"]) for m in scripted.requests[0].messages[-2:]] == [
+            ("assistant", "the other window's reply"), ("user", "me too")]
+        assert chat.transcript.boxes[-1].text == "*Seraphina answers you as well.*"
+        assert chat.inbox_strip.items == []
