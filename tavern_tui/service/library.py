@@ -93,13 +93,13 @@ class LibraryService:
 
     def characters(self) -> list[CharacterView]:
         """Every imported character, by name."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             records = uow.characters.all()
         return [self._character_view(r) for r in records]
 
     def character(self, character_id: int) -> CharacterView:
         """One character. Raises NotFound."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             return self._character_view(uow.characters.get(character_id))
 
     def find_character(self, query: str) -> CharacterView:
@@ -117,7 +117,7 @@ class LibraryService:
         Raises:
             NotFound: nothing matches; the message names `what` and suggests close names.
         """
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             repo = getattr(uow, repository)
             if query.strip().isdigit():
                 try:

@@ -69,7 +69,7 @@ class PlaythroughService:
 
     def playthroughs(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughView]:
         """Playthroughs, most recently played first."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             records = uow.playthroughs.list(character_id, limit)
             names = {c.id: c.name for c in uow.characters.all()}
             persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
@@ -94,7 +94,7 @@ class PlaythroughService:
 
     def playthrough(self, playthrough_id: int) -> PlaythroughView:
         """One playthrough. Raises NotFound."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             record = uow.playthroughs.get(playthrough_id)
             name = uow.characters.get(record.character_id).name
             persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
@@ -141,7 +141,8 @@ class PlaythroughService:
         """
         view = self.playthrough(playthrough_id)
         self.persona.rendered_persona(playthrough_id)
-        if recover_interrupted(self.ctx.store.events, view.session_id, stale_after=self.ctx.stale_after) is not None:
+        if recover_interrupted(self.ctx.store.events, view.session_id, stale_after=self.ctx.stale_after,
+                               claims=self.ctx.store.claims) is not None:
             logger.info("recovered an interrupted reply in playthrough %s", playthrough_id)
         return view
 

@@ -222,7 +222,7 @@ class StepRunner:
         view, assembler = await asyncio.to_thread(self._prepare_step, playthrough_id, generation)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
-                         generation=generation, stale_after=self.ctx.stale_after)
+                         generation=generation, stale_after=self.ctx.stale_after, claims=self.ctx.store.claims)
         async with aclosing(steps):
             async for update in steps:
                 if isinstance(update, StepSettled):
