@@ -43,6 +43,7 @@ from tavern_tui.persona.nominate import NominationRules, blockers, select_nomina
 from tavern_tui.persona.safety import block_injections, refuse_secrets
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
+from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.views import ImportResult
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ class PersonaService:
             if add is not None:
                 if not add.strip():
                     raise TavernError(f"{where}: the new entry is empty")
-                refuse_secrets(add, where)
+                self._refuse(add, where)
                 level = check_sensitivity(sensitivity or "normal", f"{where}: sensitivity")
                 new_entries.append(PersonaEntry(max([e.id for e in new_entries] + [doc.next_entry_id() - 1]) + 1,
                                                 add.strip(), "owner", level, None, now, now))
@@ -176,7 +177,7 @@ class PersonaService:
                     raise TavernError(f"{where}: the persona has no entry {remove}")
                 new_entries = [e for e in new_entries if e.id != remove]
             if name is not None:
-                refuse_secrets(name, where)
+                self._refuse(name, where)
             if add is None and remove is None and entries is None and name is None:
                 raise TavernError(f"{where}: nothing to change (give an entry to add, remove, a file or a name)")
             new = replace(doc.with_entries(new_entries, "edit"), name=doc.name if name is None else name.strip())
@@ -186,8 +187,13 @@ class PersonaService:
             self._unlink_beliefs(uow, doc, written)
             return written
 
-    @staticmethod
-    def _entries_from(doc: PersonaDocument, given: Sequence[dict[str, Any]], now: datetime,
+    def _refuse(self, text: str, where: str) -> None:
+        """Refuse credential-shaped text (`refuse_secrets`) and the configured credentials by value
+        in any encoding (`service.secrets`; issue 23 item 3). Raises SecretRefused."""
+        refuse_configured(text, configured_secrets(self.ctx.settings, self.ctx.provider), where)
+        refuse_secrets(text, where)
+
+    def _entries_from(self, doc: PersonaDocument, given: Sequence[dict[str, Any]], now: datetime,
                       where: str) -> list[PersonaEntry]:
         out: list[PersonaEntry] = []
         next_id = doc.next_entry_id()
@@ -196,7 +202,7 @@ class PersonaService:
             field = f"{where}: entries[{index}]"
             if not isinstance(item, dict) or not isinstance(item.get("text"), str) or not item["text"].strip():
                 raise TavernError(f"{field}: each entry is an object with a non-empty \"text\"")
-            refuse_secrets(item["text"], field)
+            self._refuse(item["text"], field)
             level = check_sensitivity(item.get("sensitivity", "normal"), f"{field}.sensitivity")
             old = doc.entry(item["id"]) if isinstance(item.get("id"), int) and item["id"] not in used else None
             text = item["text"].strip()
@@ -243,8 +249,8 @@ class PersonaService:
             warnings.append(f"imported persona {chosen.name!r}; also in the file: {', '.join(others)} "
                             f"(choose one with `tavern persona import {file} --persona NAME`)")
         try:
-            refuse_secrets(chosen.name, f"{file}: name")
-            refuse_secrets(chosen.description, f"{file}: description")
+            self._refuse(chosen.name, f"{file}: name")
+            self._refuse(chosen.description, f"{file}: description")
         except TavernError as exc:
             return ImportResult(file, "persona", error=str(exc))
         book = None
@@ -516,7 +522,7 @@ class PersonaService:
         with self.ctx.store.unit_of_work() as uow:
             belief = uow.beliefs.get(belief_id)
             self._check_outstanding(belief)
-            refuse_secrets(belief.statement, "affirm")
+            self._refuse(belief.statement, "affirm")
             doc = uow.personas.current(LOCAL_PRINCIPAL)
             if expected_version is not None and expected_version != doc.version:
                 raise Conflict("the persona", expected_version, doc.version)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -77,6 +78,19 @@ def busy_error(exc: BaseException) -> StoreBusy:
                       f"than {BUSY_TIMEOUT_MS // 1000} s; nothing was changed, try again when it is done")
 
 
+def _private_file(path: Path) -> None:
+    """Create the database's folder (0700) and file (0600) when missing, so chats are private
+    from the start (issue 23 item 3); SQLite gives its -wal and -shm files the file's mode.
+    Existing folders and files keep their modes (the owner may have chosen them)."""
+    folder = path.parent
+    if not folder.exists():
+        folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+        folder.chmod(0o700)  # mkdir's mode is masked by the umask
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        path.chmod(0o600)
+
+
 def _private_memory(parsed: URL) -> bool:
     """A SQLite URL naming an in-memory database private to one connection (`sqlite://`,
     `:memory:`, or `mode=memory` without a shared cache)."""
@@ -114,7 +128,7 @@ def make_engine(url: str) -> Engine:
             if database and database != ":memory:" and not database.startswith("file:"):
                 folder = Path(database).expanduser().parent
                 try:
-                    folder.mkdir(parents=True, exist_ok=True)
+                    _private_file(Path(database).expanduser())
                 except OSError as exc:
                     raise StoreError(f"cannot create the database folder {folder}: {exc.strerror}") from exc
             engine = create_engine(parsed)
