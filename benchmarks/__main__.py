@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.checkpoint_cost import checkpoint_cost
+from benchmarks.fuzz import fuzz
 from benchmarks.wi_activation import wi_activation
 from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.engine.log import derive_messages, inspect, page, tail
@@ -324,6 +325,7 @@ BENCHMARKS: dict[str, Callable[[Path], Result]] = {
     "chat_open": chat_open,
     "wi_activation": wi_activation,
     "checkpoint_cost": checkpoint_cost,
+    "fuzz": fuzz,
 }
 
 
