@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui.engine.events import canonical_json
-from tavern_tui.errors import FormatError, NotFound
+from tavern_tui.errors import AlreadyStored, FormatError, NotFound
 from tavern_tui.formats.cards import ParsedCard, parse_card
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.store.repositories import CharacterRecord
@@ -64,12 +64,21 @@ class LibraryService:
         """Store a parsed resource with its original bytes in one transaction; the same bytes
         imported again return the earlier record (`duplicate`) and store nothing."""
         digest = hashlib.sha256(original).hexdigest()
-        with self.ctx.store.unit_of_work() as uow:
-            repo = getattr(uow, repository)
-            existing = repo.by_sha256(digest)
-            if existing is not None:
-                return ImportResult(file, kind, existing.id, existing.name, warnings=warnings, duplicate=True)
-            record = repo.add(source_name=Path(file).name, original=original, original_sha256=digest, **fields)
+        try:
+            with self.ctx.store.unit_of_work() as uow:
+                repo = getattr(uow, repository)
+                existing = repo.by_sha256(digest)
+                if existing is not None:
+                    return ImportResult(file, kind, existing.id, existing.name, warnings=warnings, duplicate=True)
+                record = repo.add(source_name=Path(file).name, original=original, original_sha256=digest, **fields)
+        except AlreadyStored:
+            # Insert-or-get: another process stored these bytes between our check and insert
+            # (the unique by-hash index refused ours); theirs is the record (issue 23 item 5).
+            with self.ctx.store.unit_of_work(write=False) as uow:
+                existing = getattr(uow, repository).by_sha256(digest)
+            if existing is None:
+                raise
+            return ImportResult(file, kind, existing.id, existing.name, warnings=warnings, duplicate=True)
         return ImportResult(file, kind, record.id, record.name, warnings=warnings)
 
     # -- characters -----------------------------------------------------------------------

@@ -52,7 +52,7 @@ class _Resource:
     """The file name the resource was imported from."""
     original: Mapped[bytes] = mapped_column(LargeBinary)
     """The imported file's exact bytes (for re-export and audit)."""
-    original_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    original_sha256: Mapped[str] = mapped_column(String(64), index=True, unique=True)
     data: Mapped[str] = mapped_column(Text)
     """The normalised form as canonical JSON text."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
