@@ -174,7 +174,8 @@ def parse_chat_jsonl(data: bytes, file: str) -> ParsedChat:
                             "reading every line as a message")
         messages.append(_read_message(obj, index, file, warnings))
 
-    assert header is not None  # data.strip() was non-empty, so some line was read
+    if header is None:  # only whitespace ASCII strip() keeps (U+2028, U+001C, …): no line to read
+        raise FormatError(file, "not a SillyTavern chat: it holds no JSON lines")
     metadata = header.get("chat_metadata", {})
     if not isinstance(metadata, dict):
         warnings.append(f"line {header_line}: chat_metadata is a {type_name(metadata)}, not an object; using {{}}")

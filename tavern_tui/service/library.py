@@ -128,7 +128,7 @@ class LibraryService:
         """
         with self.ctx.store.unit_of_work(write=False) as uow:
             repo = getattr(uow, repository)
-            if query.strip().isdigit():
+            if query.strip().isdigit() and len(query.strip()) <= 18:  # a longer "id" is a name (int() caps)
                 try:
                     return repo.get(int(query))
                 except NotFound:

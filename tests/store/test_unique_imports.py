@@ -61,7 +61,8 @@ def test_migration_0010_merges_duplicate_imports_keeping_every_reference(db_url:
     import hashlib
 
     edited = hashlib.sha256(f"{'a' * 64}:3".encode()).hexdigest()
-    assert [tuple(r) for r in characters] == [(1, "a" * 64, '{"v":1}'), (3, edited, '{"v":2}'), (4, "b" * 64, '{"w":1}')]
+    assert [tuple(r) for r in characters] == [(1, "a" * 64, '{"v":1}'), (3, edited, '{"v":2}'),
+                                              (4, "b" * 64, '{"w":1}')]
     assert [tuple(r) for r in playthroughs] == [(1, 1), (2, 3)]  # moved to the kept row; the edit keeps its own
     assert books == [1]
     assert [tuple(r) for r in bindings] == [(1, "character", 1), (1, "global", None)]
