@@ -31,7 +31,9 @@ from tavern_tui.persona.model import (
     DEFAULT_CEILING,
     LOCAL_PRINCIPAL,
     PERSONA_CHANGED,
+    SENSITIVITIES,
     Belief,
+    PersonaCapExceeded,
     PersonaDocument,
     PersonaEntry,
     RenderedPersona,
@@ -108,6 +110,22 @@ def _customer_text(event: Any) -> str | None:
     return None
 
 
+
+def _within_caps(document: PersonaDocument, where: str) -> None:
+    """Refuse a persona revision that would be over a cap (ADR-0079 decision 9) before it is
+    written (issue 23 item 7: a 1,000-entry persona was accepted and then blocked every chat).
+    Counted with every entry included (the highest sensitivity ceiling a playthrough may set).
+
+    Raises:
+        TavernError: over a cap; names `where`, the cap and the figure; nothing is written.
+    """
+    try:
+        render_persona(document, ceiling=SENSITIVITIES[-1])
+    except PersonaCapExceeded as exc:
+        unit = "entries" if exc.cap == "entries" else "tokens"
+        raise TavernError(f"{where}: refused: the persona would have {exc.actual} {unit}, over its cap of "
+                          f"{exc.limit} {unit}; nothing was written (remove or shorten entries)") from None
+
 class PersonaService:
     """The persona, beliefs and nominations (`tavern.persona`).
 
@@ -183,6 +201,7 @@ class PersonaService:
             new = replace(doc.with_entries(new_entries, "edit"), name=doc.name if name is None else name.strip())
             if new.entries == doc.entries and new.name == doc.name:
                 return doc  # nothing changed: no new revision, no rotation
+            _within_caps(new, where)
             written = uow.personas.write(new, expected_version)
             self._unlink_beliefs(uow, doc, written)
             return written
@@ -271,6 +290,7 @@ class PersonaService:
                           lorebook=book.name if book is not None else doc.lorebook)
             if (new.entries, new.name, new.lorebook) == (doc.entries, doc.name, doc.lorebook):
                 return ImportResult(file, "persona", doc.version, doc.name, warnings=tuple(warnings), duplicate=True)
+            _within_caps(new, file)
             written = uow.personas.write(new, doc.version)
             if book is not None:  # the persona's lore is this book now (SillyTavern: one book a persona)
                 for other in uow.bindings.books_for("persona", PERSONA_TARGET):
@@ -535,7 +555,9 @@ class PersonaService:
                 entry = PersonaEntry(doc.next_entry_id(), belief.statement, "affirmed", belief.sensitivity, belief.id,
                                      now, now)
                 entries = [*doc.entries, entry]
-            written = uow.personas.write(doc.with_entries(entries, "affirm"), doc.version)
+            affirmed = doc.with_entries(entries, "affirm")
+            _within_caps(affirmed, "affirm")
+            written = uow.personas.write(affirmed, doc.version)
             uow.beliefs.set(belief_id, promoted=True, entry_id=entry.id, nominated=False)
             self._top_up(uow)
         return written
