@@ -169,4 +169,10 @@ def totals_line(result: ActivationResult) -> str:
     """"3 fired · 792 of 1024 budget tokens", plus " · over budget" when the budget stopped an entry."""
     fired = sum(d.fired for d in result.decisions)
     line = f"{fired} fired · {result.tokens_used} of {result.budget} budget tokens"
-    return line + " · over budget" if result.overflowed else line
+    line = line + " · over budget" if result.overflowed else line
+    spent = result.regex_budget
+    if spent.get("exhausted"):  # issue 23 item 8: say so, the decisions name the keys
+        line += f" · regex time budget ({spent['seconds']} s) used up: {spent['skipped']} searches skipped"
+    elif spent.get("timeouts"):
+        line += f" · {spent['timeouts']} regex searches timed out"
+    return line
