@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from tavern_tui.engine.step import INTERRUPTED_REASON
 from tavern_tui.lore.model import Position, WorldInfoEntry
 from tavern_tui.lore.result import ActivationResult, Decision
 from tavern_tui.service import CharacterView, MessageView, PlaythroughView, WorldBookView
@@ -62,6 +63,8 @@ def message_mark(message: MessageView) -> str:
         for any other non-natural origin, "" for an ordinary message.
     """
     if message.partial:
+        if message.error_category == "interrupted":  # recovered after a kill: say why (issue 23 item 1)
+            return f"recovered · {INTERRUPTED_REASON}"
         if message.error_category:
             return f"error · {message.error_category}"
         return f"error: {message.error}" if message.error else "stopped"
