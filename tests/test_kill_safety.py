@@ -242,3 +242,20 @@ async def test_a_dead_owner_loses_the_step_at_once_and_a_live_one_keeps_it(db_ur
         assert model.requests[-1].messages[-2] == {"role": "assistant", "content": "half a"}
     finally:
         tavern.close()
+
+
+def test_a_step_left_open_without_a_claim_is_recovered_on_the_next_open_and_marked(tavern: Tavern,
+                                                                                  corpus_dir: Path) -> None:
+    # E.g. a database from before leases: no claim row at all, so no live owner: recovered at once.
+    from tavern_tui.tui.labels import message_mark
+
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id
+    assert cid is not None
+    view = tavern.playthroughs.new_playthrough(cid, user_name="Ada")
+    tavern.ctx.store.events.append(view.session_id, [
+        NewEvent(EventKind.USER_MESSAGE, "user", {"content": "hi"}), NewEvent(EventKind.REQUEST_HEADER, None, {}),
+        NewEvent(EventKind.STREAM_CHECKPOINT, None, {"content": "She turns", "reasoning": ""})])
+    tavern.playthroughs.open_playthrough(view.id)
+    last = tavern.playthroughs.messages(view.id)[-1]
+    assert (last.content, last.partial, last.error_category) == ("She turns", True, "interrupted")
+    assert message_mark(last) == f"recovered · {INTERRUPTED_REASON}"
