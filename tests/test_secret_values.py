@@ -174,3 +174,33 @@ def test_the_database_file_and_folder_are_private(tmp_path: Path) -> None:
         tavern.close()
     assert modes.pop("data") == 0o700
     assert modes and set(modes.values()) == {0o600}, modes  # the file, its -wal and -shm
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_card_or_world_book_file_holding_the_key_is_not_imported(keyed, form: str, tmp_path: Path) -> None:
+    tavern, _model, _pid, db = keyed
+    card = {"spec": "chara_card_v2", "spec_version": "2.0",
+            "data": {"name": "Leaky", "description": FORMS[form], "first_mes": "Hi."}}
+    book = {"entries": {"0": {"uid": 0, "key": ["k"], "content": FORMS[form]}}}
+    (tmp_path / "leaky_card.json").write_text(json.dumps(card), encoding="utf-8")
+    (tmp_path / "leaky_book.json").write_text(json.dumps(book), encoding="utf-8")
+    results = tavern.imports.import_paths([tmp_path / "leaky_card.json", tmp_path / "leaky_book.json"])
+    assert [r.id for r in results] == [None, None]
+    assert all("refused: the text contains the configured provider API key" in (r.error or "") for r in results)
+    assert _leaks(_stored(db)) == []
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_world_book_edit_holding_the_key_is_refused(keyed, form: str, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    tavern, _model, _pid, db = keyed
+    path = tmp_path / "book.json"
+    path.write_text(json.dumps({"entries": {"0": {"uid": 0, "key": ["k"], "content": "plain lore"}}}))
+    book_id = tavern.imports.import_paths([path])[0].id
+    assert book_id is not None
+    book = tavern.lore.world_book(book_id)
+    edited = replace(book, entries=[replace(book.entries[0], content=FORMS[form])])
+    with pytest.raises(SecretRefused, match="world book"):
+        tavern.lore.save_world_book(book_id, edited)
+    assert tavern.lore.world_book(book_id).entries[0].content == "plain lore" and _leaks(_stored(db)) == []

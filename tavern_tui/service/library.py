@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui.engine.events import canonical_json
-from tavern_tui.errors import AlreadyStored, FormatError, NotFound
+from tavern_tui.errors import AlreadyStored, FormatError, NotFound, SecretRefused
 from tavern_tui.formats.cards import ParsedCard, parse_card
 from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.store.repositories import CharacterRecord
 from tavern_tui.views import CharacterView, ImportResult
 
@@ -64,6 +65,14 @@ class LibraryService:
         """Store a parsed resource with its original bytes in one transaction; the same bytes
         imported again return the earlier record (`duplicate`) and store nothing."""
         digest = hashlib.sha256(original).hexdigest()
+        try:
+            # The configured credentials, by value in any encoding, in the file or what was read
+            # from it (a card's text is sent in every system prompt; issue 23 item 3).
+            secrets = configured_secrets(self.ctx.settings, self.ctx.provider)
+            refuse_configured(original.decode("utf-8", "replace"), secrets, file)
+            refuse_configured(str(fields.get("data", "")), secrets, file)
+        except SecretRefused as exc:
+            return ImportResult(file, kind, error=str(exc), warnings=warnings)
         try:
             with self.ctx.store.unit_of_work() as uow:
                 repo = getattr(uow, repository)
