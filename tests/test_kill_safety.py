@@ -259,3 +259,37 @@ def test_a_step_left_open_without_a_claim_is_recovered_on_the_next_open_and_mark
     last = tavern.playthroughs.messages(view.id)[-1]
     assert (last.content, last.partial, last.error_category) == ("She turns", True, "interrupted")
     assert message_mark(last) == f"recovered · {INTERRUPTED_REASON}"
+
+
+def test_two_tavern_chat_processes_started_together_only_one_streams(db_url: str, corpus_dir: Path,
+                                                                     isolated_profile: Path) -> None:
+    # The race of issue 23 item 4 across processes: the claim is one insert, so the second
+    # process is told the playthrough is busy (nothing written); the first streams.
+    text = "".join(f" w{i:03d}" for i in range(120))
+    with LoopbackServer() as server:
+        env = {**_env(isolated_profile, server.base_url), "TAVERN_DB_URL": db_url}
+        first = subprocess.run([sys.executable, "-m", "tavern_tui", "import",
+                                str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")], env=env,
+                               capture_output=True, text=True, timeout=120, check=False)
+        assert first.returncode == 0, first.stderr
+        server.enqueue_sse(sse_chunks_for("*She nods.*"))
+        assert subprocess.run([sys.executable, "-m", "tavern_tui", "chat", "Seraphina", "--new", "--say", "hi"],
+                              env=env, capture_output=True, timeout=120, check=False).returncode == 0
+        for round_ in range(2):
+            server.enqueue_sse(sse_chunks_for(text, pieces=120), delay=0.05)  # ~6 s: both start meanwhile
+            racers = [subprocess.Popen([sys.executable, "-m", "tavern_tui", "chat", "Seraphina", "--playthrough",
+                                        "1", "--say", f"racer {round_}.{n}"], env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True) for n in range(2)]
+            outcomes = sorted((p.communicate(timeout=120), p.returncode) for p in racers)
+            codes = sorted(code for _, code in outcomes)
+            assert codes == [0, 1], outcomes
+            (winner_out, _), _ = next(o for o in outcomes if o[1] == 0)
+            (_, loser_err), _ = next(o for o in outcomes if o[1] == 1)
+            assert winner_out.strip() == text.strip()
+            assert "a reply is being written in this playthrough" in loser_err and "Traceback" not in loser_err
+    tavern = Tavern(Settings(db_url=db_url), provider=ScriptedModel(delay=0))
+    try:
+        said = [m.content for m in tavern.playthroughs.messages(1) if m.role == "user"]
+    finally:
+        tavern.close()
+    assert len(said) == 3  # "hi" and one racer a round: the losers wrote nothing
