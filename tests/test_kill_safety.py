@@ -293,3 +293,30 @@ def test_two_tavern_chat_processes_started_together_only_one_streams(db_url: str
     finally:
         tavern.close()
     assert len(said) == 3  # "hi" and one racer a round: the losers wrote nothing
+
+
+def test_an_owner_on_another_host_keeps_the_step_while_it_beats_and_loses_it_when_it_stops(
+        tavern: Tavern, corpus_dir: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import update
+
+    from tavern_tui.store.leases import LEASES
+
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id
+    assert cid is not None
+    view = tavern.playthroughs.new_playthrough(cid, user_name="Ada")
+    claims = tavern.ctx.store.claims
+    held = claims.claim(view.session_id, stale_after=60)
+    with tavern.ctx.store.write_engine.begin() as conn:  # its pid cannot be checked from here
+        conn.execute(update(LEASES).where(LEASES.c.token == held.token).values(host="elsewhere", pid=1))
+    with pytest.raises(StepBusy, match="process 1 on elsewhere"):
+        claims.claim(view.session_id, stale_after=60)
+    with tavern.ctx.store.write_engine.begin() as conn:  # no heartbeat for longer than stale_after
+        conn.execute(update(LEASES).where(LEASES.c.token == held.token)
+                     .values(heartbeat_at=datetime.now(UTC) - timedelta(seconds=61)))
+    taken = claims.claim(view.session_id, stale_after=60)
+    assert taken.displaced == "its owner on elsewhere stopped answering"
+    claims.heartbeat(taken.token)
+    claims.release(taken.token)
+    assert claims.claim(view.session_id, stale_after=60).displaced is None  # released: nobody held it
