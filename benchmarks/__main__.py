@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.checkpoint_cost import checkpoint_cost
+from benchmarks.fuzz import fuzz
 from benchmarks.wi_activation import wi_activation
 from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.engine.log import derive_messages, inspect, page, tail
@@ -322,6 +324,8 @@ BENCHMARKS: dict[str, Callable[[Path], Result]] = {
     "trace_verify": trace_verify,
     "chat_open": chat_open,
     "wi_activation": wi_activation,
+    "checkpoint_cost": checkpoint_cost,
+    "fuzz": fuzz,
 }
 
 

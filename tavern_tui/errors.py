@@ -32,6 +32,16 @@ class StoreError(TavernError):
     """The database refused an operation or is not in the expected state."""
 
 
+class AlreadyStored(StoreError):
+    """An insert lost a race: another process stored the same file (the same SHA-256) first;
+    the caller reads that record instead (insert-or-get)."""
+
+
+class StoreBusy(StoreError):
+    """Another process held the database's write lock longer than the busy timeout; nothing
+    was written, and trying again later may succeed."""
+
+
 class NotFound(TavernError, LookupError):
     """A character, playthrough or session id that does not exist."""
 

@@ -30,7 +30,6 @@ route's scope; 400 `bad_json` / `bad_request` (any other `TavernError`); 404 `no
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -42,7 +41,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tavern_tui.errors import Conflict, NotFound, SecretRefused, TavernError
+from tavern_tui.errors import Conflict, FormatError, NotFound, SecretRefused, TavernError
+from tavern_tui.formats.jsontypes import loads_bounded
 
 if TYPE_CHECKING:
     from tavern_tui.persona.model import Belief
@@ -65,6 +65,8 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 """Hosts `serve` binds to; anything else is refused."""
 
 MAX_BODY = 1 << 20
+MAX_ID = 2**63 - 1
+"""Largest id a route takes (the databases' 64-bit integer); a larger one is simply not found."""
 """Largest request body read (bytes); a larger one is refused with 413."""
 
 _OFF = ("", "0", "false", "no")
@@ -142,17 +144,24 @@ async def _json_body(request: Request, *, required: bool) -> dict[str, Any]:
         _Reply: 413 too large, 400 bad JSON, 422 not an object or missing.
     """
     length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > MAX_BODY:
+    if length.isdigit() and (len(length) > 12 or int(length) > MAX_BODY):
         raise _Reply(_error(413, "too_large", f"the request body is over {MAX_BODY} bytes"))
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise _Reply(_error(413, "too_large", f"the request body is over {MAX_BODY} bytes"))
+    # Read chunk by chunk and stop past the cap: a chunked body has no length to check first.
+    received = bytearray()
+    async for chunk in request.stream():
+        received += chunk
+        if len(received) > MAX_BODY:
+            raise _Reply(_error(413, "too_large", f"the request body is over {MAX_BODY} bytes"))
+    raw = bytes(received)
     if not raw.strip():
         if required:
             raise _Reply(_error(422, "invalid", "a JSON object body is required", field="body"))
         return {}
     try:
-        body = json.loads(raw)
+        # Bounded: nesting, string and number sizes, and no lone surrogate (issue 23 item 7).
+        body = loads_bounded(raw.decode("utf-8"), "request body")
+    except FormatError as exc:
+        raise _Reply(_error(422, "invalid", exc.reason, field=exc.field or "body")) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise _Reply(_error(400, "bad_json", f"the request body is not valid JSON: {exc.__class__.__name__}")) from None
     if not isinstance(body, dict):
@@ -194,8 +203,11 @@ def _guard(scope: str, tokens: dict[str, frozenset[str]], handler: Handler) -> C
             return _error(401, "unauthorized", "a valid bearer token is required (Authorization: Bearer TOKEN)")
         if scope not in scopes:
             return _error(403, "forbidden", f"this token lacks the {scope} scope")
+        params = dict(request.path_params)
+        if any(isinstance(v, int) and not 0 <= v <= MAX_ID for v in params.values()):
+            return _error(404, "not_found", "no such id (ids are whole numbers below 2^63)")
         try:
-            result = await handler(request, dict(request.path_params))
+            result = await handler(request, params)
         except _Reply as reply:
             return reply.response
         except Conflict as exc:

@@ -77,6 +77,15 @@ def fresh_postgres_database(admin_url: str) -> Iterator[str]:
         engine.dispose()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that takes `db_url` (directly or through `tavern`) `any_database`, so the
+    PostgreSQL run selects exactly them: `TAVERN_TEST_PG_URL=… pytest -m any_database`
+    (`-k db_url` matches test names, not fixtures, and selects nothing)."""
+    for item in items:
+        if "db_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.any_database)
+
+
 @pytest.fixture
 def db_url(tmp_path: Path) -> Iterator[str]:
     """A SQLite URL in the test's temp folder; with TAVERN_TEST_PG_URL set, the URL of a fresh

@@ -293,6 +293,16 @@ class LoopbackServer:
         """Script a server that reads the request and sends nothing for `seconds`, then hangs up."""
         self._scripts.put(_Script("hang", seconds=seconds))
 
+    def clear(self) -> int:
+        """Drop the scripted answers no request has taken yet; returns how many."""
+        dropped = 0
+        while True:
+            try:
+                self._scripts.get_nowait()
+            except queue.Empty:
+                return dropped
+            dropped += 1
+
     def wait_idle(self, timeout: float = 1.0) -> bool:
         """Wait until every scripted answer was taken; True when the script is empty."""
         deadline = time.monotonic() + timeout

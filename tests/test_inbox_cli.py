@@ -111,7 +111,9 @@ def test_say_steer_while_a_step_is_open_queues_a_steer_and_runs_once_it_settles(
     store = Store(f"sqlite:///{Path(cli_env['TAVERN_HOME']) / 'data' / 'tavern.sqlite3'}")
     try:
         head = store.events.surface_events(1)[-1].session_id
-        # Another process's step, as it looks in the log while it streams: a header, no settlement.
+        # Another process's step, as it looks while it streams: it holds the step's lease (this
+        # test process, alive), and the log has a header and no settlement.
+        lease = store.claims.claim(head, 75.0)
         store.events.append(head, [NewEvent(EventKind.REQUEST_HEADER, None, {"provider": "other", "model": "m"})])
         with LoopbackServer() as server:
             server.enqueue_sse(sse_chunks_for("*She ducks.*", pieces=2))
@@ -126,6 +128,7 @@ def test_say_steer_while_a_step_is_open_queues_a_steer_and_runs_once_it_settles(
             assert server.requests == []  # it waits for the open step
             settled = NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "done elsewhere"})
             store.events.append(head, [settled])
+            store.claims.release(lease.token)
             out, err = waiting.communicate(timeout=120)
             sent = server.requests[0].json["messages"]
     finally:

@@ -206,10 +206,21 @@ async def test_entries_above_the_ceiling_are_left_out(live, server: LoopbackServ
     assert "Ann keeps a private diary." in sent
 
 
+def store_over_cap(service: Tavern, texts: list[str]) -> None:
+    """Store a persona revision over a cap straight through the repository, as a database
+    written before caps were enforced on every write may hold one (the service refuses it)."""
+    from tavern_tui.persona.model import LOCAL_PRINCIPAL, PersonaEntry
+
+    with service.ctx.store.unit_of_work() as uow:
+        doc = uow.personas.current(LOCAL_PRINCIPAL)
+        entries = [PersonaEntry(doc.next_entry_id() + i, t, "owner", "normal", None, None, None)
+                   for i, t in enumerate(texts)]
+        uow.personas.write(doc.with_entries(entries, "edit"), doc.version)
+
+
 async def test_over_a_cap_a_session_does_not_open(live, server: LoopbackServer) -> None:  # type: ignore[no-untyped-def]
     service, pid = live
-    entries = [{"text": f"Fact number {i}."} for i in range(MAX_ENTRIES + 1)]
-    service.persona.edit_persona(0, entries=entries)
+    store_over_cap(service, [f"Fact number {i}." for i in range(MAX_ENTRIES + 1)])
     character = service.playthroughs.playthrough(pid).character_id
     with pytest.raises(PersonaCapExceeded) as raised:
         service.playthroughs.new_playthrough(character)
@@ -217,7 +228,7 @@ async def test_over_a_cap_a_session_does_not_open(live, server: LoopbackServer) 
     with pytest.raises(PersonaCapExceeded):
         await exchange(service, server, pid, "Hello.")
     assert server.requests == []  # nothing was sent
-    service.persona.edit_persona(1, entries=[{"text": "word " * (MAX_TOKENS * 2)}])
+    store_over_cap(service, ["word " * (MAX_TOKENS * 2)])
     with pytest.raises(PersonaCapExceeded) as raised:
         service.playthroughs.open_playthrough(pid)
     assert raised.value.cap == "tokens" and f"{MAX_TOKENS} tokens" in str(raised.value)
@@ -583,3 +594,27 @@ async def test_cli_affirm_of_a_name_says_the_name_is_unchanged(tavern: Tavern, c
     code, out, err = run_cli(db_url, "persona", "affirm", str(bea.id), "--json")
     assert code == 0 and json.loads(out)["version"] == 4 and json.loads(out)["name"] == ""
     assert err.startswith("note: The persona's name was not changed") and "--expected-version 4 --name Bea" in err
+
+
+def test_a_write_over_a_cap_is_refused_by_the_service_cli_and_http(tavern: Tavern, db_url: str,
+                                                                   tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from tavern_tui.http_api import READ, WRITE, build_app
+
+    over = [{"text": f"Fact number {i}."} for i in range(MAX_ENTRIES + 1)]  # ADR-0079 decision 9: 30 entries
+    with pytest.raises(Exception, match=f"persona edit: refused: the persona would have {MAX_ENTRIES + 1} entries, "
+                                        f"over its cap of {MAX_ENTRIES} entries; nothing was written"):
+        tavern.persona.edit_persona(0, entries=over, where="persona edit")
+    client = TestClient(build_app(tavern, enabled=True, tokens={"w-token-1234": frozenset({READ, WRITE})}))
+    answer = client.put("/v1/persona", headers={"Authorization": "Bearer w-token-1234"},
+                        json={"expected_version": 0, "entries": over})
+    assert answer.status_code == 400 and f"over its cap of {MAX_ENTRIES} entries" in answer.json()["message"]
+    answer = client.put("/v1/persona", headers={"Authorization": "Bearer w-token-1234"},
+                        json={"expected_version": 0, "add": "word " * (MAX_TOKENS + 10)})
+    assert answer.status_code == 400 and f"over its cap of {MAX_TOKENS} tokens" in answer.json()["message"]
+    entries_file = tmp_path / "over.json"
+    entries_file.write_text(json.dumps(over), encoding="utf-8")
+    code, _out, err = run_cli(db_url, "persona", "edit", "--expected-version", "0", "--file", str(entries_file))
+    assert code == 1 and f"over its cap of {MAX_ENTRIES} entries; nothing was written" in err
+    assert tavern.persona.persona().version == 0  # nothing written

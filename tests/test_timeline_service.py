@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service import Tavern
@@ -24,9 +24,11 @@ def texts(tavern: Tavern, pid: int) -> list[str]:
     return [m.content for m in tavern.playthroughs.messages(pid)]
 
 
-def all_hashes(db_path: Path) -> dict[tuple[int, int], str]:
-    with sqlite3.connect(db_path) as db:
-        return {(s, q): h for s, q, h in db.execute("SELECT session_id, seq, body_sha256 FROM events")}
+def all_hashes(tavern: Tavern) -> dict[tuple[int, int], str]:
+    """Every event's body hash, read straight from the database (SQLite or PostgreSQL)."""
+    with tavern.ctx.store.engine.connect() as conn:
+        rows = conn.execute(sqlalchemy.text("SELECT session_id, seq, body_sha256 FROM events")).all()
+    return {(s, q): h for s, q, h in rows}
 
 
 @pytest.fixture
@@ -141,8 +143,7 @@ async def test_edit_and_delete_replace_the_surface_and_keep_every_event(tavern: 
     model.enqueue("reply one", "reply two")
     await drain(tavern.steps.send(pid, "first"))
     await drain(tavern.steps.send(pid, "second"))
-    db = tmp_path / "tavern.sqlite3"
-    before = all_hashes(db)
+    before = all_hashes(tavern)
     shown = tavern.playthroughs.messages(pid)
     reply_one = next(m for m in shown if m.content == "reply one")
     tavern.timeline.edit_message(pid, reply_one.ref, "reply one, rewritten")
@@ -157,7 +158,7 @@ async def test_edit_and_delete_replace_the_surface_and_keep_every_event(tavern: 
     second = next(m for m in tavern.playthroughs.messages(pid) if m.content == "second")
     assert tavern.timeline.delete_message(pid, second.ref, to_end=True) == 2
     assert texts(tavern, pid)[1:] == ["first, rewritten", "reply one, rewritten"]
-    after = all_hashes(db)
+    after = all_hashes(tavern)
     assert {k: after[k] for k in before} == before  # nothing stored was changed
     # The originals are still in the tree, marked.
     tree = tavern.timeline.timeline(pid)

@@ -82,11 +82,20 @@ async def test_a_tampered_body_is_reported_changed(live, server: LoopbackServer,
     [trace] = service.traces.traces(pid)
     record = service.traces.trace(trace.id)["record"]
     user = next(m for m in record["messages"] if m["source"] == "input")
-    path = db_url.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as db:  # bypass the append-only guard, in this test only
-        db.execute("DROP TRIGGER IF EXISTS events_no_update")
-        db.execute("UPDATE events SET body = ? WHERE session_id = ? AND seq = ?",
-                   (json.dumps({"content": "Something else."}), *user["ref"]))
+    tampered = json.dumps({"content": "Something else."})
+    if db_url.startswith("sqlite"):
+        path = db_url.removeprefix("sqlite:///")
+        with sqlite3.connect(path) as db:  # bypass the append-only guard, in this test only
+            db.execute("DROP TRIGGER IF EXISTS events_no_update")
+            db.execute("UPDATE events SET body = ? WHERE session_id = ? AND seq = ?", (tampered, *user["ref"]))
+    else:  # PostgreSQL: the same bypass, its guard being a row trigger
+        import sqlalchemy
+
+        with service.ctx.store.engine.begin() as conn:
+            conn.execute(sqlalchemy.text("ALTER TABLE events DISABLE TRIGGER USER"))
+            conn.execute(sqlalchemy.text("UPDATE events SET body = :b WHERE session_id = :s AND seq = :q"),
+                         {"b": tampered, "s": user["ref"][0], "q": user["ref"][1]})
+            conn.execute(sqlalchemy.text("ALTER TABLE events ENABLE TRIGGER USER"))
     result = service.traces.verify_trace(trace.id)
     assert not result.ok
     changed = [c for c in result.checks if c.status != "ok"]

@@ -238,3 +238,32 @@ async def test_the_status_line_estimate_counts_the_request_the_step_sends(
     assert sent[-1]["content"] == "Hello"
     assert before == estimate_messages(sent[:-1])
     assert 'Ada: "What is Eldoria?"' in "".join(str(m["content"]) for m in sent)  # entry 0's content
+
+
+async def test_hostile_regex_keys_are_cut_off_by_the_step_budget_and_named_in_the_trace_and_the_tester(
+        tavern: Tavern, model: ScriptedModel, corpus_dir: Path, tmp_path: Path) -> None:
+    # Issue 23 item 8: 60 keys that each backtrack for their whole 50 ms limit on the input; the
+    # step's regex budget (1 s) stops them; the trace's world-info record says so and names keys.
+    from tavern_tui.lore.regex_budget import REGEX_STEP_BUDGET
+    from tavern_tui.tui.labels import totals_line
+
+    keys = [f"/(a|aa)+{i}?$/" for i in range(60)]
+    entries = {str(i): {"uid": i, "key": [key], "content": f"lore {i}"} for i, key in enumerate(keys)}
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps({"entries": entries}), encoding="utf-8")
+    book_id = tavern.imports.import_paths([path])[0].id
+    assert book_id is not None
+    tavern.lore.bind_world_book(book_id, "global")
+    cid = tavern.imports.import_paths([corpus_dir / "cards" / "coding_sensei_v2.png"])[0].id or 0
+    view = tavern.playthroughs.new_playthrough(cid, user_name="Ada")
+    slow = "a" * 60 + "b"
+    await _say(tavern, view.id, slow)
+    record = _header(tavern, view.session_id)["assembly"]["world_info"]
+    assert record["regex_budget"]["exhausted"] is True and record["regex_budget"]["seconds"] == REGEX_STEP_BUDGET
+    assert record["regex_budget"]["skipped"] > 0
+    named = {d["uid"]: d for d in record["skipped"] if d["reason"] == "regex_timeout"}
+    assert sorted(named) == list(range(60)) and all(named[i]["timed_out_keys"] == [keys[i]] for i in named)
+    assert any("regex time budget was used up" in d["detail"] for d in named.values())
+    # The world-book pane's tester shows the same run: its totals line says the budget ran out.
+    preview = tavern.steps.world_info_preview(view.id, slow)
+    assert "regex time budget (1.0 s) used up" in totals_line(preview)

@@ -94,6 +94,8 @@ def decisions_record(result: ActivationResult) -> dict[str, Any]:
     record: dict[str, Any] = {"fired": [], "skipped": [], "no_match": result.no_match_uids(),
                               "tokens_used": result.tokens_used, "budget": result.budget,
                               "overflowed": result.overflowed}
+    if result.regex_budget:  # issue 23 item 8: the regex time budget and what it used
+        record["regex_budget"] = result.regex_budget
     for decision in result.notable:  # the misses are never built as objects here
         record["fired" if decision.fired else "skipped"].append(decision.to_json())
     return record

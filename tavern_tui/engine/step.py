@@ -42,7 +42,7 @@ from tavern_tui.engine.log import (
 )
 from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, Provider, ReasoningDelta, TextDelta, Usage
 from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
-from tavern_tui.errors import NetworkError, ProviderError, TavernError
+from tavern_tui.errors import NetworkError, ProviderError, StoreBusy, StoreError, TavernError
 
 OPENING_SOURCE = "opening"
 """`source` of the opening reference (a character's greeting): role assistant, origin engine."""
@@ -215,6 +215,46 @@ class StepBusy(TavernError):
     """Another process is streaming a reply in this session right now."""
 
 
+INTERRUPTED_REASON = "the app was closed while it was streaming"
+"""Why a recovered reply is partial (shown with it; issue 23 item 1)."""
+
+CHECKPOINT_EVERY = 0.25
+"""Seconds between `stream/checkpoint` events at most while text arrives (coalesced: one per
+interval, never one per token); a hard kill loses at most this much of a reply. The write
+cost per checkpoint is measured in benchmarks/checkpoint_cost.py."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A step taken in the database (`StepClaims.claim`).
+
+    Attributes:
+        token: identifies this claim (release and heartbeat touch only it).
+        displaced: why a previous owner lost the step ("its process ended", …), None when
+            nobody held it.
+    """
+
+    token: str
+    displaced: str | None = None
+
+
+class StepClaims(Protocol):
+    """Step ownership as a lease (issue 23 item 4): one atomic claim per playthrough, owner pid +
+    host + heartbeat, lost at once by a dead owner. `store.StepLeases` implements it."""
+
+    def claim(self, session_id: int, stale_after: float) -> Claim:
+        """Take the step of the session's playthrough; raises `StepBusy` when a live owner has it."""
+        ...
+
+    def heartbeat(self, token: str) -> None:
+        """Mark the claim alive now."""
+        ...
+
+    def release(self, token: str) -> None:
+        """Give the claim back."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class OpenStep:
     """A step that sent a request and has not settled: live elsewhere, or left by a crash.
@@ -264,7 +304,76 @@ class _Opened:
     claimed: tuple[Event, ...] = ()
 
 
+class _Lease:
+    """The claim a step holds while it runs, with its heartbeat task (beats every `every` s)."""
+
+    def __init__(self, claims: StepClaims | None, every: float) -> None:
+        self.claims = claims
+        self.every = every
+        self.token: str | None = None
+        self._beat: asyncio.Task[None] | None = None
+
+    async def take(self, session_id: int, stale_after: float) -> Claim | None:
+        if self.claims is None:
+            return None
+        claim = await asyncio.to_thread(self.claims.claim, session_id, stale_after)
+        self.token = claim.token
+        self._beat = asyncio.ensure_future(self._beating(claim.token))
+        return claim
+
+    async def _beating(self, token: str) -> None:
+        assert self.claims is not None
+        while True:
+            await asyncio.sleep(self.every)
+            try:
+                await asyncio.to_thread(self.claims.heartbeat, token)
+            except StoreError:
+                pass  # a busy database: the next beat tries again
+
+    async def release(self) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+        if self.claims is None or self.token is None:
+            return
+        token, self.token = self.token, None
+        try:
+            await until_done(asyncio.to_thread(self.claims.release, token))
+        except StoreError:
+            pass  # left behind, the row names this live process and a token it no longer holds: taken over
+
+
 async def run_step(
+    log: SessionLog | AsyncSessionLog,
+    session_id: int,
+    provider: Provider,
+    assemble: Assembler,
+    text: str | None,
+    *,
+    generation: Generation = Generation(),
+    checkpoint_every: float = CHECKPOINT_EVERY,
+    clock: Callable[[], float] = time.monotonic,
+    stale_after: float = 75.0,
+    now: Callable[[], datetime] = _utc_now,
+    claim: bool = False,
+    claims: StepClaims | None = None,
+) -> AsyncIterator[StepUpdate]:
+    """`_run_step` holding the step's claim (`claims`, when given) from its opening to its
+    settlement: a second step in the playthrough meanwhile gets `StepBusy`, and a killed
+    owner's claim is taken over by the next step at once. Arguments, yields and errors as
+    `_run_step`."""
+    lease = _Lease(claims, max(1.0, min(10.0, stale_after / 3)))
+    steps = _run_step(log, session_id, provider, assemble, text, generation=generation,
+                      checkpoint_every=checkpoint_every, clock=clock, stale_after=stale_after, now=now, claim=claim,
+                      lease=lease)
+    try:
+        async with aclosing(steps):
+            async for update in steps:
+                yield update
+    finally:
+        await lease.release()
+
+
+async def _run_step(
     log: SessionLog | AsyncSessionLog,
     session_id: int,
     provider: Provider,
@@ -277,6 +386,7 @@ async def run_step(
     stale_after: float = 75.0,
     now: Callable[[], datetime] = _utc_now,
     claim: bool = False,
+    lease: _Lease | None = None,
 ) -> AsyncIterator[StepUpdate]:
     """Run one step for the user's `text` and stream its progress.
 
@@ -295,7 +405,9 @@ async def run_step(
             pending before it (one batch, one `user/message` each, in order); None for a step
             without new input (regenerate, swipe, continue, impersonate) unless `claim`.
         generation: what the step asks the model for (continue text, impersonation, …).
-        checkpoint_every: seconds between `stream/checkpoint` events while streaming.
+        checkpoint_every: seconds between `stream/checkpoint` events while streaming at most
+            (coalesced). A checkpoint the database refuses (busy) is skipped: the text stays
+            in memory and goes into the next one; the settlement retries until it lands.
         clock: monotonic seconds (injectable for tests).
         stale_after: seconds without activity after which an unsettled step counts as crashed
             (a live stream checkpoints at least every `checkpoint_every` plus the provider's
@@ -303,6 +415,8 @@ async def run_step(
         now: wall-clock UTC time, compared with event times (injectable for tests).
         claim: with `text` None, claim the inbox's pending batch as this step's input (a
             queued line answered after the running reply settled).
+        lease: the step's lease, taken first thing in the opening (`run_step`); with one, an
+            unsettled step found then is recovered at once (its owner lost the lease).
 
     Yields:
         `StepStarted`, then `TextDelta`/`ReasoningDelta` as they arrive, then `StepSettled`.
@@ -328,7 +442,7 @@ async def run_step(
     # The opening runs to its end even if cancelled meanwhile: half of it would leave a header
     # without a settlement (the session then looks busy) or an input without its step.
     opened, early_cancel = await until_done(_open(alog, session_id, provider, assemble, text, generation,
-                                                  stale_after, now, claim))
+                                                  stale_after, now, claim, lease))
     user_event, trace_event, request, model = opened.user_event, opened.trace_event, opened.request, opened.model
     retries_recorded = False
     if early_cancel is None:
@@ -354,9 +468,9 @@ async def run_step(
         if not retries_recorded:
             await _record_retries(alog, session_id, trace_event, provider, now)
         _finish_context(context, provider, now)
-        return (await alog.append(session_id, [_attempt(settle_text("".join(parts)), "".join(reasoning),
-                                                        {**extra, **context}, reply_origin, reply_source,
-                                                        reply_role)]))[0]
+        return (await _settling(alog, session_id, [_attempt(settle_text("".join(parts)), "".join(reasoning),
+                                                            {**extra, **context}, reply_origin, reply_source,
+                                                            reply_role)]))[0]
 
     if early_cancel is not None:
         # Cancelled before the request went out: settle the step as cancelled before its first
@@ -395,8 +509,11 @@ async def run_step(
                     if clock() - last_checkpoint >= checkpoint_every:
                         body = {"content": "".join(parts[checkpointed[0]:]),
                                 "reasoning": "".join(reasoning[checkpointed[1]:])}
-                        await alog.append(session_id, [NewEvent(EventKind.STREAM_CHECKPOINT, None, body)])
-                        checkpointed = (len(parts), len(reasoning))
+                        try:
+                            await alog.append(session_id, [NewEvent(EventKind.STREAM_CHECKPOINT, None, body)])
+                            checkpointed = (len(parts), len(reasoning))
+                        except StoreError:
+                            pass  # locked out: the text stays in memory and goes into the next checkpoint
                         last_checkpoint = clock()
                     yield event
     except (asyncio.CancelledError, GeneratorExit) as stop:
@@ -418,9 +535,9 @@ async def run_step(
         cut = NetworkError("the connection closed before the reply finished (no finish_reason and no [DONE]); "
                            "the text that arrived is kept")
         error = {"category": cut.category, "message": str(cut), "status": None}
-        attempt = (await alog.append(session_id, [_attempt(settle_text("".join(parts)), "".join(reasoning),
-                                                           {"error": error, **context}, reply_origin, reply_source,
-                                                           reply_role)]))[0]
+        attempt = (await _settling(alog, session_id, [_attempt(settle_text("".join(parts)), "".join(reasoning),
+                                                               {"error": error, **context}, reply_origin,
+                                                               reply_source, reply_role)]))[0]
         raise StepFailed(cut, attempt)
 
     body: dict[str, Any] = {"content": settle_text("".join(parts)), "provider": provider.name, "model": model,
@@ -431,25 +548,63 @@ async def run_step(
         body["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                          "total_tokens": usage.total_tokens}
     kind = EventKind.USER_MESSAGE if impersonate else EventKind.ASSISTANT_MESSAGE
-    settled = (await alog.append(session_id, [NewEvent(kind, reply_role, body, reply_origin, reply_source)]))[0]
+    settled = (await _settling(alog, session_id, [NewEvent(kind, reply_role, body, reply_origin, reply_source)]))[0]
     yield StepSettled(settled, usage)
+
+
+SETTLE_TRIES = 12
+"""How often a settlement is tried against a busy database (each try waits out the store's
+busy timeout, 5 s on SQLite), before the step gives up with `StoreBusy`."""
+
+
+async def _settling(log: AsyncSessionLog, session_id: int, events: list[NewEvent]) -> list[Event]:
+    """Append a step's settlement, trying again while the database is busy (issue 23 item 2:
+    a lock never costs the text that arrived; it waits in memory until it lands).
+
+    Raises:
+        StoreBusy: still busy after `SETTLE_TRIES` tries.
+    """
+    for attempt in range(SETTLE_TRIES):
+        try:
+            return await log.append(session_id, events)
+        except StoreBusy:
+            if attempt == SETTLE_TRIES - 1:
+                raise
+            await asyncio.sleep(0.2)
+    raise AssertionError("unreachable")
 
 
 async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assemble: Assembler, text: str | None,
                 generation: Generation, stale_after: float, now: Callable[[], datetime],
-                claim: bool = False) -> _Opened:
+                claim: bool = False, lease: _Lease | None = None) -> _Opened:
     """A step's opening, in order: recover a stale step or refuse a live one; the inbox insert
     and claim (one compare-and-append); assemble on history plus the claimed batch; admit
     system, context and the batch; records and the request header; the trace record. Returns
     what the stream needs. An assembler that raises puts the claimed batch back in the inbox.
+    With a `lease`, it is taken first (one atomic insert) and released again if the opening fails.
 
     Raises:
-        StepBusy: another process is streaming in this session (nothing is written).
+        StepBusy: another live process holds the step's lease or is streaming in this session
+            (nothing is written).
         InboxEmpty: `claim` without `text` and nothing pending (nothing is written).
     """
+    held = await lease.take(session_id, stale_after) if lease is not None else None
+    try:
+        return await _open_held(log, session_id, provider, assemble, text, generation, stale_after, now, claim, held)
+    except BaseException:
+        if lease is not None:
+            await lease.release()
+        raise
+
+
+async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, assemble: Assembler,
+                     text: str | None, generation: Generation, stale_after: float, now: Callable[[], datetime],
+                     claim: bool, held: Claim | None) -> _Opened:
+    """`_open` once the step's lease is held (`held`; None without leases: the old staleness check)."""
     surface = await log.surface_events(session_id)
     step = _open_step_in(surface, session_id)
-    recovered = _recovery(step, stale_after, now)
+    # Holding the lease, an unsettled step is its dead owner's: settle it now, not after a timeout.
+    recovered = _recovery(step, -1.0 if held is not None else stale_after, now)
     if recovered is not None:
         await log.append(session_id, [recovered])
     elif step is not None:
@@ -602,17 +757,33 @@ def _finish_context(context: dict[str, Any], provider: Provider, now: Callable[[
 
 
 def recover_interrupted(log: SessionLog, session_id: int, *, stale_after: float = 75.0,
-                        now: Callable[[], datetime] = _utc_now) -> Event | None:
-    """Settle a step a crash left open: when the session's unsettled step has been quiet for
-    `stale_after` seconds, what its checkpoints hold becomes one `assistant/attempt` (body
-    `recovered: true`; empty when nothing had arrived). A fresher one is left alone: it may be
-    streaming in another process. Idempotent.
+                        now: Callable[[], datetime] = _utc_now, claims: StepClaims | None = None) -> Event | None:
+    """Settle a step a crash left open: what its checkpoints hold becomes one `assistant/attempt`
+    (body `recovered: true` and an `error` saying why; empty when nothing had arrived).
+    Idempotent.
+
+    With `claims`, the step's lease decides (issue 23 item 4): when no live owner holds it (its
+    owner died, or never claimed), the step is settled at once; a live owner's step is left
+    alone. Without, a step quiet for `stale_after` seconds is settled, a fresher one left alone.
 
     Returns:
         The attempt appended, or None when nothing was settled.
     """
-    recovered = _recovery(open_step(log, session_id), stale_after, now)
-    return log.append(session_id, [recovered])[0] if recovered is not None else None
+    if claims is None:
+        recovered = _recovery(open_step(log, session_id), stale_after, now)
+        return log.append(session_id, [recovered])[0] if recovered is not None else None
+    step = open_step(log, session_id)
+    if step is None:
+        return None
+    try:
+        claim = claims.claim(session_id, stale_after)
+    except StepBusy:
+        return None
+    try:
+        recovered = _recovery(open_step(log, session_id), -1.0, now)
+        return log.append(session_id, [recovered])[0] if recovered is not None else None
+    finally:
+        claims.release(claim.token)
 
 
 def _recovery(step: OpenStep | None, stale_after: float, now: Callable[[], datetime]) -> NewEvent | None:
@@ -621,4 +792,6 @@ def _recovery(step: OpenStep | None, stale_after: float, now: Callable[[], datet
         return None
     text = "".join(str(e.body.get("content", "")) for e in step.checkpoints)
     thought = "".join(str(e.body.get("reasoning", "")) for e in step.checkpoints)
-    return _attempt(text, thought, {"recovered": True})
+    why = {"category": "interrupted", "message": f"{INTERRUPTED_REASON}; the text that had arrived is kept",
+           "status": None}
+    return _attempt(text, thought, {"recovered": True, "error": why})

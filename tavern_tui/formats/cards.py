@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from tavern_tui.errors import FormatError
 from tavern_tui.formats.charx import CARD_MEMBER, is_charx, read_charx
-from tavern_tui.formats.jsontypes import json_error, type_name
+from tavern_tui.formats.jsontypes import json_error, loads_bounded, type_name
 from tavern_tui.formats.png import is_png, read_text_chunks
 from tavern_tui.formats.sniff import CARD, sniff_kind
 
@@ -270,7 +270,7 @@ def _decode_chunk(text: bytes, file: str, chunk: str) -> dict:
     except UnicodeDecodeError as exc:
         raise FormatError(file, f"decoded chunk is not UTF-8 (byte {exc.start})", chunk) from exc
     try:
-        obj = json.loads(decoded)
+        obj = loads_bounded(decoded, file, chunk)
     except json.JSONDecodeError as exc:
         raise FormatError(file, f"decoded chunk is not JSON: {_json_error(exc)}", chunk) from exc
     if not isinstance(obj, dict):
@@ -286,7 +286,7 @@ def _load_json(data: bytes, file: str) -> dict:
     except UnicodeDecodeError:
         raise FormatError(file, f"not a PNG or JSON card{hint}") from None
     try:
-        obj = json.loads(text)
+        obj = loads_bounded(text, file)
     except json.JSONDecodeError as exc:
         raise FormatError(file, f"not a PNG or JSON card{hint} (JSON error: {_json_error(exc)})") from exc
     if not isinstance(obj, dict):

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tavern_tui.errors import FormatError
-from tavern_tui.formats.jsontypes import json_error, type_name
+from tavern_tui.formats.jsontypes import json_error, loads_bounded, type_name
 
 CHAT_SUFFIXES = (".jsonl",)
 
@@ -32,7 +32,11 @@ _UNUSED = "unused"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DIGITS = re.compile(r"[0-9]+")
 # utils.js parseTimestamp patterns, unanchored like JS `String.match`; ASCII like JS `\d`/`\w`.
-_MERIDIEM = re.compile(r"(\w+)\s([0-9]{1,2}),\s([0-9]{4})\s([0-9]{1,2}):([0-9]{1,2})(am|pm)", re.IGNORECASE | re.ASCII)
+# `(?<!\w)`: a match can only start where a word does (JS finds the same leftmost match, as \w+ from
+# the word's start reaches every end a mid-word start does); without it every position of a long
+# word retries `\w+`, quadratic in its length (a 100k-character send_date took 60 s).
+_MERIDIEM = re.compile(r"(?<!\w)(\w+)\s([0-9]{1,2}),\s([0-9]{4})\s([0-9]{1,2}):([0-9]{1,2})(am|pm)",
+                       re.IGNORECASE | re.ASCII)
 _HUMANIZED = (
     re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})@([0-9]{1,2})h([0-9]{1,2})m([0-9]{1,2})s([0-9]{1,3})ms"),
     re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})@([0-9]{1,2})h([0-9]{1,2})m([0-9]{1,2})s()"),
@@ -160,7 +164,7 @@ def parse_chat_jsonl(data: bytes, file: str) -> ParsedChat:
     for index, line_text in enumerate(text.split("\n"), start=1):
         if not line_text.strip():
             continue
-        obj = _load_line(line_text, file, index)
+        obj = _load_line(line_text, file, index, warnings)
         if header is None:
             header_line = index
             if _is_header(obj):
@@ -174,7 +178,8 @@ def parse_chat_jsonl(data: bytes, file: str) -> ParsedChat:
                             "reading every line as a message")
         messages.append(_read_message(obj, index, file, warnings))
 
-    assert header is not None  # data.strip() was non-empty, so some line was read
+    if header is None:  # only whitespace ASCII strip() keeps (U+2028, U+001C, …): no line to read
+        raise FormatError(file, "not a SillyTavern chat: it holds no JSON lines")
     metadata = header.get("chat_metadata", {})
     if not isinstance(metadata, dict):
         warnings.append(f"line {header_line}: chat_metadata is a {type_name(metadata)}, not an object; using {{}}")
@@ -236,6 +241,8 @@ def parse_send_date(value: object) -> datetime | None:
     if isinstance(value, datetime):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     if isinstance(value, (int, float)) or (isinstance(value, str) and _DIGITS.fullmatch(value)):
+        if isinstance(value, str) and len(value) > 20:
+            return None  # more milliseconds than any date holds (and past Python's int() limit at 4,300)
         millis = float(value) if isinstance(value, float) else int(value)
         if not math.isfinite(millis) or millis < 0:
             return None
@@ -278,8 +285,8 @@ def looks_like_chat_jsonl(data: bytes) -> bool:
         if first is not None:
             return True
         try:
-            first = json.loads(raw_line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            first = loads_bounded(raw_line.decode("utf-8"), "<sniff>")
+        except (UnicodeDecodeError, json.JSONDecodeError, FormatError):
             return False
         if not isinstance(first, dict) or not any(key in first for key in (*_HEADER_KEYS, "mes")):
             return False
@@ -289,9 +296,10 @@ def looks_like_chat_jsonl(data: bytes) -> bool:
 # --- reading ---------------------------------------------------------------------------
 
 
-def _load_line(line_text: str, file: str, line_no: int) -> dict:
+def _load_line(line_text: str, file: str, line_no: int, warnings: list[str] | None = None) -> dict:
     try:
-        obj = json.loads(line_text)
+        # A cut emoji (a lone surrogate SillyTavern's JSON.stringify wrote) is repaired and noted.
+        obj = loads_bounded(line_text, file, f"line {line_no}", repairs=warnings)
     except json.JSONDecodeError as exc:
         raise FormatError(file, f"not JSON: {json_error(exc, line=False)}", f"line {line_no}") from None
     if not isinstance(obj, dict):

@@ -1,9 +1,12 @@
-"""Provides `type_name` (the JSON name of a decoded value) and `load_json_object`, shared by
-the formats' readers for their error messages."""
+"""Provides `type_name` (the JSON name of a decoded value), `load_json_object` and
+`loads_bounded`, shared by the formats' readers: every importer decodes JSON through
+`loads_bounded`, which bounds nesting depth, string and number sizes and refuses lone UTF-16
+surrogates with an error naming the file, the field and the reason (issue 23 item 6)."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tavern_tui.errors import FormatError
@@ -30,7 +33,7 @@ def load_json_object(data: bytes, file: str) -> dict:
         raise FormatError(file, f"not UTF-8 text (bad byte 0x{data[exc.start]:02x} at offset {exc.start}, "
                                 f"line {line}); save the file as UTF-8") from None
     try:
-        obj = json.loads(text)
+        obj = loads_bounded(text, file)
     except json.JSONDecodeError as exc:
         raise FormatError(file, f"not JSON: {json_error(exc)}") from None
     if not isinstance(obj, dict):
@@ -42,3 +45,106 @@ def json_error(exc: json.JSONDecodeError, *, line: bool = True) -> str:
     """A JSON syntax error as "<what>: line L column C" (the `json` module's own wording; some of
     its messages end in "at", e.g. "Unterminated string starting at")."""
     return f"{exc.msg}: line {exc.lineno} column {exc.colno}" if line else f"{exc.msg}: column {exc.colno}"
+
+
+MAX_DEPTH = 100
+"""Deepest nesting of lists and objects an import reads (SillyTavern's files nest under 10;
+Python's own decoder fails with a RecursionError near 1,000)."""
+MAX_STRING = 8 * 1024 * 1024
+"""Longest JSON string token an import reads, in characters (a whole embedded card image as
+base64 fits)."""
+MAX_NUMBER = 40
+"""Most characters a JSON number may have: ids of 27 digits pass; 400-digit integers, which
+overflow a float, and 4,300-digit ones, which Python refuses to convert, do not."""
+
+_TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')  # a string token, or a bracket: linear
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _number(file: str, where: str, convert: type) -> Any:
+    def parse(literal: str) -> Any:
+        if len(literal) > MAX_NUMBER:
+            raise FormatError(file, f"a number of {len(literal)} characters (more than {MAX_NUMBER}) is not a "
+                                    "value tavern-tui reads", where)
+        return convert(literal)
+    return parse
+
+
+def loads_bounded(text: str, file: str, where: str = "", *, repairs: list[str] | None = None) -> Any:
+    """`json.loads` with bounds: nesting at most `MAX_DEPTH` deep, strings at most `MAX_STRING`
+    characters, numbers at most `MAX_NUMBER` characters, and no lone surrogate (`"\\ud800"`,
+    which no UTF-8 text can hold) in any string or key.
+
+    Args:
+        where: the part of the file (e.g. "line 3"), used as the field when no finer one is known.
+        repairs: when given, a lone surrogate is repaired instead (replaced by U+FFFD, the
+            replacement character, as a UTF-8 decoder does) and a warning naming the field is
+            appended here: a chat's cut emoji should not cost the whole chat.
+
+    Raises:
+        json.JSONDecodeError: not JSON (callers word it their own way).
+        FormatError: a bound is exceeded or a lone surrogate found; names `file`, the field (a
+            dotted path such as `entries.5.content`, or the line) and the reason.
+    """
+    depth = 0
+    for match in _TOKENS.finditer(text):
+        start = match.start()
+        char = text[start]
+        if char == '"':
+            if match.end() - start > MAX_STRING:
+                raise FormatError(file, f"a string of {match.end() - start:,} characters (more than "
+                                        f"{MAX_STRING:,}) on line {_line_of(text, start)}", where)
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise FormatError(file, f"nested more than {MAX_DEPTH} levels deep (line {_line_of(text, start)})",
+                                  where)
+        else:
+            depth -= 1
+    obj = json.loads(text, parse_int=_number(file, where, int), parse_float=_number(file, where, float))
+    return _surrogates(obj, file, where, repairs)
+
+
+def _surrogates(obj: Any, file: str, where: str, repairs: list[str] | None) -> Any:
+    """`obj` with no lone surrogate in any string or key: FormatError at the first one, or (with
+    `repairs`) each replaced by U+FFFD and noted. Iterative, so no depth can make it recurse."""
+    def clean(value: str, path: str) -> str:
+        found = _SURROGATE.search(value)
+        if found is None:
+            return value
+        if repairs is None:
+            raise FormatError(file, f"holds a lone UTF-16 surrogate \\u{ord(found.group()):04x} at character "
+                                    f"{found.start()} (half of an emoji; not a character), so it cannot be stored",
+                              path or "(top level)")
+        repairs.append(f"{path or '(top level)'}: a lone UTF-16 surrogate (half of an emoji) was replaced by U+FFFD")
+        return _SURROGATE.sub("\ufffd", value)
+
+    if isinstance(obj, str):
+        return obj if obj.isascii() else clean(obj, where)
+    stack: list[tuple[Any, str]] = [(obj, where)]
+    while stack:
+        container, path = stack.pop()
+        if isinstance(container, dict):
+            for key, value in list(container.items()):
+                sub = f"{path}.{key}" if path else str(key)
+                fixed = key if key.isascii() else clean(key, sub)
+                if isinstance(value, str):
+                    value = value if value.isascii() else clean(value, sub)
+                elif isinstance(value, (dict, list)):
+                    stack.append((value, sub))
+                if fixed != key:
+                    del container[key]
+                container[fixed] = value
+        elif isinstance(container, list):
+            for index, value in enumerate(container):
+                sub = f"{path}.{index}" if path else str(index)
+                if isinstance(value, str):
+                    if not value.isascii():
+                        container[index] = clean(value, sub)
+                elif isinstance(value, (dict, list)):
+                    stack.append((value, sub))
+    return obj

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tavern_tui.errors import FormatError
+from tavern_tui.formats.jsontypes import loads_bounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +80,7 @@ def parse_personas(data: bytes, file: str) -> ParsedPersonas:
             or a field of the wrong type (named as `persona_descriptions.<key>.description`).
     """
     try:
-        obj = json.loads(data.decode("utf-8-sig"))
+        obj = loads_bounded(data.decode("utf-8-sig"), file)
     except UnicodeDecodeError as exc:
         raise FormatError(file, f"not UTF-8 text (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:

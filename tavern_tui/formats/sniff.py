@@ -7,8 +7,10 @@ book, not a card" instead of being mistaken for a V1 card (a V1 card is just an 
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from tavern_tui.errors import FormatError
+from tavern_tui.formats.jsontypes import loads_bounded
 
 CARD = "character card"
 WORLD_BOOK = "world book"
@@ -70,6 +72,6 @@ def sniff_bytes(data: bytes) -> str | None:
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
         return CARD
     try:
-        return sniff_kind(json.loads(data.decode("utf-8-sig")))
-    except (UnicodeDecodeError, ValueError):
-        return None
+        return sniff_kind(loads_bounded(data.decode("utf-8-sig"), "<sniff>"))
+    except (UnicodeDecodeError, ValueError, FormatError):
+        return None  # the importer that reads it says what is wrong

@@ -350,7 +350,8 @@ def _uid(value: Any, file: str, field: str) -> int | str | None:
     """uid/id/dict key: a whole number (numeric strings too), else non-empty text (V3 ids)."""
     if isinstance(value, str):
         text = value.strip()
-        return int(text) if _INT_RE.fullmatch(text) else (text or None)
+        # Past 40 digits it is no number a uid is (and int() refuses 4,300): kept as a text id.
+        return int(text) if len(text) <= 40 and _INT_RE.fullmatch(text) else (text or None)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer():
         return int(value)
     raise FormatError(file, f"uid must be a whole number or text, not {value!r}", field)

@@ -63,7 +63,7 @@ _CARD_ENTRY_FIELDS = frozenset({"id", "keys", "secondary_keys", "comment", "cont
 
 def _array_index(key: str) -> int | None:
     # ECMAScript "array index": canonical decimal ("0", "17", not "017" or "-1"), below 2**32 - 1.
-    if key.isascii() and key.isdigit() and (key == "0" or key[0] != "0"):
+    if key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and len(key) <= 10:
         value = int(key)
         return value if value < 2**32 - 1 else None
     return None

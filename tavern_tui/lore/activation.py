@@ -34,6 +34,7 @@ from tavern_tui.lore.context import ActivationContext, SourcedBook
 from tavern_tui.lore.matching import IndexFactory, ReferenceIndex
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.prepare import Prepared, build_plan
+from tavern_tui.lore.regex_budget import REGEX_STEP_BUDGET, step_budget
 from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.runstate import (
     INITIAL,
@@ -56,6 +57,7 @@ def activate(
     rng: Callable[[], float] | None = None,
     index_factory: IndexFactory = ReferenceIndex,
     token_counter: Callable[[str], int] = estimate_tokens,
+    regex_budget: float = REGEX_STEP_BUDGET,
 ) -> ActivationResult:
     """Run SillyTavern's world-info activation over `books` for one generation step.
 
@@ -69,13 +71,20 @@ def activate(
         index_factory: builds the `KeyIndex` all key matching goes through, once per buffer
             shape per call (wrap it in `matching.IndexCache` to reuse indexes across calls).
         token_counter: tokens of a text, for the budget (default: the app's estimate).
+        regex_budget: seconds all regex-key searches of this step may take together
+            (`lore.regex_budget`); past it the remaining regex keys are skipped for this step,
+            each decision depending on one says so (`Reason.REGEX_TIMEOUT`, key named).
 
     Returns:
         Decisions for every entry, activated entries, buckets, budget use and the new timed state.
     """
     roll = rng or (lambda: random.random() * 100)
-    plan = build_plan(books, ctx, settings, index_factory)
-    return _loop(RunState(plan, ctx, settings, roll, token_counter))
+    # One regex time budget for the whole step, across every book (issue 23 item 8).
+    with step_budget(regex_budget) as budget:
+        plan = build_plan(books, ctx, settings, index_factory)
+        result = _loop(RunState(plan, ctx, settings, roll, token_counter))
+    result.regex_budget = budget.to_json()
+    return result
 
 
 def recursion_contents(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext,

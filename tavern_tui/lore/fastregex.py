@@ -30,6 +30,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from tavern_tui.lore.fastunits import Text, Unit, joined
+from tavern_tui.lore.regex_budget import BudgetSpent, charged
 from tavern_tui.lore.regex_plan import (
     ATOM,
     LINE,
@@ -177,7 +178,10 @@ def search_units(index: FastIndex, key_id: int, chosen: list[tuple[str, Unit]], 
     quick = index._quick(key_id, len(text))
     if quick is not None:
         try:
-            hint = quick.search(text, timeout=index.regex_timeout)
+            with charged(index.regex_timeout) as limit:
+                hint = quick.search(text, timeout=limit)
+        except BudgetSpent:
+            return None
         except TimeoutError:  # the prefilter has a budget of its own: go on without it
             hint = _UNKNOWN
         if hint is None:
@@ -191,7 +195,8 @@ def search_units(index: FastIndex, key_id: int, chosen: list[tuple[str, Unit]], 
             pos = hint.start()
             first = bisect_right(starts, pos) - 1
     try:
-        found = rx.compiled.search(text, pos, timeout=index.regex_timeout)
+        with charged(index.regex_timeout) as limit:
+            found = rx.compiled.search(text, pos, timeout=limit)
     except TimeoutError:
         for _, info in chosen[:first]:
             info.rx_false.add(key_id)
@@ -215,17 +220,21 @@ def search(index: FastIndex, key_id: int, text: str) -> bool | None:
     pos = 0
     if quick is not None:
         try:
-            hint = (quick.match if rx.sticky else quick.search)(text, timeout=index.regex_timeout)
+            with charged(index.regex_timeout) as limit:
+                hint = (quick.match if rx.sticky else quick.search)(text, timeout=limit)
             if hint is None:
                 return False
             if not rx.sticky:
                 pos = hint.start()
+        except BudgetSpent:
+            return None
         except TimeoutError:
             pass
     try:
-        if rx.sticky:
-            return rx.compiled.match(text, timeout=index.regex_timeout) is not None
-        return rx.compiled.search(text, pos, timeout=index.regex_timeout) is not None
+        with charged(index.regex_timeout) as limit:
+            if rx.sticky:
+                return rx.compiled.match(text, timeout=limit) is not None
+            return rx.compiled.search(text, pos, timeout=limit) is not None
     except TimeoutError:
         return None
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 import regex
 
 from tavern_tui.lore.jsregex import JS_WHITESPACE, JSRegexError, compile_js_regex, js_trim
+from tavern_tui.lore.regex_budget import charged
 
 if TYPE_CHECKING:
     from tavern_tui.lore.model import WorldBook
@@ -225,8 +226,9 @@ class ReferenceIndex:
         for key_id, rx in wanted:
             try:
                 search = rx.compiled.match if rx.sticky else rx.compiled.search
-                if search(text, timeout=self.regex_timeout) is not None:
-                    matched.add(key_id)
+                with charged(self.regex_timeout) as limit:  # the step's regex budget (lore.regex_budget)
+                    if search(text, timeout=limit) is not None:
+                        matched.add(key_id)
             except TimeoutError:
                 timed_out.add(key_id)
         return KeyHits(frozenset(matched), frozenset(timed_out))

@@ -214,6 +214,7 @@ class ActivationResult:
         new_timed_state: the state to store for the branch after this step (the input state is
             never modified; a dry run or preview ignores this).
         held: decisions built during the run, by scan position.
+        regex_budget: the step's regex time budget and what it used (issue 23 item 8).
         unmatched: entries whose keys did not match, in groups of (scan positions, decision
             template by position, loop), one group per buffer shape and scan loop: kept as
             templates until `decisions` is read. A position also in `held` takes that decision
@@ -230,6 +231,9 @@ class ActivationResult:
     held: dict[int, Decision] = field(default_factory=dict, repr=False)
     unmatched: list[tuple[Collection[int], Mapping[int, dict[str, Any]], int]] = field(default_factory=list,
                                                                                         repr=False)
+    regex_budget: dict[str, Any] = field(default_factory=dict)
+    """What the step's regex searches used (`lore.regex_budget.StepBudget.to_json`): seconds,
+    spent, exhausted, skipped, timeouts; {} when no budget ran."""
     _built: list[Decision] | None = field(default=None, init=False, repr=False)
 
     @property

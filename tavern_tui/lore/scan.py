@@ -18,6 +18,7 @@ from tavern_tui.lore.context import ActivationContext
 from tavern_tui.lore.matching import KeyHits, regex_key_error
 from tavern_tui.lore.model import SelectiveLogic
 from tavern_tui.lore.prepare import Prepared
+from tavern_tui.lore.regex_budget import budget_skipping
 from tavern_tui.lore.result import Reason
 from tavern_tui.lore.runstate import NO_MATCH_STAGE, RECURSION, Candidate, RunState
 
@@ -147,7 +148,9 @@ def _key_candidates(run: RunState, entries: list[Prepared], hits: dict[tuple, Ke
         else:
             timed_out = tuple(text for text, k in p.keyed if k in found.timed_out)
             if timed_out:
-                run.note(p, Reason.REGEX_TIMEOUT, f"regex key {timed_out[0]!r} timed out; no other key matched",
+                why = ("was skipped: the step's regex time budget was used up" if budget_skipping()
+                       else "timed out")
+                run.note(p, Reason.REGEX_TIMEOUT, f"regex key {timed_out[0]!r} {why}; no other key matched",
                          timed_out_keys=timed_out)
             else:
                 run.note(p, Reason.NO_MATCH, partial(_no_match, p.keyed, run.depth_of(p)))
@@ -246,7 +249,8 @@ def _secondary(p: Prepared, found: KeyHits) -> tuple[bool | None, str | Callable
         verdict = False if False in values else (None if None in values else True)
     if verdict is None:
         timed_out = tuple(t for t, s in states if s is None)
-        return None, f"secondary regex key {timed_out[0]!r} timed out ({logic.name})", timed_out
+        why = "was skipped: the step's regex time budget was used up" if budget_skipping() else "timed out"
+        return None, f"secondary regex key {timed_out[0]!r} {why} ({logic.name})", timed_out
     return verdict, partial(_secondary_detail, states, logic), ()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tavern_tui.engine.stream import Provider
+from tavern_tui.text.secret_values import without_credentials
 
 __all__ = ["Provider", "ProviderSettings"]
 
@@ -28,5 +29,6 @@ class ProviderSettings:
 
     def __repr__(self) -> str:  # the key must never reach logs or the screen
         key = "set" if self.api_key else "unset"
-        return (f"ProviderSettings(base_url={self.base_url!r}, model={self.model!r}, api_key=<{key}>, "
-                f"timeout={self.timeout})")
+        # The base URL's user:password never shows either (issue 23 item 3).
+        return (f"ProviderSettings(base_url={without_credentials(self.base_url)!r}, model={self.model!r}, "
+                f"api_key=<{key}>, timeout={self.timeout})")

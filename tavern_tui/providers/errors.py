@@ -29,6 +29,7 @@ from tavern_tui.errors import (
     RateLimitError,
     ServerError,
 )
+from tavern_tui.text.secret_values import redact_secrets
 
 __all__ = [
     "FALLBACK_PARAMETERS",
@@ -65,12 +66,14 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
         secrets: exact strings to mask (the API key); empty strings are ignored.
 
     Returns:
-        `text` with each secret replaced by "***", and any `Bearer <token>` or `sk-…`
-        key-shaped word masked too (servers echo keys back in 401 messages).
+        `text` with each secret replaced by "***" (and its dash-less, spaced and base64 forms by
+        "[redacted]", `text.secret_values`), and any `Bearer <token>` or `sk-…` key-shaped word
+        masked too (servers echo keys back in 401 messages).
     """
+    secrets = [s for s in secrets if s]
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
+        text = text.replace(secret, "***")
+    text = redact_secrets(text, secrets)
     text = _TOKEN_PATTERNS[0].sub(r"\1 ***", text)
     return _TOKEN_PATTERNS[1].sub("sk-***", text)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import logging
 import random
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -54,6 +55,7 @@ from tavern_tui.providers.errors import (
     rejected_parameter,
 )
 from tavern_tui.providers.sse import ServerSentEvent, SSEDecoder
+from tavern_tui.text.secret_values import url_credentials
 
 __all__ = ["OpenAICompatProvider", "wire_body", "retry_delay", "RETRY_CAP", "MAX_CONFIG_FALLBACKS", "OMIT_HINT",
            "PRESET_OVERRIDES"]
@@ -155,6 +157,33 @@ def retry_delay(attempt: int, headers: Mapping[str, str] | None, backoff: float,
     return base * (1 - 0.25 * random.random())
 
 
+class _RedactingFilter(logging.Filter):
+    """Redacts the configured credentials, in any form, from the HTTP client's log records
+    (httpx logs each request's URL, which may hold `user:password@`; httpcore logs response
+    headers, which a server may echo the key in). Issue 23 item 3."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: list[str] = []
+
+    def add(self, *secrets: str) -> None:
+        self.secrets = list(dict.fromkeys([*self.secrets, *(s for s in secrets if s)]))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = record.getMessage()
+            cleaned = redact(message, self.secrets)
+            if cleaned != message:
+                record.msg, record.args = cleaned, None
+        return True
+
+
+_LOG_REDACTION = _RedactingFilter()
+# A filter on a logger sees only that logger's own records, so each logging module is named.
+for _name in ("httpx", "httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy"):
+    logging.getLogger(_name).addFilter(_LOG_REDACTION)
+
+
 class OpenAICompatProvider:
     """Streams chat completions from an OpenAI-compatible endpoint over httpx.
 
@@ -189,6 +218,7 @@ class OpenAICompatProvider:
     ) -> None:
         self.settings = settings
         self.model = settings.model
+        _LOG_REDACTION.add(settings.api_key, *url_credentials(settings.base_url))
         self.max_retries = max(0, max_retries)
         self.backoff = backoff
         self.attempts: list[dict[str, Any]] = []
@@ -270,7 +300,8 @@ class OpenAICompatProvider:
             ServerError: the body was neither an event stream nor a JSON completion.
         """
         self.attempts = []
-        secrets = [self.settings.api_key] if self.settings.api_key else []
+        # By value: the key and the base URL's credentials, however a server echoes them.
+        secrets = [s for s in (self.settings.api_key, *url_credentials(self.settings.base_url)) if s]
         client = self._get_client()
         headers = self.build_headers()
         timeout = httpx.Timeout(self.settings.timeout)

@@ -19,11 +19,12 @@ from tavern_tui.engine.log import HIDDEN_KEY, SYSTEM_PROMPT_SOURCE, SurfaceMessa
 from tavern_tui.engine.state import VARIABLES_PART, StagedWrites, local_variables_of
 from tavern_tui.engine.step import OPENING_SOURCE
 from tavern_tui.engine.timeline import Ref, Timeline
-from tavern_tui.errors import FormatError, NotFound, OriginError
+from tavern_tui.errors import FormatError, NotFound, OriginError, SecretRefused
 from tavern_tui.formats.chatlog import ChatLine, ParsedChat, format_send_date, parse_chat_jsonl, write_chat_jsonl
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.store.store import PlannedSession
@@ -140,6 +141,12 @@ class ChatFileService:
             earlier one when these exact bytes were imported before); `error` names the file and
             line (malformed line) or the missing character.
         """
+        try:
+            # By value, in any encoding, anywhere in the file (issue 23 item 3): nothing is stored.
+            refuse_configured(payload.decode("utf-8", "replace"),
+                              configured_secrets(self.ctx.settings, self.ctx.provider), name)
+        except SecretRefused as exc:
+            return ImportResult(name, "chat", error=str(exc))
         try:
             chat = parse_chat_jsonl(payload, name)
             record = self._chat_character(chat, name, character)

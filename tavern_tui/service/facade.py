@@ -24,6 +24,7 @@ from tavern_tui.service.timeline import TimelineService
 from tavern_tui.service.traces import TraceService
 from tavern_tui.service.variables import VariableService
 from tavern_tui.store.store import Store
+from tavern_tui.text.secret_values import without_credentials
 from tavern_tui.text.tokens import make_counter
 
 
@@ -90,7 +91,7 @@ class Tavern:
         self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files)
 
     def __repr__(self) -> str:
-        return f"Tavern(db_url={self.settings.db_url!r}, provider={self.provider_label!r})"
+        return f"Tavern(db_url={without_credentials(self.settings.db_url)!r}, provider={self.provider_label!r})"
 
     @property
     def provider_label(self) -> str:

@@ -4,11 +4,13 @@ its content is (card, world book, preset, persona backup, SillyTavern chat).
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.chatlog import CHAT_SUFFIXES, looks_like_chat_jsonl
+from tavern_tui.formats.jsontypes import loads_bounded
 from tavern_tui.formats.sniff import PERSONA, PRESET, WORLD_BOOK, sniff_bytes
 from tavern_tui.service.chat_files import ChatFileService
 from tavern_tui.service.library import LibraryService
@@ -17,6 +19,8 @@ from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
 from tavern_tui.views import ImportResult
 
+logger = logging.getLogger(__name__)
+
 CARD_SUFFIXES = (".png", ".json", ".charx")
 """File types a folder import picks up."""
 
@@ -24,8 +28,8 @@ CARD_SUFFIXES = (".png", ".json", ".charx")
 def _unnamed_json(data: bytes) -> bool:
     """A JSON object without a `name`: no card importer could read it (a V1 card has one)."""
     try:
-        obj = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError):
+        obj = loads_bounded(data.decode("utf-8-sig"), "<sniff>")
+    except (UnicodeDecodeError, ValueError, FormatError):
         return False
     return isinstance(obj, dict) and not ({"name", "char_name", "data"} & obj.keys())
 
@@ -90,19 +94,30 @@ class ImportService:
             except OSError as exc:
                 results.append(ImportResult(shown, "character", error=f"{shown}: cannot read: {exc.strerror}"))
                 continue
-            if path.suffix.lower() in CHAT_SUFFIXES or looks_like_chat_jsonl(data):
-                results.append(self.chat_files.import_chat_bytes(data, shown, character=character))
-            elif (kind := sniff_bytes(data)) == WORLD_BOOK:
-                results.append(self.lore.import_world_book_bytes(data, shown))
-            elif kind == PRESET:
-                results.append(self.presets.import_preset_bytes(data, shown))
-            elif kind == PERSONA:
-                results.append(self.persona.import_persona_bytes(data, shown))
-            elif kind is None and _unnamed_json(data):
+            try:
+                results.append(self._import_bytes(data, shown, path, character))
+            except TavernError as exc:
+                results.append(ImportResult(shown, "unknown", error=str(exc)))
+            except Exception as exc:  # noqa: BLE001 - one bad file never stops the rest of a folder
+                logger.exception("importing %s failed", shown)
                 results.append(ImportResult(shown, "unknown", error=(
-                    f"{shown}: not a file tavern-tui knows: expected a character card, world book, chat-completion "
-                    "preset, persona backup or SillyTavern chat (.jsonl)")))
-            else:
-                results.append(self.library.import_card_bytes(data, shown))
+                    f"{shown}: could not be imported ({type(exc).__name__}: {str(exc)[:200]}); nothing of it was "
+                    "stored; please report this file")))
         return results
+
+    def _import_bytes(self, data: bytes, shown: str, path: Path, character: str | None) -> ImportResult:
+        """One file's import, by what its content is (see `import_paths`)."""
+        if path.suffix.lower() in CHAT_SUFFIXES or looks_like_chat_jsonl(data):
+            return self.chat_files.import_chat_bytes(data, shown, character=character)
+        if (kind := sniff_bytes(data)) == WORLD_BOOK:
+            return self.lore.import_world_book_bytes(data, shown)
+        if kind == PRESET:
+            return self.presets.import_preset_bytes(data, shown)
+        if kind == PERSONA:
+            return self.persona.import_persona_bytes(data, shown)
+        if kind is None and _unnamed_json(data):
+            return ImportResult(shown, "unknown", error=(
+                f"{shown}: not a file tavern-tui knows: expected a character card, world book, chat-completion "
+                "preset, persona backup or SillyTavern chat (.jsonl)"))
+        return self.library.import_card_bytes(data, shown)
 

@@ -27,7 +27,6 @@ from tavern_tui.engine.inbox import (
     projection,
     replace_splice,
 )
-from tavern_tui.engine.step import open_step
 from tavern_tui.errors import SecretRefused, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
@@ -57,7 +56,7 @@ class InboxService:
 
     def _session(self, playthrough_id: int) -> int:
         """The playthrough's head session (one read: the chat opens with a few of these)."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             return uow.playthroughs.get(playthrough_id).head_session_id
 
     def _queue(self, playthrough_id: int) -> tuple[int, PendingInputProjection]:
@@ -126,20 +125,15 @@ class InboxService:
                            stale_after=self.ctx.stale_after, now=lambda: datetime.now(UTC))
 
     def step_in_progress(self, playthrough_id: int) -> bool:
-        """Is a step under way in this playthrough (here or in another process)? Today's busy
-        detection, in this one function: an unsettled step (a `request/header` after the last
-        settlement) that is not stale, or an inbox claim not yet admitted that is not stale.
-        A send while this holds queues instead of failing (the CLI and the chat screen).
+        """Is a step under way in this playthrough (here or in another process)? The busy
+        detection, in this one function: a live owner holds the step's lease (`store.StepLeases`;
+        issue 23: a dead owner's lease counts for nothing, the next step recovers its reply at
+        once). A send while this holds queues instead of failing (the CLI and the chat screen).
 
         Raises:
             NotFound: no such playthrough.
         """
-        session_id, queue = self._queue(playthrough_id)
-        now = datetime.now(UTC)
-        step = open_step(self.ctx.store.events, session_id)
-        if step is not None and (now - step.last_activity).total_seconds() < self.ctx.stale_after:
-            return True
-        return any((now - c.at).total_seconds() < self.ctx.stale_after for c in queue.open_claims)
+        return self.ctx.store.claims.held(self._session(playthrough_id), self.ctx.stale_after)
 
     async def wait_settled(self, playthrough_id: int, *, poll: float = 0.1) -> None:
         """Return once no step is under way in this playthrough (`step_in_progress`), checking

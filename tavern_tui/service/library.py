@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui.engine.events import canonical_json
-from tavern_tui.errors import FormatError, NotFound
+from tavern_tui.errors import AlreadyStored, FormatError, NotFound, SecretRefused
 from tavern_tui.formats.cards import ParsedCard, parse_card
 from tavern_tui.formats.charx import charx_member
 from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.store.repositories import CharacterRecord
 from tavern_tui.views import CharacterView, ImportResult
 
@@ -65,12 +66,29 @@ class LibraryService:
         """Store a parsed resource with its original bytes in one transaction; the same bytes
         imported again return the earlier record (`duplicate`) and store nothing."""
         digest = hashlib.sha256(original).hexdigest()
-        with self.ctx.store.unit_of_work() as uow:
-            repo = getattr(uow, repository)
-            existing = repo.by_sha256(digest)
-            if existing is not None:
-                return ImportResult(file, kind, existing.id, existing.name, warnings=warnings, duplicate=True)
-            record = repo.add(source_name=Path(file).name, original=original, original_sha256=digest, **fields)
+        try:
+            # The configured credentials, by value in any encoding, in the file or what was read
+            # from it (a card's text is sent in every system prompt; issue 23 item 3).
+            secrets = configured_secrets(self.ctx.settings, self.ctx.provider)
+            refuse_configured(original.decode("utf-8", "replace"), secrets, file)
+            refuse_configured(str(fields.get("data", "")), secrets, file)
+        except SecretRefused as exc:
+            return ImportResult(file, kind, error=str(exc), warnings=warnings)
+        try:
+            with self.ctx.store.unit_of_work() as uow:
+                repo = getattr(uow, repository)
+                existing = repo.by_sha256(digest)
+                if existing is not None:
+                    return ImportResult(file, kind, existing.id, existing.name, warnings=warnings, duplicate=True)
+                record = repo.add(source_name=Path(file).name, original=original, original_sha256=digest, **fields)
+        except AlreadyStored:
+            # Insert-or-get: another process stored these bytes between our check and insert
+            # (the unique by-hash index refused ours); theirs is the record (issue 23 item 5).
+            with self.ctx.store.unit_of_work(write=False) as uow:
+                existing = getattr(uow, repository).by_sha256(digest)
+            if existing is None:
+                raise
+            return ImportResult(file, kind, existing.id, existing.name, warnings=warnings, duplicate=True)
         return ImportResult(file, kind, record.id, record.name, warnings=warnings)
 
     # -- characters -----------------------------------------------------------------------
@@ -112,13 +130,13 @@ class LibraryService:
 
     def characters(self) -> list[CharacterView]:
         """Every imported character, by name."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             records = uow.characters.all()
         return [self._character_view(r) for r in records]
 
     def character(self, character_id: int) -> CharacterView:
         """One character. Raises NotFound."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             return self._character_view(uow.characters.get(character_id))
 
     def find_character(self, query: str) -> CharacterView:
@@ -136,9 +154,9 @@ class LibraryService:
         Raises:
             NotFound: nothing matches; the message names `what` and suggests close names.
         """
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             repo = getattr(uow, repository)
-            if query.strip().isdigit():
+            if query.strip().isdigit() and len(query.strip()) <= 18:  # a longer "id" is a name (int() caps)
                 try:
                     return repo.get(int(query))
                 except NotFound:

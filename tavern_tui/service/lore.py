@@ -30,6 +30,7 @@ from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.persona import PERSONA_TARGET
+from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.store.repositories import CharacterRecord, WorldBookRecord
 from tavern_tui.views import ImportResult, WorldBookView
 
@@ -131,12 +132,16 @@ class WorldInfoService:
         Raises:
             NotFound: no such book.
             FormatError: the edited book does not survive a SillyTavern round trip (e.g. duplicate uids).
+            SecretRefused: it holds the configured API key or a base-URL credential (any form).
         """
         try:
             data = to_st_json(book)
         except ValueError as exc:
             raise FormatError(book.name, str(exc)) from exc
         parse_world_book(json.dumps(data).encode("utf-8"), book.name)  # refuse what we could not read back
+        # Issue 23 item 3: an edit is a write surface too; the configured key never goes in.
+        secrets = configured_secrets(self.ctx.settings, self.ctx.provider)
+        refuse_configured(json.dumps(data, ensure_ascii=False), secrets, f"world book {book.name!r}")
         with self.ctx.store.unit_of_work() as uow:
             record = uow.world_books.replace_data(book_id, name=book.name, data=canonical_json(data))
         return self._book_view(record)

@@ -32,7 +32,9 @@ from tavern_tui.persona.model import (
     DEFAULT_CEILING,
     LOCAL_PRINCIPAL,
     PERSONA_CHANGED,
+    SENSITIVITIES,
     Belief,
+    PersonaCapExceeded,
     PersonaDocument,
     PersonaEntry,
     RenderedPersona,
@@ -44,6 +46,7 @@ from tavern_tui.persona.nominate import NominationRules, blockers, select_nomina
 from tavern_tui.persona.safety import block_injections, refuse_secrets
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
+from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.views import ImportResult
 
 if TYPE_CHECKING:
@@ -108,6 +111,22 @@ def _customer_text(event: Any) -> str | None:
     return None
 
 
+
+def _within_caps(document: PersonaDocument, where: str) -> None:
+    """Refuse a persona revision that would be over a cap (ADR-0079 decision 9) before it is
+    written (issue 23 item 7: a 1,000-entry persona was accepted and then blocked every chat).
+    Counted with every entry included (the highest sensitivity ceiling a playthrough may set).
+
+    Raises:
+        TavernError: over a cap; names `where`, the cap and the figure; nothing is written.
+    """
+    try:
+        render_persona(document, ceiling=SENSITIVITIES[-1])
+    except PersonaCapExceeded as exc:
+        unit = "entries" if exc.cap == "entries" else "tokens"
+        raise TavernError(f"{where}: refused: the persona would have {exc.actual} {unit}, over its cap of "
+                          f"{exc.limit} {unit}; nothing was written (remove or shorten entries)") from None
+
 class PersonaService:
     """The persona, beliefs and nominations (`tavern.persona`).
 
@@ -168,7 +187,7 @@ class PersonaService:
             if add is not None:
                 if not add.strip():
                     raise TavernError(f"{where}: the new entry is empty")
-                refuse_secrets(add, where)
+                self._refuse(add, where)
                 level = check_sensitivity(sensitivity or "normal", f"{where}: sensitivity")
                 new_entries.append(PersonaEntry(max([e.id for e in new_entries] + [doc.next_entry_id() - 1]) + 1,
                                                 add.strip(), "owner", level, None, now, now))
@@ -177,18 +196,24 @@ class PersonaService:
                     raise TavernError(f"{where}: the persona has no entry {remove}")
                 new_entries = [e for e in new_entries if e.id != remove]
             if name is not None:
-                refuse_secrets(name, where)
+                self._refuse(name, where)
             if add is None and remove is None and entries is None and name is None:
                 raise TavernError(f"{where}: nothing to change (give an entry to add, remove, a file or a name)")
             new = replace(doc.with_entries(new_entries, "edit"), name=doc.name if name is None else name.strip())
             if new.entries == doc.entries and new.name == doc.name:
                 return doc  # nothing changed: no new revision, no rotation
+            _within_caps(new, where)
             written = uow.personas.write(new, expected_version)
             self._unlink_beliefs(uow, doc, written)
             return written
 
-    @staticmethod
-    def _entries_from(doc: PersonaDocument, given: Sequence[dict[str, Any]], now: datetime,
+    def _refuse(self, text: str, where: str) -> None:
+        """Refuse credential-shaped text (`refuse_secrets`) and the configured credentials by value
+        in any encoding (`service.secrets`; issue 23 item 3). Raises SecretRefused."""
+        refuse_configured(text, configured_secrets(self.ctx.settings, self.ctx.provider), where)
+        refuse_secrets(text, where)
+
+    def _entries_from(self, doc: PersonaDocument, given: Sequence[dict[str, Any]], now: datetime,
                       where: str) -> list[PersonaEntry]:
         out: list[PersonaEntry] = []
         next_id = doc.next_entry_id()
@@ -197,7 +222,7 @@ class PersonaService:
             field = f"{where}: entries[{index}]"
             if not isinstance(item, dict) or not isinstance(item.get("text"), str) or not item["text"].strip():
                 raise TavernError(f"{field}: each entry is an object with a non-empty \"text\"")
-            refuse_secrets(item["text"], field)
+            self._refuse(item["text"], field)
             level = check_sensitivity(item.get("sensitivity", "normal"), f"{field}.sensitivity")
             old = doc.entry(item["id"]) if isinstance(item.get("id"), int) and item["id"] not in used else None
             text = item["text"].strip()
@@ -244,8 +269,8 @@ class PersonaService:
             warnings.append(f"imported persona {chosen.name!r}; also in the file: {', '.join(others)} "
                             f"(choose one with `tavern persona import {file} --persona NAME`)")
         try:
-            refuse_secrets(chosen.name, f"{file}: name")
-            refuse_secrets(chosen.description, f"{file}: description")
+            self._refuse(chosen.name, f"{file}: name")
+            self._refuse(chosen.description, f"{file}: description")
         except TavernError as exc:
             return ImportResult(file, "persona", error=str(exc))
         book = None
@@ -266,6 +291,7 @@ class PersonaService:
                           lorebook=book.name if book is not None else doc.lorebook)
             if (new.entries, new.name, new.lorebook) == (doc.entries, doc.name, doc.lorebook):
                 return ImportResult(file, "persona", doc.version, doc.name, warnings=tuple(warnings), duplicate=True)
+            _within_caps(new, file)
             written = uow.personas.write(new, doc.version)
             if book is not None:  # the persona's lore is this book now (SillyTavern: one book a persona)
                 for other in uow.bindings.books_for("persona", PERSONA_TARGET):
@@ -523,7 +549,7 @@ class PersonaService:
         with self.ctx.store.unit_of_work() as uow:
             belief = uow.beliefs.get(belief_id)
             self._check_outstanding(belief)
-            refuse_secrets(belief.statement, "affirm")
+            self._refuse(belief.statement, "affirm")
             doc = uow.personas.current(LOCAL_PRINCIPAL)
             if expected_version is not None and expected_version != doc.version:
                 raise Conflict("the persona", expected_version, doc.version)
@@ -536,7 +562,9 @@ class PersonaService:
                 entry = PersonaEntry(doc.next_entry_id(), belief.statement, "affirmed", belief.sensitivity, belief.id,
                                      now, now)
                 entries = [*doc.entries, entry]
-            written = uow.personas.write(doc.with_entries(entries, "affirm"), doc.version)
+            affirmed = doc.with_entries(entries, "affirm")
+            _within_caps(affirmed, "affirm")
+            written = uow.personas.write(affirmed, doc.version)
             uow.beliefs.set(belief_id, promoted=True, entry_id=entry.id, nominated=False)
             self._top_up(uow)
         return written

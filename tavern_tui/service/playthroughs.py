@@ -20,6 +20,7 @@ from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
+from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.store.repositories import PlaythroughRecord
 from tavern_tui.text.names import substitute_names
@@ -69,7 +70,7 @@ class PlaythroughService:
 
     def playthroughs(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughView]:
         """Playthroughs, most recently played first."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             records = uow.playthroughs.list(character_id, limit)
             names = {c.id: c.name for c in uow.characters.all()}
             persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
@@ -94,7 +95,7 @@ class PlaythroughService:
 
     def playthrough(self, playthrough_id: int) -> PlaythroughView:
         """One playthrough. Raises NotFound."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             record = uow.playthroughs.get(playthrough_id)
             name = uow.characters.get(record.character_id).name
             persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
@@ -141,7 +142,8 @@ class PlaythroughService:
         """
         view = self.playthrough(playthrough_id)
         self.persona.rendered_persona(playthrough_id)
-        if recover_interrupted(self.ctx.store.events, view.session_id, stale_after=self.ctx.stale_after) is not None:
+        if recover_interrupted(self.ctx.store.events, view.session_id, stale_after=self.ctx.stale_after,
+                               claims=self.ctx.store.claims) is not None:
             logger.info("recovered an interrupted reply in playthrough %s", playthrough_id)
         return view
 
@@ -180,11 +182,9 @@ class PlaythroughService:
         return [self._message_view(m, view.character_name, view.user_name) for m in surface
                 if include_system or m.source != SYSTEM_PROMPT_SOURCE]
 
-    def _configured_keys(self) -> set[str]:
-        """The provider API keys configured (settings, and the provider's own), long enough to look for."""
-        own = getattr(getattr(self.ctx.provider, "settings", None), "api_key", "")
-        keys = {self.ctx.settings.provider.api_key, own}
-        return {k.strip() for k in keys if isinstance(k, str) and len(k.strip()) >= MIN_CONFIGURED_KEY}
+    def _configured_keys(self) -> list[str]:
+        """The configured credentials (API keys, base-URL user and password), long enough to look for."""
+        return configured_secrets(self.ctx.settings, self.ctx.provider)
 
     def check_message(self, text: str, *, allow_secrets: bool = False, where: str = "message",
                       already: str = "") -> None:
@@ -202,13 +202,12 @@ class PlaythroughService:
                 holds is not refused again.
 
         Raises:
-            SecretRefused: `configured` when `text` holds the configured provider API key verbatim;
+            SecretRefused: `configured` when `text` holds the configured provider API key (or a
+                base-URL credential) in any form `text.secret_values` matches;
                 else `overridable` for the first `CHAT_SECRET_KINDS` finding. The message names
                 the kind, never the secret.
         """
-        if any(key in text for key in self._configured_keys()):
-            raise SecretRefused("api_key", where, configured=True,
-                                advice="it is never stored or sent to the model (remove it)")
+        refuse_configured(text, self._configured_keys(), where)  # by value, in any encoding
         if allow_secrets:
             return
         for finding in find_secrets(text, CHAT_SECRET_KINDS):

@@ -318,7 +318,8 @@ class StepRunner:
         view, assembler = await asyncio.to_thread(self._prepare_step, playthrough_id, generation)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
-                         generation=generation, stale_after=self.ctx.stale_after, claim=claim)
+                         generation=generation, stale_after=self.ctx.stale_after, claim=claim,
+                         claims=self.ctx.store.claims)
         async with aclosing(steps):
             try:
                 async for update in steps:

@@ -67,7 +67,7 @@ class TimelineService:
     def variant_tree(self, playthrough_id: int, *, bodies: bool = False) -> tuple[Timeline, list[int]]:
         """The playthrough's variant tree and the ids of its own sessions (those a head may be);
         `bodies`: with every row's body (the tree view, export). Cached until the log changes."""
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             record = uow.playthroughs.get(playthrough_id)
         log = self.ctx.store.events
         # Building the tree reads every message row; between appends and forks only the head
@@ -112,7 +112,7 @@ class TimelineService:
             NotFound: no such playthrough.
         """
         timeline, _members = self.variant_tree(playthrough_id, bodies=True)
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             branches = uow.playthroughs.children_of(list(timeline.sessions))
         links: dict[Ref, list[int]] = {}
         for child_id, root in branches:
@@ -171,7 +171,7 @@ class TimelineService:
     def greetings(self, playthrough_id: int) -> tuple[list[str], str, str]:
         """(the card's greetings, the character's name, the user's name) of a playthrough."""
         view = self.playthroughs.playthrough(playthrough_id)
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             card = self.library.card(uow.characters.get(view.character_id))
         return card.greetings, card.name, view.user_name
 

@@ -243,7 +243,7 @@ class TraceService:
         session_id, frozen = await asyncio.to_thread(self._prepare_replay, trace_id, model)
         steps = run_step(self.ctx.store.events, session_id, self.ctx.provider,
                          lambda history, claimed: frozen, None, generation=Generation("regenerate"),
-                         stale_after=self.ctx.stale_after)
+                         stale_after=self.ctx.stale_after, claims=self.ctx.store.claims)
         async with aclosing(steps):
             async for update in steps:
                 yield update

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import sqlite3
 import tempfile
 import weakref
 from pathlib import Path
@@ -16,7 +18,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import NoSuchModuleError, OperationalError
 
-from tavern_tui.errors import StoreError
+from tavern_tui.errors import StoreBusy, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +31,7 @@ def _sqlite_on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-un
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     mode = cursor.execute("PRAGMA journal_mode=WAL").fetchone()
     if mode and str(mode[0]).lower() == "wal":
         cursor.execute("PRAGMA synchronous=NORMAL")
@@ -37,9 +39,56 @@ def _sqlite_on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-un
 
 
 def _sqlite_on_begin(conn) -> None:  # type: ignore[no-untyped-def]
-    # Take the write lock at BEGIN so `max(seq) + 1` cannot race another writer.
-    # Straight to the driver: this runs once per append, and SQLAlchemy's execute path costs more than the BEGIN.
-    conn.connection.driver_connection.execute("BEGIN IMMEDIATE")
+    # A write transaction takes the write lock at BEGIN (IMMEDIATE), so a read-then-write inside
+    # it cannot fail on a snapshot another writer made stale; a read is deferred, so it takes no
+    # lock at all and WAL gives it a snapshot while a writer works (issue 23 item 2).
+    # Straight to the driver: SQLAlchemy's execute path costs more than the BEGIN.
+    immediate = conn.get_execution_options().get(WRITE_OPTION, False)
+    try:
+        conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise busy_error(exc) from exc
+        raise
+
+
+BUSY_TIMEOUT_MS = 5000
+"""How long a SQLite write waits for another process's write lock before it fails
+(`PRAGMA busy_timeout`); `busy_error` turns the failure into a clear message."""
+
+WRITE_OPTION = "tavern_write"
+"""Execution option that makes a SQLite transaction `BEGIN IMMEDIATE` (`write_engine`)."""
+
+
+def write_engine(engine: Engine) -> Engine:
+    """The same engine (same pool) whose transactions are writes: `BEGIN IMMEDIATE` on SQLite.
+    Reads go through `engine` itself (deferred: no lock, a WAL snapshot)."""
+    return engine.execution_options(**{WRITE_OPTION: True})
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether a database error is SQLite's "database is locked"/"busy" (the busy timeout ran out)."""
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    return "database is locked" in text or "database is busy" in text or "database table is locked" in text
+
+
+def busy_error(exc: BaseException) -> StoreBusy:
+    """The clear error for a write that waited out the busy timeout."""
+    return StoreBusy(f"the database is busy: another tavern window or command has held its write lock for more "
+                      f"than {BUSY_TIMEOUT_MS // 1000} s; nothing was changed, try again when it is done")
+
+
+def _private_file(path: Path) -> None:
+    """Create the database's folder (0700) and file (0600) when missing, so chats are private
+    from the start (issue 23 item 3); SQLite gives its -wal and -shm files the file's mode.
+    Existing folders and files keep their modes (the owner may have chosen them)."""
+    folder = path.parent
+    if not folder.exists():
+        folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+        folder.chmod(0o700)  # mkdir's mode is masked by the umask
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        path.chmod(0o600)
 
 
 def _private_memory(parsed: URL) -> bool:
@@ -79,7 +128,7 @@ def make_engine(url: str) -> Engine:
             if database and database != ":memory:" and not database.startswith("file:"):
                 folder = Path(database).expanduser().parent
                 try:
-                    folder.mkdir(parents=True, exist_ok=True)
+                    _private_file(Path(database).expanduser())
                 except OSError as exc:
                     raise StoreError(f"cannot create the database folder {folder}: {exc.strerror}") from exc
             engine = create_engine(parsed)
@@ -132,7 +181,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
                          "which this tavern-tui does not know (newer version?)")
     logger.info("migrating database from %s to %s", current, target)
     config = _alembic_config()
-    with engine.begin() as conn:
+    with write_engine(engine).begin() as conn:  # SQLite: the write lock first, so openers queue
         if conn.dialect.name == "postgresql":
             # SQLite's BEGIN IMMEDIATE makes a second process wait, then find the schema at head;
             # on PostgreSQL two first opens would both create the tables. Queue them the same way

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, and_, bindparam, func, insert, literal, or_, select, union_all
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from tavern_tui.engine.events import (
     MESSAGE_KINDS,
@@ -23,6 +23,7 @@ from tavern_tui.engine.events import (
 )
 from tavern_tui.engine.timeline import SessionLink, VariantRow
 from tavern_tui.errors import NotFound, StoreError
+from tavern_tui.store.db import busy_error, is_busy
 from tavern_tui.store.models import EventRow, SessionRow, as_utc
 
 EVENTS = EventRow.__table__
@@ -109,8 +110,9 @@ class EventLog:
     Nothing here updates or deletes an event.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, write_engine: Engine | None = None) -> None:
         self._engine = engine
+        self._write = write_engine or engine
         self._sqlite = engine.dialect.name == "sqlite" and sqlite3.sqlite_version_info >= (3, 35)  # RETURNING
         self._lineage: dict[int, tuple[int | None, int | None]] = {}  # sessions never re-parent
 
@@ -126,7 +128,7 @@ class EventLog:
         """
         if (parent_id is None) != (fork_seq is None):
             raise ValueError("a fork needs both parent_id and fork_seq")
-        with self._engine.begin() as conn:
+        with self._write.begin() as conn:
             if parent_id is not None:
                 exists = conn.execute(select(SESSIONS.c.id).where(SESSIONS.c.id == parent_id)).first()
                 if exists is None:
@@ -159,6 +161,10 @@ class EventLog:
         try:
             seqs = (self._append_sqlite(session_id, rows, now, guard) if self._sqlite
                     else self._append_core(session_id, rows, now, guard))
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            if is_busy(exc):
+                raise busy_error(exc) from exc
+            raise
         except (IntegrityError, sqlite3.IntegrityError) as exc:
             with self._engine.connect() as conn:
                 if conn.execute(_SESSION_EXISTS, {"sid": session_id}).first() is None:
@@ -193,7 +199,7 @@ class EventLog:
 
     def _append_core(self, session_id: int, rows: list[tuple[NewEvent, str, str]], now: datetime,
                      guard: tuple[str, int] | None = None) -> list[int]:
-        with self._engine.begin() as conn:
+        with self._write.begin() as conn:
             if conn.execute(_LOCK_SESSION, {"sid": session_id}).first() is None:
                 raise NotFound(f"session {session_id} does not exist")
             if guard is not None and conn.execute(_NEWER, {"sid": session_id, "kind": guard[0],

@@ -52,7 +52,7 @@ class _Resource:
     """The file name the resource was imported from."""
     original: Mapped[bytes] = mapped_column(LargeBinary)
     """The imported file's exact bytes (for re-export and audit)."""
-    original_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    original_sha256: Mapped[str] = mapped_column(String(64), index=True, unique=True)
     data: Mapped[str] = mapped_column(Text)
     """The normalised form as canonical JSON text."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -272,3 +272,23 @@ class ComposerDraft(Base):
     playthrough_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     text: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class StepLeaseRow(Base):
+    """Who is streaming a step in a playthrough right now (issue 23 item 4): one row per scope,
+    so taking a step is one atomic insert (the primary key refuses a second owner). The owner's
+    pid, host and process start time let the next opener see at once that it died; the
+    heartbeat covers owners on other hosts, whose pid cannot be checked."""
+
+    __tablename__ = "step_leases"
+    scope: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """"p<playthrough id>", or "s<session id>" for a session outside any playthrough."""
+    session_id: Mapped[int] = mapped_column(Integer)
+    token: Mapped[str] = mapped_column(String(64))
+    """Random per claim: a release or heartbeat touches only its own claim."""
+    pid: Mapped[int] = mapped_column(Integer)
+    host: Mapped[str] = mapped_column(String(255))
+    started: Mapped[str] = mapped_column(String(32), default="")
+    """The owner process's start time (Linux /proc ticks), to tell a reused pid; "" when unknown."""
+    claimed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tavern_tui.errors import NotFound, StoreError
+from tavern_tui.errors import AlreadyStored, NotFound, StoreError
 from tavern_tui.store.models import (
     Character,
     ComposerDraft,
@@ -83,7 +84,7 @@ class CharacterRepository:
         row = Character(name=name, spec=spec, spec_version=spec_version, source_name=source_name, original=original,
                         original_sha256=original_sha256, data=data, created_at=datetime.now(UTC))
         self._session.add(row)
-        self._session.flush()
+        _flush_unique(self._session, "character", original_sha256)
         return _character(row)
 
     def by_sha256(self, digest: str) -> CharacterRecord | None:
@@ -255,6 +256,22 @@ def _world_book(row: WorldBook | Preset) -> WorldBookRecord:
     return WorldBookRecord(row.id, row.name, row.source_name, row.original_sha256, row.data, as_utc(row.created_at))
 
 
+def _flush_unique(session: Session, what: str, digest: str) -> None:
+    """Flush a new imported resource; the unique by-hash index (migration 0010) turns a lost
+    race into `AlreadyStored` (the transaction must then roll back; the caller reads the winner).
+
+    Raises:
+        AlreadyStored: a row with this `original_sha256` exists (stored by another process).
+    """
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        if "original_sha256" in str(exc.orig) or "unique" in str(exc.orig).lower():
+            raise AlreadyStored(f"this {what} file (sha256 {digest[:12]}…) was just stored by another process") \
+                from exc
+        raise
+
+
 class WorldBookRepository:
     """World books: add, find by file hash or name, list, replace the normalised data (an edit).
     `PresetRepository` is the same over presets."""
@@ -270,7 +287,7 @@ class WorldBookRepository:
         row = self.model(name=name, source_name=source_name, original=original, original_sha256=original_sha256,
                         data=data, created_at=datetime.now(UTC))
         self._session.add(row)
-        self._session.flush()
+        _flush_unique(self._session, self.what, original_sha256)
         return _world_book(row)
 
     def by_sha256(self, digest: str) -> WorldBookRecord | None:

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import insert
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tavern_tui.engine.events import NewEvent, body_hash, canonical_json
-from tavern_tui.store.db import make_engine, upgrade
+from tavern_tui.store.db import busy_error, is_busy, make_engine, upgrade, write_engine
 from tavern_tui.store.eventlog import EventLog
+from tavern_tui.store.leases import StepLeases
 from tavern_tui.store.models import EventRow, SessionRow
 from tavern_tui.store.persona import BeliefRepository, PersonaRepository, StrategyRepository
 from tavern_tui.store.repositories import (
@@ -65,19 +67,35 @@ class Store:
         self.url = url
         self.engine = make_engine(url)
         upgrade(self.engine)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self.events = EventLog(self.engine)
+        self.write_engine = write_engine(self.engine)
+        self._sessions = sessionmaker(self.write_engine, expire_on_commit=False)
+        self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.events = EventLog(self.engine, self.write_engine)
+        self.claims = StepLeases(self.engine, self.write_engine)
 
     @contextmanager
-    def unit_of_work(self) -> Iterator[UnitOfWork]:
-        """One transaction: commits when the block ends, rolls back when it raises."""
-        session: Session = self._sessions()
+    def unit_of_work(self, *, write: bool = True) -> Iterator[UnitOfWork]:
+        """One transaction: commits when the block ends, rolls back when it raises.
+
+        Args:
+            write: a write transaction (SQLite `BEGIN IMMEDIATE`: it waits for another writer
+                up to the busy timeout). False for a read: deferred, no lock, a WAL snapshot,
+                so it never waits for a writer.
+
+        Raises:
+            StoreError: the busy timeout ran out waiting for another process's write lock.
+        """
+        session: Session = (self._sessions if write else self._read_sessions)()
         try:
             with session.begin():
                 yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
                                  WorldBookRepository(session), BindingRepository(session), PresetRepository(session),
                                  PersonaRepository(session), BeliefRepository(session), StrategyRepository(session),
                                  DraftRepository(session))
+        except OperationalError as exc:
+            if is_busy(exc):
+                raise busy_error(exc) from exc
+            raise
         finally:
             session.close()
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -20,6 +22,10 @@ from tavern_tui.tui.screens.lore import LoreScreen
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+QUIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals the app treats as Quit (a streaming reply settles first)."""
 
 
 class TavernApp(App[None]):
@@ -53,11 +59,19 @@ class TavernApp(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen(self.tavern, self.now))
+        # SIGTERM and SIGHUP (a closed terminal, `tmux kill-pane`) quit like Ctrl+Q, so a streaming
+        # reply is cancelled and settled with its text (issue 23 item 1), not cut off by the default kill.
+        loop = asyncio.get_running_loop()
+        for sig in QUIT_SIGNALS:
+            loop.add_signal_handler(sig, self.exit)
         if self._theme_failures:
             self.notify("\n".join(self._theme_failures), title="Some themes did not load", severity="warning")
 
     async def on_unmount(self) -> None:
         """Close the provider's HTTP client on the loop that used it."""
+        loop = asyncio.get_running_loop()
+        for sig in QUIT_SIGNALS:
+            loop.remove_signal_handler(sig)
         await self.tavern.aclose_provider()
 
     def on_playthrough_chosen(self, message: PlaythroughChosen) -> None:

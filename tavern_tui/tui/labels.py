@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from tavern_tui.engine.step import INTERRUPTED_REASON
 from tavern_tui.lore.model import Position, WorldInfoEntry
 from tavern_tui.lore.result import ActivationResult, Decision
 from tavern_tui.service import CharacterView, MessageView, PlaythroughView, WorldBookView
@@ -62,6 +63,8 @@ def message_mark(message: MessageView) -> str:
         for any other non-natural origin, "" for an ordinary message.
     """
     if message.partial:
+        if message.error_category == "interrupted":  # recovered after a kill: say why (issue 23 item 1)
+            return f"recovered · {INTERRUPTED_REASON}"
         if message.error_category:
             return f"error · {message.error_category}"
         return f"error: {message.error}" if message.error else "stopped"
@@ -169,4 +172,10 @@ def totals_line(result: ActivationResult) -> str:
     """"3 fired · 792 of 1024 budget tokens", plus " · over budget" when the budget stopped an entry."""
     fired = sum(d.fired for d in result.decisions)
     line = f"{fired} fired · {result.tokens_used} of {result.budget} budget tokens"
-    return line + " · over budget" if result.overflowed else line
+    line = line + " · over budget" if result.overflowed else line
+    spent = result.regex_budget
+    if spent.get("exhausted"):  # issue 23 item 8: say so, the decisions name the keys
+        line += f" · regex time budget ({spent['seconds']} s) used up: {spent['skipped']} searches skipped"
+    elif spent.get("timeouts"):
+        line += f" · {spent['timeouts']} regex searches timed out"
+    return line

@@ -197,7 +197,10 @@ def test_a_crash_after_checkpoints_is_recovered_as_one_attempt_once_it_is_stale(
     # Quiet for less than stale_after: it may be streaming in another process.
     assert recover_interrupted(log, sid, stale_after=75, now=_later(log, sid, 30)) is None
     attempt = recover_interrupted(log, sid, stale_after=75, now=_later(log, sid, 80))
-    assert attempt is not None and attempt.body == {"content": "AB", "reasoning": "r", "recovered": True}
+    assert attempt is not None and attempt.body == {
+        "content": "AB", "reasoning": "r", "recovered": True,
+        "error": {"category": "interrupted", "status": None,
+                  "message": "the app was closed while it was streaming; the text that had arrived is kept"}}
     assert open_step(log, sid) is None
     assert recover_interrupted(log, sid, stale_after=0) is None  # idempotent
     assert derive_messages(log, sid)[-1].content == "AB" and derive_messages(log, sid)[-1].partial

@@ -442,7 +442,10 @@ def test_lone_surrogate_is_escaped_so_the_text_encodes():
     text = write_chat_jsonl(NEW_HEADER, [line])
     encoded = text.encode("utf-8")
     assert "\\ud83d" in text
-    assert parse_chat_jsonl(encoded, "c.jsonl").messages[0].mes == "cut \ud83d"
+    # Read back, the half emoji (no UTF-8 text can hold it) becomes U+FFFD, named in a warning.
+    parsed = parse_chat_jsonl(encoded, "c.jsonl")
+    assert parsed.messages[0].mes == "cut \ufffd"
+    assert parsed.warnings == ["line 2.mes: a lone UTF-16 surrogate (half of an emoji) was replaced by U+FFFD"]
 
 
 def test_writer_refuses_a_message_without_swipes():

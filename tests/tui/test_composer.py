@@ -283,7 +283,9 @@ async def test_enter_while_another_window_replies_queues_and_goes_once_that_sett
     async with app.run_test(size=SIZE) as pilot:
         chat = await open_seraphina(pilot)
         head = corpus_tavern.playthroughs.playthrough(chat.playthrough_id).session_id
-        # Another process's step as the log shows it while it streams: a header, no settlement.
+        # Another window's step while it streams: it holds the step's lease, and the log has a
+        # header and no settlement.
+        lease = corpus_tavern.store.claims.claim(head, 75.0)
         corpus_tavern.store.events.append(head, [NewEvent(EventKind.REQUEST_HEADER, None, {"provider": "other"})])
         await type_and_enter(pilot, "me too")
         await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
@@ -291,6 +293,7 @@ async def test_enter_while_another_window_replies_queues_and_goes_once_that_sett
         scripted.enqueue("*Seraphina answers you as well.*")
         corpus_tavern.store.events.append(head, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant",
                                                           {"content": "the other window's reply"})])
+        corpus_tavern.store.claims.release(lease.token)
         await wait_until(pilot, lambda: len(scripted.requests) == 1 and not chat.generating, timeout=10)
         await workers_idle(pilot)
         assert [(m["role"], m["content"]) for m in scripted.requests[0].messages[-2:]] == [

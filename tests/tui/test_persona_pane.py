@@ -266,8 +266,9 @@ async def test_a_secret_is_refused_and_the_editor_stays_open(corpus_tavern: Tave
 
 
 async def test_a_persona_over_its_cap_is_shown_with_the_error(corpus_tavern: Tavern) -> None:
-    entries = [{"text": f"Fact number {i}."} for i in range(MAX_ENTRIES + 1)]
-    corpus_tavern.persona.edit_persona(0, entries=entries)
+    from tests.test_persona import store_over_cap
+
+    store_over_cap(corpus_tavern, [f"Fact number {i}." for i in range(MAX_ENTRIES + 1)])  # stored before write caps
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_pane(pilot, "p")

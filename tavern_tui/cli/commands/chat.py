@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -70,7 +71,24 @@ def apply_selection(tavern: Tavern, args: argparse.Namespace, playthrough_id: in
                                                     strategy=args.strategy), err)
 
 
+QUIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop a streaming `tavern chat` like Ctrl+C: the partial reply is settled first."""
+
+
 async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
+    for sig in QUIT_SIGNALS:
+        loop.add_signal_handler(sig, main.cancel)
+    try:
+        return await _chat_step(args, out, err)
+    finally:
+        for sig in QUIT_SIGNALS:
+            loop.remove_signal_handler(sig)
+
+
+async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     async with open_async_service(args) as tavern:
         if args.say is not None:
             try:  # before a playthrough is created or anything bound
@@ -162,9 +180,9 @@ async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
 
 
 def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """One headless step; Ctrl+C keeps the partial reply as an attempt."""
+    """One headless step; Ctrl+C, SIGTERM and SIGHUP keep the partial reply as an attempt."""
     try:
         return asyncio.run(_chat(args, out, err))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         err.write("\ncancelled; the partial reply is kept\n")
         return EXIT_INTERRUPTED

@@ -1,0 +1,102 @@
+"""Provides the per-step time budget for regex keys across a book (issue 23 item 8).
+
+Each regex key's search already has a time limit (`matching.DEFAULT_REGEX_TIMEOUT`, 50 ms), but
+200 hostile keys each taking it made every step take 11-12 s. `step_budget` bounds the sum:
+while a step's world info runs, every regex search (key or prefilter) is charged its elapsed
+time and given at most what is left; once the budget is spent, the remaining regex searches of
+that step are skipped at once, reported as timed out (`Reason.REGEX_TIMEOUT`, the key named),
+and the result says the budget ran out. The next step starts with a full budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+REGEX_STEP_BUDGET = 1.0
+"""Seconds all regex searches of one step may take together."""
+
+
+class BudgetSpent(TimeoutError):
+    """The step's regex budget is used up: the search is skipped (handled as a timeout)."""
+
+
+@dataclass
+class StepBudget:
+    """What one step's regex searches used.
+
+    Attributes:
+        seconds: the budget. spent: seconds charged so far.
+        skipped: searches refused because the budget was spent.
+        timeouts: searches that ran out of time (their own limit or the budget's rest).
+    """
+
+    seconds: float
+    spent: float = 0.0
+    skipped: int = 0
+    timeouts: int = 0
+    _started: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether the budget ran out in this step."""
+        return self.spent >= self.seconds
+
+    def to_json(self) -> dict[str, object]:
+        """`{"seconds", "spent", "exhausted", "skipped", "timeouts"}` for the trace's world-info record."""
+        return {"seconds": self.seconds, "spent": round(self.spent, 4), "exhausted": self.exhausted,
+                "skipped": self.skipped, "timeouts": self.timeouts}
+
+
+_CURRENT: ContextVar[StepBudget | None] = ContextVar("tavern_regex_budget", default=None)
+
+
+@contextmanager
+def step_budget(seconds: float = REGEX_STEP_BUDGET) -> Iterator[StepBudget]:
+    """Run one step's world info with a regex budget of `seconds` (nested calls share the outer one)."""
+    outer = _CURRENT.get()
+    if outer is not None:
+        yield outer
+        return
+    budget = StepBudget(seconds)
+    token = _CURRENT.set(budget)
+    try:
+        yield budget
+    finally:
+        _CURRENT.reset(token)
+
+
+def budget_skipping() -> bool:
+    """Whether the current step's budget is spent (searches are being skipped)."""
+    budget = _CURRENT.get()
+    return budget is not None and budget.exhausted
+
+
+@contextmanager
+def charged(limit: float) -> Iterator[float]:
+    """One regex search: yields the timeout to pass it (`limit`, or less when the budget has
+    less left) and charges its elapsed time to the step.
+
+    Raises:
+        BudgetSpent: the budget is used up; the search must not run (a TimeoutError, so the
+            callers' timeout handling applies).
+    """
+    budget = _CURRENT.get()
+    if budget is None:
+        yield limit
+        return
+    left = budget.seconds - budget.spent
+    if left <= 0:
+        budget.skipped += 1
+        raise BudgetSpent("the step's regex time budget is used up")
+    start = time.perf_counter()
+    try:
+        yield min(limit, left)
+    except TimeoutError:
+        budget.timeouts += 1
+        raise
+    finally:
+        budget.spent += time.perf_counter() - start
