@@ -300,3 +300,26 @@ async def test_enter_while_another_window_replies_queues_and_goes_once_that_sett
             ("assistant", "the other window's reply"), ("user", "me too")]
         assert chat.transcript.boxes[-1].text == "*Seraphina answers you as well.*"
         assert chat.inbox_strip.items == []
+
+
+async def test_keys_typed_right_after_enter_start_the_next_message(corpus_tavern: Tavern,
+                                                                    scripted: ScriptedProvider) -> None:
+    # Seen in tmux (fast typing): "Y1" Enter "Y2" Enter sent "Y1Y2" and lost "Y2", because the
+    # composer was emptied only when the screen handled Enter, after the next keys had landed.
+    scripted.enqueue("*She answers the first.*")
+    scripted.enqueue("*She answers the second.*")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await pilot.press(*"Y1")
+        # Enter, then more typing, before the app handles the Submitted message Enter posted.
+        await chat.prompt._on_key(events.Key("enter", None))
+        chat.prompt.insert("Y2")
+        await wait_until(pilot, lambda: not chat.generating and len(scripted.requests) == 1, timeout=10)
+        await workers_idle(pilot)
+        assert chat.prompt.value == "Y2"
+        assert [m["content"] for m in scripted.requests[0].messages if m["role"] == "user"][-1] == "Y1"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not chat.generating and len(scripted.requests) == 2, timeout=10)
+        await workers_idle(pilot)
+        assert user_lines(chat)[-2:] == ["Y1", "Y2"]

@@ -350,10 +350,10 @@ class ChatScreen(TavernScreen[None]):
         try:  # on the loop on purpose: a text scan (no I/O), and a refusal must keep the prompt
             self.tavern.playthroughs.check_message(text, allow_secrets=allow)
         except SecretRefused as exc:
-            self._refuse_secret(text, exc)  # the text stays in the prompt
+            self._give_back(event.text)  # a refused text stays in the prompt
+            self._refuse_secret(text, exc)
             return
         self._confirmed_secret = None
-        self.prompt.clear()
         if self.generating:
             # A reply streams: the text waits in the durable inbox; the next step claims it.
             self.call(self.tavern.inbox.add, self.playthrough_id, text, steer=event.steer, allow_secrets=allow,
@@ -362,6 +362,11 @@ class ChatScreen(TavernScreen[None]):
         # Another window or command replying here: the text is queued and goes once that settles.
         self._start("send", lambda: self.tavern.steps.send_or_queue(
             self.playthrough_id, text, steer=event.steer, allow_secrets=allow, queued=self._queued_elsewhere), text)
+
+    def _give_back(self, text: str) -> None:
+        """Put a text Enter took (the composer empties itself) back in the composer, before
+        whatever was typed since."""
+        self.prompt.value = text + self.prompt.value
 
     def _queued_elsewhere(self, item: InboxItemView) -> None:
         self.notify(f"A reply is being written in this playthrough by another tavern window or command: your "

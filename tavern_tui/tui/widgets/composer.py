@@ -54,7 +54,10 @@ class Composer(TextArea, inherit_bindings=False):
 
     @dataclass
     class Submitted(Message):
-        """Enter (or alt+Enter) on the composer: `text` as typed (not stripped)."""
+        """Enter (or alt+Enter) on the composer: `text` as typed (not stripped). The composer is
+        emptied as this is posted, so keys typed before the screen handles it start the next
+        message instead of joining (or being cleared with) this one; a screen that refuses the
+        text puts it back."""
 
         composer: Composer
         text: str
@@ -100,13 +103,12 @@ class Composer(TextArea, inherit_bindings=False):
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
-        if key == "enter":
+        if key == "enter" or key in STEER_KEYS:
             self._handled(event)
-            self.post_message(self.Submitted(self, self.text))
-            return
-        if key in STEER_KEYS:
-            self._handled(event)
-            self.post_message(self.Submitted(self, self.text, steer=True))
+            text = self.text
+            if text:
+                self.clear()
+            self.post_message(self.Submitted(self, text, steer=key != "enter"))
             return
         if key in NEWLINE_KEYS:
             self._handled(event)
