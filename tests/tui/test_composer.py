@@ -323,3 +323,29 @@ async def test_keys_typed_right_after_enter_start_the_next_message(corpus_tavern
         await wait_until(pilot, lambda: not chat.generating and len(scripted.requests) == 2, timeout=10)
         await workers_idle(pilot)
         assert user_lines(chat)[-2:] == ["Y1", "Y2"]
+
+
+async def test_a_reply_another_window_writes_shows_here_once_it_settles(corpus_tavern: Tavern,
+                                                                         scripted: ScriptedProvider) -> None:
+    # Seen in a trial: `tavern chat --say` claimed the line queued here and answered it; the chat
+    # showed the line but never the reply. Enter on the queued line meets the other's step (busy):
+    # the chat follows it and shows its reply once it settles.
+    from tavern_tui.engine.events import EventKind, NewEvent
+
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        head = corpus_tavern.playthroughs.playthrough(chat.playthrough_id).session_id
+        lease = corpus_tavern.store.claims.claim(head, 75.0)  # the other window's step
+        corpus_tavern.inbox.add(chat.playthrough_id, "are you there?")
+        chat._reload()
+        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await pilot.press("enter")  # empty composer, a line queued: answer it (the other has the step)
+        await wait_until(pilot, lambda: chat.status.detail == "a reply is being written in another window")
+        assert scripted.requests == [] and chat._watch is not None
+        corpus_tavern.store.events.append(head, [
+            NewEvent(EventKind.USER_MESSAGE, "user", {"content": "are you there?"}),
+            NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "*From the other window.*"})])
+        corpus_tavern.store.claims.release(lease.token)
+        await wait_until(pilot, lambda: chat.transcript.boxes[-1].text == "*From the other window.*", timeout=10)
+        assert chat._watch is None and chat.status.detail == ""

@@ -15,7 +15,7 @@ from textual.timer import Timer
 from textual.widgets import Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from tavern_tui.engine.step import OPENING_SOURCE, StepSettled, StepStarted, StepUpdate
+from tavern_tui.engine.step import OPENING_SOURCE, InboxEmpty, StepBusy, StepSettled, StepStarted, StepUpdate
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
@@ -54,6 +54,9 @@ TOKEN_DELAY = 0.3
 
 DRAFT_DELAY = 0.3
 """Seconds of quiet before the composer's draft is written to the database."""
+
+WATCH_EVERY = 0.5
+"""Seconds between checks while another window or command is writing a reply here."""
 
 HELD = 4 * WINDOW
 """Messages read when the chat opens or reloads; older ones are read as you scroll up."""
@@ -167,6 +170,7 @@ class ChatScreen(TavernScreen[None]):
         self._editing: str | None = None  # id of the queued item the composer is editing
         self._held_draft = ""  # the draft put aside while a queued item is edited
         self._draft_timer: Timer | None = None
+        self._watch: Timer | None = None
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
 
     def compose(self) -> ComposeResult:
@@ -563,7 +567,13 @@ class ChatScreen(TavernScreen[None]):
         stored = _new_last(messages, role, self._before)
         refused = (worker.state == WorkerState.ERROR and not self._started
                    and isinstance(worker.error, TavernError) and not isinstance(worker.error, ProviderError))
-        if refused:
+        if refused and isinstance(worker.error, (StepBusy, InboxEmpty)):
+            # Another window or command took the step (it claimed the queued lines first, seen
+            # in a trial with `tavern chat --say`): follow it and show its reply once it settles.
+            self.status.state, self.status.detail = "idle", "a reply is being written in another window"
+            self._watch_elsewhere()
+            mark = None
+        elif refused:
             # Not applicable here (continue without a reply…): a plain word, not an error state.
             self.status.state, self.status.detail = "idle", ""
             self.notify(str(worker.error), title=f"Cannot {self._generation}", severity="warning")
@@ -586,6 +596,26 @@ class ChatScreen(TavernScreen[None]):
             # or a failure: the person decides then; the next Enter sends them with its text).
             if worker.state == WorkerState.SUCCESS and state.queued:
                 self._start("send", lambda: self.tavern.steps.run_queued(self.playthrough_id))
+
+    def _watch_elsewhere(self) -> None:
+        """Follow a step another window or command is taking in this playthrough: every
+        `WATCH_EVERY` s ask (in a worker) whether it still holds the step; once it does not,
+        re-read the chat, so its reply shows here too."""
+        if self._watch is None:
+            self._watch = self.set_interval(WATCH_EVERY, self._watch_tick)
+
+    def _watch_tick(self) -> None:
+        self.call(self.tavern.inbox.step_in_progress, self.playthrough_id, title="Cannot read the chat",
+                  group="watch", exclusive=True, then=self._watched)
+
+    def _watched(self, busy: bool) -> None:
+        if busy or self._watch is None:
+            return
+        self._watch.stop()
+        self._watch = None
+        if self.status.detail == "a reply is being written in another window":
+            self.status.detail = ""
+        self._reload()
 
     # -- actions --------------------------------------------------------------------------
 
