@@ -12,6 +12,29 @@ from tavern_tui.service import MessageView
 from tavern_tui.tui.labels import message_classes, message_mark
 
 _STATE_CLASSES = ("-streaming", "-partial", "-stopped", "-error")
+_FENCE = ("```", "~~~")
+
+
+def keep_line_breaks(text: str) -> str:
+    """`text` (Markdown) with each single line break shown as a break, as SillyTavern's showdown
+    converter does (`simpleLineBreaks: true`); CommonMark would join the lines into one. Lines
+    inside a fenced code block are left as they are (they keep their breaks anyway).
+
+    Returns:
+        The text with two trailing spaces (a CommonMark hard break) on every line that is
+        followed by a non-blank line outside a fence.
+    """
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    fenced = False
+    for index, line in enumerate(lines[:-1]):
+        if line.lstrip().startswith(_FENCE):
+            fenced = not fenced
+            continue
+        if not fenced and line.strip() and lines[index + 1].strip() and not line.endswith("  "):
+            lines[index] = line + "  "
+    return "\n".join(lines)
 
 
 class MessageBox(Vertical):
@@ -128,7 +151,7 @@ class MessageBox(Vertical):
         if self._reasoning:
             yield self._reasoning_widget(self._reasoning)
         if self.view is not None:
-            yield Static(RichMarkdown(self._content), classes="message-body")
+            yield Static(RichMarkdown(keep_line_breaks(self._content)), classes="message-body")
         else:
             yield Markdown(self._content, classes="message-body")
 
@@ -195,7 +218,7 @@ class MessageBox(Vertical):
             self.query_one(".speaker", Label).update(view.speaker)
         self.set_mark(message_mark(view))
         self._content = view.content
-        body.update(RichMarkdown(view.content))
+        body.update(RichMarkdown(keep_line_breaks(view.content)))
         self.view = view
         return True
 
