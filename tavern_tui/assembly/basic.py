@@ -10,6 +10,7 @@ then example dialogue under "[Example Chat]". A card's `system_prompt` replaces 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from tavern_tui.engine.step import Assembly
 from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
 from tavern_tui.text.names import substitute_names
-from tavern_tui.text.tokens import estimate_messages
+from tavern_tui.text.tokens import DEFAULT_COUNTER, estimate_messages
 
 DEFAULT_MAIN_PROMPT = "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}."
 PERSONALITY_FORMAT = "[{{char}}'s personality: {{personality}}]"
@@ -125,6 +126,8 @@ class BasicAssembler:
         persona: the rendered persona section ("" = none).
         memory: the memory snapshot, enveloped as data ("" = none): delivered as a context
             message before the input, never in the system section (ADR-0079: memory is data).
+        limit: the request's context (`assembly.fit.ContextLimit`); None = no fitting.
+        count: the token counter the fit uses.
     """
 
     card: dict[str, Any]
@@ -138,6 +141,8 @@ class BasicAssembler:
     config: dict[str, Any] = field(default_factory=dict)
     persona: str = ""
     memory: str = ""
+    limit: Any = None
+    count: Callable[[str], int] = DEFAULT_COUNTER
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         """Build this step's system section: world info scans the history plus the claimed input
@@ -156,5 +161,7 @@ class BasicAssembler:
         messages = [{"content": system}] + request_messages([m for m in history if m.source != SYSTEM_PROMPT_SOURCE])
         messages += [{"content": text} for text in claimed]
         meta["estimated_prompt_tokens"] = estimate_messages(messages)
-        return Assembly(system=system, config=dict(self.config), meta=meta, records=records,
-                        context=memory_context(self.memory))
+        from tavern_tui.assembly.fit import fit_native  # here: fit → sillytavern → basic at import time
+
+        return fit_native(Assembly(system=system, config=dict(self.config), meta=meta, records=records,
+                                   context=memory_context(self.memory)), history, claimed, self.limit, self.count)

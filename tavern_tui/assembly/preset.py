@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.assembly.basic import memory_context
+from tavern_tui.assembly.fit import ContextFit, ContextLimit, fit_native
 from tavern_tui.assembly.macros import MacroContext
 from tavern_tui.assembly.sillytavern import (
     AuthorsNote,
@@ -24,28 +25,31 @@ from tavern_tui.assembly.sillytavern import (
     build_prompt,
     to_messages,
 )
+from tavern_tui.assembly.sillytavern.budget import REPLY_PRIMING
 from tavern_tui.assembly.strategies import PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
-from tavern_tui.engine.log import HIDDEN_KEY, PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
+from tavern_tui.engine.log import HIDDEN_KEY, PLACEHOLDER_SOURCE, SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
 from tavern_tui.engine.step import Assembly
 from tavern_tui.formats.presets import ParsedPreset
 from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
 from tavern_tui.text.tokens import DEFAULT_COUNTER
 
-_CHAT_SOURCES = frozenset({"new_chat", "history", "input"})
+_CHAT_SOURCES = frozenset({"new_chat", "history", "input", "summary"})
 _CONTROL_SOURCES = frozenset({"continue", "impersonate", "prefill", "send_if_empty"})
 _DEPTH_IDENTIFIERS = ("worldInfoDepth", "charDepthPrompt")
 
 
 def history_for_prompt(history: list[SurfaceMessage], claimed: list[str], char: str,
                        user: str) -> list[HistoryMessage]:
-    """The chat as the prompt builder reads it: the visible user/assistant messages (no system
-    section, no placeholder replies, nothing hidden, no failed empty attempts), then the claimed
-    input as the newest message."""
-    messages = [HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else char)
+    """The chat as the prompt builder reads it: the visible user/assistant messages and summary
+    nodes (pinned: never dropped; no system section, no placeholder replies, nothing hidden, no
+    failed empty attempts), then the claimed input as the newest message."""
+    messages = [HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else char,
+                               pinned=m.source == SUMMARY_SOURCE)
                 for m in history
-                if m.role in ("user", "assistant") and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
+                if (m.role in ("user", "assistant") or m.source == SUMMARY_SOURCE)
+                and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
                 and not m.body.get(HIDDEN_KEY) and m.content]
     messages += [HistoryMessage("user", text, None, user, is_input=True) for text in claimed]
     return messages
@@ -72,6 +76,8 @@ class PresetAssembler:
         count: the token counter (cached per message text).
         memory: the memory snapshot as enveloped data ("" = none): a context message before
             the input in the native strategies; `projection` does not send it (named).
+        limit: the request's context (`assembly.fit.resolve_limit`); None = the preset's own
+            figures for projection and no fitting for the native strategies.
     """
 
     preset: ParsedPreset
@@ -92,6 +98,7 @@ class PresetAssembler:
     chat_overrides: dict[str, str] = field(default_factory=dict)
     count: Callable[[str], int] = DEFAULT_COUNTER
     memory: str = ""
+    limit: ContextLimit | None = None
     strategy = PROJECTION
 
     def build(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[BuiltPrompt, dict[str, Any], tuple]:
@@ -115,7 +122,7 @@ class PresetAssembler:
             chat_overrides=self.chat_overrides, count=self.count,
             # SillyTavern's Author's Note interval counts the person's messages, hidden ones too.
             user_message_count=sum(1 for m in history if m.role == "user" and m.by_person) + len(claimed),
-            strict_budget=self.strategy == PROJECTION))
+            strict_budget=self.strategy == PROJECTION, context_limit=self.limit.limit if self.limit else None))
         meta["token_counter"] = built.token_counter
         meta["adjustments"] = list(built.adjustments)
         if self.memory.strip() and self.strategy == PROJECTION:
@@ -123,6 +130,8 @@ class PresetAssembler:
         meta["tokens"] = dict(built.tokens)
         meta["budget"] = built.budget
         meta["history_dropped"] = built.history_dropped
+        if self.limit is not None and self.strategy == PROJECTION:
+            meta["context"] = projection_fit(built, history, self.limit).to_json()
         return built, meta, records
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
@@ -171,9 +180,6 @@ class SlotsFirstAssembler(PresetAssembler):
             if omit_examples and part.source == "examples":
                 continue
             (before if index < first else moved).append(part)
-        if built.history_dropped:
-            adjustments.append(f"the whole history is sent ({built.history_dropped} older messages did not fit "
-                               "the preset's context): native history is not trimmed")
         return before, moved, adjustments
 
     @staticmethod
@@ -193,8 +199,9 @@ class SlotsFirstAssembler(PresetAssembler):
                 adjustments.append(f"{_label(part)} (role {part.role}) sent inside the system section")
         meta["adjustments"] = adjustments
         system = "\n\n".join(_section_texts(before + moved, self.char, self.user))
-        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
-                        context=memory_context(self.memory))
+        return fit_native(Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+                                   context=memory_context(self.memory)),
+                          history, claimed, self.limit, self.count, self.continue_text)
 
 
 @dataclass
@@ -237,9 +244,23 @@ class RolesFirstAssembler(SlotsFirstAssembler):
                                        "delivery has no assistant region before the history")
         meta["adjustments"] = adjustments
         system = "\n\n".join(_section_texts(system_parts, self.char, self.user))
-        return Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
-                        context=tuple((ident, text) for ident, text in context if text.strip())
-                        + memory_context(self.memory))
+        return fit_native(Assembly(system=system, config=self.preset.call_config(), meta=meta, records=records,
+                                   context=tuple((ident, text) for ident, text in context if text.strip())
+                                   + memory_context(self.memory)),
+                          history, claimed, self.limit, self.count, self.continue_text)
+
+
+def projection_fit(built: BuiltPrompt, history: list[SurfaceMessage], limit: ContextLimit) -> ContextFit:
+    """The `context` record of a projected request: what SillyTavern's fill kept and dropped
+    (the history messages not among the parts, oldest first), the summaries sent, the tokens
+    used (per-part costs plus the reply priming)."""
+    sent = {p.ref for p in built.parts if p.ref is not None}
+    firsts = [p.ref for p in built.parts if p.source == "history" and p.ref is not None]
+    dropped = tuple(m.ref for m in history if m.role in ("user", "assistant") and m.ref not in sent
+                    and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE) and m.content
+                    and not m.body.get(HIDDEN_KEY))[: built.history_dropped]
+    return ContextFit(limit, REPLY_PRIMING + sum(built.tokens.values()), dropped, firsts[0] if firsts else None,
+                      tuple(p.ref for p in built.parts if p.source == "summary" and p.ref is not None))
 
 
 def _label(part: PromptPart) -> str:

@@ -18,14 +18,15 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from tavern_tui.assembly.basic import BasicAssembler
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
-from tavern_tui.assembly.sillytavern import AuthorsNote, chat_overrides_from_metadata, to_messages
+from tavern_tui.assembly.sillytavern import REPLY_PRIMING, AuthorsNote, chat_overrides_from_metadata, to_messages
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model
+from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model
 from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
@@ -38,6 +39,7 @@ from tavern_tui.engine.step import (
 from tavern_tui.errors import TavernError
 from tavern_tui.lore.context import ActivationContext
 from tavern_tui.lore.result import ActivationResult
+from tavern_tui.service.compaction import CompactionService
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
@@ -61,6 +63,12 @@ IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user
 """SillyTavern's default `impersonation_prompt` (format-digest §c utility prompts)."""
 
 
+def _parse_ref(text: object) -> tuple[int, int] | None:
+    """"12:7" → (12, 7); None for anything else."""
+    session, _, seq = str(text or "").partition(":")
+    return (int(session), int(seq)) if session.isdigit() and seq.isdigit() else None
+
+
 class StepRunner:
     """Engine steps and their dry runs (`tavern.steps`).
 
@@ -69,11 +77,14 @@ class StepRunner:
         library, playthroughs, lore, persona, presets, strategies: what a step's assembler
             reads (card, playthrough, books, persona section, preset, strategy).
         timeline: the forks a regenerate or continue starts from.
+        compaction: the context limit every request fits and the summaries auto-compaction
+            writes (issue 16).
     """
 
     def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
                  lore: WorldInfoService, persona: PersonaService, presets: PresetService,
-                 strategies: StrategyService, timeline: TimelineService) -> None:
+                 strategies: StrategyService, timeline: TimelineService,
+                 compaction: CompactionService | None = None) -> None:
         self.ctx = ctx
         self.library = library
         self.playthroughs = playthroughs
@@ -82,6 +93,7 @@ class StepRunner:
         self.presets = presets
         self.strategies = strategies
         self.timeline = timeline
+        self.compaction = compaction or CompactionService(ctx, playthroughs, presets)
 
     def estimate_tokens(self, playthrough_id: int) -> int:
         """Estimated prompt tokens of the next request without new input (the status line
@@ -110,6 +122,11 @@ class StepRunner:
         spec = self.strategies.strategy_spec(strategy) if strategy else strategy_of(playthrough)
         card = self.library.card(record)
         books = self.lore.effective_books(view.id, record, card)
+        limit = self.compaction.limit_for(playthrough_id)
+        # The world-info budget is a share of this request's context (ST: % of max context);
+        # with nothing said anywhere, the `[world_info]` table's max_context (default 4095) stays.
+        lore_settings = (self.ctx.settings.world_info if limit.source == "default"
+                         else replace(self.ctx.settings.world_info, max_context=limit.max_context))
         timed = timed_state_of(self.ctx.store.events.surface_events(view.session_id))
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
@@ -128,26 +145,33 @@ class StepRunner:
             stored = json.loads(playthrough.meta or "{}")
             header = stored.get("header") if isinstance(stored, dict) else None
             chat_metadata = header.get("chat_metadata") if isinstance(header, dict) else None
-            return kind(preset, card.data, card.name, view.user_name, meta, world_info=self.lore.world_info_step(books),
+            return kind(preset, card.data, card.name, view.user_name, meta,
+                        world_info=self.lore.world_info_step(books, settings=lore_settings),
                         facts=facts, timed_state=timed, generation_type=generation.type,
                         continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
                         snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
                         chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self.ctx.token_counter,
-                        memory=memory)
+                        memory=memory, limit=limit)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.presets.playthrough_preset(playthrough_id)
             config = preset.call_config()
-        return BasicAssembler(card.data, card.name, view.user_name, meta, self.lore.world_info_step(books), facts,
-                              timed, generation.type, config, persona, memory)
+        return BasicAssembler(card.data, card.name, view.user_name, meta,
+                              self.lore.world_info_step(books, settings=lore_settings), facts,
+                              timed, generation.type, config, persona, memory, limit, self.ctx.token_counter)
 
     def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
         """The exact request the next step would send if `text` were sent now (seed 000: the
         same code path as a step, no provider call, nothing stored).
 
         Returns:
-            `{"strategy", "messages": [{"role", "content", "source"}], "config", "tokens",
-            "adjustments", "world_info"}`; `tokens` are estimates per source and in total.
+            `{"context", "strategy", "messages": [{"role", "content", "source"}], "config",
+            "tokens", "adjustments", "world_info"}`; `tokens` are estimates per source and in
+            total; `context` is the fit (`assembly.fit.ContextFit.to_json`: limit, used,
+            dropped_messages, first_kept, summaries).
+
+        Raises:
+            ContextOverflow / PromptTooLarge: the request cannot fit even with all history left out.
 
         Raises:
             NotFound: unknown strategy (the message lists them), or no such playthrough.
@@ -161,19 +185,25 @@ class StepRunner:
             messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
             config = assembler.preset.call_config()
             tokens = {**built.tokens, "total": sum(built.tokens.values())}
+            context = meta.get("context")
         else:
             assembly = assembler(history, claimed)
             meta, config = assembly.meta, assembly.config
             messages = ([{"role": "system", "content": assembly.system, "source": "system"}] if assembly.system else [])
-            messages += [{**m.to_request(), "source": "context" if m.source == CONTEXT_SOURCE else "history"}
-                         for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
+            messages += [{**m.to_request(), "source": "context" if m.source == CONTEXT_SOURCE
+                          else "summary" if m.source == SUMMARY_SOURCE else "history"}
+                         for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)
+                         and m.ref not in assembly.omit]
             # Context the step would admit now, just before the input (roles-first).
             messages += [{"role": "user", "content": e.body["content"], "source": "context"}
                          for e in context_events(history, assembly.context)]
             messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
-            tokens = {"total": estimate_messages(messages)}
-        return {"strategy": meta.get("strategy", "compat"), "strategy_snapshot": meta.get("strategy_snapshot"),
-                "persona": meta.get("persona"), "messages": messages, "config": config, "tokens": tokens,
+            context = meta.get("context")
+            # The messages alone (the fit's `used` adds the reply priming).
+            tokens = {"total": int(context["used"]) - REPLY_PRIMING if context else estimate_messages(messages)}
+        return {"context": context, "strategy": meta.get("strategy", "compat"),
+                "strategy_snapshot": meta.get("strategy_snapshot"), "persona": meta.get("persona"),
+                "messages": messages, "config": config, "tokens": tokens,
                 "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info")}
 
     async def send(self, playthrough_id: int, text: str, *, allow_secrets: bool = False) -> AsyncIterator[StepUpdate]:
@@ -200,26 +230,43 @@ class StepRunner:
             async for update in steps:
                 yield update
 
-    def _prepare_step(self, playthrough_id: int, generation: Generation) -> tuple[PlaythroughView, Any]:
+    def _prepare_step(self, playthrough_id: int, generation: Generation,
+                      text: str | None = None) -> tuple[PlaythroughView, Any, dict[str, Any] | None]:
         """(the playthrough, the assembler) of a step about to run; marks the playthrough played.
         Called in a worker thread: it runs SQL, reads (and on first use parses) the books, and
         waits for the key indexes, which the chat's warm-up (another worker thread) may hold for
         a while on a big book.
 
+        The request is fitted once here, before anything of the step is stored: one that cannot
+        fit is refused now (issue 16: refused before sending, nothing half-stored). Returns
+        (the playthrough, the assembler, that fit's `context` record).
+
         Raises:
             NotFound: no such playthrough. PersonaCapExceeded: as `_assembler`.
+            ContextOverflow / PromptTooLarge: the request cannot fit the context.
         """
         view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
         assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True)
         self.lore.index_cache.wait_free()
-        return view, assembler
+        history = derive_messages(self.ctx.store.events, view.session_id)
+        claimed = [text] if text is not None else []
+        if getattr(assembler, "strategy", None) == PROJECTION:
+            fitted = assembler.build(history, claimed)[1].get("context")
+        else:
+            fitted = assembler(history, claimed).meta.get("context")
+        return view, assembler, fitted
 
     async def _step(self, playthrough_id: int, text: str | None, generation: Generation) -> AsyncIterator[StepUpdate]:
         """One engine step on the playthrough's head session (send, regenerate, continue, impersonate)."""
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
-        view, assembler = await asyncio.to_thread(self._prepare_step, playthrough_id, generation)
+        view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation, text)
+        if fitted and fitted.get("dropped_messages") and self.ctx.settings.auto_compact:
+            # Auto-compaction: summarise the oldest block instead of dropping it, then fit again.
+            first_kept = _parse_ref(fitted.get("first_kept"))
+            await self.compaction.compact(playthrough_id, until=first_kept, keep=0 if first_kept is None else None)
+            view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation, text)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
                          generation=generation, stale_after=self.ctx.stale_after)

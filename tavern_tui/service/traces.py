@@ -23,7 +23,8 @@ from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.views import TraceView
 
-_SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE))
+_SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE),
+                 str(EventKind.SURFACE_REPLACED))
 
 
 def _ref_text(ref: tuple[int, int]) -> str:
@@ -70,7 +71,10 @@ class TraceService:
         settles = self.ctx.store.events.events_of_kind(_SETTLE_KINDS, sessions) if sessions else []
         by_session: dict[int, list[Event]] = {}
         for event in settles:
-            if event.kind != EventKind.USER_MESSAGE or event.source == "impersonation":
+            if event.kind == EventKind.SURFACE_REPLACED:
+                if event.body.get("request"):  # a compaction's summary settles its request
+                    by_session.setdefault(event.session_id, []).append(event)
+            elif event.kind != EventKind.USER_MESSAGE or event.source == "impersonation":
                 by_session.setdefault(event.session_id, []).append(event)
         result: dict[tuple[int, int], Event] = {}
         for trace in traces:
@@ -133,6 +137,7 @@ class TraceService:
                     "character_id", "character_sha256", "preset", "world_books") if k in assembly},
                 "persona": assembly.get("persona"),
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
+                "context": event.body.get("context") or assembly.get("context"),
                 "config_adjusted": reply.get("config")}
 
     def verify_trace(self, trace_id: str) -> Verification:

@@ -382,6 +382,7 @@ class _Builder:
         mandatory = [p for p in slots if isinstance(p, PromptPart)] + tail
         mandatory += [new_chat] if new_chat else []
         mandatory += [it.part for it in inputs_kept]
+        mandatory += [it.part for it in items if it.kind == "summary"] if has_history else []
         needed = REPLY_PRIMING + sum(self.chat.cost(p) for p in mandatory)
         if needed > self.chat.budget and self.inputs.strict_budget:
             raise PromptTooLarge(needed, self.chat.budget, preset.max_context, preset.max_tokens)
