@@ -19,7 +19,6 @@ from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
 from tavern_tui.service.compaction import DEFAULT_SUMMARY_PROMPT
-from tavern_tui.text.tokens import make_counter
 from tests.loopback import LoopbackServer, sse_chunks_for
 
 STRATEGIES = ["compat", "preset-roles-first", "preset-slots-first", "projection"]
