@@ -261,3 +261,46 @@ async def test_auto_compaction_fires_only_when_history_would_be_dropped(server: 
         assert cost(service.ctx.token_counter, step_request["messages"]) <= 4096 - 300
     finally:
         service.close()
+
+
+def test_the_cli_compacts_and_names_the_fit(server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path,
+                                            isolated_profile: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    service, pid = make_service(server, db_url, corpus_dir, tmp_path, max_context=4096, history=400)
+    service.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAVERN_")}
+    env.update(TAVERN_HOME=str(isolated_profile), TAVERN_API_BASE=server.base_url, TAVERN_MODEL="loop-1",
+               TAVERN_DB_URL=db_url)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tavern_tui", *args], env=env, capture_output=True, text=True,
+                              timeout=120, check=False)
+
+    shown = run("preview", str(pid), "--input", "Hello", "--json")
+    assert shown.returncode == 0, shown.stderr
+    context = json.loads(shown.stdout)["context"]
+    assert context["limit"] == 4096 - 300 and 0 < context["used"] <= context["limit"]
+    assert context["dropped_messages"] > 0 and context["first_kept"] and context["summaries"] == []
+    server.enqueue_sse(sse_chunks_for("Ann and Seraphina walked and talked."))
+    done = run("compact", str(pid), "--keep", "20", "--json")
+    assert done.returncode == 0, done.stderr
+    compacted = json.loads(done.stdout)
+    assert compacted["text"] == "Ann and Seraphina walked and talked." and compacted["covers"] > 1
+    after = json.loads(run("preview", str(pid), "--input", "Hello", "--json").stdout)["context"]
+    assert after["summaries"] == [compacted["summary"]]
+    listing = run("show", str(pid), "--all")
+    assert listing.returncode == 0, listing.stderr
+    assert f"[summary of {compacted['covers']} messages · {compacted['summary']}]" in listing.stdout
+    assert f"[replaced by {compacted['summary']} · not sent · user" in listing.stdout and line(0) in listing.stdout
+    server.enqueue_sse(sse_chunks_for("Fine."))
+    sent = run("chat", "Seraphina", "--playthrough", str(pid), "--say", "Hello")
+    assert sent.returncode == 0, sent.stderr
+    traces = json.loads(run("trace", "list", "--playthrough", str(pid), "--json").stdout)
+    assert [t["generation"] for t in traces] == ["summary", "normal"]
+    trace_text = run("trace", "show", traces[-1]["id"]).stdout
+    assert f"summaries {compacted['summary']}" in trace_text and "tokens (preset)" in trace_text
+    verified = run("trace", "verify", traces[0]["id"])
+    assert verified.returncode == 0, verified.stdout + verified.stderr

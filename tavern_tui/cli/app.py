@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tavern_tui import __version__
-from tavern_tui.cli.commands import chat, edit, library, lore, persona, serve, strategy, trace
+from tavern_tui.cli.commands import chat, compact, edit, library, lore, persona, serve, strategy, trace
 from tavern_tui.cli.diagnostics import Handler
 
 
@@ -52,7 +52,7 @@ _COMMANDS: tuple[Callable[[Commands], None], ...] = (
     serve.add_tui, library.add_import, chat.add_chat, library.add_sessions, library.add_show,
     strategy.add_preview, strategy.add_presets, strategy.add_strategies, strategy.add_strategy,
     library.add_tree, edit.add_edit, edit.add_delete, library.add_export, lore.add_lore, trace.add_trace,
-    persona.add_persona, persona.add_beliefs, serve.add_serve,
+    persona.add_persona, persona.add_beliefs, serve.add_serve, compact.add_compact,
 )
 
 

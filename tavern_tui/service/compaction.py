@@ -36,6 +36,7 @@ from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService
 from tavern_tui.text.names import substitute_names
+from tavern_tui.views import MessageView
 
 DEFAULT_SUMMARY_PROMPT = (
     "Summarise the roleplay transcript below as a factual recap, in the third person and the past tense. "
@@ -264,3 +265,36 @@ class CompactionService:
             "targets": [list(node.ref)], "message": {"role": "system", "content": text, "summary": meta}},
             Origin.OPERATOR, SUMMARY_SOURCE)
         return self.ctx.store.events.append(view.session_id, [event])[0].ref
+
+    def originals(self, summary: SurfaceMessage) -> list[SurfaceMessage]:
+        """The original messages a summary node stands for, oldest first (read-only, not sent):
+        its targets, and for a target that is itself a summary (or an edit of one), that one's
+        originals in its place (`surface_of` would show them replaced; this reads the log)."""
+        log = self.ctx.store.events
+        out: list[SurfaceMessage] = []
+        pending = [tuple(summary.ref)]
+        seen: set[tuple[int, int]] = set()
+        while pending:
+            ref = pending.pop(0)
+            if ref in seen:
+                continue
+            seen.add(ref)
+            event = log.events_at([ref]).get(ref)
+            if event is None:
+                continue
+            if event.kind == EventKind.SURFACE_REPLACED:
+                targets = [(int(t[0]), int(t[1])) for t in event.body.get("targets", ())]
+                pending = targets + pending
+                continue
+            out.append(SurfaceMessage(event.ref, event.kind, event.role or "system", event.content, event.origin,
+                                      event.source, event.created_at, event.body))
+        return out
+
+
+    def replaced_views(self, playthrough_id: int) -> dict[tuple[int, int], list[MessageView]]:
+        """summary ref → the originals it replaced, as display views (`tavern show --all`, the
+        chat's expanded summary block), for every summary on the playthrough's surface."""
+        view = self.playthroughs.playthrough(playthrough_id)
+        make = self.playthroughs._message_view  # noqa: SLF001 - the one way a message is displayed
+        return {m.ref: [make(o, view.character_name, view.user_name) for o in self.originals(m)]
+                for m in derive_messages(self.ctx.store.events, view.session_id) if m.source == SUMMARY_SOURCE}
