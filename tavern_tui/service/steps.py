@@ -22,8 +22,15 @@ from dataclasses import replace
 from typing import Any
 
 from tavern_tui.assembly.basic import BasicAssembler
+from tavern_tui.assembly.fit import ContextOverflow
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler
-from tavern_tui.assembly.sillytavern import REPLY_PRIMING, AuthorsNote, chat_overrides_from_metadata, to_messages
+from tavern_tui.assembly.sillytavern import (
+    REPLY_PRIMING,
+    AuthorsNote,
+    PromptTooLarge,
+    chat_overrides_from_metadata,
+    to_messages,
+)
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model
@@ -104,6 +111,26 @@ class StepRunner:
             TavernError: as `preview` (no such playthrough, a persona over its cap, …).
         """
         return int(self.preview(playthrough_id)["tokens"]["total"])
+
+    def context_gauge(self, playthrough_id: int) -> dict[str, Any]:
+        """The status line's context gauge for the next request without new input (issue 16):
+        `{"tokens", "used", "limit", "dropped_messages", "summaries", "overflow", "over"}`;
+        `overflow` True (with `over` tokens) when it cannot fit even with all history left out.
+
+        Raises:
+            TavernError: as `preview`, other than the request not fitting.
+        """
+        try:
+            shown = self.preview(playthrough_id)
+        except (ContextOverflow, PromptTooLarge) as refused:
+            limit = self.compaction.limit_for(playthrough_id).limit
+            needed = getattr(refused, "needed", limit)
+            return {"tokens": None, "used": needed, "limit": limit, "dropped_messages": 0, "summaries": [],
+                    "overflow": True, "over": max(0, needed - limit)}
+        context = shown.get("context") or {}
+        return {"tokens": int(shown["tokens"]["total"]), "used": context.get("used"), "limit": context.get("limit"),
+                "dropped_messages": int(context.get("dropped_messages") or 0),
+                "summaries": list(context.get("summaries") or []), "overflow": False, "over": 0}
 
     def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
                    view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:

@@ -54,6 +54,21 @@ def playthrough_summary(playthrough: PlaythroughView, now: datetime) -> str:
             f"{relative_time(playthrough.updated_at, now)}")
 
 
+def summary_title(message: MessageView) -> str:
+    """"summary of 240 messages, 12 Mar–14 Mar": what a summary node stands for (issue 16)."""
+    meta = message.summary or {}
+    covers = meta.get("covers") if isinstance(meta.get("covers"), int) else 0
+    span = ""
+    try:
+        start, end = (datetime.fromisoformat(str(meta[k])) for k in ("from", "to"))
+        first, last = f"{start.day} {start:%b}", f"{end.day} {end:%b}"
+        span = f", {first}" if first == last else f", {first}–{last}"
+    except (KeyError, ValueError):
+        pass
+    noun = "message" if covers == 1 else "messages"
+    return f"summary of {covers} {noun}{span}"
+
+
 def message_mark(message: MessageView) -> str:
     """The subtle mark next to a speaker: why this message is not an ordinary reply or line.
 
@@ -61,6 +76,8 @@ def message_mark(message: MessageView) -> str:
         "opening" for a greeting, "stopped"/"error · <category>" for a partial reply, the origin name
         for any other non-natural origin, "" for an ordinary message.
     """
+    if message.summary is not None:
+        return summary_title(message)
     if message.partial:
         if message.error_category:
             return f"error · {message.error_category}"
@@ -77,6 +94,8 @@ def message_mark(message: MessageView) -> str:
 def message_classes(message: MessageView) -> list[str]:
     """The `-classes` a message box carries (role, origin when not natural, partial state)."""
     classes = [f"-{message.role}"]
+    if message.summary is not None:
+        classes.append("-summary")
     if not message.natural:
         classes.append(f"-origin-{message.origin}")
     if message.partial:
