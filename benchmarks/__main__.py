@@ -4,7 +4,7 @@
     python -m benchmarks event_append    # one
     python -m benchmarks --json out.json
 
-Targets come from shared/research/performance-anchors.md §7 (B3, B4, B5, B8). A ratio below 1.0
+Targets come from shared/research/performance-anchors.md §7 (B2, B3, B4, B5, B8). A ratio below 1.0
 means inside the target.
 """
 
@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.prompt_build import prompt_build
 from benchmarks.wi_activation import wi_activation
 from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.engine.log import derive_messages, inspect, page, tail
@@ -322,6 +323,7 @@ BENCHMARKS: dict[str, Callable[[Path], Result]] = {
     "trace_verify": trace_verify,
     "chat_open": chat_open,
     "wi_activation": wi_activation,
+    "prompt_build": prompt_build,
 }
 
 

@@ -304,3 +304,28 @@ def test_the_cli_compacts_and_names_the_fit(server: LoopbackServer, db_url: str,
     assert f"summaries {compacted['summary']}" in trace_text and "tokens (preset)" in trace_text
     verified = run("trace", "verify", traces[0]["id"])
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+@pytest.mark.parametrize("limit", [3796, 32468])
+def test_cutting_the_unfittable_oldest_messages_builds_the_same_prompt(corpus_dir: Path, limit: int) -> None:
+    # The pre-build cut (issue 16 §6, speed) must not change what SillyTavern's fill keeps.
+    from tavern_tui.assembly.preset import cut_unfittable
+    from tavern_tui.assembly.sillytavern import HistoryMessage, PromptInputs, build_prompt
+    from tavern_tui.formats.presets import parse_preset
+    from tavern_tui.text.tokens import DEFAULT_COUNTER
+
+    path = corpus_dir / "presets" / "st_openai_default_staging.json"
+    preset = parse_preset(path.read_bytes(), path.name)
+    chat = [HistoryMessage("user" if n % 2 == 0 else "assistant", line(n), (1, n + 2), "Ann" if n % 2 == 0 else "Sera")
+            for n in range(2000)]
+    chat[5] = HistoryMessage("user", "The {{char}} macro makes this one count as 0.", (1, 7), "Ann")
+    chat.append(HistoryMessage("user", "Now.", None, "Ann", is_input=True))
+    card = {"description": "A healer in a glade.", "personality": "kind", "scenario": "A forest."}
+    whole = build_prompt(PromptInputs(preset=preset, card=card, char="Sera", user="Ann", history=chat,
+                                      context_limit=limit, macros=None))
+    kept, offset = cut_unfittable(chat, limit, DEFAULT_COUNTER)
+    assert 0 < offset <= whole.history_dropped  # never more than the fill itself leaves out
+    cut = build_prompt(PromptInputs(preset=preset, card=card, char="Sera", user="Ann", history=kept,
+                                    history_offset=offset, context_limit=limit, macros=None))
+    assert cut.parts == whole.parts and cut.history_dropped == whole.history_dropped
+    assert cut.adjustments == whole.adjustments

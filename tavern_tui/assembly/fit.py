@@ -178,9 +178,13 @@ def fit_surface(history: Sequence[SurfaceMessage], system: str, fixed: Sequence[
         ContextOverflow: system + summaries + `fixed` alone exceed the limit.
     """
     chat = [m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
-    costs = [message_cost(count, m.content, m.body.get("name") if isinstance(m.body.get("name"), str) else None)
-             for m in chat]
+
+    def cost_of(index: int) -> int:  # only the messages the walk reaches are counted
+        name = chat[index].body.get("name")
+        return message_cost(count, chat[index].content, name if isinstance(name, str) else None)
+
     pinned = [i for i, m in enumerate(chat) if m.source == SUMMARY_SOURCE]
+    costs = {i: cost_of(i) for i in pinned}
     sizes = [("the system section", message_cost(count, system))] if system else []
     sizes += [(f"summary {_ref(chat[i].ref)}", costs[i]) for i in pinned]
     sizes += [(label, message_cost(count, text)) for label, text in fixed]
@@ -194,8 +198,9 @@ def fit_surface(history: Sequence[SurfaceMessage], system: str, fixed: Sequence[
     for index in range(len(chat) - 1, -1, -1):
         if index in keep:
             continue
-        if costs[index] <= remaining:
-            remaining -= costs[index]
+        cost = cost_of(index)
+        if cost <= remaining:
+            remaining -= cost
             keep.add(index)
         else:
             cut = index

@@ -115,9 +115,11 @@ class PresetAssembler:
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
+        budget = self.limit.limit if self.limit else self.preset.max_context - self.preset.max_tokens
+        chat, offset = cut_unfittable(history_for_prompt(history, claimed, self.char, self.user), budget, self.count)
         built = build_prompt(PromptInputs(
             preset=self.preset, card=self.card, char=self.char, user=self.user, persona=self.persona, lore=lore,
-            history=history_for_prompt(history, claimed, self.char, self.user), generation=self.generation_type,
+            history=chat, history_offset=offset, generation=self.generation_type,
             continue_text=self.continue_text, macros=self.macros, authors_note=self.authors_note,
             chat_overrides=self.chat_overrides, count=self.count,
             # SillyTavern's Author's Note interval counts the person's messages, hidden ones too.
@@ -248,6 +250,32 @@ class RolesFirstAssembler(SlotsFirstAssembler):
                                    context=tuple((ident, text) for ident, text in context if text.strip())
                                    + memory_context(self.memory)),
                           history, claimed, self.limit, self.count, self.continue_text)
+
+
+CUT_MARGIN = 100
+"""Messages kept beyond the cut of `cut_unfittable`, so an in-chat injection up to that depth
+past the last message that can fit still lands where the whole chat would put it."""
+
+
+def cut_unfittable(chat: list[HistoryMessage], budget: int, count: Callable[[str], int]) -> tuple[list, int]:
+    """(the chat without the oldest messages that cannot fit whatever happens, how many were cut).
+
+    Walking newest→oldest, once the messages' raw costs (content + `MESSAGE_OVERHEAD`; 0 for
+    text with a macro, which may shrink) exceed `budget`, every older message is past the first
+    one the builder's fill stops at; `CUT_MARGIN` more are kept, and summaries always. Saves
+    the macro, name and cost work on thousands of messages (issue 16 §6).
+    """
+    total, cut = 0, None
+    for index in range(len(chat) - 1, -1, -1):
+        text = chat[index].content
+        total += 0 if ("{" in text or "<" in text) else count(text) + 3
+        if total > budget:
+            cut = index - CUT_MARGIN
+            break
+    if cut is None or cut <= 0:
+        return chat, 0
+    kept = [m for m in chat[:cut] if m.pinned] + chat[cut:]
+    return kept, cut - sum(1 for m in chat[:cut] if m.pinned)
 
 
 def projection_fit(built: BuiltPrompt, history: list[SurfaceMessage], limit: ContextLimit) -> ContextFit:

@@ -33,7 +33,7 @@ from tavern_tui.assembly.sillytavern import (
 )
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
-from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model
+from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model, surface_of
 from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
@@ -101,6 +101,8 @@ class StepRunner:
         self.strategies = strategies
         self.timeline = timeline
         self.compaction = compaction or CompactionService(ctx, playthroughs, presets)
+        self._surface_cache: tuple[tuple[int, tuple[int, int]], list[Any]] | None = None
+        self._derived: tuple[list[Any], list[Any]] | None = None  # (the events list, its surface)
 
     def estimate_tokens(self, playthrough_id: int) -> int:
         """Estimated prompt tokens of the next request without new input (the status line
@@ -111,6 +113,30 @@ class StepRunner:
             TavernError: as `preview` (no such playthrough, a persona over its cap, …).
         """
         return int(self.preview(playthrough_id)["tokens"]["total"])
+
+    def _surface_events(self, session_id: int) -> list[Any]:
+        """The session's surface events, re-read only when the log changed (`EventLog.version`):
+        a preview, the gauge and a step's opening read the same 5,000-message surface in turn."""
+        log = self.ctx.store.events
+        version = log.version() if hasattr(log, "version") else None
+        cached = self._surface_cache
+        if version is not None and cached is not None and cached[0] == (session_id, version):
+            return cached[1]
+        events = log.surface_events(session_id)
+        if version is not None:
+            self._surface_cache = ((session_id, version), events)
+        return events
+
+    def _surface(self, session_id: int) -> list[Any]:
+        """`surface_of` the cached surface events (derived once per version of the log). The
+        list is shared: callers must not change it."""
+        events = self._surface_events(session_id)
+        derived = self._derived
+        if derived is not None and derived[0] is events:
+            return derived[1]
+        surface = surface_of(events)
+        self._derived = (events, surface)
+        return surface
 
     def context_gauge(self, playthrough_id: int) -> dict[str, Any]:
         """The status line's context gauge for the next request without new input (issue 16):
@@ -154,7 +180,7 @@ class StepRunner:
         # with nothing said anywhere, the `[world_info]` table's max_context (default 4095) stays.
         lore_settings = (self.ctx.settings.world_info if limit.source == "default"
                          else replace(self.ctx.settings.world_info, max_context=limit.max_context))
-        timed = timed_state_of(self.ctx.store.events.surface_events(view.session_id))
+        timed = timed_state_of(self._surface_events(view.session_id))
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
@@ -205,7 +231,7 @@ class StepRunner:
         """
         view = self.playthroughs.playthrough(playthrough_id)
         assembler = self._assembler(playthrough_id, Generation(), strategy, view)
-        history = derive_messages(self.ctx.store.events, view.session_id)
+        history = self._surface(view.session_id)
         claimed = [text] if text else []
         if getattr(assembler, "strategy", None) == PROJECTION:
             built, meta, _records = assembler.build(history, claimed)
@@ -277,7 +303,7 @@ class StepRunner:
             uow.playthroughs.touch(playthrough_id)
         assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True)
         self.lore.index_cache.wait_free()
-        history = derive_messages(self.ctx.store.events, view.session_id)
+        history = self._surface(view.session_id)
         claimed = [text] if text is not None else []
         if getattr(assembler, "strategy", None) == PROJECTION:
             fitted = assembler.build(history, claimed)[1].get("context")

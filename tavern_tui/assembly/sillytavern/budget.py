@@ -46,6 +46,7 @@ REPLY_PRIMING = 3  # ST reserves 3 tokens: "every reply is primed with <|start|>
 
 _NAMES_NONE, _NAMES_DEFAULT, _NAMES_COMPLETION, _NAMES_CONTENT = -1, 0, 1, 2
 _VALID_NAME = re.compile(r"[a-zA-Z0-9_]{1,64}")
+_MACRO_CHARS = re.compile(r"[{}<]")
 
 
 class PromptTooLarge(TavernError):
@@ -165,7 +166,9 @@ class ChatBudget:
         items: list[ChatItem] = []
         for message in self.inputs.history:
             role = message.role if message.role in ROLES else "user"
-            content = self.sub(message.content.replace("\r", ""))
+            raw = message.content.replace("\r", "")
+            # Text without a brace or "<" holds no macro: the engine would return it unchanged.
+            content = self.sub(raw) if _MACRO_CHARS.search(raw) else raw
             if not content.strip():
                 continue
             name = None
@@ -195,13 +198,12 @@ class ChatBudget:
             elif candidate.content:
                 self.adjustments.append("send_if_empty left out: the budget is full")
         full = False
-        dropped_history = dropped_injections = 0
+        dropped_history, dropped_injections = self.inputs.history_offset, 0  # the offset: cut before the build
         for item in reversed(items):
             if item.kind in ("input", "summary"):  # paid for with the mandatory prompts
                 kept.append(item)
                 continue
-            cost = self.cost(item.part)
-            if not full and cost <= remaining:
+            if not full and (cost := self.cost(item.part)) <= remaining:
                 kept.append(item)
                 remaining -= cost
                 continue

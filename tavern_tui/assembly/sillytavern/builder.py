@@ -188,7 +188,8 @@ class _Builder:
             first_message=self._card_text("first_mes"), original=None,
             input="\n".join(m.content for m in history if m.is_input),
             last_message=history[-1].content if history else "", last_user_message=last_user,
-            last_char_message=last_char, last_message_id=len(history) - 1 if history else None,
+            last_char_message=last_char,
+            last_message_id=inputs.history_offset + len(history) - 1 if history else None,
             outlets=dict(inputs.lore.outlets) or base.outlets,
         )
         self.ctx = ctx  # `sub` reads it: the card fields are expanded against the raw ones

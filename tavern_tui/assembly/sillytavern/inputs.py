@@ -123,6 +123,9 @@ class PromptInputs:
             False (native strategies, which send the history whole) names it as an adjustment.
         context_limit: the request's token limit (`assembly.fit.ContextLimit.limit`), which
             replaces openai_max_context − openai_max_tokens as the budget; None = the preset's.
+        history_offset: oldest chat messages left out before the build because they cannot fit
+            whatever happens (`assembly.preset.cut_unfittable`); counted as dropped, and
+            `{{lastMessageId}}` still counts them.
     """
 
     preset: ParsedPreset
@@ -141,6 +144,7 @@ class PromptInputs:
     user_message_count: int | None = None
     strict_budget: bool = True
     context_limit: int | None = None
+    history_offset: int = 0
 
 
 
