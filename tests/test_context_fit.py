@@ -329,3 +329,24 @@ def test_cutting_the_unfittable_oldest_messages_builds_the_same_prompt(corpus_di
                                     history_offset=offset, context_limit=limit, macros=None))
     assert cut.parts == whole.parts and cut.history_dropped == whole.history_dropped
     assert cut.adjustments == whole.adjustments
+
+
+async def test_a_summary_is_summarised_again_with_later_messages(server: LoopbackServer, db_url: str,
+                                                                 corpus_dir: Path, tmp_path: Path) -> None:
+    service, pid = make_service(server, db_url, corpus_dir, tmp_path, max_context=32768, history=30)
+    try:
+        session = service.playthroughs.playthrough(pid).session_id
+        server.enqueue_sse(sse_chunks_for("First recap."))
+        first = await service.compaction.compact(pid, keep=20)  # the greeting and 10 lines
+        server.enqueue_sse(sse_chunks_for("Second recap."))
+        second = await service.compaction.compact(pid, keep=5)
+        assert second.targets[0] == first.summary  # the old summary is the range's first node
+        assert "[Summary of earlier events] First recap." in server.requests[-1].json["messages"][1]["content"]
+        assert first.covers == 11 and second.covers == 26  # 11 + the 15 lines after them
+        surface = [m for m in derive_messages(service.store.events, session) if m.source != "system-prompt"]
+        assert [m.content for m in surface[:1]] == ["Second recap."] and len(surface) == 6
+        originals = service.compaction.replaced_views(pid)[second.summary]
+        assert len(originals) == 26 and originals[1].content == line(0)
+        assert service.playthroughs.playthrough(pid).message_count == 6
+    finally:
+        service.close()

@@ -189,3 +189,11 @@ def totals_line(result: ActivationResult) -> str:
     fired = sum(d.fired for d in result.decisions)
     line = f"{fired} fired · {result.tokens_used} of {result.budget} budget tokens"
     return line + " · over budget" if result.overflowed else line
+
+
+def compact_count(tokens: int) -> str:
+    """18200 → "18.2k", 32768 → "32.8k", 32000 → "32k", 950 → "950"."""
+    if tokens < 1000:
+        return str(tokens)
+    text = f"{tokens / 1000:.1f}".removesuffix(".0")
+    return f"{text}k"

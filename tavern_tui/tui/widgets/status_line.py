@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from tavern_tui.tui.labels import compact_count
+
 STATES = ("idle", "streaming", "error", "compacting")
 """The generation states the status line shows."""
 
@@ -98,10 +100,3 @@ class StatusLine(Static):
     def _render_line(self) -> None:
         self.update(self.line)
 
-
-def compact_count(tokens: int) -> str:
-    """18200 → "18.2k", 32768 → "32.8k", 32000 → "32k", 950 → "950"."""
-    if tokens < 1000:
-        return str(tokens)
-    text = f"{tokens / 1000:.1f}".removesuffix(".0")
-    return f"{text}k"
