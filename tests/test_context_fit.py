@@ -350,3 +350,33 @@ async def test_a_summary_is_summarised_again_with_later_messages(server: Loopbac
         assert service.playthroughs.playthrough(pid).message_count == 6
     finally:
         service.close()
+
+
+def test_the_endpoint_is_asked_once_for_its_context(server: LoopbackServer, db_url: str, corpus_dir: Path,
+                                                    tmp_path: Path) -> None:
+    from tavern_tui.providers.openai_compat import OpenAICompatProvider
+
+    # OpenAI-compatible /models (OpenRouter's context_length); vLLM names it max_model_len.
+    server.enqueue_json(200, {"data": [{"id": "other", "context_length": 4096},
+                                       {"id": "loop-1", "context_length": 131072}]})
+    provider = OpenAICompatProvider(ProviderSettings(base_url=server.base_url, model="loop-1", timeout=5))
+    assert provider.context_window() == (131072, "endpoint:/models")
+    assert provider.context_window() == (131072, "endpoint:/models")  # cached: one request
+    assert [(r.method, r.path) for r in server.requests] == [("GET", "/v1/models")]
+    # llama.cpp: no context in /models, /props has default_generation_settings.n_ctx.
+    server.enqueue_json(200, {"data": [{"id": "loop-1"}]})
+    server.enqueue_json(200, {"default_generation_settings": {"n_ctx": 8192}})
+    llama = OpenAICompatProvider(ProviderSettings(base_url=server.base_url, model="loop-1", timeout=5))
+    assert llama.context_window() == (8192, "endpoint:/props")
+    assert [r.path for r in server.requests[1:]] == ["/v1/models", "/props"]
+    # The service asks only with probe_context on and neither a bound preset nor the config saying.
+    server.enqueue_json(200, {"data": [{"id": "loop-1", "max_model_len": 16384}]})
+    settings = Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1", timeout=5),
+                        probe_context=True)
+    service = Tavern(settings)
+    try:
+        [card] = service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
+        pid = service.playthroughs.new_playthrough(card.id).id
+        assert service.compaction.limit_for(pid) == ContextLimit(16384, 300, "endpoint:/models")
+    finally:
+        service.close()
