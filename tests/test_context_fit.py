@@ -380,3 +380,20 @@ def test_the_endpoint_is_asked_once_for_its_context(server: LoopbackServer, db_u
         assert service.compaction.limit_for(pid) == ContextLimit(16384, 300, "endpoint:/models")
     finally:
         service.close()
+
+
+async def test_the_demo_provider_cannot_compact(db_url: str, corpus_dir: Path) -> None:
+    from tavern_tui.errors import TavernError
+    from tavern_tui.providers.demo import DemoProvider
+
+    service = Tavern(Settings(db_url=db_url), provider=DemoProvider(delay=0))
+    try:
+        [card] = service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
+        pid = service.playthroughs.new_playthrough(card.id).id
+        session = service.playthroughs.playthrough(pid).session_id
+        before = service.store.events.head_seq(session)
+        with pytest.raises(TavernError, match="needs a model"):
+            await service.compaction.compact(pid, keep=0)
+        assert service.store.events.head_seq(session) == before
+    finally:
+        service.close()

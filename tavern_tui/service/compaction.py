@@ -191,8 +191,12 @@ class CompactionService:
             progress: called with the characters received so far, as the summary streams.
 
         Raises:
-            NotFound / TavernError: as `plan`. ProviderError: the model failed (nothing stored).
+            NotFound / TavernError: as `plan`; the provider is the offline demo (a placeholder
+                cannot summarise). ProviderError: the model failed (nothing stored).
         """
+        if getattr(self.ctx.provider, "placeholder", False):
+            raise TavernError("compaction needs a model: the offline demo provider cannot summarise; configure "
+                              "TAVERN_API_BASE / TAVERN_MODEL (or [provider] in the config file)")
         view = await asyncio.to_thread(self.playthroughs.playthrough, playthrough_id)
         session_id, range_, limit = await asyncio.to_thread(self.plan, playthrough_id, through, keep, until)
         messages = self.summary_messages(range_, view.character_name, view.user_name)
