@@ -44,15 +44,32 @@ def history_for_prompt(history: list[SurfaceMessage], claimed: list[str], char: 
                        user: str) -> list[HistoryMessage]:
     """The chat as the prompt builder reads it: the visible user/assistant messages and summary
     nodes (pinned: never dropped; no system section, no placeholder replies, nothing hidden, no
-    failed empty attempts), then the claimed input as the newest message."""
-    messages = [HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else char,
-                               pinned=m.source == SUMMARY_SOURCE)
-                for m in history
-                if (m.role in ("user", "assistant") or m.source == SUMMARY_SOURCE)
-                and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
-                and not m.body.get(HIDDEN_KEY) and m.content]
-    messages += [HistoryMessage("user", text, None, user, is_input=True) for text in claimed]
-    return messages
+    failed empty attempts), then the claimed input as the newest message.
+
+    The history part of the last list seen is kept (the same list object, while the log is
+    unchanged), with the count of the person's messages (`_history_part`)."""
+    return [*_history_part(history, char, user)[0],
+            *(HistoryMessage("user", text, None, user, is_input=True) for text in claimed)]
+
+
+_last_part: tuple[list[SurfaceMessage], tuple[str, str], tuple[HistoryMessage, ...], int] | None = None
+
+
+def _history_part(history: list[SurfaceMessage], char: str, user: str) -> tuple[tuple[HistoryMessage, ...], int]:
+    """(the history as `HistoryMessage`s, the person's messages among all, hidden ones too)."""
+    global _last_part
+    last = _last_part
+    if last is not None and last[0] is history and last[1] == (char, user):
+        return last[2], last[3]
+    messages = tuple(HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else char,
+                                    pinned=m.source == SUMMARY_SOURCE)
+                     for m in history
+                     if (m.role in ("user", "assistant") or m.source == SUMMARY_SOURCE)
+                     and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
+                     and not m.body.get(HIDDEN_KEY) and m.content)
+    persons = sum(1 for m in history if m.role == "user" and m.by_person)
+    _last_part = (history, (char, user), messages, persons)
+    return messages, persons
 
 
 @dataclass
@@ -123,7 +140,7 @@ class PresetAssembler:
             continue_text=self.continue_text, macros=self.macros, authors_note=self.authors_note,
             chat_overrides=self.chat_overrides, count=self.count,
             # SillyTavern's Author's Note interval counts the person's messages, hidden ones too.
-            user_message_count=sum(1 for m in history if m.role == "user" and m.by_person) + len(claimed),
+            user_message_count=_history_part(history, self.char, self.user)[1] + len(claimed),
             strict_budget=self.strategy == PROJECTION, context_limit=self.limit.limit if self.limit else None))
         meta["token_counter"] = built.token_counter
         meta["adjustments"] = list(built.adjustments)
