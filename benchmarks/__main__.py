@@ -4,7 +4,7 @@
     python -m benchmarks event_append    # one
     python -m benchmarks --json out.json
 
-Targets come from shared/research/performance-anchors.md §7 (B3, B4, B5, B8). A ratio below 1.0
+Targets come from shared/research/performance-anchors.md §7 (B2, B3, B4, B5, B8). A ratio below 1.0
 means inside the target.
 """
 
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from benchmarks.checkpoint_cost import checkpoint_cost
 from benchmarks.fuzz import fuzz
+from benchmarks.prompt_build import prompt_build
 from benchmarks.wi_activation import wi_activation
 from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.engine.log import derive_messages, inspect, page, tail
@@ -326,6 +327,7 @@ BENCHMARKS: dict[str, Callable[[Path], Result]] = {
     "wi_activation": wi_activation,
     "checkpoint_cost": checkpoint_cost,
     "fuzz": fuzz,
+    "prompt_build": prompt_build,
 }
 
 

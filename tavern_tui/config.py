@@ -42,6 +42,15 @@ class Settings:
             data in a context message before the input; seed 002); off by default.
         tokenizer: path of a local `tokenizer.json` for exact token counts (needs the optional
             `tokenizers` package; "" = the documented estimate, ceil(UTF-8 bytes / 4)).
+        max_context, max_tokens: the context and reply reserve a request fits when no preset
+            is bound (top-level `max_context` / `max_tokens`; 0 = unset; issue 16).
+        probe_context: ask the endpoint for its context (`/models`, `/props`) when neither a
+            preset nor the config says (`probe_context = true`; off by default: it is an extra
+            HTTP request, made once per provider).
+        auto_compact: when history would be dropped to fit, summarise the oldest block first
+            (`auto_compact = true`; off by default).
+        summary_prompt: the instruction a compaction sends (`summary_prompt`; "" = the
+            built-in `DEFAULT_SUMMARY_PROMPT`).
     """
 
     db_url: str
@@ -53,6 +62,11 @@ class Settings:
     default_strategy: str = "preset-slots-first"
     tokenizer: str = ""
     memory_snapshot: bool = False
+    max_context: int = 0
+    max_tokens: int = 0
+    probe_context: bool = False
+    auto_compact: bool = False
+    summary_prompt: str = ""
 
 
 def default_db_url(env: Mapping[str, str] | None = None) -> str:
@@ -121,7 +135,21 @@ def load_settings(
     if extractor not in BELIEF_EXTRACTORS:
         raise FormatError(str(path), f"unknown belief extractor {extractor!r}; use one of "
                           + ", ".join(BELIEF_EXTRACTORS), field="belief_extractor")
+    limits: dict[str, int] = {}
+    for key in ("max_context", "max_tokens"):
+        value = file.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise FormatError(str(path), "must be a whole number of tokens (0 = unset)", field=key)
+        limits[key] = value
+    for key in ("probe_context", "auto_compact"):
+        if not isinstance(file.get(key, False), bool):
+            raise FormatError(str(path), "must be true or false", field=key)
+    if not isinstance(file.get("summary_prompt", ""), str):
+        raise FormatError(str(path), "must be a string", field="summary_prompt")
     return Settings(
+        max_context=limits["max_context"], max_tokens=limits["max_tokens"],
+        probe_context=bool(file.get("probe_context", False)), auto_compact=bool(file.get("auto_compact", False)),
+        summary_prompt=str(file.get("summary_prompt", "")),
         db_url=pick(db_url, "TAVERN_DB_URL", file.get("db_url"), default_db_url(source)),
         provider=provider,
         user_name=pick(None, "TAVERN_USER_NAME", file.get("user_name"), "User"),

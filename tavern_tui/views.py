@@ -101,6 +101,8 @@ class MessageView:
         partial: a reply cut off by cancel or error (`assistant/attempt`).
         error: the provider error that cut it off, if any.
         speaker: the display name (character, person, or "System").
+        summary: for a summary node, `{"covers", "first", "last", "from", "to", "targets"}`
+            (issue 16: what it replaced); None otherwise.
     """
 
     ref: tuple[int, int]
@@ -116,6 +118,7 @@ class MessageView:
     partial: bool = False
     error: str | None = None
     error_category: str | None = None
+    summary: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern show --json`."""

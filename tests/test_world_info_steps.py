@@ -52,14 +52,15 @@ async def test_the_cards_embedded_book_fires_on_the_input_and_lands_before_the_d
 async def test_constant_entries_compete_for_the_budget_and_say_so(db_url: str, corpus_dir: Path) -> None:
     # SillyTavern gives constant entries no budget priority (format-digest §b.5.6): with its default
     # max context of 4095 tokens (budget 25 % = 1024) most of 爱's long constant entries are cut,
-    # each with reason over_budget; with a 200k context they are all sent.
+    # each with reason over_budget; with a 200k context they are all sent. The config's context
+    # (top-level max_context, issue 16) is the one the budget is a share of.
     from tavern_tui.config import Settings
     from tavern_tui.lore.settings import WorldInfoSettings
 
     for max_context, expect_all in ((4095, False), (200_000, True)):
         model = ScriptedModel(delay=0)
         settings = Settings(db_url=db_url.replace(".sqlite3", f"{max_context}.sqlite3"),
-                            world_info=WorldInfoSettings(max_context=max_context))
+                            world_info=WorldInfoSettings(), max_context=max_context)
         tavern = Tavern(settings, provider=model)
         try:
             cid = tavern.imports.import_paths([corpus_dir / "cards" / "ai_v3_with_book.json"])[0].id or 0

@@ -160,8 +160,8 @@ def default_parts(message: dict[str, Any], source: str, ref: Sequence[int] | Non
     impersonation prompt). None for anything else (no attribution known)."""
     content = message.get("content")
     end = len(content) if isinstance(content, str) else 0
-    if source in ("history", "input"):
-        return [span(source, 0, end, ref=list(ref) if ref else None)]
+    if source in ("history", "input", "summary"):  # a summary node stands for the chat it replaced
+        return [span("input" if source == "input" else "history", 0, end, ref=list(ref) if ref else None)]
     if source == "context":
         return [span("context", 0, end, identifier=identifier or None)]
     if source == "request-only":

@@ -25,7 +25,7 @@ from tavern_tui.engine.step import Assembly
 from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
 from tavern_tui.text.names import substitute_names
-from tavern_tui.text.tokens import estimate_messages
+from tavern_tui.text.tokens import DEFAULT_COUNTER, estimate_messages
 
 DEFAULT_MAIN_PROMPT = "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}."
 PERSONALITY_FORMAT = "[{{char}}'s personality: {{personality}}]"
@@ -294,6 +294,8 @@ class BasicAssembler:
             message before the input, never in the system section (ADR-0079: memory is data).
         macros: base macro context (variables, time, random source); None = a fresh one. The
             variables the build changes are staged as this step's `state/commit` record.
+        limit: the request's context (`assembly.fit.ContextLimit`); None = no fitting.
+        count: the token counter the fit uses.
     """
 
     card: dict[str, Any]
@@ -308,6 +310,8 @@ class BasicAssembler:
     persona: str = ""
     memory: str = ""
     macros: MacroContext | None = None
+    limit: Any = None
+    count: Callable[[str], int] = DEFAULT_COUNTER
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         """Build this step's system section: world info scans the history plus the claimed input
@@ -336,5 +340,9 @@ class BasicAssembler:
         messages = [{"content": system}] + request_messages([m for m in history if m.source != SYSTEM_PROMPT_SOURCE])
         messages += [{"content": text} for text in claimed]
         meta["estimated_prompt_tokens"] = estimate_messages(messages)
-        return Assembly(system=system, config=dict(self.config), meta=meta, records=records,
-                        context=memory_context(self.memory), input=tuple(claimed) if claimed else None)
+        from tavern_tui.assembly.fit import fit_native  # here: fit → sillytavern → basic at import time
+
+        # `claimed` is the expanded input here: what is sent, so what the fit pays for.
+        return fit_native(Assembly(system=system, config=dict(self.config), meta=meta, records=records,
+                                   context=memory_context(self.memory), input=tuple(claimed) if claimed else None),
+                          history, claimed, self.limit, self.count)

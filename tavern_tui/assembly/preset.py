@@ -15,6 +15,7 @@ from typing import Any
 
 from tavern_tui.assembly.attribution import join_spans, shift
 from tavern_tui.assembly.basic import memory_context, stage_variables, working_context
+from tavern_tui.assembly.fit import ContextFit, ContextLimit, fit_native
 from tavern_tui.assembly.macros import MacroContext, substitute, substitute_readonly
 from tavern_tui.assembly.sillytavern import (
     AuthorsNote,
@@ -25,31 +26,51 @@ from tavern_tui.assembly.sillytavern import (
     build_prompt,
     to_messages,
 )
+from tavern_tui.assembly.sillytavern.budget import REPLY_PRIMING
 from tavern_tui.assembly.strategies import PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
-from tavern_tui.engine.log import HIDDEN_KEY, PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
+from tavern_tui.engine.log import HIDDEN_KEY, PLACEHOLDER_SOURCE, SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
 from tavern_tui.engine.step import Assembly
 from tavern_tui.formats.presets import ParsedPreset
 from tavern_tui.lore.result import Buckets
 from tavern_tui.lore.timed import TimedState
 from tavern_tui.text.tokens import DEFAULT_COUNTER
 
-_CHAT_SOURCES = frozenset({"new_chat", "history", "input"})
+_CHAT_SOURCES = frozenset({"new_chat", "history", "input", "summary"})
 _CONTROL_SOURCES = frozenset({"continue", "impersonate", "prefill", "send_if_empty"})
 _DEPTH_IDENTIFIERS = ("worldInfoDepth", "charDepthPrompt")
 
 
 def history_for_prompt(history: list[SurfaceMessage], claimed: list[str], char: str,
                        user: str) -> list[HistoryMessage]:
-    """The chat as the prompt builder reads it: the visible user/assistant messages (no system
-    section, no placeholder replies, nothing hidden, no failed empty attempts), then the claimed
-    input as the newest message."""
-    messages = [HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else char)
-                for m in history
-                if m.role in ("user", "assistant") and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
-                and not m.body.get(HIDDEN_KEY) and m.content]
-    messages += [HistoryMessage("user", text, None, user, is_input=True) for text in claimed]
-    return messages
+    """The chat as the prompt builder reads it: the visible user/assistant messages and summary
+    nodes (pinned: never dropped; no system section, no placeholder replies, nothing hidden, no
+    failed empty attempts), then the claimed input as the newest message.
+
+    The history part of the last list seen is kept (the same list object, while the log is
+    unchanged), with the count of the person's messages (`_history_part`)."""
+    return [*_history_part(history, char, user)[0],
+            *(HistoryMessage("user", text, None, user, is_input=True) for text in claimed)]
+
+
+_last_part: tuple[list[SurfaceMessage], tuple[str, str], tuple[HistoryMessage, ...], int] | None = None
+
+
+def _history_part(history: list[SurfaceMessage], char: str, user: str) -> tuple[tuple[HistoryMessage, ...], int]:
+    """(the history as `HistoryMessage`s, the person's messages among all, hidden ones too)."""
+    global _last_part
+    last = _last_part
+    if last is not None and last[0] is history and last[1] == (char, user):
+        return last[2], last[3]
+    messages = tuple(HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else char,
+                                    pinned=m.source == SUMMARY_SOURCE)
+                     for m in history
+                     if (m.role in ("user", "assistant") or m.source == SUMMARY_SOURCE)
+                     and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
+                     and not m.body.get(HIDDEN_KEY) and m.content)
+    persons = sum(1 for m in history if m.role == "user" and m.by_person)
+    _last_part = (history, (char, user), messages, persons)
+    return messages, persons
 
 
 @dataclass
@@ -75,6 +96,8 @@ class PresetAssembler:
             the input in the native strategies; `projection` does not send it (named).
         omit: call parameters this playthrough leaves out (`tavern omit-param`), each named in
             the adjustments.
+        limit: the request's context (`assembly.fit.resolve_limit`); None = the preset's own
+            figures for projection and no fitting for the native strategies.
     """
 
     preset: ParsedPreset
@@ -97,6 +120,7 @@ class PresetAssembler:
     memory: str = ""
     omit: tuple[str, ...] = ()
     expanded_input: tuple[str, ...] | None = None  # the last build's claimed input, macros expanded
+    limit: ContextLimit | None = None
     strategy = PROJECTION
 
     def call_config(self) -> dict[str, Any]:
@@ -125,14 +149,16 @@ class PresetAssembler:
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
+        budget = self.limit.limit if self.limit else self.preset.max_context - self.preset.max_tokens
+        chat, offset = cut_unfittable(history_for_prompt(history, claimed, self.char, self.user), budget, self.count)
         built = build_prompt(PromptInputs(
             preset=self.preset, card=self.card, char=self.char, user=self.user, persona=self.persona, lore=lore,
-            history=history_for_prompt(history, claimed, self.char, self.user), generation=self.generation_type,
+            history=chat, history_offset=offset, generation=self.generation_type,
             continue_text=self.continue_text, macros=used, authors_note=self.authors_note,
             chat_overrides=self.chat_overrides, count=self.count,
             # SillyTavern's Author's Note interval counts the person's messages, hidden ones too.
-            user_message_count=sum(1 for m in history if m.role == "user" and m.by_person) + len(claimed),
-            strict_budget=self.strategy == PROJECTION))
+            user_message_count=_history_part(history, self.char, self.user)[1] + len(claimed),
+            strict_budget=self.strategy == PROJECTION, context_limit=self.limit.limit if self.limit else None))
         staged = stage_variables(start, used, meta)
         if staged is not None:
             records = (*records, staged)
@@ -143,6 +169,8 @@ class PresetAssembler:
         meta["tokens"] = dict(built.tokens)
         meta["budget"] = built.budget
         meta["history_dropped"] = built.history_dropped
+        if self.limit is not None and self.strategy == PROJECTION:
+            meta["context"] = projection_fit(built, history, self.limit).to_json()
         return built, meta, records
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
@@ -192,9 +220,6 @@ class SlotsFirstAssembler(PresetAssembler):
             if omit_examples and part.source == "examples":
                 continue
             (before if index < first else moved).append(part)
-        if built.history_dropped:
-            adjustments.append(f"the whole history is sent ({built.history_dropped} older messages did not fit "
-                               "the preset's context): native history is not trimmed")
         return before, moved, adjustments
 
     @staticmethod
@@ -214,9 +239,11 @@ class SlotsFirstAssembler(PresetAssembler):
                 adjustments.append(f"{_label(part)} (role {part.role}) sent inside the system section")
         meta["adjustments"] = adjustments
         system, meta["system_parts"] = system_section(before + moved, self.char, self.user)
-        return Assembly(system=system, config=self.call_config(), meta=meta, records=records,
-                        input=self.expanded_input,
-                        context=memory_context(self.memory))
+        # The fit pays for the input as sent: expanded (`build` set `expanded_input`).
+        return fit_native(Assembly(system=system, config=self.call_config(), meta=meta, records=records,
+                                   input=self.expanded_input,
+                                   context=memory_context(self.memory)),
+                          history, list(self.expanded_input or ()), self.limit, self.count, self.continue_text)
 
 
 @dataclass
@@ -259,10 +286,50 @@ class RolesFirstAssembler(SlotsFirstAssembler):
                                        "delivery has no assistant region before the history")
         meta["adjustments"] = adjustments
         system, meta["system_parts"] = system_section(system_parts, self.char, self.user)
-        return Assembly(system=system, config=self.call_config(), meta=meta, records=records,
-                        input=self.expanded_input,
-                        context=tuple((ident, text) for ident, text in context if text.strip())
-                        + memory_context(self.memory))
+        return fit_native(Assembly(system=system, config=self.call_config(), meta=meta, records=records,
+                                   input=self.expanded_input,
+                                   context=tuple((ident, text) for ident, text in context if text.strip())
+                                   + memory_context(self.memory)),
+                          history, list(self.expanded_input or ()), self.limit, self.count, self.continue_text)
+
+
+CUT_MARGIN = 100
+"""Messages kept beyond the cut of `cut_unfittable`, so an in-chat injection up to that depth
+past the last message that can fit still lands where the whole chat would put it."""
+
+
+def cut_unfittable(chat: list[HistoryMessage], budget: int, count: Callable[[str], int]) -> tuple[list, int]:
+    """(the chat without the oldest messages that cannot fit whatever happens, how many were cut).
+
+    Walking newest→oldest, once the messages' raw costs (content + `MESSAGE_OVERHEAD`; 0 for
+    text with a macro, which may shrink) exceed `budget`, every older message is past the first
+    one the builder's fill stops at; `CUT_MARGIN` more are kept, and summaries always. Saves
+    the macro, name and cost work on thousands of messages (issue 16 §6).
+    """
+    total, cut = 0, None
+    for index in range(len(chat) - 1, -1, -1):
+        text = chat[index].content
+        total += 0 if ("{" in text or "<" in text) else count(text) + 3
+        if total > budget:
+            cut = index - CUT_MARGIN
+            break
+    if cut is None or cut <= 0:
+        return chat, 0
+    kept = [m for m in chat[:cut] if m.pinned] + chat[cut:]
+    return kept, cut - sum(1 for m in chat[:cut] if m.pinned)
+
+
+def projection_fit(built: BuiltPrompt, history: list[SurfaceMessage], limit: ContextLimit) -> ContextFit:
+    """The `context` record of a projected request: what SillyTavern's fill kept and dropped
+    (the history messages not among the parts, oldest first), the summaries sent, the tokens
+    used (per-part costs plus the reply priming)."""
+    sent = {p.ref for p in built.parts if p.ref is not None}
+    firsts = [p.ref for p in built.parts if p.source == "history" and p.ref is not None]
+    dropped = tuple(m.ref for m in history if m.role in ("user", "assistant") and m.ref not in sent
+                    and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE) and m.content
+                    and not m.body.get(HIDDEN_KEY))[: built.history_dropped]
+    return ContextFit(limit, REPLY_PRIMING + sum(built.tokens.values()), dropped, firsts[0] if firsts else None,
+                      tuple(p.ref for p in built.parts if p.source == "summary" and p.ref is not None))
 
 
 def omit_notes(omit: tuple[str, ...]) -> list[str]:

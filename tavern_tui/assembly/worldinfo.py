@@ -66,19 +66,32 @@ class CardFacts:
                    tuple(str(t) for t in data.get("tags") or ()))
 
 
+_scanned: tuple[Sequence[SurfaceMessage], tuple[str, str], tuple[ScanMessage, ...]] | None = None
+
+
 def scan_context(history: Sequence[SurfaceMessage], claimed: Sequence[str], facts: CardFacts,
                  timed_state: TimedState, generation_type: str = "normal",
                  expand_key: Callable[[str], str] | None = None) -> ActivationContext:
     """The activation context of a step: visible history (no system section, no placeholder
     replies, no failed empty attempts) plus the claimed input as the newest message;
-    `expand_key` expands macros in keys (`ActivationContext.expand_key`)."""
-    messages = [ScanMessage(facts.user_name if m.role == "user" else facts.char_name, m.content, m.ref)
-                for m in history
-                if m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE) and m.role in ("user", "assistant")
-                and m.content]
+    `expand_key` expands macros in keys (`ActivationContext.expand_key`).
+
+    The scan messages of the last history list seen are kept (the same list object, as the
+    service hands out while the log is unchanged: a preview, the gauge and a step's preflight
+    in turn), so a 5,000-message chat is not walked again for each."""
+    global _scanned
+    last = _scanned
+    if last is not None and last[0] is history and last[1] == (facts.user_name, facts.char_name):
+        messages = last[2]
+    else:
+        messages = tuple(ScanMessage(facts.user_name if m.role == "user" else facts.char_name, m.content, m.ref)
+                         for m in history
+                         if m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
+                         and m.role in ("user", "assistant") and m.content)
+        _scanned = (history, (facts.user_name, facts.char_name), messages)
     text = "\n".join(claimed) if claimed else None
     return ActivationContext(
-        messages=tuple(messages), input=text, char_name=facts.char_name, user_name=facts.user_name,
+        messages=messages, input=text, char_name=facts.char_name, user_name=facts.user_name,
         character_description=facts.description, character_personality=facts.personality,
         character_depth_prompt=facts.depth_prompt, scenario=facts.scenario, creator_notes=facts.creator_notes,
         character_file=facts.character_file, character_tags=facts.tags, generation_type=generation_type,

@@ -8,7 +8,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tavern_tui import __version__
-from tavern_tui.cli.commands import chat, edit, inbox, library, lore, persona, serve, strategy, trace, variables
+from tavern_tui.cli.commands import (
+    chat,
+    compact,
+    edit,
+    inbox,
+    library,
+    lore,
+    persona,
+    serve,
+    strategy,
+    trace,
+    variables,
+)
 from tavern_tui.cli.diagnostics import Handler
 
 
@@ -53,6 +65,7 @@ _COMMANDS: tuple[Callable[[Commands], None], ...] = (
     strategy.add_preview, strategy.add_presets, strategy.add_strategies, strategy.add_strategy,
     library.add_tree, edit.add_edit, edit.add_delete, library.add_export, lore.add_lore, trace.add_trace,
     persona.add_persona, persona.add_beliefs, serve.add_serve, variables.add_vars, variables.add_macro,
+    compact.add_compact,
 )
 
 

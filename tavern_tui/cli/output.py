@@ -42,3 +42,14 @@ def print_rows(out: TextIO, items: Sequence[T], *, as_json: bool, line: Callable
     for item in sorted(items, key=sort_key) if sort_key is not None else items:
         out.write(f"{line(item)}\n")
     return EXIT_OK
+
+
+def context_line(context: dict[str, Any]) -> str:
+    """"context 18,200 / 32,768 tokens (preset) · 240 oldest messages left out, first kept 3:41 ·
+    summaries 3:300" (issue 16 §5)."""
+    text = f"context {context['used']:,} / {context['limit']:,} tokens ({context.get('source', '?')})"
+    if context.get("dropped_messages"):
+        text += f" · {context['dropped_messages']} oldest messages left out, first kept {context.get('first_kept')}"
+    if context.get("summaries"):
+        text += " · summaries " + ", ".join(context["summaries"])
+    return text

@@ -37,6 +37,12 @@ PLACEHOLDER_SOURCE = "placeholder"
 the chat but never sent to a model, which did not write it."""
 
 
+SUMMARY_SOURCE = "summary"
+"""`source` of a summary node: a `surface/replaced` event (origin engine, or operator once the
+person edits it) whose message recaps the contiguous range it obscures (seed 000 §1.1:
+compaction is a surface replacement; the originals stay in the log). Requests never drop it."""
+
+
 class SessionLog(Protocol):
     """What the engine needs from storage. `store.EventLog` implements it; tests use `MemoryLog`."""
 

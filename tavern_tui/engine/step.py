@@ -31,6 +31,7 @@ from tavern_tui.engine.inbox import (
 )
 from tavern_tui.engine.log import (
     PLACEHOLDER_SOURCE,
+    SUMMARY_SOURCE,
     SYSTEM_PROMPT_SOURCE,
     AsyncSessionLog,
     SessionLog,
@@ -119,6 +120,8 @@ class Assembly:
             `user/message` (origin engine, source "context") just before the input, so it
             enters durable history; a context whose identifier's newest admitted text on the
             surface is the same is not admitted again (context-snapshot reuse; seed 000 §2.2).
+        omit: refs of surface messages this request leaves out to fit the context (the oldest
+            history, whole messages; `assembly.fit`); they stay in the log and on the surface.
     """
 
     system: str
@@ -130,6 +133,7 @@ class Assembly:
     request_parts: tuple[dict[str, Any], ...] = ()
     context: tuple[tuple[str, str], ...] = ()
     input: tuple[str, ...] | None = None
+    omit: frozenset[tuple[int, int]] = frozenset()
 
 
 CONTEXT_SOURCE = "context"
@@ -287,6 +291,8 @@ def _open_step_in(surface: list[Event], session_id: int) -> OpenStep | None:
             # A user message after the header is an impersonation settling (the person's own
             # message always comes before its step's header).
             header, checkpoints = None, []
+        elif event.kind == EventKind.SURFACE_REPLACED and event.source == SUMMARY_SOURCE and event.body.get("request"):
+            header, checkpoints = None, []  # a compaction's summary settles its own request
     if header is None:
         return None
     last = checkpoints[-1] if checkpoints else header
@@ -671,7 +677,8 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
         sent = [SentMessage(m["role"], str(part.get("source", "request-only")), assembly_event.ref, i, message_hash(m))
                 for i, (m, part) in enumerate(zip(messages, list(assembly.request_parts) + [{}] * len(messages)))]
     else:
-        surface = [m for m in surface_of(await log.surface_events(session_id)) if sent_to_model(m)]
+        surface = [m for m in surface_of(await log.surface_events(session_id))
+                   if sent_to_model(m) and m.ref not in assembly.omit]
         messages = [m.to_request() for m in surface] + extra
         sent = [SentMessage(m.role, _source_of(m, claimed), m.ref, None, message_hash(message))
                 for m, message in zip(surface, messages)]
@@ -686,6 +693,7 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
         "strategy_snapshot": assembly.meta.get("strategy_snapshot"),
         "replay_of": assembly.meta.get("replay_of"),
         "config": dict(assembly.config), "submitted_at": now().isoformat(),
+        "context": assembly.meta.get("context"),
         "messages": [m.to_json() for m in sent], **_inbox_trace(claim_event, batch)})]))[0]
     return _Opened(user_event, trace_event, ChatRequest(messages, model, dict(assembly.config)), model, claimed)
 

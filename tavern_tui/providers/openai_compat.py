@@ -250,6 +250,51 @@ class OpenAICompatProvider:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    def context_window(self) -> tuple[int, str] | None:
+        """The context the endpoint reports, read once and cached (issue 16 §1).
+
+        Asks `GET {base}/models` for the configured model's (else the only model's)
+        `context_length`, `max_model_len` (vLLM), `context_window` or `max_context_length`,
+        then llama.cpp's `GET {server root}/props` for `default_generation_settings.n_ctx` or
+        `n_ctx`. A short synchronous request (call it off the event loop); any failure counts
+        as "not reported".
+
+        Returns:
+            (tokens, "endpoint:/models" | "endpoint:/props"), or None.
+        """
+        if hasattr(self, "_context_window"):
+            return self._context_window  # type: ignore[has-type]
+        found: tuple[int, str] | None = None
+        base = self.settings.base_url.rstrip("/")
+        headers = {k: v for k, v in self.build_headers().items() if k != "Accept"}
+        timeout = min(5.0, self.settings.timeout)
+        try:
+            listed = httpx.get(base + "/models", headers=headers, timeout=timeout).json()
+            models = listed.get("data") if isinstance(listed, dict) else None
+            if isinstance(models, list):
+                chosen = [m for m in models if isinstance(m, dict) and m.get("id") == self.settings.model]
+                chosen = chosen or ([m for m in models if isinstance(m, dict)] if len(models) == 1 else [])
+                for key in ("context_length", "max_model_len", "context_window", "max_context_length"):
+                    value = chosen[0].get(key) if chosen else None
+                    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                        found = (value, "endpoint:/models")
+                        break
+        except (httpx.HTTPError, ValueError):
+            pass
+        if found is None:
+            root = base[:-3] if base.endswith("/v1") else base
+            try:
+                props = httpx.get(root + "/props", headers=headers, timeout=timeout).json()
+                settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+                value = (settings or {}).get("n_ctx") if isinstance(settings, dict) else None
+                value = value if value is not None else (props.get("n_ctx") if isinstance(props, dict) else None)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    found = (value, "endpoint:/props")
+            except (httpx.HTTPError, ValueError):
+                pass
+        self._context_window = found
+        return found
+
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body: model (omitted when none is known), messages, `stream: true`,
         `stream_options.include_usage`, then `request.config` (which wins on conflicts)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tavern_tui.config import Settings
 from tavern_tui.engine.stream import Provider
 from tavern_tui.service.chat_files import ChatFileService
+from tavern_tui.service.compaction import CompactionService
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.imports import ImportService
 from tavern_tui.service.inbox import InboxService
@@ -57,6 +58,7 @@ class Tavern:
         timeline: swipes, edits, rollback, branches, the variant tree (`TimelineService`).
         inbox: queued and steer input waiting for the next step (`InboxService`).
         steps: send, reply, regenerate, continue, impersonate and their dry runs (`StepRunner`).
+        compaction: the context limit and summaries that replace old turns (`CompactionService`).
         traces: recorded requests (`TraceService`); chat_files: SillyTavern chats (`ChatFileService`).
         imports: files and folders of any kind (`ImportService`).
         variables: macro variables, local per branch and global (`VariableService`).
@@ -84,8 +86,10 @@ class Tavern:
         self.timeline = TimelineService(ctx, self.library, self.playthroughs)
         self.variables = VariableService(ctx, self.playthroughs)
         self.inbox = InboxService(ctx, self.playthroughs)
+        self.compaction = CompactionService(ctx, self.playthroughs, self.presets)
         self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
-                                self.strategies, self.timeline, self.variables, inbox=self.inbox)
+                                self.strategies, self.timeline, self.variables, self.compaction,
+                                inbox=self.inbox)
         self.traces = TraceService(ctx, self.playthroughs, self.timeline)
         self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
         self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files)

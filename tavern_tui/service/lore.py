@@ -182,9 +182,11 @@ class WorldInfoService:
         if (scope == "global") != (target_id is None):
             raise TavernError("a global binding takes no target; the other scopes need one")
 
-    def world_info_step(self, books: Sequence[SourcedBook], rng: Callable[[], float] | None = None) -> WorldInfoStep:
-        """The world-info step over `books` with the configured settings and the shared key indexes."""
-        return WorldInfoStep(books, self.ctx.settings.world_info, rng, self.index_cache)
+    def world_info_step(self, books: Sequence[SourcedBook], rng: Callable[[], float] | None = None, *,
+                        settings: WorldInfoSettings | None = None) -> WorldInfoStep:
+        """The world-info step over `books` with the configured settings (or `settings`: a
+        step passes them with its request's max context, issue 16) and the shared key indexes."""
+        return WorldInfoStep(books, settings or self.ctx.settings.world_info, rng, self.index_cache)
 
     @staticmethod
     def facts(record: CharacterRecord, card: ParsedCard, user_name: str) -> CardFacts:

@@ -161,7 +161,8 @@ class PlaythroughService:
                            message.kind, message.source, message.content, speaker, message.created_at,
                            str(message.body.get("reasoning") or ""), message.partial,
                            str(error["message"]) if "message" in error else None,
-                           str(error["category"]) if "category" in error else None)
+                           str(error["category"]) if "category" in error else None,
+                           summary if isinstance(summary := message.body.get("summary"), dict) else None)
 
     def messages(self, playthrough_id: int, *, include_system: bool = False,
                  last: int | None = None) -> list[MessageView]:

@@ -18,15 +18,23 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
 from tavern_tui.assembly.basic import BasicAssembler
+from tavern_tui.assembly.fit import ContextOverflow
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
-from tavern_tui.assembly.sillytavern import AuthorsNote, chat_overrides_from_metadata, to_messages
+from tavern_tui.assembly.sillytavern import (
+    REPLY_PRIMING,
+    AuthorsNote,
+    PromptTooLarge,
+    chat_overrides_from_metadata,
+    to_messages,
+)
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model
+from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model, surface_of
 from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
@@ -42,6 +50,7 @@ from tavern_tui.engine.step import (
 from tavern_tui.errors import TavernError
 from tavern_tui.lore.context import ActivationContext
 from tavern_tui.lore.result import ActivationResult
+from tavern_tui.service.compaction import CompactionService
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.inbox import ClaimedElsewhere, InboxService
 from tavern_tui.service.library import LibraryService
@@ -67,6 +76,12 @@ IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user
 """SillyTavern's default `impersonation_prompt` (format-digest §c utility prompts)."""
 
 
+def _parse_ref(text: object) -> tuple[int, int] | None:
+    """"12:7" → (12, 7); None for anything else."""
+    session, _, seq = str(text or "").partition(":")
+    return (int(session), int(seq)) if session.isdigit() and seq.isdigit() else None
+
+
 class StepRunner:
     """Engine steps and their dry runs (`tavern.steps`).
 
@@ -75,13 +90,17 @@ class StepRunner:
         library, playthroughs, lore, persona, presets, strategies: what a step's assembler
             reads (card, playthrough, books, persona section, preset, strategy).
         timeline: the forks a regenerate or continue starts from.
+        variables: the macro variables a step starts from (issue 17; None: a fresh context).
+        compaction: the context limit every request fits and the summaries auto-compaction
+            writes (issue 16).
         inbox: the queued batch a step claims (previews include it; None: previews see none).
     """
 
     def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
                  lore: WorldInfoService, persona: PersonaService, presets: PresetService,
                  strategies: StrategyService, timeline: TimelineService,
-                 variables: VariableService | None = None, *, inbox: InboxService | None = None) -> None:
+                 variables: VariableService | None = None, compaction: CompactionService | None = None, *,
+                 inbox: InboxService | None = None) -> None:
         self.ctx = ctx
         self.variables = variables
         self.library = library
@@ -92,6 +111,9 @@ class StepRunner:
         self.strategies = strategies
         self.timeline = timeline
         self.inbox = inbox
+        self.compaction = compaction or CompactionService(ctx, playthroughs, presets)
+        self._surface_cache: tuple[tuple[int, tuple[int, int]], list[Any]] | None = None
+        self._derived: tuple[list[Any], list[Any]] | None = None  # (the events list, its surface)
 
     def _batch(self, playthrough_id: int, text: str) -> list[str]:
         """What the next step would claim if `text` were sent now: the pending queue (steers
@@ -108,6 +130,50 @@ class StepRunner:
             TavernError: as `preview` (no such playthrough, a persona over its cap, …).
         """
         return int(self.preview(playthrough_id)["tokens"]["total"])
+
+    def _surface_events(self, session_id: int) -> list[Any]:
+        """The session's surface events, re-read only when the log changed (`EventLog.version`):
+        a preview, the gauge and a step's opening read the same 5,000-message surface in turn."""
+        log = self.ctx.store.events
+        version = log.version() if hasattr(log, "version") else None
+        cached = self._surface_cache
+        if version is not None and cached is not None and cached[0] == (session_id, version):
+            return cached[1]
+        events = log.surface_events(session_id)
+        if version is not None:
+            self._surface_cache = ((session_id, version), events)
+        return events
+
+    def _surface(self, session_id: int) -> list[Any]:
+        """`surface_of` the cached surface events (derived once per version of the log). The
+        list is shared: callers must not change it."""
+        events = self._surface_events(session_id)
+        derived = self._derived
+        if derived is not None and derived[0] is events:
+            return derived[1]
+        surface = surface_of(events)
+        self._derived = (events, surface)
+        return surface
+
+    def context_gauge(self, playthrough_id: int) -> dict[str, Any]:
+        """The status line's context gauge for the next request without new input (issue 16):
+        `{"tokens", "used", "limit", "dropped_messages", "summaries", "overflow", "over"}`;
+        `overflow` True (with `over` tokens) when it cannot fit even with all history left out.
+
+        Raises:
+            TavernError: as `preview`, other than the request not fitting.
+        """
+        try:
+            shown = self.preview(playthrough_id)
+        except (ContextOverflow, PromptTooLarge) as refused:
+            limit = self.compaction.limit_for(playthrough_id).limit
+            needed = getattr(refused, "needed", limit)
+            return {"tokens": None, "used": needed, "limit": limit, "dropped_messages": 0, "summaries": [],
+                    "overflow": True, "over": max(0, needed - limit)}
+        context = shown.get("context") or {}
+        return {"tokens": int(shown["tokens"]["total"]), "used": context.get("used"), "limit": context.get("limit"),
+                "dropped_messages": int(context.get("dropped_messages") or 0),
+                "summaries": list(context.get("summaries") or []), "overflow": False, "over": 0}
 
     def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
                    view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
@@ -126,7 +192,12 @@ class StepRunner:
         spec = self.strategies.strategy_spec(strategy) if strategy else strategy_of(playthrough)
         card = self.library.card(record)
         books = self.lore.effective_books(view.id, record, card)
-        timed = timed_state_of(self.ctx.store.events.surface_events(view.session_id))
+        limit = self.compaction.limit_for(playthrough_id)
+        # The world-info budget is a share of this request's context (ST: % of max context);
+        # with nothing said anywhere, the `[world_info]` table's max_context (default 4095) stays.
+        lore_settings = (self.ctx.settings.world_info if limit.source == "default"
+                         else replace(self.ctx.settings.world_info, max_context=limit.max_context))
+        timed = timed_state_of(self._surface_events(view.session_id))
         # The variables the step starts from (issue 17); the assembler stages what its macros change.
         macros = self.variables.macro_context(view.session_id, f"playthrough-{playthrough_id}") \
             if self.variables is not None else None
@@ -148,35 +219,41 @@ class StepRunner:
             header = stored.get("header") if isinstance(stored, dict) else None
             chat_metadata = header.get("chat_metadata") if isinstance(header, dict) else None
             return kind(preset, card.data, card.name, view.user_name, meta, omit=omitted_parameters(playthrough),
-                        world_info=self.lore.world_info_step(books),
+                        world_info=self.lore.world_info_step(books, settings=lore_settings),
                         facts=facts, timed_state=timed, generation_type=generation.type,
                         continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
                         snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
                         chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self.ctx.token_counter,
-                        memory=memory, macros=macros)
+                        memory=memory, macros=macros, limit=limit)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.presets.playthrough_preset(playthrough_id)
             omit = omitted_parameters(playthrough)
             config = {k: v for k, v in preset.call_config().items() if k not in omit}
             meta["adjustments"] = preset.config_notes() + omit_notes(omit)
-        return BasicAssembler(card.data, card.name, view.user_name, meta, self.lore.world_info_step(books), facts,
-                              timed, generation.type, config, persona, memory, macros)
+        return BasicAssembler(card.data, card.name, view.user_name, meta,
+                              self.lore.world_info_step(books, settings=lore_settings), facts,
+                              timed, generation.type, config, persona, memory, macros, limit, self.ctx.token_counter)
 
     def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
         """The exact request the next step would send if `text` were sent now (seed 000: the
         same code path as a step, no provider call, nothing stored).
 
         Returns:
-            `{"strategy", "messages": [{"role", "content", "source"}], "config", "tokens",
-            "adjustments", "world_info"}`; `tokens` are estimates per source and in total.
+            `{"context", "strategy", "messages": [{"role", "content", "source"}], "config",
+            "tokens", "adjustments", "world_info"}`; `tokens` are estimates per source and in
+            total; `context` is the fit (`assembly.fit.ContextFit.to_json`: limit, used,
+            dropped_messages, first_kept, summaries).
+
+        Raises:
+            ContextOverflow / PromptTooLarge: the request cannot fit even with all history left out.
 
         Raises:
             NotFound: unknown strategy (the message lists them), or no such playthrough.
         """
         view = self.playthroughs.playthrough(playthrough_id)
         assembler = self._assembler(playthrough_id, Generation(), strategy, view)
-        history = derive_messages(self.ctx.store.events, view.session_id)
+        history = self._surface(view.session_id)
         claimed = self._batch(playthrough_id, text)
         if getattr(assembler, "strategy", None) == PROJECTION:
             built, meta, _records = assembler.build(history, claimed)
@@ -184,28 +261,34 @@ class StepRunner:
             spans: list[Any] = [list(p.spans) for p in built.parts]
             config = assembler.call_config()
             tokens = {**built.tokens, "total": sum(built.tokens.values())}
+            context = meta.get("context")
         else:
             assembly = assembler(history, claimed)
             meta, config = assembly.meta, assembly.config
             messages = ([{"role": "system", "content": assembly.system, "source": "system"}] if assembly.system else [])
             spans = [meta.get("system_parts")] if assembly.system else []
-            shown = [m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
-            messages += [{**m.to_request(), "source": "context" if m.source == CONTEXT_SOURCE else "history"}
-                         for m in shown]
-            spans += [default_parts(m.to_request(), "context" if m.source == CONTEXT_SOURCE else "history", m.ref,
-                                    str(m.body.get("context") or "")) for m in shown]
+            shown = [m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)
+                     and m.ref not in assembly.omit]
+            sources = ["context" if m.source == CONTEXT_SOURCE else "summary" if m.source == SUMMARY_SOURCE
+                       else "history" for m in shown]
+            messages += [{**m.to_request(), "source": source} for m, source in zip(shown, sources)]
+            spans += [default_parts(m.to_request(), source, m.ref, str(m.body.get("context") or ""))
+                      for m, source in zip(shown, sources)]
             # Context the step would admit now, just before the input (roles-first).
             admitted = context_events(history, assembly.context)
             messages += [{"role": "user", "content": e.body["content"], "source": "context"} for e in admitted]
             spans += [default_parts(e.body, "context", None, str(e.body.get("context") or "")) for e in admitted]
             messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
             spans += [default_parts({"content": t}, "input") for t in claimed]
-            tokens = {"total": estimate_messages(messages)}
+            context = meta.get("context")
+            # The messages alone (the fit's `used` adds the reply priming).
+            tokens = {"total": int(context["used"]) - REPLY_PRIMING if context else estimate_messages(messages)}
         entry_ids = list((meta.get("persona") or {}).get("entries") or [])
         spans = [split_persona(s, str(m.get("content") or ""), entry_ids) for m, s in zip(messages, spans)]
         attribution = attribute(messages, spans, self.ctx.token_counter)
-        return {"strategy": meta.get("strategy", "compat"), "strategy_snapshot": meta.get("strategy_snapshot"),
-                "persona": meta.get("persona"), "messages": messages, "config": config, "tokens": tokens,
+        return {"context": context, "strategy": meta.get("strategy", "compat"),
+                "strategy_snapshot": meta.get("strategy_snapshot"), "persona": meta.get("persona"),
+                "messages": messages, "config": config, "tokens": tokens,
                 "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info"),
                 "parts": attribution["messages"], "breakdown": attribution["breakdown"]}
 
@@ -294,28 +377,49 @@ class StepRunner:
             async for update in steps:
                 yield update
 
-    def _prepare_step(self, playthrough_id: int, generation: Generation) -> tuple[PlaythroughView, Any]:
+    def _prepare_step(self, playthrough_id: int, generation: Generation, text: str | None = None,
+                      claim: bool = False) -> tuple[PlaythroughView, Any, dict[str, Any] | None]:
         """(the playthrough, the assembler) of a step about to run; marks the playthrough played.
         Called in a worker thread: it runs SQL, reads (and on first use parses) the books, and
         waits for the key indexes, which the chat's warm-up (another worker thread) may hold for
         a while on a big book.
 
+        The request is fitted once here, before anything of the step is stored: one that cannot
+        fit is refused now (issue 16: refused before sending, nothing half-stored). Returns
+        (the playthrough, the assembler, that fit's `context` record).
+
         Raises:
             NotFound: no such playthrough. PersonaCapExceeded: as `_assembler`.
+            ContextOverflow / PromptTooLarge: the request cannot fit the context.
         """
         view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
         assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True)
         self.lore.index_cache.wait_free()
-        return view, assembler
+        history = self._surface(view.session_id)
+        # The batch the step will claim (engine `_claim_inbox`: the pending items, steers first,
+        # then `text`), read now; an item queued between here and the claim is fitted again by
+        # the assembler in the step's own build, which refuses the same way.
+        claimed = self._batch(playthrough_id, text or "") if text is not None or claim else []
+        if getattr(assembler, "strategy", None) == PROJECTION:
+            fitted = assembler.build(history, claimed)[1].get("context")
+        else:
+            fitted = assembler(history, claimed).meta.get("context")
+        return view, assembler, fitted
 
     async def _step(self, playthrough_id: int, text: str | None, generation: Generation, *,
                     claim: bool = False) -> AsyncIterator[StepUpdate]:
         """One engine step on the playthrough's head session (send, regenerate, continue,
         impersonate; `claim`: the inbox's pending batch is its input)."""
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
-        view, assembler = await asyncio.to_thread(self._prepare_step, playthrough_id, generation)
+        view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation, text, claim)
+        if fitted and fitted.get("dropped_messages") and self.ctx.settings.auto_compact:
+            # Auto-compaction: summarise the oldest block instead of dropping it, then fit again.
+            first_kept = _parse_ref(fitted.get("first_kept"))
+            await self.compaction.compact(playthrough_id, until=first_kept, keep=0 if first_kept is None else None)
+            view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,
+                                                              text, claim)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
                          generation=generation, stale_after=self.ctx.stale_after, claim=claim,

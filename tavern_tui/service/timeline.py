@@ -18,6 +18,7 @@ from tavern_tui.engine.events import EventKind, Origin
 from tavern_tui.engine.inbox import move_pending
 from tavern_tui.engine.log import (
     EDIT_SOURCE,
+    SUMMARY_SOURCE,
     SYSTEM_PROMPT_SOURCE,
     derive_messages,
     inspect,
@@ -416,11 +417,13 @@ class TimelineService:
         message = surface[index]
         self.playthroughs.check_message(text, allow_secrets=allow_secrets, where="edit", already=message.content)
         replacement: dict[str, Any] = {"role": message.role, "content": text}
-        for key in ("name", "hidden"):
+        for key in ("name", "hidden", "summary"):
             if key in message.body:
                 replacement[key] = message.body[key]
         origin = Origin.OPERATOR if message.role != "user" else None
-        self.ctx.store.events.append(view.session_id, [replacement_event([message.ref], replacement, origin)])
+        # An edited summary stays a summary node (never dropped to fit; issue 16).
+        source = SUMMARY_SOURCE if message.source == SUMMARY_SOURCE else EDIT_SOURCE
+        self.ctx.store.events.append(view.session_id, [replacement_event([message.ref], replacement, origin, source)])
         self._touch(playthrough_id)
 
     def delete_message(self, playthrough_id: int, ref: Ref, *, to_end: bool = False) -> int:

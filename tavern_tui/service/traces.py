@@ -27,7 +27,8 @@ from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.views import TraceView
 
-_SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE))
+_SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE),
+                 str(EventKind.SURFACE_REPLACED))
 
 _RECORD_KINDS = frozenset({STATE_KIND, LORE_STATE_KIND, EventKind.REQUEST_ASSEMBLY})
 """Kinds a step appends in one batch with its request header (engine.step `_open`)."""
@@ -77,7 +78,10 @@ class TraceService:
         settles = self.ctx.store.events.events_of_kind(_SETTLE_KINDS, sessions) if sessions else []
         by_session: dict[int, list[Event]] = {}
         for event in settles:
-            if event.kind != EventKind.USER_MESSAGE or event.source == "impersonation":
+            if event.kind == EventKind.SURFACE_REPLACED:
+                if event.body.get("request"):  # a compaction's summary settles its request
+                    by_session.setdefault(event.session_id, []).append(event)
+            elif event.kind != EventKind.USER_MESSAGE or event.source == "impersonation":
                 by_session.setdefault(event.session_id, []).append(event)
         result: dict[tuple[int, int], Event] = {}
         for trace in traces:
@@ -144,6 +148,7 @@ class TraceService:
                     "character_id", "character_sha256", "preset", "world_books") if k in assembly},
                 "persona": assembly.get("persona"),
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
+                "context": event.body.get("context") or assembly.get("context"),
                 "config_adjusted": reply.get("config"), "variables": variables or None}
 
     def _state_commit_before(self, header: Event) -> dict[str, Any] | None:

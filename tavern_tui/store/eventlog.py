@@ -21,6 +21,7 @@ from tavern_tui.engine.events import (
     canonical_json,
     parse_origin,
 )
+from tavern_tui.engine.log import SUMMARY_SOURCE
 from tavern_tui.engine.timeline import SessionLink, VariantRow
 from tavern_tui.errors import NotFound, StoreError
 from tavern_tui.store.db import busy_error, is_busy
@@ -424,5 +425,13 @@ class EventLog:
         # System lines shown in the chat (an imported `is_system`), not the per-step system section.
         shown_system = and_(EVENTS.c.kind == str(EventKind.SYSTEM_MESSAGE), EVENTS.c.source != "system-prompt")
         with self._engine.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(EVENTS)
-                                    .where(or_(*clauses), or_(EVENTS.c.kind.in_(kinds), shown_system))).scalar_one())
+            count = int(conn.execute(select(func.count()).select_from(EVENTS)
+                                     .where(or_(*clauses), or_(EVENTS.c.kind.in_(kinds), shown_system))).scalar_one())
+            # A summary shows as one message in place of its targets (issue 16): 1 − len(targets) each.
+            summaries = conn.execute(select(EVENTS.c.body).where(
+                or_(*clauses), EVENTS.c.kind == str(EventKind.SURFACE_REPLACED),
+                EVENTS.c.source == SUMMARY_SOURCE)).scalars().all()
+        for body in summaries:
+            targets = json.loads(body).get("targets") or []
+            count += 1 - len(targets)
+        return count

@@ -55,6 +55,21 @@ def playthrough_summary(playthrough: PlaythroughView, now: datetime) -> str:
             f"{relative_time(playthrough.updated_at, now)}")
 
 
+def summary_title(message: MessageView) -> str:
+    """"summary of 240 messages, 12 Mar–14 Mar": what a summary node stands for (issue 16)."""
+    meta = message.summary or {}
+    covers = meta.get("covers") if isinstance(meta.get("covers"), int) else 0
+    span = ""
+    try:
+        start, end = (datetime.fromisoformat(str(meta[k])) for k in ("from", "to"))
+        first, last = f"{start.day} {start:%b}", f"{end.day} {end:%b}"
+        span = f", {first}" if first == last else f", {first}–{last}"
+    except (KeyError, ValueError):
+        pass
+    noun = "message" if covers == 1 else "messages"
+    return f"summary of {covers} {noun}{span}"
+
+
 def message_mark(message: MessageView) -> str:
     """The subtle mark next to a speaker: why this message is not an ordinary reply or line.
 
@@ -62,6 +77,8 @@ def message_mark(message: MessageView) -> str:
         "opening" for a greeting, "stopped"/"error · <category>" for a partial reply, the origin name
         for any other non-natural origin, "" for an ordinary message.
     """
+    if message.summary is not None:
+        return summary_title(message)
     if message.partial:
         if message.error_category == "interrupted":  # recovered after a kill: say why (issue 23 item 1)
             return f"recovered · {INTERRUPTED_REASON}"
@@ -80,6 +97,8 @@ def message_mark(message: MessageView) -> str:
 def message_classes(message: MessageView) -> list[str]:
     """The `-classes` a message box carries (role, origin when not natural, partial state)."""
     classes = [f"-{message.role}"]
+    if message.summary is not None:
+        classes.append("-summary")
     if not message.natural:
         classes.append(f"-origin-{message.origin}")
     if message.partial:
@@ -179,3 +198,11 @@ def totals_line(result: ActivationResult) -> str:
     elif spent.get("timeouts"):
         line += f" · {spent['timeouts']} regex searches timed out"
     return line
+
+
+def compact_count(tokens: int) -> str:
+    """18200 → "18.2k", 32768 → "32.8k", 32000 → "32k", 950 → "950"."""
+    if tokens < 1000:
+        return str(tokens)
+    text = f"{tokens / 1000:.1f}".removesuffix(".0")
+    return f"{text}k"

@@ -5,7 +5,9 @@ Rule: SillyTavern 1.18 `openai.js` `populateChatHistory`, `populateDialogueExamp
 `parseExampleIntoIndividual` and `sanitizeName` (format-digest §c.4; steps 4, 6 and 9 of
 `builder`):
 
-- Budget = openai_max_context − openai_max_tokens. What the mandatory prompts and the reply
+- Budget = openai_max_context − openai_max_tokens, or the request's resolved context limit
+  (`PromptInputs.context_limit`, issue 16). Summary nodes are paid for with the mandatory
+  prompts and never dropped. What the mandatory prompts and the reply
   priming (`REPLY_PRIMING`) leave is filled with the chat (with its injections) newest→oldest
   while it fits, stopping at the first message that does not (the input is kept whatever
   happens); when the mandatory prompts alone do not fit, the builder raises `PromptTooLarge`.
@@ -117,8 +119,9 @@ class ChatItem:
 
     Attributes:
         part: the message.
-        kind: "history" | "input" | "injection" | "anchor" (the continued reply, which anchors
-            the injection depths and is taken out again before the chat is fitted).
+        kind: "history" | "input" | "summary" (a summary node, never dropped) | "injection" |
+            "anchor" (the continued reply, which anchors the injection depths and is taken out
+            again before the chat is fitted).
     """
 
     part: PromptPart
@@ -145,7 +148,8 @@ class ChatBudget:
         self.ctx = ctx
         self.sub = sub
         self.count = inputs.count
-        self.budget = self.preset.max_context - self.preset.max_tokens
+        limit = inputs.context_limit
+        self.budget = limit if limit is not None else self.preset.max_context - self.preset.max_tokens
         self.adjustments = adjustments
 
     def cost(self, part: PromptPart) -> int:
@@ -163,7 +167,8 @@ class ChatBudget:
             role = message.role if message.role in ROLES else "user"
             text = message.content.replace("\r", "")
             # SillyTavern expands the person's input once, when it is sent (the assemblers do that first),
-            # and never the stored chat again: expanded here without re-running any variable write.
+            # and never the stored chat again: expanded here without re-running any variable write
+            # (`substitute_readonly` returns macro-free text as it is, without copying the variables).
             content = substitute_readonly(text, self.ctx)
             if not content.strip():
                 continue
@@ -173,9 +178,9 @@ class ChatBudget:
                     content = f"{message.name}: {content}"
                 elif behaviour == _NAMES_COMPLETION:
                     name = sanitize_name(message.name) or None
-            source = "input" if message.is_input else "history"
+            source = "input" if message.is_input else "summary" if message.pinned else "history"
             items.append(ChatItem(PromptPart(role, content, source, "", message.ref, name),
-                               "input" if message.is_input else "history"))
+                               "input" if message.is_input else "summary" if message.pinned else "history"))
         return items
 
     def fit_history(self, items: list[ChatItem], remaining: int,
@@ -194,13 +199,12 @@ class ChatBudget:
             elif candidate.content:
                 self.adjustments.append("send_if_empty left out: the budget is full")
         full = False
-        dropped_history = dropped_injections = 0
+        dropped_history, dropped_injections = self.inputs.history_offset, 0  # the offset: cut before the build
         for item in reversed(items):
-            if item.kind == "input":
+            if item.kind in ("input", "summary"):  # paid for with the mandatory prompts
                 kept.append(item)
                 continue
-            cost = self.cost(item.part)
-            if not full and cost <= remaining:
+            if not full and (cost := self.cost(item.part)) <= remaining:
                 kept.append(item)
                 remaining -= cost
                 continue

@@ -193,7 +193,8 @@ class _Builder:
             first_message=self._card_text("first_mes"), original=None,
             input="\n".join(m.content for m in history if m.is_input),
             last_message=history[-1].content if history else "", last_user_message=last_user,
-            last_char_message=last_char, last_message_id=len(history) - 1 if history else None,
+            last_char_message=last_char,
+            last_message_id=inputs.history_offset + len(history) - 1 if history else None,
             outlets=dict(inputs.lore.outlets) or base.outlets,
         )
         self.ctx = ctx  # `sub` reads it: the card fields are expanded against the raw ones
@@ -387,6 +388,7 @@ class _Builder:
         mandatory = [p for p in slots if isinstance(p, PromptPart)] + tail
         mandatory += [new_chat] if new_chat else []
         mandatory += [it.part for it in inputs_kept]
+        mandatory += [it.part for it in items if it.kind == "summary"] if has_history else []
         needed = REPLY_PRIMING + sum(self.chat.cost(p) for p in mandatory)
         if needed > self.chat.budget and self.inputs.strict_budget:
             raise PromptTooLarge(needed, self.chat.budget, preset.max_context, preset.max_tokens)

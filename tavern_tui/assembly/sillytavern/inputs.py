@@ -72,6 +72,7 @@ class HistoryMessage:
         ref: (session, seq) of the event holding it.
         name: the speaker's display name (used by names_behavior).
         is_input: the message being sent this step (the claimed input).
+        pinned: a summary node: never dropped to fit (issue 16).
     """
 
     role: str
@@ -79,6 +80,7 @@ class HistoryMessage:
     ref: tuple[int, int] | None = None
     name: str = ""
     is_input: bool = False
+    pinned: bool = False
 
 
 def chat_overrides_from_metadata(meta: dict[str, Any] | None) -> dict[str, str]:
@@ -122,6 +124,11 @@ class PromptInputs:
             `history`.
         strict_budget: mandatory prompts over the budget raise `PromptTooLarge` (SillyTavern);
             False (native strategies, which send the history whole) names it as an adjustment.
+        context_limit: the request's token limit (`assembly.fit.ContextLimit.limit`), which
+            replaces openai_max_context − openai_max_tokens as the budget; None = the preset's.
+        history_offset: oldest chat messages left out before the build because they cannot fit
+            whatever happens (`assembly.preset.cut_unfittable`); counted as dropped, and
+            `{{lastMessageId}}` still counts them.
     """
 
     preset: ParsedPreset
@@ -139,6 +146,8 @@ class PromptInputs:
     chat_overrides: dict[str, str] = field(default_factory=dict)
     user_message_count: int | None = None
     strict_budget: bool = True
+    context_limit: int | None = None
+    history_offset: int = 0
 
 
 

@@ -37,8 +37,8 @@ def _whole(part: PromptPart, preset: ParsedPreset) -> Span:
     source = part.source
     if source == "marker" and ident in _CARD_FIELDS:
         return span("card", 0, end, identifier=ident, name=name, field=_CARD_FIELDS[ident])
-    if source in ("history", "input"):
-        return span(source, 0, end, ref=list(part.ref) if part.ref else None)
+    if source in ("history", "input", "summary"):  # a summary node stands for the chat it replaced
+        return span("input" if source == "input" else "history", 0, end, ref=list(part.ref) if part.ref else None)
     if source in _CONTROL_SOURCES:
         kind = "history" if ident == "continueMessage" else "control"  # the continued reply is chat
         return span(kind, 0, end, identifier=ident)

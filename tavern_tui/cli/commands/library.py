@@ -34,11 +34,13 @@ def add_sessions(commands: Commands) -> None:
 
 
 def add_show(commands: Commands) -> None:
-    """`tavern show PLAYTHROUGH [--json] [--system]`."""
+    """`tavern show PLAYTHROUGH [--json] [--system] [--all]`."""
     p_show = commands.add("show", cmd_show, help="print a playthrough's messages with role and origin")
     p_show.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
     p_show.add_argument("--json", action="store_true")
     p_show.add_argument("--system", action="store_true", help="include the system section sent to the model")
+    p_show.add_argument("--all", action="store_true",
+                        help="also list the originals each summary replaced (marked; never sent)")
 
 
 def add_tree(commands: Commands) -> None:
@@ -104,10 +106,22 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_service(args) as tavern:
         view = tavern.playthroughs.playthrough(args.playthrough)
         messages = tavern.playthroughs.messages(view.id, include_system=args.system)
+        replaced = tavern.compaction.replaced_views(view.id) if args.all else {}
     if args.json:
-        return print_json(out, {"playthrough": view.to_json(), "messages": [m.to_json() for m in messages]})
+        rows = []
+        for m in messages:
+            rows.append(m.to_json())
+            rows += [{**o.to_json(), "replaced_by": f"{m.ref[0]}:{m.ref[1]}", "sent": False}
+                     for o in replaced.get(m.ref, [])]
+        return print_json(out, {"playthrough": view.to_json(), "messages": rows})
     out.write(f"playthrough {view.id}: {view.character_name} with {view.user_name}\n")
     for m in messages:
+        if m.ref in replaced:
+            out.write(f"\n[summary of {len(replaced[m.ref])} messages · {m.ref[0]}:{m.ref[1]}]\n{m.content}\n")
+            for o in replaced[m.ref]:
+                out.write(f"  [replaced by {m.ref[0]}:{m.ref[1]} · not sent · {o.role} · {o.ref[0]}:{o.ref[1]}] "
+                          f"{o.speaker}: {o.content}\n")
+            continue
         marks = [m.role, m.origin]
         if m.partial:
             marks.append("partial" + (f": {m.error}" if m.error else ""))

@@ -11,7 +11,7 @@ from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.cli.commands.chat import add_selection_options, apply_selection
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_OK
-from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.cli.output import context_line, print_json, print_rows
 from tavern_tui.errors import TavernError
 
 if TYPE_CHECKING:
@@ -82,6 +82,9 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return print_json(out, shown)
     out.write(f"PREVIEW (not sent) · strategy {shown['strategy']} · ~{shown['tokens'].get('total', 0):,} tokens"
               f" · config {json.dumps(shown['config'])}\n")
+    context = shown.get("context")
+    if context:
+        out.write(context_line(context) + "\n")
     for message, parts in zip(shown["messages"], shown.get("parts") or [None] * len(shown["messages"])):
         name = f" ({message['name']})" if message.get("name") else ""
         out.write(f"\n[{message['role']}{name} · {message['source']}]\n")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
-from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.cli.output import context_line, print_json, print_rows
 from tavern_tui.engine.stream import TextDelta
 
 if TYPE_CHECKING:
@@ -114,6 +114,13 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if attribution.get("breakdown"):
         out.write(f"tokens by category ({attribution.get('counter')}): {breakdown_text(attribution['breakdown'])}\n")
     record = shown["record"]
+    if shown.get("context"):
+        context = shown["context"]
+        if "used" in context:
+            out.write(context_line(context) + "\n")
+        else:  # a compaction's summary request
+            out.write(f"summary request over {context.get('summarised')} messages (context {context.get('limit')} "
+                      f"tokens, {context.get('source')})\n")
     snap = record.get("strategy_snapshot") or {}
     if snap:
         out.write(f"strategy {snap.get('name')} v{snap.get('version')} ({snap.get('base')}) "

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.timer import Timer
-from textual.widgets import Static, TextArea
+from textual.widgets import Collapsible, Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from tavern_tui.engine.step import OPENING_SOURCE, InboxEmpty, StepBusy, StepSettled, StepStarted, StepUpdate
@@ -136,6 +136,10 @@ class ChatScreen(TavernScreen[None]):
                 tooltip="Delete the shown swipe of the last reply, keeping the others"),
         Binding("f11", "variables", "Variables", id="chat.variables", show=False,
                 tooltip="Macro variables and their history"),
+        Binding("f10", "compact", "Compact", id="chat.compact", show=False,
+                tooltip="Summarise the oldest messages into one summary (the originals stay in the log)"),
+        Binding("f12", "edit_summary", "Edit summary", id="chat.edit_summary", show=False,
+                tooltip="Edit the newest summary"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
@@ -291,10 +295,11 @@ class ChatScreen(TavernScreen[None]):
     def _estimate_tokens(self) -> None:
         # Reads the whole history: off the UI thread, so a swipe repaints before it is done.
         try:
-            tokens: int | None = self.tavern.steps.estimate_tokens(self.playthrough_id)
+            gauge: dict | None = self.tavern.steps.context_gauge(self.playthrough_id)
         except TavernError:
-            tokens = None
-        self.app.call_from_thread(setattr, self.status, "tokens", tokens)
+            gauge = None
+        self.app.call_from_thread(setattr, self.status, "tokens", gauge["tokens"] if gauge else None)
+        self.app.call_from_thread(setattr, self.status, "gauge", gauge)
 
     def _reload(self) -> None:
         """Re-read what the database holds (after a swipe or the tree) in a worker, then show it."""
@@ -681,6 +686,70 @@ class ChatScreen(TavernScreen[None]):
     def action_variables(self) -> None:
         """Open the variables pane (issue 17): the variables now and their history per message."""
         self.app.push_screen(VariablesScreen(self.tavern, self.playthrough_id))
+
+    # -- compaction (issue 16) ------------------------------------------------------------
+
+    def action_compact(self) -> None:
+        """Summarise the oldest messages (all but the newest ten) into one summary node; the
+        status line shows the progress; the transcript and the gauge follow."""
+        if self.generating:
+            return
+        self.generating = True
+        self.status.detail, self.status.state = "asking the model for a summary…", "compacting"
+        self._compact()
+
+    @work(exclusive=True, group=GENERATION, exit_on_error=False, description="compact the playthrough")
+    async def _compact(self) -> None:
+        # On the loop: the provider streams here (its client lives on this loop); the
+        # service's reads and writes run in threads.
+        def progress(chars: int) -> None:
+            self.status.detail = f"summary: {chars:,} characters received"
+
+        try:
+            done = await self.tavern.compaction.compact(self.playthrough_id, progress=progress)
+        except Exception as exc:  # noqa: BLE001 - any failure is shown; nothing was stored
+            self.status.state, self.status.detail = "error", f"compaction: {exc}"
+            self.notify(str(exc), title="Cannot compact", severity="error", timeout=10)
+        else:
+            self.status.state, self.status.detail = "idle", ""
+            self.notify(f"{done.covers} messages replaced by a summary (the originals stay in the log).",
+                        title="Compacted")
+        finally:
+            self.generating = False
+        self._reload()
+
+    def action_edit_summary(self) -> None:
+        """Edit the newest summary shown (a replacement of it; the earlier text stays in the log)."""
+        box = next((b for b in reversed(self.transcript.boxes) if b.view is not None and b.view.summary is not None),
+                   None)
+        if box is None or box.view is None:
+            self.notify("No summary in this chat yet; compact first (F10).", title="Edit summary")
+            return
+        view = box.view
+
+        def save(edited: str | None) -> None:
+            if edited is not None:
+                self.call(self.tavern.timeline.edit_message, self.playthrough_id, view.ref, edited,
+                          title="Cannot edit the summary", then=lambda _: self._reload())
+
+        self.app.push_screen(EditMessageScreen("Summary", view.content), save)
+
+    @on(Collapsible.Expanded, ".originals")
+    def _show_originals(self, event: Collapsible.Expanded) -> None:
+        """Fill a summary's originals section on first expand (read-only, marked not sent)."""
+        section = event.collapsible
+        box = next((a for a in section.ancestors if isinstance(a, MessageBox)), None)
+        if box is None or box.view is None or section.query(".original"):
+            return
+        ref = box.view.ref
+
+        async def fill(replaced: dict) -> None:
+            lines = [Static(f"{o.speaker} ({o.ref[0]}:{o.ref[1]}, not sent): {o.content}", classes="original",
+                            markup=False) for o in replaced.get(ref, [])]
+            await section.query_one(Collapsible.Contents).mount_all(lines)
+
+        self.call(self.tavern.compaction.replaced_views, self.playthrough_id, title="Cannot read the originals",
+                  then=fill)
 
     def action_stop(self) -> None:
         """Leave the edit of a queued item, or else cancel the streaming reply; the service

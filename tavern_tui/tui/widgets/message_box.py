@@ -50,6 +50,7 @@ class MessageBox(Vertical):
     | `-origin-<origin>` | an origin other than the role's natural producer (the greeting: engine) |
     | `-streaming` | the reply is still arriving |
     | `-partial` with `-stopped` or `-error` | a reply cut off by Esc or by a provider error |
+    | `-summary` | a summary node: its mark says what it covers; `.originals` (collapsed) expands to them |
 
     | child class | part |
     | --- | --- |
@@ -70,6 +71,14 @@ class MessageBox(Vertical):
 
     MessageBox.-user {
         background: $message-user-background;
+    }
+
+    MessageBox.-summary {
+        border-left: outer $accent;
+    }
+
+    MessageBox .originals .original {
+        color: $text-muted;
     }
 
     MessageBox .message-header {
@@ -152,6 +161,10 @@ class MessageBox(Vertical):
             yield self._reasoning_widget(self._reasoning)
         if self.view is not None:
             yield Static(RichMarkdown(keep_line_breaks(self._content)), classes="message-body")
+            if self.view.summary is not None:
+                # Filled by the chat when expanded: the originals, read-only, never sent.
+                covers = self.view.summary.get("covers", 0)
+                yield Collapsible(title=f"{covers} original messages (not sent)", collapsed=True, classes="originals")
         else:
             yield Markdown(self._content, classes="message-body")
 
@@ -206,6 +219,8 @@ class MessageBox(Vertical):
         body = self.body
         if self.view is None or not isinstance(body, Static) or bool(view.reasoning) != bool(self._reasoning):
             return False
+        if (view.summary is None) != (self.view.summary is None) or view.summary is not None:
+            return False  # the originals section comes and goes with the summary
         if view.reasoning:
             return False  # the collapsed section would keep the old reasoning
         wanted = set(message_classes(view))

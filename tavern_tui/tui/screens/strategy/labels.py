@@ -10,7 +10,7 @@ from textual.content import Content
 
 from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.assembly.strategies import StrategySpec
-from tavern_tui.tui.labels import clip, plural
+from tavern_tui.tui.labels import clip, compact_count, plural
 from tavern_tui.views import PresetView
 
 PREVIEW_LABEL = "PREVIEW — not sent"
@@ -95,7 +95,8 @@ def _role_style(role: str) -> str:
 
 def preview_content(preview: Mapping[str, Any], preset_name: str) -> Content:
     """The preview panel's text: a summary line, each message ("role · source" then its content,
-    cut to `CONTENT_LIMIT` characters), the call config, the token total and the adjustments."""
+    cut to `CONTENT_LIMIT` characters), the call config, the token total, the context fit and the
+    adjustments."""
     messages: Sequence[Mapping[str, Any]] = preview.get("messages", [])
     tokens: Mapping[str, Any] = preview.get("tokens", {})
     parts: list[Content] = [Content.assemble(
@@ -127,6 +128,16 @@ def preview_content(preview: Mapping[str, Any], preset_name: str) -> Content:
                                   (f" ({detail})" if detail else "", "dim")))
     if preview.get("breakdown"):
         parts.append(Content.assemble(("by category  ", "bold"), breakdown_text(dict(preview["breakdown"]))))
+    context = preview.get("context")
+    if isinstance(context, Mapping) and context.get("limit"):
+        # The same figures as the chat's status-line gauge (issue 16).
+        fit = f"{compact_count(int(context.get('used') or 0))} / {compact_count(int(context['limit']))} tokens " \
+              f"({context.get('source', '?')})"
+        if context.get("dropped_messages"):
+            fit += f" · {context['dropped_messages']} oldest left out, first kept {context.get('first_kept')}"
+        if context.get("summaries"):
+            fit += " · summaries " + ", ".join(map(str, context["summaries"]))
+        parts.append(Content.assemble(("context  ", "bold"), fit))
     world_info = preview.get("world_info")
     if isinstance(world_info, Mapping) and "fired" in world_info:
         fired = world_info["fired"]

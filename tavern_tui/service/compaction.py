@@ -1,0 +1,304 @@
+"""Provides `CompactionService`: the context a playthrough's requests fit, and summaries that
+replace old turns (`tavern.compaction`).
+
+Rules: issue 16 and seed 000 §1.1. The limit follows `assembly.fit.resolve_limit` (bound
+preset, config, endpoint report, default). A compaction asks the model for a recap of a
+contiguous range of the oldest visible messages and records it as one `surface/replaced`
+event (origin engine, source `SUMMARY_SOURCE`) obscuring exactly that range; the originals stay
+in the log. The request is traced like a step's (`request/assembly` + `request/header` +
+`trace/request`, generation "summary"), written only once the summary arrived, so a failed
+compaction stores nothing. A summary is a surface node: it can be edited (a replacement of it,
+still a summary) and summarised again with later messages. A fork made before the compaction
+does not see it (its surface stops at the fork point); one made after does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from tavern_tui.assembly.fit import ContextLimit, message_cost, resolve_limit
+from tavern_tui.engine.events import EventKind, NewEvent, Origin
+from tavern_tui.engine.log import (
+    SUMMARY_SOURCE,
+    SYSTEM_PROMPT_SOURCE,
+    SurfaceMessage,
+    derive_messages,
+    sent_to_model,
+)
+from tavern_tui.engine.stream import ChatRequest, TextDelta
+from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
+from tavern_tui.errors import NotFound, TavernError
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.presets import PresetService
+from tavern_tui.text.names import substitute_names
+from tavern_tui.views import MessageView
+
+DEFAULT_SUMMARY_PROMPT = (
+    "Summarise the roleplay transcript below as a factual recap, in the third person and the past tense. "
+    "Name every character and place that matters, say what happened in order, what was decided or revealed, "
+    "and list the threads still open. Do not invent anything, do not continue the story, and write only the "
+    "recap.")
+"""What a compaction asks when the config sets no `summary_prompt` (issue 16 §3)."""
+
+DEFAULT_KEEP = 10
+"""Newest visible messages a compaction leaves as they are when `--keep` is not given."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """What one compaction recorded.
+
+    Attributes:
+        summary: ref of the `surface/replaced` event (the summary node).
+        covers: original messages it stands for (a summary it replaced counts its own).
+        targets: the surface refs it obscured, oldest first.
+        trace: "SESSION:SEQ" of the summary request's trace.
+        text: the summary.
+    """
+
+    summary: tuple[int, int]
+    covers: int
+    targets: tuple[tuple[int, int], ...]
+    trace: str
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"summary", "covers", "targets", "trace", "text"}` (refs as "SESSION:SEQ")."""
+        return {"summary": _ref(self.summary), "covers": self.covers, "targets": [_ref(t) for t in self.targets],
+                "trace": self.trace, "text": self.text}
+
+
+def _ref(ref: Sequence[int]) -> str:
+    return f"{ref[0]}:{ref[1]}"
+
+
+def covers_of(message: SurfaceMessage) -> int:
+    """Original messages a surface message stands for: a summary's `covers`, else 1."""
+    meta = message.body.get("summary")
+    value = meta.get("covers") if isinstance(meta, dict) else None
+    return value if isinstance(value, int) and value > 0 else 1
+
+
+class CompactionService:
+    """Context limits and compaction (`tavern.compaction`).
+
+    Args:
+        ctx: settings (limits, summary prompt), store, provider, token counter.
+        playthroughs: the playthrough's head session and names.
+        presets: the preset bound to a playthrough.
+    """
+
+    def __init__(self, ctx: ServiceContext, playthroughs: PlaythroughService, presets: PresetService) -> None:
+        self.ctx = ctx
+        self.playthroughs = playthroughs
+        self.presets = presets
+
+    # -- the limit -------------------------------------------------------------------------
+
+    def limit_for(self, playthrough_id: int) -> ContextLimit:
+        """The context this playthrough's next request fits (`resolve_limit`; the endpoint is
+        asked only with `probe_context` on, once per provider). Runs SQL: call off the loop.
+
+        Raises:
+            NotFound: no such playthrough.
+        """
+        with self.ctx.store.unit_of_work() as uow:
+            bound = uow.playthroughs.get(playthrough_id).preset_id is not None
+        settings = self.ctx.settings
+        preset_settings = self.presets.playthrough_preset(playthrough_id)[0].settings if bound else None
+        endpoint = None
+        if settings.probe_context and (not preset_settings or "openai_max_context" not in preset_settings) \
+                and not settings.max_context:
+            probe = getattr(self.ctx.provider, "context_window", None)
+            endpoint = probe() if callable(probe) else None
+        return resolve_limit(preset_settings, settings.max_context, settings.max_tokens, endpoint)
+
+    # -- compaction -------------------------------------------------------------------------
+
+    def plan(self, playthrough_id: int, through: tuple[int, int] | None = None,
+             keep: int | None = None, until: tuple[int, int] | None = None,
+             ) -> tuple[int, list[SurfaceMessage], ContextLimit]:
+        """(head session, the contiguous range a compaction would summarise, the limit): the
+        oldest visible chat messages through `through` (inclusive), or up to `until`
+        (exclusive: auto-compaction passes the first message the fit kept), or all but the
+        newest `keep` (default `DEFAULT_KEEP`), cut to the oldest ones whose transcript fits
+        the limit.
+
+        Raises:
+            NotFound: no such playthrough, or `through` is not a visible message.
+            TavernError: nothing to summarise (too few messages).
+        """
+        view = self.playthroughs.playthrough(playthrough_id)
+        chat = [m for m in derive_messages(self.ctx.store.events, view.session_id)
+                if m.source != SYSTEM_PROMPT_SOURCE]
+        point = through if through is not None else until
+        if point is not None:
+            index = next((i for i, m in enumerate(chat) if m.ref == tuple(point)), None)
+            if index is None:
+                raise NotFound(f"{_ref(point)} is not a message visible in playthrough {playthrough_id} "
+                               "(see `tavern show` for the refs)")
+            end = index + 1 if through is not None else index
+        else:
+            end = len(chat) - (DEFAULT_KEEP if keep is None else max(0, keep))
+        chosen = chat[:max(0, end)]
+        if len([m for m in chosen if sent_to_model(m)]) < 2 and not any(m.source == SUMMARY_SOURCE for m in chosen):
+            raise TavernError(f"nothing to compact in playthrough {playthrough_id}: {len(chat)} visible messages, "
+                              f"{len(chat) - len(chosen)} kept; lower --keep or name a later --through")
+        limit = self.limit_for(playthrough_id)
+        count = self.ctx.token_counter
+        room = limit.limit - message_cost(count, self._prompt(view.character_name, view.user_name)) - 3
+        used, cut = 0, 0
+        for message in chosen:
+            cost = message_cost(count, self._line(message, view.character_name, view.user_name)) \
+                if sent_to_model(message) else 0
+            if used + cost > room:
+                break
+            used, cut = used + cost, cut + 1
+        if cut == 0:
+            raise TavernError(f"the oldest message alone does not fit the summary request's context of "
+                              f"{limit.limit} tokens; raise the context")
+        return view.session_id, chosen[:cut], limit
+
+    def _prompt(self, char: str, user: str) -> str:
+        return substitute_names(self.ctx.settings.summary_prompt or DEFAULT_SUMMARY_PROMPT, char, user)
+
+    @staticmethod
+    def _line(message: SurfaceMessage, char: str, user: str) -> str:
+        if message.source == SUMMARY_SOURCE:
+            return f"[Summary of earlier events] {message.content}"
+        name = message.body.get("name") if isinstance(message.body.get("name"), str) else None
+        speaker = name or (user if message.role == "user" else char if message.role == "assistant" else "Narrator")
+        return f"{speaker}: {message.content}"
+
+    def summary_messages(self, range_: Sequence[SurfaceMessage], char: str, user: str) -> list[dict[str, Any]]:
+        """The summary request's messages: the summary prompt (system), then the range as one
+        transcript (user), "Name: text" a line, an earlier summary marked as one."""
+        transcript = "\n\n".join(self._line(m, char, user) for m in range_ if sent_to_model(m))
+        return [{"role": "system", "content": self._prompt(char, user)}, {"role": "user", "content": transcript}]
+
+    async def compact(self, playthrough_id: int, *, through: tuple[int, int] | None = None, keep: int | None = None,
+                      until: tuple[int, int] | None = None,
+                      progress: Callable[[int], None] | None = None) -> Compaction:
+        """Summarise the oldest visible messages (`plan`) and record the summary node.
+
+        Args:
+            through, keep, until: the range, as `plan`.
+            progress: called with the characters received so far, as the summary streams.
+
+        Raises:
+            NotFound / TavernError: as `plan`; the provider is the offline demo (a placeholder
+                cannot summarise). ProviderError: the model failed (nothing stored).
+        """
+        if getattr(self.ctx.provider, "placeholder", False):
+            raise TavernError("compaction needs a model: the offline demo provider cannot summarise; configure "
+                              "TAVERN_API_BASE / TAVERN_MODEL (or [provider] in the config file)")
+        view = await asyncio.to_thread(self.playthroughs.playthrough, playthrough_id)
+        session_id, range_, limit = await asyncio.to_thread(self.plan, playthrough_id, through, keep, until)
+        messages = self.summary_messages(range_, view.character_name, view.user_name)
+        provider = self.ctx.provider
+        model = getattr(provider, "model", "") or ""
+        request = ChatRequest(messages, model, {})
+        submitted = datetime.now(UTC).isoformat()
+        parts: list[str] = []
+        async for event in provider.stream(request):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+                if progress is not None:
+                    progress(sum(len(p) for p in parts))
+        text = "".join(parts).strip()
+        if not text:
+            raise TavernError("the model returned an empty summary; nothing was recorded")
+        return await asyncio.to_thread(self._record, session_id, range_, messages, text, limit, provider, model,
+                                       submitted)
+
+    def _record(self, session_id: int, range_: Sequence[SurfaceMessage], messages: list[dict[str, Any]], text: str,
+                limit: ContextLimit, provider: Any, model: str, submitted: str) -> Compaction:
+        """Write the summary request's records, its trace and the summary node."""
+        log = self.ctx.store.events
+        targets = tuple(m.ref for m in range_)
+        context = {"limit": limit.limit, "source": limit.source, "summarised": len(targets)}
+        assembly, header = log.append(session_id, [
+            NewEvent(EventKind.REQUEST_ASSEMBLY, None, {
+                "messages": messages, "parts": [{"source": "summary_prompt"}, {"source": "transcript"}],
+                "generation": "summary"}),
+            NewEvent(EventKind.REQUEST_HEADER, None, {
+                "provider": getattr(provider, "name", ""), "model": model, "config": {}, "stream": True,
+                "generation": "summary", "assembly": {"strategy": "summary", "context": context}})])
+        sent = [SentMessage(m["role"], "request-only", assembly.ref, i, message_hash(m))
+                for i, m in enumerate(messages)]
+        meta = {"covers": sum(covers_of(m) for m in range_), "first": list(targets[0]),
+                "last": list(targets[-1]),
+                "from": range_[0].created_at.isoformat(), "to": range_[-1].created_at.isoformat(),
+                "targets": len(targets)}
+        trace, summary = log.append(session_id, [
+            NewEvent(TRACE_REQUEST, None, {
+                "schema": TRACE_SCHEMA, "header": list(header.ref), "provider": getattr(provider, "name", ""),
+                "model": model, "strategy": "summary", "generation": "summary", "strategy_snapshot": None,
+                "replay_of": None, "config": {}, "submitted_at": submitted, "context": context,
+                "messages": [m.to_json() for m in sent]}),
+            NewEvent(EventKind.SURFACE_REPLACED, "system", {
+                "targets": [list(t) for t in targets], "request": list(header.ref),
+                "message": {"role": "system", "content": text, "summary": meta}}, Origin.ENGINE, SUMMARY_SOURCE)])
+        return Compaction(summary.ref, meta["covers"], targets, _ref(trace.ref), text)
+
+    def edit_summary(self, playthrough_id: int, ref: tuple[int, int], text: str) -> tuple[int, int]:
+        """Replace a visible summary node with the person's text (a replacement of it, still a
+        summary, origin operator; the earlier text stays in the log).
+
+        Returns:
+            The new summary node's ref.
+
+        Raises:
+            NotFound: `ref` is not a visible summary of the playthrough.
+            TavernError: empty text.
+        """
+        if not text.strip():
+            raise TavernError("a summary cannot be empty; compact again or keep the old one")
+        view = self.playthroughs.playthrough(playthrough_id)
+        node = next((m for m in derive_messages(self.ctx.store.events, view.session_id)
+                     if m.ref == tuple(ref) and m.source == SUMMARY_SOURCE), None)
+        if node is None:
+            raise NotFound(f"{_ref(ref)} is not a summary visible in playthrough {playthrough_id}")
+        meta = dict(node.body.get("summary") or {})
+        event = NewEvent(EventKind.SURFACE_REPLACED, "system", {
+            "targets": [list(node.ref)], "message": {"role": "system", "content": text, "summary": meta}},
+            Origin.OPERATOR, SUMMARY_SOURCE)
+        return self.ctx.store.events.append(view.session_id, [event])[0].ref
+
+    def originals(self, summary: SurfaceMessage) -> list[SurfaceMessage]:
+        """The original messages a summary node stands for, oldest first (read-only, not sent):
+        its targets, and for a target that is itself a summary (or an edit of one), that one's
+        originals in its place (`surface_of` would show them replaced; this reads the log)."""
+        log = self.ctx.store.events
+        out: list[SurfaceMessage] = []
+        pending = [tuple(summary.ref)]
+        seen: set[tuple[int, int]] = set()
+        while pending:
+            ref = pending.pop(0)
+            if ref in seen:
+                continue
+            seen.add(ref)
+            event = log.events_at([ref]).get(ref)
+            if event is None:
+                continue
+            if event.kind == EventKind.SURFACE_REPLACED:
+                targets = [(int(t[0]), int(t[1])) for t in event.body.get("targets", ())]
+                pending = targets + pending
+                continue
+            out.append(SurfaceMessage(event.ref, event.kind, event.role or "system", event.content, event.origin,
+                                      event.source, event.created_at, event.body))
+        return out
+
+
+    def replaced_views(self, playthrough_id: int) -> dict[tuple[int, int], list[MessageView]]:
+        """summary ref → the originals it replaced, as display views (`tavern show --all`, the
+        chat's expanded summary block), for every summary on the playthrough's surface."""
+        view = self.playthroughs.playthrough(playthrough_id)
+        make = self.playthroughs._message_view  # noqa: SLF001 - the one way a message is displayed
+        return {m.ref: [make(o, view.character_name, view.user_name) for o in self.originals(m)]
+                for m in derive_messages(self.ctx.store.events, view.session_id) if m.source == SUMMARY_SOURCE}

@@ -1,0 +1,97 @@
+"""Issue 16 in the TUI: the status line's context gauge and its colours, compaction from the
+command palette, the summary block that expands to its originals (marked not sent)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Collapsible
+
+from tavern_tui.engine.events import EventKind, NewEvent
+from tavern_tui.service import Tavern
+from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.screens.chat import ChatScreen
+from tests.tui.conftest import ScriptedProvider, wait_until, workers_idle
+
+SIZE = (120, 40)
+
+
+def bound_playthrough(tavern: Tavern, corpus_dir: Path, tmp_path: Path, max_context: int, history: int) -> int:
+    """A Seraphina playthrough with a preset of `max_context` (reply 300) bound and `history`
+    stored messages after the greeting."""
+    preset = json.loads((corpus_dir / "presets" / "st_openai_default_staging.json").read_text())
+    preset["openai_max_context"] = max_context
+    path = tmp_path / f"ctx{max_context}.json"
+    path.write_text(json.dumps(preset))
+    [imported] = tavern.imports.import_paths([path])
+    seraphina = tavern.library.find_character("Seraphina")
+    pid = tavern.playthroughs.new_playthrough(seraphina.id, user_name="Ann").id
+    tavern.presets.bind_preset(pid, imported.id)
+    session = tavern.playthroughs.playthrough(pid).session_id
+    tavern.store.events.append(session, [
+        NewEvent(EventKind.USER_MESSAGE if n % 2 == 0 else EventKind.ASSISTANT_MESSAGE,
+                 "user" if n % 2 == 0 else "assistant",
+                 {"content": f"Line {n:03d}: the lantern, the river and the old tower again."})
+        for n in range(history)])
+    return pid
+
+
+async def open_chat(pilot: Pilot[object], tavern: Tavern, pid: int) -> ChatScreen:
+    chat = ChatScreen(tavern, pid)
+    await pilot.app.push_screen(chat)
+    await wait_until(pilot, lambda: bool(chat.transcript.boxes) and chat.status.gauge is not None)
+    return chat
+
+
+async def test_the_gauge_shows_used_over_limit_and_warns_when_history_is_dropped(
+        corpus_tavern: Tavern, corpus_dir: Path, tmp_path: Path) -> None:
+    roomy = bound_playthrough(corpus_tavern, corpus_dir, tmp_path, 32768, 4)
+    tight = bound_playthrough(corpus_tavern, corpus_dir, tmp_path, 4096, 400)
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(pilot, corpus_tavern, roomy)
+        assert " / 32.5k tokens" in chat.status.line  # 32768 − 300 = 32,468
+        assert not chat.status.has_class("-dropping") and not chat.status.has_class("-overflow")
+        chat.dismiss()
+        await workers_idle(pilot)
+        chat = await open_chat(pilot, corpus_tavern, tight)
+        assert " / 3.8k tokens" in chat.status.line and "oldest left out" in chat.status.line
+        assert chat.status.has_class("-dropping") and not chat.status.has_class("-overflow")
+
+
+async def test_the_gauge_turns_to_the_error_colour_when_nothing_fits(corpus_tavern: Tavern, corpus_dir: Path,
+                                                                      tmp_path: Path) -> None:
+    pid = bound_playthrough(corpus_tavern, corpus_dir, tmp_path, 700, 2)  # 400 tokens: under the card alone
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(pilot, corpus_tavern, pid)
+        assert chat.status.has_class("-overflow") and "cannot send" in chat.status.line
+        assert " / 400 tokens" in chat.status.line
+
+
+async def test_compaction_from_the_palette_shows_a_summary_block_with_its_originals(
+        corpus_tavern: Tavern, scripted: ScriptedProvider, corpus_dir: Path, tmp_path: Path) -> None:
+    pid = bound_playthrough(corpus_tavern, corpus_dir, tmp_path, 32768, 30)
+    scripted.enqueue("Ann and Seraphina ", "talked about the lantern.")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(pilot, corpus_tavern, pid)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Compact")
+        await pilot.pause(0.2)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any(b.has_class("-summary") for b in chat.transcript.boxes))
+        assert scripted.requests[-1].messages[1]["content"].startswith("Seraphina: ")
+        box = next(b for b in chat.transcript.boxes if b.has_class("-summary"))
+        assert box.text == "Ann and Seraphina talked about the lantern."
+        # The greeting and the 20 oldest lines (all but the newest ten): 21 originals.
+        assert box.query_one(".mark").content.startswith("summary of 21 messages, ")  # type: ignore[attr-defined]
+        section = box.query_one(".originals", Collapsible)
+        assert section.collapsed
+        section.collapsed = False
+        await wait_until(pilot, lambda: len(section.query(".original")) == 21)
+        first = str(section.query(".original").last().content)  # type: ignore[attr-defined]
+        assert "not sent" in first and "Line 019" in first
+        assert chat.status.state == "idle" and not chat.generating
