@@ -386,13 +386,13 @@ async def _run_step(
     assemble: Assembler,
     text: str | None,
     *,
-    generation: Generation = Generation(),
-    checkpoint_every: float = 2.0,
-    clock: Callable[[], float] = time.monotonic,
-    stale_after: float = 75.0,
-    now: Callable[[], datetime] = _utc_now,
-    claim: bool = False,
-    lease: _Lease | None = None,
+    generation: Generation,
+    checkpoint_every: float,
+    clock: Callable[[], float],
+    stale_after: float,
+    now: Callable[[], datetime],
+    claim: bool,
+    lease: _Lease | None,
 ) -> AsyncIterator[StepUpdate]:
     """Run one step for the user's `text` and stream its progress.
 
