@@ -322,6 +322,8 @@ class BasicAssembler:
         start, used = working_context(self.macros)
         used = replace(used, char=self.char, user=self.user, input="\n".join(claimed),
                        chat_length=sum(1 for m in history if m.role in ("user", "assistant")) + len(claimed))
+        if claimed:  # the chat now ends with the person's input, which has no swipes (chat-macros.js)
+            used.lazy = {}
         # The person's input is expanded once, in its own step (SillyTavern: when it is sent), before
         # world info scans it.
         claimed = [substitute(text, used) for text in claimed]
@@ -329,7 +331,7 @@ class BasicAssembler:
             facts = self.facts or CardFacts(self.char, self.user)
             result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state,
                                                       self.generation_type,
-                                                      expand_key=lambda key: substitute_readonly(key, used)))
+                                                      expand_key=lambda key: substitute(key, used)))
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)

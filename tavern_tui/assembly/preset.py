@@ -138,6 +138,8 @@ class PresetAssembler:
         start, used = working_context(self.macros)
         used.char, used.user = self.char, self.user
         used.chat_length = sum(1 for m in history if m.role in ("user", "assistant")) + len(claimed)  # ST chat.length
+        if claimed:  # the chat now ends with the person's input, which has no swipes (chat-macros.js)
+            used.lazy = {}
         # ST order: the input is expanded when sent, before world info scans it and the prompt is built
         # (the builder then expands the card fields, the activated world info and the prompts, in that order).
         claimed = [substitute(text, used) for text in claimed]
@@ -145,7 +147,7 @@ class PresetAssembler:
         if self.world_info is not None and self.world_info.books:
             facts = self.facts or CardFacts(self.char, self.user)
             result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state, self.generation_type,
-                                                      expand_key=lambda key: substitute_readonly(key, used)))
+                                                      expand_key=lambda key: substitute(key, used)))
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)

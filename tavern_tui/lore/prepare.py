@@ -268,10 +268,14 @@ def build_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext,
     dynamic: tuple[tuple[str, str], ...] = ()
     if ctx.expand_key is not None:
         # Keys with macros beyond the names expand per step (variables, time): their expansions are part of
-        # the cache key, each computed once here.
+        # the cache key, each computed once here, in the order SillyTavern scans the entries (world-info.js
+        # `substituteParams(key)`: a `{{setvar}}`/`{{incvar}}` in a key writes the step's variables).
         expand_key = ctx.expand_key
         raw = dict.fromkeys(k for s in sourced for e in s.book.entries for k in (*e.key, *e.keysecondary)
                             if "{{" in k and "{{" in substitute_names(k, ctx.char_name, ctx.user_name))
+        if raw:
+            raw = dict.fromkeys(k for e, _, _ in order_books(books, settings.character_strategy)
+                                for k in (*e.key, *e.keysecondary) if k in raw)
         dynamic = tuple((k, expand_key(k)) for k in raw)
         known = dict(dynamic)
         ctx = replace(ctx, expand_key=lambda k: known[k] if k in known else expand_key(k))

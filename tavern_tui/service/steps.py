@@ -76,6 +76,20 @@ IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user
 """SillyTavern's default `impersonation_prompt` (format-digest §c utility prompts)."""
 
 
+def _chat_id(playthrough_id: int, stored: Any) -> str:
+    """The chat id `{{pick}}` hashes (ST: `chat_metadata.main_chat ?? getCurrentChatId()`, the chat
+    file's name without `.jsonl`): an imported chat's, else "playthrough-N"."""
+    header = stored.get("header") if isinstance(stored, dict) else None
+    metadata = header.get("chat_metadata") if isinstance(header, dict) else None
+    main = metadata.get("main_chat") if isinstance(metadata, dict) else None
+    if isinstance(main, str) and main:
+        return main
+    source = stored.get("source") if isinstance(stored, dict) else None
+    if isinstance(source, str) and source:
+        return source[:-6] if source.endswith(".jsonl") else source
+    return f"playthrough-{playthrough_id}"
+
+
 def _parse_ref(text: object) -> tuple[int, int] | None:
     """"12:7" → (12, 7); None for anything else."""
     session, _, seq = str(text or "").partition(":")
@@ -175,6 +189,14 @@ class StepRunner:
                 "dropped_messages": int(context.get("dropped_messages") or 0),
                 "summaries": list(context.get("summaries") or []), "overflow": False, "over": 0}
 
+    def _swipe_ids(self, playthrough_id: int) -> tuple[int | None, int | None]:
+        """(`{{lastSwipeId}}`, `{{currentSwipeId}}`) of the chat's last message (chat-macros.js: its
+        swipe count and 1-based swipe index), None for a message without swipes (the person's)."""
+        state = self.timeline.swipe_state(playthrough_id)
+        if state.ref is None or not (state.greeting or state.can_generate):
+            return None, None
+        return state.position[1], state.position[0]
+
     def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
                    view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
         """The assembler a step of this playthrough uses: its applied strategy (`strategy`
@@ -199,8 +221,25 @@ class StepRunner:
                          else replace(self.ctx.settings.world_info, max_context=limit.max_context))
         timed = timed_state_of(self._surface_events(view.session_id))
         # The variables the step starts from (issue 17); the assembler stages what its macros change.
-        macros = self.variables.macro_context(view.session_id, f"playthrough-{playthrough_id}") \
+        stored = json.loads(playthrough.meta or "{}")
+        header = stored.get("header") if isinstance(stored, dict) else None
+        chat_metadata = header.get("chat_metadata") if isinstance(header, dict) else None
+        macros = self.variables.macro_context(view.session_id, _chat_id(playthrough_id, stored)) \
             if self.variables is not None else None
+        if macros is not None and isinstance(chat_metadata, dict):
+            # ST's {{pick}} seed: the chat's cached chat_id_hash and /reroll-pick seed, when it has them.
+            cached = chat_metadata.get("chat_id_hash")
+            if isinstance(cached, (int, float)) and not isinstance(cached, bool):
+                macros.chat_id_hash = int(cached)
+            macros.pick_reroll_seed = chat_metadata.get("pick_reroll_seed") or None
+            note = chat_metadata.get("note_prompt")
+            macros.authors_note = note if isinstance(note, str) else ""  # authors-note.js `{{authorsNote}}`
+        if macros is not None:
+            # `{{summary}}` (Summarize extension): the newest summary's text; swipe ids read on use only.
+            macros.summary = next((m.content for m in reversed(self._surface(view.session_id))
+                                   if getattr(m, "source", None) == SUMMARY_SOURCE), "")
+            macros.lazy = {"last_swipe_id": lambda: self._swipe_ids(playthrough_id)[0],
+                           "current_swipe_id": lambda: self._swipe_ids(playthrough_id)[1]}
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
@@ -215,9 +254,6 @@ class StepRunner:
             meta["preset"] = preset_facts
             kind = {PROJECTION: PresetAssembler, SLOTS_FIRST: SlotsFirstAssembler,
                     ROLES_FIRST: RolesFirstAssembler}[spec.base]
-            stored = json.loads(playthrough.meta or "{}")
-            header = stored.get("header") if isinstance(stored, dict) else None
-            chat_metadata = header.get("chat_metadata") if isinstance(header, dict) else None
             return kind(preset, card.data, card.name, view.user_name, meta, omit=omitted_parameters(playthrough),
                         world_info=self.lore.world_info_step(books, settings=lore_settings),
                         facts=facts, timed_state=timed, generation_type=generation.type,

@@ -8,7 +8,6 @@ call, `trimScopedContent`), `MacroCstWalker.js` (evaluation order, scoped blocks
 from __future__ import annotations
 
 import copy
-import hashlib
 import random
 import re
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from tavern_tui.assembly.macros.jsvalues import js_string, to_number, var_add, var_get
 from tavern_tui.assembly.macros.moment import aware, humanize_duration, moment_format
 from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
+from tavern_tui.assembly.macros.seeded import seedrandom, string_hash
 
 __all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "is_falsy", "substitute",
            "substitute_readonly", "trim_scoped"]
@@ -37,13 +37,17 @@ class MacroContext:
     is the text `{{original}}` stands for; it is emitted at its first occurrence per `substitute()` call only,
     and with None `{{original}}` stays as written (ST's env has no `original` function then). `now` returns the
     current time (aware; default local time); `rng` is a `random.Random` or a `() -> float in [0, 1)`, used by
-    `{{random}}` and `{{roll}}`. `chat_id` seeds `{{pick}}`. `local_vars` (= chat_metadata.variables) and
+    `{{random}}` and `{{roll}}`. `chat_id` (ST's chat file name; `chat_id_hash`, ST's cached
+    `chat_metadata.chat_id_hash`, wins when set) and `pick_reroll_seed` seed `{{pick}}`. `local_vars` (= chat_metadata.variables) and
     `global_vars` are mutated in place by the variable macros; every variable a macro reads is added to
     `reads` as ("local"|"global", name). `outlets` maps a world-info outlet name to its text. `runtime` holds the
     runtime/template macros by lower-case name (`model`, `maxprompt`, `maxcontext`, `maxresponse`,
     `systemprompt`, `lastgenerationtype`, instruct sequences such as `instructuserprefix`…; missing ⇒ "").
     `dynamic` are per-call macros (ST `dynamicMacros`: `authorsNote`, `summary`…) that take no arguments and win
-    over registered ones. After a call, `limits_hit` names the limits that stopped evaluation (empty if none).
+    over registered ones. `authors_note` (chat_metadata `note_prompt`), `char_authors_note`,
+    `default_authors_note` (authors-note.js macros) and `summary` (the Summarize extension's newest summary)
+    fill their macros. `lazy` maps a field name (`last_swipe_id`, `current_swipe_id`) to a function that
+    gives its value the first time a macro reads it while the field is None. After a call, `limits_hit` names the limits that stopped evaluation (empty if none).
     """
 
     char: str = ""
@@ -75,12 +79,19 @@ class MacroContext:
     now: Callable[[], datetime] = _default_now
     rng: random.Random | Callable[[], float] = random.random
     chat_id: str = ""
+    chat_id_hash: int | None = None
+    pick_reroll_seed: object | None = None
     local_vars: dict[str, object] = field(default_factory=dict)
     global_vars: dict[str, object] = field(default_factory=dict)
     reads: set[tuple[str, str]] = field(default_factory=set)
     outlets: dict[str, str] = field(default_factory=dict)
     runtime: dict[str, str] = field(default_factory=dict)
     dynamic: dict[str, str] = field(default_factory=dict)
+    authors_note: str = ""
+    char_authors_note: str = ""
+    default_authors_note: str = ""
+    summary: str = ""
+    lazy: dict[str, Callable[[], object]] = field(default_factory=dict)
     limits_hit: set[str] = field(default_factory=set)
 
 
@@ -186,12 +197,16 @@ class _Evaluator:
         self.spent = 0
         self.calls = 0
         self.original_used = False
-        self._text_hash: str | None = None
+        self._text_hash: int | None = None
+        self.top_text = text
+        self._astral = False
 
     def run(self) -> str:
         text = _LEGACY_TIME.sub(lambda m: "{{time::" + m.group(1) + "}}", self.raw_text)
         for pattern, repl in _LEGACY_MARKERS:
             text = pattern.sub(repl, text)
+        self.top_text = text
+        self._astral = any(ord(ch) > 0xFFFF for ch in text) if not text.isascii() else False
         items, too_deep = parse_document(text)
         if too_deep:
             self.ctx.limits_hit.add("nesting too deep")
@@ -423,14 +438,23 @@ class _Evaluator:
         return items[min(int(self._random() * len(items)), len(items) - 1)]
 
     def _stable_pick(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
-        """Seeded by chat id + the whole input + the macro's offset (core-macros.js; not ST's exact hash)."""
+        """core-macros.js `pick`: seeded by getStringHash("chatIdHash-contentHash-globalOffset[-rerollSeed]")
+        through seedrandom (`seeded`); the offset counts UTF-16 units of the pre-processed text, as JS does."""
         items = self._list(args)
         if not items:
             return ""
         if self._text_hash is None:
-            self._text_hash = hashlib.sha256(self.raw_text.encode("utf-8", "surrogatepass")).hexdigest()
-        seeded = random.Random(f"{self.ctx.chat_id}\x1f{self._text_hash}\x1f{base + m.start}")
-        return items[int(seeded.random() * len(items))]
+            self._text_hash = string_hash(self.raw_text)
+        offset = base + m.start
+        if self._astral:
+            offset += sum(1 for ch in self.top_text[:offset] if ord(ch) > 0xFFFF)
+        ctx = self.ctx
+        chat_hash = ctx.chat_id_hash if ctx.chat_id_hash is not None else string_hash(ctx.chat_id)
+        parts = [str(chat_hash), str(self._text_hash), str(offset)]
+        if ctx.pick_reroll_seed is not None:
+            parts.append(js_string(ctx.pick_reroll_seed))
+        rng = seedrandom(str(string_hash("-".join(parts))))
+        return items[int(rng() * len(items))]
 
     def _roll(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         """droll syntax `[N]dM[+-K]`; digits alone mean 1dM; invalid or over our limits ⇒ ""."""
@@ -451,7 +475,11 @@ class _Evaluator:
 
     # -- env-macros.js / chat-macros.js --------------------------------------------------------------------
     def _field(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
-        value = getattr(self.ctx, _FIELDS[name.lower()])
+        attr = _FIELDS[name.lower()]
+        value = getattr(self.ctx, attr)
+        if value is None and attr in self.ctx.lazy:
+            value = self.ctx.lazy[attr]()
+            setattr(self.ctx, attr, value)
         return "" if value is None else str(value)
 
     def _greeting(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
@@ -692,7 +720,7 @@ for _names in (("user",), ("char",), ("group", "charIfNotGroup"), ("groupNotMute
                ("mesExamples",), ("charDepthPrompt",), ("charCreatorNotes", "creatorNotes"),
                ("charVersion", "version", "char_version"), ("lastMessage",), ("lastMessageId",),
                ("lastUserMessage",), ("lastCharMessage",), ("firstIncludedMessageId",), ("lastSwipeId",),
-               ("currentSwipeId",)):
+               ("currentSwipeId",), ("authorsNote",), ("charAuthorsNote",), ("defaultAuthorsNote",), ("summary",)):
     _macro(*_names, fn="_field")
 _macro("charFirstMessage", "greeting", fn="_greeting", max=1, ints=(0,))
 _macro("model", fn="_runtime")
@@ -739,5 +767,6 @@ _FIELDS = {
     "charcreatornotes": "creator_notes", "charversion": "char_version", "input": "input",
     "lastmessage": "last_message", "lastusermessage": "last_user_message", "lastcharmessage": "last_char_message",
     "lastmessageid": "last_message_id", "lastswipeid": "last_swipe_id", "currentswipeid": "current_swipe_id",
-    "firstincludedmessageid": "first_included_message_id",
+    "firstincludedmessageid": "first_included_message_id", "authorsnote": "authors_note",
+    "charauthorsnote": "char_authors_note", "defaultauthorsnote": "default_authors_note", "summary": "summary",
 }
