@@ -16,7 +16,7 @@ from typing import Any
 from tavern_tui.assembly.attribution import join_spans, shift
 from tavern_tui.assembly.basic import memory_context, stage_variables, working_context
 from tavern_tui.assembly.fit import ContextFit, ContextLimit, fit_native
-from tavern_tui.assembly.macros import MacroContext, substitute, substitute_readonly
+from tavern_tui.assembly.macros import MacroContext, substitute
 from tavern_tui.assembly.sillytavern import (
     AuthorsNote,
     BuiltPrompt,

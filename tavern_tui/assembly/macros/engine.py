@@ -38,7 +38,8 @@ class MacroContext:
     and with None `{{original}}` stays as written (ST's env has no `original` function then). `now` returns the
     current time (aware; default local time); `rng` is a `random.Random` or a `() -> float in [0, 1)`, used by
     `{{random}}` and `{{roll}}`. `chat_id` (ST's chat file name; `chat_id_hash`, ST's cached
-    `chat_metadata.chat_id_hash`, wins when set) and `pick_reroll_seed` seed `{{pick}}`. `local_vars` (= chat_metadata.variables) and
+    `chat_metadata.chat_id_hash`, wins when set) and `pick_reroll_seed` seed `{{pick}}`. `local_vars`
+    (= chat_metadata.variables) and
     `global_vars` are mutated in place by the variable macros; every variable a macro reads is added to
     `reads` as ("local"|"global", name). `outlets` maps a world-info outlet name to its text. `runtime` holds the
     runtime/template macros by lower-case name (`model`, `maxprompt`, `maxcontext`, `maxresponse`,
@@ -47,7 +48,8 @@ class MacroContext:
     over registered ones. `authors_note` (chat_metadata `note_prompt`), `char_authors_note`,
     `default_authors_note` (authors-note.js macros) and `summary` (the Summarize extension's newest summary)
     fill their macros. `lazy` maps a field name (`last_swipe_id`, `current_swipe_id`) to a function that
-    gives its value the first time a macro reads it while the field is None. After a call, `limits_hit` names the limits that stopped evaluation (empty if none).
+    gives its value the first time a macro reads it while the field is None. After a call,
+    `limits_hit` names the limits that stopped evaluation (empty if none).
     """
 
     char: str = ""
