@@ -45,8 +45,8 @@ class Settings:
         max_context, max_tokens: the context and reply reserve a request fits when no preset
             is bound (top-level `max_context` / `max_tokens`; 0 = unset; issue 16).
         probe_context: ask the endpoint for its context (`/models`, `/props`) when neither a
-            preset nor the config says (`probe_context = true`; off by default: it is an extra
-            HTTP request, made once per provider).
+            preset nor the config says (on by default; `probe_context = false` turns it off). The
+            answer is read once per process, in a worker thread, with a 2-second timeout.
         auto_compact: when history would be dropped to fit, summarise the oldest block first
             (`auto_compact = true`; off by default).
         summary_prompt: the instruction a compaction sends (`summary_prompt`; "" = the
@@ -64,7 +64,7 @@ class Settings:
     memory_snapshot: bool = False
     max_context: int = 0
     max_tokens: int = 0
-    probe_context: bool = False
+    probe_context: bool = True
     auto_compact: bool = False
     summary_prompt: str = ""
 
@@ -142,13 +142,13 @@ def load_settings(
             raise FormatError(str(path), "must be a whole number of tokens (0 = unset)", field=key)
         limits[key] = value
     for key in ("probe_context", "auto_compact"):
-        if not isinstance(file.get(key, False), bool):
+        if not isinstance(file.get(key, key == "probe_context"), bool):
             raise FormatError(str(path), "must be true or false", field=key)
     if not isinstance(file.get("summary_prompt", ""), str):
         raise FormatError(str(path), "must be a string", field="summary_prompt")
     return Settings(
         max_context=limits["max_context"], max_tokens=limits["max_tokens"],
-        probe_context=bool(file.get("probe_context", False)), auto_compact=bool(file.get("auto_compact", False)),
+        probe_context=bool(file.get("probe_context", True)), auto_compact=bool(file.get("auto_compact", False)),
         summary_prompt=str(file.get("summary_prompt", "")),
         db_url=pick(db_url, "TAVERN_DB_URL", file.get("db_url"), default_db_url(source)),
         provider=provider,

@@ -155,9 +155,18 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             parsed = None
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.owner._record(RecordedRequest(self.command, self.path, headers, body, parsed))
+        owner = self.server.owner
+        if self.command == "GET":  # a context probe (/models, /props): its own script, never the queue's
+            owner._record_get(RecordedRequest(self.command, self.path, headers, body, parsed))
+            with owner._lock:
+                scripted = owner._gets.get(self.path)
+                script = scripted.pop(0) if scripted else _Script(
+                    "json", 404, body=b'{"error": {"message": "loopback: no GET scripted", "type": "loopback"}}')
+            self._send_json(script)
+            return
+        owner._record(RecordedRequest(self.command, self.path, headers, body, parsed))
         try:
-            script = self.server.owner._scripts.get_nowait()
+            script = owner._scripts.get_nowait()
         except queue.Empty:
             script = _Script("json", 500,
                              body=b'{"error": {"message": "loopback: no scripted response", "type": "loopback"}}')
@@ -216,12 +225,16 @@ class LoopbackServer:
 
     Attributes:
         base_url: "http://127.0.0.1:PORT/v1" (append "/chat/completions" for the endpoint).
-        requests: every `RecordedRequest` received, in order.
+        requests: every non-GET `RecordedRequest` received, in order.
+        gets: every GET received (the provider's context probe: `/models`, `/props`), in order;
+            answered from `enqueue_get`'s per-path scripts, else 404, never from the main queue.
         hangups: how many SSE answers the client cut off by closing the connection.
     """
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self.gets: list[RecordedRequest] = []
+        self._gets: dict[str, list[_Script]] = {}
         self.hangups = 0
         self._scripts: queue.Queue[_Script] = queue.Queue()
         self._stopping = threading.Event()
@@ -283,6 +296,16 @@ class LoopbackServer:
         """
         pieces = [_bytes(c) for c in chunks] + ([b"data: [DONE]\n\n"] if done else [])
         self._scripts.put(_Script("sse", status, dict(headers or {}), pieces, delay, abort=abort))
+
+    def _record_get(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.gets.append(request)
+
+    def enqueue_get(self, path: str, status: int, obj: Any) -> None:
+        """Script the answer to the next GET of `path` (e.g. "/v1/models", "/props")."""
+        body = _bytes(obj) if isinstance(obj, (bytes, str)) else json.dumps(obj).encode("utf-8")
+        with self._lock:
+            self._gets.setdefault(path, []).append(_Script("json", status, {}, body=body))
 
     def enqueue_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         """Script a Content-Length framed answer; `obj` is JSON-encoded unless it is bytes/str (sent raw)."""

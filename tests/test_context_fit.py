@@ -250,12 +250,18 @@ async def test_auto_compaction_fires_only_when_history_would_be_dropped(server: 
     service, pid = make_service(server, db_url.replace(".sqlite3", "b.sqlite3"), corpus_dir, tmp_path,
                                 max_context=4096, history=300, auto_compact=True)
     try:
-        server.enqueue_sse(sse_chunks_for("Ann and Seraphina talked for a long time."))
-        server.enqueue_sse(sse_chunks_for("Reply."))
+        for _ in range(40):  # the summary parts, then the reply (each answer is the same text)
+            server.enqueue_sse(sse_chunks_for("Ann and Seraphina talked for a long time."))
+        before = len(server.requests)
         await say(service, pid, "Hi again.")
-        summary_request, step_request = server.requests[-2].json, server.requests[-1].json
-        assert summary_request["messages"][0]["content"] == DEFAULT_SUMMARY_PROMPT
-        assert f"Ann: {line(0)}" in summary_request["messages"][1]["content"]
+        server.clear()
+        made = server.requests[before:]
+        summaries = [r.json for r in made if r.json["messages"][0]["content"] == DEFAULT_SUMMARY_PROMPT]
+        step_request = made[-1].json
+        assert len(summaries) == len(made) - 1 >= 2  # the whole block that would be dropped, in parts
+        assert f"Ann: {line(0)}" in summaries[0]["messages"][1]["content"]
+        # The summary covers every message the fit would have dropped: none is dropped now.
+        assert service.traces.trace(service.traces.traces(pid)[-1].id)["context"]["dropped_messages"] == 0
         sent = [m["content"] for m in step_request["messages"]]
         assert "Ann and Seraphina talked for a long time." in sent and sent[-1] == "Hi again."
         assert cost(service.ctx.token_counter, step_request["messages"]) <= 4096 - 300
@@ -284,11 +290,14 @@ def test_the_cli_compacts_and_names_the_fit(server: LoopbackServer, db_url: str,
     context = json.loads(shown.stdout)["context"]
     assert context["limit"] == 4096 - 300 and 0 < context["used"] <= context["limit"]
     assert context["dropped_messages"] > 0 and context["first_kept"] and context["summaries"] == []
-    server.enqueue_sse(sse_chunks_for("Ann and Seraphina walked and talked."))
+    for _ in range(30):  # 380 messages do not fit one 4k summary request: it takes parts
+        server.enqueue_sse(sse_chunks_for("Ann and Seraphina walked and talked."))
     done = run("compact", str(pid), "--keep", "20", "--json")
+    server.clear()
     assert done.returncode == 0, done.stderr
     compacted = json.loads(done.stdout)
-    assert compacted["text"] == "Ann and Seraphina walked and talked." and compacted["covers"] > 1
+    assert compacted["text"] == "Ann and Seraphina walked and talked." and compacted["covers"] == 401 - 20
+    assert compacted["requests"] > 1
     after = json.loads(run("preview", str(pid), "--input", "Hello", "--json").stdout)["context"]
     assert after["summaries"] == [compacted["summary"]]
     listing = run("show", str(pid), "--all")
@@ -299,7 +308,7 @@ def test_the_cli_compacts_and_names_the_fit(server: LoopbackServer, db_url: str,
     sent = run("chat", "Seraphina", "--playthrough", str(pid), "--say", "Hello")
     assert sent.returncode == 0, sent.stderr
     traces = json.loads(run("trace", "list", "--playthrough", str(pid), "--json").stdout)
-    assert [t["generation"] for t in traces] == ["summary", "normal"]
+    assert [t["generation"] for t in traces] == ["summary"] * compacted["requests"] + ["normal"]
     trace_text = run("trace", "show", traces[-1]["id"]).stdout
     assert f"summaries {compacted['summary']}" in trace_text and "tokens (preset)" in trace_text
     verified = run("trace", "verify", traces[0]["id"])
@@ -357,29 +366,83 @@ def test_the_endpoint_is_asked_once_for_its_context(server: LoopbackServer, db_u
     from tavern_tui.providers.openai_compat import OpenAICompatProvider
 
     # OpenAI-compatible /models (OpenRouter's context_length); vLLM names it max_model_len.
-    server.enqueue_json(200, {"data": [{"id": "other", "context_length": 4096},
-                                       {"id": "loop-1", "context_length": 131072}]})
+    server.enqueue_get("/v1/models", 200, {"data": [{"id": "other", "context_length": 4096},
+                                                    {"id": "loop-1", "context_length": 131072}]})
     provider = OpenAICompatProvider(ProviderSettings(base_url=server.base_url, model="loop-1", timeout=5))
     assert provider.context_window() == (131072, "endpoint:/models")
     assert provider.context_window() == (131072, "endpoint:/models")  # cached: one request
-    assert [(r.method, r.path) for r in server.requests] == [("GET", "/v1/models")]
+    assert [(r.method, r.path) for r in server.gets] == [("GET", "/v1/models")]
     # llama.cpp: no context in /models, /props has default_generation_settings.n_ctx.
-    server.enqueue_json(200, {"data": [{"id": "loop-1"}]})
-    server.enqueue_json(200, {"default_generation_settings": {"n_ctx": 8192}})
+    server.enqueue_get("/v1/models", 200, {"data": [{"id": "loop-1"}]})
+    server.enqueue_get("/props", 200, {"default_generation_settings": {"n_ctx": 8192}})
     llama = OpenAICompatProvider(ProviderSettings(base_url=server.base_url, model="loop-1", timeout=5))
     assert llama.context_window() == (8192, "endpoint:/props")
-    assert [r.path for r in server.requests[1:]] == ["/v1/models", "/props"]
-    # The service asks only with probe_context on and neither a bound preset nor the config saying.
-    server.enqueue_json(200, {"data": [{"id": "loop-1", "max_model_len": 16384}]})
-    settings = Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1", timeout=5),
-                        probe_context=True)
+    assert [r.path for r in server.gets[1:]] == ["/v1/models", "/props"]
+    # An endpoint that reports nothing (404s): not reported, asked once, the default applies.
+    silent = OpenAICompatProvider(ProviderSettings(base_url=server.base_url, model="loop-1", timeout=5))
+    assert silent.context_window() is None and silent.context_window() is None
+    assert [r.path for r in server.gets[3:]] == ["/v1/models", "/props"]
+    # The service asks by default, when neither a bound preset nor the config says.
+    server.enqueue_get("/v1/models", 200, {"data": [{"id": "loop-1", "max_model_len": 16384}]})
+    settings = Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1", timeout=5))
+    assert settings.probe_context is True
     service = Tavern(settings)
     try:
         [card] = service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
         pid = service.playthroughs.new_playthrough(card.id).id
         assert service.compaction.limit_for(pid) == ContextLimit(16384, 300, "endpoint:/models")
+        assert len(server.gets) == 6  # read once: asking again is served from the cache
+        assert service.compaction.limit_for(pid) == ContextLimit(16384, 300, "endpoint:/models")
+        assert len(server.gets) == 6 and server.requests == []
     finally:
         service.close()
+    # `probe_context = false` turns it off.
+    off = Tavern(Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1"),
+                          probe_context=False))
+    try:
+        pid = off.playthroughs.new_playthrough(card.id).id
+        assert off.compaction.limit_for(pid).source == "default" and len(server.gets) == 6
+    finally:
+        off.close()
+
+
+def test_a_probe_never_hangs_on_a_silent_or_huge_answer() -> None:
+    import http.server
+    import threading
+    import time
+
+    from tavern_tui.providers import openai_compat
+    from tavern_tui.providers.openai_compat import OpenAICompatProvider
+
+    class Silent(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+            if self.path.endswith("/models"):  # headers, then an endless body
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                try:
+                    while True:
+                        self.wfile.write(b" " * 65536)
+                except OSError:
+                    return
+            time.sleep(5)  # /props: never answers in time
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Silent)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        provider = OpenAICompatProvider(ProviderSettings(
+            base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="m", timeout=30))
+        started = time.monotonic()
+        assert provider.context_window() is None
+        # The endless /models stops at PROBE_MAX_BYTES; the silent /props at PROBE_TIMEOUT.
+        assert time.monotonic() - started < 4 * openai_compat.PROBE_TIMEOUT + 5
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 async def test_the_demo_provider_cannot_compact(db_url: str, corpus_dir: Path) -> None:
@@ -395,5 +458,74 @@ async def test_the_demo_provider_cannot_compact(db_url: str, corpus_dir: Path) -
         with pytest.raises(TavernError, match="needs a model"):
             await service.compaction.compact(pid, keep=0)
         assert service.store.events.head_seq(session) == before
+    finally:
+        service.close()
+
+
+def st_chat_lines(count: int) -> list[dict]:
+    """A SillyTavern chat body: `count` messages after the greeting, Ann and Seraphina taking turns."""
+    out = [{"name": "Seraphina", "is_user": False, "is_system": False, "send_date": "2024-03-12T10:00:00.000Z",
+            "mes": "Welcome to the glade, traveller.", "extra": {}}]
+    for n in range(count):
+        out.append({"name": "Ann" if n % 2 == 0 else "Seraphina", "is_user": n % 2 == 0, "is_system": False,
+                    "send_date": f"2024-03-{12 + n * 3 // count:02d}T11:00:00.000Z", "mes": line(n), "extra": {}})
+    return out
+
+
+async def test_a_new_user_imports_a_long_chat_binds_a_4k_preset_sends_compacts_and_sends_again(
+        server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path) -> None:
+    # The issue's "tried as a new user would" path, through the service the TUI and CLI use.
+    settings = Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1", timeout=10))
+    service = Tavern(settings)
+    try:
+        preset = json.loads((corpus_dir / "presets" / "st_openai_default_staging.json").read_text())
+        preset["openai_max_context"], preset["openai_max_tokens"] = 4096, 300
+        preset_path = tmp_path / "four-k.json"
+        preset_path.write_text(json.dumps(preset))
+        chat_path = tmp_path / "Seraphina - 2024-3-12@10h00m00s.jsonl"
+        header = {"user_name": "Ann", "character_name": "Seraphina", "create_date": "2024-3-12@10h00m00s",
+                  "chat_metadata": {}}
+        chat_path.write_text("\n".join(json.dumps(o) for o in [header, *st_chat_lines(2000)]) + "\n")
+        card, bound = service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png", preset_path])
+        [chat] = service.imports.import_paths([chat_path])
+        assert chat.ok, chat
+        pid = next(p.id for p in service.playthroughs.playthroughs() if p.character_name == "Seraphina")
+        service.presets.bind_preset(pid, bound.id)
+        # The gauge before sending: history is being dropped (the warning colour's condition).
+        gauge = service.steps.context_gauge(pid)
+        assert gauge["limit"] == 4096 - 300 and gauge["dropped_messages"] > 1900 and not gauge["overflow"]
+        server.enqueue_sse(sse_chunks_for("A reply."))
+        await say(service, pid, "Where are we?")
+        sent = server.requests[-1].json["messages"]
+        assert cost(service.ctx.token_counter, sent) <= 4096 - 300 and sent[-1]["content"] == "Where are we?"
+        trace = service.traces.trace(service.traces.traces(pid)[-1].id)
+        dropped = trace["context"]["dropped_messages"]
+        assert dropped > 1900 and history_numbers(sent)[0] == dropped - 1  # the greeting was dropped too
+        # Compact: the whole range (all but the newest 10) is summarised, in parts that each fit.
+        for n in range(200):
+            server.enqueue_sse(sse_chunks_for(f"Recap {n}."))
+        before = len(server.requests)
+        done = await service.compaction.compact(pid)
+        parts = server.requests[before:]
+        server.clear()
+        assert done.requests == len(parts) > 1
+        assert all(cost(service.ctx.token_counter, p.json["messages"]) <= 4096 - 300 for p in parts)
+        for n, part in enumerate(parts[1:]):  # each later part summarises the summary so far with what follows
+            assert part.json["messages"][1]["content"].startswith(f"[Summary of earlier events] Recap {n}.")
+        assert done.text == f"Recap {len(parts) - 1}."
+        assert done.covers == 2003 - 10  # greeting + 2000 + the exchange just sent, less the 10 kept
+        session = service.playthroughs.playthrough(pid).session_id
+        surface = [m for m in derive_messages(service.store.events, session) if m.source != "system-prompt"]
+        assert len(surface) == 11 and surface[0].source == SUMMARY_SOURCE
+        assert all(v.ok for _, v in service.traces.verify_all())
+        # Send again: the summary, then the kept messages, then the input; nothing dropped.
+        assert service.steps.context_gauge(pid)["dropped_messages"] == 0
+        server.enqueue_sse(sse_chunks_for("Another reply."))
+        await say(service, pid, "And now?")
+        sent = [m["content"] for m in server.requests[-1].json["messages"]]
+        at = sent.index(done.text)
+        assert sent[at + 1:at + 11] == [line(n) for n in range(1992, 2000)] + ["Where are we?", "A reply."]
+        assert sent[-1] == "And now?"
+        assert service.traces.trace(service.traces.traces(pid)[-1].id)["context"]["dropped_messages"] == 0
     finally:
         service.close()

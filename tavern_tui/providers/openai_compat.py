@@ -28,6 +28,7 @@ import email.utils
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
@@ -184,6 +185,30 @@ for _name in ("httpx", "httpcore.connection", "httpcore.http11", "httpcore.http2
     logging.getLogger(_name).addFilter(_LOG_REDACTION)
 
 
+PROBE_TIMEOUT = 2.0
+"""Seconds each context probe request may take (connect, and each read)."""
+PROBE_MAX_BYTES = 8 * 1024 * 1024
+"""The most a context probe reads of an answer (an OpenRouter `/models` list is a few MB)."""
+
+
+def _get_json(url: str, headers: dict[str, str], timeout: float) -> Any:
+    """GET `url` and parse its JSON body; None on any HTTP or network error, a non-2xx status,
+    a body over `PROBE_MAX_BYTES`, a total time past four `timeout`s, or a body that is not JSON."""
+    deadline = time.monotonic() + 4 * timeout
+    try:
+        with httpx.stream("GET", url, headers=headers, timeout=timeout) as response:
+            if not response.is_success:
+                return None
+            data = bytearray()
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) > PROBE_MAX_BYTES or time.monotonic() > deadline:
+                    return None
+        return json.loads(bytes(data))
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
 class OpenAICompatProvider:
     """Streams chat completions from an OpenAI-compatible endpoint over httpx.
 
@@ -224,6 +249,7 @@ class OpenAICompatProvider:
         self.attempts: list[dict[str, Any]] = []
         self._client = client
         self._owns_client = client is None
+        self._probe_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"OpenAICompatProvider({self.settings!r})"  # settings' repr hides the key
@@ -254,46 +280,43 @@ class OpenAICompatProvider:
         """The context the endpoint reports, read once and cached (issue 16 §1).
 
         Asks `GET {base}/models` for the configured model's (else the only model's)
-        `context_length`, `max_model_len` (vLLM), `context_window` or `max_context_length`,
-        then llama.cpp's `GET {server root}/props` for `default_generation_settings.n_ctx` or
-        `n_ctx`. A short synchronous request (call it off the event loop); any failure counts
-        as "not reported".
+        `context_length` (OpenRouter), `max_model_len` (vLLM), `context_window` or
+        `max_context_length`, then llama.cpp's `GET {server root}/props` for
+        `default_generation_settings.n_ctx` or `n_ctx`. Synchronous (call it off the event loop);
+        each request waits at most `PROBE_TIMEOUT` seconds and reads at most `PROBE_MAX_BYTES`;
+        any failure counts as "not reported" and is cached too. Concurrent callers wait for the
+        one probe under way.
 
         Returns:
             (tokens, "endpoint:/models" | "endpoint:/props"), or None.
         """
-        if hasattr(self, "_context_window"):
-            return self._context_window  # type: ignore[has-type]
-        found: tuple[int, str] | None = None
+        with self._probe_lock:
+            if not hasattr(self, "_context_window"):
+                self._context_window = self._probe_context()
+            return self._context_window
+
+    def _probe_context(self) -> tuple[int, str] | None:
         base = self.settings.base_url.rstrip("/")
         headers = {k: v for k, v in self.build_headers().items() if k != "Accept"}
-        timeout = min(5.0, self.settings.timeout)
-        try:
-            listed = httpx.get(base + "/models", headers=headers, timeout=timeout).json()
-            models = listed.get("data") if isinstance(listed, dict) else None
-            if isinstance(models, list):
-                chosen = [m for m in models if isinstance(m, dict) and m.get("id") == self.settings.model]
-                chosen = chosen or ([m for m in models if isinstance(m, dict)] if len(models) == 1 else [])
-                for key in ("context_length", "max_model_len", "context_window", "max_context_length"):
-                    value = chosen[0].get(key) if chosen else None
-                    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                        found = (value, "endpoint:/models")
-                        break
-        except (httpx.HTTPError, ValueError):
-            pass
-        if found is None:
-            root = base[:-3] if base.endswith("/v1") else base
-            try:
-                props = httpx.get(root + "/props", headers=headers, timeout=timeout).json()
-                settings = props.get("default_generation_settings") if isinstance(props, dict) else None
-                value = (settings or {}).get("n_ctx") if isinstance(settings, dict) else None
-                value = value if value is not None else (props.get("n_ctx") if isinstance(props, dict) else None)
+        timeout = min(PROBE_TIMEOUT, self.settings.timeout)
+        listed = _get_json(base + "/models", headers, timeout)
+        models = listed.get("data") if isinstance(listed, dict) else None
+        if isinstance(models, list):
+            chosen = [m for m in models if isinstance(m, dict) and m.get("id") == self.settings.model]
+            chosen = chosen or ([m for m in models if isinstance(m, dict)] if len(models) == 1 else [])
+            for key in ("context_length", "max_model_len", "context_window", "max_context_length"):
+                value = chosen[0].get(key) if chosen else None
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                    found = (value, "endpoint:/props")
-            except (httpx.HTTPError, ValueError):
-                pass
-        self._context_window = found
-        return found
+                    return value, "endpoint:/models"
+        root = base[:-3] if base.endswith("/v1") else base
+        props = _get_json(root + "/props", headers, timeout)
+        if isinstance(props, dict):
+            settings = props.get("default_generation_settings")
+            value = settings.get("n_ctx") if isinstance(settings, dict) else None
+            value = value if value is not None else props.get("n_ctx")
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value, "endpoint:/props"
+        return None
 
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body: model (omitted when none is known), messages, `stream: true`,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,9 +56,10 @@ class Compaction:
     Attributes:
         summary: ref of the `surface/replaced` event (the summary node).
         covers: original messages it stands for (a summary it replaced counts its own).
-        targets: the surface refs it obscured, oldest first.
+        targets: the surface refs it obscured (every part's, as visible before), oldest first.
         trace: "SESSION:SEQ" of the summary request's trace.
         text: the summary.
+        requests: summary requests it took (a range too long for one is summarised in parts).
     """
 
     summary: tuple[int, int]
@@ -66,11 +67,12 @@ class Compaction:
     targets: tuple[tuple[int, int], ...]
     trace: str
     text: str
+    requests: int = 1
 
     def to_json(self) -> dict[str, Any]:
-        """`{"summary", "covers", "targets", "trace", "text"}` (refs as "SESSION:SEQ")."""
+        """`{"summary", "covers", "targets", "trace", "text", "requests"}` (refs as "SESSION:SEQ")."""
         return {"summary": _ref(self.summary), "covers": self.covers, "targets": [_ref(t) for t in self.targets],
-                "trace": self.trace, "text": self.text}
+                "trace": self.trace, "text": self.text, "requests": self.requests}
 
 
 def _ref(ref: Sequence[int]) -> str:
@@ -102,7 +104,7 @@ class CompactionService:
 
     def limit_for(self, playthrough_id: int) -> ContextLimit:
         """The context this playthrough's next request fits (`resolve_limit`; the endpoint is
-        asked only with `probe_context` on, once per provider). Runs SQL: call off the loop.
+        asked, once per provider, unless `probe_context` is off). Runs SQL: call off the loop.
 
         Raises:
             NotFound: no such playthrough.
@@ -121,13 +123,13 @@ class CompactionService:
     # -- compaction -------------------------------------------------------------------------
 
     def plan(self, playthrough_id: int, through: tuple[int, int] | None = None,
-             keep: int | None = None, until: tuple[int, int] | None = None,
+             keep: int | None = None, until: tuple[int, int] | None = None, *, cut: bool = True,
              ) -> tuple[int, list[SurfaceMessage], ContextLimit]:
         """(head session, the contiguous range a compaction would summarise, the limit): the
         oldest visible chat messages through `through` (inclusive), or up to `until`
         (exclusive: auto-compaction passes the first message the fit kept), or all but the
-        newest `keep` (default `DEFAULT_KEEP`), cut to the oldest ones whose transcript fits
-        the limit.
+        newest `keep` (default `DEFAULT_KEEP`), cut (unless `cut` is False) to the oldest ones
+        whose transcript fits one summary request (`compact` summarises the rest in further parts).
 
         Raises:
             NotFound: no such playthrough, or `through` is not a visible message.
@@ -150,6 +152,8 @@ class CompactionService:
             raise TavernError(f"nothing to compact in playthrough {playthrough_id}: {len(chat)} visible messages, "
                               f"{len(chat) - len(chosen)} kept; lower --keep or name a later --through")
         limit = self.limit_for(playthrough_id)
+        if not cut:
+            return view.session_id, chosen, limit
         count = self.ctx.token_counter
         room = limit.limit - message_cost(count, self._prompt(view.character_name, view.user_name)) - 3
         used, cut = 0, 0
@@ -183,38 +187,76 @@ class CompactionService:
 
     async def compact(self, playthrough_id: int, *, through: tuple[int, int] | None = None, keep: int | None = None,
                       until: tuple[int, int] | None = None,
-                      progress: Callable[[int], None] | None = None) -> Compaction:
-        """Summarise the oldest visible messages (`plan`) and record the summary node.
+                      progress: Callable[[int], None] | None = None,
+                      on_part: Callable[[int, int], None] | None = None) -> Compaction:
+        """Summarise the oldest visible messages (`plan`'s range) and record the summary node.
+
+        A range whose transcript does not fit one summary request is summarised in parts, oldest
+        first: each part's summary replaces that part, and the next request summarises that
+        summary together with the following messages (issue 16: "summarised again with later
+        messages"), until the summary covers the whole range. Every part is a traced request;
+        a failure keeps the parts already recorded (each is a whole summary node).
 
         Args:
             through, keep, until: the range, as `plan`.
-            progress: called with the characters received so far, as the summary streams.
+            progress: called with the characters received so far (all parts), as the summary streams.
+            on_part: called before each request with (messages of the range summarised so far,
+                messages in the range).
+
+        Returns:
+            The last part's summary node; `targets` are all the range's originally visible refs,
+            `requests` how many summary requests it took.
 
         Raises:
             NotFound / TavernError: as `plan`; the provider is the offline demo (a placeholder
-                cannot summarise). ProviderError: the model failed (nothing stored).
+                cannot summarise); a part that cannot grow (the summary so far and the next
+                message do not fit together). ProviderError: the model failed (that part is
+                not stored).
         """
         if getattr(self.ctx.provider, "placeholder", False):
             raise TavernError("compaction needs a model: the offline demo provider cannot summarise; configure "
                               "TAVERN_API_BASE / TAVERN_MODEL (or [provider] in the config file)")
         view = await asyncio.to_thread(self.playthroughs.playthrough, playthrough_id)
-        session_id, range_, limit = await asyncio.to_thread(self.plan, playthrough_id, through, keep, until)
-        messages = self.summary_messages(range_, view.character_name, view.user_name)
-        provider = self.ctx.provider
-        model = getattr(provider, "model", "") or ""
-        request = ChatRequest(messages, model, {})
-        submitted = datetime.now(UTC).isoformat()
-        parts: list[str] = []
-        async for event in provider.stream(request):
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-                if progress is not None:
-                    progress(sum(len(p) for p in parts))
-        text = "".join(parts).strip()
-        if not text:
-            raise TavernError("the model returned an empty summary; nothing was recorded")
-        return await asyncio.to_thread(self._record, session_id, range_, messages, text, limit, provider, model,
-                                       submitted)
+        whole = await asyncio.to_thread(self._whole_range, playthrough_id, through, keep, until)
+        last_ref = whole[-1].ref
+        position = {m.ref: i for i, m in enumerate(whole)}
+        received = 0
+        done: Compaction | None = None
+        requests = 0
+        while True:
+            session_id, range_, limit = await asyncio.to_thread(self.plan, playthrough_id, last_ref, None, None)
+            if done is not None and len(range_) < 2:
+                raise TavernError(f"the summary so far and the next message do not fit one summary request of "
+                                  f"{limit.limit} tokens; {done.covers} messages are summarised, raise the context "
+                                  f"to summarise the rest")
+            if on_part is not None:
+                on_part(position.get(range_[0].ref, 0) if done is None else position.get(range_[1].ref, 0),
+                        len(whole))
+            messages = self.summary_messages(range_, view.character_name, view.user_name)
+            provider = self.ctx.provider
+            model = getattr(provider, "model", "") or ""
+            submitted = datetime.now(UTC).isoformat()
+            parts: list[str] = []
+            async for event in provider.stream(ChatRequest(messages, model, {})):
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                    received += len(event.text)
+                    if progress is not None:
+                        progress(received)
+            text = "".join(parts).strip()
+            if not text:
+                raise TavernError("the model returned an empty summary; nothing more was recorded")
+            done = await asyncio.to_thread(self._record, session_id, range_, messages, text, limit, provider, model,
+                                           submitted)
+            requests += 1
+            if range_[-1].ref == last_ref:
+                break
+        return replace(done, targets=tuple(m.ref for m in whole), requests=requests)
+
+    def _whole_range(self, playthrough_id: int, through: tuple[int, int] | None, keep: int | None,
+                     until: tuple[int, int] | None) -> list[SurfaceMessage]:
+        """The visible messages a compaction covers in all (`plan`'s choice before its cut to fit)."""
+        return self.plan(playthrough_id, through, keep, until, cut=False)[1]
 
     def _record(self, session_id: int, range_: Sequence[SurfaceMessage], messages: list[dict[str, Any]], text: str,
                 limit: ContextLimit, provider: Any, model: str, submitted: str) -> Compaction:

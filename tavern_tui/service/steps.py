@@ -450,8 +450,12 @@ class StepRunner:
         impersonate; `claim`: the inbox's pending batch is its input)."""
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
         view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation, text, claim)
-        if fitted and fitted.get("dropped_messages") and self.ctx.settings.auto_compact:
-            # Auto-compaction: summarise the oldest block instead of dropping it, then fit again.
+        rounds = 0
+        while fitted and fitted.get("dropped_messages") and self.ctx.settings.auto_compact and rounds < 3:
+            # Auto-compaction: summarise the oldest block instead of dropping it, then fit again. The
+            # summary itself takes room, so a message or two may still not fit: those are summarised
+            # into it too (a few rounds at most).
+            rounds += 1
             first_kept = _parse_ref(fitted.get("first_kept"))
             await self.compaction.compact(playthrough_id, until=first_kept, keep=0 if first_kept is None else None)
             view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,

@@ -35,6 +35,7 @@ def cmd_compact(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return print_json(out, done.to_json())
     first, last = done.targets[0], done.targets[-1]
     out.write(f"summary {done.summary[0]}:{done.summary[1]} replaces {len(done.targets)} visible messages "
-              f"({first[0]}:{first[1]} … {last[0]}:{last[1]}; {done.covers} originals) · trace {done.trace}\n\n"
+              f"({first[0]}:{first[1]} … {last[0]}:{last[1]}; {done.covers} originals)"
+              f"{f' in {done.requests} parts' if done.requests > 1 else ''} · trace {done.trace}\n\n"
               f"{done.text}\n")
     return EXIT_OK

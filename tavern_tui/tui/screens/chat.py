@@ -702,11 +702,16 @@ class ChatScreen(TavernScreen[None]):
     async def _compact(self) -> None:
         # On the loop: the provider streams here (its client lives on this loop); the
         # service's reads and writes run in threads.
+        state = {"part": ""}
+
         def progress(chars: int) -> None:
-            self.status.detail = f"summary: {chars:,} characters received"
+            self.status.detail = f"summary{state['part']}: {chars:,} characters received"
+
+        def on_part(done_messages: int, total: int) -> None:
+            state["part"] = f" ({done_messages:,}/{total:,} messages)" if done_messages else ""
 
         try:
-            done = await self.tavern.compaction.compact(self.playthrough_id, progress=progress)
+            done = await self.tavern.compaction.compact(self.playthrough_id, progress=progress, on_part=on_part)
         except Exception as exc:  # noqa: BLE001 - any failure is shown; nothing was stored
             self.status.state, self.status.detail = "error", f"compaction: {exc}"
             self.notify(str(exc), title="Cannot compact", severity="error", timeout=10)
