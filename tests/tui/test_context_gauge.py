@@ -95,3 +95,67 @@ async def test_compaction_from_the_palette_shows_a_summary_block_with_its_origin
         first = str(section.query(".original").last().content)  # type: ignore[attr-defined]
         assert "not sent" in first and "Line 019" in first
         assert chat.status.state == "idle" and not chat.generating
+
+
+def add_summaries(tavern: Tavern, pid: int) -> list[tuple[int, int]]:
+    """Two summary nodes on the surface, each replacing its own run of messages (seed 000 §1.1: a
+    replacement obscures any contiguous range), oldest first; returns their refs."""
+    from tavern_tui.engine.events import Origin
+    from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages
+
+    session = tavern.playthroughs.playthrough(pid).session_id
+    chat = [m for m in derive_messages(tavern.store.events, session) if m.source != "system-prompt"]
+    refs = []
+    for text, run in (("Early recap.", chat[1:5]), ("Later recap.", chat[8:12])):
+        meta = {"covers": len(run), "first": list(run[0].ref), "last": list(run[-1].ref),
+                "from": run[0].created_at.isoformat(), "to": run[-1].created_at.isoformat(), "targets": len(run)}
+        [event] = tavern.store.events.append(session, [NewEvent(
+            EventKind.SURFACE_REPLACED, "system", {"targets": [list(m.ref) for m in run],
+                                                   "message": {"role": "system", "content": text, "summary": meta}},
+            Origin.ENGINE, SUMMARY_SOURCE)])
+        refs.append(event.ref)
+    return refs
+
+
+async def test_f12_edits_the_focused_summary_else_the_one_chosen(
+        corpus_tavern: Tavern, corpus_dir: Path, tmp_path: Path) -> None:
+    from textual.widgets import OptionList, TextArea
+
+    from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages
+    from tavern_tui.tui.modals.choose import ChooseScreen
+    from tavern_tui.tui.modals.edit_message import EditMessageScreen
+
+    pid = bound_playthrough(corpus_tavern, corpus_dir, tmp_path, 32768, 16)
+    add_summaries(corpus_tavern, pid)
+    app = TavernApp(corpus_tavern)
+
+    def summaries() -> list[str]:
+        session = corpus_tavern.playthroughs.playthrough(pid).session_id
+        return [m.content for m in derive_messages(corpus_tavern.store.events, session) if m.source == SUMMARY_SOURCE]
+
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(pilot, corpus_tavern, pid)
+        boxes = [b for b in chat.transcript.boxes if b.has_class("-summary")]
+        assert [b.text for b in boxes] == ["Early recap.", "Later recap."]
+        # Focus inside the older summary (its originals' toggle): F12 edits that one.
+        boxes[0].query_one(".originals", Collapsible).query_one("CollapsibleTitle").focus()
+        await pilot.press("f12")
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        assert app.screen.query_one(TextArea).text == "Early recap."
+        app.screen.query_one(TextArea).text = "Early recap, edited."
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: summaries() == ["Early recap, edited.", "Later recap."])
+        await workers_idle(pilot)
+        # Focus in the prompt: F12 asks which one, the newest highlighted; choosing the other edits it.
+        chat.prompt.focus()
+        await pilot.press("f12")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChooseScreen))
+        options = app.screen.query_one(OptionList)
+        assert options.option_count == 2 and options.highlighted == 1
+        assert "Later recap." in str(options.get_option_at_index(1).prompt)
+        await pilot.press("up", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        assert app.screen.query_one(TextArea).text == "Early recap, edited."
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is chat)
+        assert summaries() == ["Early recap, edited.", "Later recap."]

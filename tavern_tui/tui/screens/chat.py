@@ -27,6 +27,8 @@ from tavern_tui.tui.messages import (
     ReplyStarted,
     WorldBooksRequested,
 )
+from tavern_tui.tui.labels import summary_title
+from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
@@ -139,7 +141,7 @@ class ChatScreen(TavernScreen[None]):
         Binding("f10", "compact", "Compact", id="chat.compact", show=False,
                 tooltip="Summarise the oldest messages into one summary (the originals stay in the log)"),
         Binding("f12", "edit_summary", "Edit summary", id="chat.edit_summary", show=False,
-                tooltip="Edit the newest summary"),
+                tooltip="Edit a summary (the focused one, else choose)"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
@@ -724,13 +726,31 @@ class ChatScreen(TavernScreen[None]):
         self._reload()
 
     def action_edit_summary(self) -> None:
-        """Edit the newest summary shown (a replacement of it; the earlier text stays in the log)."""
-        box = next((b for b in reversed(self.transcript.boxes) if b.view is not None and b.view.summary is not None),
-                   None)
-        if box is None or box.view is None:
+        """Edit a summary (a replacement of it; the earlier text stays in the log): the one that
+        holds the focus (e.g. its originals' toggle, reached with Tab), else the only one shown,
+        else the one chosen from a list of the summaries shown (newest highlighted)."""
+        boxes = [b for b in self.transcript.boxes if b.view is not None and b.view.summary is not None]
+        if not boxes:
             self.notify("No summary in this chat yet; compact first (F10).", title="Edit summary")
             return
+        focused = self.focused
+        held = next((a for a in (focused.ancestors_with_self if focused is not None else ())
+                     if isinstance(a, MessageBox) and a in boxes), None)
+        if held is not None or len(boxes) == 1:
+            self._edit_summary(held or boxes[0])
+            return
+
+        def chosen(index: int | None) -> None:
+            if index is not None:
+                self._edit_summary(boxes[index])
+
+        labels = [f"{summary_title(b.view)} · {b.view.content[:60]}" for b in boxes if b.view is not None]
+        self.app.push_screen(ChooseScreen("Edit which summary?", labels, selected=len(labels) - 1), chosen)
+
+    def _edit_summary(self, box: MessageBox) -> None:
         view = box.view
+        if view is None:
+            return
 
         def save(edited: str | None) -> None:
             if edited is not None:
