@@ -19,6 +19,7 @@ from tavern_tui.engine.step import OPENING_SOURCE, InboxEmpty, StepBusy, StepSet
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
+from tavern_tui.tui.labels import summary_title
 from tavern_tui.tui.messages import (
     PlaythroughChosen,
     ReplyDelta,
@@ -27,7 +28,6 @@ from tavern_tui.tui.messages import (
     ReplyStarted,
     WorldBooksRequested,
 )
-from tavern_tui.tui.labels import summary_title
 from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.base import TavernScreen
