@@ -34,6 +34,7 @@ from tavern_tui.assembly.macros.engine import (
     MAX_CALLS,
     MAX_EXPANSION,
     MacroContext,
+    history_expander,
     is_falsy,
     substitute,
     substitute_readonly,
@@ -41,5 +42,6 @@ from tavern_tui.assembly.macros.engine import (
 )
 from tavern_tui.assembly.macros.moment import humanize_duration, moment_format
 
-__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "humanize_duration", "is_falsy",
+__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "history_expander", "humanize_duration",
+           "is_falsy",
            "moment_format", "substitute", "substitute_readonly", "trim_scoped"]

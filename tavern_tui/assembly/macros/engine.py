@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 import random
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
@@ -19,7 +21,8 @@ from tavern_tui.assembly.macros.moment import aware, humanize_duration, moment_f
 from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
 from tavern_tui.assembly.macros.seeded import seedrandom, string_hash
 
-__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "is_falsy", "substitute",
+__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "history_expander", "is_falsy",
+           "substitute",
            "substitute_readonly", "trim_scoped"]
 
 
@@ -168,6 +171,60 @@ def substitute_readonly(text: str, ctx: MacroContext) -> str:
                                     global_vars=copy.deepcopy(ctx.global_vars), reads=set()))
 
 
+_PURE = frozenset(n.lower() for n in (
+    "user", "char", "group", "charIfNotGroup", "groupNotMuted", "notChar", "persona", "charDescription",
+    "description", "charPersonality", "personality", "charScenario", "scenario", "mesExamplesRaw", "mesExamples",
+    "charPrompt", "charInstruction", "charDepthPrompt", "charCreatorNotes", "creatorNotes", "charVersion",
+    "version", "char_version", "charFirstMessage", "greeting", "newline", "space", "noop", "trim", "if", "else",
+    "reverse", "//", "comment", "pick", "banned", "original"))
+"""Macros whose output depends only on `_fingerprint`'s fields and the text itself (`pick`: chat id,
+text and offset), never on variables, time, chance, the chat's state or the runtime."""
+
+_HISTORY_CACHE_SIZE = 20_000
+_history_cache: OrderedDict[tuple[str, tuple], str] = OrderedDict()
+_history_lock = threading.Lock()
+
+
+def _fingerprint(ctx: MacroContext) -> tuple:
+    return (ctx.char, ctx.user, ctx.persona, ctx.description, ctx.personality, ctx.scenario, ctx.mes_examples,
+            ctx.mes_examples_raw, ctx.char_prompt, ctx.char_instruction, ctx.char_depth_prompt, ctx.creator_notes,
+            ctx.char_version, ctx.first_message, tuple(ctx.alternate_greetings), ctx.original, ctx.chat_id,
+            ctx.chat_id_hash, repr(ctx.pick_reroll_seed))
+
+
+def history_expander(ctx: MacroContext) -> Callable[[str], str]:
+    """`substitute_readonly` for the stored chat, with the expansions cached across builds.
+
+    SillyTavern expands the stored messages again on every prompt build without writing variables;
+    a message's expansion is kept (keyed by its text and the card fields, names and chat id, read
+    once here) when every macro it ran is in `_PURE`; one that read a variable, the time, chance, the
+    chat's state or a runtime value is expanded again each time, since its result can change.
+    """
+    fingerprint = _fingerprint(ctx)
+
+    def expand(text: str) -> str:
+        if "{{" not in text and "<" not in text:
+            return text
+        key = (text, fingerprint)
+        with _history_lock:
+            hit = _history_cache.get(key)
+            if hit is not None:
+                _history_cache.move_to_end(key)
+                return hit
+        copy_ctx = replace(ctx, local_vars=copy.deepcopy(ctx.local_vars), global_vars=copy.deepcopy(ctx.global_vars),
+                           reads=set(), limits_hit=set())
+        evaluator = _Evaluator(text, copy_ctx)
+        result = evaluator.run()
+        if evaluator.pure and not copy_ctx.limits_hit:
+            with _history_lock:
+                _history_cache[key] = result
+                while len(_history_cache) > _HISTORY_CACHE_SIZE:
+                    _history_cache.popitem(last=False)
+        return result
+
+    return expand
+
+
 def is_falsy(value: str) -> bool:
     """`{{if}}`'s test (core-macros.js): "" or, trimmed and lower-cased, "off", "false" or "0"."""
     return value == "" or value.strip().lower() in _FALSE
@@ -200,6 +257,7 @@ class _Evaluator:
         self.calls = 0
         self.original_used = False
         self._text_hash: int | None = None
+        self.pure = True  # no macro that reads state beyond the card, the names and the chat id ran
         self.top_text = text
         self._astral = False
 
@@ -265,6 +323,8 @@ class _Evaluator:
             return self._eval_variable(m, s, base)
         lname = m.name.lower()
         dyn = next((v for k, v in self.ctx.dynamic.items() if k.lower() == lname), None) if self.ctx.dynamic else None
+        if dyn is not None or (lname not in _PURE and lname in _DEFS):
+            self.pure = False
         d = None if dyn is not None else _DEFS.get(lname)
         delay = d is not None and d.delay
         args: list[str] = []
@@ -300,6 +360,7 @@ class _Evaluator:
         return result
 
     def _eval_variable(self, m: Macro, s: str, base: int) -> str:
+        self.pure = False
         """MacroCstWalker #executeVariableOperation; the value is evaluated only when needed, at most once."""
         store = self.ctx.global_vars if m.scope == "$" else self.ctx.local_vars
         scope = "global" if m.scope == "$" else "local"

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tavern_tui.assembly.basic import split_examples
-from tavern_tui.assembly.macros import MacroContext, substitute_readonly
+from tavern_tui.assembly.macros import MacroContext, history_expander
 from tavern_tui.assembly.sillytavern.inputs import ROLES, PromptInputs, PromptPart
 from tavern_tui.errors import TavernError
 from tavern_tui.text.names import substitute_names
@@ -163,13 +163,14 @@ class ChatBudget:
         sent as user, and names applied as the preset's `names_behavior` says."""
         behaviour = self.preset.names_behavior
         items: list[ChatItem] = []
+        expand = history_expander(self.ctx)
         for message in self.inputs.history:
             role = message.role if message.role in ROLES else "user"
             text = message.content.replace("\r", "")
             # SillyTavern expands the person's input once, when it is sent (the assemblers do that first),
             # and never the stored chat again: expanded here without re-running any variable write
-            # (`substitute_readonly` returns macro-free text as it is, without copying the variables).
-            content = substitute_readonly(text, self.ctx)
+            # (`history_expander`: macro-free text as it is; a state-free expansion from its cache).
+            content = expand(text)
             if not content.strip():
                 continue
             name = None
