@@ -5,7 +5,8 @@ scans (no read-only mode), so a `{{setvar}}`/`{{incvar}}` in a key writes the ch
 authors-note.js `{{authorsNote}}` = `chat_metadata.note_prompt ?? ''`, `{{charAuthorsNote}}` /
 `{{defaultAuthorsNote}}` = '' when none is set; the Summarize extension's `{{summary}}` = the newest
 summary; chat-macros.js `{{lastSwipeId}}` = the last message's `swipes.length`, `{{currentSwipeId}}` =
-`swipe_id + 1`, both '' for a message without swipes (the person's own).
+`swipe_id + 1`, both '' for a message without swipes (the person's own); while a swipe is generated the
+swiped reply is the last message, its `swipe_id` one past its swipes.
 """
 
 from __future__ import annotations
@@ -73,9 +74,26 @@ async def test_swipe_ids_and_an_empty_summary(tavern: Tavern, model: ScriptedMod
     # Now the chat ends with the reply: one swipe, the first.
     assert "LS=[1] CS=[1]" in joined
     await drain(tavern.steps.regenerate(pid))
+    # While a swipe is generated, the reply being swiped is the last message: 1 swipe, the 2nd in progress.
+    assert "LS=[1] CS=[2]" in system_text(model, 1)
     await drain(tavern.steps.regenerate(pid))
+    assert "LS=[2] CS=[3]" in system_text(model, 2)
     joined = "\n".join(m["content"] for m in tavern.steps.preview(pid)["messages"])
     assert "LS=[3] CS=[3]" in joined
     tavern.timeline.swipe(pid, -1)
     joined = "\n".join(m["content"] for m in tavern.steps.preview(pid)["messages"])
     assert "LS=[3] CS=[2]" in joined
+
+
+async def test_summary_is_the_newest_summary_text(tavern: Tavern, model: ScriptedModel, tmp_path: Path) -> None:
+    pid = import_card(tavern, tmp_path, {"name": "Sage", "first_mes": "Welcome.", "description": "S=[{{summary}}]"})
+    model.enqueue("r1", "r2", "The first recap.", "r3", "The second recap.", "r4")
+    await drain(tavern.steps.send(pid, "u1"))
+    await drain(tavern.steps.send(pid, "u2"))
+    assert "S=[]" in system_text(model, 1)
+    await tavern.compaction.compact(pid, keep=1)
+    await drain(tavern.steps.send(pid, "u3"))
+    assert "S=[The first recap.]" in system_text(model, 3)
+    await tavern.compaction.compact(pid, keep=1)  # summarises the first summary with what followed it
+    await drain(tavern.steps.send(pid, "u4"))
+    assert "S=[The second recap.]" in system_text(model, 5)

@@ -189,9 +189,17 @@ class StepRunner:
                 "dropped_messages": int(context.get("dropped_messages") or 0),
                 "summaries": list(context.get("summaries") or []), "overflow": False, "over": 0}
 
-    def _swipe_ids(self, playthrough_id: int) -> tuple[int | None, int | None]:
+    def _swipe_ids(self, playthrough_id: int, generation_type: str = "normal") -> tuple[int | None, int | None]:
         """(`{{lastSwipeId}}`, `{{currentSwipeId}}`) of the chat's last message (chat-macros.js: its
-        swipe count and 1-based swipe index), None for a message without swipes (the person's)."""
+        swipe count and 1-based swipe index), None for a message without swipes (the person's).
+        While a swipe is generated, SillyTavern's last message is the reply being swiped, its
+        `swipe_id` one past its swipes: (the replies there are, that number + 1)."""
+        if generation_type == "swipe":  # the head is the fork before the reply (`_fork_for_regenerate`)
+            timeline, _members = self.timeline.variant_tree(playthrough_id)
+            last = self.timeline.last_visible(timeline)
+            siblings = timeline.roots if last is None else timeline.variants[last].children
+            count = sum(1 for ref in siblings if timeline.variants[ref].row.role == "assistant")
+            return (count, count + 1) if count else (None, None)
         state = self.timeline.swipe_state(playthrough_id)
         if state.ref is None or not (state.greeting or state.can_generate):
             return None, None
@@ -238,8 +246,14 @@ class StepRunner:
             # `{{summary}}` (Summarize extension): the newest summary's text; swipe ids read on use only.
             macros.summary = next((m.content for m in reversed(self._surface(view.session_id))
                                    if getattr(m, "source", None) == SUMMARY_SOURCE), "")
-            macros.lazy = {"last_swipe_id": lambda: self._swipe_ids(playthrough_id)[0],
-                           "current_swipe_id": lambda: self._swipe_ids(playthrough_id)[1]}
+            memo: list[tuple[int | None, int | None]] = []
+
+            def swipe_ids(gen_type: str = generation.type) -> tuple[int | None, int | None]:
+                if not memo:
+                    memo.append(self._swipe_ids(playthrough_id, gen_type))
+                return memo[0]
+
+            macros.lazy = {"last_swipe_id": lambda: swipe_ids()[0], "current_swipe_id": lambda: swipe_ids()[1]}
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
