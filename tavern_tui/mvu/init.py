@@ -119,7 +119,7 @@ def _schema_from_data(record: dict[str, Any]) -> None:
 
 
 def initial_record(books: Sequence[InitBook], greeting: str, *, primary_book: str | None = None,
-                   substitute: Callable[[str], str] | None = None) -> InitResult | None:
+                   substitute: Callable[[str], str] | None = None, check_material: bool = True) -> InitResult | None:
     """The record a chat holding only its greeting starts from (`initCheck` at message 0), or None when the
     card has no MVU material (`has_mvu_material`).
 
@@ -128,8 +128,10 @@ def initial_record(books: Sequence[InitBook], greeting: str, *, primary_book: st
         greeting: the greeting shown (its `<initvar>` blocks and commands apply to it).
         primary_book: the character's own book's name (kept initialised when a greeting `<initvar>` resets).
         substitute: the macro expansion for contents and the greeting.
+        check_material: return None when `books` and `greeting` carry no MVU material (False: the caller
+            checked it on every greeting of the card).
     """
-    if not has_mvu_material(books, [greeting]):
+    if check_material and not has_mvu_material(books, [greeting]):
         return None
     errors: list[str] = []
     record = empty_record()

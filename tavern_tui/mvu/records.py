@@ -61,7 +61,18 @@ def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = Non
     among the `events` of a surface in order; `before`: only messages before that message ref count."""
     order: dict[tuple[int, int], int] = {}
     by_message: dict[tuple[int, int], tuple[Event, Mapping[str, Any]]] = {}
-    current: tuple[int, int] | None = None  # the commit in force, for the base check
+    accepted: list[tuple[int, tuple[int, int]]] = []  # (message order, message ref), as commits were accepted
+
+    def in_force(limit: int) -> tuple[int, int] | None:
+        """The commit of the latest message before `limit` holding one (the base a commit must name)."""
+        best: tuple[int, tuple[int, int]] | None = None
+        for position, message in reversed(accepted):
+            if position < limit and (visible is None or message in visible) and (best is None or position > best[0]):
+                best = (position, message)
+                if position == limit - 1:
+                    break
+        return by_message[best[1]][0].ref if best else None
+
     for index, event in enumerate(events):
         if event.kind in _MESSAGES:
             order[event.ref] = index
@@ -75,12 +86,12 @@ def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = Non
         if len(message) != 2 or message not in order:
             continue
         base = tuple(part["base"]) if part.get("base") else None
-        if not part.get("init") and base != current:
-            continue  # computed from a record no longer in force: refused (CAS)
+        if not part.get("init") and base != in_force(order[message]):  # type: ignore[index]
+            continue  # computed from a record no longer in force: refused (compare-and-set)
         by_message[message] = (event, part)  # type: ignore[index]
-        current = event.ref
+        accepted.append((order[message], message))  # type: ignore[arg-type,index]
     candidates = [m for m in by_message if (visible is None or m in visible)
-                  and (before is None or order[m] < order.get(before, len(order) + 10 ** 9))]
+                  and (before is None or before not in order or order[m] < order[before])]
     if not candidates:
         return MvuHead(None)
     message = max(candidates, key=lambda m: order[m])
