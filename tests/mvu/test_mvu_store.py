@@ -20,8 +20,8 @@ from tavern_tui.mvu import MVU_PART
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
 
-UPDATE = "理微笑着点头。\n<UpdateVariable>\n_.add('理.好感度', 5);//她很开心\n_.set('时间', '09:00', '10:30');//过了一会\n" \
-         "</UpdateVariable>"
+UPDATE = ("理微笑着点头。\n<UpdateVariable>\n_.add('理.好感度', 5);//她很开心\n"
+          "_.set('时间', '09:00', '10:30');//过了一会\n</UpdateVariable>")
 
 
 async def drain(updates) -> None:  # type: ignore[no-untyped-def]

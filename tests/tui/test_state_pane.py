@@ -18,7 +18,8 @@ from tavern_tui.tui.screens.state import StateScreen
 from tests.tui.conftest import ScriptedProvider, open_character, wait_until
 from tests.tui.test_app import SIZE, send
 
-REPLY = "理点头。\n<UpdateVariable>\n_.add('理.好感度', 5);//她很开心\n_.insert('user', 'x', 1);//试试\n</UpdateVariable>"
+REPLY = ("理点头。\n<UpdateVariable>\n_.add('理.好感度', 5);//她很开心\n_.insert('user', 'x', 1);//试试\n"
+         "</UpdateVariable>")
 
 
 def tree_lines(pane: StateScreen) -> list[str]:
