@@ -93,6 +93,9 @@ class MvuService:
         self.playthroughs = playthroughs
         self.lore = lore
         self.variables = variables
+        # playthrough → (log version, head): previews rebuild the prompt on every keystroke, and the log's
+        # version changes with every append (a binding changed meanwhile shows at the next event)
+        self._heads: dict[int, tuple[Any, MvuView]] = {}
 
     # -- material ----------------------------------------------------------------------------------------
     def _material(self, playthrough_id: int) -> tuple[Any, list[InitBook], str | None, list[str], MacroContext]:
@@ -150,6 +153,15 @@ class MvuService:
             NotFound: no such playthrough.
         """
         view = self.playthroughs.playthrough(playthrough_id)
+        key = (self.ctx.store.events.version(), view.session_id)  # a swipe to a known sibling moves only the head
+        cached = self._heads.get(playthrough_id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        head = self._head(playthrough_id, view)
+        self._heads[playthrough_id] = (key, head)
+        return head
+
+    def _head(self, playthrough_id: int, view: Any) -> MvuView:
         events = self.surface_events(view.session_id)
         surface = surface_of(events)
         found = mvu_head(events, {m.ref for m in surface})
