@@ -76,7 +76,7 @@ def test_a_turn_counting_card_over_five_turns_a_swipe_and_a_restart(cli_env: dic
     assert [s.split("This is turn ")[1].split(".")[0] for s in systems] == ["1", "2", "3", "4", "5", "5"]
     # A new process (a restart) reads the same count.
     shown = json.loads(_run(["vars", "1", "--json"], cli_env).stdout)
-    assert shown == {"playthrough": 1, "local": {"turns": 5}, "global": {}}
+    assert shown == {"playthrough": 1, "local": {"turns": 5}, "global": {}, "mvu": None}  # no MVU material
     # --playthrough reads its variables but never commits.
     peek = json.loads(_run(["macro", "eval", "{{incvar::turns}}", "--playthrough", "1", "--json"], cli_env).stdout)
     assert peek["output"] == "6"

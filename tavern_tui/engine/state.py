@@ -37,7 +37,9 @@ STATE_KIND = "state/commit"
 VARIABLES_PART = "variables"
 FOLD_KINDS = (STATE_KIND, EventKind.REQUEST_HEADER, EventKind.ASSISTANT_ATTEMPT)
 """The kinds a fold needs: the commits, the headers that pair them with their steps, the cut-short settles."""
-ORIGINS = ("step", "operator", "import")
+ORIGINS = ("step", "operator", "import", "reply")
+"""Who made a commit: a step's build, the person, an import, or a settled reply (MVU's update commands, issue 18:
+committed after the reply, so never discarded with a failed step)."""
 
 
 @dataclass

@@ -16,6 +16,7 @@ from tavern_tui.service.imports import ImportService
 from tavern_tui.service.inbox import InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.mvu import MvuService
 from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService
@@ -62,6 +63,7 @@ class Tavern:
         traces: recorded requests (`TraceService`); chat_files: SillyTavern chats (`ChatFileService`).
         imports: files and folders of any kind (`ImportService`).
         variables: macro variables, local per branch and global (`VariableService`).
+        mvu: MVU state records per message and swipe (`MvuService`, issue 18).
 
     Every cache lives in one of the services, so it lasts as long as this `Tavern`.
 
@@ -87,9 +89,10 @@ class Tavern:
         self.variables = VariableService(ctx, self.playthroughs)
         self.inbox = InboxService(ctx, self.playthroughs)
         self.compaction = CompactionService(ctx, self.playthroughs, self.presets)
+        self.mvu = MvuService(ctx, self.library, self.playthroughs, self.lore, self.variables)
         self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
                                 self.strategies, self.timeline, self.variables, self.compaction,
-                                inbox=self.inbox)
+                                inbox=self.inbox, mvu=self.mvu)
         self.traces = TraceService(ctx, self.playthroughs, self.timeline)
         self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
         self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files)

@@ -55,6 +55,7 @@ from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.inbox import ClaimedElsewhere, InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.mvu import MvuService
 from tavern_tui.service.persona import PersonaService, render_snapshot
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService, omitted_parameters, strategy_of
@@ -108,14 +109,17 @@ class StepRunner:
         compaction: the context limit every request fits and the summaries auto-compaction
             writes (issue 16).
         inbox: the queued batch a step claims (previews include it; None: previews see none).
+        mvu: MVU state (issue 18): initialised before a step, bound as the macros' message variables, and
+            committed from each settled reply (None: no MVU state).
     """
 
     def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
                  lore: WorldInfoService, persona: PersonaService, presets: PresetService,
                  strategies: StrategyService, timeline: TimelineService,
                  variables: VariableService | None = None, compaction: CompactionService | None = None, *,
-                 inbox: InboxService | None = None) -> None:
+                 inbox: InboxService | None = None, mvu: MvuService | None = None) -> None:
         self.ctx = ctx
+        self.mvu = mvu
         self.variables = variables
         self.library = library
         self.playthroughs = playthroughs
@@ -128,6 +132,7 @@ class StepRunner:
         self.compaction = compaction or CompactionService(ctx, playthroughs, presets)
         self._surface_cache: tuple[tuple[int, tuple[int, int]], list[Any]] | None = None
         self._derived: tuple[list[Any], list[Any]] | None = None  # (the events list, its surface)
+        self.last_mvu: dict[int, Any] = {}  # playthrough → the MVU commit of its last settled reply (MvuView | None)
 
     def _batch(self, playthrough_id: int, text: str) -> list[str]:
         """What the next step would claim if `text` were sent now: the pending queue (steers
@@ -254,6 +259,8 @@ class StepRunner:
                 return memo[0]
 
             macros.lazy = {"last_swipe_id": lambda: swipe_ids()[0], "current_swipe_id": lambda: swipe_ids()[1]}
+        if macros is not None and self.mvu is not None:  # the bound snapshot (issue 18): MVU's record at the head
+            macros.message_vars = self.mvu.snapshot(playthrough_id)
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
@@ -445,6 +452,8 @@ class StepRunner:
         view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
+        if self.mvu is not None:  # MVU initialises before the first generation (initCheck on GENERATION_STARTED)
+            self.mvu.ensure_initialised(playthrough_id)
         assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True)
         self.lore.index_cache.wait_free()
         history = self._surface(view.session_id)
@@ -482,10 +491,22 @@ class StepRunner:
             try:
                 async for update in steps:
                     if isinstance(update, StepSettled):
+                        await self._commit_mvu(playthrough_id, view.session_id, update)
                         await self._consolidate_quietly(playthrough_id)
                     yield update
             except StepFailed as exc:
                 raise _with_omit_step(exc, playthrough_id) from exc.cause
+
+    async def _commit_mvu(self, playthrough_id: int, session_id: int, settled: StepSettled) -> None:
+        """Commit the settled reply's MVU commands (issue 18), off the event loop; a failure is logged and
+        never fails the step (the reply is stored; the state stays at the record before it)."""
+        if self.mvu is None:
+            return
+        try:
+            self.last_mvu[playthrough_id] = await asyncio.to_thread(
+                self.mvu.commit_reply, playthrough_id, settled.event.session_id, settled.event)
+        except Exception:  # noqa: BLE001 - state is best effort once the reply is kept
+            logger.exception("MVU commit failed for playthrough %s", playthrough_id)
 
     async def _consolidate_quietly(self, playthrough_id: int) -> None:
         """Learn from what the person just said, off the event loop (the UI's thread); a failure

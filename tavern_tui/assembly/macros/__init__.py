@@ -29,6 +29,7 @@ Modules: `parser` (the grammar), `engine` (`MacroContext`, `substitute`, the mac
 (JavaScript value semantics for the variable store), `moment` (moment.js formatting and durations).
 """
 
+from tavern_tui.assembly.macros import mvu_macros  # noqa: F401, I001 - registers the MVU variable macros
 from tavern_tui.assembly.macros.engine import (
     LIMIT_MARKER,
     MAX_CALLS,

@@ -98,6 +98,9 @@ class MacroContext:
     summary: str = ""
     lazy: dict[str, Callable[[], object]] = field(default_factory=dict)
     limits_hit: set[str] = field(default_factory=set)
+    message_vars: dict[str, object] = field(default_factory=dict)
+    """The bound message variables of this step (MVU's record at the head, `mvu.snapshot_variables`; issue 18):
+    what `{{get_message_variable::…}}` and `getvar` paths read (`macros.mvu_macros`)."""
 
 
 MAX_EXPANSION = 8_000_000  # characters macros may produce per substitute() call (ours)
@@ -141,9 +144,13 @@ class _Def:
 
 
 _DEFS: dict[str, _Def] = {}
+EXTERNAL: dict[str, Callable[[MacroContext, list[str]], str | None]] = {}
+"""Handlers defined outside this module by `fn` name (`macros.mvu_macros`): (context, arguments) → text, or None
+to leave the macro as written."""
 
 
 def _macro(*names: str, fn: str, **kw: object) -> None:
+    """Register a macro under its names (case-insensitive); `fn` names an `_Evaluator` method or an `EXTERNAL`."""
     d = _Def(names[0], fn, **kw)  # type: ignore[arg-type]
     for n in names:
         _DEFS[n.lower()] = d
@@ -353,7 +360,9 @@ class _Evaluator:
         for pos in d.ints:
             if pos < len(args) and not _INTEGER.fullmatch(args[pos].strip()):
                 return raw  # validateArgTypes with strictArgs
-        result = getattr(self, d.fn)(d.name, args, m, base, scoped is not None)
+        external = EXTERNAL.get(d.fn)
+        result = (external(self.ctx, args) if external is not None
+                  else getattr(self, d.fn)(d.name, args, m, base, scoped is not None))
         if result is None:
             return raw  # the handler failed (ST logs it and keeps the macro as written)
         self._count(len(result))

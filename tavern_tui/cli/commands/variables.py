@@ -71,7 +71,10 @@ def cmd_vars(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             tavern.variables.set(args.playthrough, name, value, scope=args.scope)
         for name in args.delete:
             tavern.variables.delete(args.playthrough, name, scope=args.scope)
-        return _show(out, tavern.variables.variables(args.playthrough), args.json)
+        view = tavern.variables.variables(args.playthrough)
+        if args.json:  # issue 18: the MVU record at the head (null: no MVU state)
+            return print_json(out, {**view.to_json(), "mvu": tavern.mvu.head(args.playthrough).record})
+        return _show(out, view, args.json)
 
 
 def _read_lines(path: Path) -> list[str]:

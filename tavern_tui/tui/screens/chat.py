@@ -32,6 +32,7 @@ from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
+from tavern_tui.tui.screens.state import StateScreen, refused_status
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
@@ -138,6 +139,8 @@ class ChatScreen(TavernScreen[None]):
                 tooltip="Delete the shown swipe of the last reply, keeping the others"),
         Binding("f11", "variables", "Variables", id="chat.variables", show=False,
                 tooltip="Macro variables and their history"),
+        Binding("ctrl+g", "state", "State", id="chat.state", show=False,
+                tooltip="MVU state: stat_data and what the last reply changed"),
         Binding("f10", "compact", "Compact", id="chat.compact", show=False,
                 tooltip="Summarise the oldest messages into one summary (the originals stay in the log)"),
         Binding("f12", "edit_summary", "Edit summary", id="chat.edit_summary", show=False,
@@ -591,7 +594,9 @@ class ChatScreen(TavernScreen[None]):
             self.notify(f"{category}: {text}", title="The reply failed", severity="error", timeout=10)
             mark = f"error · {category}"
         else:
-            self.status.state, self.status.detail = "idle", ""
+            # MVU (issue 18): a reply whose update commands were refused says so, and why.
+            mvu = self.tavern.steps.last_mvu.get(self.playthrough_id) if worker.state == WorkerState.SUCCESS else None
+            self.status.state, self.status.detail = "idle", refused_status(mvu)
             mark = "stopped" if worker.state == WorkerState.CANCELLED else None
         if self._reply is not None:
             await self._reply.settle(stored, mark)
@@ -684,6 +689,10 @@ class ChatScreen(TavernScreen[None]):
     def action_persona(self) -> None:
         """Open the persona pane on this playthrough; the title is re-read when it closes (the name may change)."""
         self.app.push_screen(PersonaScreen(self.tavern, self.playthrough_id), lambda _: self._update_title())
+
+    def action_state(self) -> None:
+        """Open the state pane (issue 18): MVU's stat_data and what the last reply changed."""
+        self.app.push_screen(StateScreen(self.tavern, self.playthrough_id))
 
     def action_variables(self) -> None:
         """Open the variables pane (issue 17): the variables now and their history per message."""

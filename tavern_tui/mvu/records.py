@@ -1,0 +1,106 @@
+"""MVU records in the session log: the `mvu` part of a `state/commit` event, and the fold that finds the record
+each message holds.
+
+Rules: seed 000 §8 and issue 18 item 1; MVU keeps a record per message and swipe
+(`chat[i].variables[swipe_id]`, src/util.ts:12-32) and reads the latest message before a point whose shown
+swipe holds one (`getLastValidVariable`). Here a swipe is a fork, so the surface of a session *is* one choice of
+swipes: the record of a message is the commit naming it on that surface; the record a step starts from is the
+one of the latest message on the surface that has one. Part body: `{"message": [session, seq], "base": [session,
+seq] | null, "record": {stat_data, schema, display_data, delta_data, initialized_lorebooks}, "init"?: true,
+"changes": […], "refused": […]}`; `base` names the commit it was computed from (compare-and-set: a commit whose
+base is not the record then in force is refused by the fold, as the writer refuses it on a stale read).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tavern_tui.engine.events import Event, EventKind
+
+__all__ = ["MVU_PART", "MvuHead", "commit_part", "mvu_head", "snapshot_variables"]
+
+MVU_PART = "mvu"
+_STATE_KIND = "state/commit"
+_MESSAGES = (EventKind.ASSISTANT_MESSAGE, EventKind.USER_MESSAGE, EventKind.ASSISTANT_ATTEMPT)
+
+
+@dataclass(frozen=True, slots=True)
+class MvuHead:
+    """The record in force at a point of a surface.
+
+    Attributes:
+        record: the record (JSON dict), None when the surface has none (no MVU material, or not initialised).
+        commit: ref of the commit holding it; message: ref of the message it belongs to.
+        part: the commit's whole `mvu` part (changes and refusals of the reply that made it).
+    """
+
+    record: dict[str, Any] | None
+    commit: tuple[int, int] | None = None
+    message: tuple[int, int] | None = None
+    part: Mapping[str, Any] | None = None
+
+
+def commit_part(message: tuple[int, int], base: tuple[int, int] | None, record: Mapping[str, Any], *,
+                init: bool = False, changes: list[dict[str, Any]] | None = None,
+                refused: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The `mvu` part of a commit (module docstring)."""
+    part: dict[str, Any] = {"message": list(message), "base": list(base) if base else None, "record": dict(record)}
+    if init:
+        part["init"] = True
+    part["changes"] = list(changes or [])
+    part["refused"] = list(refused or [])
+    return part
+
+
+def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = None,
+             before: tuple[int, int] | None = None) -> MvuHead:
+    """The record of the latest message (of `visible`, when given: the surface's shown messages) holding one,
+    among the `events` of a surface in order; `before`: only messages before that message ref count."""
+    order: dict[tuple[int, int], int] = {}
+    by_message: dict[tuple[int, int], tuple[Event, Mapping[str, Any]]] = {}
+    accepted: list[tuple[int, tuple[int, int]]] = []  # (message order, message ref), as commits were accepted
+
+    def in_force(limit: int) -> tuple[int, int] | None:
+        """The commit of the latest message before `limit` holding one (the base a commit must name)."""
+        best: tuple[int, tuple[int, int]] | None = None
+        for position, message in reversed(accepted):
+            if position < limit and (visible is None or message in visible) and (best is None or position > best[0]):
+                best = (position, message)
+                if position == limit - 1:
+                    break
+        return by_message[best[1]][0].ref if best else None
+
+    for index, event in enumerate(events):
+        if event.kind in _MESSAGES:
+            order[event.ref] = index
+            continue
+        if event.kind != _STATE_KIND:
+            continue
+        part = event.body.get(MVU_PART)
+        if not isinstance(part, Mapping) or not isinstance(part.get("record"), Mapping):
+            continue
+        message = tuple(part.get("message") or ())
+        if len(message) != 2 or message not in order:
+            continue
+        base = tuple(part["base"]) if part.get("base") else None
+        if not part.get("init") and base != in_force(order[message]):  # type: ignore[index]
+            continue  # computed from a record no longer in force: refused (compare-and-set)
+        by_message[message] = (event, part)  # type: ignore[index]
+        accepted.append((order[message], message))  # type: ignore[arg-type,index]
+    candidates = [m for m in by_message if (visible is None or m in visible)
+                  and (before is None or before not in order or order[m] < order[before])]
+    if not candidates:
+        return MvuHead(None)
+    message = max(candidates, key=lambda m: order[m])
+    event, part = by_message[message]
+    return MvuHead(dict(part["record"]), event.ref, message, part)  # type: ignore[arg-type]
+
+
+def snapshot_variables(record: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What templates and `getvar`-style reads see of a record: the message variables MVU keeps,
+    `{"stat_data", "schema", "display_data", "delta_data", "initialized_lorebooks"}` (a deep copy; {} for no
+    record). Pure: the scripts/templates code binds it next to the chat and global variables."""
+    return copy.deepcopy(dict(record)) if record else {}

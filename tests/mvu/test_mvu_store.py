@@ -1,0 +1,157 @@
+"""MVU state on the real store (issue 18 item 1): initialisation, a reply's commit, swipes, forks, previews and
+the compare-and-set, with MagVarUpdate's demo card (corpus/stateful/qingkong_li_mvu.png).
+
+Expected values come from the card itself: its `[InitVar]1st` entry sets `理.好感度` to `[0, "…"]` (a value
+with description) and its second greeting (alternate_greetings[0]) runs `_.set("理.好感度",0,15);//故事开始的设定`,
+so MVU's `set` replaces element 0 only (update_variables.ts:769-785) and writes the display string
+`0->15 (故事开始的设定)` (:811-821).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tavern_tui.engine.events import NewEvent
+from tavern_tui.engine.state import STATE_KIND
+from tavern_tui.mvu import MVU_PART
+from tavern_tui.service import Tavern
+from tests.conftest import ScriptedModel
+
+UPDATE = ("理微笑着点头。\n<UpdateVariable>\n_.add('理.好感度', 5);//她很开心\n"
+          "_.set('时间', '09:00', '10:30');//过了一会\n</UpdateVariable>")
+
+
+async def drain(updates) -> None:  # type: ignore[no-untyped-def]
+    async for _ in updates:
+        pass
+
+
+def mvu_commits(tavern: Tavern) -> list[dict]:
+    return [e.body[MVU_PART] for e in tavern.store.events.events_of_kind([STATE_KIND]) if MVU_PART in e.body]
+
+
+@pytest.fixture
+def demo(tavern: Tavern, corpus_dir: Path) -> int:
+    [result] = tavern.imports.import_paths([corpus_dir / "stateful" / "qingkong_li_mvu.png"])
+    pid = tavern.playthroughs.new_playthrough(result.id, user_name="Ann").id
+    tavern.timeline.swipe(pid, 1)  # the second greeting: the new town priest
+    return pid
+
+
+def affection(tavern: Tavern, pid: int) -> object:
+    record = tavern.mvu.head(pid).record
+    assert record is not None
+    return record["stat_data"]["理"]["好感度"][0]
+
+
+async def test_the_second_greeting_initialises_and_a_reply_updates(tavern: Tavern, model: ScriptedModel,
+                                                                   demo: int) -> None:
+    head = tavern.mvu.head(demo)
+    assert head.committed is False  # shown before the first generation, not yet committed
+    assert head.record["stat_data"]["理"]["好感度"][0] == 15
+    assert head.record["delta_data"]["理"]["好感度"] == "0->15 (故事开始的设定)"
+    assert mvu_commits(tavern) == []
+    model.enqueue(UPDATE)
+    await drain(tavern.steps.send(demo, "你好"))
+    commits = mvu_commits(tavern)
+    assert [bool(c.get("init")) for c in commits] == [True, False]
+    assert commits[1]["base"] is not None
+    head = tavern.mvu.head(demo)
+    assert head.committed is True
+    assert head.record["stat_data"]["理"]["好感度"] == [20, commits[0]["record"]["stat_data"]["理"]["好感度"][1]]
+    assert head.record["stat_data"]["时间"][0] == "10:30"
+    assert head.record["delta_data"]["理"]["好感度"] == "15->20 (她很开心)"
+    assert head.record["delta_data"]["时间"] == "09:00->10:30 (过了一会)"
+
+
+STAT_CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+    "name": "Ri", "first_mes": "Hello.",
+    "description": "Affection {{get_message_variable::stat_data.好感度[0]}}; all {{getvar::stat_data}}.",
+    "character_book": {"name": "ri-book", "entries": [
+        {"keys": [], "comment": "[InitVar] start", "content": "好感度: [0, '好感度']\n", "enabled": False,
+         "insertion_order": 1, "id": 0, "extensions": {}}]}}}
+
+
+async def test_the_snapshot_is_bound_for_the_prompt(tavern: Tavern, model: ScriptedModel, tmp_path: Path) -> None:
+    card = tmp_path / "ri.json"
+    card.write_text(json.dumps(STAT_CARD, ensure_ascii=False), encoding="utf-8")
+    [result] = tavern.imports.import_paths([card])
+    pid = tavern.playthroughs.new_playthrough(result.id, user_name="Ann").id
+    model.enqueue("Fine, fine. _.add('好感度', 7);", "Yes.")
+    await drain(tavern.steps.send(pid, "hi"))
+    await drain(tavern.steps.send(pid, "again"))
+    first, second = (system_text(model, i) for i in (0, 1))
+    # A disabled [InitVar] entry still counts (variable_init.ts:262-263); YAML content.
+    assert 'Affection 0; all {"好感度":[0,"好感度"]}.' in first
+    assert 'Affection 7; all {"好感度":[7,"好感度"]}.' in second
+
+
+def system_text(model: ScriptedModel, index: int) -> str:
+    return "\n".join(str(m.get("content", "")) for m in model.requests[index].messages if m.get("role") == "system")
+
+
+async def test_a_swipe_computes_from_the_message_before_it(tavern: Tavern, model: ScriptedModel, demo: int) -> None:
+    model.enqueue(UPDATE, "理有些生气。_.add('理.好感度', -10);//被冒犯")
+    await drain(tavern.steps.send(demo, "你好"))
+    assert affection(tavern, demo) == 20
+    await drain(tavern.steps.regenerate(demo))
+    assert affection(tavern, demo) == 5  # 15 - 10: from the greeting's record, not from 20
+    tavern.timeline.swipe(demo, -1)
+    assert affection(tavern, demo) == 20  # switching swipes switches state
+    tavern.timeline.swipe(demo, 1)
+    assert affection(tavern, demo) == 5
+
+
+async def test_a_fork_inherits_its_fork_points_state(tavern: Tavern, model: ScriptedModel, demo: int) -> None:
+    model.enqueue(UPDATE)
+    await drain(tavern.steps.send(demo, "你好"))
+    view = tavern.playthroughs.playthrough(demo)
+    reply = [e for e in tavern.store.events.surface_events(view.session_id) if e.kind == "assistant/message"][-1]
+    branch = tavern.timeline.branch_playthrough(demo, reply.ref)
+    assert affection(tavern, branch.id) == 20
+    model.enqueue("理低下头。_.add('理.好感度', 1);")
+    await drain(tavern.steps.send(branch.id, "嗯"))
+    assert affection(tavern, branch.id) == 21
+    assert affection(tavern, demo) == 20  # the parent keeps its own
+
+
+async def test_preview_never_commits(tavern: Tavern, model: ScriptedModel, demo: int) -> None:
+    tavern.steps.preview(demo, "你好")
+    tavern.mvu.head(demo)
+    assert mvu_commits(tavern) == []
+
+
+async def test_a_stale_base_is_refused_and_recomputed(tavern: Tavern, model: ScriptedModel, demo: int) -> None:
+    model.enqueue(UPDATE)
+    await drain(tavern.steps.send(demo, "你好"))
+    view = tavern.playthroughs.playthrough(demo)
+    reply = tavern.store.events.surface_events(view.session_id)
+    message = [e for e in reply if e.kind == "assistant/message"][-1]
+    events = tavern.store.events.surface_events(view.session_id)
+    # Another writer commits state in the session after our read: our append on that read is refused.
+    tavern.store.events.append(view.session_id, [NewEvent(STATE_KIND, None, {"origin": "operator", "variables": {
+        "local": {"set": {"x": 1}}}})])
+    assert tavern.mvu._append(view.session_id, events, {"message": list(message.ref), "base": None,
+                                                        "record": {}}) is None
+    # commit_reply reads again and lands; the fold accepts only a commit naming the record in force.
+    again = tavern.mvu.commit_reply(demo, view.session_id, message)
+    assert again is not None and again.record["stat_data"]["理"]["好感度"][0] == 20
+    stale = {"message": list(message.ref), "base": [view.session_id, 1], "record": {"stat_data": {"理": 0}},
+             "changes": [], "refused": []}
+    tavern.store.events.append(view.session_id, [NewEvent(STATE_KIND, None, {"origin": "reply", MVU_PART: stale})])
+    assert affection(tavern, demo) == 20  # the stale commit is not in force
+
+
+async def test_a_card_without_mvu_material_gets_no_state(tavern: Tavern, model: ScriptedModel, tmp_path: Path) -> None:
+    card = tmp_path / "plain.json"
+    card.write_text(json.dumps({"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+        "name": "Plain", "first_mes": "Hi. _.set('a', 1);"}}))
+    [result] = tavern.imports.import_paths([card])
+    pid = tavern.playthroughs.new_playthrough(result.id, user_name="Ann").id
+    model.enqueue("Sure. _.set('a', 2);")
+    await drain(tavern.steps.send(pid, "hello"))
+    assert tavern.mvu.head(pid).record is None
+    assert mvu_commits(tavern) == []
