@@ -167,7 +167,8 @@ async def test_a_cancel_while_a_tool_runs(db_url: str, server: LoopbackServer, p
     with pytest.raises(asyncio.CancelledError):
         await task
     results = [e for e in session_events(tavern, pid) if e.kind == "tool/result"]
-    assert [(r.body["name"], r.body["status"]) for r in results] == [("roll_dice", "ok"), ("wait_a_moment", "cancelled")]
+    assert [(r.body["name"], r.body["status"]) for r in results] == [("roll_dice", "ok"),
+                                                                     ("wait_a_moment", "cancelled")]
     assert len(server.requests) == 1
     assert not tavern.inbox.step_in_progress(pid)
     tavern.close()

@@ -18,6 +18,7 @@ from tavern_tui.cli.commands import (
     persona,
     serve,
     strategy,
+    tools,
     trace,
     variables,
 )
@@ -65,7 +66,7 @@ _COMMANDS: tuple[Callable[[Commands], None], ...] = (
     strategy.add_preview, strategy.add_presets, strategy.add_strategies, strategy.add_strategy,
     library.add_tree, edit.add_edit, edit.add_delete, library.add_export, lore.add_lore, trace.add_trace,
     persona.add_persona, persona.add_beliefs, serve.add_serve, variables.add_vars, variables.add_macro,
-    compact.add_compact,
+    compact.add_compact, tools.add_tools,
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
 from tavern_tui.engine.step import admit_opening, recover_interrupted
@@ -153,6 +154,8 @@ class PlaythroughService:
             speaker = user
         elif message.role == "assistant":
             speaker = char
+        elif message.role == "tool":
+            speaker = str(message.body.get("name") or "tool")
         else:
             speaker = "System"
         error = message.body.get("error")
@@ -162,7 +165,8 @@ class PlaythroughService:
                            str(message.body.get("reasoning") or ""), message.partial,
                            str(error["message"]) if "message" in error else None,
                            str(error["category"]) if "category" in error else None,
-                           summary if isinstance(summary := message.body.get("summary"), dict) else None)
+                           summary if isinstance(summary := message.body.get("summary"), dict) else None,
+                           *_tool_facts(message.body, message.role))
 
     def messages(self, playthrough_id: int, *, include_system: bool = False,
                  last: int | None = None) -> list[MessageView]:
@@ -292,3 +296,15 @@ class PlaythroughService:
             spec = self.strategies.apply_strategy(playthrough_id, strategy)
             notes.append(f"applied strategy {spec.name} v{spec.version} to playthrough {playthrough_id} (remembered)")
         return notes
+
+
+def _tool_facts(body: dict[str, Any], role: str) -> tuple[tuple[dict[str, Any], ...], dict[str, Any] | None]:
+    """(an assistant message's tool calls, a tool result's facts) for `MessageView` (issue 19)."""
+    calls = body.get("tool_calls")
+    calls = tuple(c for c in calls if isinstance(c, dict)) if role == "assistant" and isinstance(calls, list) else ()
+    if role != "tool":
+        return calls, None
+    detail = body.get("detail") if isinstance(body.get("detail"), dict) else {}
+    result = {"toolCallId": body.get("toolCallId"), "name": body.get("name"), "arguments": body.get("arguments"),
+              "status": body.get("status"), "summary": detail.get("summary"), "reason": detail.get("reason")}
+    return calls, result

@@ -39,6 +39,7 @@ class ToolService:
         secrets = [ctx.settings.provider.api_key]
         self.guard = Guard(settings.allow, None, secrets=secrets)
         self.mcp = McpManager(settings.mcp, secrets=secrets) if settings.mcp else None
+        self._reported = 0
 
     @property
     def max_steps(self) -> int:
@@ -91,6 +92,15 @@ class ToolService:
         return {"tools": tools, "servers": self.mcp.status() if self.mcp is not None else [],
                 "problems": list(self.mcp.problems) if self.mcp is not None else [],
                 "max_steps": self.max_steps}
+
+    def take_problems(self) -> list[str]:
+        """MCP server failures (could not start, crashed) not reported yet: each is returned once,
+        so a surface can say it while the chat goes on."""
+        if self.mcp is None:
+            return []
+        new = self.mcp.problems[self._reported:]
+        self._reported = len(self.mcp.problems)
+        return list(new)
 
     def close(self) -> None:
         """Stop the MCP servers (idempotent)."""

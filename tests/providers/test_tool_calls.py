@@ -78,7 +78,8 @@ async def test_over_the_network_in_three_byte_pieces(loopback: LoopbackServer) -
 async def test_whole_completion_with_tool_calls(loopback: LoopbackServer) -> None:
     loopback.enqueue_json(200, {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
         "role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_9", "type": "function", "function": {"name": "roll_dice", "arguments": '{"expression":"d20"}'}}]}}]})
+            {"id": "call_9", "type": "function",
+             "function": {"name": "roll_dice", "arguments": '{"expression":"d20"}'}}]}}]})
     async with provider_for(loopback.base_url) as provider:
         events = [e async for e in provider.stream(REQUEST)]
     assert ToolCalls((ToolCall("call_9", "roll_dice", '{"expression":"d20"}', 0),)) in events
