@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from tavern_tui.engine.events import Event
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
 from tavern_tui.engine.step import admit_opening, recover_interrupted
 from tavern_tui.errors import SecretRefused, TavernError
@@ -167,6 +168,13 @@ class PlaythroughService:
                            str(error["category"]) if "category" in error else None,
                            summary if isinstance(summary := message.body.get("summary"), dict) else None,
                            *_tool_facts(message.body, message.role))
+
+    def view_of(self, event: Event, char: str, user: str) -> MessageView:
+        """A just-stored event as the chat shows it (a step's reply with tool calls, a tool
+        result: issue 19); no database read, so a screen may call it on its event loop."""
+        message = SurfaceMessage(event.ref, event.kind, event.role or "system", event.content, event.origin,
+                                 event.source, event.created_at, event.body)
+        return self._message_view(message, char, user)
 
     def messages(self, playthrough_id: int, *, include_system: bool = False,
                  last: int | None = None) -> list[MessageView]:

@@ -65,7 +65,7 @@ class Toolbox:
     call through `guard` (validation, permission, size bound).
 
     Args:
-        builtins: enabled built-in tools.
+        builtins: enabled built-in tools (any `Tool`: called in-process).
         guard: a `guard.Guard`.
         mcp: an `mcp_client.McpManager`, or None.
     """
@@ -109,7 +109,7 @@ class Toolbox:
             return ToolOutcome(json.dumps({"refused": decision.reason}, ensure_ascii=False), "refused",
                                {"reason": decision.reason, "risk": spec.risk, "summary": f"refused: {decision.reason}"})
         try:
-            if spec.source == "builtin":
+            if spec.name in self.builtins:
                 text, summary = await self.builtins[spec.name].call(arguments)
             else:
                 text, summary = await self.mcp.call(spec, arguments)
