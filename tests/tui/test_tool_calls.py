@@ -18,7 +18,6 @@ from tavern_tui.engine.stream import ChatRequest, Finished, StreamEvent, TextDel
 from tavern_tui.service import Tavern
 from tavern_tui.tools import Toolbox, ToolSpec
 from tavern_tui.tools.builtin import RollDice
-from tavern_tui.tools.guard import Guard
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.modals.tool_ask import ToolAskScreen
 from tests.tui.conftest import wait_until
