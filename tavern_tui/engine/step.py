@@ -56,6 +56,7 @@ from tavern_tui.engine.stream import (
 )
 from tavern_tui.engine.tooling import (
     DEFAULT_MAX_STEPS,
+    INTERRUPTED_CALL,
     ToolOutcome,
     ToolRunner,
     pending_calls,
@@ -63,6 +64,7 @@ from tavern_tui.engine.tooling import (
     result_summary,
     tools_digest,
     turn_transaction,
+    unanswered_calls,
     with_ids,
 )
 from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
@@ -775,6 +777,14 @@ async def _answer_cancelled(log: AsyncSessionLog, session_id: int, calls: list[T
 _Steers = tuple[Event | None, list[PendingItem]]
 
 
+async def _answer_interrupted(log: AsyncSessionLog, session_id: int, surface: list[Event]) -> None:
+    """One "interrupted" `tool/result` per call a crash left without one (`unanswered_calls`)."""
+    orphans = unanswered_calls([e for e in surface if e.session_id == session_id])
+    if orphans:
+        await log.append(session_id, [result_event(c, ToolOutcome(f"not run: {INTERRUPTED_CALL}", "cancelled",
+                                                                   {"reason": INTERRUPTED_CALL})) for c in orphans])
+
+
 async def _claim_steers(log: AsyncSessionLog, session_id: int, at_boundary: BoundaryClaim | None,
                         stale_after: float, now: Callable[[], datetime]) -> _Steers | None:
     """The steers queued while the step ran, claimed at its boundary (seed 000 §5: next-step
@@ -851,6 +861,8 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     elif step is not None:
         raise StepBusy("a reply is being written in this playthrough by another tavern window or command; "
                        "wait for it or stop it there")
+    # A crash between a reply's tool calls and their results: answer them before anything is sent.
+    await _answer_interrupted(log, session_id, surface)
     claim_event: Event | None = None
     batch: list[PendingItem] = []
     if turn is not None and turn.steers is not None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tavern_tui.engine.events import TOOL_CALL_ID_KEY, TOOL_CALLS_KEY, EventKind, NewEvent
+from tavern_tui.engine.events import TOOL_CALL_ID_KEY, TOOL_CALLS_KEY, Event, EventKind, NewEvent
 from tavern_tui.engine.log import SurfaceMessage
 from tavern_tui.engine.stream import ToolCall
 
@@ -109,3 +109,28 @@ def turn_transaction(history: Sequence[SurfaceMessage], since: tuple[int, int]) 
 def pending_calls(calls: Sequence[ToolCall], done: set[str]) -> list[ToolCall]:
     """The calls that have no result yet."""
     return [c for c in calls if c.id not in done]
+
+
+INTERRUPTED_CALL = "the app was closed before this call ran"
+"""The result a call gets when a crash left it unanswered (`unanswered_calls`)."""
+
+
+def unanswered_calls(surface: Sequence[Event]) -> list[ToolCall]:
+    """The calls of the newest reply that asked for tools which have no `tool/result` yet: a
+    crash between a reply and its results leaves them so, and a request carrying a call without
+    its result is refused by OpenAI-style servers. Empty when every call is answered."""
+    calls: list[ToolCall] = []
+    answered: set[str] = set()
+    for event in reversed(surface):
+        if event.kind == EventKind.TOOL_RESULT:
+            answered.add(str(event.body.get(TOOL_CALL_ID_KEY)))
+        elif event.kind == EventKind.ASSISTANT_MESSAGE:
+            wire = event.body.get(TOOL_CALLS_KEY)
+            if isinstance(wire, list):
+                for index, entry in enumerate(wire):
+                    function = entry.get("function") if isinstance(entry, dict) else None
+                    if isinstance(function, dict) and str(entry.get("id")) not in answered:
+                        calls.append(ToolCall(str(entry.get("id")), str(function.get("name", "")),
+                                              str(function.get("arguments", "")), index))
+            break
+    return calls

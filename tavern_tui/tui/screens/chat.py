@@ -664,6 +664,8 @@ class ChatScreen(TavernScreen[None]):
             await self._reply.settle(stored, mark)
         self._reply = None
         self.generating = False
+        for problem in self.tavern.tools.take_problems():  # an MCP server failed: said, the chat goes on
+            self.notify(problem, title="Tool server", severity="warning", timeout=10)
         if state is not None:
             await self._show_state(state)
             # Queued while it streamed: the next step claims the batch now (not after a stop
