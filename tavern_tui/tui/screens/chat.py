@@ -122,6 +122,10 @@ class ChatScreen(TavernScreen[None]):
     F7 the requests sent (trace), F8 the persona and its nominations. On a narrow terminal the
     footer leaves out the less used keys (`FOOTER_DROP`); the command palette lists them all.
 
+    A turn with tools (issue 19) shows each call as one line (Enter or a click expands it to
+    its arguments and result) and streams the next step's reply in a new box; a call the config
+    does not allow is asked about in `ToolAskScreen` (allow once / always / refuse).
+
     Every step runs in one async worker that only posts Messages; the handlers here touch
     widgets. Every other service call runs in a thread worker (`TavernScreen.call`). Whatever
     the outcome, the stored messages are re-read afterwards, so what is shown is what the
