@@ -20,8 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from tavern_tui.tools import Asker, ToolSpec
 
 MAX_RESULT_CHARS = 8000
@@ -109,6 +107,8 @@ class Guard:
                              f"{exc.pos}); send a JSON object matching its parameters") from None
         if not isinstance(arguments, dict):
             raise ValueError(f"the arguments of {spec.name} must be a JSON object, not {type(arguments).__name__}")
+        import jsonschema  # here, not at import: it costs every command that never runs a tool ~0.1 s
+
         try:
             validator = jsonschema.validators.validator_for(spec.parameters, default=jsonschema.Draft202012Validator)
             error = jsonschema.exceptions.best_match(validator(spec.parameters).iter_errors(arguments))
