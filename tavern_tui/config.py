@@ -15,11 +15,90 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui import paths
+from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.errors import FormatError
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.providers.base import ProviderSettings
+from tavern_tui.tools.builtin import BUILTIN_NAMES
+from tavern_tui.tools.mcp_client import CALL_TIMEOUT, McpServerConfig
 
 BELIEF_EXTRACTORS = ("rules", "model")
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    """The `[tools]` table (issue 19).
+
+    Attributes:
+        enabled: built-in tools to offer (`enabled = ["roll_dice", "lore_search"]`, or
+            `TAVERN_TOOLS=name,name`, which wins); none by default.
+        allow: tool names that run without asking, whatever their risk (an MCP tool is
+            offered as `<server>__<tool>`).
+        max_steps: requests one turn makes at most (default 4).
+        mcp: the `[tools.mcp.NAME]` tables: stdio servers (command, args, env, timeout, risk).
+    """
+
+    enabled: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+    max_steps: int = DEFAULT_MAX_STEPS
+    mcp: tuple[McpServerConfig, ...] = ()
+
+    @property
+    def any(self) -> bool:
+        """Is any tool configured (a built-in enabled or an MCP server declared)?"""
+        return bool(self.enabled or self.mcp)
+
+
+def _tool_settings(file: dict[str, Any], source: Mapping[str, str], path: Path) -> ToolSettings:
+    """`ToolSettings` from the config's `[tools]` table and `TAVERN_TOOLS`.
+
+    Raises:
+        FormatError: naming the field and why (an unknown built-in, a wrong type, …).
+    """
+    table = file.get("tools", {})
+    if not isinstance(table, dict):
+        raise FormatError(str(path), "must be a table", field="tools")
+
+    def names(key: str) -> tuple[str, ...]:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise FormatError(str(path), "must be a list of tool names", field=f"tools.{key}")
+        return tuple(value)
+
+    enabled = names("enabled")
+    if source.get("TAVERN_TOOLS") is not None:
+        enabled = tuple(n.strip() for n in source["TAVERN_TOOLS"].split(",") if n.strip())
+    unknown = [n for n in enabled if n not in BUILTIN_NAMES]
+    if unknown:
+        raise FormatError(str(path), f"unknown built-in tool {unknown[0]!r}; the built-ins are "
+                          + ", ".join(BUILTIN_NAMES), field="tools.enabled")
+    steps = table.get("max_steps", DEFAULT_MAX_STEPS)
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 50:
+        raise FormatError(str(path), "must be a whole number of requests from 1 to 50", field="tools.max_steps")
+    servers = table.get("mcp", {})
+    if not isinstance(servers, dict):
+        raise FormatError(str(path), "must be a table of servers ([tools.mcp.NAME])", field="tools.mcp")
+    mcp: list[McpServerConfig] = []
+    for name, spec in servers.items():
+        where = f"tools.mcp.{name}"
+        if not isinstance(spec, dict) or not isinstance(spec.get("command"), str) or not spec["command"]:
+            raise FormatError(str(path), "needs a command (a string)", field=where)
+        args, env, risk = spec.get("args", []), spec.get("env", {}), spec.get("risk", {})
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise FormatError(str(path), "must be a list of strings", field=f"{where}.args")
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise FormatError(str(path), "must be a table of strings", field=f"{where}.env")
+        if not isinstance(risk, dict):
+            raise FormatError(str(path), "must be a table: tool = \"safe\" | \"unknown\" | \"high\"",
+                              field=f"{where}.risk")
+        timeout = spec.get("timeout", CALL_TIMEOUT)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise FormatError(str(path), "must be a positive number of seconds", field=f"{where}.timeout")
+        try:
+            mcp.append(McpServerConfig(name, spec["command"], tuple(args), dict(env), float(timeout), dict(risk)))
+        except ValueError as exc:
+            raise FormatError(str(path), str(exc), field=f"{where}.risk") from exc
+    return ToolSettings(enabled, names("allow"), steps, tuple(mcp))
 
 
 @dataclass(frozen=True)
@@ -51,6 +130,7 @@ class Settings:
             (`auto_compact = true`; off by default).
         summary_prompt: the instruction a compaction sends (`summary_prompt`; "" = the
             built-in `DEFAULT_SUMMARY_PROMPT`).
+        tools: the `[tools]` table (built-ins enabled, allowed tools, step limit, MCP servers).
     """
 
     db_url: str
@@ -67,6 +147,7 @@ class Settings:
     probe_context: bool = True
     auto_compact: bool = False
     summary_prompt: str = ""
+    tools: ToolSettings = field(default_factory=ToolSettings)
 
 
 def default_db_url(env: Mapping[str, str] | None = None) -> str:
@@ -150,6 +231,7 @@ def load_settings(
         max_context=limits["max_context"], max_tokens=limits["max_tokens"],
         probe_context=bool(file.get("probe_context", True)), auto_compact=bool(file.get("auto_compact", False)),
         summary_prompt=str(file.get("summary_prompt", "")),
+        tools=_tool_settings(file, source, path),
         db_url=pick(db_url, "TAVERN_DB_URL", file.get("db_url"), default_db_url(source)),
         provider=provider,
         user_name=pick(None, "TAVERN_USER_NAME", file.get("user_name"), "User"),

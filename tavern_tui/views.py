@@ -103,6 +103,10 @@ class MessageView:
         speaker: the display name (character, person, or "System").
         summary: for a summary node, `{"covers", "first", "last", "from", "to", "targets"}`
             (issue 16: what it replaced); None otherwise.
+        tool_calls: an assistant message's tool calls, as sent (`[{"id", "type", "function":
+            {"name", "arguments"}}]`; issue 19).
+        tool_result: a `tool/result`'s facts: `{"toolCallId", "name", "arguments", "status",
+            "summary", "reason"}`; None for other messages.
     """
 
     ref: tuple[int, int]
@@ -119,14 +123,31 @@ class MessageView:
     error: str | None = None
     error_category: str | None = None
     summary: dict[str, Any] | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_result: dict[str, Any] | None = None
+
+    @property
+    def tool_line(self) -> str:
+        """A tool result's one-line form, name then summary: `roll_dice 2d6+1 → [3, 5] + 1 = 9`
+        ("" for other messages)."""
+        if self.tool_result is None:
+            return ""
+        result = self.tool_result
+        summary = result.get("summary") or ": ".join(str(v) for v in (result.get("status"), result.get("reason")) if v)
+        return f"{self.tool_result.get('name', '')} {summary}".strip()
 
     def to_json(self) -> dict[str, Any]:
-        """JSON form for `tavern show --json`."""
-        return {"session_id": self.ref[0], "seq": self.ref[1], "role": self.role, "origin": self.origin,
-                "kind": self.kind, "source": self.source, "speaker": self.speaker, "content": self.content,
-                "reasoning": self.reasoning, "partial": self.partial, "error": self.error,
-                "error_category": self.error_category,
-                "created_at": self.created_at.isoformat()}
+        """JSON form for `tavern show --json` (with `tool_calls` and `tool_result` when set)."""
+        row = {"session_id": self.ref[0], "seq": self.ref[1], "role": self.role, "origin": self.origin,
+               "kind": self.kind, "source": self.source, "speaker": self.speaker, "content": self.content,
+               "reasoning": self.reasoning, "partial": self.partial, "error": self.error,
+               "error_category": self.error_category,
+               "created_at": self.created_at.isoformat()}
+        if self.tool_calls:
+            row["tool_calls"] = [dict(c) for c in self.tool_calls]
+        if self.tool_result is not None:
+            row["tool_result"] = dict(self.tool_result)
+        return row
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["LoopbackServer", "RecordedRequest", "sse_chunks_for", "rechunk", "closed_port_url"]
+__all__ = ["LoopbackServer", "RecordedRequest", "sse_chunks_for", "sse_tool_call_chunks", "rechunk",
+           "closed_port_url"]
 
 
 @dataclass
@@ -118,6 +119,71 @@ def sse_chunks_for(
         prompt, completion = usage
         totals = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
         out.append(event([], {"usage": totals}))
+    return out
+
+
+def sse_tool_call_chunks(
+    calls: Sequence[tuple[str, str, str]],
+    *,
+    text: str = "",
+    pieces: int = 3,
+    interleave: bool = False,
+    finish_reason: str | None = "tool_calls",
+    usage: tuple[int, int] | None = (10, 5),
+    model: str = "loopback-model",
+) -> list[str]:
+    """OpenAI `chat.completion.chunk` SSE events for a reply that calls tools, as OpenAI streams
+    them: the first fragment of each call carries `index`, `id`, `type` and `function.name` with
+    empty arguments, later fragments carry only `index` and a piece of `function.arguments`.
+
+    Args:
+        calls: (id, name, arguments JSON text) per call; the arguments are sent verbatim (they
+            may be invalid JSON), cut into `pieces` fragments.
+        text: content deltas sent before the calls (a reply that talks, then calls).
+        interleave: send the calls' argument fragments round-robin by index (call 0 piece 1,
+            call 1 piece 1, call 0 piece 2, …) instead of one call after the other.
+        finish_reason: on the last choice chunk ("tool_calls" as OpenAI sends).
+        usage: as `sse_chunks_for`.
+
+    Returns:
+        One string per event; `[DONE]` not included (`enqueue_sse(done=True)` appends it).
+    """
+
+    def event(choices: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> str:
+        obj: dict[str, Any] = {"id": "chatcmpl-loopback", "object": "chat.completion.chunk",
+                               "created": 1700000000, "model": model, "choices": choices}
+        obj.update(extra or {})
+        return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"
+
+    def delta(d: dict[str, Any]) -> str:
+        return event([{"index": 0, "delta": d, "finish_reason": None}])
+
+    def split(s: str, n: int) -> list[str]:
+        if not s:
+            return []
+        step = -(-len(s) // max(1, min(n, len(s))))
+        return [s[i : i + step] for i in range(0, len(s), step)]
+
+    out = [delta({"role": "assistant", "content": None if not text else ""})]
+    for part in split(text, pieces):
+        out.append(delta({"content": part}))
+    heads = [delta({"tool_calls": [{"index": i, "id": cid, "type": "function",
+                                    "function": {"name": name, "arguments": ""}}]})
+             for i, (cid, name, _args) in enumerate(calls)]
+    fragments = [[delta({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+                  for piece in split(args, pieces)] for i, (_cid, _name, args) in enumerate(calls)]
+    if interleave:
+        out += heads
+        for row in range(max((len(f) for f in fragments), default=0)):
+            out += [f[row] for f in fragments if row < len(f)]
+    else:
+        for head, frags in zip(heads, fragments):
+            out += [head, *frags]
+    out.append(event([{"index": 0, "delta": {}, "finish_reason": finish_reason}]))
+    if usage is not None:
+        prompt, completion = usage
+        out.append(event([], {"usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                        "total_tokens": prompt + completion}}))
     return out
 
 

@@ -19,6 +19,7 @@ from tavern_tui.cli.commands import (
     persona,
     serve,
     strategy,
+    tools,
     trace,
     variables,
 )
@@ -66,7 +67,7 @@ _COMMANDS: tuple[Callable[[Commands], None], ...] = (
     strategy.add_preview, strategy.add_presets, strategy.add_strategies, strategy.add_strategy,
     library.add_tree, edit.add_edit, edit.add_delete, library.add_export, lore.add_lore, trace.add_trace,
     persona.add_persona, persona.add_beliefs, serve.add_serve, variables.add_vars, variables.add_macro,
-    compact.add_compact, mvu.add_mvu,
+    compact.add_compact, mvu.add_mvu, tools.add_tools,
 )
 
 

@@ -156,3 +156,27 @@ def is_customer(role: str | None, origin: Origin | str | None) -> bool:
 def is_agent(role: str | None, origin: Origin | str | None) -> bool:
     """Did the model write this? Role assistant with origin absent or agent (seed 001 `agent?`)."""
     return role == "assistant" and parse_origin(origin) in (None, Origin.AGENT)
+
+
+TOOL_CALLS_KEY = "tool_calls"
+"""Body key of an assistant message's tool calls: the OpenAI `tool_calls` array as sent back."""
+
+TOOL_CALL_ID_KEY = "toolCallId"
+"""Top-level body key of a `tool/result` event: the call it answers (seed 000 §1)."""
+
+
+def wire_message(role: str, content: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI-style request message a stored body sends, one rule for the request and the
+    trace's verify: `{"role", "content"}`, plus `name` when set, plus an assistant's
+    `tool_calls`, plus a tool result's `tool_call_id` (from its top-level `toolCallId`)."""
+    message: dict[str, Any] = {"role": role, "content": content}
+    name = body.get("name")
+    if isinstance(name, str) and name and role != "tool":
+        message["name"] = name
+    calls = body.get(TOOL_CALLS_KEY)
+    if role == "assistant" and isinstance(calls, list) and calls:
+        message["tool_calls"] = calls
+    call_id = body.get(TOOL_CALL_ID_KEY)
+    if role == "tool" and isinstance(call_id, str):
+        message["tool_call_id"] = call_id
+    return message

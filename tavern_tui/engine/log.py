@@ -27,6 +27,7 @@ from tavern_tui.engine.events import (
     effective_origin,
     is_agent,
     is_customer,
+    wire_message,
 )
 
 SYSTEM_PROMPT_SOURCE = "system-prompt"
@@ -221,12 +222,9 @@ class SurfaceMessage:
         return is_agent(self.role, self.origin)
 
     def to_request(self) -> dict[str, Any]:
-        """The OpenAI-style message this surface entry sends: `{"role", "content"}` (+ `name`)."""
-        message: dict[str, Any] = {"role": self.role, "content": self.content}
-        name = self.body.get("name")
-        if isinstance(name, str) and name:
-            message["name"] = name
-        return message
+        """The OpenAI-style message this surface entry sends (`events.wire_message`: role, content,
+        `name`, an assistant's `tool_calls`, a tool result's `tool_call_id`)."""
+        return wire_message(self.role, self.content, self.body)
 
 
 def _to_surface(event: Event) -> SurfaceMessage:

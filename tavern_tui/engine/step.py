@@ -12,16 +12,18 @@ threads), so a database log never blocks the event loop.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin
+from tavern_tui.engine.events import TOOL_CALLS_KEY, Event, EventKind, NewEvent, Origin
 from tavern_tui.engine.inbox import (
     CLAIM_KEY,
+    NEXT_STEP,
     NEXT_TURN,
     ClaimPending,
     ClaimPlan,
@@ -41,7 +43,30 @@ from tavern_tui.engine.log import (
     surface_of,
     until_done,
 )
-from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, Provider, ReasoningDelta, TextDelta, Usage
+from tavern_tui.engine.stream import (
+    ChatRequest,
+    ConfigAdjusted,
+    Finished,
+    Provider,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCalls,
+    Usage,
+)
+from tavern_tui.engine.tooling import (
+    DEFAULT_MAX_STEPS,
+    INTERRUPTED_CALL,
+    ToolOutcome,
+    ToolRunner,
+    pending_calls,
+    result_event,
+    result_summary,
+    tools_digest,
+    turn_transaction,
+    unanswered_calls,
+    with_ids,
+)
 from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
 from tavern_tui.errors import NetworkError, ProviderError, StoreBusy, StoreError, TavernError
 
@@ -173,18 +198,41 @@ class StepStarted:
     generation: Generation = Generation()
     claimed: tuple[Event, ...] = ()
     """Every `user/message` admitted from the claimed batch, in order (`user` is the last)."""
+    trace: tuple[int, int] | None = None
+    """(session, seq) of this step's `trace/request` record."""
 
 
 @dataclass(frozen=True, slots=True)
 class StepSettled:
-    """The reply is settled as `assistant/message` (complete) in `event`."""
+    """The reply is settled as `assistant/message` (complete) in `event`; `calls` are the tool
+    calls it made (stored in its body's `tool_calls`), empty for a plain reply."""
 
     event: Event
     usage: Usage | None
+    calls: tuple[ToolCall, ...] = ()
 
 
-StepUpdate = StepStarted | TextDelta | ReasoningDelta | StepSettled
-"""What `run_step` yields, in order: StepStarted, deltas…, StepSettled."""
+@dataclass(frozen=True, slots=True)
+class ToolResultStored:
+    """A call of the turn ran (or was refused, failed, timed out) and its `tool/result` is stored."""
+
+    event: Event
+    call: ToolCall
+    outcome: ToolOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLimitReached:
+    """The turn made `limit` requests and the last reply still asked for tools: those calls were
+    answered "not run" and the turn ends there (issue 19: the limit named when hit)."""
+
+    limit: int
+    message: str
+
+
+StepUpdate = StepStarted | TextDelta | ReasoningDelta | StepSettled | ToolResultStored | TurnLimitReached
+"""What `run_step` yields, in order: StepStarted, deltas…, StepSettled; in a turn with tools,
+then one ToolResultStored per call and the next step's StepStarted…, or TurnLimitReached."""
 
 
 class StepFailed(ProviderError):
@@ -362,15 +410,24 @@ async def run_step(
     now: Callable[[], datetime] = _utc_now,
     claim: bool = False,
     claims: StepClaims | None = None,
+    tools: ToolRunner | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    at_boundary: BoundaryClaim | None = None,
 ) -> AsyncIterator[StepUpdate]:
     """`_run_step` holding the step's claim (`claims`, when given) from its opening to its
     settlement: a second step in the playthrough meanwhile gets `StepBusy`, and a killed
     owner's claim is taken over by the next step at once. Arguments, yields and errors as
-    `_run_step`."""
+    `_run_step`; with `tools`, the whole turn (`_tool_turn`: calls, results and the next steps,
+    at most `max_steps` requests, steers claimed at each boundary by `at_boundary`) holds it."""
     lease = _Lease(claims, max(1.0, min(10.0, stale_after / 3)))
-    steps = _run_step(log, session_id, provider, assemble, text, generation=generation,
-                      checkpoint_every=checkpoint_every, clock=clock, stale_after=stale_after, now=now, claim=claim,
-                      lease=lease)
+    if tools is not None and generation.type in TOOL_GENERATIONS:
+        steps = _tool_turn(log, session_id, provider, assemble, text, generation=generation,
+                           checkpoint_every=checkpoint_every, clock=clock, stale_after=stale_after, now=now,
+                           claim=claim, lease=lease, tools=tools, max_steps=max_steps, at_boundary=at_boundary)
+    else:
+        steps = _run_step(log, session_id, provider, assemble, text, generation=generation,
+                          checkpoint_every=checkpoint_every, clock=clock, stale_after=stale_after, now=now,
+                          claim=claim, lease=lease)
     try:
         async with aclosing(steps):
             async for update in steps:
@@ -393,6 +450,7 @@ async def _run_step(
     now: Callable[[], datetime],
     claim: bool,
     lease: _Lease | None,
+    turn: _TurnStep | None = None,
 ) -> AsyncIterator[StepUpdate]:
     """Run one step for the user's `text` and stream its progress.
 
@@ -423,6 +481,8 @@ async def _run_step(
             queued line answered after the running reply settled).
         lease: the step's lease, taken first thing in the opening (`run_step`); with one, an
             unsettled step found then is recovered at once (its owner lost the lease).
+        turn: this step's place in a turn with tools (`_tool_turn`): the tools offered, the
+            turn's first trace, the steers claimed at the boundary; None for a lone step.
 
     Yields:
         `StepStarted`, then `TextDelta`/`ReasoningDelta` as they arrive, then `StepSettled`.
@@ -448,11 +508,11 @@ async def _run_step(
     # The opening runs to its end even if cancelled meanwhile: half of it would leave a header
     # without a settlement (the session then looks busy) or an input without its step.
     opened, early_cancel = await until_done(_open(alog, session_id, provider, assemble, text, generation,
-                                                  stale_after, now, claim, lease))
+                                                  stale_after, now, claim, lease, turn))
     user_event, trace_event, request, model = opened.user_event, opened.trace_event, opened.request, opened.model
     retries_recorded = False
     if early_cancel is None:
-        yield StepStarted(user_event, request, generation, opened.claimed)
+        yield StepStarted(user_event, request, generation, opened.claimed, trace_event.ref)
 
     def settle_text(new: str) -> str:
         return join_continuation(generation.continue_text, new) if generation.type == "continue" else new
@@ -469,6 +529,7 @@ async def _run_step(
     last_checkpoint = clock()
     usage: Usage | None = None
     finished: Finished | None = None
+    calls: tuple[ToolCall, ...] = ()
 
     async def settle_attempt(extra: dict[str, Any]) -> Event:
         if not retries_recorded:
@@ -498,6 +559,9 @@ async def _run_step(
                     reasoning.append(event.text)
                 elif isinstance(event, Usage):
                     usage = event
+                elif isinstance(event, ToolCalls):
+                    calls = event.calls  # complete: the provider yields them once, at the end
+                    continue
                 elif isinstance(event, Finished):
                     finished = event
                     continue
@@ -553,9 +617,189 @@ async def _run_step(
     if usage is not None:
         body["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                          "total_tokens": usage.total_tokens}
+    if calls and turn is not None and not impersonate:
+        calls = with_ids(calls, trace_event.ref)
+        body[TOOL_CALLS_KEY] = [c.to_wire() for c in calls]  # sent back exactly so in the next step
+    else:
+        calls = ()  # no tools were offered: a stray call is not run (its text, if any, stays)
     kind = EventKind.USER_MESSAGE if impersonate else EventKind.ASSISTANT_MESSAGE
     settled = (await _settling(alog, session_id, [NewEvent(kind, reply_role, body, reply_origin, reply_source)]))[0]
-    yield StepSettled(settled, usage)
+    yield StepSettled(settled, usage, calls)
+
+
+TOOL_GENERATIONS = ("normal", "regenerate", "swipe")
+"""Generation types whose turn offers tools (a continue or an impersonation never does)."""
+
+BoundaryClaim = Callable[[], Awaitable[tuple[Event | None, list[PendingItem]]]]
+"""Claims the steers at a step boundary (`InboxService.claim_at_step_boundary`, off the loop):
+(the claim event or None, the claimed items)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _TurnStep:
+    """One step's place in a turn with tools.
+
+    Attributes:
+        step: 1 for the turn's first request, 2 after the first tool results, …
+        tools: the OpenAI `tools` array this step offers.
+        first, previous: refs of the turn's first and the previous step's trace record.
+        results: the previous boundary's tool results, as the trace names them.
+        steers: the steers claimed at this boundary (claim event, items), None for none.
+    """
+
+    step: int
+    tools: tuple[dict[str, Any], ...]
+    first: tuple[int, int] | None = None
+    previous: tuple[int, int] | None = None
+    results: tuple[dict[str, Any], ...] = ()
+    steers: tuple[Event | None, list[PendingItem]] | None = None
+
+
+def _turn_header(turn: _TurnStep) -> dict[str, Any]:
+    """`request/header` fields of a step in a tool turn: the tools offered (names, schema hash)."""
+    return {"tools": tools_digest(turn.tools), "step": turn.step}
+
+
+def _turn_trace(turn: _TurnStep) -> dict[str, Any]:
+    """Trace fields linking a turn's steps: step number, the first and previous records, the
+    tools offered and the results (refused ones named, with why) this request answers."""
+    link = {"step": turn.step, "first": list(turn.first) if turn.first else None,
+            "previous": list(turn.previous) if turn.previous else None}
+    return {"turn": link, "tools": tools_digest(turn.tools), "tool_results": [dict(r) for r in turn.results]}
+
+
+def _with_transaction(messages: list[dict[str, Any]], sent: list[SentMessage],
+                      transaction: list[SurfaceMessage]) -> tuple[list[dict[str, Any]], list[SentMessage]]:
+    """A projected request with the turn's tool calls and results put back as they are stored
+    (seed 000 §2: "Native history, input and tool transactions retain their protected order"):
+    before the steers this step claimed, else at the end."""
+    at = next((i for i, m in enumerate(sent) if m.source == "input"), len(messages))
+    wire = [m.to_request() for m in transaction]
+    extra = [SentMessage(m.role, "history", m.ref, None, message_hash(w)) for m, w in zip(transaction, wire)]
+    return messages[:at] + wire + messages[at:], sent[:at] + extra + sent[at:]
+
+
+async def _tool_turn(
+    log: SessionLog | AsyncSessionLog,
+    session_id: int,
+    provider: Provider,
+    assemble: Assembler,
+    text: str | None,
+    *,
+    generation: Generation,
+    checkpoint_every: float,
+    clock: Callable[[], float],
+    stale_after: float,
+    now: Callable[[], datetime],
+    claim: bool,
+    lease: _Lease | None,
+    tools: ToolRunner,
+    max_steps: int,
+    at_boundary: BoundaryClaim | None,
+) -> AsyncIterator[StepUpdate]:
+    """A turn with tools (seed 000 §1: "tool-call → tool-role tool/result → perhaps the next
+    step"): a step; when its reply asks for tools, each call runs (`_run_calls`) and its
+    `tool/result` is stored; the steers queued meanwhile are claimed (`at_boundary`); then the
+    next step, its own request and trace linked to the turn's first. At most `max_steps`
+    requests: the calls of the last are answered "not run" naming the limit (`TurnLimitReached`).
+
+    A cancel keeps what settled: the stored reply with its calls and the results already
+    stored; each call not run yet gets a "cancelled" result, so no call is left unanswered.
+    Arguments, other yields and errors as `_run_step`.
+    """
+    alog = awaited_log(log)
+    limit = max(1, max_steps)
+    turn = _TurnStep(1, await tools.offered())
+    step_text, step_claim, step_generation = text, claim, generation
+    while True:
+        settled: StepSettled | None = None
+        started: StepStarted | None = None
+        steps = _run_step(log, session_id, provider, assemble, step_text, generation=step_generation,
+                          checkpoint_every=checkpoint_every, clock=clock, stale_after=stale_after, now=now,
+                          claim=step_claim, lease=lease if turn.step == 1 else None, turn=turn)
+        async with aclosing(steps):
+            async for update in steps:
+                if isinstance(update, StepStarted):
+                    started = update
+                elif isinstance(update, StepSettled):
+                    settled = update
+                yield update
+        if settled is None or not settled.calls or started is None:
+            return
+        calls, done = settled.calls, set()
+        try:
+            if turn.step >= limit:
+                message = (f"this turn reached its limit of {limit} requests ([tools] max_steps = {limit}); "
+                           "the tool calls of its last reply were not run")
+                for call in calls:
+                    outcome = ToolOutcome(f"not run: {message}", "limit", {"reason": message, "limit": limit})
+                    stored = (await _settling(alog, session_id, [result_event(call, outcome)]))[0]
+                    done.add(call.id)
+                    yield ToolResultStored(stored, call, outcome)
+                yield TurnLimitReached(limit, message)
+                return
+            results: list[dict[str, Any]] = []
+            for call in calls:
+                outcome = await _run_call(tools, call)
+                stored = (await _settling(alog, session_id, [result_event(call, outcome)]))[0]
+                done.add(call.id)
+                results.append(result_summary(stored.ref, stored.body))
+                yield ToolResultStored(stored, call, outcome)
+            steers = await _claim_steers(alog, session_id, at_boundary, stale_after, now)
+        except (asyncio.CancelledError, GeneratorExit):
+            await until_done(_answer_cancelled(alog, session_id, pending_calls(calls, done)))
+            raise
+        turn = _TurnStep(turn.step + 1, await tools.offered(), turn.first or started.trace, started.trace,
+                         tuple(results), steers)
+        step_text, step_claim = None, False
+        step_generation = Generation(generation.type)  # no continue text, no one-off instruction
+
+
+async def _run_call(tools: ToolRunner, call: ToolCall) -> ToolOutcome:
+    """`tools.run(call)`; a runner that raises anyway gives an error result, never a lost turn."""
+    try:
+        return await tools.run(call)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
+        reason = f"the tool failed: {type(exc).__name__}: {exc}"[:500]
+        return ToolOutcome(json.dumps({"error": reason}), "error", {"reason": reason})
+
+
+async def _answer_cancelled(log: AsyncSessionLog, session_id: int, calls: list[ToolCall]) -> None:
+    """One "cancelled" `tool/result` per call not run when the turn was cancelled."""
+    if calls:
+        why = "the turn was cancelled before this call ran"
+        await _settling(log, session_id, [result_event(c, ToolOutcome(f"not run: {why}", "cancelled",
+                                                                       {"reason": why})) for c in calls])
+
+
+_Steers = tuple[Event | None, list[PendingItem]]
+
+
+async def _answer_interrupted(log: AsyncSessionLog, session_id: int, surface: list[Event]) -> None:
+    """One "interrupted" `tool/result` per call a crash left without one (`unanswered_calls`)."""
+    orphans = unanswered_calls([e for e in surface if e.session_id == session_id])
+    if orphans:
+        await log.append(session_id, [result_event(c, ToolOutcome(f"not run: {INTERRUPTED_CALL}", "cancelled",
+                                                                   {"reason": INTERRUPTED_CALL})) for c in orphans])
+
+
+async def _claim_steers(log: AsyncSessionLog, session_id: int, at_boundary: BoundaryClaim | None,
+                        stale_after: float, now: Callable[[], datetime]) -> _Steers | None:
+    """The steers queued while the step ran, claimed at its boundary (seed 000 §5: next-step
+    items are claimed between steps); None when there are none, or another process's claim is
+    still being admitted (they wait for the next boundary or turn)."""
+    try:
+        if at_boundary is not None:
+            claim_event, batch = await at_boundary()
+        else:
+            plan = ClaimPlan(session_id, NEXT_STEP, stale_after=stale_after, now=now)
+            stored, _ = await change_async(log, session_id, plan)
+            claim_event, batch = plan.claimed(stored)
+    except ClaimPending:
+        return None
+    return (claim_event, batch) if claim_event is not None and batch else None
 
 
 SETTLE_TRIES = 12
@@ -582,7 +826,7 @@ async def _settling(log: AsyncSessionLog, session_id: int, events: list[NewEvent
 
 async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assemble: Assembler, text: str | None,
                 generation: Generation, stale_after: float, now: Callable[[], datetime],
-                claim: bool = False, lease: _Lease | None = None) -> _Opened:
+                claim: bool = False, lease: _Lease | None = None, turn: _TurnStep | None = None) -> _Opened:
     """A step's opening, in order: recover a stale step or refuse a live one; the inbox insert
     and claim (one compare-and-append); assemble on history plus the claimed batch; admit
     system, context and the batch; records and the request header; the trace record. Returns
@@ -596,7 +840,8 @@ async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assem
     """
     held = await lease.take(session_id, stale_after) if lease is not None else None
     try:
-        return await _open_held(log, session_id, provider, assemble, text, generation, stale_after, now, claim, held)
+        return await _open_held(log, session_id, provider, assemble, text, generation, stale_after, now, claim, held,
+                                turn)
     except BaseException:
         if lease is not None:
             await lease.release()
@@ -605,7 +850,7 @@ async def _open(log: AsyncSessionLog, session_id: int, provider: Provider, assem
 
 async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, assemble: Assembler,
                      text: str | None, generation: Generation, stale_after: float, now: Callable[[], datetime],
-                     claim: bool, held: Claim | None) -> _Opened:
+                     claim: bool, held: Claim | None, turn: _TurnStep | None = None) -> _Opened:
     """`_open` once the step's lease is held (`held`; None without leases: the old staleness check)."""
     surface = await log.surface_events(session_id)
     step = _open_step_in(surface, session_id)
@@ -616,12 +861,22 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     elif step is not None:
         raise StepBusy("a reply is being written in this playthrough by another tavern window or command; "
                        "wait for it or stop it there")
+    # A crash between a reply's tool calls and their results: answer them before anything is sent.
+    await _answer_interrupted(log, session_id, surface)
     claim_event: Event | None = None
     batch: list[PendingItem] = []
-    if text is not None or claim:
+    if turn is not None and turn.steers is not None:
+        claim_event, batch = turn.steers  # claimed at the turn's step boundary
+    elif text is not None or claim:
         claim_event, batch = await _claim_inbox(log, session_id, text, stale_after, now,
                                                 None if recovered is not None else surface)
     history = surface_of(await log.surface_events(session_id))
+    # A later step of a tool turn: a projection rebuilds history from text, so the turn's calls
+    # and results go to the request as they are (`_with_transaction`), not through the assembler.
+    transaction = turn_transaction(history, turn.first) if turn is not None and turn.first is not None else []
+    if transaction:
+        kept = {m.ref for m in transaction}
+        history = [m for m in history if m.ref not in kept]
     try:
         assembly = assemble(history, [item.content for item in batch])
     except BaseException:
@@ -668,6 +923,9 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     model = assembly.model or provider.model
     header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
               "assembly": assembly.meta, "generation": generation.type}
+    offered = turn.tools if turn is not None else ()
+    if turn is not None:
+        header.update(_turn_header(turn))
     stored_records = await log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
     header_event = stored_records[-1]
     assembly_event = next((e for e in stored_records if e.kind == EventKind.REQUEST_ASSEMBLY), None)
@@ -676,6 +934,8 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
         assert assembly_event is not None
         sent = [SentMessage(m["role"], str(part.get("source", "request-only")), assembly_event.ref, i, message_hash(m))
                 for i, (m, part) in enumerate(zip(messages, list(assembly.request_parts) + [{}] * len(messages)))]
+        if transaction:
+            messages, sent = _with_transaction(messages, sent, transaction)
     else:
         surface = [m for m in surface_of(await log.surface_events(session_id))
                    if sent_to_model(m) and m.ref not in assembly.omit]
@@ -694,8 +954,10 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
         "replay_of": assembly.meta.get("replay_of"),
         "config": dict(assembly.config), "submitted_at": now().isoformat(),
         "context": assembly.meta.get("context"),
-        "messages": [m.to_json() for m in sent], **_inbox_trace(claim_event, batch)})]))[0]
-    return _Opened(user_event, trace_event, ChatRequest(messages, model, dict(assembly.config)), model, claimed)
+        "messages": [m.to_json() for m in sent], **_inbox_trace(claim_event, batch),
+        **(_turn_trace(turn) if turn is not None else {})})]))[0]
+    return _Opened(user_event, trace_event, ChatRequest(messages, model, dict(assembly.config), tuple(offered)), model,
+                   claimed)
 
 
 class InboxEmpty(TavernError):

@@ -69,7 +69,37 @@ class ConfigAdjusted:
     omitted: dict[str, str]
 
 
-StreamEvent = TextDelta | ReasoningDelta | Usage | Finished | ConfigAdjusted
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call a reply asked for, accumulated from its streamed deltas.
+
+    Attributes:
+        id: the provider's call id (`tool_calls[].id`), echoed back as the result's
+            `tool_call_id`; "" when the server sent none (a stand-in is made by the engine).
+        name: the function name (`tool_calls[].function.name`).
+        arguments: the argument JSON text exactly as streamed (may be invalid JSON: the tool
+            then answers with an error result).
+        index: the call's `index` in the reply (OpenAI streams several calls interleaved by it).
+    """
+
+    id: str
+    name: str
+    arguments: str
+    index: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        """The OpenAI `tool_calls[]` entry sent back with the assistant message."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """The reply's tool calls, complete, in index order (yielded once, before `Usage`/`Finished`)."""
+
+    calls: tuple[ToolCall, ...]
+
+
+StreamEvent = TextDelta | ReasoningDelta | Usage | Finished | ConfigAdjusted | ToolCalls
 """What `Provider.stream` yields. Errors are raised as `ProviderError`, never yielded."""
 
 
@@ -82,11 +112,14 @@ class ChatRequest:
             (plus optional `name`), in the exact order sent.
         model: model id; "" lets the provider use its configured default.
         config: call parameters other than messages/model/stream (temperature, max_tokens, …).
+        tools: the OpenAI `tools` array offered (`{"type": "function", "function": {"name",
+            "description", "parameters"}}` each); empty = the body carries no `tools`.
     """
 
     messages: list[dict[str, Any]]
     model: str = ""
     config: dict[str, Any] = field(default_factory=dict)
+    tools: tuple[dict[str, Any], ...] = ()
 
 
 @runtime_checkable

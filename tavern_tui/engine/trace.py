@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tavern_tui.engine.events import Event, EventKind
+from tavern_tui.engine.events import Event, EventKind, wire_message
 
 TRACE_REQUEST = "trace/request"
 """Event kind of a trace record (one per step's request; its attempts are recorded at settle)."""
@@ -108,11 +108,7 @@ def request_message_of(event: Event, index: int | None) -> dict[str, Any] | None
         if message.get("name"):
             built["name"] = message["name"]
         return built
-    built = {"role": event.role or "system", "content": event.content}
-    name = body.get("name")
-    if isinstance(name, str) and name:
-        built["name"] = name
-    return built
+    return wire_message(event.role or "system", event.content, body)
 
 
 def verify(record: dict[str, Any],

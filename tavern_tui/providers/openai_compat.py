@@ -28,6 +28,7 @@ import email.utils
 import json
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -43,6 +44,8 @@ from tavern_tui.engine.stream import (
     ReasoningDelta,
     StreamEvent,
     TextDelta,
+    ToolCall,
+    ToolCalls,
     Usage,
 )
 from tavern_tui.errors import BadRequestError, ProviderError, ServerError
@@ -94,18 +97,43 @@ def _other_rejection(error: BadRequestError, status: int, raw: bytes, effective:
     return BadRequestError(redact(message, secrets), status=status, param=blamed.name)
 
 
-def wire_body(model: str, messages: list[dict[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
+def wire_body(model: str, messages: list[dict[str, Any]], config: Mapping[str, Any],
+              tools: Any = ()) -> dict[str, Any]:
     """The JSON body this adapter posts: `model` (left out when ""), `messages`, `stream: true`,
-    `stream_options.include_usage`, then `config` (which wins on conflicts). Also how a trace's
-    verified request is written back out (`tavern trace export`), so both stay one rule."""
+    `stream_options.include_usage`, `tools` (only when some are offered), then `config` (which
+    wins on conflicts). Also how a trace's verified request is written back out (`tavern trace
+    export`), so both stay one rule."""
     body: dict[str, Any] = {}
     if model:
         body["model"] = model
     body["messages"] = messages
     body["stream"] = True
     body["stream_options"] = {"include_usage": True}
+    if tools:
+        body["tools"] = list(tools)
     body.update(config)
     return body
+
+
+_NO_TOOLS = re.compile(r"(does not support|doesn't support|not support(ed)?|unsupported|unknown|unrecognized)"
+                       r"[^.]{0,40}\btool|\btool[s_ a-z]{0,20}(are |is )?(not supported|unsupported|not allowed)",
+                       re.IGNORECASE)
+
+
+def rejects_tools(status: int, raw: bytes, secrets: list[str]) -> str | None:
+    """The reason when a 400/422 answer rejects the request's `tools` (issue 19 §5: "400 naming
+    them, or 'does not support tools'"), else None: the field blamed by `rejected_parameter`
+    (`tools` or `tool_choice`), or a message saying tools are not supported (Ollama's
+    "<model> does not support tools", vLLM's "auto tool choice requires …" is not matched)."""
+    if status not in (400, 422):
+        return None
+    blamed = rejected_parameter(status, raw, ["tools", "tool_choice"], secrets=secrets)
+    if blamed is not None:
+        return blamed.reason
+    text = raw.decode("utf-8", errors="replace")
+    if _NO_TOOLS.search(text):
+        return redact(f"{status}: " + " ".join(text.split())[:200], secrets)
+    return None
 
 
 def _message_events(message: dict[str, Any]) -> list[StreamEvent]:
@@ -321,7 +349,7 @@ class OpenAICompatProvider:
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body: model (omitted when none is known), messages, `stream: true`,
         `stream_options.include_usage`, then `request.config` (which wins on conflicts)."""
-        return wire_body(request.model or self.settings.model, request.messages, request.config)
+        return wire_body(request.model or self.settings.model, request.messages, request.config, request.tools)
 
     def build_headers(self) -> dict[str, str]:
         """Request headers; `Authorization: Bearer` only when a key is set."""
@@ -378,13 +406,16 @@ class OpenAICompatProvider:
         omitted: dict[str, str] = {}
         tried: set[str] = set()  # fields already dropped or moved: never dropped or restored again
         retries = fallbacks = 0
+        tools_dropped = False  # a server that rejected `tools` gets one retry without them
         while True:
-            body = self.build_body(replace(request, config=effective) if effective != requested else request)
+            sent = replace(request, config=effective) if effective != requested else request
+            body = self.build_body(replace(sent, tools=()) if tools_dropped else sent)
             record: dict[str, Any] = {"status": None, "error": None, "retry_delay": None,
                                       "config": dict(effective), "omitted": dict(omitted)}
             self.attempts.append(record)
             yielded = False
             rejected: RejectedParameter | None = None
+            no_tools: str | None = None
             error: ProviderError
             retry_headers: Mapping[str, str] | None = None
             try:
@@ -396,14 +427,16 @@ class OpenAICompatProvider:
                         raw = await response.aread()
                         retry_headers = response.headers
                         error = classify_http_error(response.status_code, raw, response.headers, secrets=secrets)
-                        if isinstance(error, BadRequestError) and fallbacks < MAX_CONFIG_FALLBACKS:
+                        if isinstance(error, BadRequestError) and request.tools and not tools_dropped:
+                            no_tools = rejects_tools(response.status_code, raw, secrets)
+                        if no_tools is None and isinstance(error, BadRequestError) and fallbacks < MAX_CONFIG_FALLBACKS:
                             candidates = [f for f in PRESET_OVERRIDES if f in effective and f not in tried]
                             rejected = rejected_parameter(response.status_code, raw, candidates, secrets=secrets)
-                        if isinstance(error, BadRequestError) and rejected is None:
+                        if isinstance(error, BadRequestError) and rejected is None and no_tools is None:
                             error = _other_rejection(error, response.status_code, raw, effective, secrets)
                         raise error
                     async for event in self._parse(response, secrets):
-                        if not yielded and effective != requested:
+                        if not yielded and (effective != requested or tools_dropped):
                             yield ConfigAdjusted(dict(requested), dict(effective), dict(omitted))
                         yielded = True
                         yield event
@@ -419,6 +452,10 @@ class OpenAICompatProvider:
                 raise ServerError(redact(str(exc), secrets)) from None
             record["error"] = error.category
             record["message"] = str(error)  # the upstream's own words (already redacted), for the trace
+            if no_tools is not None and not yielded:
+                tools_dropped = True
+                omitted["tools"] = no_tools  # recorded as the parameter fallback is (seed 000 §3)
+                continue
             if rejected is not None and not yielded:
                 fallbacks += 1
                 tried.add(rejected.name)
@@ -474,6 +511,9 @@ class OpenAICompatProvider:
                 f"The endpoint answered {kind} without any chat-completion chunk — "
                 "check that the base URL ends at the API root (often …/v1)"
             )
+        calls = state.tool_calls()
+        if calls:
+            yield ToolCalls(calls)
         if state.usage is not None:
             yield state.usage
         yield Finished(state.finish_reason, saw_done=state.done)
@@ -492,6 +532,10 @@ class OpenAICompatProvider:
         choice = choices[0]
         message = choice.get("message") or {}
         events = _message_events(message if isinstance(message, dict) else {})
+        whole = _CallAccumulator()
+        whole.feed(message.get("tool_calls") if isinstance(message, dict) else None)
+        if whole.complete():
+            events.append(ToolCalls(whole.complete()))
         usage = _usage(obj.get("usage"))
         if usage is not None:
             events.append(usage)
@@ -507,6 +551,11 @@ class _StreamState:
         self.arrived = False
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
+        self.calls = _CallAccumulator()
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls accumulated so far, complete, in index order."""
+        return self.calls.complete()
 
     def take(self, sse: ServerSentEvent, secrets: list[str]) -> list[StreamEvent]:
         """Events for one SSE event; raises the classified error for an in-band error."""
@@ -540,7 +589,62 @@ class _StreamState:
         delta = choice.get("delta")
         if not isinstance(delta, dict):
             delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        self.calls.feed(delta.get("tool_calls"))
         return _message_events(delta)
+
+
+MAX_TOOL_CALLS = 32
+"""Tool calls kept from one reply at most (an untrusted stream never grows this without bound)."""
+
+MAX_TOOL_ARGUMENTS = 256 * 1024
+"""Characters of one call's streamed arguments kept at most; the rest is dropped (the arguments
+then fail to parse and the model gets an error result)."""
+
+
+class _CallAccumulator:
+    """OpenAI streamed `delta.tool_calls` put together: each fragment names its call by `index`
+    (several calls may interleave); the first fragment of a call carries `id` and
+    `function.name`, later ones append to `function.arguments`. A whole (non-streamed)
+    message's `tool_calls` go through the same path, each entry one complete fragment."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, Any]] = {}
+
+    def feed(self, fragments: Any) -> None:
+        if not isinstance(fragments, list):
+            return
+        for position, fragment in enumerate(fragments):
+            if not isinstance(fragment, dict):
+                continue
+            index = fragment.get("index", position)
+            if not isinstance(index, int) or isinstance(index, bool):
+                continue
+            call = self._calls.get(index)
+            if call is None:
+                if len(self._calls) >= MAX_TOOL_CALLS:
+                    continue
+                call = self._calls[index] = {"id": "", "name": "", "arguments": []}
+                call["size"] = 0
+            if isinstance(fragment.get("id"), str) and fragment["id"]:
+                call["id"] = fragment["id"]
+            function = fragment.get("function")
+            if isinstance(function, dict):
+                if isinstance(function.get("name"), str) and function["name"]:
+                    # Some servers repeat the name on every fragment; others split it (rare): keep whole.
+                    if not call["name"] or not call["arguments"]:
+                        call["name"] = function["name"] if call["name"] in ("", function["name"]) \
+                            else call["name"] + function["name"]
+                arguments = function.get("arguments")
+                if isinstance(arguments, str) and arguments and call["size"] < MAX_TOOL_ARGUMENTS:
+                    piece = arguments[:MAX_TOOL_ARGUMENTS - call["size"]]
+                    call["arguments"].append(piece)
+                    call["size"] += len(piece)
+                elif isinstance(arguments, dict):  # a few servers send parsed arguments
+                    call["arguments"].append(json.dumps(arguments, ensure_ascii=False))
+
+    def complete(self) -> tuple[ToolCall, ...]:
+        return tuple(ToolCall(c["id"], c["name"], "".join(c["arguments"]), i)
+                     for i, c in sorted(self._calls.items()) if c["name"])
 
 
 def _bare_error(obj: dict[str, Any]) -> bool:

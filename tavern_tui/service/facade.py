@@ -23,6 +23,7 @@ from tavern_tui.service.presets import PresetService
 from tavern_tui.service.steps import StepRunner
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
+from tavern_tui.service.tools import ToolService
 from tavern_tui.service.traces import TraceService
 from tavern_tui.service.variables import VariableService
 from tavern_tui.store.store import Store
@@ -64,6 +65,7 @@ class Tavern:
         imports: files and folders of any kind (`ImportService`).
         variables: macro variables, local per branch and global (`VariableService`).
         mvu: MVU state records per message and swipe (`MvuService`, issue 18).
+        tools: built-in and MCP tools, and the guard their calls go through (`ToolService`).
 
     Every cache lives in one of the services, so it lasts as long as this `Tavern`.
 
@@ -90,9 +92,10 @@ class Tavern:
         self.inbox = InboxService(ctx, self.playthroughs)
         self.compaction = CompactionService(ctx, self.playthroughs, self.presets)
         self.mvu = MvuService(ctx, self.library, self.playthroughs, self.lore, self.variables)
+        self.tools = ToolService(ctx, self.library, self.playthroughs, self.lore)
         self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
                                 self.strategies, self.timeline, self.variables, self.compaction,
-                                inbox=self.inbox, mvu=self.mvu)
+                                inbox=self.inbox, mvu=self.mvu, tools=self.tools)
         self.traces = TraceService(ctx, self.playthroughs, self.timeline)
         self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
         self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files)
@@ -107,7 +110,9 @@ class Tavern:
         return f"{self.provider.name} · {model}"
 
     def close(self) -> None:
-        """Close the database (the provider's HTTP client closes with `aclose_provider`)."""
+        """Stop the MCP servers and close the database (the provider's HTTP client closes with
+        `aclose_provider`)."""
+        self.tools.close()
         self.store.close()
 
     async def aclose_provider(self) -> None:

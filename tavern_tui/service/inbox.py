@@ -113,10 +113,10 @@ class InboxService:
         return before
 
     def claim_at_step_boundary(self, playthrough_id: int) -> tuple[Event | None, list[PendingItem]]:
-        """The hook a turn with several steps calls at each boundary (after a tool result,
-        seed 000 §1): claim only the steers (next-step items). Today a turn is one step, so its
-        boundary is the end of the reply and the next step claims steers and next-turn items
-        together (steers first); nothing calls this yet.
+        """The hook a turn with several steps calls at each boundary (after its tool results,
+        seed 000 §1; `StepRunner._turn_tools` hands it to the engine's `_tool_turn`): claim only
+        the steers (next-step items); the next step admits them before its assembly. A turn
+        without tools is one step: the next turn claims steers and next-turn items together.
 
         Raises:
             ClaimPending: another process's claim is not admitted yet.

@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from typing import Any
 
+from tavern_tui.engine.events import Event
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
 from tavern_tui.engine.step import admit_opening, recover_interrupted
 from tavern_tui.errors import SecretRefused, TavernError
@@ -153,6 +155,8 @@ class PlaythroughService:
             speaker = user
         elif message.role == "assistant":
             speaker = char
+        elif message.role == "tool":
+            speaker = str(message.body.get("name") or "tool")
         else:
             speaker = "System"
         error = message.body.get("error")
@@ -162,7 +166,15 @@ class PlaythroughService:
                            str(message.body.get("reasoning") or ""), message.partial,
                            str(error["message"]) if "message" in error else None,
                            str(error["category"]) if "category" in error else None,
-                           summary if isinstance(summary := message.body.get("summary"), dict) else None)
+                           summary if isinstance(summary := message.body.get("summary"), dict) else None,
+                           *_tool_facts(message.body, message.role))
+
+    def view_of(self, event: Event, char: str, user: str) -> MessageView:
+        """A just-stored event as the chat shows it (a step's reply with tool calls, a tool
+        result: issue 19); no database read, so a screen may call it on its event loop."""
+        message = SurfaceMessage(event.ref, event.kind, event.role or "system", event.content, event.origin,
+                                 event.source, event.created_at, event.body)
+        return self._message_view(message, char, user)
 
     def messages(self, playthrough_id: int, *, include_system: bool = False,
                  last: int | None = None) -> list[MessageView]:
@@ -292,3 +304,15 @@ class PlaythroughService:
             spec = self.strategies.apply_strategy(playthrough_id, strategy)
             notes.append(f"applied strategy {spec.name} v{spec.version} to playthrough {playthrough_id} (remembered)")
         return notes
+
+
+def _tool_facts(body: dict[str, Any], role: str) -> tuple[tuple[dict[str, Any], ...], dict[str, Any] | None]:
+    """(an assistant message's tool calls, a tool result's facts) for `MessageView` (issue 19)."""
+    calls = body.get("tool_calls")
+    calls = tuple(c for c in calls if isinstance(c, dict)) if role == "assistant" and isinstance(calls, list) else ()
+    if role != "tool":
+        return calls, None
+    detail = body.get("detail") if isinstance(body.get("detail"), dict) else {}
+    result = {"toolCallId": body.get("toolCallId"), "name": body.get("name"), "arguments": body.get("arguments"),
+              "status": body.get("status"), "summary": detail.get("summary"), "reason": detail.get("reason")}
+    return calls, result

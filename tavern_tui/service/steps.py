@@ -34,6 +34,7 @@ from tavern_tui.assembly.sillytavern import (
 )
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
+from tavern_tui.engine.events import EventKind
 from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model, surface_of
 from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
@@ -61,6 +62,7 @@ from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService, omitted_parameters, strategy_of
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
+from tavern_tui.service.tools import ToolService
 from tavern_tui.service.variables import VariableService
 from tavern_tui.text.names import substitute_names
 from tavern_tui.text.tokens import estimate_messages
@@ -111,13 +113,15 @@ class StepRunner:
         inbox: the queued batch a step claims (previews include it; None: previews see none).
         mvu: MVU state (issue 18): initialised before a step, bound as the macros' message variables, and
             committed from each settled reply (None: no MVU state).
+        tools: the tools a turn offers and runs (issue 19; None or none configured: no tools).
     """
 
     def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
                  lore: WorldInfoService, persona: PersonaService, presets: PresetService,
                  strategies: StrategyService, timeline: TimelineService,
                  variables: VariableService | None = None, compaction: CompactionService | None = None, *,
-                 inbox: InboxService | None = None, mvu: MvuService | None = None) -> None:
+                 inbox: InboxService | None = None, mvu: MvuService | None = None,
+                 tools: ToolService | None = None) -> None:
         self.ctx = ctx
         self.mvu = mvu
         self.variables = variables
@@ -129,6 +133,7 @@ class StepRunner:
         self.strategies = strategies
         self.timeline = timeline
         self.inbox = inbox
+        self.tools = tools
         self.compaction = compaction or CompactionService(ctx, playthroughs, presets)
         self._surface_cache: tuple[tuple[int, tuple[int, int]], list[Any]] | None = None
         self._derived: tuple[list[Any], list[Any]] | None = None  # (the events list, its surface)
@@ -486,12 +491,13 @@ class StepRunner:
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
                          generation=generation, stale_after=self.ctx.stale_after, claim=claim,
-                         claims=self.ctx.store.claims)
+                         claims=self.ctx.store.claims, **self._turn_tools(playthrough_id))
         async with aclosing(steps):
             try:
                 async for update in steps:
                     if isinstance(update, StepSettled):
                         await self._commit_mvu(playthrough_id, view.session_id, update)
+                    if isinstance(update, StepSettled) and not update.calls:
                         await self._consolidate_quietly(playthrough_id)
                     yield update
             except StepFailed as exc:
@@ -507,6 +513,22 @@ class StepRunner:
                 self.mvu.commit_reply, playthrough_id, settled.event.session_id, settled.event)
         except Exception:  # noqa: BLE001 - state is best effort once the reply is kept
             logger.exception("MVU commit failed for playthrough %s", playthrough_id)
+
+    def _turn_tools(self, playthrough_id: int) -> dict[str, Any]:
+        """`run_step`'s tool arguments for this playthrough (issue 19): the toolbox, the step
+        limit, and the steers claimed at each step boundary (`InboxService.claim_at_step_boundary`,
+        in a worker thread). Empty when no tool is configured: a plain one-step turn."""
+        toolbox = self.tools.toolbox(playthrough_id) if self.tools is not None else None
+        if toolbox is None or self.tools is None:
+            return {}
+        inbox = self.inbox
+
+        async def at_boundary() -> tuple[Any, list[Any]]:
+            if inbox is None:
+                return None, []
+            return await asyncio.to_thread(inbox.claim_at_step_boundary, playthrough_id)
+
+        return {"tools": toolbox, "max_steps": self.tools.max_steps, "at_boundary": at_boundary}
 
     async def _consolidate_quietly(self, playthrough_id: int) -> None:
         """Learn from what the person just said, off the event loop (the UI's thread); a failure
@@ -549,6 +571,7 @@ class StepRunner:
             raise TavernError("the greeting swipes among the card's greetings; there is no reply to regenerate")
         if row.role != "assistant":
             return Generation("regenerate")
+        last = _tool_turn_start(timeline, last)
         parent = timeline.variants[last].parent
         if parent is None:
             # The model spoke first (no greeting, nothing before it): its swipe is a fork at the
@@ -693,6 +716,22 @@ class StepRunner:
         """Undo `warm_world_info`'s freeze (when its chat closes): what was frozen goes back to
         the collector, so whatever has become garbage since (the closed screen) can be freed."""
         gc.unfreeze()
+
+
+def _tool_turn_start(timeline: Any, last: Any) -> Any:
+    """The first reply of the tool turn `last` ends (issue 19: a swipe of a tool turn re-runs the
+    whole turn, calls included, as a new variant): from the final reply, back over each run of
+    `tool/result`s and the assistant message that made those calls. `last` itself for a plain reply."""
+    ref = last
+    while True:
+        parent = timeline.variants[ref].parent
+        if parent is None or timeline.variants[parent].row.kind != EventKind.TOOL_RESULT:
+            return ref
+        while parent is not None and timeline.variants[parent].row.kind == EventKind.TOOL_RESULT:
+            parent = timeline.variants[parent].parent
+        if parent is None or timeline.variants[parent].row.role != "assistant":
+            return ref
+        ref = parent
 
 
 def _with_omit_step(exc: StepFailed, playthrough_id: int) -> StepFailed:

@@ -99,6 +99,8 @@ def message_classes(message: MessageView) -> list[str]:
     classes = [f"-{message.role}"]
     if message.summary is not None:
         classes.append("-summary")
+    if message.tool_calls and not message.content.strip():
+        classes.append("-calls-only")
     if not message.natural:
         classes.append(f"-origin-{message.origin}")
     if message.partial:

@@ -78,3 +78,30 @@ class WorldInfoTested(Message):
     text: str
     result: ActivationResult | None = None
     error: str | None = None
+
+
+@dataclass
+class ReplyCalledTools(Message):
+    """A step of the turn settled as a reply that calls tools (`event`: the stored reply); its
+    calls run next (issue 19)."""
+
+    event: object
+
+
+@dataclass
+class ToolRan(Message):
+    """A tool call's `tool/result` is stored (`event`); the transcript shows its one line."""
+
+    event: object
+
+
+@dataclass
+class ReplyNextStep(Message):
+    """The turn's next step started after its tool results: a new reply streams."""
+
+
+@dataclass
+class TurnLimitHit(Message):
+    """The turn reached its step limit (`message` names it)."""
+
+    message: str

@@ -20,6 +20,7 @@ from tavern_tui.assembly.macros.jsvalues import js_string, to_number, var_add, v
 from tavern_tui.assembly.macros.moment import aware, humanize_duration, moment_format
 from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
 from tavern_tui.assembly.macros.seeded import seedrandom, string_hash
+from tavern_tui.text.dice import parse_dice
 
 __all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "history_expander", "is_falsy",
            "substitute",
@@ -107,7 +108,6 @@ MAX_EXPANSION = 8_000_000  # characters macros may produce per substitute() call
 MAX_CALLS = 400_000  # macro evaluations per substitute() call (ours): bounds the time of any template
 LIMIT_MARKER = "[macro evaluation stopped: {reason}]"
 _MAX_REPEAT = 1000  # {{newline::N}}, {{space::N}} (ours)
-_MAX_DICE, _MAX_SIDES = 100, 1000  # (ours)
 
 # core-macros.js ELSE_MARKER: what {{else}} prints; removed by a post-processor wherever it is left over.
 ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
@@ -120,7 +120,6 @@ _UNESCAPE = re.compile(r"\\([{}])")
 _LEGACY_TRIM = re.compile(r"(?:\r?\n)*{{trim}}(?:\r?\n)*", re.IGNORECASE)
 _UTC_SPEC = re.compile(r"UTC([+-][0-9]+)")
 _INTEGER = re.compile(r"-?[0-9]+")
-_DICE = re.compile(r"([1-9][0-9]*)?[dD]([1-9][0-9]*)([+-][0-9]{1,15})?")
 _VAR_COND = re.compile(r"([.$])([A-Za-z](?:[\w-]*\w)?)")
 _FALSE = ("off", "false", "0")  # utils.js isFalseBoolean (trimmed, lower-cased)
 
@@ -530,20 +529,10 @@ class _Evaluator:
 
     def _roll(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         """droll syntax `[N]dM[+-K]`; digits alone mean 1dM; invalid or over our limits ⇒ ""."""
-        formula = args[0]
-        if formula.isascii() and formula.isdigit():
-            formula = "1d" + formula
-        match = _DICE.fullmatch(formula)
-        if not match:
+        dice = parse_dice(args[0]) if args[0] == args[0].strip() else None  # text.dice: the one rule
+        if dice is None:
             return ""
-        count, faces, bonus = match.groups()
-        if len(count or "") > 3 or len(faces) > 4:
-            return ""
-        dice, sides = int(count or 1), int(faces)
-        if dice > _MAX_DICE or sides > _MAX_SIDES:
-            return ""
-        total = sum(min(int(self._random() * sides), sides - 1) + 1 for _ in range(dice))
-        return str(total + int(bonus or 0))
+        return str(sum(dice.roll(self._random)) + dice.bonus)
 
     # -- env-macros.js / chat-macros.js --------------------------------------------------------------------
     def _field(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.cli.context import open_async_service
 from tavern_tui.cli.diagnostics import EXIT_INTERRUPTED, EXIT_OK, refused, step_failed
-from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted
+from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted, ToolResultStored, TurnLimitReached
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import SecretRefused
 from tavern_tui.service.inbox import ClaimedElsewhere
@@ -140,10 +140,19 @@ async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     settled = update
                 elif isinstance(update, StepStarted):
                     pass
+                elif isinstance(update, ToolResultStored):  # one compact line per call (issue 19)
+                    summary = update.outcome.detail.get("summary") or update.outcome.status
+                    err.write(f"\n[tool] {update.call.name} {summary}\n")
+                    err.flush()
+                elif isinstance(update, TurnLimitReached):
+                    err.write(f"[tools] {update.message}\n")
         except StepFailed as exc:
             if not args.json:
                 out.write("\n")
             return step_failed(exc, err)
+        finally:
+            for problem in tavern.tools.take_problems():
+                err.write(f"[tools] {problem}\n")
         if args.json and settled is not None:
             event = settled.event
             json.dump({"playthrough": playthrough.id, "session_id": event.session_id, "seq": event.seq,

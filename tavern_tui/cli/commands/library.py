@@ -122,10 +122,15 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 out.write(f"  [replaced by {m.ref[0]}:{m.ref[1]} · not sent · {o.role} · {o.ref[0]}:{o.ref[1]}] "
                           f"{o.speaker}: {o.content}\n")
             continue
+        if m.tool_result is not None:  # a tool call is one compact line (issue 19)
+            out.write(f"\n[tool · {m.tool_result.get('status')}] {m.tool_line}\n")
+            continue
         marks = [m.role, m.origin]
         if m.partial:
             marks.append("partial" + (f": {m.error}" if m.error else ""))
         body = m.content if m.content or not m.partial else "(no text arrived)"
+        if m.tool_calls and not m.content:
+            body = "(calls " + ", ".join(str(c.get("function", {}).get("name")) for c in m.tool_calls) + ")"
         out.write(f"\n[{' · '.join(marks)}] {m.speaker}:\n{body}\n")
     return EXIT_OK
 

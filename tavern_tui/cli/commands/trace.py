@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.cli.context import open_service
@@ -144,6 +144,7 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if inbox:  # the inbox events this step consumed (seed 000 §5: claimed before assembly)
         queued = ", ".join(f"{i['id']} queued at {i['ref'][0]}:{i['ref'][1]}" for i in inbox.get("items", []))
         out.write(f"inbox: claim {inbox['claim'][0]}:{inbox['claim'][1]} took {queued}\n")
+    _write_tools(record, out)
     if shown.get("config_adjusted"):
         out.write(f"config effective: {json.dumps(shown['config_adjusted'])}\n")
     for attempt in view["attempts"]:
@@ -249,3 +250,18 @@ def cmd_trace_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         print_json(out, report)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _write_tools(record: dict[str, Any], out: TextIO) -> None:
+    """A tool turn's lines (issue 19): the tools offered (names, schema hash), the step and the
+    turn's first record, and each tool result this request answers (refusals named, with why)."""
+    tools = record.get("tools")
+    if isinstance(tools, dict) and tools.get("names"):
+        out.write(f"tools offered: {', '.join(tools['names'])} (schemas sha256 {str(tools.get('sha256'))[:16]}…)\n")
+    turn = record.get("turn")
+    if isinstance(turn, dict) and turn.get("step", 1) > 1 and turn.get("first"):
+        out.write(f"turn step {turn['step']}, first request {turn['first'][0]}:{turn['first'][1]}\n")
+    for result in record.get("tool_results") or []:
+        why = f": {result['reason']}" if result.get("reason") else ""
+        out.write(f"tool result {result.get('name')} [{result.get('status')}]{why} "
+                  f"at {result['ref'][0]}:{result['ref'][1]}\n")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import events, getters, on, work
 from textual.app import ComposeResult
@@ -15,21 +16,35 @@ from textual.timer import Timer
 from textual.widgets import Collapsible, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from tavern_tui.engine.step import OPENING_SOURCE, InboxEmpty, StepBusy, StepSettled, StepStarted, StepUpdate
+from tavern_tui.engine.step import (
+    OPENING_SOURCE,
+    InboxEmpty,
+    StepBusy,
+    StepSettled,
+    StepStarted,
+    StepUpdate,
+    ToolResultStored,
+    TurnLimitReached,
+)
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
 from tavern_tui.tui.labels import summary_title
 from tavern_tui.tui.messages import (
     PlaythroughChosen,
+    ReplyCalledTools,
     ReplyDelta,
+    ReplyNextStep,
     ReplyReasoning,
     ReplySettled,
     ReplyStarted,
+    ToolRan,
+    TurnLimitHit,
     WorldBooksRequested,
 )
 from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
+from tavern_tui.tui.modals.tool_ask import ToolAskScreen
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.state import StateScreen, refused_status
@@ -109,6 +124,10 @@ class ChatScreen(TavernScreen[None]):
     then answers it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset,
     F7 the requests sent (trace), F8 the persona and its nominations. On a narrow terminal the
     footer leaves out the less used keys (`FOOTER_DROP`); the command palette lists them all.
+
+    A turn with tools (issue 19) shows each call as one line (Enter or a click expands it to
+    its arguments and result) and streams the next step's reply in a new box; a call the config
+    does not allow is asked about in `ToolAskScreen` (allow once / always / refuse).
 
     Every step runs in one async worker that only posts Messages; the handlers here touch
     widgets. Every other service call runs in a thread worker (`TavernScreen.call`). Whatever
@@ -191,6 +210,7 @@ class ChatScreen(TavernScreen[None]):
         yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
+        self.tavern.tools.set_asker(self._ask_tool)  # the guard asks here (the CLI refuses instead)
         # Focus first: keys typed while the screen is pushed and the chat is read land here.
         self.prompt.focus()
         if self._typed:
@@ -227,6 +247,7 @@ class ChatScreen(TavernScreen[None]):
         self._warm_world_info()
 
     def on_unmount(self) -> None:
+        self.tavern.tools.set_asker(None)
         self.tavern.steps.release_heap()  # no I/O (gc.unfreeze): the warm-up froze the heap with this screen in it
 
     @work(thread=True, exclusive=True, group="lore", exit_on_error=False, description="prepare world info")
@@ -506,13 +527,27 @@ class ChatScreen(TavernScreen[None]):
         # Only posts Messages: cancellation (Esc) lands inside the service's step, which stores
         # the partial reply before re-raising; aclosing makes that deterministic if it lands here.
         await self.settled()  # a swipe still being written comes first
+        steps = 0  # a turn with tools has several steps (issue 19)
         async with aclosing(updates()) as stream:
             async for update in stream:
                 match update:
+                    case StepStarted(user=event, claimed=claimed) if steps:
+                        steps += 1
+                        if claimed:  # steers claimed at the step boundary: shown, then the reply streams
+                            self.post_message(ReplyStarted(None, "steer", tuple(e.content for e in claimed)))
+                        else:
+                            self.post_message(ReplyNextStep())
                     case StepStarted(user=event, claimed=claimed):
+                        steps += 1
                         user_text = None if event is None else str(event.body.get("content", text))
                         self.post_message(ReplyStarted(user_text, generation,
                                                        tuple(e.content for e in claimed)))
+                    case StepSettled(event=event, calls=calls) if calls:
+                        self.post_message(ReplyCalledTools(event))
+                    case ToolResultStored(event=event):
+                        self.post_message(ToolRan(event))
+                    case TurnLimitReached(message=limit):
+                        self.post_message(TurnLimitHit(limit))
                     case TextDelta(text=fragment):
                         self.post_message(ReplyDelta(fragment))
                     case ReasoningDelta(text=fragment):
@@ -544,6 +579,44 @@ class ChatScreen(TavernScreen[None]):
         else:
             box = MessageBox(self.playthrough.character_name, prefill, mark="writing…", classes="-assistant -streaming")
         self._reply = await self.transcript.add(box)
+
+    async def on_reply_called_tools(self, message: ReplyCalledTools) -> None:
+        """A step's reply asked for tools: settle its box (hidden when it has no text)."""
+        if self._reply is not None and self.playthrough is not None:
+            view = self.tavern.playthroughs.view_of(message.event, self.playthrough.character_name,  # type: ignore[arg-type]
+                                                    self.playthrough.user_name)
+            await self._reply.settle(view)
+            self._before.add(view.ref)
+        self._reply = None
+
+    async def on_tool_ran(self, message: ToolRan) -> None:
+        """One compact line per tool call (expandable to its arguments and result)."""
+        if self.playthrough is not None:
+            view = self.tavern.playthroughs.view_of(message.event, self.playthrough.character_name,  # type: ignore[arg-type]
+                                                    self.playthrough.user_name)
+            self._before.add(view.ref)
+            await self.transcript.add(MessageBox.from_view(view))
+
+    async def on_reply_next_step(self, message: ReplyNextStep) -> None:
+        """The turn goes on after its tool results: a new box streams its next reply."""
+        if self.playthrough is not None:
+            self._reply = await self.transcript.add(MessageBox.streaming(self.playthrough.character_name))
+
+    def on_turn_limit_hit(self, message: TurnLimitHit) -> None:
+        """Say the step limit, once (the results name it too)."""
+        self.notify(message.message, title="Tool turn stopped", severity="warning", timeout=10)
+
+    async def _ask_tool(self, spec: Any, arguments: dict[str, Any]) -> str:
+        """The guard's question for a call the config does not allow (issue 19 §4): the modal's
+        answer, "once", "always" or "refuse". Runs on the app's loop, where the step runs."""
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+        def answered(value: str | None) -> None:
+            if not answer.done():
+                answer.set_result(value or "refuse")
+
+        self.app.push_screen(ToolAskScreen(spec.name, spec.source, spec.risk, arguments), callback=answered)
+        return await answer
 
     async def on_reply_delta(self, message: ReplyDelta) -> None:
         """Append reply text (MarkdownStream batches it)."""
@@ -602,6 +675,8 @@ class ChatScreen(TavernScreen[None]):
             await self._reply.settle(stored, mark)
         self._reply = None
         self.generating = False
+        for problem in self.tavern.tools.take_problems():  # an MCP server failed: said, the chat goes on
+            self.notify(problem, title="Tool server", severity="warning", timeout=10)
         if state is not None:
             await self._show_state(state)
             # Queued while it streamed: the next step claims the batch now (not after a stop

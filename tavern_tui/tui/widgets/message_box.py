@@ -51,6 +51,8 @@ class MessageBox(Vertical):
     | `-streaming` | the reply is still arriving |
     | `-partial` with `-stopped` or `-error` | a reply cut off by Esc or by a provider error |
     | `-summary` | a summary node: its mark says what it covers; `.originals` (collapsed) expands to them |
+    | `-tool` | a tool result, one line (`roll_dice 2d6+1 → [3, 5] + 1 = 9`); `.tool-call` expands to the rest |
+    | `-calls-only` | a reply that only called tools (no text): hidden, its tool lines stand for it |
 
     | child class | part |
     | --- | --- |
@@ -75,6 +77,18 @@ class MessageBox(Vertical):
 
     MessageBox.-summary {
         border-left: outer $accent;
+    }
+
+    MessageBox.-tool { padding: 0 1; }
+    MessageBox.-calls-only { display: none; }  /* a reply that only called tools: its lines say it */
+
+    MessageBox .tool-call {
+        height: auto;
+        padding: 0;
+        margin: 0;
+        border: none;
+        background: transparent;
+        color: $text-muted;
     }
 
     MessageBox .originals .original {
@@ -154,6 +168,11 @@ class MessageBox(Vertical):
         return cls(speaker, mark="writing…", classes="-assistant -streaming")
 
     def compose(self) -> ComposeResult:
+        if self.view is not None and self.view.tool_result is not None:
+            # A tool call is one compact line; click or Enter on it shows the arguments and result.
+            yield Collapsible(Static(tool_details(self.view), classes="message-body", markup=False),
+                              title=self.view.tool_line, collapsed=True, classes="tool-call")
+            return
         with Horizontal(classes="message-header"):
             yield Label(self._speaker, classes="speaker", markup=False)
             yield Label(self._mark, classes="mark", markup=False)
@@ -219,6 +238,8 @@ class MessageBox(Vertical):
         body = self.body
         if self.view is None or not isinstance(body, Static) or bool(view.reasoning) != bool(self._reasoning):
             return False
+        if self.view.tool_result is not None or view.tool_result is not None:
+            return False  # a tool line is its own kind of box
         if (view.summary is None) != (self.view.summary is None) or view.summary is not None:
             return False  # the originals section comes and goes with the summary
         if view.reasoning:
@@ -258,3 +279,14 @@ class MessageBox(Vertical):
         self._content = view.content
         self.add_class(*message_classes(view))
         self.set_mark(mark if mark is not None else message_mark(view))
+
+
+def tool_details(view: MessageView) -> str:
+    """What a tool line expands to: the call's arguments and the result the model read."""
+    result = view.tool_result or {}
+    arguments = str(result.get("arguments") or "{}")
+    lines = [f"arguments: {arguments}", f"status: {result.get('status')}"]
+    if result.get("reason"):
+        lines.append(f"why: {result['reason']}")
+    lines.append(f"result: {view.content}")
+    return "\n".join(lines)

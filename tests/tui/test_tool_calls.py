@@ -1,0 +1,128 @@
+"""Pilot tests (issue 19 §4, §6): a tool call is one compact line in the transcript,
+expandable (Enter on it) to its arguments and result; a call the config does not allow is
+asked about in a modal — refuse (not run, the model reads the refusal), always for this tool
+(runs now and next time without asking)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Collapsible
+
+from tavern_tui.config import Settings, ToolSettings
+from tavern_tui.engine.stream import ChatRequest, Finished, StreamEvent, TextDelta, ToolCall, ToolCalls, Usage
+from tavern_tui.service import Tavern
+from tavern_tui.tools import Toolbox, ToolSpec
+from tavern_tui.tools.builtin import RollDice
+from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.modals.tool_ask import ToolAskScreen
+from tests.tui.conftest import wait_until
+from tests.tui.test_app import SIZE, open_seraphina, send
+
+
+class ToolModel:
+    """Replies from scripts: each a list of `TextDelta`/`ToolCalls` events."""
+
+    name = "scripted"
+    model = "script-1"
+
+    def __init__(self) -> None:
+        self.scripts: list[list[StreamEvent]] = []
+        self.requests: list[ChatRequest] = []
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        events = self.scripts.pop(0) if self.scripts else [TextDelta("Hm.")]
+        for event in events:
+            yield event
+        yield Usage(10, 5, 15)
+        yield Finished("tool_calls" if any(isinstance(e, ToolCalls) for e in events) else "stop")
+
+
+def calls(*items: tuple[str, str, str]) -> ToolCalls:
+    return ToolCalls(tuple(ToolCall(cid, name, args, i) for i, (cid, name, args) in enumerate(items)))
+
+
+@pytest.fixture
+def model() -> ToolModel:
+    return ToolModel()
+
+
+@pytest.fixture
+def tavern(db_url: str, corpus_dir: Path, model: ToolModel) -> Iterator[Tavern]:
+    service = Tavern(Settings(db_url=db_url, tools=ToolSettings(enabled=("roll_dice",))), provider=model)
+    assert all(r.ok for r in service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"]))
+    yield service
+    service.close()
+
+
+async def test_a_roll_is_one_line_that_expands(tavern: Tavern, model: ToolModel) -> None:
+    model.scripts = [[calls(("call_1", "roll_dice", '{"expression": "2d6+1"}'))], [TextDelta("You go first.")]]
+    async with TavernApp(tavern).run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "Roll for initiative!")
+        result = next(m for m in tavern.playthroughs.messages(chat.playthrough_id) if m.role == "tool")
+        rolled = json.loads(result.content)
+        line = f"roll_dice 2d6+1 → [{rolled['rolls'][0]}, {rolled['rolls'][1]}] + 1 = {rolled['total']}"
+        await wait_until(pilot, lambda: any(b.has_class("-tool") for b in chat.transcript.boxes))
+        [box] = [b for b in chat.transcript.boxes if b.has_class("-tool")]
+        section = box.query_one(".tool-call", Collapsible)
+        assert section.title == line and section.collapsed
+        assert [b.text for b in chat.transcript.boxes if b.has_class("-assistant")][-1] == "You go first."
+        hidden = [b for b in chat.transcript.boxes if b.has_class("-calls-only")]
+        assert len(hidden) == 1 and not hidden[0].display  # the reply that only called: its line stands for it
+        section.query_one("CollapsibleTitle").focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not section.collapsed)
+        details = str(box.body.content)
+        assert 'arguments: {"expression": "2d6+1"}' in details and result.content in details
+
+
+class Notes:
+    """An unknown-risk tool that records its calls."""
+
+    spec = ToolSpec("burn_notes", "Burns the notes", {"type": "object", "properties": {"which": {"type": "string"}}},
+                    "unknown", "mcp:lab")
+
+    def __init__(self) -> None:
+        self.ran: list[dict[str, Any]] = []
+
+    async def call(self, arguments: dict[str, Any]) -> tuple[str, str]:
+        self.ran.append(arguments)
+        return "burnt", "burnt"
+
+
+async def test_the_guard_asks_refuse_then_always(tavern: Tavern, model: ToolModel,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    notes = Notes()
+    guard = tavern.tools.guard
+    monkeypatch.setattr(tavern.tools, "toolbox", lambda _pid: Toolbox([RollDice(), notes], guard))
+    burn = ("call_b", "burn_notes", '{"which": "diary"}')
+    model.scripts = [[calls(burn)], [TextDelta("As you wish.")],
+                     [calls(("call_c", "burn_notes", '{"which": "letters"}'))], [TextDelta("Burnt.")],
+                     [calls(("call_d", "burn_notes", '{"which": "maps"}'))], [TextDelta("Again.")]]
+    async with TavernApp(tavern).run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "Burn my diary.", wait=False)
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ToolAskScreen))
+        assert "burn_notes" in str(pilot.app.screen.query_one("#tool-ask-what").content)
+        assert '"which": "diary"' in str(pilot.app.screen.query_one("#tool-ask-arguments").content)
+        await pilot.press("escape")  # refuse
+        await wait_until(pilot, lambda: len(model.requests) == 2 and not chat.generating)
+        assert notes.ran == []
+        refusal = model.requests[1].messages[-1]
+        assert refusal["role"] == "tool" and "refused" in json.loads(refusal["content"])["refused"]
+
+        await send(pilot, chat, "Burn the letters.", wait=False)
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ToolAskScreen))
+        await pilot.click("#always")
+        await wait_until(pilot, lambda: len(model.requests) == 4 and not chat.generating)
+        assert notes.ran == [{"which": "letters"}]
+        await send(pilot, chat, "And the maps.")
+        await wait_until(pilot, lambda: len(model.requests) == 6 and not chat.generating)
+        assert notes.ran == [{"which": "letters"}, {"which": "maps"}]  # not asked again
+        assert not isinstance(pilot.app.screen, ToolAskScreen)
