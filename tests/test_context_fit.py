@@ -250,9 +250,15 @@ async def test_auto_compaction_fires_only_when_history_would_be_dropped(server: 
     service, pid = make_service(server, db_url.replace(".sqlite3", "b.sqlite3"), corpus_dir, tmp_path,
                                 max_context=4096, history=300, auto_compact=True)
     try:
+        # A preview (and the gauge, which is one) never creates a summary, auto-compaction or not.
+        before = len(server.requests)
+        assert service.steps.preview(pid, "Hi again.")["context"]["dropped_messages"] > 0
+        assert service.steps.context_gauge(pid)["dropped_messages"] > 0
+        session = service.playthroughs.playthrough(pid).session_id
+        assert len(server.requests) == before
+        assert not any(m.source == SUMMARY_SOURCE for m in derive_messages(service.store.events, session))
         for _ in range(40):  # the summary parts, then the reply (each answer is the same text)
             server.enqueue_sse(sse_chunks_for("Ann and Seraphina talked for a long time."))
-        before = len(server.requests)
         await say(service, pid, "Hi again.")
         server.clear()
         made = server.requests[before:]
