@@ -276,6 +276,8 @@ def js_stringify(value: Any) -> str:
             return "null"
         if isinstance(number, int):
             return str(number)
+        if number.is_integer() and abs(number) < 1e21:  # JS prints integers whole below 1e21
+            return str(int(number))
         text = repr(number)
         if "e" in text:
             mantissa, exp = text.split("e")

@@ -313,3 +313,10 @@ def test_a_greeting_initvar_block_replaces_stat_data_then_its_commands_run() -> 
 
 def test_no_material_no_record() -> None:
     assert initial_record([InitBook("b", (("lore", "a: 1"),))], "Hi. _.set('a', 1);") is None
+
+
+@pytest.mark.parametrize(("value", "text"), [(1e16, "10000000000000000"), (1e21, "1e+21"), (1e-7, "1e-7"),
+                                             (0.1, "0.1"), ([1.0, "x"], '[1,"x"]')])
+def test_json_stringify_prints_numbers_as_javascript_does(value: object, text: str) -> None:
+    from tavern_tui.mvu.jsutil import js_stringify
+    assert js_stringify(value) == text
