@@ -141,7 +141,8 @@ def test_mvu_card_scripts_read_as_stored(mvu_scripts):
 
 def test_mvu_update_block_hidden_from_prompt_and_display(mvu_scripts):
     scripts = script_set([], mvu_scripts, allowed=True)
-    reply = "她笑了。\n<UpdateVariable>\n_.set('理.好感度[0]', 10, 15);//开心\n</UpdateVariable>\n<StatusPlaceHolderImpl/>"
+    reply = ("她笑了。\n<UpdateVariable>\n_.set('理.好感度[0]', 10, 15);//开心\n</UpdateVariable>\n"
+             "<StatusPlaceHolderImpl/>")
     sent = scripts.for_prompt(reply, Placement.AI_OUTPUT, 0)
     assert sent.text == "她笑了。\n\n"
     assert sent.applied == ("去除变量更新", "对ai隐藏状态栏")
