@@ -49,6 +49,8 @@ class Settings:
             HTTP request, made once per provider).
         auto_compact: when history would be dropped to fit, summarise the oldest block first
             (`auto_compact = true`; off by default).
+        templates: evaluate cards' EJS templates (`<% %>`, ST-Prompt-Template) in the sandbox
+            (`templates = false` or `TAVERN_TEMPLATES=0` turns it off: the text is sent as written).
         summary_prompt: the instruction a compaction sends (`summary_prompt`; "" = the
             built-in `DEFAULT_SUMMARY_PROMPT`).
     """
@@ -67,6 +69,7 @@ class Settings:
     probe_context: bool = False
     auto_compact: bool = False
     summary_prompt: str = ""
+    templates: bool = True
 
 
 def default_db_url(env: Mapping[str, str] | None = None) -> str:
@@ -141,7 +144,7 @@ def load_settings(
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise FormatError(str(path), "must be a whole number of tokens (0 = unset)", field=key)
         limits[key] = value
-    for key in ("probe_context", "auto_compact"):
+    for key in ("probe_context", "auto_compact", "templates"):
         if not isinstance(file.get(key, False), bool):
             raise FormatError(str(path), "must be true or false", field=key)
     if not isinstance(file.get("summary_prompt", ""), str):
@@ -160,4 +163,6 @@ def load_settings(
         tokenizer=pick(None, "TAVERN_TOKENIZER", file.get("tokenizer"), ""),
         memory_snapshot=pick(None, "TAVERN_MEMORY_SNAPSHOT", str(file.get("memory_snapshot", "")).lower(),
                              "").lower() in ("1", "true", "yes"),
+        templates=pick(None, "TAVERN_TEMPLATES", str(file.get("templates", True)).lower(),
+                       "true").lower() not in ("0", "false", "no", "off"),
     )

@@ -103,6 +103,9 @@ class MessageView:
         speaker: the display name (character, person, or "System").
         summary: for a summary node, `{"covers", "first", "last", "from", "to", "targets"}`
             (issue 16: what it replaced); None otherwise.
+        display: what the transcript shows when regex scripts change it (issue 18: `markdownOnly`
+            scripts, status bars as readable text); None = `content` as it is. `content` stays
+            the raw text (edits and exports use it).
     """
 
     ref: tuple[int, int]
@@ -119,6 +122,12 @@ class MessageView:
     error: str | None = None
     error_category: str | None = None
     summary: dict[str, Any] | None = None
+    display: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The text the transcript shows (`display`, else `content`)."""
+        return self.display if self.display is not None else self.content
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern show --json`."""

@@ -27,7 +27,6 @@ Rule source: SillyTavern `public/scripts/extensions/regex/engine.js` (`getRegexe
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,8 @@ from typing import Any
 
 import regex
 
+from tavern_tui.errors import FormatError
+from tavern_tui.formats.jsontypes import loads_bounded
 from tavern_tui.lore.jsregex import JSRegexError, compile_js_regex
 from tavern_tui.lore.matching import DEFAULT_REGEX_TIMEOUT
 from tavern_tui.lore.regex_budget import charged
@@ -184,8 +185,8 @@ def load_regex_file(data: bytes, file: str) -> list[RegexScript]:
             text, or a malformed field; nothing is returned half-read.
     """
     try:
-        obj = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        obj = loads_bounded(data.decode("utf-8-sig"), file)
+    except (UnicodeDecodeError, ValueError, FormatError) as error:
         raise ScriptFormatError(f"{file}: not a JSON regex script file ({error})") from None
     items = obj if isinstance(obj, list) else [obj]
     if not items or len(items) > MAX_SCRIPTS:
