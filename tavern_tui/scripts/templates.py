@@ -176,7 +176,16 @@ class TemplateRunner:
         if self._ctx is None:
             from py_mini_racer import MiniRacer  # loaded only when a text holds a template
 
-            ctx = MiniRacer()
+            # Made on a thread with no running asyncio loop, so mini-racer starts a loop of its own:
+            # built on a step's event-loop thread it would borrow that loop, and its blocking
+            # `eval` refuses to run there.
+            made: list[Any] = []
+            maker = threading.Thread(target=lambda: made.append(MiniRacer()), name="template-v8", daemon=True)
+            maker.start()
+            maker.join()
+            if not made:
+                raise RuntimeError("the JavaScript engine did not start")
+            ctx = made[0]
             ctx.eval(_PRELUDE)
             self._ctx = ctx
         return self._ctx

@@ -128,3 +128,13 @@ def test_mvu_card_stage_template_switches_with_the_value(runner):
     assert "<story_override>" in confess.text and confess.error == ""
     calm = runner.render(kokuhaku["content"], snap(stat_data={"理": {"好感度": [30, ""]}, "user": {}}))
     assert "<story_override>" not in calm.text
+
+
+async def test_runs_on_an_event_loop_thread():
+    # A step builds its prompt on the event loop's thread: the engine must not borrow that loop.
+    r = TemplateRunner()
+    try:
+        assert r.render("<%= 6 * 7 %>", snap()).text == "42"
+        assert r.render("<% while (true) {} %>", snap()).error.startswith("timed out")
+    finally:
+        r.close()
