@@ -128,6 +128,8 @@ class Settings:
             answer is read once per process, in a worker thread, with a 2-second timeout.
         auto_compact: when history would be dropped to fit, summarise the oldest block first
             (`auto_compact = true`; off by default).
+        templates: evaluate cards' EJS templates (`<% %>`, ST-Prompt-Template) in the sandbox
+            (`templates = false` or `TAVERN_TEMPLATES=0` turns it off: the text is sent as written).
         summary_prompt: the instruction a compaction sends (`summary_prompt`; "" = the
             built-in `DEFAULT_SUMMARY_PROMPT`).
         tools: the `[tools]` table (built-ins enabled, allowed tools, step limit, MCP servers).
@@ -148,6 +150,7 @@ class Settings:
     auto_compact: bool = False
     summary_prompt: str = ""
     tools: ToolSettings = field(default_factory=ToolSettings)
+    templates: bool = True
 
 
 def default_db_url(env: Mapping[str, str] | None = None) -> str:
@@ -222,8 +225,8 @@ def load_settings(
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise FormatError(str(path), "must be a whole number of tokens (0 = unset)", field=key)
         limits[key] = value
-    for key in ("probe_context", "auto_compact"):
-        if not isinstance(file.get(key, key == "probe_context"), bool):
+    for key in ("probe_context", "auto_compact", "templates"):
+        if not isinstance(file.get(key, False), bool):
             raise FormatError(str(path), "must be true or false", field=key)
     if not isinstance(file.get("summary_prompt", ""), str):
         raise FormatError(str(path), "must be a string", field="summary_prompt")
@@ -242,4 +245,6 @@ def load_settings(
         tokenizer=pick(None, "TAVERN_TOKENIZER", file.get("tokenizer"), ""),
         memory_snapshot=pick(None, "TAVERN_MEMORY_SNAPSHOT", str(file.get("memory_snapshot", "")).lower(),
                              "").lower() in ("1", "true", "yes"),
+        templates=pick(None, "TAVERN_TEMPLATES", str(file.get("templates", True)).lower(),
+                       "true").lower() not in ("0", "false", "no", "off"),
     )

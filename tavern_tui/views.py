@@ -107,6 +107,9 @@ class MessageView:
             {"name", "arguments"}}]`; issue 19).
         tool_result: a `tool/result`'s facts: `{"toolCallId", "name", "arguments", "status",
             "summary", "reason"}`; None for other messages.
+        display: what the transcript shows when regex scripts change it (issue 18: `markdownOnly`
+            scripts, status bars as readable text); None = `content` as it is. `content` stays
+            the raw text (edits and exports use it).
     """
 
     ref: tuple[int, int]
@@ -135,6 +138,13 @@ class MessageView:
         result = self.tool_result
         summary = result.get("summary") or ": ".join(str(v) for v in (result.get("status"), result.get("reason")) if v)
         return f"{self.tool_result.get('name', '')} {summary}".strip()
+
+    display: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The text the transcript shows (`display`, else `content`)."""
+        return self.display if self.display is not None else self.content
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern show --json` (with `tool_calls` and `tool_result` when set)."""

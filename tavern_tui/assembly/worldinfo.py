@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tavern_tui.engine.events import Event, NewEvent
 from tavern_tui.engine.log import PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
 from tavern_tui.lore.activation import activate, prime, recursion_contents
+from tavern_tui.lore.buckets import build_buckets
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
 from tavern_tui.lore.matching import IndexCache
 from tavern_tui.lore.model import Position
-from tavern_tui.lore.result import ActivationResult, Decision
+from tavern_tui.lore.result import ActivatedEntry, ActivationResult, Decision
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.lore.timed import TimedState
 
@@ -123,18 +124,29 @@ class WorldInfoStep:
         settings: SillyTavern world-info settings.
         rng: a roll source in [0, 100) (None = random).
         cache: compiled key indexes reused across steps while the books do not change.
+        content_hook: rewrites each fired entry's content after activation and the budget, before
+            the buckets are built (SillyTavern runs its WORLD_INFO regex scripts there; templates
+            run per entry too, so one broken entry cannot blank its neighbours); None = as fired.
     """
 
     books: Sequence[SourcedBook]
     settings: WorldInfoSettings = field(default_factory=WorldInfoSettings)
     rng: Callable[[], float] | None = None
     cache: IndexCache = field(default_factory=IndexCache)
+    content_hook: Callable[[ActivatedEntry], str] | None = None
 
     def run(self, ctx: ActivationContext) -> ActivationResult:
         """Activate the books for `ctx` (pure: the caller stores `new_timed_state`). One
         activation at a time per cache (`IndexCache.in_use`)."""
         with self.cache.in_use:
-            return activate(self.books, ctx, self.settings, rng=self.rng, index_factory=self.cache)
+            result = activate(self.books, ctx, self.settings, rng=self.rng, index_factory=self.cache)
+        if self.content_hook is not None and result.activated:
+            hook = self.content_hook
+            rewritten = [replace(e, content=hook(e)) for e in result.activated]
+            if any(a.content != b.content for a, b in zip(rewritten, result.activated)):
+                result.activated = rewritten
+                result.buckets = build_buckets(rewritten)
+        return result
 
     def prime(self, ctx: ActivationContext, chunk: int = PRIME_CHUNK) -> int:
         """Prepare the books' key indexes for later steps (`lore.activation.prime`: every entry

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -147,6 +147,9 @@ class Assembly:
             surface is the same is not admitted again (context-snapshot reuse; seed 000 §2.2).
         omit: refs of surface messages this request leaves out to fit the context (the oldest
             history, whole messages; `assembly.fit`); they stay in the log and on the surface.
+        rewrite: the request message sent instead of a surface message's own, by ref (regex
+            scripts, issue 18): the log keeps the raw text; the sent message is kept in the
+            `request/assembly` record (`rewritten`, after `append`), which the trace points at.
     """
 
     system: str
@@ -159,6 +162,7 @@ class Assembly:
     context: tuple[tuple[str, str], ...] = ()
     input: tuple[str, ...] | None = None
     omit: frozenset[tuple[int, int]] = frozenset()
+    rewrite: Mapping[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
 
 
 CONTEXT_SOURCE = "context"
@@ -918,8 +922,12 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
             extra.append({"role": "assistant", "content": generation.continue_text})
         if generation.instruction:
             extra.append({"role": "system", "content": generation.instruction})
-        if extra:
-            records.append(NewEvent(EventKind.REQUEST_ASSEMBLY, None, {"append": extra, "generation": generation.type}))
+        rewritten = [{"ref": list(ref), "message": dict(m)} for ref, m in assembly.rewrite.items()]
+        if extra or rewritten:
+            assembly_body: dict[str, Any] = {"append": extra, "generation": generation.type}
+            if rewritten:
+                assembly_body["rewritten"] = rewritten
+            records.append(NewEvent(EventKind.REQUEST_ASSEMBLY, None, assembly_body))
     model = assembly.model or provider.model
     header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
               "assembly": assembly.meta, "generation": generation.type}
@@ -939,8 +947,12 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     else:
         surface = [m for m in surface_of(await log.surface_events(session_id))
                    if sent_to_model(m) and m.ref not in assembly.omit]
-        messages = [m.to_request() for m in surface] + extra
-        sent = [SentMessage(m.role, _source_of(m, claimed), m.ref, None, message_hash(message))
+        messages = [_rewritten(m, assembly.rewrite) for m in surface] + extra
+        # A rewritten message points at its sent text in the request/assembly record (after `append`).
+        slot = {tuple(r["ref"]): len(extra) + i for i, r in enumerate(rewritten)}
+        sent = [SentMessage(m.role, _source_of(m, claimed), assembly_event.ref, slot[m.ref], message_hash(message))
+                if m.ref in slot and assembly_event is not None
+                else SentMessage(m.role, _source_of(m, claimed), m.ref, None, message_hash(message))
                 for m, message in zip(surface, messages)]
         if extra:
             assert assembly_event is not None
@@ -991,6 +1003,11 @@ def _inbox_trace(claim_event: Event | None, batch: list[PendingItem]) -> dict[st
     if claim_event is None:
         return {}
     return {"inbox": {"claim": list(claim_event.ref), "items": [{"id": i.id, "ref": list(i.ref)} for i in batch]}}
+
+
+def _rewritten(message: SurfaceMessage, rewrite: Mapping[tuple[int, int], dict[str, Any]]) -> dict[str, Any]:
+    sent = rewrite.get(message.ref)
+    return dict(sent) if sent is not None else message.to_request()
 
 
 def _source_of(message: SurfaceMessage, claimed: tuple[Event, ...]) -> str:

@@ -96,7 +96,9 @@ def request_message_of(event: Event, index: int | None) -> dict[str, Any] | None
     if index is not None:
         array = body.get("messages") if event.kind == EventKind.REQUEST_ASSEMBLY else None
         if array is None:
-            array = body.get("append")
+            # `append` (continue text, instructions), then `rewritten` (messages regex scripts changed).
+            array = [*(body.get("append") or []), *(r.get("message") for r in body.get("rewritten") or []
+                                                    if isinstance(r, dict))]
         if not isinstance(array, list) or not 0 <= index < len(array):
             return None
         return array[index]

@@ -20,6 +20,7 @@ from tavern_tui.service.mvu import MvuService
 from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService
+from tavern_tui.service.scripts import ScriptService
 from tavern_tui.service.steps import StepRunner
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
@@ -87,6 +88,8 @@ class Tavern:
         self.strategies = StrategyService(ctx, self.presets)
         self.playthroughs = PlaythroughService(ctx, self.library, self.persona, self.presets, self.lore,
                                                self.strategies)
+        self.scripts = ScriptService(ctx, self.library)
+        self.playthroughs.display = self.scripts.display_views  # card regex scripts decide what the transcript shows
         self.timeline = TimelineService(ctx, self.library, self.playthroughs)
         self.variables = VariableService(ctx, self.playthroughs)
         self.inbox = InboxService(ctx, self.playthroughs)
@@ -95,10 +98,11 @@ class Tavern:
         self.tools = ToolService(ctx, self.library, self.playthroughs, self.lore)
         self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
                                 self.strategies, self.timeline, self.variables, self.compaction,
-                                inbox=self.inbox, mvu=self.mvu, tools=self.tools)
+                                inbox=self.inbox, mvu=self.mvu, tools=self.tools, scripts=self.scripts)
         self.traces = TraceService(ctx, self.playthroughs, self.timeline)
         self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
-        self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files)
+        self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files,
+                                     scripts=self.scripts)
 
     def __repr__(self) -> str:
         return f"Tavern(db_url={without_credentials(self.settings.db_url)!r}, provider={self.provider_label!r})"

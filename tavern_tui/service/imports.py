@@ -12,11 +12,13 @@ from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.chatlog import CHAT_SUFFIXES, looks_like_chat_jsonl
 from tavern_tui.formats.jsontypes import loads_bounded
 from tavern_tui.formats.sniff import PERSONA, PRESET, WORLD_BOOK, sniff_bytes
+from tavern_tui.scripts.regex_scripts import is_regex_file
 from tavern_tui.service.chat_files import ChatFileService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
+from tavern_tui.service.scripts import ScriptService
 from tavern_tui.views import ImportResult
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,16 @@ def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | 
 
 
 
+def _regex_json(data: bytes) -> bool:
+    """A SillyTavern regex export (`findRegex` and `scriptName` in each object)?"""
+    if data.lstrip()[:1] not in (b"{", b"["):
+        return False
+    try:
+        return is_regex_file(loads_bounded(data.decode("utf-8-sig"), "regex file"))
+    except (UnicodeDecodeError, ValueError, FormatError):
+        return False
+
+
 class ImportService:
     """Imports of files and folders (`tavern.imports`).
 
@@ -58,7 +70,8 @@ class ImportService:
     """
 
     def __init__(self, library: LibraryService, lore: WorldInfoService, presets: PresetService,
-                 persona: PersonaService, chat_files: ChatFileService) -> None:
+                 persona: PersonaService, chat_files: ChatFileService, *, scripts: ScriptService | None = None) -> None:
+        self.scripts = scripts
         self.library = library
         self.lore = lore
         self.presets = presets
@@ -109,6 +122,8 @@ class ImportService:
         """One file's import, by what its content is (see `import_paths`)."""
         if path.suffix.lower() in CHAT_SUFFIXES or looks_like_chat_jsonl(data):
             return self.chat_files.import_chat_bytes(data, shown, character=character)
+        if self.scripts is not None and _regex_json(data):
+            return self.scripts.import_regex_bytes(data, shown)
         if (kind := sniff_bytes(data)) == WORLD_BOOK:
             return self.lore.import_world_book_bytes(data, shown)
         if kind == PRESET:

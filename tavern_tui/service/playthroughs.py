@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tavern_tui.engine.events import Event
@@ -61,6 +61,9 @@ class PlaythroughService:
         # Read and filled from worker threads (a step's prelude, TUI thread workers) and the loop:
         # the lock keeps a clear in one thread from racing a lookup in another.
         self._counts_lock = threading.Lock()
+        self.display: Callable[[int, list[MessageView]], list[MessageView]] | None = None
+        """`(character id, views) -> views` setting what the transcript shows (the facade wires the
+        regex scripts' `ScriptService.display_views` here); None = the raw text."""
 
     def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int],
                           persona_name: str = "") -> PlaythroughView:
@@ -190,10 +193,13 @@ class PlaythroughService:
         if last is not None:
             log = self.ctx.store.events
             recent = tail(log, inspect(log, view.session_id), last, include_failed=True)
-            return [self._message_view(m, view.character_name, view.user_name) for m in recent]
-        surface = derive_messages(self.ctx.store.events, view.session_id, include_failed=True)
-        return [self._message_view(m, view.character_name, view.user_name) for m in surface
-                if include_system or m.source != SYSTEM_PROMPT_SOURCE]
+            views = [self._message_view(m, view.character_name, view.user_name) for m in recent]
+        else:
+            surface = derive_messages(self.ctx.store.events, view.session_id, include_failed=True)
+            views = [self._message_view(m, view.character_name, view.user_name) for m in surface
+                     if include_system or m.source != SYSTEM_PROMPT_SOURCE]
+        # Both windows end at the newest message, so display depths count from the end of the window.
+        return self.display(view.character_id, views) if self.display is not None else views
 
     def _configured_keys(self) -> list[str]:
         """The configured credentials (API keys, base-URL user and password), long enough to look for."""

@@ -25,6 +25,7 @@ from tavern_tui.assembly.attribution import attribute, default_parts, split_pers
 from tavern_tui.assembly.basic import BasicAssembler
 from tavern_tui.assembly.fit import ContextOverflow
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
+from tavern_tui.assembly.scripted import ScriptedAssembler
 from tavern_tui.assembly.sillytavern import (
     REPLY_PRIMING,
     AuthorsNote,
@@ -51,6 +52,7 @@ from tavern_tui.engine.step import (
 from tavern_tui.errors import TavernError
 from tavern_tui.lore.context import ActivationContext
 from tavern_tui.lore.result import ActivationResult
+from tavern_tui.scripts.regex_scripts import ScriptSet
 from tavern_tui.service.compaction import CompactionService
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.inbox import ClaimedElsewhere, InboxService
@@ -60,6 +62,7 @@ from tavern_tui.service.mvu import MvuService
 from tavern_tui.service.persona import PersonaService, render_snapshot
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService, omitted_parameters, strategy_of
+from tavern_tui.service.scripts import ScriptService
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.service.tools import ToolService
@@ -121,9 +124,10 @@ class StepRunner:
                  strategies: StrategyService, timeline: TimelineService,
                  variables: VariableService | None = None, compaction: CompactionService | None = None, *,
                  inbox: InboxService | None = None, mvu: MvuService | None = None,
-                 tools: ToolService | None = None) -> None:
+                 tools: ToolService | None = None, scripts: ScriptService | None = None) -> None:
         self.ctx = ctx
         self.mvu = mvu
+        self.scripts = scripts
         self.variables = variables
         self.library = library
         self.playthroughs = playthroughs
@@ -217,6 +221,16 @@ class StepRunner:
 
     def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
                    view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
+        """`_base_assembler` with the character's regex scripts and the templates around it (issue 18)."""
+        view = view or self.playthroughs.playthrough(playthrough_id)
+        inner = self._base_assembler(playthrough_id, generation, strategy, view, pin_persona=pin_persona)
+        scripts = self.scripts.script_set(view.character_id) if self.scripts is not None else ScriptSet()
+        # Templates read MVU's bound snapshot first (`getvar('stat_data.…')`), as macros do.
+        message_vars = self.mvu.snapshot(playthrough_id) if self.mvu is not None else None
+        return ScriptedAssembler(inner, scripts, templates=self.ctx.settings.templates, message_vars=message_vars)
+
+    def _base_assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
+                        view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
         """The assembler a step of this playthrough uses: its applied strategy (`strategy`
         overrides it, for previews), with its card, books, timed effects, preset and persona
         section (`view`: the playthrough when the caller has already read it; `pin_persona`: a
@@ -333,9 +347,10 @@ class StepRunner:
                      and m.ref not in assembly.omit]
             sources = ["context" if m.source == CONTEXT_SOURCE else "summary" if m.source == SUMMARY_SOURCE
                        else "history" for m in shown]
-            messages += [{**m.to_request(), "source": source} for m, source in zip(shown, sources)]
-            spans += [default_parts(m.to_request(), source, m.ref, str(m.body.get("context") or ""))
-                      for m, source in zip(shown, sources)]
+            sent = [dict(assembly.rewrite.get(m.ref) or m.to_request()) for m in shown]  # regex scripts' text
+            messages += [{**r, "source": source} for r, source in zip(sent, sources)]
+            spans += [default_parts(r, source, m.ref, str(m.body.get("context") or ""))
+                      for r, m, source in zip(sent, shown, sources)]
             # Context the step would admit now, just before the input (roles-first).
             admitted = context_events(history, assembly.context)
             messages += [{"role": "user", "content": e.body["content"], "source": "context"} for e in admitted]

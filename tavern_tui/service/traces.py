@@ -149,7 +149,9 @@ class TraceService:
                 "persona": assembly.get("persona"),
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
                 "context": event.body.get("context") or assembly.get("context"),
-                "config_adjusted": reply.get("config"), "variables": variables or None}
+                "config_adjusted": reply.get("config"), "variables": variables or None,
+                # Issue 18: the regex scripts applied to each message sent, and the templates' failures.
+                "regex_scripts": assembly.get("regex_scripts"), "templates": assembly.get("templates")}
 
     def _state_commit_before(self, header: Event) -> dict[str, Any] | None:
         """The `state/commit` appended with this request's header (in the same batch, just before it):

@@ -292,3 +292,25 @@ class StepLeaseRow(Base):
     """The owner process's start time (Linux /proc ticks), to tell a reused pid; "" when unknown."""
     claimed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class RegexScriptRow(Base):
+    """A global regex script (SillyTavern's Regex extension), imported from a regex JSON file
+    (issue 18). Scripts run in `id` order, as SillyTavern keeps its global list."""
+
+    __tablename__ = "regex_scripts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(512))
+    data: Mapped[str] = mapped_column(Text)
+    """The script as SillyTavern's JSON (canonical text)."""
+    source_name: Mapped[str] = mapped_column(String(1024), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class RegexAllowance(Base):
+    """A character whose card regex scripts the person allowed (SillyTavern's
+    `character_allowed_regex`): keyed by the card file's hash, so a changed card asks again."""
+
+    __tablename__ = "regex_allowances"
+    character_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    allowed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

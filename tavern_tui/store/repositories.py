@@ -20,6 +20,8 @@ from tavern_tui.store.models import (
     ComposerDraft,
     Playthrough,
     Preset,
+    RegexAllowance,
+    RegexScriptRow,
     SessionRow,
     WorldBook,
     WorldBookBinding,
@@ -407,4 +409,48 @@ class DraftRepository:
             self._session.add(ComposerDraft(playthrough_id=playthrough_id, text=text, updated_at=datetime.now(UTC)))
         else:
             row.text, row.updated_at = text, datetime.now(UTC)
+        self._session.flush()
+
+
+class RegexRepository:
+    """Global regex scripts and the per-character allowance of card scripts (issue 18)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def scripts(self) -> list[tuple[int, str, str, str]]:
+        """Every global script as (id, name, data JSON, source file name), in run order."""
+        rows = self._session.scalars(select(RegexScriptRow).order_by(RegexScriptRow.id))
+        return [(r.id, r.name, r.data, r.source_name) for r in rows]
+
+    def add(self, name: str, data: str, source_name: str) -> int:
+        """Store one global script (at the end of the run order); returns its id."""
+        row = RegexScriptRow(name=name, data=data, source_name=source_name, created_at=datetime.now(UTC))
+        self._session.add(row)
+        self._session.flush()
+        return row.id
+
+    def remove(self, script_id: int) -> None:
+        """Delete a global script.
+
+        Raises:
+            NotFound: no such script.
+        """
+        row = self._session.get(RegexScriptRow, script_id)
+        if row is None:
+            raise NotFound(f"no regex script {script_id}")
+        self._session.delete(row)
+        self._session.flush()
+
+    def allowed(self, character_sha256: str) -> bool:
+        """Whether the card with this file hash may run its regex scripts."""
+        return self._session.get(RegexAllowance, character_sha256) is not None
+
+    def set_allowed(self, character_sha256: str, allowed: bool) -> None:
+        """Allow (or withdraw) a card's regex scripts."""
+        row = self._session.get(RegexAllowance, character_sha256)
+        if allowed and row is None:
+            self._session.add(RegexAllowance(character_sha256=character_sha256, allowed_at=datetime.now(UTC)))
+        elif not allowed and row is not None:
+            self._session.delete(row)
         self._session.flush()

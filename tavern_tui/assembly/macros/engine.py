@@ -102,6 +102,10 @@ class MacroContext:
     message_vars: dict[str, object] = field(default_factory=dict)
     """The bound message variables of this step (MVU's record at the head, `mvu.snapshot_variables`; issue 18):
     what `{{get_message_variable::…}}` and `getvar` paths read (`macros.mvu_macros`)."""
+    templates: Callable[[str, MacroContext], str] | None = None
+    """When set, run on every `substitute` result holding an EJS tag `<%` (restricted templates, issue 18:
+    ST-Prompt-Template runs on the prompt after SillyTavern's macros); reads and writes the variables like a
+    variable macro."""
 
 
 MAX_EXPANSION = 8_000_000  # characters macros may produce per substitute() call (ours)
@@ -166,7 +170,10 @@ def substitute(text: str, ctx: MacroContext) -> str:
     ctx.limits_hit = set()
     if not text:
         return ""
-    return _Evaluator(text, ctx).run()
+    out = _Evaluator(text, ctx).run()
+    if ctx.templates is not None and ("<%" in out or getattr(ctx.templates, "pending", None)):
+        out = ctx.templates(out, ctx)
+    return out
 
 
 def substitute_readonly(text: str, ctx: MacroContext) -> str:

@@ -43,6 +43,7 @@ from tavern_tui.tui.messages import (
     WorldBooksRequested,
 )
 from tavern_tui.tui.modals.choose import ChooseScreen
+from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.modals.tool_ask import ToolAskScreen
 from tavern_tui.tui.screens.base import TavernScreen
@@ -245,6 +246,36 @@ class ChatScreen(TavernScreen[None]):
         self.status.swipe = state.swipe
         self.refresh_bindings()
         self._warm_world_info()
+        self.call(self.tavern.scripts.needs_allowance, view.character_id, title="Cannot read the card's regex scripts",
+                  then=self._ask_regex_allowance)
+
+    def _ask_regex_allowance(self, names: list[str]) -> None:
+        """SillyTavern's question when a card carries regex scripts: asked once per character per run;
+        "Allow" is kept in the database (issue 18), until then the card's scripts never run."""
+        asked: set[int] | None = getattr(self.app, "regex_asked", None)
+        if asked is None:
+            asked = set()
+            self.app.regex_asked = asked  # type: ignore[attr-defined]
+        if not names or self.playthrough is None or self.playthrough.character_id in asked:
+            return
+        character_id = self.playthrough.character_id
+        asked.add(character_id)
+        listed = "\n".join(f"  • {name}" for name in names[:12]) + ("\n  …" if len(names) > 12 else "")
+        question = (f"{self.playthrough.character_name} has {len(names)} embedded regex script(s):\n{listed}\n\n"
+                    "They rewrite what is sent and shown (status bars, hidden update blocks). Allow them "
+                    "for this character?")
+
+        def answered(allow: bool | None) -> None:
+            if allow:
+                self.call(self.tavern.scripts.set_allowed, character_id, title="Cannot allow the regex scripts",
+                          then=lambda _: self.call(self._read_state, title="Cannot read the chat",
+                                                   then=self._reshow))
+
+        self.app.push_screen(ConfirmScreen(question, confirm="Allow"), answered)
+
+    async def _reshow(self, state: ChatState) -> None:
+        # Every message may now show differently (display scripts): rebuild the window.
+        await self.transcript.show(state.messages, state.total)
 
     def on_unmount(self) -> None:
         self.tavern.tools.set_asker(None)

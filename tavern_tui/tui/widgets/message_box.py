@@ -157,7 +157,7 @@ class MessageBox(Vertical):
     @classmethod
     def from_view(cls, view: MessageView) -> MessageBox:
         """A box for a stored message, with its role/origin/partial classes and mark."""
-        box = cls(view.speaker, view.content, mark=message_mark(view), reasoning=view.reasoning,
+        box = cls(view.speaker, view.shown, mark=message_mark(view), reasoning=view.reasoning,
                   classes=" ".join(message_classes(view)))
         box.view = view
         return box
@@ -253,8 +253,8 @@ class MessageBox(Vertical):
             self._speaker = view.speaker
             self.query_one(".speaker", Label).update(view.speaker)
         self.set_mark(message_mark(view))
-        self._content = view.content
-        body.update(RichMarkdown(keep_line_breaks(view.content)))
+        self._content = view.shown
+        body.update(RichMarkdown(keep_line_breaks(view.shown)))
         self.view = view
         return True
 
@@ -274,9 +274,9 @@ class MessageBox(Vertical):
             return
         self.view = view
         body = self.body
-        if isinstance(body, Markdown) and body.source != view.content:
-            await body.update(view.content)
-        self._content = view.content
+        if isinstance(body, Markdown) and body.source != view.shown:
+            await body.update(view.shown)  # a card's display scripts (status bar) apply once it is stored
+        self._content = view.shown
         self.add_class(*message_classes(view))
         self.set_mark(mark if mark is not None else message_mark(view))
 

@@ -1,0 +1,196 @@
+"""Runs a playthrough's regex scripts and restricted templates around any assembler (issue 18).
+
+`ScriptedAssembler` wraps the assembler a step uses (basic, preset-projection, slots- or
+roles-first) without changing it:
+
+- History: each user / assistant message is rewritten for the prompt as SillyTavern's
+  `Generate` does (`coreChat.map`: `getRegexedString(mes, USER_INPUT | AI_OUTPUT, {isPrompt,
+  depth})`, depth = `coreChat.length - index - 1`, `- 2` for a continue; the input being sent is
+  the newest). The wrapped assembler (and world info, which scans `coreChat` in SillyTavern too)
+  sees the rewritten text; the raw text stays in the log, and `Assembly.rewrite` tells the engine
+  what to send in its place. Which scripts changed which message goes to `meta["regex_scripts"]`.
+- World info: each fired entry gets the WORLD_INFO prompt scripts (depth = its depth when it is
+  placed at a depth, else none), then its templates, one evaluation per entry.
+- Templates elsewhere (card fields, preset prompts, the input): through `MacroContext.templates`,
+  after the macros of each text. Their failures go to `meta["templates"]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tavern_tui.assembly.macros import MacroContext, substitute_readonly
+from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
+from tavern_tui.engine.step import CONTEXT_SOURCE
+from tavern_tui.lore.model import Position
+from tavern_tui.lore.result import ActivatedEntry
+from tavern_tui.scripts.regex_scripts import Placement, Regexed, ScriptSet
+from tavern_tui.scripts.templates import TemplateRunner, apply_writes, template_snapshot
+
+_NOT_CHAT = {CONTEXT_SOURCE, SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE}
+
+
+def _label(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first[:40]
+
+
+@dataclass
+class TemplateStage:
+    """The templates of one build: one sandbox runner, the bound variable snapshot it reads
+    (the macro context's local and global variables, plus `message_vars`), and what failed.
+
+    `message_vars` is the per-message state a template may read first (`getvar` looks in message,
+    then local, then global); the MVU integration puts `{"stat_data": …}` here.
+    """
+
+    runner: TemplateRunner = field(default_factory=TemplateRunner)
+    message_vars: dict[str, Any] | None = None
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    """Writes of templates rendered outside a build's working context (world-info entries):
+    applied to the working context at the next `substitute` call (`MacroContext.templates`)."""
+
+    def render(self, text: str, ctx: MacroContext, where: str, *, stage_writes: bool = True) -> str:
+        """`text` rendered against `ctx`'s variables; `setvar` writes land in `ctx` (staged with the
+        step's variables), or in `pending` when `stage_writes` is false. A failure renders the
+        marker and is recorded under `where`."""
+        snapshot = template_snapshot(ctx.local_vars, ctx.global_vars, self.message_vars)
+        rendered = self.runner.render(text, snapshot, where=where)
+        if stage_writes:
+            apply_writes(rendered.writes, ctx.local_vars, ctx.global_vars)
+        else:
+            self.pending.extend(rendered.writes)
+        return rendered.text
+
+    def __call__(self, text: str, ctx: MacroContext) -> str:
+        """The `MacroContext.templates` hook: stages `pending` writes into `ctx`, then renders."""
+        if self.pending:
+            writes, self.pending = tuple(self.pending), []
+            apply_writes(writes, ctx.local_vars, ctx.global_vars)
+        return self.render(text, ctx, _label(text)) if "<%" in text else text
+
+    def report(self) -> dict[str, Any]:
+        """`{"evaluations", "spent_ms", "failures": [{"where", "error"}]}` for the trace."""
+        return {"evaluations": self.runner.evaluations, "spent_ms": round(self.runner.spent * 1000, 1),
+                "failures": [{"where": where, "error": error} for where, error in self.runner.failures]}
+
+
+def prompt_history(history: list[SurfaceMessage], scripts: ScriptSet, *, inputs: int = 0, continuing: bool = False,
+                   macros: Callable[[str], str] | None = None) -> tuple[list[SurfaceMessage], dict, list[dict]]:
+    """History as the prompt sends it: (the rewritten messages, `{ref: request message}` for those
+    that changed (`Assembly.rewrite`), `[{"ref", "depth", "scripts"}]` naming the scripts applied to each message and
+    `[{"ref", "script", "error"}]` entries for failures under the key "error")."""
+    chat = [m for m in history if m.role in ("user", "assistant") and m.source not in _NOT_CHAT]
+    depth_of = {m.ref: len(chat) - i - 1 + inputs - (1 if continuing else 0) for i, m in enumerate(chat)}
+    out, rewrite, applied = [], {}, []
+    for message in history:
+        depth = depth_of.get(message.ref)
+        if depth is None:
+            out.append(message)
+            continue
+        placement = Placement.USER_INPUT if message.role == "user" else Placement.AI_OUTPUT
+        result: Regexed = scripts.for_prompt(message.content, placement, depth, macros=macros)
+        if result.applied or result.errors:
+            applied.append({"ref": list(message.ref), "depth": depth, "scripts": list(result.applied),
+                            **({"errors": [{"script": s, "error": e} for s, e in result.errors]}
+                               if result.errors else {})})
+        if result.text != message.content:
+            rewrite[message.ref] = {**message.to_request(), "content": result.text}
+            message = replace(message, content=result.text)
+        out.append(message)
+    return out, rewrite, applied
+
+
+@dataclass
+class ScriptedAssembler:
+    """An assembler with the playthrough's regex scripts and templates around it (module docstring).
+
+    Attributes:
+        inner: the wrapped assembler (a dataclass with `macros`, `world_info`, `char`, `user`).
+        scripts: the regex scripts (empty: none run).
+        templates: evaluate EJS templates (the `templates` config switch).
+        message_vars: per-message variables templates read first (see `TemplateStage`).
+    """
+
+    inner: Any
+    scripts: ScriptSet = field(default_factory=ScriptSet)
+    templates: bool = True
+    message_vars: dict[str, Any] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def _prepared(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[Any, list, dict, dict, Any]:
+        inner = self.inner
+        base = getattr(inner, "macros", None) or MacroContext()
+        named = replace(base, char=getattr(inner, "char", base.char), user=getattr(inner, "user", base.user))
+
+        def macros(text: str) -> str:
+            return substitute_readonly(text, named) if "{{" in text else text
+
+        stage = TemplateStage(message_vars=self.message_vars) if self.templates else None
+        continuing = getattr(inner, "generation_type", "normal") == "continue"
+        rewritten, rewrite, applied = (prompt_history(history, self.scripts, inputs=len(claimed),
+                                                      continuing=continuing, macros=macros)
+                                       if self.scripts else (history, {}, []))
+        changes: dict[str, Any] = {}
+        if stage is not None:
+            changes["macros"] = replace(base, templates=stage)
+        world_info = getattr(inner, "world_info", None)
+        if world_info is not None and (self.scripts or stage is not None):
+            changes["world_info"] = replace(world_info, content_hook=self._entry_hook(stage, macros))
+        info: dict[str, Any] = {}
+        if self.scripts or self.scripts.blocked:
+            info["regex_scripts"] = {"applied": applied, "blocked": list(self.scripts.blocked)}
+        return (replace(inner, **changes) if changes else inner), rewritten, rewrite, info, stage
+
+    def _entry_hook(self, stage: TemplateStage | None,
+                    macros: Callable[[str], str]) -> Callable[[ActivatedEntry], str]:
+        scripts = self.scripts
+        base = getattr(self.inner, "macros", None) or MacroContext()
+
+        def hook(entry: ActivatedEntry) -> str:
+            text = entry.content
+            if scripts:
+                depth = entry.depth if entry.position == Position.AT_DEPTH else None
+                text = scripts.for_prompt(text, Placement.WORLD_INFO, depth, macros=macros).text
+            if stage is not None and "<%" in text:
+                where = f"world info: {entry.book}/{entry.uid}" + (f" ({entry.comment})" if entry.comment else "")
+                text = stage.render(text, base, where, stage_writes=False)
+            return text
+
+        return hook
+
+    @staticmethod
+    def _finish(meta: dict[str, Any], info: dict[str, Any], stage: TemplateStage | None) -> None:
+        meta.update(info)
+        if stage is not None:
+            if stage.runner.evaluations or stage.runner.failures:
+                meta["templates"] = stage.report()
+            stage.runner.close()
+
+    def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Any:
+        """The wrapped assembler's `Assembly`, built from the prompt-side history, with `rewrite`
+        set for the messages the scripts changed."""
+        inner, rewritten, rewrite, info, stage = self._prepared(history, claimed)
+        try:
+            assembly = inner(rewritten, claimed)
+        finally:
+            if stage is not None:
+                stage.runner.close()
+        meta = dict(assembly.meta)
+        self._finish(meta, info, stage)
+        return replace(assembly, meta=meta, rewrite=rewrite)
+
+    def build(self, history: list[SurfaceMessage], claimed: list[str]) -> Any:
+        """A projecting assembler's `build`, on the prompt-side history (its request holds the text)."""
+        inner, rewritten, _rewrite, info, stage = self._prepared(history, claimed)
+        try:
+            built, meta, records = inner.build(rewritten, claimed)
+        finally:
+            if stage is not None:
+                stage.runner.close()
+        self._finish(meta, info, stage)
+        return built, meta, records
