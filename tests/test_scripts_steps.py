@@ -140,9 +140,11 @@ async def test_templates_run_in_world_info_and_the_switch_turns_them_off(server:
         pid = on.playthroughs.new_playthrough(cid, user_name="Ann").id
         system = "\n".join(str(m["content"]) for m in await exchange(on, server, pid, "你好", "嗯。")
                            if m["role"] == "system")
-        # No stat_data bound: `_.has(getvar("stat_data"), '理.好感度.[0]')` is false, the stage block is left out.
+        # MVU binds the card's [InitVar] state (理.好感度 below 20 at the first greeting), so the
+        # `relation_level` template takes its formal stage ("恪守礼仪"), not the one from 20 on.
         assert "<relationship_ri_with_user>" in system, system[-3000:]
-        assert "<%" not in system and "daily_performance" not in system
+        assert "<%" not in system and "daily_performance" in system
+        assert "恪守礼仪" in system and "渐渐变得稍微轻松了一些" not in system
     finally:
         on.close()
     off = make(server, db_url, templates=False, max_context=64000)
