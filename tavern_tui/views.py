@@ -337,3 +337,48 @@ class InboxItemView:
         """JSON form for `tavern inbox --json`."""
         return {"id": self.id, "position": self.position, "target": self.target, "text": self.text,
                 "queued_at": self.queued_at.isoformat(), "origin": self.origin}
+
+
+@dataclass(frozen=True, slots=True)
+class OpeningView:
+    """An opening draft (issue 20 item 1): a playthrough not yet begun, with no session.
+
+    Attributes:
+        greeting_index: the chosen greeting (0 = first_mes, then alternate_greetings);
+            `greeting_count` how many the card has (0: none); `greeting` its text with
+            `{{char}}`/`{{user}}` filled in.
+        strategy, strategy_version: the snapshot the playthrough will pin.
+        preset_id/preset_name: the chosen preset (None/"": the built-in default).
+        lore_ids/lore_names: the world books bound as chat lore at the first send.
+    """
+
+    id: int
+    character_id: int
+    character_name: str
+    user_name: str
+    greeting_index: int
+    greeting_count: int
+    greeting: str
+    strategy: str
+    strategy_version: int
+    preset_id: int | None
+    preset_name: str
+    lore_ids: list[int]
+    lore_names: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def title(self) -> str:
+        """"<character> draft #<id>", the label lists use."""
+        return f"{self.character_name} draft #{self.id}"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern new --json` and `tavern drafts --json`."""
+        return {"id": self.id, "draft": True, "character_id": self.character_id, "character": self.character_name,
+                "user_name": self.user_name, "greeting_index": self.greeting_index,
+                "greetings": self.greeting_count, "greeting": self.greeting, "strategy": self.strategy,
+                "strategy_version": self.strategy_version, "preset_id": self.preset_id,
+                "preset": self.preset_name or None, "lore": [{"id": i, "name": n} for i, n in
+                                                            zip(self.lore_ids, self.lore_names)],
+                "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat()}

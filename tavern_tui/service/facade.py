@@ -16,6 +16,7 @@ from tavern_tui.service.imports import ImportService
 from tavern_tui.service.inbox import InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.openings import OpeningService
 from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService
@@ -57,6 +58,7 @@ class Tavern:
         playthroughs: playthroughs, messages, `resolve` and `apply_selection` (`PlaythroughService`).
         timeline: swipes, edits, rollback, branches, the variant tree (`TimelineService`).
         inbox: queued and steer input waiting for the next step (`InboxService`).
+        openings: opening drafts, the playthroughs not yet begun (`OpeningService`).
         steps: send, reply, regenerate, continue, impersonate and their dry runs (`StepRunner`).
         compaction: the context limit and summaries that replace old turns (`CompactionService`).
         traces: recorded requests (`TraceService`); chat_files: SillyTavern chats (`ChatFileService`).
@@ -90,6 +92,8 @@ class Tavern:
         self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
                                 self.strategies, self.timeline, self.variables, self.compaction,
                                 inbox=self.inbox)
+        self.openings = OpeningService(ctx, self.library, self.persona, self.presets, self.lore, self.strategies,
+                                       self.playthroughs, self.steps)
         self.traces = TraceService(ctx, self.playthroughs, self.timeline)
         self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
         self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files)

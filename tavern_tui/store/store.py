@@ -21,6 +21,7 @@ from tavern_tui.store.repositories import (
     BindingRepository,
     CharacterRepository,
     DraftRepository,
+    OpeningRepository,
     PlaythroughRecord,
     PlaythroughRepository,
     PresetRepository,
@@ -51,6 +52,7 @@ class UnitOfWork:
     beliefs: BeliefRepository
     strategies: StrategyRepository
     drafts: DraftRepository
+    openings: OpeningRepository
 
 
 class Store:
@@ -91,7 +93,7 @@ class Store:
                 yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
                                  WorldBookRepository(session), BindingRepository(session), PresetRepository(session),
                                  PersonaRepository(session), BeliefRepository(session), StrategyRepository(session),
-                                 DraftRepository(session))
+                                 DraftRepository(session), OpeningRepository(session))
         except OperationalError as exc:
             if is_busy(exc):
                 raise busy_error(exc) from exc
