@@ -169,3 +169,42 @@ def test_editing_a_draft_changes_only_what_is_given(service: Tavern, corpus_dir:
     edited = service.openings.edit_draft(draft.id, greeting=2, strategy="preset-roles-first")
     assert (edited.greeting_index, edited.strategy, edited.user_name) == (2, "preset-roles-first", "Ann")
     assert service.steps.preview_draft(draft.id)["strategy"] == "preset-roles-first"
+
+
+def run(db_url: str, *args: str) -> tuple[int, str, str]:
+    import io
+
+    from tavern_tui.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    return main(["--db", db_url, *args], out, err), out.getvalue(), err.getvalue()
+
+
+def test_three_drafts_from_the_command_line_two_discarded_one_played(db_url: str, corpus_dir: Path) -> None:
+    code, _out, err = run(db_url, "import", str(corpus_dir / "stateful" / "qingkong_li_mvu.png"))
+    assert code == 0, err
+    made = []
+    for greeting in (0, 1, 3):
+        code, out, err = run(db_url, "new", "1", "--greeting", str(greeting), "--persona", "Rowan", "--json")
+        assert code == 0, err
+        made.append(json.loads(out))
+    assert [d["greeting_index"] for d in made] == [0, 1, 3] and all(d["greetings"] == 4 for d in made)
+    code, out, _ = run(db_url, "sessions", "--json")
+    assert json.loads(out) == []  # drafts are no playthroughs and have no session
+    code, out, _ = run(db_url, "drafts", "--json")
+    assert sorted(d["id"] for d in json.loads(out)) == sorted(d["id"] for d in made)
+    code, out, err = run(db_url, "preview", "--draft", str(made[2]["id"]), "--json")
+    assert code == 0, err
+    assert not any(m["source"] == "input" for m in json.loads(out)["messages"])
+    for draft in made[:2]:
+        assert run(db_url, "draft", "discard", str(draft["id"]))[0] == 0
+    code, out, err = run(db_url, "chat", "1", "--draft", str(made[2]["id"]), "--say", "Good morning.", "--json")
+    assert code == 0, err
+    assert f"draft {made[2]['id']} became playthrough" in err
+    code, out, _ = run(db_url, "drafts", "--json")
+    assert json.loads(out) == []
+    code, out, _ = run(db_url, "sessions", "--json")
+    [played] = json.loads(out)
+    assert played["user_name"] == "Rowan" and played["messages"] == 3
+    code, out, err = run(db_url, "chat", "1", "--draft", str(made[0]["id"]), "--say", "again")
+    assert code != 0 and "no opening draft" in err

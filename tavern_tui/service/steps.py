@@ -351,6 +351,7 @@ class StepRunner:
         attribution = attribute(messages, spans, self.ctx.token_counter)
         return {"context": context, "strategy": meta.get("strategy", "compat"),
                 "strategy_snapshot": meta.get("strategy_snapshot"), "persona": meta.get("persona"),
+                "preset": meta.get("preset"), "world_books": meta.get("world_books"),
                 "messages": messages, "config": config, "tokens": tokens,
                 "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info"),
                 "parts": attribution["messages"], "breakdown": attribution["breakdown"]}
