@@ -132,7 +132,7 @@ async def open_character(pilot: Pilot[object], name: str, *, playthrough: bool =
     if playthrough:
         tavern = pilot.app.tavern  # type: ignore[attr-defined]
         character = tavern.library.find_character(name)
-        if tavern.playthroughs.latest_playthrough(character.id) is None:
+        if not tavern.playthroughs.playthroughs(character.id, limit=1):
             tavern.playthroughs.new_playthrough(character.id)
     listing = pilot.app.screen.query_one("#characters", OptionList)
     await wait_until(pilot, lambda: listing.option_count > 0)  # the home screen reads them in a worker
