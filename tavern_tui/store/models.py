@@ -126,6 +126,8 @@ class Playthrough(Base):
     """The applied assembly strategy; None = nothing applied (the compatibility renderer)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When it was archived (hidden from lists; nothing deleted); None: not archived."""
 
 
 class EventRow(Base):

@@ -63,6 +63,8 @@ class PlaythroughRecord:
     """The preset bound to this playthrough (None: the built-in default preset)."""
     strategy: str | None = None
     """The applied assembly strategy (None: nothing applied, the compatibility renderer)."""
+    archived_at: datetime | None = None
+    """When it was archived (hidden from lists, nothing deleted); None: not archived."""
 
 
 def _character(row: Character) -> CharacterRecord:
@@ -73,7 +75,8 @@ def _character(row: Character) -> CharacterRecord:
 def _playthrough(row: Playthrough) -> PlaythroughRecord:
     return PlaythroughRecord(row.id, row.character_id, row.title, row.user_name, row.root_session_id,
                              row.head_session_id, as_utc(row.created_at), as_utc(row.updated_at), row.meta or "{}",
-                             row.preset_id, row.strategy)
+                             row.preset_id, row.strategy,
+                             as_utc(row.archived_at) if row.archived_at is not None else None)
 
 
 class CharacterRepository:
@@ -221,14 +224,32 @@ class PlaythroughRepository:
         row = self._row(playthrough_id)
         return _playthrough(row)
 
-    def list(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughRecord]:
-        """Playthroughs, most recently played first (then newest id first)."""
+    def list(self, character_id: int | None = None, limit: int | None = None, *,
+             include_archived: bool = False) -> list[PlaythroughRecord]:
+        """Playthroughs, most recently played first (then newest id first); archived ones only
+        with `include_archived`."""
         query = select(Playthrough).order_by(Playthrough.updated_at.desc(), Playthrough.id.desc())
         if character_id is not None:
             query = query.where(Playthrough.character_id == character_id)
+        if not include_archived:
+            query = query.where(Playthrough.archived_at.is_(None))
         if limit is not None:
             query = query.limit(limit)
         return [_playthrough(row) for row in self._session.scalars(query)]
+
+    def set_title(self, playthrough_id: int, title: str) -> PlaythroughRecord:
+        """Rename the playthrough ("" = the default title). Raises NotFound."""
+        row = self._row(playthrough_id)
+        row.title = title
+        self._session.flush()
+        return _playthrough(row)
+
+    def set_archived(self, playthrough_id: int, archived: bool) -> PlaythroughRecord:
+        """Archive (now) or unarchive the playthrough; nothing else changes. Raises NotFound."""
+        row = self._row(playthrough_id)
+        row.archived_at = datetime.now(UTC) if archived else None
+        self._session.flush()
+        return _playthrough(row)
 
     def touch(self, playthrough_id: int, when: datetime | None = None) -> PlaythroughRecord:
         """Mark the playthrough as played at `when` (default now: it sorts first); an imported

@@ -27,6 +27,7 @@ from tavern_tui.store.repositories import (
     PresetRepository,
     WorldBookRepository,
 )
+from tavern_tui.store.search import MessageSearch
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,7 @@ class Store:
         self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.events = EventLog(self.engine, self.write_engine)
         self.claims = StepLeases(self.engine, self.write_engine)
+        self.search = MessageSearch(self.engine)
 
     @contextmanager
     def unit_of_work(self, *, write: bool = True) -> Iterator[UnitOfWork]:
