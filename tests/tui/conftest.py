@@ -129,11 +129,15 @@ async def open_character(pilot: Pilot[object], name: str, *, playthrough: bool =
     20): with `playthrough` (the default, for tests of a chat) one is started first through the
     service when the character has none, as a person who played it before would have.
     """
-    if playthrough:
+    if playthrough:  # off the event loop, as the app's own service calls are
         tavern = pilot.app.tavern  # type: ignore[attr-defined]
-        character = tavern.library.find_character(name)
-        if not tavern.playthroughs.playthroughs(character.id, limit=1):
-            tavern.playthroughs.new_playthrough(character.id)
+
+        def ensure() -> None:
+            character = tavern.library.find_character(name)
+            if not tavern.playthroughs.playthroughs(character.id, limit=1):
+                tavern.playthroughs.new_playthrough(character.id)
+
+        await asyncio.to_thread(ensure)
     listing = pilot.app.screen.query_one("#characters", OptionList)
     await wait_until(pilot, lambda: listing.option_count > 0)  # the home screen reads them in a worker
     prompts = [str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)]
