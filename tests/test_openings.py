@@ -206,5 +206,21 @@ def test_three_drafts_from_the_command_line_two_discarded_one_played(db_url: str
     code, out, _ = run(db_url, "sessions", "--json")
     [played] = json.loads(out)
     assert played["user_name"] == "Rowan" and played["messages"] == 3
-    code, out, err = run(db_url, "chat", "1", "--draft", str(made[0]["id"]), "--say", "again")
+    code, out, err = run(db_url, "chat", "1", "--draft", str(made[0]["id"]), "--say", "Good evening.")
     assert code != 0 and "no opening draft" in err
+    # Rename it, then find its line by search: every `run` is a new process-like service (a restart).
+    code, out, err = run(db_url, "rename", str(played["id"]), "Morning at the shrine")
+    assert code == 0 and "Morning at the shrine" in out, err
+    code, out, err = run(db_url, "search", "good morn", "--json")
+    assert code == 0, err
+    [hit] = [h for h in json.loads(out) if h["role"] == "user"]  # (the demo model's reply may echo it)
+    assert (hit["playthrough"], hit["title"], hit["role"], hit["speaker"]) == (
+        played["id"], "Morning at the shrine", "user", "Rowan")
+    assert hit["snippet"] == "Good morning." and hit["on_head"] is True
+    assert run(db_url, "archive", str(played["id"]))[0] == 0
+    assert json.loads(run(db_url, "search", "morning", "--json")[1]) == []
+    assert {h["playthrough"] for h in json.loads(run(db_url, "search", "morning", "--all", "--json")[1])} == {
+        played["id"]}
+    assert json.loads(run(db_url, "sessions", "--json")[1]) == []
+    assert run(db_url, "unarchive", str(played["id"]))[0] == 0
+    assert [p["title"] for p in json.loads(run(db_url, "sessions", "--json")[1])] == ["Morning at the shrine"]
