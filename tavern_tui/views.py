@@ -76,6 +76,10 @@ class PlaythroughView:
     """The applied assembly strategy ("compat" when none was applied)."""
     preset_id: int | None = None
     """The bound preset; None = SillyTavern's built-in default."""
+    chat_title: str = ""
+    """The chat's title: the one given (`tavern rename`), else its first line, else its date."""
+    archived: bool = False
+    """Archived: hidden from lists (nothing deleted)."""
 
     @property
     def title(self) -> str:
@@ -86,7 +90,8 @@ class PlaythroughView:
         """JSON form for `tavern sessions --json`."""
         return {"id": self.id, "character_id": self.character_id, "character": self.character_name,
                 "user_name": self.user_name, "session_id": self.session_id, "messages": self.message_count,
-                "strategy": self.strategy, "preset_id": self.preset_id,
+                "strategy": self.strategy, "preset_id": self.preset_id, "title": self.chat_title,
+                "archived": self.archived,
                 "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat()}
 
 
@@ -368,3 +373,78 @@ class InboxItemView:
         """JSON form for `tavern inbox --json`."""
         return {"id": self.id, "position": self.position, "target": self.target, "text": self.text,
                 "queued_at": self.queued_at.isoformat(), "origin": self.origin}
+
+
+@dataclass(frozen=True, slots=True)
+class OpeningView:
+    """An opening draft (issue 20 item 1): a playthrough not yet begun, with no session.
+
+    Attributes:
+        greeting_index: the chosen greeting (0 = first_mes, then alternate_greetings);
+            `greeting_count` how many the card has (0: none); `greeting` its text with
+            `{{char}}`/`{{user}}` filled in.
+        strategy, strategy_version: the snapshot the playthrough will pin.
+        preset_id/preset_name: the chosen preset (None/"": the built-in default).
+        lore_ids/lore_names: the world books bound as chat lore at the first send.
+    """
+
+    id: int
+    character_id: int
+    character_name: str
+    user_name: str
+    greeting_index: int
+    greeting_count: int
+    greeting: str
+    strategy: str
+    strategy_version: int
+    preset_id: int | None
+    preset_name: str
+    lore_ids: list[int]
+    lore_names: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def title(self) -> str:
+        """"<character> draft #<id>", the label lists use."""
+        return f"{self.character_name} draft #{self.id}"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern new --json` and `tavern drafts --json`."""
+        return {"id": self.id, "draft": True, "character_id": self.character_id, "character": self.character_name,
+                "user_name": self.user_name, "greeting_index": self.greeting_index,
+                "greetings": self.greeting_count, "greeting": self.greeting, "strategy": self.strategy,
+                "strategy_version": self.strategy_version, "preset_id": self.preset_id,
+                "preset": self.preset_name or None, "lore": [{"id": i, "name": n} for i, n in
+                                                            zip(self.lore_ids, self.lore_names)],
+                "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat()}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResultView:
+    """A message search found (issue 20 item 4).
+
+    Attributes:
+        ref: the message (session, seq) to open: `tavern.chats.open_result` moves the
+            playthrough's head onto its branch. For an edit, the message it replaced.
+        snippet: the text around the first matched word (at most ~120 characters).
+        on_head: the message is on the playthrough's active path now.
+    """
+
+    playthrough_id: int
+    character_id: int
+    character_name: str
+    chat_title: str
+    ref: tuple[int, int]
+    role: str
+    speaker: str
+    snippet: str
+    archived: bool
+    on_head: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern search --json`."""
+        return {"playthrough": self.playthrough_id, "character_id": self.character_id,
+                "character": self.character_name, "title": self.chat_title, "ref": list(self.ref),
+                "role": self.role, "speaker": self.speaker, "snippet": self.snippet, "archived": self.archived,
+                "on_head": self.on_head}

@@ -85,13 +85,28 @@ def test_chat_with_an_unknown_preset_creates_nothing(tavern: Tavern, tmp_path: P
     assert tavern.playthroughs.playthroughs() == []
 
 
-def test_preview_says_what_its_flags_bound(tavern: Tavern, tmp_path: Path, db_url: str) -> None:
+def test_preview_with_selection_flags_binds_nothing(tavern: Tavern, tmp_path: Path, db_url: str,
+                                                    corpus_dir: Path) -> None:
+    # Issue 20 item 3: preview is read-only; binding is `strategy apply`, `lore bind`, the panes.
     (tmp_path / "mira.json").write_text(json.dumps(CARD))
     [card] = tavern.imports.import_paths([tmp_path / "mira.json"])
+    book, preset = tavern.imports.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json",
+                                               corpus_dir / "presets" / "st_openai_default_staging.json"])
     pid = tavern.playthroughs.new_playthrough(card.id).id
-    code, out, err = run(db_url, "preview", str(pid), "--strategy", "projection", "--json")
-    assert code == 0 and json.loads(out)["strategy"] == "projection"
-    assert f"applied strategy projection v1 to playthrough {pid} (remembered)" in err
+    with tavern.store.unit_of_work(write=False) as uow:
+        row_before = uow.playthroughs.get(pid)
+    events_before = tavern.store.events.version()
+    code, out, err = run(db_url, "preview", str(pid), "--strategy", "projection", "--preset", str(preset.id),
+                         "--lore", str(book.id), "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["strategy"] == "projection" and shown["preset"]["id"] == preset.id
+    assert [(b["name"], b["source"]) for b in shown["world_books"]][0] == (book.name, "chat")
+    assert "remembered" not in err
+    with tavern.store.unit_of_work(write=False) as uow:
+        assert uow.playthroughs.get(pid) == row_before
+        assert uow.bindings.books_for("playthrough", pid) == []
+    assert tavern.store.events.version() == events_before
 
 
 def test_a_world_book_with_a_broken_regex_key_imports_with_a_warning_naming_entry_and_field(

@@ -10,7 +10,9 @@ from typing import Any
 from tavern_tui import __version__
 from tavern_tui.cli.commands import (
     chat,
+    chats,
     compact,
+    drafts,
     edit,
     inbox,
     library,
@@ -63,11 +65,12 @@ def _global_options(parser: argparse.ArgumentParser, default: object) -> None:
 
 # The order `tavern --help` lists the commands in; groups interleave, so it is kept per command.
 _COMMANDS: tuple[Callable[[Commands], None], ...] = (
-    serve.add_tui, library.add_import, chat.add_chat, inbox.add_inbox, library.add_sessions, library.add_show,
+    serve.add_tui, library.add_import, drafts.add_new, drafts.add_drafts, chat.add_chat, inbox.add_inbox,
+    library.add_sessions, library.add_show,
     strategy.add_preview, strategy.add_presets, strategy.add_strategies, strategy.add_strategy,
     library.add_tree, edit.add_edit, edit.add_delete, library.add_export, lore.add_lore, trace.add_trace,
     persona.add_persona, persona.add_beliefs, serve.add_serve, variables.add_vars, variables.add_macro,
-    compact.add_compact, mvu.add_mvu, tools.add_tools,
+    compact.add_compact, mvu.add_mvu, tools.add_tools, chats.add_chats,
 )
 
 

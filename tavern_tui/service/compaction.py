@@ -110,9 +110,15 @@ class CompactionService:
             NotFound: no such playthrough.
         """
         with self.ctx.store.unit_of_work() as uow:
-            bound = uow.playthroughs.get(playthrough_id).preset_id is not None
+            preset_id = uow.playthroughs.get(playthrough_id).preset_id
+        return self.limit_for_preset(preset_id)
+
+    def limit_for_preset(self, preset_id: int | None) -> ContextLimit:
+        """`limit_for` with the preset given by id (None: none bound): an opening draft's
+        preview, or a preview with another preset, fits the limit it would have.
+        Raises NotFound (no such preset)."""
         settings = self.ctx.settings
-        preset_settings = self.presets.playthrough_preset(playthrough_id)[0].settings if bound else None
+        preset_settings = self.presets.preset_of(preset_id)[0].settings if preset_id is not None else None
         endpoint = None
         if settings.probe_context and (not preset_settings or "openai_max_context" not in preset_settings) \
                 and not settings.max_context:

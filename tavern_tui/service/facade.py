@@ -10,6 +10,7 @@ from __future__ import annotations
 from tavern_tui.config import Settings
 from tavern_tui.engine.stream import Provider
 from tavern_tui.service.chat_files import ChatFileService
+from tavern_tui.service.chats import ChatService
 from tavern_tui.service.compaction import CompactionService
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.imports import ImportService
@@ -17,6 +18,7 @@ from tavern_tui.service.inbox import InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.mvu import MvuService
+from tavern_tui.service.openings import OpeningService
 from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService
@@ -60,6 +62,8 @@ class Tavern:
         playthroughs: playthroughs, messages, `resolve` and `apply_selection` (`PlaythroughService`).
         timeline: swipes, edits, rollback, branches, the variant tree (`TimelineService`).
         inbox: queued and steer input waiting for the next step (`InboxService`).
+        chats: search across every chat and opening a result on its branch (`ChatService`).
+        openings: opening drafts, the playthroughs not yet begun (`OpeningService`).
         steps: send, reply, regenerate, continue, impersonate and their dry runs (`StepRunner`).
         compaction: the context limit and summaries that replace old turns (`CompactionService`).
         traces: recorded requests (`TraceService`); chat_files: SillyTavern chats (`ChatFileService`).
@@ -99,6 +103,9 @@ class Tavern:
         self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
                                 self.strategies, self.timeline, self.variables, self.compaction,
                                 inbox=self.inbox, mvu=self.mvu, tools=self.tools, scripts=self.scripts)
+        self.openings = OpeningService(ctx, self.library, self.persona, self.presets, self.lore, self.strategies,
+                                       self.playthroughs, self.steps)
+        self.chats = ChatService(ctx, self.library, self.playthroughs, self.timeline)
         self.traces = TraceService(ctx, self.playthroughs, self.timeline)
         self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
         self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files,

@@ -202,13 +202,20 @@ class WorldInfoService:
             self._card_books[record.id] = book
         return book
 
-    def effective_books(self, playthrough_id: int, character: CharacterRecord, card: ParsedCard) -> list[SourcedBook]:
+    def effective_books(self, playthrough_id: int, character: CharacterRecord, card: ParsedCard,
+                        chat: Sequence[int] | None = None) -> list[SourcedBook]:
         """The books that apply to a playthrough's steps: chat (playthrough) lore, global lore and
         character lore (its bindings, then the card's embedded book), each book once, in
         SillyTavern's source order (`getSortedEntries`: chat, persona, global, character; the
-        activation orders entries by the character strategy)."""
+        activation orders entries by the character strategy).
+
+        Args:
+            chat: the chat-lore book ids to use instead of the playthrough's bindings (an
+                opening draft's selection, or a preview's `--lore` added to them).
+        """
         with self.ctx.store.unit_of_work() as uow:
-            ids = [("chat", uow.bindings.books_for("playthrough", playthrough_id)),
+            chat_ids = list(chat) if chat is not None else uow.bindings.books_for("playthrough", playthrough_id)
+            ids = [("chat", chat_ids),
                    ("persona", uow.bindings.books_for("persona", PERSONA_TARGET)),
                    ("global", uow.bindings.books_for("global", None)),
                    ("character", uow.bindings.books_for("character", character.id))]

@@ -39,6 +39,19 @@ MIN_CONFIGURED_KEY = 8
 in messages: it would refuse ordinary words, and it is no credential worth guarding."""
 
 
+TITLE_CHARS = 48
+"""Characters of the first line a default chat title keeps (then "…")."""
+
+MAX_TITLE = 200
+"""The longest title `rename` takes."""
+
+
+def _first_line_title(text: str) -> str:
+    """The first non-blank line of `text`, whitespace folded, cut at `TITLE_CHARS` with "…"."""
+    line = next((" ".join(part.split()) for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 1].rstrip() + "…"
+
+
 class PlaythroughService:
     """Playthroughs and their messages (`tavern.playthroughs`).
 
@@ -64,6 +77,7 @@ class PlaythroughService:
         self.display: Callable[[int, list[MessageView]], list[MessageView]] | None = None
         """`(character id, views) -> views` setting what the transcript shows (the facade wires the
         regex scripts' `ScriptService.display_views` here); None = the raw text."""
+        self._titles: dict[tuple[int, tuple[int, int]], str] = {}
 
     def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int],
                           persona_name: str = "") -> PlaythroughView:
@@ -71,12 +85,51 @@ class PlaythroughService:
         return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"),
                                persona_name or record.user_name,
                                record.head_session_id, record.created_at, record.updated_at,
-                               counts.get(record.head_session_id, 0), record.strategy or "compat", record.preset_id)
+                               counts.get(record.head_session_id, 0), record.strategy or "compat", record.preset_id,
+                               self.chat_title(record), record.archived_at is not None)
 
-    def playthroughs(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughView]:
-        """Playthroughs, most recently played first."""
+    def chat_title(self, record: PlaythroughRecord) -> str:
+        """A chat's title (issue 20 item 4): the one given, else its first line (first
+        `TITLE_CHARS` characters of the person's first message on the active path), else the
+        day it was started ("3 Dec 2026"). Cached per head session until the log changes."""
+        if record.title:
+            return record.title
+        version = self.ctx.store.events.version()
+        key = (-record.head_session_id, version)  # beside the counts' keys, never equal to one
+        with self._counts_lock:
+            cached = self._titles.get(key)
+        if cached is not None:
+            return cached
+        line = self.ctx.store.search.first_line(self.ctx.store.events.ancestry(record.head_session_id))
+        title = _first_line_title(line) if line else f"{record.created_at.day} {record.created_at:%b %Y}"
+        with self._counts_lock:
+            if len(self._titles) > 256:
+                self._titles.clear()
+            self._titles[key] = title
+        return title
+
+    def rename(self, playthrough_id: int, title: str) -> PlaythroughView:
+        """Give a chat a title ("" or blanks: back to the default one). Raises NotFound;
+        TavernError for a title longer than `MAX_TITLE` characters."""
+        title = " ".join(title.split())
+        if len(title) > MAX_TITLE:
+            raise TavernError(f"a title has at most {MAX_TITLE} characters; this one has {len(title)}")
+        with self.ctx.store.unit_of_work() as uow:
+            uow.playthroughs.set_title(playthrough_id, title)
+        return self.playthrough(playthrough_id)
+
+    def archive(self, playthrough_id: int, archived: bool = True) -> PlaythroughView:
+        """Archive a chat (hidden from lists and from Enter on its character; nothing is deleted,
+        the log stays append-only) or, with `archived` False, bring it back. Raises NotFound."""
+        with self.ctx.store.unit_of_work() as uow:
+            uow.playthroughs.set_archived(playthrough_id, archived)
+        return self.playthrough(playthrough_id)
+
+    def playthroughs(self, character_id: int | None = None, limit: int | None = None, *,
+                     include_archived: bool = False) -> list[PlaythroughView]:
+        """Playthroughs, most recently played first (archived ones only with `include_archived`)."""
         with self.ctx.store.unit_of_work(write=False) as uow:
-            records = uow.playthroughs.list(character_id, limit)
+            records = uow.playthroughs.list(character_id, limit, include_archived=include_archived)
             names = {c.id: c.name for c in uow.characters.all()}
             persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
         counts = {r.head_session_id: self._message_count(r.head_session_id) for r in records}

@@ -102,7 +102,13 @@ class PresetService:
         (`{"id", "name", "sha256"}`; id None for the built-in default)."""
         with self.ctx.store.unit_of_work() as uow:
             record = uow.playthroughs.get(playthrough_id)
-            preset_record = uow.presets.get(record.preset_id) if record.preset_id is not None else None
+        return self.preset_of(record.preset_id)
+
+    def preset_of(self, preset_id: int | None) -> tuple[ParsedPreset, dict[str, Any]]:
+        """The preset with this id (None: the built-in default) and its facts as
+        `playthrough_preset` gives them; an opening draft's preview reads it. Raises NotFound."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            preset_record = uow.presets.get(preset_id) if preset_id is not None else None
         if preset_record is None:
             data = _DEFAULT_PRESET_BYTES.decode()
             return self.parsed_preset(data, "SillyTavern default"), {"id": None, "name": "SillyTavern default",

@@ -16,7 +16,7 @@ import asyncio
 import gc
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
 from tavern_tui.assembly.basic import BasicAssembler
 from tavern_tui.assembly.fit import ContextOverflow
+from tavern_tui.assembly.macros.engine import MacroContext
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
 from tavern_tui.assembly.scripted import ScriptedAssembler
 from tavern_tui.assembly.sillytavern import (
@@ -59,6 +60,7 @@ from tavern_tui.service.inbox import ClaimedElsewhere, InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.mvu import MvuService
+from tavern_tui.service.openings import draft_opening, draft_playthrough, draft_user_name, opening_history
 from tavern_tui.service.persona import PersonaService, render_snapshot
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService, omitted_parameters, strategy_of
@@ -67,6 +69,7 @@ from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.service.tools import ToolService
 from tavern_tui.service.variables import VariableService
+from tavern_tui.store.repositories import PlaythroughRecord
 from tavern_tui.text.names import substitute_names
 from tavern_tui.text.tokens import estimate_messages
 from tavern_tui.views import InboxItemView, PlaythroughView
@@ -241,23 +244,40 @@ class StepRunner:
         """
         view = view or self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
-            record = uow.characters.get(view.character_id)
             playthrough = uow.playthroughs.get(playthrough_id)
+        return self._assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona)
+
+    def _assembler_for(self, view: PlaythroughView, playthrough: PlaythroughRecord, generation: Generation,
+                       strategy: str | None = None, *, pin_persona: bool = False,
+                       chat: Sequence[int] | None = None) -> Any:
+        """`_assembler` on selections given as a record: a stored playthrough's, one a preview
+        changed in memory (`service.selection`), or an opening draft's (`view.session_id` 0: no
+        session, so no timed effects and no local variables). `chat`: the chat-lore book ids
+        to use instead of the playthrough's bindings.
+
+        Raises:
+            PersonaCapExceeded: the persona is over a cap. NotFound: an unknown strategy or preset.
+        """
+        playthrough_id = playthrough.id
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            record = uow.characters.get(view.character_id)
         spec = self.strategies.strategy_spec(strategy) if strategy else strategy_of(playthrough)
         card = self.library.card(record)
-        books = self.lore.effective_books(view.id, record, card)
-        limit = self.compaction.limit_for(playthrough_id)
+        books = self.lore.effective_books(view.id, record, card, chat)
+        limit = self.compaction.limit_for_preset(playthrough.preset_id)
         # The world-info budget is a share of this request's context (ST: % of max context);
         # with nothing said anywhere, the `[world_info]` table's max_context (default 4095) stays.
         lore_settings = (self.ctx.settings.world_info if limit.source == "default"
                          else replace(self.ctx.settings.world_info, max_context=limit.max_context))
-        timed = timed_state_of(self._surface_events(view.session_id))
+        timed = timed_state_of(self._surface_events(view.session_id) if view.session_id else [])
         # The variables the step starts from (issue 17); the assembler stages what its macros change.
         stored = json.loads(playthrough.meta or "{}")
         header = stored.get("header") if isinstance(stored, dict) else None
         chat_metadata = header.get("chat_metadata") if isinstance(header, dict) else None
-        macros = self.variables.macro_context(view.session_id, _chat_id(playthrough_id, stored)) \
-            if self.variables is not None else None
+        macros = None
+        if self.variables is not None:  # an opening draft has no chat yet: its globals only
+            macros = (self.variables.macro_context(view.session_id, _chat_id(playthrough_id, stored))
+                      if view.session_id else MacroContext(global_vars=self.variables.global_variables()))
         if macros is not None and isinstance(chat_metadata, dict):
             # ST's {{pick}} seed: the chat's cached chat_id_hash and /reroll-pick seed, when it has them.
             cached = chat_metadata.get("chat_id_hash")
@@ -266,7 +286,7 @@ class StepRunner:
             macros.pick_reroll_seed = chat_metadata.get("pick_reroll_seed") or None
             note = chat_metadata.get("note_prompt")
             macros.authors_note = note if isinstance(note, str) else ""  # authors-note.js `{{authorsNote}}`
-        if macros is not None:
+        if macros is not None and view.session_id:
             # `{{summary}}` (Summarize extension): the newest summary's text; swipe ids read on use only.
             macros.summary = next((m.content for m in reversed(self._surface(view.session_id))
                                    if getattr(m, "source", None) == SUMMARY_SOURCE), "")
@@ -278,19 +298,20 @@ class StepRunner:
                 return memo[0]
 
             macros.lazy = {"last_swipe_id": lambda: swipe_ids()[0], "current_swipe_id": lambda: swipe_ids()[1]}
-        if macros is not None and self.mvu is not None:  # the bound snapshot (issue 18): MVU's record at the head
+        if macros is not None and view.session_id and self.mvu is not None:  # the bound snapshot (issue 18)
             macros.message_vars = self.mvu.snapshot(playthrough_id)
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
                              "sha256": self.lore.book_hash(b.book, record)} for b in books]}
-        persona, meta["persona"] = self.persona.persona_step(playthrough_id, pin=pin_persona, meta=playthrough.meta)
+        persona, meta["persona"] = self.persona.persona_step(playthrough_id, pin=pin_persona and playthrough_id > 0,
+                                                             meta=playthrough.meta)
         memory = (substitute_names(render_snapshot(self.persona.memory_snapshot()), card.name, view.user_name)
                   if self.ctx.settings.memory_snapshot else "")
         facts = self.lore.facts(record, card, view.user_name)
         meta["strategy_snapshot"] = spec.snapshot()
         if spec.base != COMPAT:
-            preset, preset_facts = self.presets.playthrough_preset(playthrough_id)
+            preset, preset_facts = self.presets.preset_of(playthrough.preset_id)
             meta["preset"] = preset_facts
             kind = {PROJECTION: PresetAssembler, SLOTS_FIRST: SlotsFirstAssembler,
                     ROLES_FIRST: RolesFirstAssembler}[spec.base]
@@ -303,7 +324,7 @@ class StepRunner:
                         memory=memory, macros=macros, limit=limit)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
-            preset, meta["preset"] = self.presets.playthrough_preset(playthrough_id)
+            preset, meta["preset"] = self.presets.preset_of(playthrough.preset_id)
             omit = omitted_parameters(playthrough)
             config = {k: v for k, v in preset.call_config().items() if k not in omit}
             meta["adjustments"] = preset.config_notes() + omit_notes(omit)
@@ -329,8 +350,50 @@ class StepRunner:
         """
         view = self.playthroughs.playthrough(playthrough_id)
         assembler = self._assembler(playthrough_id, Generation(), strategy, view)
-        history = self._surface(view.session_id)
-        claimed = self._batch(playthrough_id, text)
+        return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
+
+    def preview_selection(self, playthrough_id: int, text: str = "", *, strategy: str | None = None,
+                          preset: int | None | bool = False, lore: Sequence[int] = ()) -> dict[str, Any]:
+        """`preview` with other selections, binding nothing (issue 20 item 3: `tavern preview
+        --strategy/--preset/--lore` and the TUI's preview): `preset` a preset id to use instead
+        of the bound one (None: the built-in default; False: the bound one), `lore` world-book
+        ids added to the chat lore. The playthrough row and its log are not touched.
+
+        Raises:
+            as `preview`; NotFound for an unknown preset id.
+        """
+        if preset is False and not lore:
+            return self.preview(playthrough_id, text, strategy=strategy)
+        view = self.playthroughs.playthrough(playthrough_id)
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            playthrough = uow.playthroughs.get(playthrough_id)
+            bound = uow.bindings.books_for("playthrough", playthrough_id)
+        if preset is not False:
+            playthrough = replace(playthrough, preset_id=preset)  # in memory only
+        chat = list(bound) + [b for b in lore if b not in bound]
+        assembler = self._assembler_for(view, playthrough, Generation(), strategy, chat=chat)
+        return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
+
+    def preview_draft(self, draft_id: int, text: str = "") -> dict[str, Any]:
+        """The request an opening draft's first send would make (seed 000 §7: no history and no
+        unsent input; the chosen greeting is there as the opening reference, as it will be).
+        `text` is the first line, for the first send's fit check only. Nothing is stored, no
+        session is created, no provider is called.
+
+        Raises:
+            NotFound: no such draft. ContextOverflow / PromptTooLarge / PersonaCapExceeded: as `preview`.
+        """
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            draft = uow.openings.get(draft_id)
+            card = self.library.card(uow.characters.get(draft.character_id))
+        user = draft_user_name(draft, self.persona, self.ctx.settings.user_name)
+        view, record = draft_playthrough(draft, card.name, user)
+        assembler = self._assembler_for(view, record, Generation(), chat=list(draft.lore))
+        return self._dry_run(assembler, surface_of(opening_history(draft_opening(draft, card, user))),
+                             [text] if text else [])
+
+    def _dry_run(self, assembler: Any, history: list[Any], claimed: list[str]) -> dict[str, Any]:
+        """`preview`'s result for an assembler, the history it reads and the claimed batch."""
         if getattr(assembler, "strategy", None) == PROJECTION:
             built, meta, _records = assembler.build(history, claimed)
             messages = [{**m, "source": p.source} for m, p in zip(to_messages(built.parts), built.parts)]
@@ -365,6 +428,7 @@ class StepRunner:
         attribution = attribute(messages, spans, self.ctx.token_counter)
         return {"context": context, "strategy": meta.get("strategy", "compat"),
                 "strategy_snapshot": meta.get("strategy_snapshot"), "persona": meta.get("persona"),
+                "preset": meta.get("preset"), "world_books": meta.get("world_books"),
                 "messages": messages, "config": config, "tokens": tokens,
                 "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info"),
                 "parts": attribution["messages"], "breakdown": attribution["breakdown"]}

@@ -43,6 +43,21 @@ def _preview(text: str) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
+def inherited_meta(parent_meta: str, parent_id: int, ref: Ref) -> dict[str, Any]:
+    """A branch's meta: a copy of its parent's (the strategy snapshot, the persona pin, the
+    call parameters left out, an imported chat's header and chat_metadata; not the imported
+    file's name and hash) with where it branched from. An unreadable parent meta gives just the branch point."""
+    try:
+        meta = json.loads(parent_meta or "{}")
+    except ValueError:
+        meta = {}
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    # The imported file's name and hash stay the parent's alone: a re-import finds the parent.
+    meta = {k: v for k, v in meta.items() if k not in ("source", "sha256")}
+    meta.update({"branch_of": parent_id, "from": list(ref)})
+    return meta
+
+
 class TimelineService:
     """Swipes, edits, deletes, rollback, branches and the variant tree (`tavern.timeline`).
 
@@ -357,19 +372,37 @@ class TimelineService:
         """Start a new playthrough from a message ("new playthrough from here"): its root is a
         fork of this one ending at `ref`; the tree of this playthrough links to it.
 
+        The child inherits the parent's selections (seed 000 §3 `agent/created`: a child
+        inherits its parent's strategy selection; issue 20 item 2): see `_inherit`. Variables
+        come with the fork (its surface is the parent's up to `ref`). Each is a copy: the
+        child's later changes never touch the parent.
+
         Raises:
             NotFound: no such playthrough or message.
         """
         timeline, _members = self.variant_tree(playthrough_id)
         if ref not in timeline.variants:
             raise NotFound(f"no message {ref[0]}:{ref[1]} in playthrough {playthrough_id}")
-        view = self.playthroughs.playthrough(playthrough_id)
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            parent = uow.playthroughs.get(playthrough_id)
         session_id = self.fork(playthrough_id, ref, timeline)
-        with self.ctx.store.unit_of_work() as uow:
-            created = uow.playthroughs.add(character_id=view.character_id, title=f"branch of #{playthrough_id}",
-                                           user_name=view.user_name, session_id=session_id,
-                                           meta=json.dumps({"branch_of": playthrough_id, "from": list(ref)}))
+        with self.ctx.store.unit_of_work() as uow:  # one transaction: the child and all it inherits
+            created = uow.playthroughs.add(character_id=parent.character_id, title=f"branch of #{playthrough_id}",
+                                           user_name=parent.user_name, session_id=session_id,
+                                           meta=json.dumps(inherited_meta(parent.meta, playthrough_id, ref),
+                                                           ensure_ascii=False))
+            self._inherit(uow, parent, created.id)
         return self.playthroughs.playthrough(created.id)
+
+    @staticmethod
+    def _inherit(uow: Any, parent: Any, child_id: int) -> None:
+        """Copy onto a new branch playthrough what its parent plays with: the preset, the
+        applied strategy's name (its exact snapshot is in the meta `inherited_meta` copied) and
+        the chat-bound world books, in their order. Runs in the caller's transaction."""
+        uow.playthroughs.set_preset(child_id, parent.preset_id)
+        uow.playthroughs.set_strategy(child_id, parent.strategy)
+        for book_id in uow.bindings.books_for("playthrough", parent.id):
+            uow.bindings.bind(book_id, "playthrough", child_id)
 
     # -- edits --------------------------------------------------------------------------
 

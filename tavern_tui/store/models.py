@@ -126,6 +126,8 @@ class Playthrough(Base):
     """The applied assembly strategy; None = nothing applied (the compatibility renderer)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When it was archived (hidden from lists; nothing deleted); None: not archived."""
 
 
 class EventRow(Base):
@@ -314,3 +316,22 @@ class RegexAllowance(Base):
     __tablename__ = "regex_allowances"
     character_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     allowed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+class OpeningDraft(Base):
+    """An opening draft (seed 000 §7): a playthrough not yet begun, with the selections its
+    first send applies. It has no session; the first send replaces it with a playthrough."""
+
+    __tablename__ = "opening_drafts"
+    __table_args__ = (CheckConstraint("greeting_index >= 0", name="greeting_nonnegative"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    character_id: Mapped[int] = mapped_column(ForeignKey("characters.id"), index=True)
+    greeting_index: Mapped[int] = mapped_column(Integer, default=0)
+    """Which of the card's greetings opens it (0: first_mes, then alternate_greetings)."""
+    preset_id: Mapped[int | None] = mapped_column(Integer)
+    strategy: Mapped[str] = mapped_column(Text)
+    """JSON: the strategy snapshot (`StrategySpec.snapshot`) the playthrough will pin."""
+    lore: Mapped[str] = mapped_column(Text, default="[]")
+    """JSON list of world book ids bound as chat lore at the first send."""
+    user_name: Mapped[str] = mapped_column(String(512), default="")
+    """The persona name `{{user}}` stands for ("" = the current persona's)."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

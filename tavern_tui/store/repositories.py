@@ -7,6 +7,7 @@ holds a live database object.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -14,10 +15,13 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tavern_tui.engine.events import NewEvent, body_hash, canonical_json
 from tavern_tui.errors import AlreadyStored, NotFound, StoreError
 from tavern_tui.store.models import (
     Character,
     ComposerDraft,
+    EventRow,
+    OpeningDraft,
     Playthrough,
     Preset,
     RegexAllowance,
@@ -61,6 +65,8 @@ class PlaythroughRecord:
     """The preset bound to this playthrough (None: the built-in default preset)."""
     strategy: str | None = None
     """The applied assembly strategy (None: nothing applied, the compatibility renderer)."""
+    archived_at: datetime | None = None
+    """When it was archived (hidden from lists, nothing deleted); None: not archived."""
 
 
 def _character(row: Character) -> CharacterRecord:
@@ -71,7 +77,8 @@ def _character(row: Character) -> CharacterRecord:
 def _playthrough(row: Playthrough) -> PlaythroughRecord:
     return PlaythroughRecord(row.id, row.character_id, row.title, row.user_name, row.root_session_id,
                              row.head_session_id, as_utc(row.created_at), as_utc(row.updated_at), row.meta or "{}",
-                             row.preset_id, row.strategy)
+                             row.preset_id, row.strategy,
+                             as_utc(row.archived_at) if row.archived_at is not None else None)
 
 
 class CharacterRepository:
@@ -219,14 +226,32 @@ class PlaythroughRepository:
         row = self._row(playthrough_id)
         return _playthrough(row)
 
-    def list(self, character_id: int | None = None, limit: int | None = None) -> list[PlaythroughRecord]:
-        """Playthroughs, most recently played first (then newest id first)."""
+    def list(self, character_id: int | None = None, limit: int | None = None, *,
+             include_archived: bool = False) -> list[PlaythroughRecord]:
+        """Playthroughs, most recently played first (then newest id first); archived ones only
+        with `include_archived`."""
         query = select(Playthrough).order_by(Playthrough.updated_at.desc(), Playthrough.id.desc())
         if character_id is not None:
             query = query.where(Playthrough.character_id == character_id)
+        if not include_archived:
+            query = query.where(Playthrough.archived_at.is_(None))
         if limit is not None:
             query = query.limit(limit)
         return [_playthrough(row) for row in self._session.scalars(query)]
+
+    def set_title(self, playthrough_id: int, title: str) -> PlaythroughRecord:
+        """Rename the playthrough ("" = the default title). Raises NotFound."""
+        row = self._row(playthrough_id)
+        row.title = title
+        self._session.flush()
+        return _playthrough(row)
+
+    def set_archived(self, playthrough_id: int, archived: bool) -> PlaythroughRecord:
+        """Archive (now) or unarchive the playthrough; nothing else changes. Raises NotFound."""
+        row = self._row(playthrough_id)
+        row.archived_at = datetime.now(UTC) if archived else None
+        self._session.flush()
+        return _playthrough(row)
 
     def touch(self, playthrough_id: int, when: datetime | None = None) -> PlaythroughRecord:
         """Mark the playthrough as played at `when` (default now: it sorts first); an imported
@@ -454,3 +479,120 @@ class RegexRepository:
         elif not allowed and row is not None:
             self._session.delete(row)
         self._session.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class OpeningRecord:
+    """A stored opening draft (`models.OpeningDraft`): `strategy` is the snapshot as a dict,
+    `lore` the chat-lore book ids in order."""
+
+    id: int
+    character_id: int
+    greeting_index: int
+    preset_id: int | None
+    strategy: dict
+    lore: tuple[int, ...]
+    user_name: str
+    created_at: datetime
+    updated_at: datetime
+
+
+def _opening(row: OpeningDraft) -> OpeningRecord:
+    strategy = json.loads(row.strategy or "{}")
+    lore = json.loads(row.lore or "[]")
+    return OpeningRecord(row.id, row.character_id, row.greeting_index, row.preset_id,
+                         strategy if isinstance(strategy, dict) else {},
+                         tuple(int(b) for b in lore if isinstance(b, int)) if isinstance(lore, list) else (),
+                         row.user_name or "", as_utc(row.created_at), as_utc(row.updated_at))
+
+
+class OpeningRepository:
+    """Opening drafts: add, get, list newest first, change, remove."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def _row(self, draft_id: int) -> OpeningDraft:
+        row = self._session.get(OpeningDraft, draft_id)
+        if row is None:
+            raise NotFound(f"no opening draft with id {draft_id} (discarded, or already played)")
+        return row
+
+    def add(self, *, character_id: int, greeting_index: int, preset_id: int | None, strategy: dict,
+            lore: list[int], user_name: str) -> OpeningRecord:
+        """Insert a draft; raises NotFound for an unknown character."""
+        if self._session.get(Character, character_id) is None:
+            raise NotFound(f"no character with id {character_id}")
+        now = datetime.now(UTC)
+        row = OpeningDraft(character_id=character_id, greeting_index=greeting_index, preset_id=preset_id,
+                           strategy=json.dumps(strategy, ensure_ascii=False, sort_keys=True),
+                           lore=json.dumps(list(lore)), user_name=user_name, created_at=now, updated_at=now)
+        self._session.add(row)
+        self._session.flush()
+        return _opening(row)
+
+    def get(self, draft_id: int) -> OpeningRecord:
+        """One draft. Raises NotFound."""
+        return _opening(self._row(draft_id))
+
+    def list(self, character_id: int | None = None) -> list[OpeningRecord]:
+        """Drafts, most recently changed first (all, or one character's)."""
+        query = select(OpeningDraft).order_by(OpeningDraft.updated_at.desc(), OpeningDraft.id.desc())
+        if character_id is not None:
+            query = query.where(OpeningDraft.character_id == character_id)
+        return [_opening(row) for row in self._session.scalars(query)]
+
+    def update(self, draft_id: int, *, greeting_index: int | None = None, preset_id: int | None | bool = False,
+               strategy: dict | None = None, lore: list[int] | None = None,
+               user_name: str | None = None) -> OpeningRecord:
+        """Change a draft's selections (`preset_id` False: unchanged; None: the default preset).
+        Raises NotFound."""
+        row = self._row(draft_id)
+        if greeting_index is not None:
+            row.greeting_index = greeting_index
+        if preset_id is not False:
+            row.preset_id = preset_id  # type: ignore[assignment]
+        if strategy is not None:
+            row.strategy = json.dumps(strategy, ensure_ascii=False, sort_keys=True)
+        if lore is not None:
+            row.lore = json.dumps(list(lore))
+        if user_name is not None:
+            row.user_name = user_name
+        row.updated_at = datetime.now(UTC)
+        self._session.flush()
+        return _opening(row)
+
+    def delete(self, draft_id: int) -> None:
+        """Remove a draft. Raises NotFound (already discarded or played)."""
+        self._session.delete(self._row(draft_id))
+        self._session.flush()
+
+    def root(self, draft_id: int, *, title: str, user_name: str, meta: str, strategy: str | None,
+             events: list[NewEvent]) -> PlaythroughRecord:
+        """Turn a draft into a playthrough in this transaction: a new root session, `events` in it
+        in order (the opening reference, the strategy apply), the playthrough row with the
+        draft's preset, `strategy` and `meta`, its chat lore bound, and the draft removed.
+        Raises NotFound when the draft is gone (a second first-send of one draft creates nothing)."""
+        draft = self._row(draft_id)
+        now = datetime.now(UTC)
+        session_row = SessionRow(parent_id=None, fork_seq=None, created_at=now)
+        self._session.add(session_row)
+        self._session.flush()
+        for seq, event in enumerate(events, start=1):
+            text = canonical_json(event.body)
+            self._session.add(EventRow(session_id=session_row.id, seq=seq, kind=str(event.kind), role=event.role,
+                                       origin=event.origin.value if event.origin else None,
+                                       source=event.source, body=text, body_sha256=body_hash(text), created_at=now))
+        playthroughs = PlaythroughRepository(self._session)
+        record = playthroughs.add(character_id=draft.character_id, title=title, user_name=user_name,
+                                  session_id=session_row.id, meta=meta)
+        if draft.preset_id is not None:
+            playthroughs.set_preset(record.id, draft.preset_id)
+        playthroughs.set_strategy(record.id, strategy)
+        bindings = BindingRepository(self._session)
+        for book_id in _opening(draft).lore:
+            if self._session.get(WorldBook, book_id) is not None:
+                bindings.bind(book_id, "playthrough", record.id)
+        self._session.delete(draft)
+        self._session.flush()
+        return playthroughs.get(record.id)

@@ -21,12 +21,14 @@ from tavern_tui.store.repositories import (
     BindingRepository,
     CharacterRepository,
     DraftRepository,
+    OpeningRepository,
     PlaythroughRecord,
     PlaythroughRepository,
     PresetRepository,
     RegexRepository,
     WorldBookRepository,
 )
+from tavern_tui.store.search import MessageSearch
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,7 @@ class UnitOfWork:
     strategies: StrategyRepository
     drafts: DraftRepository
     regex: RegexRepository
+    openings: OpeningRepository
 
 
 class Store:
@@ -74,6 +77,7 @@ class Store:
         self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.events = EventLog(self.engine, self.write_engine)
         self.claims = StepLeases(self.engine, self.write_engine)
+        self.search = MessageSearch(self.engine)
 
     @contextmanager
     def unit_of_work(self, *, write: bool = True) -> Iterator[UnitOfWork]:
@@ -93,7 +97,7 @@ class Store:
                 yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
                                  WorldBookRepository(session), BindingRepository(session), PresetRepository(session),
                                  PersonaRepository(session), BeliefRepository(session), StrategyRepository(session),
-                                 DraftRepository(session), regex=RegexRepository(session))
+                                 DraftRepository(session), RegexRepository(session), OpeningRepository(session))
         except OperationalError as exc:
             if is_busy(exc):
                 raise busy_error(exc) from exc

@@ -14,8 +14,9 @@ from textual.logging import TextualHandler
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui import theming
-from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
+from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.draft import DraftScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 
@@ -76,7 +77,11 @@ class TavernApp(App[None]):
 
     def on_playthrough_chosen(self, message: PlaythroughChosen) -> None:
         """Open the chosen playthrough in a chat screen on top of the home screen."""
-        self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=message.typed))
+        self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=message.typed, send=message.send))
+
+    def on_draft_chosen(self, message: DraftChosen) -> None:
+        """Open an opening draft on top of the home screen (issue 20 item 1)."""
+        self.push_screen(DraftScreen(self.tavern, message.draft_id, typed=message.typed))
 
     def on_world_books_requested(self, message: WorldBooksRequested) -> None:
         """Open the world-book pane (from a chat it knows the playthrough)."""

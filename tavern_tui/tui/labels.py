@@ -8,6 +8,7 @@ from tavern_tui.engine.step import INTERRUPTED_REASON
 from tavern_tui.lore.model import Position, WorldInfoEntry
 from tavern_tui.lore.result import ActivationResult, Decision
 from tavern_tui.service import CharacterView, MessageView, PlaythroughView, WorldBookView
+from tavern_tui.views import OpeningView
 
 _SPECS = {"chara_card_v1": "V1 card", "chara_card_v2": "V2 card", "chara_card_v3": "V3 card"}
 
@@ -53,6 +54,13 @@ def playthrough_summary(playthrough: PlaythroughView, now: datetime) -> str:
     """"#3 · 12 messages · 5 min ago"."""
     return (f"#{playthrough.id} · {plural(playthrough.message_count, 'message')} · "
             f"{relative_time(playthrough.updated_at, now)}")
+
+
+def draft_summary(draft: OpeningView, now: datetime) -> str:
+    """"draft · greeting 2/4 · 5 min ago": an opening draft in the home screen's list (issue 20)."""
+    greeting = (f"greeting {draft.greeting_index + 1}/{draft.greeting_count}" if draft.greeting_count
+                else "no greeting")
+    return f"draft · {greeting} · not played yet · {relative_time(draft.updated_at, now)}"
 
 
 def summary_title(message: MessageView) -> str:

@@ -17,6 +17,8 @@ class PlaythroughChosen(Message):
     playthrough_id: int
     typed: str = ""
     """What the person typed while it was being opened (it goes into the composer)."""
+    send: str = ""
+    """A line the chat sends as soon as it is open (an opening draft's first line, issue 20)."""
 
 
 @dataclass
@@ -105,3 +107,9 @@ class TurnLimitHit(Message):
     """The turn reached its step limit (`message` names it)."""
 
     message: str
+class DraftChosen(Message):
+    """The person chose an opening draft (or made one); the app opens the draft screen on it."""
+
+    draft_id: int
+    typed: str = ""
+    """What the person typed while it was being opened (it goes into the composer)."""

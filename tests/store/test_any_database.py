@@ -46,8 +46,17 @@ def test_a_fresh_database_is_migrated_to_head_exactly_as_the_models_declare(stor
     tables = set(sa_inspect(store.engine).get_table_names())
     assert {"characters", "world_books", "presets", "personas", "sessions", "playthroughs", "events",
             "world_book_bindings", "persona_revisions", "beliefs", "strategies", "alembic_version"} <= tables
+    from tavern_tui.store.search import is_search_index
+
+    def declared(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
+        return not is_search_index(name)  # the search index is the migration's own (no model)
+
     with store.engine.connect() as conn:
-        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+        context = MigrationContext.configure(conn, opts={"include_object": declared})
+        assert compare_metadata(context, Base.metadata) == []
+    with store.engine.connect() as conn:  # and the search index is there
+        names = set(sa_inspect(conn).get_table_names()) | {i["name"] for i in sa_inspect(conn).get_indexes("events")}
+        assert ("message_search" in names) if store.engine.dialect.name == "sqlite" else ("ix_events_search" in names)
 
 
 @pytest.mark.parametrize("statement", ["UPDATE events SET body = '{}'", "DELETE FROM events"])

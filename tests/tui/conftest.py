@@ -122,8 +122,22 @@ async def wait_until(pilot: Pilot[object], predicate: Callable[[], bool], timeou
         await pilot.pause(0.01)
 
 
-async def open_character(pilot: Pilot[object], name: str) -> None:
-    """On the home screen, move the cursor to `name` with the arrow keys and press Enter."""
+async def open_character(pilot: Pilot[object], name: str, *, playthrough: bool = True) -> None:
+    """On the home screen, move the cursor to `name` with the arrow keys and press Enter.
+
+    Enter opens the latest playthrough, and on a character with none an opening draft (issue
+    20): with `playthrough` (the default, for tests of a chat) one is started first through the
+    service when the character has none, as a person who played it before would have.
+    """
+    if playthrough:  # off the event loop, as the app's own service calls are
+        tavern = pilot.app.tavern  # type: ignore[attr-defined]
+
+        def ensure() -> None:
+            character = tavern.library.find_character(name)
+            if not tavern.playthroughs.playthroughs(character.id, limit=1):
+                tavern.playthroughs.new_playthrough(character.id)
+
+        await asyncio.to_thread(ensure)
     listing = pilot.app.screen.query_one("#characters", OptionList)
     await wait_until(pilot, lambda: listing.option_count > 0)  # the home screen reads them in a worker
     prompts = [str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)]

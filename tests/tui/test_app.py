@@ -14,6 +14,7 @@ from tavern_tui.errors import AuthenticationError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.draft import DraftScreen
 from tavern_tui.tui.screens.home import EMPTY_TEXT, HomeScreen
 from tavern_tui.tui.widgets.transcript import WINDOW
 from tests.tui.conftest import GATE, ScriptedProvider, Think, open_character, wait_until, workers_idle
@@ -161,18 +162,53 @@ async def test_reopening_shows_the_playthrough_and_its_messages(make_tavern: Cal
         assert texts[-1] == "Welcome back."
 
 
-async def test_new_playthrough_key_starts_a_fresh_one(corpus_tavern: Tavern) -> None:
+async def test_new_playthrough_key_makes_a_draft_that_the_first_line_plays(corpus_tavern: Tavern,
+                                                                            scripted: ScriptedProvider) -> None:
     app = TavernApp(corpus_tavern)
+    seraphina = corpus_tavern.library.find_character("Seraphina")
     async with app.run_test(size=SIZE) as pilot:
         chat = await open_seraphina(pilot)
         first = chat.playthrough_id
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        sessions = corpus_tavern.store.events.all_session_ids()
         await pilot.press("n")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
-        assert app.screen.playthrough_id != first
-        seraphina = corpus_tavern.library.find_character("Seraphina")
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
+        # A draft: no session, no playthrough, no request (seed 000 §7).
+        assert corpus_tavern.store.events.all_session_ids() == sessions and scripted.requests == []
+        assert len(corpus_tavern.playthroughs.playthroughs(seraphina.id)) == 1
+        assert [d.character_id for d in corpus_tavern.openings.drafts()] == [seraphina.id]
+        scripted.enqueue("Welcome, traveller.")
+        await pilot.press(*"Hello", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.playthrough_id != first)
+        chat = app.screen
+        await wait_until(pilot, lambda: [b.text for b in chat.transcript.boxes][-2:]
+                         == ["Hello", "Welcome, traveller."])
+        assert corpus_tavern.openings.drafts() == []
         assert len(corpus_tavern.playthroughs.playthroughs(seraphina.id)) == 2
+        assert chat.transcript.boxes[0].has_class("-origin-engine")  # the greeting, an opening reference
+
+
+async def test_enter_on_a_character_never_played_opens_a_draft_listed_on_home(corpus_tavern: Tavern) -> None:
+    app = TavernApp(corpus_tavern)
+    skynet = corpus_tavern.library.find_character("Skynet")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_character(pilot, "Skynet", playthrough=False)
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
+        assert corpus_tavern.playthroughs.playthroughs(skynet.id) == []
+        [draft] = corpus_tavern.openings.drafts(skynet.id)
+        await pilot.press("escape")  # back: the draft stays
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await workers_idle(pilot)
+        listing = app.screen.query_one("#playthroughs", OptionList)
+        assert str(listing.get_option_at_index(0).prompt).startswith("draft · greeting 1/1 · not played yet")
+        await pilot.press("enter")  # Enter again opens the same draft, it does not make another
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
+        assert app.screen.draft_id == draft.id
+        await pilot.press("f9")  # discard
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await workers_idle(pilot)
+        assert corpus_tavern.openings.drafts() == []
 
 
 async def test_reasoning_is_shown_apart_and_collapsed(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:

@@ -16,6 +16,7 @@ from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.draft import DraftScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.widgets.composer import Composer
 from tests.tui.conftest import GATE, ScriptedProvider, open_character, wait_until, workers_idle
@@ -174,17 +175,18 @@ async def test_keys_typed_right_after_opening_a_chat_land_in_the_composer(
     monkeypatch.setattr(corpus_tavern.playthroughs, "latest_playthrough", slow_latest)
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
-        await open_character(pilot, "Seraphina")  # Enter on the character …
+        # Enter on a character never played (it opens an opening draft) …
+        await open_character(pilot, "Seraphina", playthrough=False)
         await pilot.press(*"pen in hand")  # … and typing at once ("p", "n", "i" are home keys)
         assert isinstance(app.screen, HomeScreen)  # still opening
         release.set()
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
         await pilot.press(*" and more")
-        chat = app.screen
-        assert isinstance(chat, ChatScreen)
-        assert chat.prompt.value == "pen in hand and more" and app.focused is chat.prompt
-        assert corpus_tavern.playthroughs.playthroughs()  # Enter started one; "n" started none more
-        assert len(corpus_tavern.playthroughs.playthroughs()) == 1
+        draft = app.screen
+        assert isinstance(draft, DraftScreen)
+        assert draft.prompt.value == "pen in hand and more" and app.focused is draft.prompt
+        assert len(corpus_tavern.openings.drafts()) == 1  # Enter made one; "n" made none more
+        assert corpus_tavern.playthroughs.playthroughs() == []  # a draft is no playthrough yet
 
 
 async def test_up_with_nothing_queued_edits_the_last_sent_message(corpus_tavern: Tavern,

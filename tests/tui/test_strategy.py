@@ -346,3 +346,23 @@ def test_strategy_editor_snapshot(snap_compare, corpus_tavern: Tavern) -> None:
         await pilot.pause()
 
     assert snap_compare(TavernApp(corpus_tavern), terminal_size=(120, 40), run_before=_copy_roles_first)
+
+
+async def test_highlighting_a_preset_previews_it_without_binding(corpus_tavern: Tavern, default_preset: int) -> None:
+    # Issue 20 item 3: the pane's preview binds nothing; Enter on a preset binds it.
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        pid = chat.playthrough_id
+        with corpus_tavern.store.unit_of_work(write=False) as uow:
+            row = uow.playthroughs.get(pid)
+        version = corpus_tavern.store.events.version()
+        screen = await open_strategy(pilot)
+        screen.preset_list.focus()
+        await highlight(pilot, screen.preset_list, str(default_preset))
+        await wait_until(pilot, lambda: screen.shown_key is not None and screen.shown_key[2] == default_preset)
+        panel = screen.query_one("#preview")
+        assert str(panel.border_subtitle).endswith(DEFAULT_PRESET)
+        with corpus_tavern.store.unit_of_work(write=False) as uow:
+            assert uow.playthroughs.get(pid) == row
+        assert corpus_tavern.store.events.version() == version

@@ -15,13 +15,13 @@ from tavern_tui.cli.context import open_async_service
 from tavern_tui.cli.diagnostics import EXIT_INTERRUPTED, EXIT_OK, refused, step_failed
 from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted, ToolResultStored, TurnLimitReached
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
-from tavern_tui.errors import SecretRefused
+from tavern_tui.errors import SecretRefused, TavernError
 from tavern_tui.service.inbox import ClaimedElsewhere
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
     from tavern_tui.service import Tavern
-    from tavern_tui.views import InboxItemView
+    from tavern_tui.views import InboxItemView, PlaythroughView
 
 
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +49,8 @@ def add_chat(commands: Commands) -> None:
     which = p_chat.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="start a new playthrough")
     which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
+    which.add_argument("--draft", type=int, metavar="DRAFT",
+                       help="play this opening draft: --say is its first line (`tavern new` makes one)")
     p_chat.add_argument("--steer", action="store_true",
                         help="with --say: while a reply is being written, queue the text as a steer (next step) "
                              "instead of for the next turn")
@@ -99,8 +101,11 @@ async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         # every name is checked before a playthrough is started or anything bound
         tavern.playthroughs.check_selection(preset=args.preset, lore=args.lore, strategy=args.strategy)
         started: list[str] = []
-        playthrough = tavern.playthroughs.resolve(character.id, playthrough=args.playthrough, new=args.new,
-                                                  notes=started)
+        if args.draft is not None:  # the draft's first send: it becomes the playthrough (issue 20 item 1)
+            playthrough = _begin_draft(tavern, args, character.id, started)
+        else:
+            playthrough = tavern.playthroughs.resolve(character.id, playthrough=args.playthrough, new=args.new,
+                                                      notes=started)
         write_notes(started, err)
         tavern.playthroughs.open_playthrough(playthrough.id)
         apply_selection(tavern, args, playthrough.id, err)
@@ -161,6 +166,20 @@ async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                        "swipe": tavern.timeline.swipe_state(playthrough.id).label}, out, ensure_ascii=False)
         out.write("\n")
         return EXIT_OK
+
+
+def _begin_draft(tavern: Tavern, args: argparse.Namespace, character_id: int, notes: list[str]) -> PlaythroughView:
+    """`--draft D --say TEXT`: the draft's first send prelude (`OpeningService.begin`: checked and
+    fitted first, then the playthrough is rooted in one transaction). Raises TavernError when
+    the draft is another character's or there is nothing to say."""
+    if args.say is None:
+        raise TavernError("--draft is played by its first line: give --say TEXT")
+    draft = tavern.openings.draft(args.draft)
+    if draft.character_id != character_id:
+        raise TavernError(f"draft {draft.id} is of {draft.character_name}, not character {character_id}")
+    view = tavern.openings.begin(args.draft, args.say, allow_secrets=args.allow_secrets)
+    notes.append(f"draft {draft.id} became playthrough {view.id}")
+    return view
 
 
 async def _say(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, err: TextIO) -> AsyncIterator[Any] | None:

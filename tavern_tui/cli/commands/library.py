@@ -30,6 +30,7 @@ def add_sessions(commands: Commands) -> None:
     """`tavern sessions [--character NAME] [--json]`."""
     p_sessions = commands.add("sessions", cmd_sessions, help="list playthroughs, newest first")
     p_sessions.add_argument("--character", metavar="NAME", help="only this character's playthroughs")
+    p_sessions.add_argument("--all", action="store_true", help="archived ones too (marked)")
     p_sessions.add_argument("--json", action="store_true")
 
 
@@ -89,14 +90,14 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _session_line(p: PlaythroughView) -> str:
     noun = "message " if p.message_count == 1 else "messages"
     return (f"{p.id:>4}  {p.character_name:<24} {p.message_count:>4} {noun}  "
-            f"last played {p.updated_at:%Y-%m-%d %H:%M} UTC")
+            f"last played {p.updated_at:%Y-%m-%d %H:%M} UTC  {p.chat_title}{'  (archived)' if p.archived else ''}")
 
 
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """List playthroughs, most recently played first."""
     with open_service(args) as tavern:
         character_id = tavern.library.find_character(args.character).id if args.character else None
-        items = tavern.playthroughs.playthroughs(character_id)
+        items = tavern.playthroughs.playthroughs(character_id, include_archived=args.all)
     return print_rows(out, items, as_json=args.json, line=_session_line,
                       empty_hint="no playthroughs yet; start one with `tavern chat CHARACTER --say TEXT` or in the TUI")
 

@@ -8,7 +8,6 @@ import json
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.assembly.attribution import breakdown_text, describe
-from tavern_tui.cli.commands.chat import add_selection_options, apply_selection
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_OK
 from tavern_tui.cli.output import context_line, print_json, print_rows
@@ -23,11 +22,17 @@ if TYPE_CHECKING:
 def add_preview(commands: Commands) -> None:
     """`tavern preview PLAYTHROUGH [--input TEXT] [--json] [--preset/--lore/--strategy]`."""
     p_preview = commands.add("preview", cmd_preview,
-                             help="print the exact request the next step would send (no model call)")
-    p_preview.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
+                             help="print the exact request the next step would send (no model call, binds nothing)")
+    p_preview.add_argument("playthrough", type=int, nargs="?", metavar="PLAYTHROUGH")
+    p_preview.add_argument("--draft", type=int, metavar="DRAFT",
+                           help="preview an opening draft instead: its first request without history or input")
     p_preview.add_argument("--input", default="", metavar="TEXT", help="what you would send")
     p_preview.add_argument("--json", action="store_true")
-    add_selection_options(p_preview)
+    # Preview is read-only (issue 20 item 3): these try a selection; binding is `strategy apply`, `lore bind`.
+    p_preview.add_argument("--preset", metavar="NAME", help="preview with this preset (not bound)")
+    p_preview.add_argument("--lore", action="append", default=[], metavar="BOOK",
+                           help="preview with this world book added as chat lore (repeatable; not bound)")
+    p_preview.add_argument("--strategy", metavar="NAME", help="preview with this strategy (not applied)")
 
 
 def add_presets(commands: Commands) -> None:
@@ -75,9 +80,20 @@ def cmd_omit_param(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The request the next step would send: messages with their source, config, tokens."""
+    if (args.playthrough is None) == (args.draft is None):
+        raise TavernError("give a PLAYTHROUGH or --draft DRAFT (one of them)")
     with open_service(args) as tavern:
-        apply_selection(tavern, args, args.playthrough, err)  # remembered, as with `tavern chat` (issue 5 §7)
-        shown = tavern.steps.preview(args.playthrough, args.input)
+        if args.draft is not None:
+            if args.input or args.preset or args.lore or args.strategy:
+                raise TavernError("a draft's preview is its own selections without input; "
+                                  "change them with `tavern draft edit`")
+            shown = tavern.steps.preview_draft(args.draft)
+        else:
+            preset, books = tavern.playthroughs.check_selection(preset=args.preset, lore=args.lore,
+                                                                strategy=args.strategy)
+            shown = tavern.steps.preview_selection(args.playthrough, args.input, strategy=args.strategy,
+                                                   preset=preset.id if preset is not None else False,
+                                                   lore=[b.id for b in books])
     if args.json:
         return print_json(out, shown)
     out.write(f"PREVIEW (not sent) · strategy {shown['strategy']} · ~{shown['tokens'].get('total', 0):,} tokens"

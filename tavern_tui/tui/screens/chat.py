@@ -184,9 +184,10 @@ class ChatScreen(TavernScreen[None]):
     prompt = getters.query_one("#prompt", Composer)
     inbox_strip = getters.query_one("#inbox", InboxStrip)
 
-    def __init__(self, tavern: Tavern, playthrough_id: int, *, typed: str = "") -> None:
+    def __init__(self, tavern: Tavern, playthrough_id: int, *, typed: str = "", send: str = "") -> None:
         super().__init__(tavern, playthrough_id)
         self._typed = typed  # keys typed on the home screen while this chat was being opened
+        self._send_on_open = send  # an opening draft's first line (issue 20), sent once the chat is shown
         self.playthrough_id: int = playthrough_id
         self.playthrough: PlaythroughView | None = None
         self._reply: MessageBox | None = None
@@ -248,6 +249,7 @@ class ChatScreen(TavernScreen[None]):
         self._warm_world_info()
         self.call(self.tavern.scripts.needs_allowance, view.character_id, title="Cannot read the card's regex scripts",
                   then=self._ask_regex_allowance)
+        self._send_opening_line()
 
     def _ask_regex_allowance(self, names: list[str]) -> None:
         """SillyTavern's question when a card carries regex scripts: asked once per character per run;
@@ -276,6 +278,13 @@ class ChatScreen(TavernScreen[None]):
     async def _reshow(self, state: ChatState) -> None:
         # Every message may now show differently (display scripts): rebuild the window.
         await self.transcript.show(state.messages, state.total)
+
+    def _send_opening_line(self) -> None:
+        """Send the line an opening draft's first send was given (its checks passed before the
+        draft became this playthrough), once, as Enter on it would."""
+        text, self._send_on_open = self._send_on_open, ""
+        if text:
+            self._start("send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=True), text)
 
     def on_unmount(self) -> None:
         self.tavern.tools.set_asker(None)

@@ -14,12 +14,16 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tavern_tui.service import CharacterView, PlaythroughView, Tavern
-from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
-from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
+from tavern_tui.tui.labels import character_summary, draft_summary, playthrough_summary, plural
+from tavern_tui.tui.messages import DraftChosen, ImportFinished, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.modals.import_screen import ImportScreen, import_results, notify_warnings
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
+from tavern_tui.views import OpeningView
+
+DRAFT_PREFIX = "d"
+"""Option ids of opening drafts in the playthroughs list start with it (playthroughs are bare ids)."""
 
 EMPTY_TEXT = ("No characters yet.\n\n"
               "Import a character card (.png or .json) with `tavern import FILE`,\n"
@@ -28,13 +32,15 @@ EMPTY_TEXT = ("No characters yet.\n\n"
 
 
 class HomeScreen(TavernScreen[None]):
-    """Lists characters (Enter: latest playthrough, or a new one) and their playthroughs.
+    """Lists characters (Enter: latest playthrough, else its newest opening draft, else a new
+    draft) and their playthroughs and drafts (a draft is marked as such, issue 20).
 
     Posts `PlaythroughChosen` for the app to open; imports run in a thread worker.
     """
 
     BINDINGS = [
-        Binding("n", "new_playthrough", "New playthrough", id="home.new_playthrough"),
+        Binding("n", "new_playthrough", "New playthrough", id="home.new_playthrough",
+                tooltip="Make an opening draft: pick the greeting, nothing is played until you send"),
         Binding("i", "import_cards", "Import", id="home.import"),
         Binding("w", "world_books", "World books", id="home.world_books"),
         Binding("p,f8", "persona", "Persona", id="home.persona"),
@@ -88,6 +94,11 @@ class HomeScreen(TavernScreen[None]):
         self._typed_ahead = None
         self.post_message(PlaythroughChosen(playthrough_id, typed))
 
+    def _choose_draft(self, draft_id: int) -> None:
+        typed = "".join(self._typed_ahead or [])
+        self._typed_ahead = None
+        self.post_message(DraftChosen(draft_id, typed))
+
     def on_screen_resume(self) -> None:
         self._typed_ahead = None
         # Coming back from a chat: message counts and the order of playthroughs changed.
@@ -135,17 +146,24 @@ class HomeScreen(TavernScreen[None]):
             listing.clear_options()
             details.update("")
             return
-        self.call(self.tavern.playthroughs.playthroughs, character.id, title="Cannot read the playthroughs",
-                  group="playthroughs", exclusive=True, then=lambda found: self._show_playthroughs(character, found))
+        self.call(self._read_playthroughs, character.id, title="Cannot read the playthroughs",
+                  group="playthroughs", exclusive=True,
+                  then=lambda found: self._show_playthroughs(character, *found))
 
-    def _show_playthroughs(self, character: CharacterView, found: list[PlaythroughView]) -> None:
+    def _read_playthroughs(self, character_id: int) -> tuple[list[PlaythroughView], list[OpeningView]]:
+        # In the worker: the character's playthroughs, then its opening drafts.
+        return self.tavern.playthroughs.playthroughs(character_id), self.tavern.openings.drafts(character_id)
+
+    def _show_playthroughs(self, character: CharacterView, found: list[PlaythroughView],
+                           drafts: list[OpeningView] | None = None) -> None:
         if getattr(self.highlighted_character, "id", None) != character.id:
             return  # the cursor moved on; its own read follows
         listing = self.query_one("#playthroughs", OptionList)
         details = self.query_one("#character-details", Static)
         now = self._now()
-        listing.set_options(Option(playthrough_summary(p, now), id=str(p.id)) for p in found)
-        if found:
+        listing.set_options([*(Option(playthrough_summary(p, now), id=str(p.id)) for p in found),
+                             *(Option(draft_summary(d, now), id=f"{DRAFT_PREFIX}{d.id}") for d in drafts or [])])
+        if found or drafts:
             listing.highlighted = 0
         else:
             listing.add_option(Option("No playthroughs yet: Enter on the character starts one", disabled=True))
@@ -175,12 +193,22 @@ class HomeScreen(TavernScreen[None]):
         if character is None:
             return
         self._typed_ahead = []
-        self.call(self.tavern.playthroughs.latest_playthrough, character.id, title="Cannot open the character",
+        self.call(self._latest, character.id, title="Cannot open the character",
                   then=lambda latest: self._play(character, latest), failed=lambda _: self._stop_typing_ahead())
 
-    def _play(self, character: CharacterView, latest: PlaythroughView | None) -> None:
+    def _latest(self, character_id: int) -> PlaythroughView | OpeningView | None:
+        # In the worker: the latest playthrough, else the newest draft (Enter does not pile up drafts).
+        latest = self.tavern.playthroughs.latest_playthrough(character_id)
+        if latest is not None:
+            return latest
+        drafts = self.tavern.openings.drafts(character_id)
+        return drafts[0] if drafts else None
+
+    def _play(self, character: CharacterView, latest: PlaythroughView | OpeningView | None) -> None:
         if latest is None:
             self._start_playthrough(character)
+        elif isinstance(latest, OpeningView):
+            self._choose_draft(latest.id)
         else:
             self._choose(latest.id)
 
@@ -188,19 +216,23 @@ class HomeScreen(TavernScreen[None]):
     def _playthrough_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
             self._typed_ahead = []
-            self._choose(int(event.option.id))
+            if event.option.id.startswith(DRAFT_PREFIX):
+                self._choose_draft(int(event.option.id.removeprefix(DRAFT_PREFIX)))
+            else:
+                self._choose(int(event.option.id))
 
     def _start_playthrough(self, character: CharacterView) -> None:
         if self._typed_ahead is None:
             self._typed_ahead = []
-        self.call(self.tavern.playthroughs.new_playthrough, character.id, title="Cannot start a playthrough",
-                  then=lambda created: self._choose(created.id), failed=lambda _: self._stop_typing_ahead())
+        # An opening draft (seed 000 §7): no session and no model call until its first send.
+        self.call(self.tavern.openings.new_draft, character.id, title="Cannot start a playthrough",
+                  then=lambda created: self._choose_draft(created.id), failed=lambda _: self._stop_typing_ahead())
 
     def _stop_typing_ahead(self) -> None:
         self._typed_ahead = None
 
     def action_new_playthrough(self) -> None:
-        """Start a new playthrough of the highlighted character and open it."""
+        """Make an opening draft of the highlighted character and open it."""
         character = self.highlighted_character
         if character is None:
             self.notify("Import a character first (press i).", severity="warning")

@@ -6,7 +6,7 @@
    the card file's hash (SillyTavern asks once per character and keeps `character_allowed_regex`).
 
 Revision ID: 0012
-Revises: 0009
+Revises: 0011
 Create Date: 2026-12-03
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0009"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -226,6 +226,18 @@ class StrategyScreen(TavernScreen[None]):
         self.call(self.tavern.strategies.apply_strategy, self.playthrough_id, spec.name, spec.version,
                   title="Cannot apply the strategy", then=applied)
 
+    @on(OptionList.OptionHighlighted, "#presets")
+    def _preset_highlighted(self) -> None:
+        self._request_preview()  # a highlighted preset is previewed, not bound (issue 20 item 3)
+
+    @property
+    def highlighted_preset(self) -> int | None:
+        """The id of the preset under the preset list's cursor (None: the built-in default)."""
+        option = self.preset_list.highlighted_option if self.preset_list.option_count else None
+        if option is None:  # not listed yet: the bound one
+            return self.playthrough.preset_id if self.playthrough is not None else None
+        return None if option.id in (None, "default") else int(option.id)
+
     @on(OptionList.OptionSelected, "#presets")
     def _preset_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -268,12 +280,12 @@ class StrategyScreen(TavernScreen[None]):
     # -- preview --------------------------------------------------------------------------
 
     def _request_preview(self) -> None:
-        """Show the preview of the highlighted strategy with the bound preset, building it in
-        a thread worker unless it was built before."""
+        """Show the preview of the highlighted strategy with the highlighted preset (neither is
+        bound by it), building it in a thread worker unless it was built before."""
         spec = self.highlighted_spec
         if spec is None or self.playthrough is None:
             return
-        key = (spec.name, spec.version, self.playthrough.preset_id)
+        key = (spec.name, spec.version, self.highlighted_preset)
         self._wanted = key
         if key == self.shown_key:
             return
@@ -293,7 +305,10 @@ class StrategyScreen(TavernScreen[None]):
                 return
             result: dict[str, Any] | str
             try:
-                result = self.tavern.steps.preview(self.playthrough_id, "", strategy=key[0])
+                # The highlighted preset, in memory only: a preview binds nothing.
+                bound = self.playthrough.preset_id if self.playthrough is not None else None
+                result = self.tavern.steps.preview_selection(self.playthrough_id, "", strategy=key[0],
+                                                             preset=False if key[2] == bound else key[2])
             except TavernError as exc:
                 result = str(exc)
             except Exception as exc:  # a broken preset must not take the screen down; say what happened

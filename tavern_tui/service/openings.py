@@ -1,0 +1,288 @@
+"""Provides `OpeningService`: opening drafts, the playthroughs not yet begun (issue 20 item 1).
+
+Rule (seed 000 §7): starting a new playthrough first persists an independent opening draft with
+its resource and strategy selections; it creates no session and makes no provider call. A draft
+preview holds neither history nor unsent input (here: the request the first send would make,
+with the chosen greeting as the opening reference and no input). The first send turns the draft
+into a playthrough.
+
+What a first send leaves (chosen, issue 20 "How it is checked"):
+- a refusal before anything is stored (empty text, a secret, a request that cannot fit the
+  context, a persona over its cap, an unknown preset or book) leaves the draft as it was and
+  creates nothing;
+- otherwise the draft becomes a playthrough in one transaction (root session, the greeting as an
+  engine-origin opening reference, the playthrough with the draft's strategy snapshot, preset,
+  chat lore and persona name, the draft row removed): either all of it is stored or none;
+- then the input is admitted by the step as any send's is, and a provider error on it leaves
+  that playthrough with the input kept and the failed attempt shown (Enter or ctrl+r retries),
+  exactly as a failed send in any chat. The draft is not restored: the line was stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable
+from contextlib import aclosing
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin, body_hash, canonical_json
+from tavern_tui.engine.step import OPENING_SOURCE, StepUpdate
+from tavern_tui.errors import TavernError
+from tavern_tui.formats.cards import ParsedCard
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.library import LibraryService
+from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.persona import PersonaService
+from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.presets import STRATEGY_APPLIED, PresetService
+from tavern_tui.service.strategies import StrategyService
+from tavern_tui.store.repositories import OpeningRecord, PlaythroughRecord
+from tavern_tui.text.names import substitute_names
+from tavern_tui.views import OpeningView, PlaythroughView
+
+if TYPE_CHECKING:
+    from tavern_tui.service.steps import StepRunner
+
+
+def opening_event(text: str, index: int, count: int) -> NewEvent:
+    """The opening reference for greeting `index` of `count`: role assistant, origin engine,
+    source "opening" (seed 000 §3: a greeting is an opening reference, never an agent reply),
+    the same event `engine.step.admit_opening` appends."""
+    return NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant",
+                    {"content": text, "greeting_index": index, "greetings": count}, Origin.ENGINE, OPENING_SOURCE)
+
+
+def draft_playthrough(draft: OpeningRecord, character_name: str, user_name: str) -> tuple[PlaythroughView,
+                                                                                           PlaythroughRecord]:
+    """A draft as the (view, record) pair a step's assembler reads: id 0 and session 0 (it has
+    neither), its preset, and its strategy snapshot pinned in `meta` as `apply_strategy` pins it."""
+    now = draft.updated_at
+    name = str(draft.strategy.get("name") or "") or None
+    record = PlaythroughRecord(0, draft.character_id, "", user_name, 0, 0, draft.created_at, now,
+                               json.dumps({"strategy": draft.strategy} if draft.strategy else {}),
+                               draft.preset_id, name)
+    view = PlaythroughView(0, draft.character_id, character_name, user_name, 0, draft.created_at, now, 0,
+                           name or "compat", draft.preset_id)
+    return view, record
+
+
+def opening_history(event: NewEvent | None) -> list[Event]:
+    """The draft's opening reference as the one stored-looking event a dry run reads (session
+    0, seq 1; never written)."""
+    if event is None:
+        return []
+    text = canonical_json(event.body)
+    return [Event(0, 1, str(event.kind), event.role, event.origin, event.source, text, body_hash(text),
+                  datetime.now(UTC), event.body)]
+
+
+def draft_user_name(draft: OpeningRecord, persona: PersonaService, default: str) -> str:
+    """The name `{{user}}` stands for in a draft: its own, else the persona's, else `default`."""
+    return draft.user_name or persona.persona().name or default
+
+
+def draft_opening(draft: OpeningRecord, card: ParsedCard, user: str) -> NewEvent | None:
+    """A draft's opening reference (None when the card has no greeting or the chosen one is empty)."""
+    greetings = card.greetings
+    if not greetings:
+        return None
+    index = min(draft.greeting_index, len(greetings) - 1)
+    if not greetings[index].strip():
+        return None
+    return opening_event(substitute_names(greetings[index], card.name, user), index, len(greetings))
+
+
+class OpeningService:
+    """Opening drafts (`tavern.openings`): new, list, edit, swipe the greeting, discard, and the
+    first send that turns one into a playthrough.
+
+    Args:
+        ctx: the shared settings and store.
+        library, persona, presets, lore, strategies: what a draft's selections name.
+        playthroughs: the message check a first send passes, and the playthrough it becomes.
+        steps: the dry run (`preview_draft`) and the send of the first step.
+    """
+
+    def __init__(self, ctx: ServiceContext, library: LibraryService, persona: PersonaService,
+                 presets: PresetService, lore: WorldInfoService, strategies: StrategyService,
+                 playthroughs: PlaythroughService, steps: StepRunner) -> None:
+        self.ctx = ctx
+        self.library = library
+        self.persona = persona
+        self.presets = presets
+        self.lore = lore
+        self.strategies = strategies
+        self.playthroughs = playthroughs
+        self.steps = steps
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _view(self, draft: OpeningRecord) -> OpeningView:
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            character = uow.characters.get(draft.character_id)
+            books = uow.world_books.get_many(list(draft.lore))
+            preset = uow.presets.get(draft.preset_id) if draft.preset_id is not None else None
+        card = self.library.card(character)
+        user = self.user_name(draft)
+        greetings = card.greetings
+        index = min(draft.greeting_index, max(0, len(greetings) - 1))
+        text = substitute_names(greetings[index], card.name, user) if greetings else ""
+        return OpeningView(draft.id, draft.character_id, card.name, user, index, max(1, len(greetings)) if
+                           greetings else 0, text, str(draft.strategy.get("name") or "compat"),
+                           int(draft.strategy.get("version") or 0), draft.preset_id,
+                           preset.name if preset is not None else "", list(draft.lore),
+                           [books[b].name for b in draft.lore if b in books], draft.created_at, draft.updated_at)
+
+    def user_name(self, draft: OpeningRecord) -> str:
+        """The name `{{user}}` stands for in this draft (`draft_user_name`)."""
+        return draft_user_name(draft, self.persona, self.ctx.settings.user_name)
+
+    def drafts(self, character_id: int | None = None) -> list[OpeningView]:
+        """Opening drafts, most recently changed first (all, or one character's)."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            found = uow.openings.list(character_id)
+        return [self._view(d) for d in found]
+
+    def draft(self, draft_id: int) -> OpeningView:
+        """One draft. Raises NotFound (discarded, or already played)."""
+        return self._view(self._record(draft_id))
+
+    def _record(self, draft_id: int) -> OpeningRecord:
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            return uow.openings.get(draft_id)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _selections(self, *, preset: str | None, lore: Iterable[str], strategy: str | None,
+                    greeting: int | None, greetings: int) -> tuple[int | None | bool, list[int] | None,
+                                                                   dict[str, Any] | None]:
+        """Look every name up before anything is written (an unknown one changes nothing)."""
+        if greeting is not None and not 0 <= greeting < max(1, greetings):
+            raise TavernError(f"greeting {greeting} is out of range: the card has {greetings} greeting(s), "
+                              f"numbered 0 to {max(0, greetings - 1)}")
+        preset_id: int | None | bool = self.presets.find_preset(preset).id if preset else False
+        lore = list(lore)
+        books = [self.lore.find_world_book(b).id for b in lore] if lore else None
+        spec = self.strategies.strategy_spec(strategy).snapshot() if strategy else None
+        return preset_id, books, spec
+
+    def new_draft(self, character: int | str, *, greeting: int | None = None, preset: str | None = None,
+                  lore: Iterable[str] = (), strategy: str | None = None, persona: str | None = None) -> OpeningView:
+        """Make an opening draft of a character: the chosen greeting (default the first), the
+        selections (default strategy `settings.default_strategy`, as a new opening applies it,
+        seed 000 §2.1), no session, no provider call.
+
+        Args:
+            character: a character id or a query as `LibraryService.find_character` takes it.
+            greeting: 0 = first_mes, 1… = alternate_greetings in order.
+            preset, lore, strategy: names or ids; persona: the name `{{user}}` stands for.
+
+        Raises:
+            NotFound: an unknown character, preset, book or strategy (nothing is stored).
+            TavernError: a greeting number out of range.
+        """
+        found = self.library.find_character(str(character))
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            card = self.library.card(uow.characters.get(found.id))
+        preset_id, books, spec = self._selections(preset=preset, lore=lore, strategy=strategy, greeting=greeting,
+                                                  greetings=len(card.greetings))
+        if spec is None:
+            spec = self.strategies.strategy_spec(self.ctx.settings.default_strategy).snapshot()
+        with self.ctx.store.unit_of_work() as uow:
+            created = uow.openings.add(character_id=found.id, greeting_index=greeting or 0,
+                                       preset_id=None if preset_id is False else preset_id,  # type: ignore[arg-type]
+                                       strategy=spec, lore=books or [], user_name=(persona or "").strip())
+        return self._view(created)
+
+    def edit_draft(self, draft_id: int, *, greeting: int | None = None, preset: str | None = None,
+                   default_preset: bool = False, lore: Iterable[str] | None = None, strategy: str | None = None,
+                   persona: str | None = None) -> OpeningView:
+        """Change a draft's selections; what is not given stays. `lore` replaces the chat books
+        (an empty list: none); `default_preset`: back to the built-in default preset.
+
+        Raises:
+            NotFound: no such draft, or an unknown name (nothing is changed). TavernError: as `new_draft`.
+        """
+        draft = self._record(draft_id)
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            card = self.library.card(uow.characters.get(draft.character_id))
+        preset_id, books, spec = self._selections(preset=preset, lore=lore or (), strategy=strategy,
+                                                  greeting=greeting, greetings=len(card.greetings))
+        if default_preset:
+            preset_id = None
+        with self.ctx.store.unit_of_work() as uow:
+            changed = uow.openings.update(draft_id, greeting_index=greeting, preset_id=preset_id, strategy=spec,
+                                          lore=books if lore is not None else None,
+                                          user_name=persona.strip() if persona is not None else None)
+        return self._view(changed)
+
+    def swipe_greeting(self, draft_id: int, direction: int) -> OpeningView:
+        """Show the next (`direction` 1) or previous (-1) of the card's greetings, wrapping
+        around as SillyTavern's swipes on the greeting do. Raises NotFound."""
+        view = self.draft(draft_id)
+        if view.greeting_count <= 1:
+            return view
+        index = (view.greeting_index + (1 if direction > 0 else -1)) % view.greeting_count
+        with self.ctx.store.unit_of_work() as uow:
+            uow.openings.update(draft_id, greeting_index=index)
+        return self.draft(draft_id)
+
+    def discard(self, draft_id: int) -> None:
+        """Remove a draft; nothing else was ever stored for it. Raises NotFound."""
+        with self.ctx.store.unit_of_work() as uow:
+            uow.openings.delete(draft_id)
+
+    # -- the first send --------------------------------------------------------------------
+
+    def opening(self, draft: OpeningRecord) -> NewEvent | None:
+        """The draft's opening reference (`draft_opening`)."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            card = self.library.card(uow.characters.get(draft.character_id))
+        return draft_opening(draft, card, self.user_name(draft))
+
+    def begin(self, draft_id: int, text: str, *, allow_secrets: bool = False) -> PlaythroughView:
+        """The first send's prelude: check `text`, fit the request the draft would make with it,
+        then turn the draft into a playthrough in one transaction (see the module text). The
+        caller sends `text` in it next (`send_first` does both).
+
+        Raises:
+            TavernError: empty text. SecretRefused: as `PlaythroughService.check_message`.
+            ContextOverflow / PromptTooLarge: the request cannot fit. PersonaCapExceeded.
+            NotFound: no such draft (discarded, or already played). In each case nothing is stored.
+        """
+        if not text.strip():
+            raise TavernError("nothing to send: the message is empty")
+        self.playthroughs.check_message(text, allow_secrets=allow_secrets)
+        self.persona.rendered_persona()
+        self.steps.preview_draft(draft_id, text)  # refuses what cannot fit, before anything is stored
+        draft = self._record(draft_id)
+        user = self.user_name(draft)
+        events = [e for e in (self.opening(draft),) if e is not None]
+        if draft.strategy:  # the apply is recorded in the session log as `apply_strategy` records it
+            events.append(NewEvent(STRATEGY_APPLIED, None, {"strategy": draft.strategy.get("name"),
+                                                            "snapshot": draft.strategy,
+                                                            "preset": self.presets.preset_of(draft.preset_id)[1]}))
+        with self.ctx.store.unit_of_work() as uow:
+            created = uow.openings.root(draft_id, title="", user_name=user,
+                                        meta=json.dumps({"strategy": draft.strategy} if draft.strategy else {},
+                                                        ensure_ascii=False),
+                                        strategy=str(draft.strategy.get("name") or "") or None, events=events)
+        self.persona.pin_persona(created.id)
+        return self.playthroughs.playthrough(created.id)
+
+    async def send_first(self, draft_id: int, text: str, *, allow_secrets: bool = False,
+                         started: Any = None) -> AsyncIterator[StepUpdate]:
+        """`begin`, then send `text` in the new playthrough (one step) and stream the reply.
+        `started(view)` is told the playthrough as soon as it exists.
+
+        Raises:
+            as `begin` (nothing stored), then as `StepRunner.send` (the playthrough stays).
+        """
+        view = await asyncio.to_thread(self.begin, draft_id, text, allow_secrets=allow_secrets)
+        if started is not None:
+            started(view)
+        async with aclosing(self.steps.send(view.id, text, allow_secrets=True)) as steps:
+            async for update in steps:
+                yield update

@@ -1,0 +1,178 @@
+"""Provides `DraftScreen`: an opening draft (issue 20 item 1), a playthrough not begun yet.
+
+It shows the chosen greeting (ctrl+←/→ swipe among the card's greetings, as on a chat's
+greeting) and the selections the playthrough will start with; F6 previews the request the first
+send would make (without history or input); F9 discards the draft; Esc goes back and keeps it.
+Nothing is stored but the draft's own row until Enter sends the first line: then the draft
+becomes a playthrough (`OpeningService.begin`, in a worker) and its chat opens and sends the line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Static
+
+from tavern_tui.errors import SecretRefused
+from tavern_tui.service import PlaythroughView, Tavern
+from tavern_tui.tui.messages import PlaythroughChosen
+from tavern_tui.tui.screens.base import TavernModal, TavernScreen
+from tavern_tui.tui.widgets.composer import Composer
+from tavern_tui.tui.widgets.screen_title import ScreenTitle
+from tavern_tui.views import OpeningView
+
+DRAFT_PLACEHOLDER = "Write your first line as {user} · Enter starts the playthrough · Esc keeps the draft"
+
+
+def selections_line(draft: OpeningView) -> str:
+    """"greeting 2/4 · preset-slots-first v1 · default preset · lore: Eldoria · as Rowan"."""
+    greeting = (f"greeting {draft.greeting_index + 1}/{draft.greeting_count}" if draft.greeting_count
+                else "no greeting")
+    lore = f" · lore: {', '.join(draft.lore_names)}" if draft.lore_names else ""
+    preset = f"preset {draft.preset_name}" if draft.preset_name else "default preset"
+    return f"{greeting} · {draft.strategy} v{draft.strategy_version} · {preset}{lore} · as {draft.user_name}"
+
+
+def preview_text(preview: dict[str, Any]) -> str:
+    """A draft preview as plain text: the header, then each message with role and source."""
+    lines = [f"PREVIEW (not sent) · strategy {preview.get('strategy')} · "
+             f"~{int(preview.get('tokens', {}).get('total', 0)):,} tokens"]
+    for message in preview.get("messages", []):
+        lines += ["", f"[{message.get('role')} · {message.get('source')}]", str(message.get("content") or "")]
+    return "\n".join(lines)
+
+
+class DraftPreview(TavernModal[None]):
+    """The request a draft's first send would make (no history, no input); Esc closes it."""
+
+    BINDINGS = [Binding("escape", "close", "Close", id="draft_preview.close")]
+
+    def __init__(self, tavern: Tavern, text: str) -> None:
+        super().__init__(tavern)
+        self._text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="draft-preview", classes="pane"):
+            yield Static(self._text, id="draft-preview-text", markup=False)
+        yield Footer()
+
+    def action_close(self) -> None:
+        """Back to the draft."""
+        self.dismiss()
+
+
+class DraftScreen(TavernScreen[None]):
+    """One opening draft: its greeting, its selections, and the composer for the first line.
+
+    Args:
+        tavern: the service.
+        draft_id: the draft shown.
+        typed: keys typed on the home screen while it was being opened (they go into the composer).
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Back (keep draft)", id="draft.back"),
+        Binding("ctrl+left", "swipe(-1)", "Greeting ←", id="draft.swipe_left", priority=True),
+        Binding("ctrl+right", "swipe(1)", "Greeting →", id="draft.swipe_right", priority=True),
+        Binding("f6", "preview", "Preview", id="draft.preview"),
+        Binding("f9", "discard", "Discard draft", id="draft.discard"),
+    ]
+
+    DEFAULT_CSS = """
+    DraftScreen #draft-greeting { height: 1fr; padding: 0 1; }
+    DraftScreen #draft-selections { height: auto; padding: 0 1; color: $text-muted; }
+    """
+
+    prompt: Composer
+
+    def __init__(self, tavern: Tavern, draft_id: int, *, typed: str = "") -> None:
+        super().__init__(tavern)
+        self.draft_id = draft_id
+        self.draft: OpeningView | None = None
+        self._typed = typed
+        self._sending = False
+
+    def compose(self) -> ComposeResult:
+        yield ScreenTitle("", id="draft-title", markup=False)
+        with VerticalScroll(id="draft-greeting", classes="pane"):
+            yield Static("", id="draft-greeting-text", markup=False)
+        yield Static("", id="draft-selections", markup=False)
+        self.prompt = Composer(placeholder=DRAFT_PLACEHOLDER.format(user="you"), id="draft-prompt", classes="pane")
+        yield self.prompt
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.prompt.focus()
+        if self._typed:
+            self.prompt.insert(self._typed)
+        self.call(self.tavern.openings.draft, self.draft_id, title="Cannot open the draft", then=self._show,
+                  failed=lambda _: self.dismiss())
+
+    def _show(self, draft: OpeningView) -> None:
+        self.draft = draft
+        self.query_one("#draft-title", ScreenTitle).update(
+            f"{draft.character_name} · new playthrough (draft #{draft.id}: nothing is played until you send)")
+        greeting = self.query_one("#draft-greeting", VerticalScroll)
+        greeting.border_title = (f"Greeting {draft.greeting_index + 1}/{draft.greeting_count} · ctrl+←/→ swipes"
+                                 if draft.greeting_count > 1 else "Greeting")
+        self.query_one("#draft-greeting-text", Static).update(draft.greeting or "(the card has no greeting)")
+        self.query_one("#draft-selections", Static).update(selections_line(draft))
+        self.prompt.placeholder = DRAFT_PLACEHOLDER.format(user=draft.user_name)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "swipe":
+            # None: the key falls through to the composer's word move while there is text.
+            return True if not self.prompt.value else None
+        return True
+
+    def action_swipe(self, direction: int) -> None:
+        """Show the card's next or previous greeting (wrapping), kept in the draft."""
+        self.call(self.tavern.openings.swipe_greeting, self.draft_id, direction, title="Cannot swipe the greeting",
+                  then=self._show)
+
+    def action_preview(self) -> None:
+        """Show the request the first send would make (no history, no input; nothing stored)."""
+        self.call(self.tavern.steps.preview_draft, self.draft_id, title="Cannot preview the draft",
+                  then=lambda shown: self.app.push_screen(DraftPreview(self.tavern, preview_text(shown))))
+
+    def action_discard(self) -> None:
+        """Remove the draft (nothing else was stored for it) and go back."""
+        def gone(_: None) -> None:
+            self.notify("Draft discarded.", timeout=3)
+            self.dismiss()
+
+        self.call(self.tavern.openings.discard, self.draft_id, title="Cannot discard the draft", then=gone)
+
+    def action_back(self) -> None:
+        """Back to the home screen; the draft stays (listed there)."""
+        self.dismiss()
+
+    @on(Composer.Submitted, "#draft-prompt")
+    def _submitted(self, event: Composer.Submitted) -> None:
+        text = event.text.strip()
+        if not text or self._sending:
+            self.prompt.value = event.text + self.prompt.value
+            return
+        try:  # on the loop on purpose, as the chat does: a text scan, and a refusal keeps the text
+            self.tavern.playthroughs.check_message(text)
+        except SecretRefused as exc:
+            self.prompt.value = event.text + self.prompt.value
+            self.notify(str(exc), title="Not sent", severity="warning")
+            return
+        self._sending = True
+
+        def refused(_: BaseException) -> None:
+            self._sending = False
+            self.prompt.value = event.text + self.prompt.value  # the draft and the line stay as they were
+
+        self.call(self.tavern.openings.begin, self.draft_id, text, title="Cannot start the playthrough",
+                  then=lambda view: self._begun(view, text), failed=refused)
+
+    def _begun(self, view: PlaythroughView, text: str) -> None:
+        # The draft is a playthrough now: its chat replaces this screen and sends the line.
+        self.app.post_message(PlaythroughChosen(view.id, send=text))
+        self.dismiss()
