@@ -168,7 +168,7 @@ async def test_new_playthrough_key_starts_a_fresh_one(corpus_tavern: Tavern) -> 
         first = chat.playthrough_id
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
-        await pilot.press("n")
+        await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
         assert app.screen.playthrough_id != first
         seraphina = corpus_tavern.library.find_character("Seraphina")
@@ -230,10 +230,10 @@ async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], cor
         home = app.screen
         await workers_idle(pilot)  # the home screen reads the library in a worker
         assert home.has_class("-empty") and home.query_one("#empty").display
-        assert "tavern import FILE" in EMPTY_TEXT and "press i" in EMPTY_TEXT
+        assert "tavern import FILE" in EMPTY_TEXT and "press ctrl+o" in EMPTY_TEXT
 
         for path in (str(corpus_dir / "cards" / "seraphina_chara_ccv3.png"), "/nowhere/missing.png"):
-            await pilot.press("i")
+            await pilot.press("ctrl+o")
             await wait_until(pilot, lambda: app.screen is not home and bool(app.screen.query("#import-path")))
             app.screen.query_one("#import-path").value = path
             await pilot.press("enter")

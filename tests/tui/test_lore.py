@@ -55,9 +55,9 @@ def bindings_of(tavern: Tavern, book_id: int) -> tuple[str, ...]:
 
 
 async def open_lore_from_home(pilot: Pilot[object]) -> LoreScreen:
-    """Press w on the home screen and wait until the pane shows the first book's entries."""
+    """Press F2 on the home screen and wait until the pane shows the first book's entries."""
     assert isinstance(pilot.app.screen, HomeScreen)
-    await pilot.press("w")
+    await pilot.press("f2")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, LoreScreen) and pilot.app.screen.entries.row_count > 0)
     screen = pilot.app.screen
     assert isinstance(screen, LoreScreen)
@@ -310,7 +310,7 @@ async def test_an_empty_library_says_how_to_import(corpus_tavern: Tavern) -> Non
     seen: list[Message] = []
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-        await pilot.press("w")
+        await pilot.press("f2")
         await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.has_class("-empty"))
         lore = app.screen
         assert isinstance(lore, LoreScreen)

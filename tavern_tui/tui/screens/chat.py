@@ -58,6 +58,9 @@ DRAFT_DELAY = 0.3
 WATCH_EVERY = 0.5
 """Seconds between checks while another window or command is writing a reply here."""
 
+ESC_AGAIN = 2.0
+"""Seconds in which a second Esc goes back although the composer holds text."""
+
 HELD = 4 * WINDOW
 """Messages read when the chat opens or reloads; older ones are read as you scroll up."""
 
@@ -176,6 +179,7 @@ class ChatScreen(TavernScreen[None]):
         self._draft_timer: Timer | None = None
         self._watch: Timer | None = None
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
+        self._esc_armed = False  # Esc was pressed once with text in the composer (issue 21 item 4)
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
@@ -765,10 +769,19 @@ class ChatScreen(TavernScreen[None]):
 
     def action_back(self) -> None:
         """Leave the edit of a queued item, or else return to the home screen; the draft is
-        written first (Esc never throws typed text away)."""
+        written first (Esc never throws typed text away). With text in the composer the first
+        Esc only says so; a second one within `ESC_AGAIN` seconds goes back."""
         if self._editing is not None:
             self._leave_edit()
             return
+        if self.prompt.value.strip() and not self._esc_armed:
+            # Issue 21 item 4: Esc with text in the composer does not leave (a stray Esc while
+            # typing); a second Esc does, and the text is kept as the draft either way.
+            self._esc_armed = True
+            self.set_timer(ESC_AGAIN, lambda: setattr(self, "_esc_armed", False))
+            self.notify("Esc again goes back (your text is kept as a draft).", timeout=ESC_AGAIN)
+            return
+        self._esc_armed = False
         if self._draft_timer is not None:
             self._draft_timer.stop()
         self.call(self.tavern.inbox.save_draft, self.playthrough_id, self.prompt.value, title="Cannot keep the draft",

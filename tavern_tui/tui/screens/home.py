@@ -23,7 +23,7 @@ from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
 EMPTY_TEXT = ("No characters yet.\n\n"
               "Import a character card (.png or .json) with `tavern import FILE`,\n"
-              "or press i here and type its path.")
+              "or press ctrl+o here and pick or paste its path.")
 """What the home screen says when nothing is imported."""
 
 
@@ -33,12 +33,15 @@ class HomeScreen(TavernScreen[None]):
     Posts `PlaythroughChosen` for the app to open; imports run in a thread worker.
     """
 
+    # No single letters: typing filters the character list (issue 21 item 4), so every command
+    # is on a key that cannot be typed by accident.
     BINDINGS = [
-        Binding("n", "new_playthrough", "New playthrough", id="home.new_playthrough"),
-        Binding("i", "import_cards", "Import", id="home.import"),
-        Binding("w", "world_books", "World books", id="home.world_books"),
-        Binding("p,f8", "persona", "Persona", id="home.persona"),
-        Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
+        Binding("ctrl+n", "new_playthrough", "New playthrough", id="home.new_playthrough"),
+        Binding("ctrl+o", "import_cards", "Import", id="home.import"),
+        Binding("f2", "world_books", "World books", id="home.world_books"),
+        Binding("f8", "persona", "Persona", id="home.persona"),
+        Binding("f5", "refresh", "Refresh", id="home.refresh", show=False),
+        Binding("escape", "clear_filter", "Clear filter", id="home.clear_filter", show=False),
     ]
 
     def __init__(self, tavern: Tavern, now: Callable[[], datetime]) -> None:
@@ -46,6 +49,10 @@ class HomeScreen(TavernScreen[None]):
         self._now = now
         self._characters: dict[int, CharacterView] = {}
         self._typed_ahead: list[str] | None = None  # keys typed while a chat is being opened
+        self._all: list[CharacterView] = []  # every character; the list shows those matching the filter
+        self.filter = ""
+        """What was typed on this screen: the characters list shows the names (or tags, creator)
+        holding it, case-insensitively."""
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)",
@@ -82,6 +89,36 @@ class HomeScreen(TavernScreen[None]):
             self._typed_ahead.append(event.character)
             event.stop()
             event.prevent_default()
+            return
+        # Type-to-search: printable keys (not `?`, the help) filter the characters.
+        if event.is_printable and event.character and event.character != "?":
+            self._set_filter(self.filter + event.character)
+        elif event.key == "backspace" and self.filter:
+            self._set_filter(self.filter[:-1])
+        else:
+            return
+        event.stop()
+        event.prevent_default()
+
+    def _set_filter(self, text: str) -> None:
+        self.filter = text
+        self._show_characters(self._all, None)
+
+    def action_clear_filter(self) -> None:
+        """Esc: show every character again."""
+        if self.filter:
+            self._set_filter("")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":
+            return bool(self.filter)
+        return True
+
+    def _matches(self, character: CharacterView) -> bool:
+        needle = self.filter.casefold().strip()
+        if not needle:
+            return True
+        return any(needle in text.casefold() for text in (character.name, character.creator or "", *character.tags))
 
     def _choose(self, playthrough_id: int) -> None:
         typed = "".join(self._typed_ahead or [])
@@ -110,10 +147,14 @@ class HomeScreen(TavernScreen[None]):
                   then=lambda characters: self._show_characters(characters, select))
 
     def _show_characters(self, characters: list[CharacterView], select: int | None) -> None:
-        self._characters = {c.id: c for c in characters}
+        self._all = list(characters)
         self.set_class(not characters, "-empty")
         listing = self.query_one("#characters", OptionList)
         current = select if select is not None else getattr(self.highlighted_character, "id", None)
+        characters = [c for c in characters if self._matches(c)]
+        self._characters = {c.id: c for c in characters}
+        listing.border_title = (f"Characters · {self.filter!r} ({len(characters)}/{len(self._all)}) · Esc clears"
+                                if self.filter else "Characters")
         listing.set_options(Option(self._character_prompt(c), id=str(c.id)) for c in characters)
         if characters:
             ids = [c.id for c in characters]
@@ -203,7 +244,7 @@ class HomeScreen(TavernScreen[None]):
         """Start a new playthrough of the highlighted character and open it."""
         character = self.highlighted_character
         if character is None:
-            self.notify("Import a character first (press i).", severity="warning")
+            self.notify("Import a character first (press ctrl+o).", severity="warning")
             return
         self._start_playthrough(character)
 
