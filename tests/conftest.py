@@ -36,6 +36,7 @@ def isolated_profile(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
         monkeypatch.delenv(name)
     home = tmp_path_factory.mktemp("tavern-home")
     monkeypatch.setenv("TAVERN_HOME", str(home))
+    monkeypatch.setenv("TAVERN_KEYRING", "0")  # never the developer's OS keyring (tests/file_keyring.py)
     return home
 
 
@@ -119,3 +120,18 @@ def tavern(db_url: str, model: ScriptedModel) -> Iterator[Tavern]:
     service = Tavern(Settings(db_url=db_url), provider=model)
     yield service
     service.close()
+
+
+@pytest.fixture
+def file_keyring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """A file-backed keyring (`tests/file_keyring.py`) as the keyring package's backend for one test."""
+    import keyring
+
+    from tests.file_keyring import FileKeyring
+
+    monkeypatch.delenv("TAVERN_KEYRING")
+    previous = keyring.get_keyring()
+    backend = FileKeyring(tmp_path / "keyring.json")
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)

@@ -138,8 +138,7 @@ def load_settings(
     problems = validate(file, str(path))
     wrong = [p for p in problems if p.error]
     if wrong:
-        raise FormatError(str(path), "; ".join(f"{p.key}: expected {p.expected}" for p in wrong),
-                          field=wrong[0].key)
+        raise FormatError(str(path), "; ".join(f"{p.key}: expected {p.expected}" for p in wrong))
     prov = file.get("provider", {})
     if not isinstance(prov, dict):
         raise FormatError(str(path), "must be a table", field="provider")

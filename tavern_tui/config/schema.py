@@ -29,7 +29,7 @@ TUI: dict[str, str] = {
 }
 """`[tui]`: what the terminal app remembers (theme, transcript labels, F4's behaviour)."""
 
-WORLD_INFO: dict[str, str] = {key: (BOOL if kind == "bool" else WHOLE) for key, (_, kind) in ST_KEYS.items()}
+WORLD_INFO: dict[str, str] = {key: {"bool": BOOL, "pct": NUMBER}.get(kind, WHOLE) for key, (_, kind) in ST_KEYS.items()}
 WORLD_INFO["world_info_settings"] = TABLE  # a pasted SillyTavern settings object (`WorldInfoSettings.from_st`)
 
 SCHEMA: dict[str, Any] = {

@@ -60,7 +60,8 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
         by_binding: dict[int, list[str]] = {}
         first: dict[int, Binding] = {}
         for key, binding in bindings:
-            if binding.system or binding.action.startswith(_HIDDEN_ACTIONS):
+            # Scrolling and focus moves are every widget's keys, not this screen's (its own stay).
+            if binding.system or (node is not screen and binding.action.startswith(_HIDDEN_ACTIONS)):
                 continue
             by_binding.setdefault(id(binding), []).append(app.get_key_display(binding.with_key(key)))
             first.setdefault(id(binding), binding)
