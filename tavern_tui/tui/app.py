@@ -19,13 +19,13 @@ from tavern_tui.config.store import save_config
 from tavern_tui.service import Tavern
 from tavern_tui.tui import theming
 from tavern_tui.tui.keymap import resolve_keymap
-from tavern_tui.tui.screens.help import HelpScreen
-from tavern_tui.tui.screens.notices import Notice, NoticesScreen
-from tavern_tui.tui.screens.settings import SettingsScreen
 from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import LoreScreen
+from tavern_tui.tui.screens.notices import Notice, NoticesScreen
+from tavern_tui.tui.screens.settings import SettingsScreen
 
 
 def _utc_now() -> datetime:
@@ -103,6 +103,10 @@ class TavernApp(App[None]):
         """Show a toast, and keep it in full for the notifications screen (ctrl+l)."""
         self.notices.append(Notice(_utc_now(), severity, title, message))
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)  # type: ignore[arg-type]
+
+    def record_notice(self, severity: str, title: str, text: str) -> None:
+        """Keep a notice for the notifications screen without a toast (an import's every warning)."""
+        self.notices.append(Notice(_utc_now(), severity, title, text))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "help_key" and isinstance(self.focused, Input | TextArea):

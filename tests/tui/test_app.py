@@ -66,7 +66,7 @@ async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Ta
         greeting = corpus_tavern.playthroughs.messages(pid)[0]
         [box] = chat.transcript.boxes
         assert box.text == greeting.content and len(greeting.content) > 500
-        assert box.has_class("-origin-engine") and mark_of(box) == "opening"
+        assert box.has_class("-origin-engine") and mark_of(box) == "greeting"
         await wait_until(pilot, lambda: "tokens" in chat.status.line)  # debounced, counted in a worker
         assert "scripted · script-1" in chat.status.line and "tokens" in chat.status.line
 

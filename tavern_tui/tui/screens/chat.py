@@ -19,6 +19,7 @@ from tavern_tui.engine.step import OPENING_SOURCE, InboxEmpty, StepBusy, StepSet
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
+from tavern_tui.tui.labels import event_label
 from tavern_tui.tui.messages import (
     PlaythroughChosen,
     ReplyDelta,
@@ -247,6 +248,12 @@ class ChatScreen(TavernScreen[None]):
         preset = "default preset" if view.preset_id is None else f"preset #{view.preset_id}"
         self.query_one("#chat-title", Static).update(
             f"{view.character_name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
+
+    def settings_changed(self) -> None:
+        """The settings screen saved (issue 21 item 1): show the new provider and the labels asked for."""
+        self.status.provider = self.tavern.provider_label
+        for box in self.transcript.boxes:
+            box.show_extras()
 
     def watch_generating(self, generating: bool) -> None:
         self.set_class(generating, "-generating")
@@ -748,7 +755,7 @@ class ChatScreen(TavernScreen[None]):
         ref = box.view.ref
 
         async def fill(replaced: dict) -> None:
-            lines = [Static(f"{o.speaker} ({o.ref[0]}:{o.ref[1]}, not sent): {o.content}", classes="original",
+            lines = [Static(f"{o.speaker} ({event_label(o.ref)}, not sent): {o.content}", classes="original",
                             markup=False) for o in replaced.get(ref, [])]
             await section.query_one(Collapsible.Contents).mount_all(lines)
 

@@ -13,10 +13,17 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tavern_tui.service import CharacterView, PlaythroughView, Tavern
-from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
+from tavern_tui.service import CharacterView, ImportResult, PlaythroughView, Tavern
+from tavern_tui.tui.labels import character_summary, playthrough_summary
 from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.modals.import_screen import ImportScreen, import_results, notify_warnings
+from tavern_tui.tui.modals.import_screen import (
+    CharacterPicker,
+    ImportScreen,
+    import_results,
+    notify_failures,
+    notify_warnings,
+    summarise,
+)
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
@@ -269,26 +276,38 @@ class HomeScreen(TavernScreen[None]):
 
         self.app.push_screen(ImportScreen(), chosen)
 
-    @work(thread=True, exclusive=True, group="import", exit_on_error=False, description="import cards")
-    def _import(self, path: str) -> None:
+    @work(thread=True, group="import", exit_on_error=False, description="import cards")
+    def _import(self, path: str, character: str | None = None) -> None:
         # Runs off the UI thread: reads files and writes SQLite, then hands the results back.
-        self.post_message(import_results(self.tavern, path, "character"))
+        self.post_message(import_results(self.tavern, path, "character", character))
 
     def on_import_finished(self, message: ImportFinished) -> None:
-        """Refresh the lists and say plainly what was imported and what failed (naming the file)."""
-        imported = [r for r in message.results if r.ok and not r.duplicate]
-        duplicates = [r for r in message.results if r.ok and r.duplicate]
-        failed = [r for r in message.results if not r.ok]
-        select = imported[0].id if imported else (duplicates[0].id if duplicates else None)
-        self.refresh_characters(select=select)
-        if imported:
-            names = ", ".join(r.name or r.path for r in imported)
-            self.notify(f"Imported {plural(len(imported), 'character')}: {names}", title="Import")
-        if duplicates:
-            names = ", ".join(r.name or r.path for r in duplicates)
-            self.notify(f"Already imported: {names}", title="Import")
-        for result in failed:
-            self.notify(result.error or result.path, title="Import failed", severity="error", timeout=10)
+        """Refresh the lists and say in one line what each file became ("Imported 4 world books,
+        1 chat"); failures and warnings in one toast each, in full on ctrl+l. The cursor moves
+        only to a character that is new; a chat whose character is missing asks for it."""
+        new_characters = [r for r in message.results if r.ok and not r.duplicate and r.kind == "character"]
+        self.refresh_characters(select=new_characters[0].id if new_characters else None)
+        if message.results:
+            line, severity = summarise(message.results)
+            self.notify(line, title="Import", severity=severity)  # type: ignore[arg-type]
+        notify_failures(self, message.results)
         notify_warnings(self, message.results)
+        for result in message.results:
+            if result.needs_character:
+                self._ask_character(result)
         if not message.results:
-            self.notify("No .png or .json cards found there.", title="Import", severity="warning")
+            self.notify("No .png, .json or .jsonl files found there.", title="Import", severity="warning")
+
+    def _ask_character(self, result: ImportResult) -> None:
+        """Offer the character list for a chat whose character is not in the library, then
+        import it again with the one picked (the CLI's `--character`)."""
+        characters = [(c.id, c.name) for c in self._all]
+        if not characters:
+            self.notify(result.error or result.path, title="Import failed", severity="error", timeout=10)
+            return
+
+        def picked(character_id: int | None) -> None:
+            if character_id is not None:
+                self._import(result.path, str(character_id))
+
+        self.app.push_screen(CharacterPicker(result.path, result.error or "", characters), picked)

@@ -92,8 +92,9 @@ class SettingsScreen(TavernScreen[bool]):
                                                               type="number"))
             yield Checkbox("World info recursion", s.world_info.recursive, id="wi-recursive")
             yield Static("Playing", classes="section")
-            yield from self._row("Default strategy", Select[str]([(s.default_strategy, s.default_strategy)], id="strategy",
-                                                                value=s.default_strategy, allow_blank=False))
+            strategy = s.default_strategy
+            yield from self._row("Default strategy", Select[str]([(strategy, strategy)], id="strategy",
+                                                                value=strategy, allow_blank=False))
             yield from self._row("Belief extractor", Select[str]([(e, e) for e in BELIEF_EXTRACTORS], id="extractor",
                                                                 value=s.belief_extractor, allow_blank=False))
             yield from self._row("Tokenizer", Input(s.tokenizer, id="tokenizer",
