@@ -30,6 +30,7 @@ from tavern_tui.tui.messages import (
 )
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.trace import TraceScreen
@@ -92,7 +93,7 @@ def describe_failure(error: BaseException | None) -> tuple[str, str]:
     return "internal", f"{type(error).__name__}: {error}" if error else "unknown failure"
 
 
-class ChatScreen(TavernScreen[None]):
+class ChatScreen(MessageCursor, TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
     The composer is multi-line (`widgets.composer`): shift+Enter or ctrl+J starts a new line, a
@@ -118,6 +119,7 @@ class ChatScreen(TavernScreen[None]):
     """
 
     BINDINGS = [
+        *CURSOR_BINDINGS,  # the message cursor (alt+↑/↓, then e d b c [ ] y t; its Esc first)
         Binding("escape", "stop", "Stop", id="chat.stop"),
         Binding("escape", "back", "Back", id="chat.back", show=False),  # the prompt says so; room for F8
         Binding("ctrl+o", "load_earlier", "Earlier messages", id="chat.load_earlier"),
@@ -150,9 +152,10 @@ class ChatScreen(TavernScreen[None]):
 
     COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
 
-    FOOTER_DROP = ("quit", "load_earlier", "tree", "impersonate", "continue")
-    """The keys the footer hides first on a narrow terminal (80 columns keeps Swipe, Regen, Lore,
-    Strategy, Trace, Persona and, while a reply streams, Stop); every key still works, and the
+    FOOTER_DROP = ("quit", "load_earlier", "persona", "trace", "strategy", "world_books", "tree")
+    """The keys the footer hides first on a narrow terminal: the panes before the keys of play
+    (issue 21 item 2: 80 columns keeps Swipe, Regen, Continue and Impersonate, and, while a reply
+    streams, Stop); every key still works, the palette key says where help is (F1), and the
     command palette (ctrl+p) lists them by name."""
 
     generating: reactive[bool] = reactive(False, bindings=True)
@@ -259,6 +262,8 @@ class ChatScreen(TavernScreen[None]):
         self.set_class(generating, "-generating")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in CURSOR_ACTIONS:
+            return self.cursor_allows(action)
         if action == "stop":
             return self.generating
         if action == "back":
