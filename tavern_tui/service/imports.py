@@ -43,7 +43,7 @@ def _broken_preset(data: bytes) -> bool:
     return sum(mark in head for mark in _PRESET_MARKS) >= 2 or b'"prompt_order"' in head
 
 
-def _reason(error: TavernError, shown: str) -> str:
+def _reason(error: TavernError | str, shown: str) -> str:
     """The error's text without the leading file name (it is said once)."""
     text = str(error)
     return text[len(shown) + 2:] if text.startswith(shown + ": ") else text
@@ -135,9 +135,12 @@ class ImportService:
         if kind is None and _broken_preset(data):
             # A preset that does not parse is a broken preset, not "not a PNG or JSON card" (issue 21 item 6).
             try:
-                return self.presets.import_preset_bytes(data, shown)
+                result = self.presets.import_preset_bytes(data, shown)
             except TavernError as exc:
                 return ImportResult(shown, "preset", error=f"{shown}: a broken preset: {_reason(exc, shown)}")
+            if result.error is None:
+                return result
+            return ImportResult(shown, "preset", error=f"{shown}: a broken preset: {_reason(result.error, shown)}")
         if kind is None and _unnamed_json(data):
             return ImportResult(shown, "unknown", error=(
                 f"{shown}: not a file tavern-tui knows: expected a character card, world book, chat-completion "

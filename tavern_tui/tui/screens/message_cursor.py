@@ -55,6 +55,21 @@ CURSOR_BINDINGS = [
 CURSOR_ACTIONS = frozenset(b.action.split("(", 1)[0] for b in CURSOR_BINDINGS)
 
 
+def variant_ref(tavern: Any, playthrough_id: int, ref: tuple[int, int]) -> tuple[int, int]:
+    """The variant (tree node) a shown message is: itself, or for an edited message the variant
+    on the active path that the chat shows under the edit's ref. Call it in a worker."""
+    view = tavern.timeline.timeline(playthrough_id)
+    if ref in view.siblings:
+        return ref
+    for candidate in reversed(view.path):
+        try:
+            if tavern.timeline.shown_ref(playthrough_id, candidate) == ref:
+                return candidate
+        except Exception:  # noqa: BLE001, S112 - a variant the head hides: not this one
+            continue
+    return ref
+
+
 class MessageCursor:
     """Mixed into the chat screen (before `TavernScreen`): the cursor state and its actions."""
 
@@ -161,9 +176,11 @@ class MessageCursor:
     def action_cursor_continue(self) -> None:
         """Continue from this message: the chat rolls back to it; what followed stays a branch."""
         message = self.cursor_message
-        if message is not None:
-            self.call(self.tavern.timeline.rollback, self.playthrough_id, message.ref,  # type: ignore[attr-defined]
-                      title="Cannot continue from there", then=lambda _: self._cursor_done())
+        if message is None:
+            return
+        pid, tavern, ref = self.playthrough_id, self.tavern, message.ref  # type: ignore[attr-defined]
+        self.call(lambda: tavern.timeline.rollback(pid, variant_ref(tavern, pid, ref)),  # type: ignore[attr-defined]
+                  title="Cannot continue from there", then=lambda _: self._cursor_done())
 
     def action_cursor_branch(self) -> None:
         """A new playthrough starting with the messages up to this one; it opens in place of this chat."""
@@ -177,7 +194,8 @@ class MessageCursor:
             self.dismiss()  # type: ignore[attr-defined]
             self.app.post_message(PlaythroughChosen(created.id))  # type: ignore[attr-defined]
 
-        self.call(self.tavern.timeline.branch_playthrough, self.playthrough_id, message.ref,  # type: ignore[attr-defined]
+        pid, tavern, ref = self.playthrough_id, self.tavern, message.ref  # type: ignore[attr-defined]
+        self.call(lambda: tavern.timeline.branch_playthrough(pid, variant_ref(tavern, pid, ref)),  # type: ignore[attr-defined]
                   title="Cannot branch", then=branched)
 
     def action_cursor_swipe(self, step: int) -> None:
@@ -188,14 +206,8 @@ class MessageCursor:
         pid, tavern, ref = self.playthrough_id, self.tavern, message.ref  # type: ignore[attr-defined]
 
         def pick() -> tuple[int, int] | None:
-            view = tavern.timeline.timeline(pid)
-            siblings = view.siblings.get(ref)
-            if siblings is None:  # an edited message is shown under its edit: find its variant by depth
-                depth = next((i for i, r in enumerate(view.path) if r == ref), None)
-                siblings = view.siblings.get(view.path[depth]) if depth is not None else None
-                ref_here = view.path[depth] if depth is not None else ref
-            else:
-                ref_here = ref
+            ref_here = variant_ref(tavern, pid, ref)
+            siblings = tavern.timeline.timeline(pid).siblings.get(ref_here)
             if not siblings or len(siblings) < 2:
                 return None
             index = siblings.index(ref_here) + step
