@@ -246,5 +246,5 @@ async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], cor
         listing = home.query_one("#characters", OptionList)
         assert listing.option_count == 1 and str(listing.get_option_at_index(0).prompt).startswith("Seraphina")
         notes = [m.notification for m in seen if isinstance(m, Notify)]
-        assert any(n.message == "Imported 1 character: Seraphina" for n in notes)
+        assert any(n.message == "Imported 1 character" for n in notes)  # one line by kind (issue 21 item 5)
         assert any("/nowhere/missing.png" in n.message and n.severity == "error" for n in notes)

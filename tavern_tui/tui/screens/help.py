@@ -76,6 +76,16 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
                           binding.tooltip == description else f"{description}: {binding.tooltip}",
                           binding.id or "", state is not False)
             groups.setdefault(_group_name(node, binding, screen), []).append(row)
+    # The screen's own bindings the chain left out (Textual drops some it cannot use now), from
+    # its declared BINDINGS, marked by whether the screen allows them now.
+    listed = {row.binding_id for rows in groups.values() for row in rows}
+    for key, binding in screen._bindings:
+        if binding.id and binding.id not in listed and not binding.system:
+            listed.add(binding.id)
+            state = app._check_action_state(binding.action, screen)
+            groups.setdefault(_group_name(screen, binding, screen), []).append(HelpRow(
+                app.get_key_display(binding.with_key(key)), binding.description or binding.action, binding.id,
+                state is not False))
     return groups
 
 
