@@ -28,7 +28,7 @@ server for `db_url`); the package never does, so they survive the clearing."""
 
 
 @pytest.fixture(autouse=True)
-def isolated_profile(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_profile(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Clear every `TAVERN_*` variable but the harness's own (`HARNESS_ENV`), then point
     TAVERN_HOME at a fresh folder: no test touches a real profile, reaches a real endpoint, or
     changes with the developer's environment."""
@@ -36,8 +36,13 @@ def isolated_profile(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
         monkeypatch.delenv(name)
     home = tmp_path_factory.mktemp("tavern-home")
     monkeypatch.setenv("TAVERN_HOME", str(home))
-    monkeypatch.setenv("TAVERN_KEYRING", "0")  # never the developer's OS keyring (tests/file_keyring.py)
-    return home
+    import keyring
+    from keyring.backends import fail
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())  # never the developer's OS keyring (tests/file_keyring.py)
+    yield home
+    keyring.set_keyring(previous)
 
 
 @pytest.fixture(scope="session")
@@ -129,7 +134,6 @@ def file_keyring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ob
 
     from tests.file_keyring import FileKeyring
 
-    monkeypatch.delenv("TAVERN_KEYRING")
     previous = keyring.get_keyring()
     backend = FileKeyring(tmp_path / "keyring.json")
     keyring.set_keyring(backend)

@@ -59,7 +59,7 @@ def test_dotted_keys_in_the_keys_table_are_binding_ids(isolated_profile: Path) -
 def test_saving_keeps_comments_and_writes_owner_only_without_a_keyring(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text('# my comment\nuser_name = "Ada"\n', encoding="utf-8")
-    assert not keyring_available()  # TAVERN_KEYRING=0 in every test
+    assert not keyring_available()  # every test starts on keyring's fail backend (tests/conftest.py)
     where = save_config(path, {"provider": {"base_url": "http://127.0.0.1:9/v1"}}, api_key="sk-file-123")
     assert where == "file"
     text = path.read_text(encoding="utf-8")
