@@ -17,6 +17,8 @@ class ImportResult:
         id: the stored id, None when the import failed.
         error: why it failed (names the file, field and reason), None on success.
         duplicate: the same bytes were imported before; `id` is the earlier one and nothing new was stored.
+        needs_character: a chat whose character is not in the library (or not named): importing
+            it again with `character=` (the TUI offers the character list) can succeed.
     """
 
     path: str
@@ -26,6 +28,7 @@ class ImportResult:
     error: str | None = None
     warnings: tuple[str, ...] = ()
     duplicate: bool = False
+    needs_character: bool = False
 
     @property
     def ok(self) -> bool:

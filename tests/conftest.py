@@ -28,7 +28,7 @@ server for `db_url`); the package never does, so they survive the clearing."""
 
 
 @pytest.fixture(autouse=True)
-def isolated_profile(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_profile(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Clear every `TAVERN_*` variable but the harness's own (`HARNESS_ENV`), then point
     TAVERN_HOME at a fresh folder: no test touches a real profile, reaches a real endpoint, or
     changes with the developer's environment."""
@@ -36,7 +36,13 @@ def isolated_profile(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
         monkeypatch.delenv(name)
     home = tmp_path_factory.mktemp("tavern-home")
     monkeypatch.setenv("TAVERN_HOME", str(home))
-    return home
+    import keyring
+    from keyring.backends import fail
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())  # never the developer's OS keyring (tests/file_keyring.py)
+    yield home
+    keyring.set_keyring(previous)
 
 
 @pytest.fixture(scope="session")
@@ -119,3 +125,17 @@ def tavern(db_url: str, model: ScriptedModel) -> Iterator[Tavern]:
     service = Tavern(Settings(db_url=db_url), provider=model)
     yield service
     service.close()
+
+
+@pytest.fixture
+def file_keyring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """A file-backed keyring (`tests/file_keyring.py`) as the keyring package's backend for one test."""
+    import keyring
+
+    from tests.file_keyring import FileKeyring
+
+    previous = keyring.get_keyring()
+    backend = FileKeyring(tmp_path / "keyring.json")
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)

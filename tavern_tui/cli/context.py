@@ -5,6 +5,7 @@ and `--help` load no database code."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING
@@ -16,8 +17,12 @@ if TYPE_CHECKING:
 
 
 def settings(args: argparse.Namespace) -> Settings:
-    """The settings `--db/--api-base/--model/--api-key` give, over the environment and defaults."""
-    return load_settings(db_url=args.db, base_url=args.api_base, model=args.model, api_key=args.api_key)
+    """The settings `--db/--api-base/--model/--api-key` give, over the environment and defaults;
+    what the config file holds that is ignored (an unknown key) is said on stderr."""
+    loaded = load_settings(db_url=args.db, base_url=args.api_base, model=args.model, api_key=args.api_key)
+    for warning in loaded.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return loaded
 
 
 def _open(args: argparse.Namespace) -> Tavern:

@@ -71,7 +71,7 @@ def parse_preset(data: bytes, file: str, name: str | None = None) -> ParsedPrese
       `jailbreak` prompt when the file lacks it or its content is empty, and leaves `settings`
       (warning); a prompt with its own content keeps it;
     - a prompt role missing, empty, null or unknown → "system" (warning naming the prompt; not
-      for a marker that simply has no `role` key, as in Default.json);
+      for a marker with no or an empty role: a marker's role is never used);
     - active order: group 100001, else 100000, else `DEFAULT_ORDER` (our fallback, digest §c.3);
       a group with an empty order counts as absent, as in PromptManager sanitizeServiceSettings;
     - an order item naming a missing built-in prompt gets the `DEFAULT_PROMPTS` one (warning);
@@ -209,8 +209,10 @@ def _build_prompt(item: dict, file: str, where: str, warnings: list[str] | None)
             value, problem = _prompt_value(kind, item.get(key), ident if key == "name" else default)
         except ValueError as exc:
             raise FormatError(file, str(exc), f"{where}.{key}") from None
-        # A marker without a role key is SillyTavern's own shape (Default.json): no warning.
-        silent = key == "role" and "role" not in item and item.get("marker") is True
+        # A marker's role is never used (the engine fills it: chatHistory, worldInfoBefore, …), so
+        # a missing or empty one is no warning (Default.json has none; issue 21 item 6).
+        marker = item.get("marker") is True or DEFAULT_PROMPTS.get(ident, {}).get("marker") is True
+        silent = key == "role" and marker and item.get("role") in (None, "")
         if problem and warnings is not None and not silent:
             warnings.append(f"prompt {ident!r} ({where}): {key} {problem}")
         values[key] = value

@@ -235,3 +235,17 @@ FOREIGN = {"agnai": agnai_entries, "novelai": novelai_entries, "risu": risu_entr
 BOOK_CONSUMED = {"agnai": {"entries", "name", "description", "scan_depth", "token_budget", "recursive_scanning"},
                  "novelai": {"entries"}, "risu": {"data"}}
 """Top-level fields each foreign format's book-level parsing reads; the rest go to `extra[<format>]`."""
+
+
+def dropped_agnai_constants(book: Any) -> list[str]:
+    """One warning per entry of an Agnai memory book that says `constant: true` (kept in
+    `extra["agnai"]`), which SillyTavern's `convertAgnaiMemoryBook` sets to false: the entry then
+    fires by its keywords only (issue 21 item 6: the conversion is said, not silent)."""
+    out = []
+    for entry in getattr(book, "entries", ()):
+        agnai = entry.extra.get("agnai") if isinstance(entry.extra, dict) else None
+        if isinstance(agnai, dict) and agnai.get("constant") is True:
+            title = f" ({entry.comment})" if entry.comment else ""
+            out.append(f"entry {entry.uid}{title}: Agnai's constant: true is dropped, as SillyTavern's conversion "
+                       "does; it fires by its keywords only")
+    return out

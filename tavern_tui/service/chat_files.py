@@ -149,7 +149,13 @@ class ChatFileService:
             return ImportResult(name, "chat", error=str(exc))
         try:
             chat = parse_chat_jsonl(payload, name)
+        except FormatError as exc:
+            return ImportResult(name, "chat", error=str(exc))
+        try:
             record = self._chat_character(chat, name, character)
+        except NotFound as exc:
+            return ImportResult(name, "chat", error=str(exc), needs_character=True)
+        try:
             sessions, events = plan_chat(chat, name)
         except (FormatError, NotFound) as exc:
             return ImportResult(name, "chat", error=str(exc))

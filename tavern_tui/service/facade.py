@@ -120,6 +120,24 @@ class Tavern:
         model = getattr(self.provider, "model", "") or "default model"
         return f"{self.provider.name} · {model}"
 
+    async def apply_settings(self, settings: Settings) -> None:
+        """Use `settings` from now on, without a restart (the settings screen, issue 21 item 1):
+        a new provider for the new endpoint (the old one's HTTP client is closed on this loop),
+        a new token counter, and the settings every service reads through the shared context.
+        A test's injected provider is kept when the endpoint did not change. The database URL
+        is not switched (it takes a restart; the screen says so)."""
+        old = self.provider
+        if settings.provider != self.settings.provider:
+            self.provider = make_provider(settings)
+        self.settings = settings
+        self.ctx.settings = settings
+        self.ctx.provider = self.provider
+        self.ctx.token_counter = make_counter(settings.tokenizer or None)
+        if old is not self.provider:
+            closer = getattr(old, "aclose", None)
+            if closer is not None:
+                await closer()
+
     def close(self) -> None:
         """Stop the MCP servers and close the database (the provider's HTTP client closes with
         `aclose_provider`)."""

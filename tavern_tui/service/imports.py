@@ -36,14 +36,31 @@ def _unnamed_json(data: bytes) -> bool:
     return isinstance(obj, dict) and not ({"name", "char_name", "data"} & obj.keys())
 
 
+_PRESET_MARKS = (b'"prompt_order"', b'"chat_completion_source"', b'"openai_max_context"', b'"prompts"')
+
+
+def _broken_preset(data: bytes) -> bool:
+    """A file that does not parse but carries a chat-completion preset's own keys near its start."""
+    head = data[:65536]
+    return sum(mark in head for mark in _PRESET_MARKS) >= 2 or b'"prompt_order"' in head
+
+
+def _reason(error: TavernError | str, shown: str) -> str:
+    """The error's text without the leading file name (it is said once)."""
+    text = str(error)
+    return text[len(shown) + 2:] if text.startswith(shown + ": ") else text
+
+
 def _iter_card_files(paths: Iterable[str | Path]) -> Iterable[tuple[str, Path | None]]:
-    """(shown name, path) per file to import; a folder's own .png/.json/.jsonl files (not
-    subfolders, as SillyTavern keeps characters in one flat folder); path None for an empty folder."""
+    """(shown name, path) per file to import; a folder's .png/.json/.jsonl files, its subfolders'
+    too (a SillyTavern data folder keeps chats in one folder per character; issue 21 item 5),
+    hidden ones left out; path None for a folder with none."""
     for given in paths:
         path = Path(given).expanduser()
         if path.is_dir():
-            found = sorted(p for p in path.iterdir()
-                           if p.is_file() and p.suffix.lower() in (*CARD_SUFFIXES, *CHAT_SUFFIXES))
+            found = sorted(p for p in path.rglob("*")
+                           if p.is_file() and p.suffix.lower() in (*CARD_SUFFIXES, *CHAT_SUFFIXES)
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
             if not found:
                 yield (str(given), None)
             yield from ((str(p), p) for p in found)
@@ -130,6 +147,15 @@ class ImportService:
             return self.presets.import_preset_bytes(data, shown)
         if kind == PERSONA:
             return self.persona.import_persona_bytes(data, shown)
+        if kind is None and _broken_preset(data):
+            # A preset that does not parse is a broken preset, not "not a PNG or JSON card" (issue 21 item 6).
+            try:
+                result = self.presets.import_preset_bytes(data, shown)
+            except TavernError as exc:
+                return ImportResult(shown, "preset", error=f"{shown}: a broken preset: {_reason(exc, shown)}")
+            if result.error is None:
+                return result
+            return ImportResult(shown, "preset", error=f"{shown}: a broken preset: {_reason(result.error, shown)}")
         if kind is None and _unnamed_json(data):
             return ImportResult(shown, "unknown", error=(
                 f"{shown}: not a file tavern-tui knows: expected a character card, world book, chat-completion "

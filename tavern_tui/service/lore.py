@@ -21,6 +21,7 @@ from tavern_tui.engine.events import canonical_json
 from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.cards import ParsedCard
 from tavern_tui.formats.worldinfo import from_character_book, parse_world_book, to_st_json
+from tavern_tui.formats.worldinfo_foreign import dropped_agnai_constants
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
 from tavern_tui.lore.fastindex import FastIndex
 from tavern_tui.lore.matching import IndexCache, invalid_regex_keys
@@ -70,7 +71,7 @@ class WorldInfoService:
             book = parse_world_book(payload, name)
         except FormatError as exc:
             return ImportResult(name, "world_book", error=str(exc))
-        warnings = tuple(invalid_regex_keys(book))
+        warnings = tuple(invalid_regex_keys(book)) + tuple(dropped_agnai_constants(book))
         for warning in warnings:
             logger.info("%s: %s", name, warning)  # (the result carries it: each front end shows it)
         return self.library.store_import("world_book", "world_books", name, payload, warnings, name=book.name,

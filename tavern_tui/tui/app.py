@@ -5,20 +5,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.logging import TextualHandler
+from textual.screen import Screen
+from textual.widgets import Input, TextArea
 
+from tavern_tui.config import TuiSettings
+from tavern_tui.config.store import save_config
 from tavern_tui.service import Tavern
 from tavern_tui.tui import theming
+from tavern_tui.tui.keymap import resolve_keymap
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.draft import DraftScreen
+from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import LoreScreen
+from tavern_tui.tui.screens.notices import Notice, NoticesScreen
+from tavern_tui.tui.screens.settings import SettingsScreen
 
 
 def _utc_now() -> datetime:
@@ -38,8 +46,20 @@ class TavernApp(App[None]):
     """
 
     TITLE = "tavern-tui"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    """Below 100 columns every screen has the class `-narrow` (app.tcss stacks side-by-side panes)."""
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+        Binding("f1", "help", "Help", id="app.help", show=False),  # the palette key says "f1 help"
+        # Textual's own palette binding, with a label saying where help is (issue 21 item 2): it is
+        # docked on the right of every footer and never left out.
+        Binding("ctrl+p", "command_palette", "palette · f1 help", id="app.palette", show=False, priority=True,
+                tooltip="Open the command palette (F1: the keys of this screen)"),
+        # `?` only where it cannot be typed (check_action hands it to a focused text field).
+        Binding("question_mark", "help_key", "Help", id="app.help_key", show=False),
+        Binding("ctrl+s", "settings", "Settings", id="app.settings", show=False),
+        Binding("ctrl+l", "notices", "Notifications", id="app.notices", show=False,
+                tooltip="Every notification of this run, in full"),
     ]
 
     def __init__(self, tavern: Tavern, *, now: Callable[[], datetime] = _utc_now) -> None:
@@ -51,8 +71,17 @@ class TavernApp(App[None]):
         for theme in loaded.themes:
             self.register_theme(theme)
         self._theme_failures = loaded.failed
-        if any(t.name == theming.DEFAULT_THEME for t in loaded.themes):
+        self.notices: list[Notice] = []
+        """Every notification of this run, in full (ctrl+l lists them)."""
+        remembered = tavern.settings.tui.theme
+        if remembered and remembered in self.available_themes:
+            self.theme = remembered
+        elif any(t.name == theming.DEFAULT_THEME for t in loaded.themes):
             self.theme = theming.DEFAULT_THEME
+        keymap, self._keymap_problems = resolve_keymap(tavern.settings.keys, str(tavern.settings.config_path
+                                                                                 or "config.toml"))
+        if keymap:
+            self.set_keymap(keymap)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """The app's own CSS variables (speaker colours, marks), which themes may override."""
@@ -67,6 +96,81 @@ class TavernApp(App[None]):
             loop.add_signal_handler(sig, self.exit)
         if self._theme_failures:
             self.notify("\n".join(self._theme_failures), title="Some themes did not load", severity="warning")
+        problems = list(self.tavern.settings.warnings) + self._keymap_problems
+        if problems:
+            self.notify(f"{len(problems)} setting{'s' if len(problems) != 1 else ''} ignored: {problems[0]}"
+                        + (" … (ctrl+l lists them all)" if len(problems) > 1 else ""),
+                        title="Config file", severity="warning", timeout=10)
+            for problem in problems:
+                self.notices.append(Notice(_utc_now(), "warning", "Config file", problem))
+        self._theme_ready = True
+
+    def notify(self, message: str, *, title: str = "", severity: str = "information",  # type: ignore[override]
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Show a toast, and keep it in full for the notifications screen (ctrl+l)."""
+        self.notices.append(Notice(_utc_now(), severity, title, message))
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)  # type: ignore[arg-type]
+
+    def record_notice(self, severity: str, title: str, text: str) -> None:
+        """Keep a notice for the notifications screen without a toast (an import's every warning)."""
+        self.notices.append(Notice(_utc_now(), severity, title, text))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "help_key" and isinstance(self.focused, Input | TextArea):
+            return False  # `?` is typed into a text field; F1 still opens the help
+        return True
+
+    def action_help_key(self) -> None:
+        """`?` outside a text field: the help."""
+        self.action_help()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette's app commands: Settings, Keys (the help), Notifications, then Textual's."""
+        yield SystemCommand("Settings", "Endpoint, model, API key, world info, theme… (ctrl+s)", self.action_settings)
+        yield SystemCommand("Help: keys of this screen", "Every key here, by group (F1)", self.action_help)
+        yield SystemCommand("Notifications", "Every notification of this run, in full (ctrl+l)",
+                            self.action_notices)
+        yield from super().get_system_commands(screen)
+
+    def action_help(self) -> None:
+        """Open the keys of the current screen (not over another help)."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_settings(self) -> None:
+        """Open the settings screen (not twice)."""
+        if not isinstance(self.screen, SettingsScreen):
+            self.push_screen(SettingsScreen(self.tavern))
+
+    def action_notices(self) -> None:
+        """Open the list of this run's notifications."""
+        if not isinstance(self.screen, NoticesScreen):
+            self.push_screen(NoticesScreen(self.notices))
+
+    def apply_tui_settings(self, tui: TuiSettings) -> None:
+        """Use the saved `[tui]` choices now: the theme, and the chat's labels (each chat screen
+        re-reads them through `tavern.settings.tui`)."""
+        if tui.theme and tui.theme in self.available_themes and self.theme != tui.theme:
+            self.theme = tui.theme
+        for screen in self.screen_stack:
+            hook = getattr(screen, "settings_changed", None)
+            if hook is not None:
+                hook()
+
+    def watch_theme(self, theme: str) -> None:
+        """Remember a theme chosen in the palette (or settings) in the config file's `[tui]`."""
+        if not getattr(self, "_theme_ready", False) or isinstance(self.screen, SettingsScreen):
+            return  # the start, or a preview in the settings screen (its Save remembers it)
+        path = self.tavern.settings.config_path
+        if path is None or theme == self.tavern.settings.tui.theme:
+            return
+        import dataclasses
+
+        settings = self.tavern.settings
+        self.tavern.settings = dataclasses.replace(settings, tui=dataclasses.replace(settings.tui, theme=theme))
+        self.tavern.ctx.settings = self.tavern.settings
+        self.run_worker(lambda: save_config(path, {"tui": {"theme": theme}}), thread=True, group="config",
+                        exit_on_error=False, description="remember the theme")
 
     async def on_unmount(self) -> None:
         """Close the provider's HTTP client on the loop that used it."""

@@ -82,8 +82,8 @@ def message_mark(message: MessageView) -> str:
     """The subtle mark next to a speaker: why this message is not an ordinary reply or line.
 
     Returns:
-        "opening" for a greeting, "stopped"/"error · <category>" for a partial reply, the origin name
-        for any other non-natural origin, "" for an ordinary message.
+        "greeting" for a greeting, "stopped"/"error · <category>" for a partial reply, what
+        `ORIGIN_WORDS` says for any other non-natural origin, "" for an ordinary message.
     """
     if message.summary is not None:
         return summary_title(message)
@@ -96,10 +96,22 @@ def message_mark(message: MessageView) -> str:
     if message.natural:
         return ""
     if message.origin == "engine" and message.source == "opening":
-        return "opening"
+        return "greeting"
     if message.source == "placeholder":
         return "demo"
-    return message.origin
+    return ORIGIN_WORDS.get((message.role, message.origin), ORIGIN_WORDS.get(("", message.origin), message.origin))
+
+
+ORIGIN_WORDS: dict[tuple[str, str], str] = {
+    ("user", "agent"): "written by the model for you",  # an impersonation (F4)
+    ("", "operator"): "edited by you",
+    ("", "customer"): "written by you",
+    ("", "agent"): "written by the model",
+    ("", "engine"): "narrator",
+}
+"""How the chat says an origin that is not the role's natural one (issue 21 item 7), by (role,
+origin), ("", origin) for any role. The seed's own names ("customer", "agent", "engine",
+"operator") stay in `--json`, the trace and the tree."""
 
 
 def message_classes(message: MessageView) -> list[str]:
@@ -216,3 +228,15 @@ def compact_count(tokens: int) -> str:
         return str(tokens)
     text = f"{tokens / 1000:.1f}".removesuffix(".0")
     return f"{text}k"
+
+
+def event_label(ref: str | tuple[int, int]) -> str:
+    """A log position people do not read as a clock time: "14:11" or (14, 11) → "session 14 ·
+    event 11" (issue 21 item 7; `--json` and the trace keep the id as it is)."""
+    if isinstance(ref, tuple):
+        session, seq = ref
+    else:
+        session, _, seq = str(ref).partition(":")
+        if not seq:
+            return str(ref)
+    return f"session {session} · event {seq}"

@@ -241,6 +241,15 @@ def test_time_macro(text: str, expected: str) -> None:
     assert sub(text) == expected
 
 
+def test_numbers_of_thousands_of_digits_are_read_as_out_of_range_not_raised() -> None:
+    # Python refuses int() past 4,300 digits (found by the fuzz test): such a count or offset is
+    # past every limit, so the macro does what it does for any number past it.
+    huge = "9" * 5000
+    assert sub("a{{newline::" + huge + "}}b") == "a{{newline::" + huge + "}}b"  # past _MAX_REPEAT: left raw
+    assert sub("{{time_UTC+" + huge + "}}") == "2:07 PM"  # no such offset: the time of `now`
+    assert sub("{{time_UTC-" + huge + "}}") == "2:07 PM"
+
+
 def test_time_uses_the_zone_of_now() -> None:
     tokyo = timezone(timedelta(hours=9))
     assert sub("{{time}} {{isodate}}", now=lambda: datetime(2024, 3, 5, 0, 5, tzinfo=tokyo)) == "12:05 AM 2024-03-05"

@@ -127,12 +127,13 @@ def test_atelier_facts(corpus_dir: Path) -> None:
     assert preset.order_source == "100001"
     assert ids(preset.order)[:3] == ["interview_core_header", "interview_varinit", "atelier_style_library"]
     assert ids(preset.order)[-3:] == ["dialogueExamples", "chatHistory", "jailbreak"]
-    # FACTS: roles {system: 80, user: 1, "": 7}; the 7 empty ones become system, each warned by name.
+    # FACTS: roles {system: 80, user: 1, "": 7}; the 7 empty ones become system. They are all
+    # markers, whose role is never used, so none is warned (issue 21 item 6).
     empty = [p.identifier for p in preset.prompts.values() if p.raw.get("role") == ""]
     assert len(empty) == 7
     assert Counter(p.role for p in preset.prompts.values()) == {"system": 87, "user": 1}
     warned = role_warnings(preset)
-    assert len(warned) == 7 and all(any(f"'{ident}'" in w for w in warned) for ident in empty)
+    assert all(preset.prompts[ident].marker for ident in empty) and warned == []
     assert Counter(p.injection_position for p in preset.prompts.values()) == {0: 87, 1: 1}
     assert preset.temperature == 1 and preset.max_context == 2000000 and preset.max_tokens == 64000
     assert preset.names_behavior == 0 and preset.squash_system_messages is True
@@ -313,7 +314,7 @@ def test_prompt_defaults_and_unknown_keys() -> None:
     ({"role": "model"}, "system", "'model' is not system"),
     ({"role": "assistant"}, "assistant", None),
     ({"marker": True}, "system", None),  # Default.json's marker shape
-    ({"marker": True, "role": ""}, "system", "empty"),
+    ({"marker": True, "role": ""}, "system", None),  # a marker's role is never used (issue 21 item 6)
 ])
 def test_prompt_roles(item: dict, role: str, warned: str | None) -> None:
     preset = parse_obj({"prompts": [{"identifier": "p1", "name": "Nice name", **item}]})

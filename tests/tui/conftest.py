@@ -163,3 +163,16 @@ async def workers_idle(pilot: Pilot[object], timeout: float = 10.0) -> None:
         quiet = 0 if busy() else quiet + 1
         if loop.time() > deadline:
             raise AssertionError(f"workers still running after {timeout}s")
+
+
+def screen_text(app: object) -> str:
+    """What the terminal shows now, as plain text, one line per row (from the app's SVG screenshot:
+    each row's text pieces joined, entities decoded)."""
+    import html
+    import re
+
+    rows: dict[int, list[str]] = {}
+    svg = app.export_screenshot()  # type: ignore[attr-defined]
+    for line, text in re.findall(r'<text [^>]*clip-path="url\(#terminal-\d+-line-(\d+)\)">([^<]*)</text>', svg):
+        rows.setdefault(int(line), []).append(html.unescape(text).replace("\xa0", " "))
+    return "\n".join("".join(rows[n]) for n in sorted(rows))

@@ -67,7 +67,7 @@ async def test_home_lists_characters_then_chat_streams_a_reply(corpus_tavern: Ta
         greeting = corpus_tavern.playthroughs.messages(pid)[0]
         [box] = chat.transcript.boxes
         assert box.text == greeting.content and len(greeting.content) > 500
-        assert box.has_class("-origin-engine") and mark_of(box) == "opening"
+        assert box.has_class("-origin-engine") and mark_of(box) == "greeting"
         await wait_until(pilot, lambda: "tokens" in chat.status.line)  # debounced, counted in a worker
         assert "scripted · script-1" in chat.status.line and "tokens" in chat.status.line
 
@@ -172,7 +172,7 @@ async def test_new_playthrough_key_makes_a_draft_that_the_first_line_plays(corpu
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
         sessions = corpus_tavern.store.events.all_session_ids()
-        await pilot.press("n")
+        await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
         # A draft: no session, no playthrough, no request (seed 000 §7).
         assert corpus_tavern.store.events.all_session_ids() == sessions and scripted.requests == []
@@ -266,10 +266,10 @@ async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], cor
         home = app.screen
         await workers_idle(pilot)  # the home screen reads the library in a worker
         assert home.has_class("-empty") and home.query_one("#empty").display
-        assert "tavern import FILE" in EMPTY_TEXT and "press i" in EMPTY_TEXT
+        assert "tavern import FILE" in EMPTY_TEXT and "press ctrl+o" in EMPTY_TEXT
 
         for path in (str(corpus_dir / "cards" / "seraphina_chara_ccv3.png"), "/nowhere/missing.png"):
-            await pilot.press("i")
+            await pilot.press("ctrl+o")
             await wait_until(pilot, lambda: app.screen is not home and bool(app.screen.query("#import-path")))
             app.screen.query_one("#import-path").value = path
             await pilot.press("enter")
@@ -282,5 +282,5 @@ async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], cor
         listing = home.query_one("#characters", OptionList)
         assert listing.option_count == 1 and str(listing.get_option_at_index(0).prompt).startswith("Seraphina")
         notes = [m.notification for m in seen if isinstance(m, Notify)]
-        assert any(n.message == "Imported 1 character: Seraphina" for n in notes)
+        assert any(n.message == "Imported 1 character" for n in notes)  # one line by kind (issue 21 item 5)
         assert any("/nowhere/missing.png" in n.message and n.severity == "error" for n in notes)

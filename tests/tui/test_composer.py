@@ -138,7 +138,7 @@ async def test_esc_keeps_the_draft_and_a_restart_too(make_tavern: Callable[..., 
         chat = await open_seraphina(pilot)
         pid = chat.playthrough_id
         await pilot.press(*"half a thought")
-        await pilot.press("escape")  # back home
+        await pilot.press("escape", "escape")  # back home (the first Esc only warns: text in the composer)
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
         assert tavern.inbox.draft(pid) == "half a thought"
         chat = await open_seraphina(pilot)

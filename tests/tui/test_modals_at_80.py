@@ -113,7 +113,7 @@ async def test_persona_modals_fit_80_columns(corpus_tavern: Tavern) -> None:
                                        where="test")
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=NARROW) as pilot:
-        pane = await open_pane(pilot, "p")
+        pane = await open_pane(pilot, "f8")
         await wait_until(pilot, lambda: pane.selected_entry is not None)
 
         await pilot.press("e")

@@ -154,7 +154,7 @@ async def test_add_edit_remove_and_history_from_home(corpus_tavern: Tavern) -> N
     seen: list[Message] = []
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-        screen = await open_pane(pilot, "p")
+        screen = await open_pane(pilot, "f8")
         assert screen.playthrough_id is None
         assert "a new playthrough's (normal) sensitivity ceiling" in str(screen.query_one("#persona-note").content)
         assert "No outstanding nominations" in screen.support_text
@@ -232,7 +232,7 @@ async def test_a_stale_version_writes_nothing_and_reloads(corpus_tavern: Tavern)
     seen: list[Message] = []
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-        screen = await open_pane(pilot, "p")
+        screen = await open_pane(pilot, "f8")
         assert screen.version == 0
         # another surface (the CLI, say) writes behind the pane's back
         behind = corpus_tavern.persona.edit_persona(0, add="Written elsewhere.")
@@ -251,7 +251,7 @@ async def test_a_stale_version_writes_nothing_and_reloads(corpus_tavern: Tavern)
 async def test_a_secret_is_refused_and_the_editor_stays_open(corpus_tavern: Tavern) -> None:
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_pane(pilot, "p")
+        screen = await open_pane(pilot, "f8")
         editor = await open_editor(pilot, "a")
         await pilot.press(*f"My key is {SECRET}")
         await pilot.press("ctrl+s")
@@ -271,7 +271,7 @@ async def test_a_persona_over_its_cap_is_shown_with_the_error(corpus_tavern: Tav
     store_over_cap(corpus_tavern, [f"Fact number {i}." for i in range(MAX_ENTRIES + 1)])  # stored before write caps
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_pane(pilot, "p")
+        screen = await open_pane(pilot, "f8")
         assert "over a cap: sessions will not open" in str(screen.query_one("#persona-title").content)
         note = screen.query_one("#persona-note").content
         assert "persona over its cap: 31 entries, the cap is 30 entries" in str(note)
@@ -297,7 +297,7 @@ def test_persona_screen_snapshot(snap_compare, corpus_tavern: Tavern) -> None:
         tavern.persona.affirm(name.id, expected_version=0)
         tavern.persona.edit_persona(1, add="Sam plays the cello in a quartet on Sundays.", sensitivity="high")
         await say(tavern, pid, "My name is Alex.")  # supersedes the affirmed name: its entry is flagged stale
-        await open_pane(pilot, "p")
+        await open_pane(pilot, "f8")
         await pilot.pause()
 
     assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_open_the_pane)

@@ -65,9 +65,9 @@ def test_marks_and_classes_follow_origin_and_partial_state() -> None:
     plain = _message()
     assert message_mark(plain) == "" and message_classes(plain) == ["-assistant"]
     greeting = _message(origin="engine", natural=False, source="opening")
-    assert message_mark(greeting) == "opening" and "-origin-engine" in message_classes(greeting)
+    assert message_mark(greeting) == "greeting" and "-origin-engine" in message_classes(greeting)
     rewritten = _message(origin="operator", natural=False)
-    assert message_mark(rewritten) == "operator"
+    assert message_mark(rewritten) == "edited by you"  # the seed's "operator", as people say it
     stopped = _message(kind="assistant/attempt", partial=True)
     assert message_mark(stopped) == "stopped" and {"-partial", "-stopped"} <= set(message_classes(stopped))
     failed = _message(kind="assistant/attempt", partial=True, error="Invalid API key")

@@ -113,6 +113,16 @@ MAX_CALLS = 400_000  # macro evaluations per substitute() call (ours): bounds th
 LIMIT_MARKER = "[macro evaluation stopped: {reason}]"
 _MAX_REPEAT = 1000  # {{newline::N}}, {{space::N}} (ours)
 
+
+def _whole(text: str) -> int:
+    """A macro's whole-number argument (digits, perhaps signed, as its pattern checked). Past 16
+    digits it is beyond any limit here (and beyond a JS number's exact range), so it reads as
+    ±10**16 rather than making Python parse thousands of digits (which it refuses past 4,300)."""
+    digits = text.strip().lstrip("+-")
+    if len(digits) > 16:
+        return -(10**16) if text.strip().startswith("-") else 10**16
+    return int(text)
+
 # core-macros.js ELSE_MARKER: what {{else}} prints; removed by a post-processor wherever it is left over.
 ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
 
@@ -457,7 +467,7 @@ class _Evaluator:
 
     # -- core-macros.js ------------------------------------------------------------------------------------
     def _repeat(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str | None:
-        count = int(args[0]) if args else 1
+        count = _whole(args[0]) if args else 1
         if not 0 <= count <= _MAX_REPEAT:
             return None  # a negative count throws in ST (String#repeat); a huge one is our limit
         return ("\n" if name == "newline" else " ") * count
@@ -551,7 +561,7 @@ class _Evaluator:
         return "" if value is None else str(value)
 
     def _greeting(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
-        index = int(args[0]) if args else 0
+        index = _whole(args[0]) if args else 0
         if index == 0:
             return self.ctx.first_message
         alternates = self.ctx.alternate_greetings
@@ -577,7 +587,7 @@ class _Evaluator:
         now = self._now()
         match = _UTC_SPEC.fullmatch(args[0]) if args else None
         if match:
-            n = int(match.group(1))
+            n = _whole(match.group(1))
             minutes = n * 60 if -16 < n < 16 else n  # moment utcOffset(): |n| < 16 means hours
             if abs(minutes) < 24 * 60:
                 now = now.astimezone(timezone(timedelta(minutes=minutes)))

@@ -4,6 +4,7 @@ a playthrough's messages, read or written."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from tavern_tui.cli.context import open_service
@@ -79,9 +80,14 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             for warning in r.warnings:
                 err.write(f"warning: {r.path}: {warning}\n")
         if len(results) > 1:
+            # Issue 21 item 6: what was there already is not counted as imported, and the
+            # folder rule is said only when a folder was given.
             failed = sum(1 for r in results if r.error)
-            out.write(f"{len(results) - failed} imported, {failed} failed "
-                      "(in folders, only .png, .json, .charx and .jsonl files are read)\n")
+            again = sum(1 for r in results if r.ok and r.duplicate)
+            line = f"{len(results) - failed - again} imported, " + (f"{again} already imported, " if again else "")
+            folders = any(Path(p).expanduser().is_dir() for p in args.paths)
+            out.write(f"{line}{failed} failed" + (" (in folders, only .png, .json, .charx and .jsonl files are read)"
+                                                   if folders else "") + "\n")
         elif not results:
             err.write("nothing to import: no .png, .json, .charx or .jsonl file there\n")
     return EXIT_FAILED if any(r.error for r in results) or not results else EXIT_OK

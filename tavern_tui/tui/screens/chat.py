@@ -29,7 +29,7 @@ from tavern_tui.engine.step import (
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
-from tavern_tui.tui.labels import summary_title
+from tavern_tui.tui.labels import event_label, summary_title
 from tavern_tui.tui.messages import (
     PlaythroughChosen,
     ReplyCalledTools,
@@ -47,6 +47,7 @@ from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.modals.tool_ask import ToolAskScreen
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.state import StateScreen, refused_status
 from tavern_tui.tui.screens.strategy import StrategyScreen
@@ -76,6 +77,9 @@ DRAFT_DELAY = 0.3
 
 WATCH_EVERY = 0.5
 """Seconds between checks while another window or command is writing a reply here."""
+
+ESC_AGAIN = 2.0
+"""Seconds in which a second Esc goes back although the composer holds text."""
 
 HELD = 4 * WINDOW
 """Messages read when the chat opens or reloads; older ones are read as you scroll up."""
@@ -107,7 +111,7 @@ def describe_failure(error: BaseException | None) -> tuple[str, str]:
     return "internal", f"{type(error).__name__}: {error}" if error else "unknown failure"
 
 
-class ChatScreen(TavernScreen[None]):
+class ChatScreen(MessageCursor, TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
     The composer is multi-line (`widgets.composer`): shift+Enter or ctrl+J starts a new line, a
@@ -137,6 +141,7 @@ class ChatScreen(TavernScreen[None]):
     """
 
     BINDINGS = [
+        *CURSOR_BINDINGS,  # the message cursor (alt+↑/↓, then e d b c [ ] y t; its Esc first)
         Binding("escape", "stop", "Stop", id="chat.stop"),
         Binding("escape", "back", "Back", id="chat.back", show=False),  # the prompt says so; room for F8
         Binding("ctrl+o", "load_earlier", "Earlier messages", id="chat.load_earlier"),
@@ -171,9 +176,10 @@ class ChatScreen(TavernScreen[None]):
 
     COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
 
-    FOOTER_DROP = ("quit", "load_earlier", "tree", "impersonate", "continue")
-    """The keys the footer hides first on a narrow terminal (80 columns keeps Swipe, Regen, Lore,
-    Strategy, Trace, Persona and, while a reply streams, Stop); every key still works, and the
+    FOOTER_DROP = ("quit", "load_earlier", "persona", "trace", "strategy", "world_books", "tree")
+    """The keys the footer hides first on a narrow terminal: the panes before the keys of play
+    (issue 21 item 2: 80 columns keeps Swipe, Regen, Continue and Impersonate, and, while a reply
+    streams, Stop); every key still works, the palette key says where help is (F1), and the
     command palette (ctrl+p) lists them by name."""
 
     generating: reactive[bool] = reactive(False, bindings=True)
@@ -202,6 +208,7 @@ class ChatScreen(TavernScreen[None]):
         self._draft_timer: Timer | None = None
         self._watch: Timer | None = None
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
+        self._esc_armed = False  # Esc was pressed once with text in the composer (issue 21 item 4)
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
@@ -310,10 +317,18 @@ class ChatScreen(TavernScreen[None]):
         self.query_one("#chat-title", Static).update(
             f"{view.character_name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
 
+    def settings_changed(self) -> None:
+        """The settings screen saved (issue 21 item 1): show the new provider and the labels asked for."""
+        self.status.provider = self.tavern.provider_label
+        for box in self.transcript.boxes:
+            box.show_extras()
+
     def watch_generating(self, generating: bool) -> None:
         self.set_class(generating, "-generating")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in CURSOR_ACTIONS:
+            return self.cursor_allows(action)
         if action == "stop":
             return self.generating
         if action == "back":
@@ -893,7 +908,7 @@ class ChatScreen(TavernScreen[None]):
         ref = box.view.ref
 
         async def fill(replaced: dict) -> None:
-            lines = [Static(f"{o.speaker} ({o.ref[0]}:{o.ref[1]}, not sent): {o.content}", classes="original",
+            lines = [Static(f"{o.speaker} ({event_label(o.ref)}, not sent): {o.content}", classes="original",
                             markup=False) for o in replaced.get(ref, [])]
             await section.query_one(Collapsible.Contents).mount_all(lines)
 
@@ -914,10 +929,19 @@ class ChatScreen(TavernScreen[None]):
 
     def action_back(self) -> None:
         """Leave the edit of a queued item, or else return to the home screen; the draft is
-        written first (Esc never throws typed text away)."""
+        written first (Esc never throws typed text away). With text in the composer the first
+        Esc only says so; a second one within `ESC_AGAIN` seconds goes back."""
         if self._editing is not None:
             self._leave_edit()
             return
+        if self.prompt.value.strip() and not self._esc_armed:
+            # Issue 21 item 4: Esc with text in the composer does not leave (a stray Esc while
+            # typing); a second Esc does, and the text is kept as the draft either way.
+            self._esc_armed = True
+            self.set_timer(ESC_AGAIN, lambda: setattr(self, "_esc_armed", False))
+            self.notify("Esc again goes back (your text is kept as a draft).", timeout=ESC_AGAIN)
+            return
+        self._esc_armed = False
         if self._draft_timer is not None:
             self._draft_timer.stop()
         self.call(self.tavern.inbox.save_draft, self.playthrough_id, self.prompt.value, title="Cannot keep the draft",

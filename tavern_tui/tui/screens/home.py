@@ -13,10 +13,17 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tavern_tui.service import CharacterView, PlaythroughView, Tavern
-from tavern_tui.tui.labels import character_summary, draft_summary, playthrough_summary, plural
+from tavern_tui.service import CharacterView, ImportResult, PlaythroughView, Tavern
+from tavern_tui.tui.labels import character_summary, draft_summary, playthrough_summary
 from tavern_tui.tui.messages import DraftChosen, ImportFinished, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.modals.import_screen import ImportScreen, import_results, notify_warnings
+from tavern_tui.tui.modals.import_screen import (
+    CharacterPicker,
+    ImportScreen,
+    import_results,
+    notify_failures,
+    notify_warnings,
+    summarise,
+)
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
@@ -27,7 +34,7 @@ DRAFT_PREFIX = "d"
 
 EMPTY_TEXT = ("No characters yet.\n\n"
               "Import a character card (.png or .json) with `tavern import FILE`,\n"
-              "or press i here and type its path.")
+              "or press ctrl+o here and pick or paste its path.")
 """What the home screen says when nothing is imported."""
 
 
@@ -38,13 +45,16 @@ class HomeScreen(TavernScreen[None]):
     Posts `PlaythroughChosen` for the app to open; imports run in a thread worker.
     """
 
+    # No single letters: typing filters the character list (issue 21 item 4), so every command
+    # is on a key that cannot be typed by accident.
     BINDINGS = [
-        Binding("n", "new_playthrough", "New playthrough", id="home.new_playthrough",
+        Binding("ctrl+n", "new_playthrough", "New playthrough", id="home.new_playthrough",
                 tooltip="Make an opening draft: pick the greeting, nothing is played until you send"),
-        Binding("i", "import_cards", "Import", id="home.import"),
-        Binding("w", "world_books", "World books", id="home.world_books"),
-        Binding("p,f8", "persona", "Persona", id="home.persona"),
-        Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
+        Binding("ctrl+o", "import_cards", "Import", id="home.import"),
+        Binding("f2", "world_books", "World books", id="home.world_books"),
+        Binding("f8", "persona", "Persona", id="home.persona"),
+        Binding("f5", "refresh", "Refresh", id="home.refresh", show=False),
+        Binding("escape", "clear_filter", "Clear filter", id="home.clear_filter", show=False),
     ]
 
     def __init__(self, tavern: Tavern, now: Callable[[], datetime]) -> None:
@@ -52,6 +62,10 @@ class HomeScreen(TavernScreen[None]):
         self._now = now
         self._characters: dict[int, CharacterView] = {}
         self._typed_ahead: list[str] | None = None  # keys typed while a chat is being opened
+        self._all: list[CharacterView] = []  # every character; the list shows those matching the filter
+        self.filter = ""
+        """What was typed on this screen: the characters list shows the names (or tags, creator)
+        holding it, case-insensitively."""
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)",
@@ -88,6 +102,36 @@ class HomeScreen(TavernScreen[None]):
             self._typed_ahead.append(event.character)
             event.stop()
             event.prevent_default()
+            return
+        # Type-to-search: printable keys (not `?`, the help) filter the characters.
+        if event.is_printable and event.character and event.character != "?":
+            self._set_filter(self.filter + event.character)
+        elif event.key == "backspace" and self.filter:
+            self._set_filter(self.filter[:-1])
+        else:
+            return
+        event.stop()
+        event.prevent_default()
+
+    def _set_filter(self, text: str) -> None:
+        self.filter = text
+        self._show_characters(self._all, None)
+
+    def action_clear_filter(self) -> None:
+        """Esc: show every character again."""
+        if self.filter:
+            self._set_filter("")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":
+            return bool(self.filter)
+        return True
+
+    def _matches(self, character: CharacterView) -> bool:
+        needle = self.filter.casefold().strip()
+        if not needle:
+            return True
+        return any(needle in text.casefold() for text in (character.name, character.creator or "", *character.tags))
 
     def _choose(self, playthrough_id: int) -> None:
         typed = "".join(self._typed_ahead or [])
@@ -121,10 +165,14 @@ class HomeScreen(TavernScreen[None]):
                   then=lambda characters: self._show_characters(characters, select))
 
     def _show_characters(self, characters: list[CharacterView], select: int | None) -> None:
-        self._characters = {c.id: c for c in characters}
+        self._all = list(characters)
         self.set_class(not characters, "-empty")
         listing = self.query_one("#characters", OptionList)
         current = select if select is not None else getattr(self.highlighted_character, "id", None)
+        characters = [c for c in characters if self._matches(c)]
+        self._characters = {c.id: c for c in characters}
+        listing.border_title = (f"Characters · {self.filter!r} ({len(characters)}/{len(self._all)}) · Esc clears"
+                                if self.filter else "Characters")
         listing.set_options(Option(self._character_prompt(c), id=str(c.id)) for c in characters)
         if characters:
             ids = [c.id for c in characters]
@@ -235,7 +283,7 @@ class HomeScreen(TavernScreen[None]):
         """Make an opening draft of the highlighted character and open it."""
         character = self.highlighted_character
         if character is None:
-            self.notify("Import a character first (press i).", severity="warning")
+            self.notify("Import a character first (press ctrl+o).", severity="warning")
             return
         self._start_playthrough(character)
 
@@ -260,26 +308,38 @@ class HomeScreen(TavernScreen[None]):
 
         self.app.push_screen(ImportScreen(), chosen)
 
-    @work(thread=True, exclusive=True, group="import", exit_on_error=False, description="import cards")
-    def _import(self, path: str) -> None:
+    @work(thread=True, group="import", exit_on_error=False, description="import cards")
+    def _import(self, path: str, character: str | None = None) -> None:
         # Runs off the UI thread: reads files and writes SQLite, then hands the results back.
-        self.post_message(import_results(self.tavern, path, "character"))
+        self.post_message(import_results(self.tavern, path, "character", character))
 
     def on_import_finished(self, message: ImportFinished) -> None:
-        """Refresh the lists and say plainly what was imported and what failed (naming the file)."""
-        imported = [r for r in message.results if r.ok and not r.duplicate]
-        duplicates = [r for r in message.results if r.ok and r.duplicate]
-        failed = [r for r in message.results if not r.ok]
-        select = imported[0].id if imported else (duplicates[0].id if duplicates else None)
-        self.refresh_characters(select=select)
-        if imported:
-            names = ", ".join(r.name or r.path for r in imported)
-            self.notify(f"Imported {plural(len(imported), 'character')}: {names}", title="Import")
-        if duplicates:
-            names = ", ".join(r.name or r.path for r in duplicates)
-            self.notify(f"Already imported: {names}", title="Import")
-        for result in failed:
-            self.notify(result.error or result.path, title="Import failed", severity="error", timeout=10)
+        """Refresh the lists and say in one line what each file became ("Imported 4 world books,
+        1 chat"); failures and warnings in one toast each, in full on ctrl+l. The cursor moves
+        only to a character that is new; a chat whose character is missing asks for it."""
+        new_characters = [r for r in message.results if r.ok and not r.duplicate and r.kind == "character"]
+        self.refresh_characters(select=new_characters[0].id if new_characters else None)
+        if message.results:
+            line, severity = summarise(message.results)
+            self.notify(line, title="Import", severity=severity)  # type: ignore[arg-type]
+        notify_failures(self, message.results)
         notify_warnings(self, message.results)
+        for result in message.results:
+            if result.needs_character:
+                self._ask_character(result)
         if not message.results:
-            self.notify("No .png or .json cards found there.", title="Import", severity="warning")
+            self.notify("No .png, .json or .jsonl files found there.", title="Import", severity="warning")
+
+    def _ask_character(self, result: ImportResult) -> None:
+        """Offer the character list for a chat whose character is not in the library, then
+        import it again with the one picked (the CLI's `--character`)."""
+        characters = [(c.id, c.name) for c in self._all]
+        if not characters:
+            self.notify(result.error or result.path, title="Import failed", severity="error", timeout=10)
+            return
+
+        def picked(character_id: int | None) -> None:
+            if character_id is not None:
+                self._import(result.path, str(character_id))
+
+        self.app.push_screen(CharacterPicker(result.path, result.error or "", characters), picked)

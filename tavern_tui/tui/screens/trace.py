@@ -23,7 +23,7 @@ from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.engine.trace import Verification
 from tavern_tui.errors import TavernError
 from tavern_tui.service import PlaythroughView, Tavern
-from tavern_tui.tui.labels import clip, plural, relative_time
+from tavern_tui.tui.labels import clip, event_label, plural, relative_time
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import TraceView
@@ -408,7 +408,7 @@ class TraceScreen(TavernScreen[bool]):
             with self.app.batch_update():
                 await self.detail.remove_children()
                 await self.detail.mount_all(widgets)
-            self.detail.border_subtitle = f"request {trace_id}"
+            self.detail.border_subtitle = f"request at {event_label(trace_id)}"
             self.detail.scroll_home(animate=False)
             self.shown_id = trace_id
 

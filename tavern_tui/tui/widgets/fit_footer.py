@@ -43,6 +43,7 @@ class FitFooter(Footer):
                  compact: bool = False, show_command_palette: bool = True) -> None:
         super().__init__(id=id, classes=classes, compact=compact, show_command_palette=show_command_palette)
         self.drop = tuple(drop)
+        self._compacted = False  # the compact style was taken for room (not asked for)
 
     async def recompose(self) -> None:
         """Rebuild the keys (`Footer` does so when the bindings change), then fit them."""
@@ -50,6 +51,10 @@ class FitFooter(Footer):
         self.fit()
 
     def on_resize(self) -> None:
+        if self._compacted:
+            self.compact = self._compacted = False
+            self.call_after_refresh(self.fit)
+            return
         self.fit()
 
     def fit(self) -> None:
@@ -61,6 +66,12 @@ class FitFooter(Footer):
         widths = {item: _outer_width(item, container, viewport) for item in items}
         docked = [child for child in self.children if child.styles.dock != "none"]
         available = self.size.width - sum(sum(_outer_width((child,), container, viewport)) for child in docked)
+        if _row_width([widths[i] for i in items]) > available and not self.compact:
+            # Too long: first the compact style (less padding per key), then measure again
+            # (issue 21 item 2: at 80 columns more keys stay). A resize starts roomy again.
+            self.compact = self._compacted = True
+            self.call_after_refresh(self.fit)
+            return
         shown = list(items)
         for item in self._drop_order(items):
             if _row_width([widths[i] for i in shown]) <= available:

@@ -9,6 +9,7 @@ from textual.widgets import Collapsible, Label, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from tavern_tui.service import MessageView
+from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.tui.labels import message_classes, message_mark
 
 _STATE_CLASSES = ("-streaming", "-partial", "-stopped", "-error")
@@ -108,6 +109,8 @@ class MessageBox(Vertical):
     MessageBox.-user .speaker { color: $speaker-user; }
     MessageBox.-system .speaker { color: $speaker-system; }
 
+    MessageBox .extras { width: 1fr; text-align: right; color: $text-muted; }
+
     MessageBox .mark {
         width: auto;
         margin-left: 1;
@@ -176,6 +179,7 @@ class MessageBox(Vertical):
         with Horizontal(classes="message-header"):
             yield Label(self._speaker, classes="speaker", markup=False)
             yield Label(self._mark, classes="mark", markup=False)
+            yield Label("", classes="extras", markup=False)
         if self._reasoning:
             yield self._reasoning_widget(self._reasoning)
         if self.view is not None:
@@ -205,6 +209,32 @@ class MessageBox(Vertical):
     def set_mark(self, mark: str) -> None:
         """Replace the mark next to the speaker name."""
         self.query_one(".mark", Label).update(mark)
+        self.show_extras()
+
+    def on_mount(self) -> None:
+        self.show_extras()
+
+    def show_extras(self, number: int | None = None) -> None:
+        """Fill the header's right side with what the `[tui]` settings ask for (issue 21 item 7):
+        the message number (`number`, else the box's place in the transcript), the time it was
+        written (UTC, as stored) and its estimated tokens (ceil(UTF-8 bytes / 4))."""
+        tui = getattr(getattr(getattr(self.app, "tavern", None), "settings", None), "tui", None)
+        found = self.query(".extras")
+        if tui is None or not found:
+            return
+        parts = []
+        if tui.message_numbers and self.view is not None:
+            if number is None and self.parent is not None:
+                boxes = [c for c in self.parent.children if isinstance(c, MessageBox)]
+                earlier = getattr(self.parent, "earlier_count", 0)
+                number = earlier + boxes.index(self) + 1 if self in boxes else None
+            if number is not None:
+                parts.append(f"#{number}")
+        if tui.timestamps and self.view is not None:
+            parts.append(f"{self.view.created_at:%Y-%m-%d %H:%M}")
+        if tui.token_counts and self.view is not None:
+            parts.append(f"~{estimate_tokens(self.view.content)} tokens")
+        found.first(Label).update(" · ".join(parts))
 
     async def append_text(self, fragment: str) -> None:
         """Append reply text through a `MarkdownStream`, which batches fragments the widget cannot keep up with."""

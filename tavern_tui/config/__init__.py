@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui import paths
+from tavern_tui.config.schema import flatten_keys, validate
+from tavern_tui.config.store import keyring_api_key
 from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.errors import FormatError
 from tavern_tui.lore.settings import WorldInfoSettings
@@ -102,6 +104,24 @@ def _tool_settings(file: dict[str, Any], source: Mapping[str, str], path: Path) 
 
 
 @dataclass(frozen=True)
+class TuiSettings:
+    """What the terminal app remembers (`[tui]` in the config file; issue 21 items 3, 7 and 9).
+
+    Attributes:
+        theme: the Textual theme's name ("" = the app's default, `tavern-dark`).
+        timestamps, message_numbers, token_counts: extra labels on each message in the chat.
+        impersonate_direct: F4 posts the model's line for you at once (the old behaviour)
+            instead of filling the composer for you to edit and send (SillyTavern's way).
+    """
+
+    theme: str = ""
+    timestamps: bool = False
+    message_numbers: bool = False
+    token_counts: bool = False
+    impersonate_direct: bool = False
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the service needs to start.
 
@@ -133,6 +153,11 @@ class Settings:
         summary_prompt: the instruction a compaction sends (`summary_prompt`; "" = the
             built-in `DEFAULT_SUMMARY_PROMPT`).
         tools: the `[tools]` table (built-ins enabled, allowed tools, step limit, MCP servers).
+        tui: the terminal app's remembered choices (`[tui]`).
+        keys: the `[keys]` table: a binding id ("chat.regenerate") or action name → keys
+            ("ctrl+g"); the TUI checks the names (`tui.keymap`).
+        warnings: what the config file holds that is ignored (unknown keys), one plain line each
+            naming the file, the key and what was expected.
     """
 
     db_url: str
@@ -151,6 +176,9 @@ class Settings:
     summary_prompt: str = ""
     tools: ToolSettings = field(default_factory=ToolSettings)
     templates: bool = True
+    tui: TuiSettings = field(default_factory=TuiSettings)
+    keys: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 def default_db_url(env: Mapping[str, str] | None = None) -> str:
@@ -178,15 +206,23 @@ def load_settings(
     """Merge flags, environment and the config file into `Settings`.
 
     The config file has top-level `db_url` and `user_name`, a `[provider]` table with
-    `base_url`, `model`, `api_key`, `timeout` (seconds), and a `[world_info]` table with
-    SillyTavern's `world_info_settings` keys (`world_info_depth`, …) and `max_context`.
+    `base_url`, `model`, `api_key`, `timeout` (seconds), a `[world_info]` table with
+    SillyTavern's `world_info_settings` keys (`world_info_depth`, …) and `max_context`, a `[tui]`
+    table and a `[keys]` table (`config.schema.SCHEMA` lists every key). With no key from a flag,
+    the environment or the file, the OS keyring's (`config.store`) is used.
 
     Raises:
-        FormatError: the config file exists but is not valid TOML or has a wrong type.
+        FormatError: the config file exists but is not valid TOML or has a wrong type (every
+            wrong key is named, with what it should be). Unknown keys are not an error: they
+            are listed in `Settings.warnings`.
     """
     source = env if env is not None else os.environ
     path = paths.config_file(dict(source))
     file = _read_config(path)
+    problems = validate(file, str(path))
+    wrong = [p for p in problems if p.error]
+    if wrong:
+        raise FormatError(str(path), "; ".join(f"{p.key}: expected {p.expected}" for p in wrong))
     prov = file.get("provider", {})
     if not isinstance(prov, dict):
         raise FormatError(str(path), "must be a table", field="provider")
@@ -205,7 +241,7 @@ def load_settings(
     provider = ProviderSettings(
         base_url=pick(base_url, "TAVERN_API_BASE", prov.get("base_url")),
         model=pick(model, "TAVERN_MODEL", prov.get("model")),
-        api_key=pick(api_key, "TAVERN_API_KEY", prov.get("api_key")),
+        api_key=pick(api_key, "TAVERN_API_KEY", prov.get("api_key")) or keyring_api_key(),
         timeout=timeout,
     )
     lore = file.get("world_info", {})
@@ -230,7 +266,11 @@ def load_settings(
             raise FormatError(str(path), "must be true or false", field=key)
     if not isinstance(file.get("summary_prompt", ""), str):
         raise FormatError(str(path), "must be a string", field="summary_prompt")
+    tui_table = file.get("tui", {})
+    tui = TuiSettings(**{name: tui_table[name] for name in TuiSettings.__dataclass_fields__ if name in tui_table})
     return Settings(
+        tui=tui, keys={k: str(v) for k, v in flatten_keys(file.get("keys", {})).items()},
+        warnings=tuple(str(p) for p in problems if not p.error),
         max_context=limits["max_context"], max_tokens=limits["max_tokens"],
         probe_context=bool(file.get("probe_context", True)), auto_compact=bool(file.get("auto_compact", False)),
         summary_prompt=str(file.get("summary_prompt", "")),

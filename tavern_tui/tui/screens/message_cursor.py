@@ -1,0 +1,237 @@
+"""Provides `MessageCursor`: a cursor onto any message of the chat and what can be done to it
+(issue 21 item 3), kept apart from the chat screen so the transcript can change under it.
+
+alt+↑ / alt+↓ move the cursor over the mounted message boxes (the first alt+↑ takes the newest)
+and give the transcript the focus, so the action keys are plain letters: `e` edit, `d` delete
+(hide, after a confirm), `b` new playthrough from here, `c` continue from here (roll back to it),
+`[` / `]` the previous / next variant at that depth (a swipe there), `y` copy the text (Textual's
+clipboard, OSC 52), `t` the requests sent (trace). Esc leaves the cursor; the composer gets the
+focus back.
+
+The narrow interface to the chat: `screen.transcript.boxes` (the mounted `MessageBox`es, each
+with `.view`), `screen.transcript` (focusable), `screen.prompt`, `screen.playthrough_id`,
+`screen.tavern`, `screen.call` and `screen._reload()`. Nothing here keeps a box beyond a key
+press: the cursor is the box's stored ref, found again among the mounted boxes each time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.binding import Binding
+
+from tavern_tui.service import MessageView
+from tavern_tui.tui.messages import PlaythroughChosen
+from tavern_tui.tui.modals.confirm import ConfirmScreen
+from tavern_tui.tui.modals.edit_message import EditMessageScreen
+
+_GROUP = Binding.Group("Message")
+
+CURSOR_BINDINGS = [
+    Binding("alt+up", "cursor_move(-1)", "Message ↑", id="chat.cursor_up", show=False, group=_GROUP,
+            priority=True, tooltip="Put the message cursor on the message above"),
+    Binding("alt+down", "cursor_move(1)", "Message ↓", id="chat.cursor_down", show=False, group=_GROUP,
+            priority=True, tooltip="Put the message cursor on the message below"),
+    Binding("e", "cursor_edit", "Edit message", id="chat.cursor_edit", show=False, group=_GROUP),
+    Binding("d", "cursor_delete", "Delete message", id="chat.cursor_delete", show=False, group=_GROUP,
+            tooltip="Hide it from the chat (the original stays in the tree)"),
+    Binding("b", "cursor_branch", "Branch from here", id="chat.cursor_branch", show=False, group=_GROUP,
+            tooltip="A new playthrough that starts with the messages up to this one"),
+    Binding("c", "cursor_continue", "Continue from here", id="chat.cursor_continue", show=False, group=_GROUP,
+            tooltip="Roll back to this message; what followed stays a branch"),
+    Binding("left_square_bracket", "cursor_swipe(-1)", "Previous variant", id="chat.cursor_swipe_left",
+            show=False, group=_GROUP),
+    Binding("right_square_bracket", "cursor_swipe(1)", "Next variant", id="chat.cursor_swipe_right",
+            show=False, group=_GROUP),
+    Binding("y", "cursor_copy", "Copy message", id="chat.cursor_copy", show=False, group=_GROUP,
+            tooltip="Copy its text to the clipboard (OSC 52)"),
+    Binding("t", "cursor_trace", "Message's request", id="chat.cursor_trace", show=False, group=_GROUP,
+            tooltip="The requests sent (trace)"),
+    Binding("escape", "cursor_leave", "Leave the message cursor", id="chat.cursor_leave", show=False,
+            group=_GROUP),
+]
+"""The cursor's keys; the chat lists them in its BINDINGS, before its own Esc."""
+
+CURSOR_ACTIONS = frozenset(b.action.split("(", 1)[0] for b in CURSOR_BINDINGS)
+
+
+def variant_ref(tavern: Any, playthrough_id: int, ref: tuple[int, int]) -> tuple[int, int]:
+    """The variant (tree node) a shown message is: itself, or for an edited message the variant
+    on the active path that the chat shows under the edit's ref. Call it in a worker."""
+    view = tavern.timeline.timeline(playthrough_id)
+    if ref in view.siblings:
+        return ref
+    for candidate in reversed(view.path):
+        try:
+            if tavern.timeline.shown_ref(playthrough_id, candidate) == ref:
+                return candidate
+        except Exception:  # noqa: BLE001, S112 - a variant the head hides: not this one
+            continue
+    return ref
+
+
+class MessageCursor:
+    """Mixed into the chat screen (before `TavernScreen`): the cursor state and its actions."""
+
+    cursor_ref: tuple[int, int] | None = None
+    """The ref of the message under the cursor, or None (no cursor)."""
+
+    # -- the narrow interface ---------------------------------------------------------------
+
+    def _cursor_boxes(self) -> list[Any]:
+        return [b for b in self.transcript.boxes if b.view is not None]  # type: ignore[attr-defined]
+
+    def cursor_box(self) -> Any | None:
+        """The mounted box under the cursor, or None."""
+        return next((b for b in self._cursor_boxes() if b.view.ref == self.cursor_ref), None)
+
+    @property
+    def cursor_message(self) -> MessageView | None:
+        """The stored message under the cursor, or None."""
+        box = self.cursor_box()
+        return None if box is None else box.view
+
+    def cursor_allows(self, action: str) -> bool:
+        """`check_action` for the cursor's keys: the moves always (not while a reply streams),
+        the letters only while the cursor is on a message."""
+        if getattr(self, "generating", False):
+            return False
+        if action == "cursor_move":
+            return bool(self._cursor_boxes())
+        return self.cursor_box() is not None
+
+    def _show_cursor(self, box: Any | None) -> None:
+        for other in self.transcript.boxes:  # type: ignore[attr-defined]
+            other.set_class(other is box, "-cursor")
+        if box is None:
+            self.cursor_ref = None
+            self.prompt.focus()  # type: ignore[attr-defined]
+            return
+        self.cursor_ref = box.view.ref
+        self.transcript.focus()  # type: ignore[attr-defined]
+        self.transcript.scroll_to_widget(box, animate=False)  # type: ignore[attr-defined]
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def action_cursor_move(self, step: int) -> None:
+        """alt+↑ / alt+↓: the message above / below (the first alt+↑ takes the newest)."""
+        boxes = self._cursor_boxes()
+        if not boxes:
+            return
+        current = self.cursor_box()
+        if current is None:
+            index = len(boxes) - 1 if step < 0 else 0
+        else:
+            index = boxes.index(current) + step
+            if index >= len(boxes):  # past the newest: back to the composer
+                self._show_cursor(None)
+                return
+            index = max(0, index)
+        self._show_cursor(boxes[index])
+
+    def action_cursor_leave(self) -> None:
+        """Esc: no cursor; the composer has the focus again."""
+        self._show_cursor(None)
+
+    def action_cursor_copy(self) -> None:
+        """Copy the message's text (Textual's `copy_to_clipboard`, OSC 52: works over ssh and tmux
+        with `set-clipboard on`)."""
+        message = self.cursor_message
+        if message is not None:
+            self.app.copy_to_clipboard(message.content)  # type: ignore[attr-defined]
+            self.notify(f"Copied {len(message.content):,} characters of {message.speaker}'s message.",  # type: ignore[attr-defined]
+                        timeout=3)
+
+    def action_cursor_edit(self) -> None:
+        """Rewrite the message (a surface replacement; the original stays in the log)."""
+        message = self.cursor_message
+        if message is None:
+            return
+        pid, tavern = self.playthrough_id, self.tavern  # type: ignore[attr-defined]
+
+        def save(edited: str | None) -> None:
+            if edited is not None and edited != message.content:
+                self.call(tavern.timeline.edit_message, pid, message.ref, edited,  # type: ignore[attr-defined]
+                          title="Cannot edit", then=lambda _: self._cursor_done())
+
+        self.app.push_screen(EditMessageScreen(message.speaker, message.content), save)  # type: ignore[attr-defined]
+
+    def action_cursor_delete(self) -> None:
+        """Ask, then hide the message from the chat (the original stays in the tree)."""
+        message = self.cursor_message
+        if message is None:
+            return
+        pid, tavern = self.playthrough_id, self.tavern  # type: ignore[attr-defined]
+        preview = message.content if len(message.content) <= 200 else message.content[:199] + "…"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.call(tavern.timeline.delete_message, pid, message.ref,  # type: ignore[attr-defined]
+                          title="Cannot delete", then=lambda _: self._cursor_done())
+
+        self.app.push_screen(ConfirmScreen(  # type: ignore[attr-defined]
+            f"Delete this message from the chat?\n\n{message.speaker}: “{preview}”\n\n"
+            "It is hidden from the chat; the original stays in the tree (F5).", confirm="Delete"), answered)
+
+    def action_cursor_continue(self) -> None:
+        """Continue from this message: the chat rolls back to it; what followed stays a branch."""
+        message = self.cursor_message
+        if message is None:
+            return
+        pid, tavern, ref = self.playthrough_id, self.tavern, message.ref  # type: ignore[attr-defined]
+        self.call(lambda: tavern.timeline.rollback(pid, variant_ref(tavern, pid, ref)),  # type: ignore[attr-defined]
+                  title="Cannot continue from there", then=lambda _: self._cursor_done())
+
+    def action_cursor_branch(self) -> None:
+        """A new playthrough starting with the messages up to this one; it opens in place of this chat."""
+        message = self.cursor_message
+        if message is None:
+            return
+
+        def branched(created: Any) -> None:
+            self.notify(f"Playthrough #{created.id} starts here (#{self.playthrough_id} is unchanged).",  # type: ignore[attr-defined]
+                        title="New playthrough")
+            self.dismiss()  # type: ignore[attr-defined]
+            self.app.post_message(PlaythroughChosen(created.id))  # type: ignore[attr-defined]
+
+        pid, tavern, ref = self.playthrough_id, self.tavern, message.ref  # type: ignore[attr-defined]
+        self.call(lambda: tavern.timeline.branch_playthrough(pid, variant_ref(tavern, pid, ref)),  # type: ignore[attr-defined]
+                  title="Cannot branch", then=branched)
+
+    def action_cursor_swipe(self, step: int) -> None:
+        """Show the previous / next variant at this depth (a swipe of any message, not only the last)."""
+        message = self.cursor_message
+        if message is None:
+            return
+        pid, tavern, ref = self.playthrough_id, self.tavern, message.ref  # type: ignore[attr-defined]
+
+        def pick() -> tuple[int, int] | None:
+            ref_here = variant_ref(tavern, pid, ref)
+            siblings = tavern.timeline.timeline(pid).siblings.get(ref_here)
+            if not siblings or len(siblings) < 2:
+                return None
+            index = siblings.index(ref_here) + step
+            if not 0 <= index < len(siblings):
+                return None
+            tavern.timeline.select_variant(pid, siblings[index])
+            return siblings[index]
+
+        def picked(chosen: tuple[int, int] | None) -> None:
+            if chosen is None:
+                self.notify("No other variant there.", timeout=2)  # type: ignore[attr-defined]
+            else:
+                self._cursor_done(keep=chosen)
+
+        self.call(pick, title="Cannot show another variant", then=picked)  # type: ignore[attr-defined]
+
+    def action_cursor_trace(self) -> None:
+        """Open the requests this playthrough sent (the trace), from the message cursor."""
+        self.action_trace()  # type: ignore[attr-defined]
+
+    def _cursor_done(self, keep: tuple[int, int] | None = None) -> None:
+        """After an action: re-read the chat; the cursor stays on `keep` when given, else it goes."""
+        if keep is None:
+            self._show_cursor(None)
+        else:
+            self.cursor_ref = keep
+        self._reload()  # type: ignore[attr-defined]

@@ -1,0 +1,230 @@
+"""Issue 21 items 1, 2, 4 and 9: the settings screen (applied without a restart, the key kept out
+of the database, the config file, logs and the screen), help generated from the bindings,
+Esc's rules, type-to-search on home, themes remembered, the `[keys]` keymap."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.widgets import Checkbox, Input, OptionList, Select
+
+from tavern_tui.config import Settings, TuiSettings, load_settings
+from tavern_tui.config.store import KEYRING_SERVICE, KEYRING_USER
+from tavern_tui.providers.openai_compat import OpenAICompatProvider
+from tavern_tui.service import Tavern
+from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.keymap import all_bindings
+from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.help import HelpScreen, help_rows
+from tavern_tui.tui.screens.home import HomeScreen
+from tavern_tui.tui.screens.lore import LoreScreen
+from tavern_tui.tui.screens.settings import SettingsScreen
+from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.tui.conftest import ScriptedProvider, open_character, screen_text, wait_until, workers_idle
+
+SIZE = (120, 40)
+KEY = "sk-test-7f3a9c2e41b8d6"
+
+
+async def test_settings_configure_an_endpoint_and_use_it_without_a_restart(
+        make_tavern: Callable[..., Tavern], scripted: ScriptedProvider, file_keyring: object,
+        isolated_profile: Path, db_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    tavern = make_tavern(scripted)
+    with LoopbackServer() as server:
+        server.enqueue_json(200, {"object": "list", "data": [{"id": "alpha-7b"}, {"id": "beta-13b"}]})
+        server.enqueue_sse(sse_chunks_for("Hello from the loopback."))
+        app = TavernApp(tavern)
+        async with app.run_test(size=SIZE) as pilot:
+            await workers_idle(pilot)
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen))
+            settings = app.screen
+            settings.query_one("#base-url", Input).value = server.base_url
+            settings.query_one("#api-key", Input).value = KEY
+            await pilot.press("ctrl+t")  # test connection: GET /models
+            await wait_until(pilot, lambda: "2 models" in str(settings.query_one("#connection").render()))
+            assert server.requests[0].path == "/v1/models"
+            assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+            picker = settings.query_one("#model-list", Select)
+            picker.value = "beta-13b"  # picked from the endpoint's list
+            await pilot.pause()
+            assert settings.query_one("#model", Input).value == "beta-13b"
+            assert KEY not in screen_text(app)  # the key field is masked
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+            # Applied at once: the next step streams from the endpoint just configured.
+            assert isinstance(tavern.provider, OpenAICompatProvider)
+            assert tavern.settings.provider.base_url == server.base_url
+            assert tavern.provider_label.endswith("beta-13b")
+            await open_character(pilot, "Seraphina")
+            await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+            chat = app.screen
+            await pilot.press(*"Hi there")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: any("Hello from the loopback." in b.text for b in chat.transcript.boxes))
+            await workers_idle(pilot)
+            posted = server.requests[1]
+            assert posted.path == "/v1/chat/completions" and posted.json["model"] == "beta-13b"
+            assert KEY not in screen_text(app)
+    config = (isolated_profile / "config" / "config.toml").read_text(encoding="utf-8")
+    assert server.base_url in config and 'model = "beta-13b"' in config
+    assert KEY not in config  # the keyring holds it
+    assert file_keyring.get_password(KEYRING_SERVICE, KEYRING_USER) == KEY
+    assert load_settings().provider.api_key == KEY  # and a restart finds it there
+    assert KEY not in caplog.text
+    tavern.store.engine.dispose()
+    database = Path(db_url.removeprefix("sqlite:///")).read_bytes()
+    assert KEY.encode() not in database
+
+
+async def test_a_bad_number_in_settings_is_named_and_nothing_is_saved(corpus_tavern: Tavern,
+                                                                      isolated_profile: Path) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        app.screen.query_one("#wi-depth", Input).value = "-3"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, SettingsScreen)
+        assert any("World info depth: expected 0 or more, got -3" in n.text for n in app.notices)
+    assert not (isolated_profile / "config" / "config.toml").exists()
+
+
+def _declared(owner: str) -> set[str]:
+    return {b.binding.id for b in all_bindings() if b.owner == owner and not b.binding.system}
+
+
+async def test_help_lists_every_binding_of_each_screen_from_the_bindings(corpus_tavern: Tavern) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await workers_idle(pilot)
+        home = app.screen
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        listed = {row.binding_id for rows in help_rows(home).values() for row in rows}
+        assert _declared("HomeScreen") <= listed and {"app.help", "app.settings", "app.quit"} <= listed
+        await pilot.pause()
+        shown = screen_text(app)
+        assert "Keys · Home" in shown and "^n" in shown and "New playthrough" in shown and "home.import" in shown
+        await pilot.press("escape")
+        await open_character(pilot, "Seraphina")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        chat = app.screen
+        await pilot.press("?")  # typed into the composer: not the help
+        assert not isinstance(app.screen, HelpScreen) and chat.prompt.value == "?"
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        rows = help_rows(chat)
+        listed = {row.binding_id for group in rows.values() for row in group}
+        assert _declared("ChatScreen") <= listed  # Stop too, though nothing streams ("not now")
+        [stop] = [row for group in rows.values() for row in group if row.binding_id == "chat.stop"]
+        assert not stop.available
+        assert "Swipe" in rows  # the binding's own group
+        await pilot.press("escape")
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen))
+        lore = app.screen
+        app.set_focus(None)
+        await pilot.press("?")  # nothing focused: `?` opens the help
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        listed = {row.binding_id for group in help_rows(lore).values() for row in group}
+        assert _declared("LoreScreen") <= listed
+
+
+async def test_typing_on_home_filters_the_characters(corpus_tavern: Tavern) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        home = app.screen
+        listing = home.query_one("#characters", OptionList)
+        await wait_until(pilot, lambda: listing.option_count > 1)
+        everyone = listing.option_count
+        await pilot.press(*"seraph")  # s, e, r… fire nothing; they filter
+        assert isinstance(app.screen, HomeScreen) and home.filter == "seraph"
+        assert listing.option_count == 1 and str(listing.get_option_at_index(0).prompt).startswith("Seraphina")
+        await pilot.press("backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "n", "p")
+        assert home.filter == "np" and listing.option_count < everyone
+        await pilot.press("escape")
+        assert home.filter == "" and listing.option_count == everyone
+        await pilot.press("ctrl+n")  # the command key still starts a playthrough
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+
+
+async def test_esc_stays_while_the_composer_holds_text_and_keeps_the_draft(corpus_tavern: Tavern) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_character(pilot, "Seraphina")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        chat = app.screen
+        await pilot.press(*"half a thought")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is chat  # a stray Esc while typing does not leave
+        await pilot.press("escape")  # a second one does
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        assert corpus_tavern.inbox.draft(chat.playthrough_id) == "half a thought"
+        await open_character(pilot, "Seraphina")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.prompt.value)
+        chat = app.screen
+        chat.prompt.value = ""
+        await pilot.press("escape")  # empty composer: back at once
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+
+
+async def test_a_theme_chosen_is_remembered_across_runs(make_tavern: Callable[..., Tavern],
+                                                        scripted: ScriptedProvider, db_url: str,
+                                                        tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    tavern = make_tavern(scripted)
+    tavern.settings = tavern.ctx.settings = Settings(db_url=db_url, config_path=config)
+    app = TavernApp(tavern)
+    assert {"tavern-dark", "tavern-light", "tavern-high-contrast", "textual-dark"} <= set(app.available_themes)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.theme == "tavern-dark"
+        app.theme = "tavern-light"  # what the palette's "Theme" command sets
+        await workers_idle(pilot)
+    assert 'theme = "tavern-light"' in config.read_text(encoding="utf-8")
+    again = Tavern(Settings(db_url=db_url, config_path=config, tui=TuiSettings(theme="tavern-light")),
+                   provider=scripted)
+    try:
+        assert TavernApp(again).theme == "tavern-light"
+    finally:
+        again.close()
+
+
+async def test_theme_picked_in_settings_is_saved_and_applied(corpus_tavern: Tavern, isolated_profile: Path) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        app.screen.query_one("#theme", Select).value = "tavern-high-contrast"
+        app.screen.query_one("#timestamps", Checkbox).value = True
+        await pilot.pause()
+        assert app.theme == "tavern-high-contrast"  # previewed
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        assert app.theme == "tavern-high-contrast" and corpus_tavern.settings.tui.timestamps
+    saved = load_settings()
+    assert saved.tui.theme == "tavern-high-contrast" and saved.tui.timestamps
+
+
+async def test_a_remapped_key_works_and_a_bad_one_is_reported(corpus_tavern: Tavern, scripted: ScriptedProvider,
+                                                              db_url: str) -> None:
+    corpus_tavern.settings = Settings(db_url=db_url, config_path=Path("/cfg/config.toml"),
+                                      keys={"new_playthrough": "ctrl+e", "chat.nothing": "f3",
+                                            "home.import": "ctrl+nope"})
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await workers_idle(pilot)
+        problems = [n.text for n in app.notices if n.title == "Config file"]
+        assert any(p.startswith("/cfg/config.toml: keys.chat.nothing: expected a binding id or action name")
+                   for p in problems)
+        assert any("keys.home.import: expected keys such as" in p and "'ctrl+nope'" in p for p in problems)
+        listing = app.screen.query_one("#characters", OptionList)
+        await wait_until(pilot, lambda: listing.option_count > 0)
+        await pilot.press("ctrl+e")  # the action's new key
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
