@@ -7,7 +7,6 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.cli.commands.chat import add_selection_options, apply_selection
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_OK
@@ -75,6 +74,7 @@ def cmd_omit_param(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The request the next step would send: messages with their source, config, tokens."""
+    from tavern_tui.assembly.attribution import breakdown_text, describe
     with open_service(args) as tavern:
         apply_selection(tavern, args, args.playthrough, err)  # remembered, as with `tavern chat` (issue 5 §7)
         shown = tavern.steps.preview(args.playthrough, args.input)
