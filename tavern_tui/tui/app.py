@@ -15,9 +15,7 @@ from textual.logging import TextualHandler
 from tavern_tui.service import Tavern
 from tavern_tui.tui import theming
 from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import HomeScreen
-from tavern_tui.tui.screens.lore import LoreScreen
 
 
 def _utc_now() -> datetime:
@@ -76,10 +74,12 @@ class TavernApp(App[None]):
 
     def on_playthrough_chosen(self, message: PlaythroughChosen) -> None:
         """Open the chosen playthrough in a chat screen on top of the home screen."""
+        from tavern_tui.tui.screens.chat import ChatScreen
         self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=message.typed))
 
     def on_world_books_requested(self, message: WorldBooksRequested) -> None:
         """Open the world-book pane (from a chat it knows the playthrough)."""
+        from tavern_tui.tui.screens.lore import LoreScreen
         self.push_screen(LoreScreen(self.tavern, message.playthrough_id))
 
 

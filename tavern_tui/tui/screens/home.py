@@ -16,9 +16,7 @@ from textual.widgets.option_list import Option
 from tavern_tui.service import CharacterView, PlaythroughView, Tavern
 from tavern_tui.tui.labels import character_summary, playthrough_summary, plural
 from tavern_tui.tui.messages import ImportFinished, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.modals.import_screen import ImportScreen, import_results, notify_warnings
 from tavern_tui.tui.screens.base import TavernScreen
-from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
 EMPTY_TEXT = ("No characters yet.\n\n"
@@ -213,6 +211,7 @@ class HomeScreen(TavernScreen[None]):
 
     def action_persona(self) -> None:
         """Open the persona pane (no playthrough: marks use the default sensitivity ceiling)."""
+        from tavern_tui.tui.screens.persona import PersonaScreen
         self.app.push_screen(PersonaScreen(self.tavern))
 
     def action_refresh(self) -> None:
@@ -221,6 +220,7 @@ class HomeScreen(TavernScreen[None]):
 
     def action_import_cards(self) -> None:
         """Ask for a path, then import it in a thread worker."""
+        from tavern_tui.tui.modals.import_screen import ImportScreen
         def chosen(path: str | None) -> None:
             if path:
                 self.notify(f"Importing {path}…", timeout=2)
@@ -231,10 +231,12 @@ class HomeScreen(TavernScreen[None]):
     @work(thread=True, exclusive=True, group="import", exit_on_error=False, description="import cards")
     def _import(self, path: str) -> None:
         # Runs off the UI thread: reads files and writes SQLite, then hands the results back.
+        from tavern_tui.tui.modals.import_screen import import_results
         self.post_message(import_results(self.tavern, path, "character"))
 
     def on_import_finished(self, message: ImportFinished) -> None:
         """Refresh the lists and say plainly what was imported and what failed (naming the file)."""
+        from tavern_tui.tui.modals.import_screen import notify_warnings
         imported = [r for r in message.results if r.ok and not r.duplicate]
         duplicates = [r for r in message.results if r.ok and r.duplicate]
         failed = [r for r in message.results if not r.ok]
