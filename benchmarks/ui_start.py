@@ -69,7 +69,8 @@ def _env(db: Path | None) -> dict[str, str]:
 def run_in_pty(argv: list[str], marker: bytes, env: dict[str, str], *, timeout: float = 30.0,
                stderr: Path | None = None) -> tuple[float, float]:
     """Spawn `argv` on a 120x40 pseudo-terminal; when `marker` appears in its output, press
-    ctrl+q; `stderr`, when given, gets everything the terminal showed. Returns (ms to the marker, ms to the process exiting after the key).
+    ctrl+q; `stderr`, when given, gets everything the terminal showed. Returns (ms to the
+    marker, ms to the process exiting after the key).
 
     Raises:
         RuntimeError: the marker did not appear within `timeout` (with the last output seen).

@@ -58,6 +58,7 @@ class WorldInfoService:
         self.library = library
         self._index_cache: IndexCache | None = None
         self._index_lock = threading.Lock()
+        self._parse_lock = threading.Lock()
         self._books: dict[tuple[int, str], WorldBook] = {}
         self._card_books: dict[int, WorldBook] = {}
         self._book_hashes: dict[int, str] = {}
@@ -95,13 +96,19 @@ class WorldInfoService:
 
     def _book(self, record: WorldBookRecord) -> WorldBook:
         from tavern_tui.formats.worldinfo import parse_world_book
+
         key = (record.id, hashlib.sha256(record.data.encode("utf-8")).hexdigest())
         book = self._books.get(key)
         if book is None:
-            book = parse_world_book(record.data.encode("utf-8"), record.name)
-            book.name = record.name
-            self._books[key] = book
-            self._book_hashes[id(book)] = key[1]
+            # One parse at a time: the chat's world-info warm-up and its token gauge ask for the
+            # same 5,000-entry book at once in two workers; the second waits, then reads the cache.
+            with self._parse_lock:
+                book = self._books.get(key)
+                if book is None:
+                    book = parse_world_book(record.data.encode("utf-8"), record.name)
+                    book.name = record.name
+                    self._books[key] = book
+                    self._book_hashes[id(book)] = key[1]
         return book
 
     def book_hash(self, book: WorldBook, character: CharacterRecord) -> str:
