@@ -52,3 +52,65 @@ def test_engine_formats_and_assembly_do_not_load_sqlalchemy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# Issue 22: what the start path must not import. Heavy modules load on first use or after the
+# first screen painted; each entry names why it is heavy.
+NOT_AT_START = ("alembic", "httpx", "markdown_it", "ahocorasick_rs", "starlette", "uvicorn",
+                "tavern_tui.lore.activation", "tavern_tui.persona.extract", "tavern_tui.service.steps",
+                "tavern_tui.tui.screens.chat")
+
+
+def _loaded_after(code: str, env_db: Path) -> set[str]:
+    import os
+
+    env = {**os.environ, "TAVERN_DB_URL": f"sqlite:///{env_db}", "TAVERN_HOME": str(env_db.parent / "home")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                          timeout=120)
+    return set(done.stdout.split())
+
+
+_REPORT = ("import sys\nprint(' '.join(m for m in sys.modules if any(m == n or m.startswith(n + '.') for n in "
+           f"{NOT_AT_START!r})))\n")
+
+
+def _at_head(tmp_path: Path) -> Path:
+    """A database already at the newest schema (so opening it needs no migration)."""
+    db = tmp_path / "t.sqlite3"
+    subprocess.run([sys.executable, "-c", "from tavern_tui.store.store import Store; "
+                    f"Store('sqlite:///{db}').close()"], check=True, timeout=120)
+    return db
+
+
+def test_help_and_sessions_do_not_import_the_heavy_modules(tmp_path: Path) -> None:
+    db = _at_head(tmp_path)
+    helped = _loaded_after("import contextlib, io\nfrom tavern_tui.cli import main\n"
+                           "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+                           "    main(['--help'])\n" + _REPORT, db)
+    assert helped == set()
+    listed = _loaded_after("import io\nfrom tavern_tui.cli import main\n"
+                           "assert main(['sessions', '--json'], out=io.StringIO()) == 0\n" + _REPORT, db)
+    assert listed == set()
+
+
+def test_the_tui_first_paint_does_not_import_the_heavy_modules(tmp_path: Path) -> None:
+    db = _at_head(tmp_path)
+    code = ("import asyncio\nfrom tavern_tui.config import load_settings\nfrom tavern_tui.service import Tavern\n"
+            "from tavern_tui.tui.app import TavernApp\n"
+            "async def main():\n"
+            "    app = TavernApp(Tavern(load_settings()))\n"
+            "    async with app.run_test(size=(120, 40)) as pilot:\n"
+            "        await pilot.pause()\n"
+            "        await app.workers.wait_for_complete()\n"
+            "        await pilot.pause()\n"
+            "        assert type(app.screen).__name__ == 'HomeScreen'\n"
+            "asyncio.run(main())\n" + _REPORT)
+    assert _loaded_after(code, db) == set()
+
+
+def test_the_shipped_head_is_read_without_alembic_as_alembic_reads_it() -> None:
+    from alembic.script import ScriptDirectory
+
+    from tavern_tui.store.db import _alembic_config, head_revision
+
+    assert head_revision() == ScriptDirectory.from_config(_alembic_config()).get_current_head()

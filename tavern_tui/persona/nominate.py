@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tavern_tui.persona.model import Belief, within
-from tavern_tui.persona.safety import find_injections, find_secrets
 
 NEVER_NOMINATE = frozenset({"health", "sexuality", "religion", "politics", "credentials", "location", "finances"})
 """Categories never offered for the persona, whatever the confidence (ADR-0079 decision 6)."""
@@ -38,6 +37,7 @@ class NominationRules:
 
 def blockers(belief: Belief, rules: NominationRules, declined: set[str]) -> list[str]:
     """Every reason `belief` may not be nominated ([] = eligible), in a fixed order."""
+    from tavern_tui.persona.safety import find_injections, find_secrets
     reasons = []
     if belief.status != "active":
         reasons.append("superseded")

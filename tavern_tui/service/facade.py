@@ -7,31 +7,59 @@ per-area services in dependency order and exposes each as an attribute (`tavern.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, TypeVar
+
 from tavern_tui.config import Settings
 from tavern_tui.engine.stream import Provider
-from tavern_tui.service.chat_files import ChatFileService
-from tavern_tui.service.chats import ChatService
-from tavern_tui.service.compaction import CompactionService
 from tavern_tui.service.context import ServiceContext
-from tavern_tui.service.imports import ImportService
-from tavern_tui.service.inbox import InboxService
-from tavern_tui.service.library import LibraryService
-from tavern_tui.service.lore import WorldInfoService
-from tavern_tui.service.mvu import MvuService
-from tavern_tui.service.openings import OpeningService
-from tavern_tui.service.persona import PersonaService
-from tavern_tui.service.playthroughs import PlaythroughService
-from tavern_tui.service.presets import PresetService
-from tavern_tui.service.scripts import ScriptService
-from tavern_tui.service.steps import StepRunner
-from tavern_tui.service.strategies import StrategyService
-from tavern_tui.service.timeline import TimelineService
-from tavern_tui.service.tools import ToolService
-from tavern_tui.service.traces import TraceService
-from tavern_tui.service.variables import VariableService
 from tavern_tui.store.store import Store
 from tavern_tui.text.secret_values import without_credentials
 from tavern_tui.text.tokens import make_counter
+
+if TYPE_CHECKING:
+    from tavern_tui.service.chat_files import ChatFileService
+    from tavern_tui.service.chats import ChatService
+    from tavern_tui.service.compaction import CompactionService
+    from tavern_tui.service.imports import ImportService
+    from tavern_tui.service.inbox import InboxService
+    from tavern_tui.service.library import LibraryService
+    from tavern_tui.service.lore import WorldInfoService
+    from tavern_tui.service.mvu import MvuService
+    from tavern_tui.service.openings import OpeningService
+    from tavern_tui.service.persona import PersonaService
+    from tavern_tui.service.playthroughs import PlaythroughService
+    from tavern_tui.service.presets import PresetService
+    from tavern_tui.service.scripts import ScriptService
+    from tavern_tui.service.steps import StepRunner
+    from tavern_tui.service.strategies import StrategyService
+    from tavern_tui.service.timeline import TimelineService
+    from tavern_tui.service.tools import ToolService
+    from tavern_tui.service.traces import TraceService
+    from tavern_tui.service.variables import VariableService
+
+
+T = TypeVar("T")
+
+
+class _area(Generic[T]):  # noqa: N801 - used as a decorator, like functools.cached_property
+    """A facade attribute built on first use and kept (in the instance's `__dict__`, so later
+    reads skip this descriptor). Building takes the facade's lock: TUI workers run in threads,
+    and two of them must never build two copies of an area (each holds caches)."""
+
+    def __init__(self, build: Callable[[Tavern], T]) -> None:
+        self._build = build
+        self._name = build.__name__
+        self.__doc__ = build.__doc__
+
+    def __get__(self, instance: Tavern | None, owner: type | None = None) -> T:
+        if instance is None:
+            return self  # type: ignore[return-value]
+        with instance._areas_lock:  # re-entrant: an area builds the areas it calls
+            if self._name not in instance.__dict__:
+                instance.__dict__[self._name] = self._build(instance)
+            return instance.__dict__[self._name]  # type: ignore[no-any-return]
 
 
 def make_provider(settings: Settings) -> Provider:
@@ -84,32 +112,131 @@ class Tavern:
         self.provider = provider if provider is not None else make_provider(settings)
         ctx = ServiceContext(settings, self.store, self.provider, make_counter(settings.tokenizer or None))
         self.ctx = ctx
-        # Dependency order: each service gets only the services it calls.
-        self.library = LibraryService(ctx)
-        self.persona = PersonaService(ctx, self.library)
-        self.lore = WorldInfoService(ctx, self.library)
-        self.presets = PresetService(ctx, self.library)
-        self.strategies = StrategyService(ctx, self.presets)
-        self.playthroughs = PlaythroughService(ctx, self.library, self.persona, self.presets, self.lore,
-                                               self.strategies)
-        self.scripts = ScriptService(ctx, self.library)
-        self.playthroughs.display = self.scripts.display_views  # card regex scripts decide what the transcript shows
-        self.timeline = TimelineService(ctx, self.library, self.playthroughs)
-        self.variables = VariableService(ctx, self.playthroughs)
-        self.inbox = InboxService(ctx, self.playthroughs)
-        self.compaction = CompactionService(ctx, self.playthroughs, self.presets)
-        self.mvu = MvuService(ctx, self.library, self.playthroughs, self.lore, self.variables)
-        self.tools = ToolService(ctx, self.library, self.playthroughs, self.lore)
-        self.steps = StepRunner(ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
-                                self.strategies, self.timeline, self.variables, self.compaction,
-                                inbox=self.inbox, mvu=self.mvu, tools=self.tools, scripts=self.scripts)
-        self.openings = OpeningService(ctx, self.library, self.persona, self.presets, self.lore, self.strategies,
-                                       self.playthroughs, self.steps)
-        self.chats = ChatService(ctx, self.library, self.playthroughs, self.timeline)
-        self.traces = TraceService(ctx, self.playthroughs, self.timeline)
-        self.chat_files = ChatFileService(ctx, self.library, self.playthroughs, self.strategies, self.timeline)
-        self.imports = ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files,
-                                     scripts=self.scripts)
+        self._areas_lock = threading.RLock()
+
+    # Each area is built (and its module imported) on first use, with the areas it calls: a
+    # command that lists sessions never loads the step runner, the lore engine or the HTTP
+    # client (issue 22). The dependency order is the properties' call order.
+
+    @_area
+    def library(self) -> LibraryService:
+        from tavern_tui.service.library import LibraryService
+
+        return LibraryService(self.ctx)
+
+    @_area
+    def persona(self) -> PersonaService:
+        from tavern_tui.service.persona import PersonaService
+
+        return PersonaService(self.ctx, self.library)
+
+    @_area
+    def lore(self) -> WorldInfoService:
+        from tavern_tui.service.lore import WorldInfoService
+
+        return WorldInfoService(self.ctx, self.library)
+
+    @_area
+    def presets(self) -> PresetService:
+        from tavern_tui.service.presets import PresetService
+
+        return PresetService(self.ctx, self.library)
+
+    @_area
+    def strategies(self) -> StrategyService:
+        from tavern_tui.service.strategies import StrategyService
+
+        return StrategyService(self.ctx, self.presets)
+
+    @_area
+    def playthroughs(self) -> PlaythroughService:
+        from tavern_tui.service.playthroughs import PlaythroughService
+
+        service = PlaythroughService(self.ctx, self.library, self.persona, self.presets, self.lore, self.strategies)
+        service.display = self.scripts.display_views  # card regex scripts decide what the transcript shows
+        return service
+
+    @_area
+    def scripts(self) -> ScriptService:
+        from tavern_tui.service.scripts import ScriptService
+
+        return ScriptService(self.ctx, self.library)
+
+    @_area
+    def timeline(self) -> TimelineService:
+        from tavern_tui.service.timeline import TimelineService
+
+        return TimelineService(self.ctx, self.library, self.playthroughs)
+
+    @_area
+    def variables(self) -> VariableService:
+        from tavern_tui.service.variables import VariableService
+
+        return VariableService(self.ctx, self.playthroughs)
+
+    @_area
+    def inbox(self) -> InboxService:
+        from tavern_tui.service.inbox import InboxService
+
+        return InboxService(self.ctx, self.playthroughs)
+
+    @_area
+    def compaction(self) -> CompactionService:
+        from tavern_tui.service.compaction import CompactionService
+
+        return CompactionService(self.ctx, self.playthroughs, self.presets)
+
+    @_area
+    def mvu(self) -> MvuService:
+        from tavern_tui.service.mvu import MvuService
+
+        return MvuService(self.ctx, self.library, self.playthroughs, self.lore, self.variables)
+
+    @_area
+    def tools(self) -> ToolService:
+        from tavern_tui.service.tools import ToolService
+
+        return ToolService(self.ctx, self.library, self.playthroughs, self.lore)
+
+    @_area
+    def steps(self) -> StepRunner:
+        from tavern_tui.service.steps import StepRunner
+
+        return StepRunner(self.ctx, self.library, self.playthroughs, self.lore, self.persona, self.presets,
+                          self.strategies, self.timeline, self.variables, self.compaction,
+                          inbox=self.inbox, mvu=self.mvu, tools=self.tools, scripts=self.scripts)
+
+    @_area
+    def openings(self) -> OpeningService:
+        from tavern_tui.service.openings import OpeningService
+
+        return OpeningService(self.ctx, self.library, self.persona, self.presets, self.lore, self.strategies,
+                              self.playthroughs, self.steps)
+
+    @_area
+    def chats(self) -> ChatService:
+        from tavern_tui.service.chats import ChatService
+
+        return ChatService(self.ctx, self.library, self.playthroughs, self.timeline)
+
+    @_area
+    def traces(self) -> TraceService:
+        from tavern_tui.service.traces import TraceService
+
+        return TraceService(self.ctx, self.playthroughs, self.timeline)
+
+    @_area
+    def chat_files(self) -> ChatFileService:
+        from tavern_tui.service.chat_files import ChatFileService
+
+        return ChatFileService(self.ctx, self.library, self.playthroughs, self.strategies, self.timeline)
+
+    @_area
+    def imports(self) -> ImportService:
+        from tavern_tui.service.imports import ImportService
+
+        return ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files,
+                             scripts=self.scripts)
 
     def __repr__(self) -> str:
         return f"Tavern(db_url={without_credentials(self.settings.db_url)!r}, provider={self.provider_label!r})"
@@ -141,7 +268,9 @@ class Tavern:
     def close(self) -> None:
         """Stop the MCP servers and close the database (the provider's HTTP client closes with
         `aclose_provider`)."""
-        self.tools.close()
+        tools = self.__dict__.get("tools")  # only if it was built: closing must not start the area
+        if tools is not None:
+            tools.close()
         self.store.close()
 
     async def aclose_provider(self) -> None:

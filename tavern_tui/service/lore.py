@@ -12,21 +12,15 @@ import copy
 import hashlib
 import json
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep
 from tavern_tui.engine.events import canonical_json
 from tavern_tui.errors import FormatError, TavernError
 from tavern_tui.formats.cards import ParsedCard
-from tavern_tui.formats.worldinfo import from_character_book, parse_world_book, to_st_json
-from tavern_tui.formats.worldinfo_foreign import dropped_agnai_constants
-from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
-from tavern_tui.lore.fastindex import FastIndex
-from tavern_tui.lore.matching import IndexCache, invalid_regex_keys
 from tavern_tui.lore.model import WorldBook
-from tavern_tui.lore.result import ActivationResult
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -34,6 +28,12 @@ from tavern_tui.service.persona import PERSONA_TARGET
 from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.store.repositories import CharacterRecord, WorldBookRecord
 from tavern_tui.views import ImportResult, WorldBookView
+
+if TYPE_CHECKING:
+    from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep
+    from tavern_tui.lore.context import ScanMessage, SourcedBook
+    from tavern_tui.lore.matching import IndexCache
+    from tavern_tui.lore.result import ActivationResult
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +56,24 @@ class WorldInfoService:
     def __init__(self, ctx: ServiceContext, library: LibraryService) -> None:
         self.ctx = ctx
         self.library = library
-        self.index_cache = IndexCache(FastIndex)
+        self._index_cache: IndexCache | None = None
+        self._index_lock = threading.Lock()
+        self._parse_lock = threading.Lock()
         self._books: dict[tuple[int, str], WorldBook] = {}
         self._card_books: dict[int, WorldBook] = {}
         self._book_hashes: dict[int, str] = {}
+
+    @property
+    def index_cache(self) -> IndexCache:
+        """The shared key-index cache, made on first use: the lore engine (the Aho-Corasick
+        index) is imported only when world info is first scanned (issue 22)."""
+        with self._index_lock:
+            if self._index_cache is None:
+                from tavern_tui.lore.fastindex import FastIndex
+                from tavern_tui.lore.matching import IndexCache
+
+                self._index_cache = IndexCache(FastIndex)
+            return self._index_cache
 
     def import_world_book_bytes(self, payload: bytes, name: str) -> ImportResult:
         """Import one world book from bytes (any shape `formats.worldinfo` reads).
@@ -67,6 +81,9 @@ class WorldInfoService:
         The book is stored as SillyTavern World Info JSON plus the original bytes; the same
         bytes imported again store nothing new. A broken file stores nothing.
         """
+        from tavern_tui.formats.worldinfo import parse_world_book, to_st_json
+        from tavern_tui.formats.worldinfo_foreign import dropped_agnai_constants
+        from tavern_tui.lore.matching import invalid_regex_keys
         try:
             book = parse_world_book(payload, name)
         except FormatError as exc:
@@ -79,13 +96,20 @@ class WorldInfoService:
 
 
     def _book(self, record: WorldBookRecord) -> WorldBook:
+        from tavern_tui.formats.worldinfo import parse_world_book
+
         key = (record.id, hashlib.sha256(record.data.encode("utf-8")).hexdigest())
         book = self._books.get(key)
         if book is None:
-            book = parse_world_book(record.data.encode("utf-8"), record.name)
-            book.name = record.name
-            self._books[key] = book
-            self._book_hashes[id(book)] = key[1]
+            # One parse at a time: the chat's world-info warm-up and its token gauge ask for the
+            # same 5,000-entry book at once in two workers; the second waits, then reads the cache.
+            with self._parse_lock:
+                book = self._books.get(key)
+                if book is None:
+                    book = parse_world_book(record.data.encode("utf-8"), record.name)
+                    book.name = record.name
+                    self._books[key] = book
+                    self._book_hashes[id(book)] = key[1]
         return book
 
     def book_hash(self, book: WorldBook, character: CharacterRecord) -> str:
@@ -135,6 +159,7 @@ class WorldInfoService:
             FormatError: the edited book does not survive a SillyTavern round trip (e.g. duplicate uids).
             SecretRefused: it holds the configured API key or a base-URL credential (any form).
         """
+        from tavern_tui.formats.worldinfo import parse_world_book, to_st_json
         try:
             data = to_st_json(book)
         except ValueError as exc:
@@ -149,6 +174,7 @@ class WorldInfoService:
 
     def export_world_book(self, book_id: int) -> dict[str, Any]:
         """The book as SillyTavern World Info JSON (`{"entries": {...}}`), ready to write to a file."""
+        from tavern_tui.formats.worldinfo import to_st_json
         return to_st_json(self.world_book(book_id))
 
     def bind_world_book(self, book_id: int, scope: str, target_id: int | None = None) -> bool:
@@ -187,14 +213,17 @@ class WorldInfoService:
                         settings: WorldInfoSettings | None = None) -> WorldInfoStep:
         """The world-info step over `books` with the configured settings (or `settings`: a
         step passes them with its request's max context, issue 16) and the shared key indexes."""
+        from tavern_tui.assembly.worldinfo import WorldInfoStep
         return WorldInfoStep(books, settings or self.ctx.settings.world_info, rng, self.index_cache)
 
     @staticmethod
     def facts(record: CharacterRecord, card: ParsedCard, user_name: str) -> CardFacts:
+        from tavern_tui.assembly.worldinfo import CardFacts
         return CardFacts.from_card(card.data, card.name, user_name, Path(record.source_name).stem)
 
     def _card_book(self, record: CharacterRecord, card: ParsedCard) -> WorldBook | None:
         """The card's embedded `character_book` as a world book (converted once per character)."""
+        from tavern_tui.formats.worldinfo import from_character_book
         if card.character_book is None:
             return None
         book = self._card_books.get(record.id)
@@ -214,6 +243,8 @@ class WorldInfoService:
             chat: the chat-lore book ids to use instead of the playthrough's bindings (an
                 opening draft's selection, or a preview's `--lore` added to them).
         """
+        from tavern_tui.lore.context import SourcedBook
+
         with self.ctx.store.unit_of_work() as uow:
             chat_ids = list(chat) if chat is not None else uow.bindings.books_for("playthrough", playthrough_id)
             ids = [("chat", chat_ids),
@@ -242,6 +273,8 @@ class WorldInfoService:
         tool): no playthrough, nothing stored. `batch`: lines pending in the inbox, claimed
         before `text` in one batch; the batch is the current input a step scans (seed 000 §5),
         joined one line each as `assembly.worldinfo.scan_context` joins a claimed batch."""
+        from tavern_tui.assembly.worldinfo import WorldInfoStep
+        from tavern_tui.lore.context import ActivationContext, SourcedBook
         lines = [*batch, text] if text else list(batch)
         ctx = ActivationContext(messages=tuple(messages), input="\n".join(lines) or None, char_name=char_name,
                                 user_name=user_name)

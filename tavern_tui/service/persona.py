@@ -27,7 +27,6 @@ from tavern_tui.engine.stream import ChatRequest, TextDelta
 from tavern_tui.errors import Conflict, FormatError, NotFound, ProviderError, TavernError
 from tavern_tui.formats.personas import parse_personas
 from tavern_tui.persona.corroborate import RELATIONS, same_belief
-from tavern_tui.persona.extract import extract_beliefs
 from tavern_tui.persona.model import (
     DEFAULT_CEILING,
     LOCAL_PRINCIPAL,
@@ -41,9 +40,7 @@ from tavern_tui.persona.model import (
     check_sensitivity,
     render_persona,
 )
-from tavern_tui.persona.model_extract import EXTRACTION_PROMPT, parse_model_beliefs
 from tavern_tui.persona.nominate import NominationRules, blockers, select_nominations
-from tavern_tui.persona.safety import block_injections, refuse_secrets
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.secrets import configured_secrets, refuse_configured
@@ -210,6 +207,7 @@ class PersonaService:
     def _refuse(self, text: str, where: str) -> None:
         """Refuse credential-shaped text (`refuse_secrets`) and the configured credentials by value
         in any encoding (`service.secrets`; issue 23 item 3). Raises SecretRefused."""
+        from tavern_tui.persona.safety import refuse_secrets
         refuse_configured(text, configured_secrets(self.ctx.settings, self.ctx.provider), where)
         refuse_secrets(text, where)
 
@@ -320,6 +318,7 @@ class PersonaService:
         Raises:
             PersonaCapExceeded: the persona is over a cap.
         """
+        from tavern_tui.persona.safety import block_injections
         pin = self._persona_pin(playthrough_id) if playthrough_id else {}
         ceiling = pin.get("ceiling", DEFAULT_CEILING)
         return render_persona(document or self.persona(), ceiling=ceiling, scan=block_injections)
@@ -355,6 +354,7 @@ class PersonaService:
         Raises:
             PersonaCapExceeded: over a cap.
         """
+        from tavern_tui.persona.safety import block_injections
         document = self.persona()
         # Read once: the ceiling and the pinned version.
         pinned = _pin_of(meta) if meta is not None else self._persona_pin(playthrough_id)
@@ -375,6 +375,7 @@ class PersonaService:
         Idempotent: a second run reads nothing new and changes nothing. Uses the deterministic
         extractor (`consolidate_with_model` adds the model's).
         """
+        from tavern_tui.persona.extract import extract_beliefs
         unread = self._unread(playthrough_id)
         return self._fold(unread, {ref: extract_beliefs(text) for ref, text in _texts(unread)})
 
@@ -385,6 +386,8 @@ class PersonaService:
         deterministic extractor's candidates come first; a model answer that fails (provider
         error, bad JSON) is logged and that message keeps the deterministic reading only.
         """
+        from tavern_tui.persona.extract import extract_beliefs
+        from tavern_tui.persona.model_extract import parse_model_beliefs
         unread = await asyncio.to_thread(self._unread, playthrough_id)
         found: dict[tuple[int, int], list[Any]] = {}
         for ref, text in _texts(unread):
@@ -399,6 +402,7 @@ class PersonaService:
         return await asyncio.to_thread(self._fold, unread, found)
 
     async def _ask_model(self, text: str) -> str:
+        from tavern_tui.persona.model_extract import EXTRACTION_PROMPT
         request = ChatRequest([{"role": "system", "content": EXTRACTION_PROMPT}, {"role": "user", "content": text}],
                               config={"temperature": 0})
         parts = []

@@ -16,7 +16,6 @@ from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_m
 from tavern_tui.engine.step import admit_opening, recover_interrupted
 from tavern_tui.errors import SecretRefused, TavernError
 from tavern_tui.persona.model import LOCAL_PRINCIPAL
-from tavern_tui.persona.safety import find_secrets
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
@@ -279,6 +278,7 @@ class PlaythroughService:
                 else `overridable` for the first `CHAT_SECRET_KINDS` finding. The message names
                 the kind, never the secret.
         """
+        from tavern_tui.persona.safety import find_secrets
         refuse_configured(text, self._configured_keys(), where)  # by value, in any encoding
         if allow_secrets:
             return

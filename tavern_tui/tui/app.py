@@ -20,8 +20,6 @@ from tavern_tui.service import Tavern
 from tavern_tui.tui import theming
 from tavern_tui.tui.keymap import resolve_keymap
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.screens.chat import ChatScreen
-from tavern_tui.tui.screens.draft import DraftScreen
 from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import LoreScreen
@@ -181,10 +179,14 @@ class TavernApp(App[None]):
 
     def on_playthrough_chosen(self, message: PlaythroughChosen) -> None:
         """Open the chosen playthrough in a chat screen on top of the home screen."""
+        from tavern_tui.tui.screens.chat import ChatScreen  # imported on first use: start-up paints home sooner
+
         self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=message.typed, send=message.send))
 
     def on_draft_chosen(self, message: DraftChosen) -> None:
         """Open an opening draft on top of the home screen (issue 20 item 1)."""
+        from tavern_tui.tui.screens.draft import DraftScreen
+
         self.push_screen(DraftScreen(self.tavern, message.draft_id, typed=message.typed))
 
     def on_world_books_requested(self, message: WorldBooksRequested) -> None:

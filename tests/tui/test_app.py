@@ -16,7 +16,7 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.draft import DraftScreen
 from tavern_tui.tui.screens.home import EMPTY_TEXT, HomeScreen
-from tavern_tui.tui.widgets.transcript import WINDOW
+from tavern_tui.tui.widgets.transcript import MAX_MOUNTED, WINDOW
 from tests.tui.conftest import GATE, ScriptedProvider, Think, open_character, wait_until, workers_idle
 
 SIZE = (120, 40)
@@ -249,13 +249,28 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
         while chat.transcript.earlier_count:
             before = len(chat.transcript.boxes)
             await pilot.press("ctrl+o")
-            await wait_until(pilot, lambda before=before: len(chat.transcript.boxes) == min(total, before + window))
-        assert len(chat.transcript.boxes) == total
-        # More than the chat reads at first (HELD): the oldest windows came through `fetch`, in order.
-        assert [b.text for b in chat.transcript.boxes] == [m.content for m in corpus_tavern.playthroughs.messages(pid)]
-        assert chat.transcript.earlier_count == 0
+            await wait_until(pilot, lambda before=before: chat.transcript.earlier_count == 0
+                             or len(chat.transcript.boxes) == min(MAX_MOUNTED, before + window))
+            assert len(chat.transcript.boxes) <= MAX_MOUNTED
+        # the window is bounded: the newest boxes were unmounted, the oldest are the chat's first
+        stored = [m.content for m in corpus_tavern.playthroughs.messages(pid)]
+        assert [b.text for b in chat.transcript.boxes] == stored[:MAX_MOUNTED]
+        assert chat.transcript.mounted_range == range(0, MAX_MOUNTED)
+        assert chat.transcript.later_count == total - MAX_MOUNTED and chat.query_one("#later").display
         assert chat.transcript.boxes[0].has_class("-origin-engine")
-        assert not chat.query_one("#earlier").display
+        # scrolling back down pages the newer messages in again, up to the tail
+        while not chat.transcript.at_tail:
+            before = chat.transcript.mounted_range.stop
+            assert await chat.transcript.load_later() > 0
+            await pilot.pause()
+            assert chat.transcript.mounted_range.stop > before
+            assert len(chat.transcript.boxes) <= MAX_MOUNTED
+        assert chat.transcript.boxes[-1].text == "Hm." and not chat.query_one("#later").display
+        assert [b.text for b in chat.transcript.boxes] == stored[-len(chat.transcript.boxes):]
+        start = chat.transcript.mounted_range.start
+        await pilot.press("ctrl+o")  # and up again: the window moves, never grows past the bound
+        await wait_until(pilot, lambda: chat.transcript.mounted_range.start == start - window)
+        assert len(chat.transcript.boxes) == MAX_MOUNTED and chat.transcript.later_count == window
 
 
 async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], corpus_dir: Path) -> None:

@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.cli.context import open_async_service
 from tavern_tui.cli.diagnostics import EXIT_INTERRUPTED, EXIT_OK, refused, step_failed
-from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted, ToolResultStored, TurnLimitReached
-from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import SecretRefused, TavernError
-from tavern_tui.service.inbox import ClaimedElsewhere
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
@@ -91,6 +88,8 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted, ToolResultStored, TurnLimitReached
+    from tavern_tui.engine.stream import ReasoningDelta, TextDelta
     async with open_async_service(args) as tavern:
         if args.say is not None:
             try:  # before a playthrough is created or anything bound
@@ -186,6 +185,7 @@ async def _say(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, er
     """The updates of `--say` (`StepRunner.send_or_queue`): a send, or, while another process
     streams in this playthrough, the text queued (said on `err`) and its step once that settles.
     None when another window or command claimed it meanwhile (said on `err`)."""
+    from tavern_tui.service.inbox import ClaimedElsewhere
     def queued(item: InboxItemView) -> None:
         err.write(f"{'steer' if item.steer else 'queued'} #{item.position} (id {item.id}): a reply is being "
                   "written in this playthrough; waiting for it to settle\n")

@@ -14,22 +14,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tavern_tui.assembly.worldinfo import insertion_order
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_OK
 from tavern_tui.cli.output import print_json, print_rows
 from tavern_tui.errors import FormatError, TavernError
-from tavern_tui.formats.cards import parse_card
-from tavern_tui.formats.chatlog import looks_like_chat_jsonl, parse_chat_jsonl
-from tavern_tui.formats.jsontypes import json_error
-from tavern_tui.formats.sniff import CARD, sniff_bytes
-from tavern_tui.formats.worldinfo import from_character_book, parse_world_book
-from tavern_tui.lore.context import ScanMessage
-from tavern_tui.lore.model import WorldBook
-from tavern_tui.lore.settings import WorldInfoSettings
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
+    from tavern_tui.lore.context import ScanMessage
+    from tavern_tui.lore.model import WorldBook
     from tavern_tui.service import Tavern
     from tavern_tui.views import WorldBookView
 
@@ -136,6 +129,7 @@ def cmd_lore_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _read_json(path: str, what: str) -> Any:
+    from tavern_tui.formats.jsontypes import json_error
     try:
         return json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except OSError as exc:
@@ -147,6 +141,8 @@ def _read_json(path: str, what: str) -> Any:
 def _history(path: str) -> list[ScanMessage]:
     """A scan history: a JSON list of {"name", "role", "text"} (oldest first), or a SillyTavern
     chat (.jsonl), whose hidden `is_system` lines are left out as SillyTavern's scan does."""
+    from tavern_tui.formats.chatlog import looks_like_chat_jsonl, parse_chat_jsonl
+    from tavern_tui.lore.context import ScanMessage
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
@@ -173,6 +169,9 @@ def _book(tavern: Tavern, given: str) -> WorldBook:
     Raises:
         FormatError: the file is neither, or a card without a book.
     """
+    from tavern_tui.formats.cards import parse_card
+    from tavern_tui.formats.sniff import CARD, sniff_bytes
+    from tavern_tui.formats.worldinfo import from_character_book, parse_world_book
     path = Path(given)
     if path.is_file():
         data = path.read_bytes()
@@ -188,6 +187,8 @@ def _book(tavern: Tavern, given: str) -> WorldBook:
 
 def cmd_lore_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern lore test`: every entry's decision, the fired ones in prompt insertion order."""
+    from tavern_tui.assembly.worldinfo import insertion_order
+    from tavern_tui.lore.settings import WorldInfoSettings
     with open_service(args) as tavern:
         books = [_book(tavern, given) for given in args.books]
         settings = None

@@ -7,7 +7,6 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_OK
 from tavern_tui.cli.output import context_line, print_json, print_rows
@@ -80,6 +79,7 @@ def cmd_omit_param(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The request the next step would send: messages with their source, config, tokens."""
+    from tavern_tui.assembly.attribution import breakdown_text, describe
     if (args.playthrough is None) == (args.draft is None):
         raise TavernError("give a PLAYTHROUGH or --draft DRAFT (one of them)")
     with open_service(args) as tavern:

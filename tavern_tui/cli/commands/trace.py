@@ -12,11 +12,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
 from tavern_tui.cli.output import context_line, print_json, print_rows
-from tavern_tui.engine.stream import TextDelta
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
@@ -74,6 +72,7 @@ def cmd_trace_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 async def _replay(tavern: Tavern, args: argparse.Namespace, out: TextIO) -> int:
+    from tavern_tui.engine.stream import TextDelta
     try:
         async for update in tavern.traces.replay(args.trace_id, model=args.model):
             if isinstance(update, TextDelta):
@@ -93,6 +92,7 @@ def cmd_trace_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern trace show`: one request's messages (source, ref, hash), resources, config and world info."""
+    from tavern_tui.assembly.attribution import breakdown_text, describe
     if args.bodies:
         return _show_bodies(args, out, err)
     with open_service(args) as tavern:

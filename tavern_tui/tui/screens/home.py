@@ -25,7 +25,6 @@ from tavern_tui.tui.modals.import_screen import (
     summarise,
 )
 from tavern_tui.tui.screens.base import TavernScreen
-from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import OpeningView
 
@@ -293,6 +292,7 @@ class HomeScreen(TavernScreen[None]):
 
     def action_persona(self) -> None:
         """Open the persona pane (no playthrough: marks use the default sensitivity ceiling)."""
+        from tavern_tui.tui.screens.persona import PersonaScreen
         self.app.push_screen(PersonaScreen(self.tavern))
 
     def action_refresh(self) -> None:

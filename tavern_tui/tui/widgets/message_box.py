@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
+
 from rich.markdown import Markdown as RichMarkdown
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.timer import Timer
 from textual.widgets import Collapsible, Label, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
@@ -36,6 +40,35 @@ def keep_line_breaks(text: str) -> str:
         if not fenced and line.strip() and lines[index + 1].strip() and not line.endswith("  "):
             lines[index] = line + "  "
     return "\n".join(lines)
+
+
+FLUSHES_PER_SECOND = 30
+"""At most this many writes a second reach the streaming reply's `MarkdownStream` (issue 22,
+performance-anchors §7 B6): fragments arriving in between are joined, so a fast provider
+costs the event loop a bounded share, and the reply still moves at about a frame rate."""
+
+_RENDERED: OrderedDict[tuple[tuple[int, int], str], RichMarkdown] = OrderedDict()
+_RENDERED_MAX = 1024
+
+
+def rendered(view: MessageView) -> RichMarkdown:
+    """The parsed Markdown of a stored message, made once per message revision (its ref and
+    shown text) and kept in a bounded LRU cache: paging a window back in, or a swipe back to a
+    variant seen before, does not parse the text again."""
+    key = (view.ref, view.shown)
+    found = _RENDERED.get(key)
+    if found is None:
+        found = RichMarkdown(keep_line_breaks(view.shown))
+        _RENDERED[key] = found
+        if len(_RENDERED) > _RENDERED_MAX:
+            _RENDERED.popitem(last=False)
+    else:
+        _RENDERED.move_to_end(key)
+    return found
+
+
+class MessageBody(Static):
+    """The body of a stored message: one `Static` holding its parsed Markdown (`rendered`)."""
 
 
 class MessageBox(Vertical):
@@ -153,6 +186,9 @@ class MessageBox(Vertical):
         self._mark = mark
         self._reasoning = reasoning
         self._stream: MarkdownStream | None = None
+        self._pending: list[str] = []  # fragments waiting for the next flush
+        self._flush_at = 0.0  # perf_counter time before which no flush is made
+        self._flush_timer: Timer | None = None
         self._reasoning_stream: MarkdownStream | None = None
         self.view: MessageView | None = None
         """The stored message shown here; None while a reply is still streaming."""
@@ -183,7 +219,7 @@ class MessageBox(Vertical):
         if self._reasoning:
             yield self._reasoning_widget(self._reasoning)
         if self.view is not None:
-            yield Static(RichMarkdown(keep_line_breaks(self._content)), classes="message-body")
+            yield MessageBody(rendered(self.view), classes="message-body")
             if self.view.summary is not None:
                 # Filled by the chat when expanded: the originals, read-only, never sent.
                 covers = self.view.summary.get("covers", 0)
@@ -202,9 +238,9 @@ class MessageBox(Vertical):
 
     @property
     def text(self) -> str:
-        """The text shown so far (the Markdown source)."""
+        """The text received so far (the Markdown source, with fragments not yet flushed)."""
         body = self.body
-        return body.source if isinstance(body, Markdown) else self._content
+        return body.source + "".join(self._pending) if isinstance(body, Markdown) else self._content
 
     def set_mark(self, mark: str) -> None:
         """Replace the mark next to the speaker name."""
@@ -237,10 +273,31 @@ class MessageBox(Vertical):
         found.first(Label).update(" · ".join(parts))
 
     async def append_text(self, fragment: str) -> None:
-        """Append reply text through a `MarkdownStream`, which batches fragments the widget cannot keep up with."""
+        """Append reply text: fragments are joined and written to a `MarkdownStream` at most
+        `FLUSHES_PER_SECOND` times a second (the stream batches further when the widget falls
+        behind). `stop_streams` writes what is still pending."""
+        self._pending.append(fragment)
+        now = time.perf_counter()
+        if now >= self._flush_at:
+            await self._flush()
+        elif self._flush_timer is None:
+            self._flush_timer = self.set_timer(self._flush_at - now, self._flush)
+
+    @property
+    def pending_text(self) -> str:
+        """Streamed text not yet written to the widget (it goes with the next flush)."""
+        return "".join(self._pending)
+
+    async def _flush(self) -> None:
+        self._flush_timer = None
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._flush_at = time.perf_counter() + 1 / FLUSHES_PER_SECOND
         if self._stream is None:
             self._stream = Markdown.get_stream(self.query_one(".message-body", Markdown))
-        await self._stream.write(fragment)
+        await self._stream.write(text)
 
     async def append_reasoning(self, fragment: str) -> None:
         """Append reasoning text into the collapsed reasoning section (mounted on first use)."""
@@ -256,6 +313,11 @@ class MessageBox(Vertical):
 
     async def stop_streams(self) -> None:
         """Flush and stop the streams (pending fragments are written first)."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+        if self._pending:
+            self._flush_at = 0.0
+            await self._flush()
         for stream in (self._stream, self._reasoning_stream):
             if stream is not None:
                 await stream.stop()
@@ -284,7 +346,7 @@ class MessageBox(Vertical):
             self.query_one(".speaker", Label).update(view.speaker)
         self.set_mark(message_mark(view))
         self._content = view.shown
-        body.update(RichMarkdown(keep_line_breaks(view.shown)))
+        body.update(rendered(view))
         self.view = view
         return True
 

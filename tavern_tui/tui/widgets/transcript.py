@@ -14,18 +14,30 @@ from tavern_tui.tui.labels import plural
 from tavern_tui.tui.widgets.message_box import MessageBox
 
 WINDOW = 20
-"""Messages mounted at first, and added per "load earlier": more than a screenful or two of
-message widgets only slows opening a chat and every keypress (performance-anchors §2.2;
-benchmarks `chat_open`)."""
+"""Messages mounted at first, and added per page-in: more than a screenful or two of message
+widgets only slows opening a chat and every keypress (performance-anchors §2.2; benchmarks
+`chat_open`, `transcript_window`)."""
+
+MAX_MOUNTED = 60
+"""At most this many message boxes are mounted, whatever the chat's length (issue 22, B5): a
+page-in at one end unmounts the boxes furthest away at the other, which page back in when the
+reader scrolls there."""
 
 
 class Transcript(VerticalScroll):
-    """The chat transcript: the last `window` messages, older ones on demand.
+    """The chat transcript: a window of at most `max_mounted` messages, paged in on scroll.
 
     It holds a suffix of the playthrough's messages (the caller need not read a 5,000-message
-    chat whole); scrolling to the top (or `load_earlier`) mounts the previous `window` messages
-    above, keeping the reading position, and reads further back through `fetch` when the held
-    suffix runs out.
+    chat whole). Scrolling to the top (or `load_earlier`) mounts the previous `window` messages
+    above, reading further back through `fetch` when the held suffix runs out; scrolling to the
+    bottom of a window that is not the tail (or `load_later`) mounts the next ones below. Either
+    way the boxes furthest from the reader are unmounted past `max_mounted`, and the message
+    being read keeps its place on the screen.
+
+    The interface other modules use (a message cursor, the chat screen): `boxes` (the mounted
+    boxes, oldest first), `mounted_range` (their indexes among all the playthrough's
+    messages), `message_index(box)`, `page_to(index)` (mount the window holding a message and
+    return its box), `scroll_box_into_view(box)`, `load_earlier`, `load_later`, `at_tail`.
 
     Attributes:
         fetch: `fetch(n)` returns the newest n messages (`tavern.playthroughs.messages(pid, last=n)`);
@@ -35,6 +47,7 @@ class Transcript(VerticalScroll):
     | --- | --- |
     | `#spacer` | takes the height the messages leave free |
     | `#earlier` | the muted "N earlier messages" line at the top |
+    | `#later` | the muted "N later messages" line at the bottom (only while reading back) |
     """
 
     DEFAULT_CSS = """
@@ -47,20 +60,22 @@ class Transcript(VerticalScroll):
         height: 1fr;
     }
 
-    Transcript #earlier {
+    Transcript #earlier, Transcript #later {
         height: 1;
         color: $text-muted;
         text-align: center;
     }
     """
 
-    def __init__(self, *, window: int = WINDOW, id: str | None = None) -> None:
+    def __init__(self, *, window: int = WINDOW, max_mounted: int = MAX_MOUNTED, id: str | None = None) -> None:
         super().__init__(id=id)
         self.window = window
+        self.max_mounted = max(max_mounted, 2 * window)
         self.fetch: Callable[[int], list[MessageView]] | None = None
         self._messages: list[MessageView] = []
         self._offset = 0  # messages older than _messages[0] that are not held
         self._first = 0  # index in _messages of the first mounted message
+        self._last = 0  # index in _messages past the last mounted stored message
         self._loading = False
 
     def compose(self) -> ComposeResult:
@@ -69,6 +84,9 @@ class Transcript(VerticalScroll):
         # the messages fill the view.
         yield Static("", id="spacer")
         yield Static("", id="earlier", markup=False)
+        later = Static("", id="later", markup=False)
+        later.display = False
+        yield later
 
     @property
     def earlier_count(self) -> int:
@@ -76,15 +94,49 @@ class Transcript(VerticalScroll):
         return self._offset + self._first
 
     @property
+    def later_count(self) -> int:
+        """Stored messages newer than the last mounted one (0 unless reading back)."""
+        return max(0, len(self._messages) - self._last)
+
+    @property
+    def at_tail(self) -> bool:
+        """Whether the newest stored message is mounted."""
+        return self.later_count == 0
+
+    @property
     def boxes(self) -> list[MessageBox]:
         """The mounted message boxes, oldest first."""
         return list(self.query_children(MessageBox))
 
-    def _update_earlier(self) -> None:
+    @property
+    def mounted_range(self) -> range:
+        """Indexes (0 = the playthrough's first message) of the mounted stored messages."""
+        return range(self._offset + self._first, self._offset + self._last)
+
+    def message_index(self, box: MessageBox) -> int | None:
+        """The index of `box`'s message among all the playthrough's messages; None for a box
+        not (yet) stored, e.g. a reply streaming."""
+        if box.view is None:
+            return None
+        for i in range(self._first, self._last):
+            if self._messages[i].ref == box.view.ref:
+                return self._offset + i
+        return None
+
+    def _update_markers(self) -> None:
         earlier = self.query_one("#earlier", Static)
         count = self.earlier_count
         earlier.display = count > 0
         earlier.update(f"▲ {plural(count, 'earlier message')} · scroll up or press ctrl+o")
+        later = self.query_one("#later", Static)
+        newer = self.later_count
+        later.display = newer > 0
+        later.update(f"▼ {plural(newer, 'later message')} · scroll down")
+
+    _update_earlier = _update_markers
+
+    def _boxes_for(self, messages: Sequence[MessageView]) -> list[MessageBox]:
+        return [MessageBox.from_view(m) for m in messages]
 
     async def show(self, messages: Sequence[MessageView], total: int | None = None) -> None:
         """Replace the transcript with `messages` (the newest ones; `total` counts them all),
@@ -92,14 +144,17 @@ class Transcript(VerticalScroll):
         self._messages = list(messages)
         self._offset = max(0, (total if total is not None else len(self._messages)) - len(self._messages))
         self._first = max(0, len(self._messages) - self.window)
-        await self.remove_children(MessageBox)
-        await self.mount_all([MessageBox.from_view(m) for m in self._messages[self._first:]])
-        self._update_earlier()
+        self._last = len(self._messages)
+        with self.app.batch_update():
+            await self.remove_children(MessageBox)
+            await self.mount_all(self._boxes_for(self._messages[self._first:]), before="#later")
+            self._update_markers()
         self.anchor()
 
     async def sync(self, messages: Sequence[MessageView], total: int | None = None) -> bool:
         """Take the stored list (the newest messages; `total` counts them all) after a step,
-        swipe or jump; replace only the boxes from the first one that no longer matches.
+        swipe or jump; replace only the boxes from the first one that no longer matches. While
+        reading back (the tail not mounted) it returns to the tail.
 
         Returns:
             True when any box changed.
@@ -107,7 +162,7 @@ class Transcript(VerticalScroll):
         boxes = self.boxes
         anchor = boxes[0].view.ref if boxes and boxes[0].view is not None else None
         start = next((i for i, m in enumerate(messages) if m.ref == anchor), None) if anchor else None
-        if start is None:
+        if start is None or not self.at_tail:
             await self.show(messages, total)
             return True
         tail = messages[start:]
@@ -118,8 +173,9 @@ class Transcript(VerticalScroll):
             common += 1
         self._messages = list(messages)
         self._first = start
+        self._last = len(self._messages)
         self._offset = max(0, (total if total is not None else len(messages)) - len(messages))
-        self._update_earlier()
+        self._update_markers()
         if common == len(boxes) == len(tail):
             return False
         if common == 0 or len(tail) - common > self.window:
@@ -135,12 +191,40 @@ class Transcript(VerticalScroll):
         if stale:
             await self.remove_children(stale)
         if fresh:
-            await self.mount_all([MessageBox.from_view(m) for m in fresh])
+            await self.mount_all(self._boxes_for(fresh), before="#later")
+        await self._trim_top()
         self.anchor()
         return True
 
+    async def _trim_top(self) -> None:
+        """Unmount the oldest boxes past `max_mounted` (the reader is at the tail)."""
+        boxes = self.boxes
+        extra = len(boxes) - self.max_mounted
+        if extra > 0:
+            await self.remove_children(boxes[:extra])
+            self._first = min(self._first + extra, self._last)
+            self._update_markers()
+
+    def _viewport_offset(self, box: MessageBox | None) -> int | None:
+        """Rows from the top of the view to `box`'s top (None without a box)."""
+        if box is None:
+            return None
+        return box.virtual_region.y - round(self.scroll_y)
+
+    def _keep_place(self, box: MessageBox | None, offset: int | None) -> None:
+        """After the next refresh, scroll so `box` is `offset` rows from the top of the view again."""
+        if box is None or offset is None:
+            return
+
+        def restore() -> None:
+            if box.is_attached:
+                self.scroll_to(y=max(0, box.virtual_region.y - offset), animate=False, immediate=True)
+
+        self.call_after_refresh(restore)
+
     async def load_earlier(self) -> int:
-        """Mount up to `window` older messages above the first one, keeping the reading position.
+        """Mount up to `window` older messages above the first one, keeping the reading position;
+        past `max_mounted`, the newest boxes are unmounted (they page back in on scrolling down).
 
         Returns:
             How many messages were added.
@@ -154,24 +238,85 @@ class Transcript(VerticalScroll):
                 # the service reads the database: off the event loop
                 more = await asyncio.to_thread(self.fetch, held + 4 * self.window)
                 added = max(0, len(more) - held)
-                self._messages, self._first = more, added
+                self._messages, self._first, self._last = more, added, self._last + added
                 self._offset = 0 if added < 4 * self.window else max(0, self._offset - added)
             start = max(0, self._first - self.window)
-            boxes = [MessageBox.from_view(m) for m in self._messages[start:self._first]]
-            reading = self.boxes[0] if self.boxes else None
+            boxes = self._boxes_for(self._messages[start:self._first])
+            mounted = self.boxes
+            reading = mounted[0] if mounted else None
+            offset = self._viewport_offset(reading)
             self.release_anchor()
-            await self.mount_all(boxes, after="#earlier")
-            self._first = start
-            self._update_earlier()
-            if reading is not None:
-                self.call_after_refresh(self.scroll_to_widget, reading, animate=False, top=True)
+            with self.app.batch_update():
+                await self.mount_all(boxes, after="#earlier")
+                self._first = start
+                extra = len(mounted) + len(boxes) - self.max_mounted
+                stored = [b for b in mounted if b.view is not None]
+                if extra > 0 and len(stored) == len(mounted):  # never drop a box not stored yet
+                    await self.remove_children(mounted[-extra:])
+                    self._last -= extra
+                self._update_markers()
+            self._keep_place(reading, offset)
             return len(boxes)
         finally:
             self._loading = False
 
+    async def load_later(self) -> int:
+        """Mount up to `window` newer messages below the last one (after reading back),
+        unmounting the oldest past `max_mounted`, keeping the reading position.
+
+        Returns:
+            How many messages were added.
+        """
+        if self.at_tail or self._loading:
+            return 0
+        self._loading = True
+        try:
+            end = min(len(self._messages), self._last + self.window)
+            boxes = self._boxes_for(self._messages[self._last:end])
+            mounted = self.boxes
+            reading = mounted[-1] if mounted else None
+            offset = self._viewport_offset(reading)
+            with self.app.batch_update():
+                await self.mount_all(boxes, before="#later")
+                self._last = end
+                extra = len(mounted) + len(boxes) - self.max_mounted
+                if extra > 0:
+                    await self.remove_children(mounted[:extra])
+                    self._first += extra
+                self._update_markers()
+            self._keep_place(reading, offset)
+            if self.at_tail:
+                self.call_after_refresh(self.anchor)
+            return len(boxes)
+        finally:
+            self._loading = False
+
+    async def page_to(self, index: int) -> MessageBox | None:
+        """Mount the window that holds message `index` (0 = the playthrough's first) and return
+        its box, paging in earlier or later windows as needed; None when the index is out of
+        range."""
+        while index < self.mounted_range.start and self.earlier_count > 0:
+            if not await self.load_earlier():
+                break
+        while index >= self.mounted_range.stop and not self.at_tail:
+            if not await self.load_later():
+                break
+        for box in self.boxes:
+            if self.message_index(box) == index:
+                return box
+        return None
+
+    def scroll_box_into_view(self, box: MessageBox, *, top: bool = False) -> None:
+        """Scroll so `box` is visible (at the top of the view when `top`), without animation."""
+        self.scroll_to_widget(box, animate=False, top=top, immediate=True)
+
     async def add(self, box: MessageBox) -> MessageBox:
-        """Mount a new box at the end (a sent message or a reply being streamed) and follow it."""
-        await self.mount(box)
+        """Mount a new box at the end (a sent message or a reply being streamed) and follow it;
+        while reading back, the transcript first returns to the tail."""
+        if not self.at_tail:
+            await self.show(self._messages, self._offset + len(self._messages))
+        await self.mount(box, before="#later")
+        await self._trim_top()
         self.anchor()
         return box
 
@@ -179,7 +324,8 @@ class Transcript(VerticalScroll):
         super().watch_scroll_y(old_value, new_value)
         if new_value <= 0 < old_value and self.earlier_count > 0:
             self.call_later(self.load_earlier)
-
+        elif new_value >= self.max_scroll_y > old_value and not self.at_tail:
+            self.call_later(self.load_later)
 
 def _shows(box: MessageBox, message: MessageView) -> bool:
     """Whether `box` shows `message`. The person's box mounted while sending has no stored view
