@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -87,8 +88,28 @@ def effective_origin(role: str | None, origin: Origin | str | None) -> Origin | 
 
 
 def canonical_json(body: dict[str, Any]) -> str:
-    """Serialise a body the one way the log stores and hashes it (sorted keys, compact, UTF-8)."""
-    return json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    """Serialise a body the one way the log stores and hashes it (sorted keys, compact, UTF-8).
+
+    Always valid JSON: a non-finite number (an imported chat's `1e999`, which JavaScript reads as
+    Infinity) is written as `null`, as JavaScript's `JSON.stringify` writes it; Python's `Infinity`
+    token would make the database's JSON functions (the search index trigger) refuse the row."""
+    try:
+        return json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise  # a circular reference: a bug, not data
+        return json.dumps(_finite(body), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every NaN / ±Infinity float replaced by None (lists, tuples and dicts walked)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def body_hash(body_text: str) -> str:

@@ -92,8 +92,7 @@ class WorldInfoService:
         for warning in warnings:
             logger.info("%s: %s", name, warning)  # (the result carries it: each front end shows it)
         return self.library.store_import("world_book", "world_books", name, payload, warnings, name=book.name,
-                                  data=canonical_json(to_st_json(book)))
-
+                                         data=canonical_json(to_st_json(book)))
 
     def _book(self, record: WorldBookRecord) -> WorldBook:
         from tavern_tui.formats.worldinfo import parse_world_book

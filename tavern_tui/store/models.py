@@ -316,6 +316,8 @@ class RegexAllowance(Base):
     __tablename__ = "regex_allowances"
     character_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     allowed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class OpeningDraft(Base):
     """An opening draft (seed 000 §7): a playthrough not yet begun, with the selections its
     first send applies. It has no session; the first send replaces it with a playthrough."""

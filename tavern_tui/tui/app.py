@@ -22,9 +22,7 @@ from tavern_tui.tui.keymap import resolve_keymap
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.home import HomeScreen
-from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.screens.notices import Notice, NoticesScreen
-from tavern_tui.tui.screens.settings import SettingsScreen
 
 
 def _utc_now() -> datetime:
@@ -76,8 +74,11 @@ class TavernApp(App[None]):
             self.theme = remembered
         elif any(t.name == theming.DEFAULT_THEME for t in loaded.themes):
             self.theme = theming.DEFAULT_THEME
-        keymap, self._keymap_problems = resolve_keymap(tavern.settings.keys, str(tavern.settings.config_path
-                                                                                 or "config.toml"))
+        keymap: dict[str, str] = {}
+        self._keymap_problems: list[str] = []
+        if tavern.settings.keys:  # resolving imports every screen: only when there is a `[keys]` remap
+            keymap, self._keymap_problems = resolve_keymap(tavern.settings.keys,
+                                                           str(tavern.settings.config_path or "config.toml"))
         if keymap:
             self.set_keymap(keymap)
 
@@ -137,6 +138,8 @@ class TavernApp(App[None]):
 
     def action_settings(self) -> None:
         """Open the settings screen (not twice)."""
+        from tavern_tui.tui.screens.settings import SettingsScreen  # (its endpoint probe imports httpx)
+
         if not isinstance(self.screen, SettingsScreen):
             self.push_screen(SettingsScreen(self.tavern))
 
@@ -157,7 +160,7 @@ class TavernApp(App[None]):
 
     def watch_theme(self, theme: str) -> None:
         """Remember a theme chosen in the palette (or settings) in the config file's `[tui]`."""
-        if not getattr(self, "_theme_ready", False) or isinstance(self.screen, SettingsScreen):
+        if not getattr(self, "_theme_ready", False) or type(self.screen).__name__ == "SettingsScreen":
             return  # the start, or a preview in the settings screen (its Save remembers it)
         path = self.tavern.settings.config_path
         if path is None or theme == self.tavern.settings.tui.theme:
@@ -191,6 +194,8 @@ class TavernApp(App[None]):
 
     def on_world_books_requested(self, message: WorldBooksRequested) -> None:
         """Open the world-book pane (from a chat it knows the playthrough)."""
+        from tavern_tui.tui.screens.lore import LoreScreen
+
         self.push_screen(LoreScreen(self.tavern, message.playthrough_id))
 
 

@@ -82,3 +82,15 @@ def test_origin_absent_means_natural_producer_and_unknown_is_refused() -> None:
     with pytest.raises(OriginError) as info:
         parse_origin("human")
     assert "'human'" in str(info.value) and "customer, agent, engine, operator" in str(info.value)
+
+
+def test_canonical_json_writes_non_finite_numbers_as_null_as_javascript_does() -> None:
+    # A SillyTavern chat may hold `1e999` (JS reads Infinity; JSON.stringify writes null). The log's
+    # text must stay valid JSON: SQLite's json functions (the search trigger) refuse `Infinity`.
+    import json as _json
+
+    from tavern_tui.engine.events import canonical_json
+
+    text = canonical_json({"b": [float("inf"), {"c": float("nan")}], "a": -float("inf"), "d": 1.5})
+    assert text == '{"a":null,"b":[null,{"c":null}],"d":1.5}'
+    assert _json.loads(text, parse_constant=lambda name: pytest.fail(f"non-JSON token {name}"))

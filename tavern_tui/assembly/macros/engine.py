@@ -123,6 +123,7 @@ def _whole(text: str) -> int:
         return -(10**16) if text.strip().startswith("-") else 10**16
     return int(text)
 
+
 # core-macros.js ELSE_MARKER: what {{else}} prints; removed by a post-processor wherever it is left over.
 ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
 

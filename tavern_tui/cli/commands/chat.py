@@ -186,6 +186,7 @@ async def _say(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, er
     streams in this playthrough, the text queued (said on `err`) and its step once that settles.
     None when another window or command claimed it meanwhile (said on `err`)."""
     from tavern_tui.service.inbox import ClaimedElsewhere
+
     def queued(item: InboxItemView) -> None:
         err.write(f"{'steer' if item.steer else 'queued'} #{item.position} (id {item.id}): a reply is being "
                   "written in this playthrough; waiting for it to settle\n")
