@@ -239,7 +239,8 @@ class MessageBox(Vertical):
     @property
     def text(self) -> str:
         """The text received so far (the Markdown source, with fragments not yet flushed)."""
-        body = self.body
+        found = self.query(".message-body")  # none for a moment while a settled body replaces the stream's
+        body = found.first() if found else None
         return body.source + "".join(self._pending) if isinstance(body, Markdown) else self._content
 
     def set_mark(self, mark: str) -> None:
