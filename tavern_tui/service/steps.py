@@ -17,7 +17,7 @@ import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import aclosing
+from contextlib import AbstractContextManager, aclosing, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -229,7 +229,7 @@ class StepRunner:
         inner = self._base_assembler(playthrough_id, generation, strategy, view, pin_persona=pin_persona)
         scripts = self.scripts.script_set(view.character_id) if self.scripts is not None else ScriptSet()
         # Templates read MVU's bound snapshot first (`getvar('stat_data.…')`), as macros do.
-        message_vars = self.mvu.snapshot(playthrough_id) if self.mvu is not None else None
+        message_vars = self.mvu.snapshot(playthrough_id, view) if self.mvu is not None else None
         return ScriptedAssembler(inner, scripts, templates=self.ctx.settings.templates, message_vars=message_vars)
 
     def _base_assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
@@ -299,7 +299,7 @@ class StepRunner:
 
             macros.lazy = {"last_swipe_id": lambda: swipe_ids()[0], "current_swipe_id": lambda: swipe_ids()[1]}
         if macros is not None and view.session_id and self.mvu is not None:  # the bound snapshot (issue 18)
-            macros.message_vars = self.mvu.snapshot(playthrough_id)
+            macros.message_vars = self.mvu.snapshot(playthrough_id, view)
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
@@ -348,9 +348,16 @@ class StepRunner:
         Raises:
             NotFound: unknown strategy (the message lists them), or no such playthrough.
         """
-        view = self.playthroughs.playthrough(playthrough_id)
-        assembler = self._assembler(playthrough_id, Generation(), strategy, view)
-        return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
+        with self._pinned():
+            view = self.playthroughs.playthrough(playthrough_id)
+            assembler = self._assembler(playthrough_id, Generation(), strategy, view)
+            return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
+
+    def _pinned(self) -> AbstractContextManager[Any]:
+        """The log read as of one version for a read-only build (`EventLog.pinned_version`): its
+        caches' dozen version checks then cost one query. A log without it: no pin."""
+        pin = getattr(self.ctx.store.events, "pinned_version", None)
+        return pin() if pin is not None else nullcontext()
 
     def preview_selection(self, playthrough_id: int, text: str = "", *, strategy: str | None = None,
                           preset: int | None | bool = False, lore: Sequence[int] = ()) -> dict[str, Any]:
@@ -364,15 +371,16 @@ class StepRunner:
         """
         if preset is False and not lore:
             return self.preview(playthrough_id, text, strategy=strategy)
-        view = self.playthroughs.playthrough(playthrough_id)
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            playthrough = uow.playthroughs.get(playthrough_id)
-            bound = uow.bindings.books_for("playthrough", playthrough_id)
-        if preset is not False:
-            playthrough = replace(playthrough, preset_id=preset)  # in memory only
-        chat = list(bound) + [b for b in lore if b not in bound]
-        assembler = self._assembler_for(view, playthrough, Generation(), strategy, chat=chat)
-        return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
+        with self._pinned():
+            view = self.playthroughs.playthrough(playthrough_id)
+            with self.ctx.store.unit_of_work(write=False) as uow:
+                playthrough = uow.playthroughs.get(playthrough_id)
+                bound = uow.bindings.books_for("playthrough", playthrough_id)
+            if preset is not False:
+                playthrough = replace(playthrough, preset_id=preset)  # in memory only
+            chat = list(bound) + [b for b in lore if b not in bound]
+            assembler = self._assembler_for(view, playthrough, Generation(), strategy, chat=chat)
+            return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
 
     def preview_draft(self, draft_id: int, text: str = "") -> dict[str, Any]:
         """The request an opening draft's first send would make (seed 000 §7: no history and no
