@@ -23,8 +23,9 @@ from typing import Any
 
 from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
 from tavern_tui.assembly.basic import BasicAssembler
-from tavern_tui.assembly.fit import ContextOverflow
+from tavern_tui.assembly.fit import ContextOverflow, admitted_context, sendable_history
 from tavern_tui.assembly.macros.engine import MacroContext
+from tavern_tui.assembly.memo import per_list
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
 from tavern_tui.assembly.scripted import ScriptedAssembler
 from tavern_tui.assembly.sillytavern import (
@@ -37,7 +38,7 @@ from tavern_tui.assembly.sillytavern import (
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.engine.events import EventKind
-from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model, surface_of
+from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages, surface_of
 from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
@@ -47,7 +48,6 @@ from tavern_tui.engine.step import (
     StepFailed,
     StepSettled,
     StepUpdate,
-    context_events,
     run_step,
 )
 from tavern_tui.errors import TavernError
@@ -269,7 +269,8 @@ class StepRunner:
         # with nothing said anywhere, the `[world_info]` table's max_context (default 4095) stays.
         lore_settings = (self.ctx.settings.world_info if limit.source == "default"
                          else replace(self.ctx.settings.world_info, max_context=limit.max_context))
-        timed = timed_state_of(self._surface_events(view.session_id) if view.session_id else [])
+        events = self._surface_events(view.session_id) if view.session_id else []
+        timed = per_list(events, "steps.timed_state", lambda: timed_state_of(events))
         # The variables the step starts from (issue 17); the assembler stages what its macros change.
         stored = json.loads(playthrough.meta or "{}")
         header = stored.get("header") if isinstance(stored, dict) else None
@@ -288,8 +289,9 @@ class StepRunner:
             macros.authors_note = note if isinstance(note, str) else ""  # authors-note.js `{{authorsNote}}`
         if macros is not None and view.session_id:
             # `{{summary}}` (Summarize extension): the newest summary's text; swipe ids read on use only.
-            macros.summary = next((m.content for m in reversed(self._surface(view.session_id))
-                                   if getattr(m, "source", None) == SUMMARY_SOURCE), "")
+            surface = self._surface(view.session_id)
+            macros.summary = per_list(surface, "steps.newest_summary", lambda: next(
+                (m.content for m in reversed(surface) if getattr(m, "source", None) == SUMMARY_SOURCE), ""))
             memo: list[tuple[int | None, int | None]] = []
 
             def swipe_ids(gen_type: str = generation.type) -> tuple[int | None, int | None]:
@@ -414,8 +416,8 @@ class StepRunner:
             meta, config = assembly.meta, assembly.config
             messages = ([{"role": "system", "content": assembly.system, "source": "system"}] if assembly.system else [])
             spans = [meta.get("system_parts")] if assembly.system else []
-            shown = [m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)
-                     and m.ref not in assembly.omit]
+            omit = assembly.omit
+            shown = [m for m in sendable_history(history)[0] if not omit or m.ref not in omit]
             sources = ["context" if m.source == CONTEXT_SOURCE else "summary" if m.source == SUMMARY_SOURCE
                        else "history" for m in shown]
             sent = [dict(assembly.rewrite.get(m.ref) or m.to_request()) for m in shown]  # regex scripts' text
@@ -423,7 +425,7 @@ class StepRunner:
             spans += [default_parts(r, source, m.ref, str(m.body.get("context") or ""))
                       for r, m, source in zip(sent, shown, sources)]
             # Context the step would admit now, just before the input (roles-first).
-            admitted = context_events(history, assembly.context)
+            admitted = admitted_context(history, assembly.context)
             messages += [{"role": "user", "content": e.body["content"], "source": "context"} for e in admitted]
             spans += [default_parts(e.body, "context", None, str(e.body.get("context") or "")) for e in admitted]
             messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]
