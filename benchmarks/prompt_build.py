@@ -11,6 +11,8 @@ indexes built, the token counter's cache empty), with the step code already impo
 `import_ms`: that import (once per process; the chat's gauge pays it when a chat opens);
 `warm_p50_ms` / `warm_p95_ms`: 20 builds, each
 with a new input, after that. `used` / `limit` / `dropped`: the fit of the last build.
+`cold_cpu_ms` / `warm_cpu_p50_ms`: the same builds in this process's CPU time, which a box shared
+with other work inflates less than the wall-clock figures (the targets are wall-clock).
 Targets: p95 warm ≤ 25 ms, cold ≤ 150 ms (`ratio_*` = figure / target).
 """
 
@@ -75,13 +77,14 @@ def _setup(workdir: Path) -> tuple[str, int]:
     return db_url, pid
 
 
-def _build(tavern: Tavern, pid: int, text: str) -> tuple[float, dict[str, object]]:
-    start = time.perf_counter()
+def _build(tavern: Tavern, pid: int, text: str) -> tuple[float, float, dict[str, object]]:
+    """(wall ms, this process's CPU ms, the preview) of one build."""
+    start, cpu = time.perf_counter(), time.process_time()
     shown = tavern.steps.preview(pid, text)
     messages = [{k: v for k, v in m.items() if k != "source"} for m in shown["messages"]]
     [message_hash(m) for m in messages]
     json.dumps({"model": "bench", "messages": messages, "stream": True}, ensure_ascii=False).encode("utf-8")
-    return (time.perf_counter() - start) * 1000, shown
+    return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000, shown
 
 
 def prompt_build(workdir: Path) -> dict[str, object]:
@@ -95,12 +98,14 @@ def prompt_build(workdir: Path) -> dict[str, object]:
         start = time.perf_counter()
         assert tavern.steps is not None
         imported = (time.perf_counter() - start) * 1000
-        cold, _ = _build(tavern, pid, "Where does the path lead?")
+        cold, cold_cpu, _ = _build(tavern, pid, "Where does the path lead?")
         warm: list[float] = []
+        warm_cpu: list[float] = []
         shown: dict[str, object] = {}
         for i in range(WARM):
-            took, shown = _build(tavern, pid, f"Tell me about Name{i * 13 % ENTRIES}, please ({i}).")
+            took, took_cpu, shown = _build(tavern, pid, f"Tell me about Name{i * 13 % ENTRIES}, please ({i}).")
             warm.append(took)
+            warm_cpu.append(took_cpu)
     finally:
         tavern.close()
     warm.sort()
@@ -111,4 +116,5 @@ def prompt_build(workdir: Path) -> dict[str, object]:
             "used": context.get("used"), "limit": context.get("limit"), "dropped": context.get("dropped_messages"),
             "import_ms": round(imported, 1), "cold_ms": round(cold, 1),
             "warm_p50_ms": round(statistics.median(warm), 1), "warm_p95_ms": round(p95, 1),
+            "cold_cpu_ms": round(cold_cpu, 1), "warm_cpu_p50_ms": round(statistics.median(warm_cpu), 1),
             "ratio_warm_p95": round(p95 / 25.0, 2), "ratio_cold": round(cold / 150.0, 2)}

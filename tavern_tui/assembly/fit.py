@@ -226,7 +226,10 @@ def fit_surface(history: Sequence[SurfaceMessage], system: str, fixed: Sequence[
         else:
             cut = index
             break
-    dropped = tuple(chat[i].ref for i in range(cut + 1) if i not in keep)
+    refs = per_list(history, "fit.sendable_refs", lambda: tuple(m.ref for m in chat))
+    # Below the cut only summaries are kept: the dropped refs are that prefix without them.
+    dropped = (refs[:cut + 1] if not pinned or pinned[0] > cut
+               else tuple(r for i, r in enumerate(refs[:cut + 1]) if i not in keep))
     kept_history = [i for i in sorted(keep) if i > cut and chat[i].source != SUMMARY_SOURCE]
     return ContextFit(limit, limit.limit - remaining, dropped,
                       chat[kept_history[0]].ref if kept_history else None,
