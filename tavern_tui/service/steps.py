@@ -226,8 +226,11 @@ class StepRunner:
                    view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
         """`_base_assembler` with the character's regex scripts and the templates around it (issue 18)."""
         view = view or self.playthroughs.playthrough(playthrough_id)
-        inner = self._base_assembler(playthrough_id, generation, strategy, view, pin_persona=pin_persona)
-        scripts = self.scripts.script_set(view.character_id) if self.scripts is not None else ScriptSet()
+        with self.ctx.store.unit_of_work(write=False) as uow:  # both rows in one read
+            playthrough = uow.playthroughs.get(playthrough_id)
+            record = uow.characters.get(view.character_id)
+        inner = self._assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona, record=record)
+        scripts = self.scripts.script_set(view.character_id, record) if self.scripts is not None else ScriptSet()
         # Templates read MVU's bound snapshot first (`getvar('stat_data.…')`), as macros do.
         message_vars = self.mvu.snapshot(playthrough_id, view) if self.mvu is not None else None
         return ScriptedAssembler(inner, scripts, templates=self.ctx.settings.templates, message_vars=message_vars)
@@ -249,7 +252,7 @@ class StepRunner:
 
     def _assembler_for(self, view: PlaythroughView, playthrough: PlaythroughRecord, generation: Generation,
                        strategy: str | None = None, *, pin_persona: bool = False,
-                       chat: Sequence[int] | None = None) -> Any:
+                       chat: Sequence[int] | None = None, record: Any = None) -> Any:
         """`_assembler` on selections given as a record: a stored playthrough's, one a preview
         changed in memory (`service.selection`), or an opening draft's (`view.session_id` 0: no
         session, so no timed effects and no local variables). `chat`: the chat-lore book ids
@@ -259,8 +262,9 @@ class StepRunner:
             PersonaCapExceeded: the persona is over a cap. NotFound: an unknown strategy or preset.
         """
         playthrough_id = playthrough.id
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            record = uow.characters.get(view.character_id)
+        if record is None:  # `record`: the character's record, when the caller has just read it
+            with self.ctx.store.unit_of_work(write=False) as uow:
+                record = uow.characters.get(view.character_id)
         spec = self.strategies.strategy_spec(strategy) if strategy else strategy_of(playthrough)
         card = self.library.card(record)
         books = self.lore.effective_books(view.id, record, card, chat)
