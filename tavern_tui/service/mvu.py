@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui.assembly.macros import MacroContext, substitute_readonly
+from tavern_tui.assembly.memo import per_list
 from tavern_tui.engine.events import Event, EventKind, NewEvent
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import STATE_KIND
@@ -164,7 +165,14 @@ class MvuService:
 
     def _head(self, playthrough_id: int, view: Any) -> MvuView:
         events = self.surface_events(view.session_id)
-        surface = surface_of(events)
+        snapshot = getattr(self.ctx.store.events, "surface_snapshot", None)
+        if snapshot is not None:
+            # The inherited commits are no messages: the surface is the log's own, which the step derives
+            # too (`assembly.memo.per_list` on the log's shared tuple: derived once for both).
+            shared = snapshot(view.session_id)
+            surface = per_list(shared, "surface_of", lambda: surface_of(shared))
+        else:
+            surface = surface_of(events)
         found = mvu_head(events, {m.ref for m in surface})
         if found.record is not None:
             part = found.part or {}

@@ -170,7 +170,8 @@ class StepRunner:
         cached = self._surface_cache
         if version is not None and cached is not None and cached[0] == (session_id, version):
             return cached[1]
-        events = log.surface_events(session_id)
+        snapshot = getattr(log, "surface_snapshot", None)
+        events = snapshot(session_id) if snapshot is not None else log.surface_events(session_id)
         if version is not None:
             self._surface_cache = ((session_id, version), events)
         return events
@@ -182,7 +183,7 @@ class StepRunner:
         derived = self._derived
         if derived is not None and derived[0] is events:
             return derived[1]
-        surface = surface_of(events)
+        surface = per_list(events, "surface_of", lambda: surface_of(events))  # MVU's head derives it too
         self._derived = (events, surface)
         return surface
 

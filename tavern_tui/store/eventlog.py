@@ -271,16 +271,22 @@ class EventLog:
         decodes every body (the `prompt_build` benchmark: two extra reads cost ~200 ms). The
         version is read first, so an append racing the read only makes the entry older."""
         if through_seq is None:
-            version = self.version()
-            cached = self._surfaces.get(session_id)
-            if cached is not None and cached[0] == version:
-                return list(cached[1])
-            events = self._read_surface(session_id, None)
-            if len(self._surfaces) >= 8:
-                self._surfaces.clear()
-            self._surfaces[session_id] = (version, tuple(events))
-            return events
+            return list(self.surface_snapshot(session_id))
         return self._read_surface(session_id, through_seq)
+
+    def surface_snapshot(self, session_id: int) -> tuple[Event, ...]:
+        """`surface_events(session_id)` as the cached tuple itself: the same object while the log's
+        version is unchanged, so readers in different services can share what they derive from it
+        (`assembly.memo.per_list`: the step's surface and MVU's head derive the same messages)."""
+        version = self.version()
+        cached = self._surfaces.get(session_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        events = tuple(self._read_surface(session_id, None))
+        if len(self._surfaces) >= 8:
+            self._surfaces.clear()
+        self._surfaces[session_id] = (version, events)
+        return events
 
     def _read_surface(self, session_id: int, through_seq: int | None) -> list[Event]:
         chain = self._chain(session_id, through_seq)
