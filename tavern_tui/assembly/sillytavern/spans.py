@@ -19,6 +19,7 @@ __all__ = ["attach", "attach_all", "injection_spans", "world_info_pieces"]
 
 _CARD_FIELDS = {"charDescription": "description", "charPersonality": "personality", "scenario": "scenario"}
 _CONTROL_SOURCES = frozenset({"new_chat", "continue", "impersonate", "prefill", "send_if_empty"})
+_CHAT_PARTS = frozenset({"history", "input", "summary"})
 
 
 def _with_spans(part: PromptPart, spans: tuple[Span, ...]) -> PromptPart:
@@ -89,6 +90,13 @@ def attach_all(parts: list[PromptPart], preset: ParsedPreset, lore: Buckets) -> 
     out: list[PromptPart] = []
     block = -1
     for part in parts:
+        if part.source in _CHAT_PARTS and part.content and not part.spans:
+            # A chat message (most parts of a long chat): `attach`'s one whole span, nothing to name.
+            whole = {"kind": "input" if part.source == "input" else "history", "start": 0, "end": len(part.content)}
+            if part.ref:
+                whole["ref"] = list(part.ref)
+            out.append(_with_spans(part, (whole,)))
+            continue
         part = attach(part, preset, lore)
         if any("name" not in s and s.get("identifier") in preset.prompts for s in part.spans):
             part = _with_spans(part, tuple(_named(s, preset) for s in part.spans))
