@@ -133,6 +133,37 @@ async def test_a_long_history_fits_every_strategy(server: LoopbackServer, db_url
         service.close()
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_a_summary_is_never_dropped_while_older_history_is(server: LoopbackServer, db_url: str,
+                                                                 corpus_dir: Path, tmp_path: Path,
+                                                                 strategy: str) -> None:
+    # Issue 16 "how it is checked": summaries never dropped, whatever the strategy, when the
+    # history after them does not fit a 4k limit (2,000 messages, a summary of the oldest 11).
+    service, pid = make_service(server, db_url, corpus_dir, tmp_path, max_context=4096, history=2000)
+    try:
+        session = service.playthroughs.playthrough(pid).session_id
+        chat = [m for m in derive_messages(service.store.events, session) if m.source != "system-prompt"]
+        server.enqueue_sse(sse_chunks_for("Ann met Seraphina in the glade."))
+        done = await service.compaction.compact(pid, through=chat[10].ref)  # the greeting and lines 0-9
+        assert done.covers == 11
+        service.strategies.apply_strategy(pid, strategy)
+        shown = service.steps.preview(pid, "The claimed input.")
+        assert shown["context"]["summaries"] == [f"{done.summary[0]}:{done.summary[1]}"]
+        server.enqueue_sse(sse_chunks_for("Fine."))
+        await say(service, pid, "The claimed input.")
+        sent = server.requests[-1].json["messages"]
+        assert cost(service.ctx.token_counter, sent) <= 4096 - 300
+        assert [m["content"] for m in sent].count("Ann met Seraphina in the glade.") == 1
+        numbers = history_numbers(sent)
+        assert numbers == list(range(2000 - len(numbers), 2000)) and numbers[0] > 10  # lines 10.. dropped
+        assert sent[-1]["content"] == "The claimed input."
+        context = service.traces.trace(service.traces.traces(pid)[-1].id)["context"]
+        assert context["summaries"] == [f"{done.summary[0]}:{done.summary[1]}"]
+        assert context["dropped_messages"] == 2000 - 10 - len(numbers)  # lines 10 .. the first kept
+    finally:
+        service.close()
+
+
 @pytest.mark.parametrize("strategy", ["preset-slots-first", "projection"])
 async def test_a_real_tokenizer_counts_the_fit(server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path,
                                                tokenizer_file: Path, strategy: str) -> None:

@@ -190,6 +190,12 @@ def attribute(messages: Sequence[dict[str, Any] | None], spans: Sequence[Sequenc
         if message is None or not isinstance(content, str) or message_spans is None:
             parts.append(None)
             continue
+        if len(message_spans) == 1 and message_spans[0]["end"] == len(content) \
+                and 0 <= message_spans[0]["start"] <= len(content):
+            # One part up to the end (a history message, the input): `with_tokens` of it, directly.
+            only = message_spans[0]
+            parts.append([{**only, "tokens": count(content), "category": category_of(only)}])
+            continue
         ordered = sorted(message_spans, key=lambda s: s["start"])
         fits = all(0 <= s["start"] <= s["end"] <= len(content) for s in ordered) and all(
             a["end"] <= b["start"] for a, b in zip(ordered, ordered[1:]))

@@ -28,13 +28,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tavern_tui.assembly.memo import per_list
 from tavern_tui.assembly.sillytavern.budget import MESSAGE_OVERHEAD, REPLY_PRIMING
+from tavern_tui.engine.events import NewEvent
 from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage, sent_to_model
-from tavern_tui.engine.step import Assembly, context_events
+from tavern_tui.engine.step import CONTEXT_SOURCE, Assembly, context_events
 from tavern_tui.errors import TavernError
 
 __all__ = ["DEFAULT_MAX_CONTEXT", "DEFAULT_MAX_TOKENS", "ContextFit", "ContextLimit", "ContextOverflow",
-           "fit_native", "fit_surface", "message_cost", "resolve_limit"]
+           "admitted_context", "fit_native", "fit_surface", "message_cost", "resolve_limit", "sendable_history"]
 
 DEFAULT_MAX_CONTEXT = 4095
 """SillyTavern's default `openai_max_context` (Default.json), used when nothing else says."""
@@ -157,6 +159,26 @@ def message_cost(count: Callable[[str], int], content: str, name: str | None = N
     return count(content) + (count(name) if name else 0) + MESSAGE_OVERHEAD
 
 
+def admitted_context(history: Sequence[SurfaceMessage], context: tuple[tuple[str, str], ...]) -> list[NewEvent]:
+    """`engine.step.context_events` (the context a step would admit now) on the surface's context
+    messages only, kept per surface list (the same result: it reads nothing else); [] without context."""
+    if not context:
+        return []
+    earlier = per_list(history, "fit.context_messages",
+                       lambda: [m for m in history if m.source == CONTEXT_SOURCE])
+    return context_events(earlier, context)
+
+
+def sendable_history(history: Sequence[SurfaceMessage]) -> tuple[tuple[SurfaceMessage, ...], tuple[int, ...]]:
+    """(the history messages a native request sends: no system section, nothing `sent_to_model`
+    leaves out; the indexes of the summary nodes among them), kept for the same surface list
+    (`assembly.memo.per_list`: a build walks 5,000 messages otherwise)."""
+    def walk() -> tuple[tuple[SurfaceMessage, ...], tuple[int, ...]]:
+        chat = tuple(m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m))
+        return chat, tuple(i for i, m in enumerate(chat) if m.source == SUMMARY_SOURCE)
+    return per_list(history, "fit.sendable_history", walk)
+
+
 def fit_surface(history: Sequence[SurfaceMessage], system: str, fixed: Sequence[tuple[str, str]], limit: ContextLimit,
                 count: Callable[[str], int]) -> ContextFit:
     """Fit a native request: the system section, then the surface's history, then `fixed`.
@@ -177,13 +199,12 @@ def fit_surface(history: Sequence[SurfaceMessage], system: str, fixed: Sequence[
     Raises:
         ContextOverflow: system + summaries + `fixed` alone exceed the limit.
     """
-    chat = [m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)]
+    chat, pinned = sendable_history(history)
 
     def cost_of(index: int) -> int:  # only the messages the walk reaches are counted
         name = chat[index].body.get("name")
         return message_cost(count, chat[index].content, name if isinstance(name, str) else None)
 
-    pinned = [i for i, m in enumerate(chat) if m.source == SUMMARY_SOURCE]
     costs = {i: cost_of(i) for i in pinned}
     sizes = [("the system section", message_cost(count, system))] if system else []
     sizes += [(f"summary {_ref(chat[i].ref)}", costs[i]) for i in pinned]
@@ -205,7 +226,10 @@ def fit_surface(history: Sequence[SurfaceMessage], system: str, fixed: Sequence[
         else:
             cut = index
             break
-    dropped = tuple(chat[i].ref for i in range(cut + 1) if i not in keep)
+    refs = per_list(history, "fit.sendable_refs", lambda: tuple(m.ref for m in chat))
+    # Below the cut only summaries are kept: the dropped refs are that prefix without them.
+    dropped = (refs[:cut + 1] if not pinned or pinned[0] > cut
+               else tuple(r for i, r in enumerate(refs[:cut + 1]) if i not in keep))
     kept_history = [i for i in sorted(keep) if i > cut and chat[i].source != SUMMARY_SOURCE]
     return ContextFit(limit, limit.limit - remaining, dropped,
                       chat[kept_history[0]].ref if kept_history else None,
@@ -223,7 +247,7 @@ def fit_native(assembly: Assembly, history: Sequence[SurfaceMessage], claimed: S
     """
     if limit is None:
         return assembly
-    fixed = [("a context message", e.body["content"]) for e in context_events(list(history), assembly.context)]
+    fixed = [("a context message", e.body["content"]) for e in admitted_context(history, assembly.context)]
     fixed += [("the message being sent", text) for text in claimed]
     if continue_text:
         fixed.append(("the reply being continued", continue_text))

@@ -17,6 +17,7 @@ from tavern_tui.assembly.attribution import join_spans, shift
 from tavern_tui.assembly.basic import memory_context, stage_variables, working_context
 from tavern_tui.assembly.fit import ContextFit, ContextLimit, fit_native
 from tavern_tui.assembly.macros import MacroContext, substitute
+from tavern_tui.assembly.memo import per_list
 from tavern_tui.assembly.sillytavern import (
     AuthorsNote,
     BuiltPrompt,
@@ -137,7 +138,8 @@ class PresetAssembler:
         records: tuple = ()
         start, used = working_context(self.macros)
         used.char, used.user = self.char, self.user
-        used.chat_length = sum(1 for m in history if m.role in ("user", "assistant")) + len(claimed)  # ST chat.length
+        used.chat_length = per_list(history, "preset.chat_length", lambda: sum(
+            1 for m in history if m.role in ("user", "assistant"))) + len(claimed)  # ST chat.length
         if claimed:  # the chat now ends with the person's input, which has no swipes (chat-macros.js)
             used.lazy = {}
         # ST order: the input is expanded when sent, before world info scans it and the prompt is built

@@ -59,6 +59,7 @@ overflow a float, and 4,300-digit ones, which Python refuses to convert, do not.
 
 _TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')  # a string token, or a bracket: linear
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # a JSON escape of one (\ud800-\udfff)
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -106,6 +107,8 @@ def loads_bounded(text: str, file: str, where: str = "", *, repairs: list[str] |
         else:
             depth -= 1
     obj = json.loads(text, parse_int=_number(file, where, int), parse_float=_number(file, where, float))
+    if _SURROGATE.search(text) is None and _SURROGATE_ESCAPE.search(text) is None:
+        return obj  # no surrogate in the text nor escaped in it: none in what it parsed to (skips the walk)
     return _surrogates(obj, file, where, repairs)
 
 

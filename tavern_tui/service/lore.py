@@ -245,11 +245,10 @@ class WorldInfoService:
         from tavern_tui.lore.context import SourcedBook
 
         with self.ctx.store.unit_of_work() as uow:
-            chat_ids = list(chat) if chat is not None else uow.bindings.books_for("playthrough", playthrough_id)
-            ids = [("chat", chat_ids),
-                   ("persona", uow.bindings.books_for("persona", PERSONA_TARGET)),
-                   ("global", uow.bindings.books_for("global", None)),
-                   ("character", uow.bindings.books_for("character", character.id))]
+            bound = uow.bindings.books_for_many([("playthrough", playthrough_id), ("persona", PERSONA_TARGET),
+                                                 ("global", None), ("character", character.id)])
+            ids = [("chat", list(chat) if chat is not None else bound[0]), ("persona", bound[1]),
+                   ("global", bound[2]), ("character", bound[3])]
             # Only the bound books: every step reads this, and a library can hold many large books.
             records = uow.world_books.get_many([book_id for _, book_ids in ids for book_id in book_ids])
         seen: set[int] = set()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui.assembly.macros import MacroContext, substitute_readonly
+from tavern_tui.assembly.memo import per_list
 from tavern_tui.engine.events import Event, EventKind, NewEvent
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import STATE_KIND
@@ -145,14 +146,15 @@ class MvuService:
                 out += inherited.pop(event.session_id, [])
         return out
 
-    def head(self, playthrough_id: int) -> MvuView:
+    def head(self, playthrough_id: int, view: Any = None) -> MvuView:
         """The record at the head: the committed one, else the initial record computed now (not committed),
-        else None (no MVU material).
+        else None (no MVU material). `view`: the playthrough's `PlaythroughView` when the caller has just
+        read it (a step's assembly), saving the read.
 
         Raises:
             NotFound: no such playthrough.
         """
-        view = self.playthroughs.playthrough(playthrough_id)
+        view = view if view is not None else self.playthroughs.playthrough(playthrough_id)
         key = (self.ctx.store.events.version(), view.session_id)  # a swipe to a known sibling moves only the head
         cached = self._heads.get(playthrough_id)
         if cached is not None and cached[0] == key:
@@ -163,7 +165,14 @@ class MvuService:
 
     def _head(self, playthrough_id: int, view: Any) -> MvuView:
         events = self.surface_events(view.session_id)
-        surface = surface_of(events)
+        snapshot = getattr(self.ctx.store.events, "surface_snapshot", None)
+        if snapshot is not None:
+            # The inherited commits are no messages: the surface is the log's own, which the step derives
+            # too (`assembly.memo.per_list` on the log's shared tuple: derived once for both).
+            shared = snapshot(view.session_id)
+            surface = per_list(shared, "surface_of", lambda: surface_of(shared))
+        else:
+            surface = surface_of(events)
         found = mvu_head(events, {m.ref for m in surface})
         if found.record is not None:
             part = found.part or {}
@@ -177,9 +186,10 @@ class MvuService:
                        [c.to_json() for c in result.greeting.changes] if result.greeting else [],
                        [r.to_json() for r in result.greeting.refused] if result.greeting else [])
 
-    def snapshot(self, playthrough_id: int) -> dict[str, Any]:
-        """The bound snapshot a step of the playthrough reads (`mvu.snapshot_variables` of the head record)."""
-        return snapshot_variables(self.head(playthrough_id).record)
+    def snapshot(self, playthrough_id: int, view: Any = None) -> dict[str, Any]:
+        """The bound snapshot a step of the playthrough reads (`mvu.snapshot_variables` of the head record);
+        `view` as for `head`."""
+        return snapshot_variables(self.head(playthrough_id, view).record)
 
     def _planned_init(self, playthrough_id: int, surface: list[Any]) -> tuple[tuple[int, int], Any] | None:
         _view, books, primary, greetings, macros = self._material(playthrough_id)

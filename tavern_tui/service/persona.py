@@ -140,6 +140,7 @@ class PersonaService:
     def __init__(self, ctx: ServiceContext, library: LibraryService) -> None:
         self.ctx = ctx
         self.library = library
+        self._renders: dict[tuple[PersonaDocument, str], Any] = {}  # `_render`
 
     # -- the document ---------------------------------------------------------------------
 
@@ -344,6 +345,21 @@ class PersonaService:
         rendered = self.rendered_persona(playthrough_id)
         self._write_pin(playthrough_id, version=rendered.version)
 
+    def _render(self, document: PersonaDocument, ceiling: str, scan: Any) -> Any:
+        """`render_persona(document, ceiling=…, scan=…)`, kept per (revision, ceiling): every preview
+        renders and injection-scans the same revision otherwise. A render over a cap is not kept."""
+        key = (document, ceiling)
+        try:
+            cached = self._renders.get(key)
+        except TypeError:  # a document that cannot be a key (not expected: it is frozen)
+            return render_persona(document, ceiling=ceiling, scan=scan)
+        if cached is None:
+            cached = render_persona(document, ceiling=ceiling, scan=scan)
+            if len(self._renders) >= 8:
+                self._renders.clear()
+            self._renders[key] = cached
+        return cached
+
     def persona_step(self, playthrough_id: int, *, pin: bool,
                       meta: str | None = None) -> tuple[str, dict[str, Any]]:
         """The persona section for a step and its trace facts (`{"version", "entries", "left_out",
@@ -358,7 +374,7 @@ class PersonaService:
         document = self.persona()
         # Read once: the ceiling and the pinned version.
         pinned = _pin_of(meta) if meta is not None else self._persona_pin(playthrough_id)
-        rendered = render_persona(document, ceiling=pinned.get("ceiling", DEFAULT_CEILING), scan=block_injections)
+        rendered = self._render(document, pinned.get("ceiling", DEFAULT_CEILING), block_injections)
         facts = rendered.to_json()
         if pinned.get("version") is not None and pinned["version"] != document.version:
             facts["rotation"] = {"from": pinned["version"], "to": document.version, "reason": PERSONA_CHANGED}

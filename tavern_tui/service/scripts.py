@@ -80,14 +80,15 @@ class ScriptService:
             raise NotFound(f"no character {character_id}")
         return record
 
-    def card_scripts(self, character_id: int) -> list[RegexScript]:
-        """The character card's own regex scripts (unreadable ones left out)."""
-        card = self.library.card(self._record(character_id))
+    def card_scripts(self, character_id: int, record: Any = None) -> list[RegexScript]:
+        """The character card's own regex scripts (unreadable ones left out). `record`: the
+        character's record when the caller has just read it (a step's assembly)."""
+        card = self.library.card(record if record is not None else self._record(character_id))
         return card_scripts(card.data, card.name)[0]
 
-    def allowed(self, character_id: int) -> bool:
-        """Whether the person allowed this character's card scripts."""
-        record = self._record(character_id)
+    def allowed(self, character_id: int, record: Any = None) -> bool:
+        """Whether the person allowed this character's card scripts (`record` as for `card_scripts`)."""
+        record = record if record is not None else self._record(character_id)
         with self.ctx.store.unit_of_work(write=False) as uow:
             return uow.regex.allowed(record.original_sha256)
 
@@ -105,10 +106,12 @@ class ScriptService:
             return []
         return [s.name or s.id for s in scripts]
 
-    def script_set(self, character_id: int) -> ScriptSet:
-        """What a playthrough with this character runs: global scripts, then the card's if allowed."""
-        card = self.card_scripts(character_id)
-        return script_set([s for _id, s in self.global_scripts()], card, self.allowed(character_id) if card else False)
+    def script_set(self, character_id: int, record: Any = None) -> ScriptSet:
+        """What a playthrough with this character runs: global scripts, then the card's if allowed
+        (`record` as for `card_scripts`)."""
+        card = self.card_scripts(character_id, record)
+        return script_set([s for _id, s in self.global_scripts()], card,
+                          self.allowed(character_id, record) if card else False)
 
     # --- display -------------------------------------------------------------------------------
 

@@ -17,14 +17,15 @@ import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import aclosing
+from contextlib import AbstractContextManager, aclosing, nullcontext
 from dataclasses import replace
 from typing import Any
 
 from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
 from tavern_tui.assembly.basic import BasicAssembler
-from tavern_tui.assembly.fit import ContextOverflow
+from tavern_tui.assembly.fit import ContextOverflow, admitted_context, sendable_history
 from tavern_tui.assembly.macros.engine import MacroContext
+from tavern_tui.assembly.memo import per_list
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
 from tavern_tui.assembly.scripted import ScriptedAssembler
 from tavern_tui.assembly.sillytavern import (
@@ -37,7 +38,7 @@ from tavern_tui.assembly.sillytavern import (
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.engine.events import EventKind
-from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, derive_messages, sent_to_model, surface_of
+from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages, surface_of
 from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
@@ -47,7 +48,6 @@ from tavern_tui.engine.step import (
     StepFailed,
     StepSettled,
     StepUpdate,
-    context_events,
     run_step,
 )
 from tavern_tui.errors import TavernError
@@ -170,7 +170,8 @@ class StepRunner:
         cached = self._surface_cache
         if version is not None and cached is not None and cached[0] == (session_id, version):
             return cached[1]
-        events = log.surface_events(session_id)
+        snapshot = getattr(log, "surface_snapshot", None)
+        events = snapshot(session_id) if snapshot is not None else log.surface_events(session_id)
         if version is not None:
             self._surface_cache = ((session_id, version), events)
         return events
@@ -182,7 +183,7 @@ class StepRunner:
         derived = self._derived
         if derived is not None and derived[0] is events:
             return derived[1]
-        surface = surface_of(events)
+        surface = per_list(events, "surface_of", lambda: surface_of(events))  # MVU's head derives it too
         self._derived = (events, surface)
         return surface
 
@@ -226,10 +227,13 @@ class StepRunner:
                    view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
         """`_base_assembler` with the character's regex scripts and the templates around it (issue 18)."""
         view = view or self.playthroughs.playthrough(playthrough_id)
-        inner = self._base_assembler(playthrough_id, generation, strategy, view, pin_persona=pin_persona)
-        scripts = self.scripts.script_set(view.character_id) if self.scripts is not None else ScriptSet()
+        with self.ctx.store.unit_of_work(write=False) as uow:  # both rows in one read
+            playthrough = uow.playthroughs.get(playthrough_id)
+            record = uow.characters.get(view.character_id)
+        inner = self._assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona, record=record)
+        scripts = self.scripts.script_set(view.character_id, record) if self.scripts is not None else ScriptSet()
         # Templates read MVU's bound snapshot first (`getvar('stat_data.…')`), as macros do.
-        message_vars = self.mvu.snapshot(playthrough_id) if self.mvu is not None else None
+        message_vars = self.mvu.snapshot(playthrough_id, view) if self.mvu is not None else None
         return ScriptedAssembler(inner, scripts, templates=self.ctx.settings.templates, message_vars=message_vars)
 
     def _base_assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
@@ -249,7 +253,7 @@ class StepRunner:
 
     def _assembler_for(self, view: PlaythroughView, playthrough: PlaythroughRecord, generation: Generation,
                        strategy: str | None = None, *, pin_persona: bool = False,
-                       chat: Sequence[int] | None = None) -> Any:
+                       chat: Sequence[int] | None = None, record: Any = None) -> Any:
         """`_assembler` on selections given as a record: a stored playthrough's, one a preview
         changed in memory (`service.selection`), or an opening draft's (`view.session_id` 0: no
         session, so no timed effects and no local variables). `chat`: the chat-lore book ids
@@ -259,8 +263,9 @@ class StepRunner:
             PersonaCapExceeded: the persona is over a cap. NotFound: an unknown strategy or preset.
         """
         playthrough_id = playthrough.id
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            record = uow.characters.get(view.character_id)
+        if record is None:  # `record`: the character's record, when the caller has just read it
+            with self.ctx.store.unit_of_work(write=False) as uow:
+                record = uow.characters.get(view.character_id)
         spec = self.strategies.strategy_spec(strategy) if strategy else strategy_of(playthrough)
         card = self.library.card(record)
         books = self.lore.effective_books(view.id, record, card, chat)
@@ -269,7 +274,8 @@ class StepRunner:
         # with nothing said anywhere, the `[world_info]` table's max_context (default 4095) stays.
         lore_settings = (self.ctx.settings.world_info if limit.source == "default"
                          else replace(self.ctx.settings.world_info, max_context=limit.max_context))
-        timed = timed_state_of(self._surface_events(view.session_id) if view.session_id else [])
+        events = self._surface_events(view.session_id) if view.session_id else []
+        timed = per_list(events, "steps.timed_state", lambda: timed_state_of(events))
         # The variables the step starts from (issue 17); the assembler stages what its macros change.
         stored = json.loads(playthrough.meta or "{}")
         header = stored.get("header") if isinstance(stored, dict) else None
@@ -288,8 +294,9 @@ class StepRunner:
             macros.authors_note = note if isinstance(note, str) else ""  # authors-note.js `{{authorsNote}}`
         if macros is not None and view.session_id:
             # `{{summary}}` (Summarize extension): the newest summary's text; swipe ids read on use only.
-            macros.summary = next((m.content for m in reversed(self._surface(view.session_id))
-                                   if getattr(m, "source", None) == SUMMARY_SOURCE), "")
+            surface = self._surface(view.session_id)
+            macros.summary = per_list(surface, "steps.newest_summary", lambda: next(
+                (m.content for m in reversed(surface) if getattr(m, "source", None) == SUMMARY_SOURCE), ""))
             memo: list[tuple[int | None, int | None]] = []
 
             def swipe_ids(gen_type: str = generation.type) -> tuple[int | None, int | None]:
@@ -299,7 +306,7 @@ class StepRunner:
 
             macros.lazy = {"last_swipe_id": lambda: swipe_ids()[0], "current_swipe_id": lambda: swipe_ids()[1]}
         if macros is not None and view.session_id and self.mvu is not None:  # the bound snapshot (issue 18)
-            macros.message_vars = self.mvu.snapshot(playthrough_id)
+            macros.message_vars = self.mvu.snapshot(playthrough_id, view)
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
@@ -348,9 +355,16 @@ class StepRunner:
         Raises:
             NotFound: unknown strategy (the message lists them), or no such playthrough.
         """
-        view = self.playthroughs.playthrough(playthrough_id)
-        assembler = self._assembler(playthrough_id, Generation(), strategy, view)
-        return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
+        with self._pinned():
+            view = self.playthroughs.playthrough(playthrough_id)
+            assembler = self._assembler(playthrough_id, Generation(), strategy, view)
+            return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
+
+    def _pinned(self) -> AbstractContextManager[Any]:
+        """The log read as of one version for a read-only build (`EventLog.pinned_version`): its
+        caches' dozen version checks then cost one query. A log without it: no pin."""
+        pin = getattr(self.ctx.store.events, "pinned_version", None)
+        return pin() if pin is not None else nullcontext()
 
     def preview_selection(self, playthrough_id: int, text: str = "", *, strategy: str | None = None,
                           preset: int | None | bool = False, lore: Sequence[int] = ()) -> dict[str, Any]:
@@ -364,15 +378,16 @@ class StepRunner:
         """
         if preset is False and not lore:
             return self.preview(playthrough_id, text, strategy=strategy)
-        view = self.playthroughs.playthrough(playthrough_id)
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            playthrough = uow.playthroughs.get(playthrough_id)
-            bound = uow.bindings.books_for("playthrough", playthrough_id)
-        if preset is not False:
-            playthrough = replace(playthrough, preset_id=preset)  # in memory only
-        chat = list(bound) + [b for b in lore if b not in bound]
-        assembler = self._assembler_for(view, playthrough, Generation(), strategy, chat=chat)
-        return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
+        with self._pinned():
+            view = self.playthroughs.playthrough(playthrough_id)
+            with self.ctx.store.unit_of_work(write=False) as uow:
+                playthrough = uow.playthroughs.get(playthrough_id)
+                bound = uow.bindings.books_for("playthrough", playthrough_id)
+            if preset is not False:
+                playthrough = replace(playthrough, preset_id=preset)  # in memory only
+            chat = list(bound) + [b for b in lore if b not in bound]
+            assembler = self._assembler_for(view, playthrough, Generation(), strategy, chat=chat)
+            return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
 
     def preview_draft(self, draft_id: int, text: str = "") -> dict[str, Any]:
         """The request an opening draft's first send would make (seed 000 §7: no history and no
@@ -406,8 +421,8 @@ class StepRunner:
             meta, config = assembly.meta, assembly.config
             messages = ([{"role": "system", "content": assembly.system, "source": "system"}] if assembly.system else [])
             spans = [meta.get("system_parts")] if assembly.system else []
-            shown = [m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m)
-                     and m.ref not in assembly.omit]
+            omit = assembly.omit
+            shown = [m for m in sendable_history(history)[0] if not omit or m.ref not in omit]
             sources = ["context" if m.source == CONTEXT_SOURCE else "summary" if m.source == SUMMARY_SOURCE
                        else "history" for m in shown]
             sent = [dict(assembly.rewrite.get(m.ref) or m.to_request()) for m in shown]  # regex scripts' text
@@ -415,7 +430,7 @@ class StepRunner:
             spans += [default_parts(r, source, m.ref, str(m.body.get("context") or ""))
                       for r, m, source in zip(sent, shown, sources)]
             # Context the step would admit now, just before the input (roles-first).
-            admitted = context_events(history, assembly.context)
+            admitted = admitted_context(history, assembly.context)
             messages += [{"role": "user", "content": e.body["content"], "source": "context"} for e in admitted]
             spans += [default_parts(e.body, "context", None, str(e.body.get("context") or "")) for e in admitted]
             messages += [{"role": "user", "content": t, "source": "input"} for t in claimed]

@@ -62,6 +62,7 @@ class VariableService:
         self.ctx = ctx
         self.playthroughs = playthroughs
         self._globals: tuple[tuple[int, int], dict[str, object]] | None = None
+        self._locals: dict[int, tuple[tuple[int, int], dict[str, object]]] = {}  # session → (version, fold)
 
     # -- reading ---------------------------------------------------------------------------------------------
     def global_variables(self) -> dict[str, object]:
@@ -81,8 +82,19 @@ class VariableService:
         return dict(result)
 
     def session_variables(self, session_id: int) -> dict[str, object]:
-        """The local variables at the end of `session_id`'s surface (its ancestors' commits included)."""
-        return local_variables_of(self.ctx.store.events.surface_events(session_id))
+        """The local variables at the end of `session_id`'s surface (its ancestors' commits included); the fold
+        is cached per session until the log changes (`version`: a preview otherwise refolds 5,000 events)."""
+        log = self.ctx.store.events
+        version = log.version() if hasattr(log, "version") else None
+        cached = self._locals.get(session_id)
+        if version is not None and cached is not None and cached[0] == version:
+            return copy.deepcopy(cached[1])  # callers stage macro writes into it
+        result = local_variables_of(log.surface_events(session_id))
+        if version is not None:
+            if len(self._locals) >= 16:
+                self._locals.clear()
+            self._locals[session_id] = (version, copy.deepcopy(result))
+        return result
 
     def variables(self, playthrough_id: int) -> VariablesView:
         """The local and global variables at the playthrough's head.

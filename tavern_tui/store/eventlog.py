@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, and_, bindparam, func, insert, literal, or_, select, union_all
@@ -118,6 +120,7 @@ class EventLog:
         self._lineage: dict[int, tuple[int | None, int | None]] = {}  # sessions never re-parent
         # Whole surfaces by session, with the log version they were read at (`surface_events`).
         self._surfaces: dict[int, tuple[tuple[int, int], tuple[Event, ...]]] = {}
+        self._pin = threading.local()  # `pinned_version`: this thread's version while a read-only build runs
 
     def create_session(self, parent_id: int | None = None, fork_seq: int | None = None,
                        playthrough_id: int | None = None) -> int:
@@ -131,6 +134,7 @@ class EventLog:
         """
         if (parent_id is None) != (fork_seq is None):
             raise ValueError("a fork needs both parent_id and fork_seq")
+        self._pin.version = None  # this thread changes the log: its version is read again
         with self._write.begin() as conn:
             if parent_id is not None:
                 exists = conn.execute(select(SESSIONS.c.id).where(SESSIONS.c.id == parent_id)).first()
@@ -156,6 +160,7 @@ class EventLog:
     def _append(self, session_id: int, events: Sequence[NewEvent], guard: tuple[str, int] | None) -> list[Event]:
         if not events:
             return []
+        self._pin.version = None  # this thread changes the log: its version is read again
         now = datetime.now(UTC)
         rows = []
         for new in events:
@@ -266,16 +271,22 @@ class EventLog:
         decodes every body (the `prompt_build` benchmark: two extra reads cost ~200 ms). The
         version is read first, so an append racing the read only makes the entry older."""
         if through_seq is None:
-            version = self.version()
-            cached = self._surfaces.get(session_id)
-            if cached is not None and cached[0] == version:
-                return list(cached[1])
-            events = self._read_surface(session_id, None)
-            if len(self._surfaces) >= 8:
-                self._surfaces.clear()
-            self._surfaces[session_id] = (version, tuple(events))
-            return events
+            return list(self.surface_snapshot(session_id))
         return self._read_surface(session_id, through_seq)
+
+    def surface_snapshot(self, session_id: int) -> tuple[Event, ...]:
+        """`surface_events(session_id)` as the cached tuple itself: the same object while the log's
+        version is unchanged, so readers in different services can share what they derive from it
+        (`assembly.memo.per_list`: the step's surface and MVU's head derive the same messages)."""
+        version = self.version()
+        cached = self._surfaces.get(session_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        events = tuple(self._read_surface(session_id, None))
+        if len(self._surfaces) >= 8:
+            self._surfaces.clear()
+        self._surfaces[session_id] = (version, events)
+        return events
 
     def _read_surface(self, session_id: int, through_seq: int | None) -> list[Event]:
         chain = self._chain(session_id, through_seq)
@@ -404,7 +415,33 @@ class EventLog:
 
     def version(self) -> tuple[int, int]:
         """(newest event id, newest session id): changes whenever anything is appended or forked
-        anywhere, so a cached timeline keyed by it is never stale."""
+        anywhere, so a cached timeline keyed by it is never stale. Inside `pinned_version` on
+        this thread: the version read when it began (no query)."""
+        pinned = getattr(self._pin, "version", None)
+        if pinned is not None:
+            return pinned
+        return self._read_version()
+
+    @contextmanager
+    def pinned_version(self) -> Iterator[tuple[int, int]]:
+        """Read `version` once and answer it on this thread until the block ends (nested blocks
+        share the outer one's), or until this thread appends or forks.
+
+        For a read-only build (a preview, the gauge): its dozen cache checks (surface,
+        variables, counts, titles, MVU head, timeline) each cost a query otherwise (~0.7 ms
+        each on a loaded box; `benchmarks/prompt_build`). The build then reads the log as of
+        one version; an append by another process meanwhile shows at the next build, as it
+        would had it landed a moment later. Yields the pinned version."""
+        if getattr(self._pin, "version", None) is not None:
+            yield self._pin.version
+            return
+        self._pin.version = self._read_version()
+        try:
+            yield self._pin.version
+        finally:
+            self._pin.version = None
+
+    def _read_version(self) -> tuple[int, int]:
         with self._engine.connect() as conn:
             row = conn.execute(select(select(func.max(EVENTS.c.id)).scalar_subquery(),
                                       select(func.max(SESSIONS.c.id)).scalar_subquery())).one()

@@ -8,10 +8,11 @@ holds a live database object.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -411,6 +412,20 @@ class BindingRepository:
         """Book ids bound to one scope/target, in binding order."""
         query = select(WorldBookBinding.world_book_id).where(WorldBookBinding.scope == scope, self._target(target_id))
         return list(self._session.scalars(query.order_by(WorldBookBinding.id)))
+
+    def books_for_many(self, targets: Sequence[tuple[str, int | None]]) -> list[list[int]]:
+        """`books_for` of each (scope, target) in one query (a step reads four scopes): the book
+        ids of each, in binding order, in the order of `targets`."""
+        if not targets:
+            return []
+        query = (select(WorldBookBinding.world_book_id, WorldBookBinding.scope, WorldBookBinding.target_id)
+                 .where(or_(*(and_(WorldBookBinding.scope == scope, self._target(target_id))
+                              for scope, target_id in targets)))
+                 .order_by(WorldBookBinding.id))
+        found: dict[tuple[str, int | None], list[int]] = {}
+        for book_id, scope, target_id in self._session.execute(query):
+            found.setdefault((scope, target_id), []).append(book_id)
+        return [list(found.get((scope, target_id), ())) for scope, target_id in targets]
 
 
 class DraftRepository:

@@ -132,6 +132,7 @@ _LEGACY_MARKERS = [(re.compile(f"<{k}>", re.IGNORECASE), v) for k, v in (
     ("USER", "{{user}}"), ("BOT", "{{char}}"), ("CHAR", "{{char}}"), ("GROUP", "{{group}}"),
     ("CHARIFNOTGROUP", "{{charIfNotGroup}}"))]
 _UNESCAPE = re.compile(r"\\([{}])")
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")  # a character outside the BMP (two UTF-16 units in JS)
 _LEGACY_TRIM = re.compile(r"(?:\r?\n)*{{trim}}(?:\r?\n)*", re.IGNORECASE)
 _UTC_SPEC = re.compile(r"UTC([+-][0-9]+)")
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -181,7 +182,10 @@ def substitute(text: str, ctx: MacroContext) -> str:
     ctx.limits_hit = set()
     if not text:
         return ""
-    out = _Evaluator(text, ctx).run()
+    # Nothing a pre-processor, the parser or a post-processor acts on (no brace, no legacy <USER>
+    # marker, no escape, no else marker): the walk would give the text back as it is.
+    plain = "{" not in text and "<" not in text and "\\" not in text and "\u0000" not in text
+    out = text if plain else _Evaluator(text, ctx).run()
     if ctx.templates is not None and ("<%" in out or getattr(ctx.templates, "pending", None)):
         out = ctx.templates(out, ctx)
     return out
@@ -290,7 +294,7 @@ class _Evaluator:
         for pattern, repl in _LEGACY_MARKERS:
             text = pattern.sub(repl, text)
         self.top_text = text
-        self._astral = any(ord(ch) > 0xFFFF for ch in text) if not text.isascii() else False
+        self._astral = not text.isascii() and _ASTRAL.search(text) is not None
         items, too_deep = parse_document(text)
         if too_deep:
             self.ctx.limits_hit.add("nesting too deep")

@@ -8,7 +8,6 @@ spans with the text), and `injection_spans` where it joins in-chat prompts. Pure
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from tavern_tui.assembly.attribution import Span, locate, span
@@ -20,6 +19,17 @@ __all__ = ["attach", "attach_all", "injection_spans", "world_info_pieces"]
 
 _CARD_FIELDS = {"charDescription": "description", "charPersonality": "personality", "scenario": "scenario"}
 _CONTROL_SOURCES = frozenset({"new_chat", "continue", "impersonate", "prefill", "send_if_empty"})
+_CHAT_PARTS = frozenset({"history", "input", "summary"})
+
+
+def _with_spans(part: PromptPart, spans: tuple[Span, ...]) -> PromptPart:
+    """`dataclasses.replace(part, spans=spans)` without its per-call walk over the fields (a
+    build attaches every part, ~400 of them in `benchmarks/prompt_build`); `PromptPart` is a plain
+    frozen dataclass (no `__post_init__`, no slots), so copying its fields is the same."""
+    new = object.__new__(type(part))
+    new.__dict__.update(part.__dict__)
+    new.__dict__["spans"] = spans
+    return new
 
 
 def world_info_pieces(lore: Buckets, bucket: str, identifier: str) -> list[tuple[Span, str]]:
@@ -65,8 +75,8 @@ def attach(part: PromptPart, preset: ParsedPreset, lore: Buckets) -> PromptPart:
         bucket = "before" if part.identifier == "worldInfoBefore" else "after"
         found = locate(part.content, world_info_pieces(lore, bucket, part.identifier))
         if found:
-            return replace(part, spans=tuple(found))
-    return replace(part, spans=(_whole(part, preset),))
+            return _with_spans(part, tuple(found))
+    return _with_spans(part, (_whole(part, preset),))
 
 
 def _named(part: Span, preset: ParsedPreset) -> Span:
@@ -80,12 +90,19 @@ def attach_all(parts: list[PromptPart], preset: ParsedPreset, lore: Buckets) -> 
     out: list[PromptPart] = []
     block = -1
     for part in parts:
+        if part.source in _CHAT_PARTS and part.content and not part.spans:
+            # A chat message (most parts of a long chat): `attach`'s one whole span, nothing to name.
+            whole = {"kind": "input" if part.source == "input" else "history", "start": 0, "end": len(part.content)}
+            if part.ref:
+                whole["ref"] = list(part.ref)
+            out.append(_with_spans(part, (whole,)))
+            continue
         part = attach(part, preset, lore)
         if any("name" not in s and s.get("identifier") in preset.prompts for s in part.spans):
-            part = replace(part, spans=tuple(_named(s, preset) for s in part.spans))
+            part = _with_spans(part, tuple(_named(s, preset) for s in part.spans))
         if part.source == "examples":
             block += 1 if not part.name or block < 0 else 0
-            part = replace(part, spans=tuple(dict(s, block=block) if s.get("kind") == "examples" else s
+            part = _with_spans(part, tuple(dict(s, block=block) if s.get("kind") == "examples" else s
                                              for s in part.spans))
         out.append(part)
     return out

@@ -1,0 +1,118 @@
+"""The caches behind the `prompt_build` figures (issue 16 §6): a preview reads the log at one pinned
+version, folds are kept per log version and per surface list, and none of them serves a stale build."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from tavern_tui.assembly.memo import per_list
+from tavern_tui.config import Settings
+from tavern_tui.engine.events import EventKind, NewEvent
+from tavern_tui.engine.state import VARIABLES_PART, StagedWrites
+from tavern_tui.providers.demo import DemoProvider
+from tavern_tui.service import Tavern
+from tavern_tui.store.store import Store
+
+
+def _msg(content: str) -> NewEvent:
+    return NewEvent(EventKind.USER_MESSAGE, "user", {"content": content})
+
+
+def _append_elsewhere(store: Store, session: int, text: str) -> None:
+    """An append from another thread (another window or command on the same database)."""
+    worker = threading.Thread(target=store.events.append, args=(session, [_msg(text)]))
+    worker.start()
+    worker.join()
+
+
+def test_a_pinned_version_holds_until_the_block_ends_or_this_thread_appends(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'pin.db'}")
+    try:
+        log = store.events
+        session = log.create_session()
+        log.append(session, [_msg("one")])
+        start = log.version()
+        assert len(log.surface_events(session)) == 1  # read (and kept) at `start`
+        with log.pinned_version() as pinned:
+            assert pinned == start
+            _append_elsewhere(store, session, "two")
+            assert log.version() == start  # another thread's append shows at the next build
+            with log.pinned_version() as inner:
+                assert inner == start  # nested blocks share the outer one's
+            assert len(log.surface_events(session)) == 1  # the kept surface: still the pinned version's
+            log.append(session, [_msg("three")])  # this thread changes the log: read again
+            after = log.version()
+            assert after != start and after[0] == start[0] + 2
+            assert [e.content for e in log.surface_events(session)] == ["one", "two", "three"]
+        assert log.version() == after
+    finally:
+        store.close()
+
+
+def test_the_surface_snapshot_is_one_object_per_version(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'snap.db'}")
+    try:
+        log = store.events
+        session = log.create_session()
+        log.append(session, [_msg("one")])
+        first = log.surface_snapshot(session)
+        assert log.surface_snapshot(session) is first and isinstance(first, tuple)
+        assert log.surface_events(session) == list(first) and log.surface_events(session) is not first
+        _append_elsewhere(store, session, "two")
+        assert [e.content for e in log.surface_snapshot(session)] == ["one", "two"]
+    finally:
+        store.close()
+
+
+def test_per_list_keeps_a_value_for_the_same_list_only() -> None:
+    calls: list[int] = []
+
+    def walk(items: list[int]) -> int:
+        calls.append(1)
+        return sum(items)
+
+    items = [1, 2, 3]
+    assert per_list(items, "test.sum", lambda: walk(items)) == 6
+    assert per_list(items, "test.sum", lambda: walk(items)) == 6 and len(calls) == 1
+    items.append(4)  # a longer list is another list
+    assert per_list(items, "test.sum", lambda: walk(items)) == 10 and len(calls) == 2
+    other = [1, 2, 3, 4]  # equal, not the same object
+    assert per_list(other, "test.sum", lambda: walk(other)) == 10 and len(calls) == 3
+
+
+def test_a_preview_after_appends_from_elsewhere_sees_them(tmp_path: Path, corpus_dir: Path) -> None:
+    # Every cache a preview reads (surface, local variables, inbox queue, MVU head, walks over the
+    # surface) is keyed by the log's version: what another window stores shows in the next preview.
+    tavern = Tavern(Settings(db_url=f"sqlite:///{tmp_path / 'seen.db'}", max_context=32768, max_tokens=300),
+                    provider=DemoProvider(delay=0))
+    try:
+        [card] = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
+        pid = tavern.playthroughs.new_playthrough(card.id or 0, user_name="Ann").id
+        session = tavern.playthroughs.playthrough(pid).session_id
+        before = tavern.steps.preview(pid, "Hello.")
+        assert tavern.variables.session_variables(session) == {}
+        _append_elsewhere(tavern.store, session, "A line from another window.")
+        writes = StagedWrites()
+        writes.stage(VARIABLES_PART, {"local": {"set": {"mood": "calm"}}})
+        commit = writes.event("operator")
+        assert commit is not None
+        worker = threading.Thread(target=tavern.store.events.append, args=(session, [commit]))
+        worker.start()
+        worker.join()
+        after = tavern.steps.preview(pid, "Hello.")
+        contents = [m["content"] for m in after["messages"]]
+        assert contents[-2:] == ["A line from another window.", "Hello."]
+        fresh = Tavern(Settings(db_url=f"sqlite:///{tmp_path / 'seen.db'}", max_context=32768, max_tokens=300),
+                       provider=DemoProvider(delay=0))
+        try:  # a service with nothing cached builds the same request
+            assert fresh.steps.preview(pid, "Hello.") == after
+        finally:
+            fresh.close()
+        assert before["messages"][-1]["content"] == "Hello."
+        assert tavern.variables.session_variables(session) == {"mood": "calm"}
+        mine = tavern.variables.session_variables(session)
+        mine["mood"] = "changed by a build"  # a caller staging into it leaves the kept fold alone
+        assert tavern.variables.session_variables(session) == {"mood": "calm"}
+    finally:
+        tavern.close()
