@@ -79,7 +79,7 @@ class ChatService:
             results.append(SearchResultView(chat.id, chat.character_id, chat.character_name, chat.chat_title, ref,
                                             role, chat.user_name if role == "user" else chat.character_name,
                                             snippet(hit.text, query), chat.archived,
-                                            on_surface(ref, chains[chat.session_id])))
+                                            on_surface(ref, chains[chat.session_id]), (hit.session_id, hit.seq)))
             if len(results) >= limit:
                 break
         return results
