@@ -197,6 +197,8 @@ class LoreScreen(TavernScreen[None]):
         if not views:
             self.set_class(not self.card_views, "-empty")
             if self.card_views:
+                self._start_on_card = False
+                self.books.highlighted = 0
                 self._sync_book()
             else:
                 self._show_book(None)
