@@ -121,7 +121,8 @@ async def test_the_palette_lists_search(corpus_tavern: Tavern) -> None:
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
         assert "Search" in commands
         commands["Search"].callback()
-        await wait_until(pilot, lambda: isinstance(app.screen, SearchScreen) and bool(app.screen.query("#search-query")))
+        await wait_until(pilot, lambda: isinstance(app.screen, SearchScreen)
+                         and bool(app.screen.query("#search-query")))
         await pilot.press(*"glade")
         await wait_until(pilot, lambda: "Nothing found" in str(app.screen.query_one("#search-status", Static).render()))
 

@@ -17,6 +17,7 @@ from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from tavern_tui.service import Tavern
+from tavern_tui.tui.labels import clip
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
@@ -72,7 +73,9 @@ class FieldEditor(ModalScreen[str | None]):
             yield Static(self._hint, id="field-hint", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
+        area = self.query_one(TextArea)
+        area.focus()
+        area.move_cursor(area.document.end)  # typing goes after what is there
 
     def action_save(self) -> None:
         """Answer the text (unchanged text counts as a cancel)."""
@@ -94,7 +97,7 @@ class CardScreen(TavernScreen[None]):
     DEFAULT_CSS = """
     CardScreen #card-panes { height: 1fr; }
     CardScreen #card-fields { width: 36; }
-    CardScreen.-narrow #card-fields { width: 28; }
+    CardScreen.-narrow #card-fields { width: 34; }
     CardScreen #card-value-box { width: 1fr; }
     CardScreen #card-note { height: auto; color: $text-muted; padding: 0 1; }
     CardScreen #card-value { padding: 0 1; }
@@ -146,8 +149,9 @@ class CardScreen(TavernScreen[None]):
             prompt = Text(FIELD_LABELS[field], style="bold")
             if field not in PROMPT_FIELDS and field not in ("name", "character_book"):
                 prompt.append(" · not sent", style="dim italic")
-            value = " ".join(field_text(card, field).split())
-            prompt.append("\n" + (value[:60] + "…" if len(value) > 60 else value or "(empty)"), style="dim")
+            value = field_text(card, field)
+            # One line of preview, cut to the list's width (the value pane shows it whole).
+            prompt.append("\n" + (clip(value, 26 if self.has_class("-narrow") else 28) or "(empty)"), style="dim")
             options.append(Option(prompt, id=field))
         listing.set_options(options)
         listing.highlighted = ROWS.index(keep) if keep in ROWS else 0

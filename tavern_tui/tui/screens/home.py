@@ -90,9 +90,11 @@ class HomeScreen(TavernScreen[None]):
             with Vertical(id="character-side"):
                 playthroughs = OptionList(id="playthroughs", classes="pane")
                 playthroughs.border_title = "Playthroughs"
+                playthroughs.border_subtitle = "^e rename · ^a archive · ^u all"
                 yield playthroughs
                 details = Static("", id="character-details", markup=False)
                 details.border_title = "Card"
+                details.border_subtitle = "^k whole card"
                 yield details
         yield Footer()
 

@@ -151,7 +151,12 @@ class SearchScreen(TavernScreen[Opened | None]):
             return  # typed on since: that search follows
         self.hits = list(hits)
         results = self.query_one("#search-results", OptionList)
-        results.set_options(Option(result_prompt(hit, query), id=str(index)) for index, hit in enumerate(hits))
+        options: list[Option | None] = []
+        for index, hit in enumerate(hits):
+            if index:
+                options.append(None)  # a rule between hits: each is two or three lines
+            options.append(Option(result_prompt(hit, query), id=str(index)))
+        results.set_options(options)
         status = self.query_one("#search-status", Static)
         if hits:
             more = " (the newest shown)" if len(hits) >= RESULT_LIMIT else ""
