@@ -55,12 +55,67 @@ class CharacterView:
     source_name: str
     created_at: datetime
     description: str = ""
+    archived: bool = False
+    """Archived: hidden from lists (nothing deleted; issue 20 item 5)."""
+    revision: int = 0
+    """The card revision in use (0: as imported; each edit one more)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `--json` output."""
         return {"id": self.id, "name": self.name, "spec": self.spec, "creator": self.creator, "tags": list(self.tags),
                 "greetings": self.greetings, "book_entries": self.book_entries, "source_name": self.source_name,
-                "created_at": self.created_at.isoformat()}
+                "created_at": self.created_at.isoformat(), "archived": self.archived, "revision": self.revision}
+
+
+CARD_TEXT_FIELDS = ("name", "description", "personality", "scenario", "first_mes", "mes_example", "creator_notes",
+                    "system_prompt", "post_history_instructions", "creator", "character_version")
+"""The card's text fields in V2 spec order ([CCv2] spec_v2.md): what the card view shows and an
+edit may change."""
+
+CARD_LIST_FIELDS = ("alternate_greetings", "tags")
+"""The card's list-of-text fields an edit may change."""
+
+PROMPT_FIELDS = ("description", "personality", "scenario", "first_mes", "mes_example", "system_prompt",
+                 "post_history_instructions", "alternate_greetings")
+"""The fields that reach a request (spec_v2: `creator_notes`, `tags`, `creator` and
+`character_version` are never put in prompts; the card view marks the others "not sent")."""
+
+
+@dataclass(frozen=True, slots=True)
+class CardView:
+    """A character's whole card as the card view shows it (`tavern card`, the TUI card screen).
+
+    Attributes:
+        fields: every text field of `CARD_TEXT_FIELDS` (the card's values, "" when empty).
+        alternate_greetings, tags: the card's lists.
+        book: the embedded lorebook's name and entry count, None when the card has none.
+        extensions: the keys under `data.extensions` (kept verbatim, shown by name).
+        other: other keys of `data` (V3 fields such as `nickname`, `group_only_greetings`, …).
+        revisions: (revision, reason, when) of every stored revision, oldest first.
+    """
+
+    character: CharacterView
+    spec_version: str
+    container: str
+    fields: dict[str, str]
+    alternate_greetings: tuple[str, ...]
+    tags: tuple[str, ...]
+    book: tuple[str, int] | None
+    extensions: tuple[str, ...]
+    other: dict[str, Any]
+    revisions: tuple[tuple[int, str, datetime], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `tavern card --json`: every field by its card name, plus `id`,
+        `revision`, `archived`, `spec`, `book` and `revisions`."""
+        return {"id": self.character.id, "revision": self.character.revision, "archived": self.character.archived,
+                "spec": self.character.spec, "spec_version": self.spec_version, "container": self.container,
+                "source_name": self.character.source_name, **self.fields,
+                "alternate_greetings": list(self.alternate_greetings), "tags": list(self.tags),
+                "book": None if self.book is None else {"name": self.book[0], "entries": self.book[1]},
+                "extensions": list(self.extensions), "other": self.other,
+                "revisions": [{"revision": r, "reason": why, "created_at": at.isoformat()}
+                              for r, why, at in self.revisions]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,6 +499,9 @@ class SearchResultView:
     snippet: str
     archived: bool
     on_head: bool
+    shown_ref: tuple[int, int] | None = None
+    """The event the chat shows for it: for an edit the `surface/replaced` node (its text is the
+    edited one), else `ref`."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern search --json`."""

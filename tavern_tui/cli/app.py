@@ -9,6 +9,7 @@ from typing import Any
 
 from tavern_tui import __version__
 from tavern_tui.cli.commands import (
+    characters,
     chat,
     chats,
     compact,
@@ -70,7 +71,8 @@ _COMMANDS: tuple[Callable[[Commands], None], ...] = (
     strategy.add_preview, strategy.add_presets, strategy.add_strategies, strategy.add_strategy,
     library.add_tree, edit.add_edit, edit.add_delete, library.add_export, lore.add_lore, trace.add_trace,
     persona.add_persona, persona.add_beliefs, serve.add_serve, variables.add_vars, variables.add_macro,
-    compact.add_compact, mvu.add_mvu, tools.add_tools, chats.add_chats,
+    compact.add_compact, mvu.add_mvu, tools.add_tools, chats.add_chats, characters.add_character,
+    characters.add_card,
 )
 
 

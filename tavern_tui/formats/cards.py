@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from tavern_tui.errors import FormatError
 from tavern_tui.formats.charx import CARD_MEMBER, is_charx, read_charx
 from tavern_tui.formats.jsontypes import json_error, loads_bounded, type_name
-from tavern_tui.formats.png import is_png, read_text_chunks
+from tavern_tui.formats.png import is_png, read_text_chunks, write_card_chunks
 from tavern_tui.formats.sniff import CARD, sniff_kind
 
 SPEC_V1 = "chara_card_v1"
@@ -221,6 +221,51 @@ def export_card_v2_json(card: ParsedCard) -> dict:
     `parse_card` on the JSON of this dict yields equal `data`.
     """
     return {"spec": SPEC_V2, "spec_version": "2.0", "data": copy.deepcopy(card.data)}
+
+
+def export_card_st_json(card: ParsedCard, *, create_date: str = "") -> dict:
+    """Return the card as SillyTavern writes one (format-digest §a.2 "hybrid" shape, [ST118]
+    `charaFormatData`): `spec` "chara_card_v2", `spec_version` "2.0", the whole normalised `data`
+    (extensions, character_book and unknown keys kept), and the V1 fields mirrored at the top
+    level with ST's legacy keys (`creatorcomment`, `avatar` "none", `talkativeness`, `fav`,
+    `tags`, `create_date`) for readers that know V1 only. Readers take `data` over the mirror
+    (ST `readFromV2`), so `parse_card` on its JSON gives back equal `data`."""
+    data = copy.deepcopy(card.data)
+    ext = data.get("extensions") if isinstance(data.get("extensions"), dict) else {}
+    out: dict = {field: data.get(field, "") for field in
+                 ("name", "description", "personality", "scenario", "first_mes", "mes_example")}
+    out.update({"creatorcomment": data.get("creator_notes", ""), "avatar": "none", "chat": "",
+                "talkativeness": ext.get("talkativeness", 0.5), "fav": bool(ext.get("fav", False)),
+                "tags": list(data.get("tags", [])), "create_date": create_date,
+                "spec": SPEC_V2, "spec_version": "2.0", "data": data})
+    return out
+
+
+def export_card_v3_json(card: ParsedCard, *, modified: int) -> dict:
+    """The `ccv3` chunk's card: SillyTavern's V2 JSON with `spec` "chara_card_v3" and
+    `spec_version` "3.0" (format-digest §a.4 "ST write"), plus what [CCv3] requires of `data`:
+    `group_only_greetings` (a list, [] when the card had none) and `modification_date` (Unix
+    seconds, "set on export"). `modified` is that time."""
+    out = export_card_st_json(card)
+    out["spec"], out["spec_version"] = SPEC_V3, "3.0"
+    data = out["data"]
+    if not isinstance(data.get("group_only_greetings"), list):
+        data["group_only_greetings"] = []
+    data["modification_date"] = int(modified)
+    return out
+
+
+def card_png(card: ParsedCard, image: bytes, *, modified: int) -> bytes:
+    """`image` (a PNG) carrying `card` as SillyTavern writes it (format-digest §a.4): every old
+    chara/ccv3 chunk removed, then `chara` (V2 JSON) and `ccv3` (V3 JSON) before IEND, each
+    base64 of UTF-8 JSON.
+
+    Raises:
+        FormatError: `image` is not a readable PNG.
+    """
+    chara = json.dumps(export_card_st_json(card), ensure_ascii=False)
+    ccv3 = json.dumps(export_card_v3_json(card, modified=modified), ensure_ascii=False)
+    return write_card_chunks(image, chara, ccv3, file="card image")
 
 
 # --- loading -------------------------------------------------------------------------

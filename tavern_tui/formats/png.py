@@ -235,3 +235,14 @@ def write_card_chunks(
                     out.append(encode_text_chunk(keyword, base64.b64encode(text.encode("utf-8"))))
         out.append(png[chunk.start : chunk.end])
     return b"".join(out)
+
+
+def solid_png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A `width`×`height` PNG of one colour (8-bit RGB, no interlace; PNG spec 11.2.2): the
+    picture of a card exported as PNG when the card came without one (a JSON card)."""
+    if width < 1 or height < 1:
+        raise ValueError("a PNG needs at least one pixel")
+    row = b"\x00" + bytes(rgb) * width  # filter type 0 (None) per scanline
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (PNG_SIGNATURE + encode_chunk("IHDR", header) + encode_chunk("IDAT", zlib.compress(row * height, 9))
+            + encode_chunk("IEND", b""))

@@ -25,6 +25,9 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
     folded = flat.casefold()
     at = min((i for i in (folded.find(w.casefold()) for w in words(query)) if i >= 0), default=0)
     start = max(0, at - width // 3)
+    if start:  # begin at a word, not inside one
+        space = flat.find(" ", start, at)
+        start = space + 1 if space >= 0 else at
     end = min(len(flat), start + width)
     return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
@@ -79,7 +82,7 @@ class ChatService:
             results.append(SearchResultView(chat.id, chat.character_id, chat.character_name, chat.chat_title, ref,
                                             role, chat.user_name if role == "user" else chat.character_name,
                                             snippet(hit.text, query), chat.archived,
-                                            on_surface(ref, chains[chat.session_id])))
+                                            on_surface(ref, chains[chat.session_id]), (hit.session_id, hit.seq)))
             if len(results) >= limit:
                 break
         return results

@@ -60,7 +60,7 @@ class WorldInfoService:
         self._index_lock = threading.Lock()
         self._parse_lock = threading.Lock()
         self._books: dict[tuple[int, str], WorldBook] = {}
-        self._card_books: dict[int, WorldBook] = {}
+        self._card_books: dict[tuple[int, int], WorldBook] = {}
         self._book_hashes: dict[int, str] = {}
 
     @property
@@ -225,11 +225,51 @@ class WorldInfoService:
         from tavern_tui.formats.worldinfo import from_character_book
         if card.character_book is None:
             return None
-        book = self._card_books.get(record.id)
+        book = self._card_books.get((record.id, record.revision))
         if book is None:
             book = from_character_book(card.character_book, record.source_name, card.name)
-            self._card_books[record.id] = book
+            self._card_books[(record.id, record.revision)] = book
         return book
+
+    def card_books(self) -> list[WorldBookView]:
+        """The embedded books of the characters in the lists (not archived), by character name:
+        `id` is the character's id, `bindings` is ("card",) (a card's book always applies with
+        its character and cannot be bound)."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            records = [r for r in uow.characters.all() if r.archived_at is None]
+        views = []
+        for record in records:
+            book = self._card_book(record, self.library.card(record))
+            if book is not None:
+                views.append(WorldBookView(record.id, book.name, len(book.entries), record.name, record.created_at,
+                                           ("card",)))
+        return views
+
+    def card_book(self, character_id: int, *, editable: bool = True) -> tuple[WorldBook, int] | None:
+        """A character's embedded book as a world book, with the card revision it is from; None
+        when the card has none. `editable` as `world_book`. Raises NotFound."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            record = uow.characters.get(character_id)
+        book = self._card_book(record, self.library.card(record))
+        if book is None:
+            return None
+        return (copy.deepcopy(book) if editable else book), record.revision
+
+    def save_card_book(self, character_id: int, book: WorldBook, *, expected_revision: int | None = None
+                       ) -> WorldBookView:
+        """Store an edited embedded book as a new revision of its card (`LibraryService.edit_card`,
+        ST `convertWorldInfoToCharacterBook` shape via `formats.worldinfo.to_character_book`).
+
+        Raises:
+            NotFound, FormatError, SecretRefused, Conflict: as `edit_card` (duplicate uids are a FormatError).
+        """
+        from tavern_tui.formats.worldinfo import to_character_book
+
+        if len({str(e.uid) for e in book.entries}) != len(book.entries):
+            raise FormatError(f"card {character_id}", f"two entries of {book.name!r} share a uid", "character_book")
+        view = self.library.edit_card(character_id, {"character_book": to_character_book(book)},
+                                      expected_revision=expected_revision, reason="lorebook edited")
+        return WorldBookView(view.id, book.name, len(book.entries), view.name, view.created_at, ("card",))
 
     def effective_books(self, playthrough_id: int, character: CharacterRecord, card: ParsedCard,
                         chat: Sequence[int] | None = None) -> list[SourcedBook]:

@@ -308,7 +308,8 @@ class StepRunner:
         if macros is not None and view.session_id and self.mvu is not None:  # the bound snapshot (issue 18)
             macros.message_vars = self.mvu.snapshot(playthrough_id, view)
         meta: dict[str, Any] = {
-            "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
+            "character_id": record.id, "character_sha256": record.original_sha256,
+            "character_revision": record.revision, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
                              "sha256": self.lore.book_hash(b.book, record)} for b in books]}
         persona, meta["persona"] = self.persona.persona_step(playthrough_id, pin=pin_persona and playthrough_id > 0,

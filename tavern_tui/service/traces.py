@@ -145,7 +145,8 @@ class TraceService:
         return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
                 "attribution": self._attribution(event.body, assembly),
                 "world_info": assembly.get("world_info"), "resources": {k: assembly.get(k) for k in (
-                    "character_id", "character_sha256", "preset", "world_books") if k in assembly},
+                    "character_id", "character_sha256", "character_revision", "preset", "world_books")
+                    if k in assembly},
                 "persona": assembly.get("persona"),
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
                 "context": event.body.get("context") or assembly.get("context"),

@@ -64,6 +64,27 @@ class Character(_Resource, Base):
     __tablename__ = "characters"
     spec: Mapped[str] = mapped_column(String(32))
     spec_version: Mapped[str] = mapped_column(String(16), default="")
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When it was archived (hidden from lists; nothing deleted); None: not archived."""
+    revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """The card revision `data` holds: 0 as imported, each edit one more (`character_revisions`)."""
+
+
+class CharacterRevision(Base):
+    """One revision of a character's card (issue 20 item 5). Rows are only added; the original
+    file's bytes stay in `characters.original`, revision 0 is the card as imported."""
+
+    __tablename__ = "character_revisions"
+    __table_args__ = (UniqueConstraint("character_id", "revision", name="uq_character_revisions_character_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    character_id: Mapped[int] = mapped_column(ForeignKey("characters.id"))
+    revision: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(512))
+    data: Mapped[str] = mapped_column(Text)
+    """The normalised card (`ParsedCard.to_dict`) as canonical JSON text."""
+    reason: Mapped[str] = mapped_column(String(64))
+    """What made it: "imported", "edited", "lorebook edited"."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class WorldBook(_Resource, Base):

@@ -17,9 +17,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tavern_tui.engine.events import NewEvent, body_hash, canonical_json
-from tavern_tui.errors import AlreadyStored, NotFound, StoreError
+from tavern_tui.errors import AlreadyStored, Conflict, NotFound, StoreError
 from tavern_tui.store.models import (
     Character,
+    CharacterRevision,
     ComposerDraft,
     EventRow,
     OpeningDraft,
@@ -45,6 +46,22 @@ class CharacterRecord:
     source_name: str
     original_sha256: str
     data: str
+    created_at: datetime
+    revision: int = 0
+    """The card revision `data` is (0: as imported; issue 20 item 5)."""
+    archived_at: datetime | None = None
+    """When it was archived (hidden from lists, nothing deleted); None: not archived."""
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterRevisionRecord:
+    """One stored revision of a card: its number, name, normalised card JSON, why and when."""
+
+    character_id: int
+    revision: int
+    name: str
+    data: str
+    reason: str
     created_at: datetime
 
 
@@ -72,7 +89,8 @@ class PlaythroughRecord:
 
 def _character(row: Character) -> CharacterRecord:
     return CharacterRecord(row.id, row.name, row.spec, row.spec_version, row.source_name, row.original_sha256,
-                           row.data, as_utc(row.created_at))
+                           row.data, as_utc(row.created_at), row.revision or 0,
+                           as_utc(row.archived_at) if row.archived_at is not None else None)
 
 
 def _playthrough(row: Playthrough) -> PlaythroughRecord:
@@ -133,6 +151,54 @@ class CharacterRepository:
     def count(self) -> int:
         """How many characters are stored."""
         return int(self._session.scalar(select(func.count()).select_from(Character)) or 0)
+
+    def _row(self, character_id: int) -> Character:
+        row = self._session.get(Character, character_id)
+        if row is None:
+            raise NotFound(f"no character with id {character_id}")
+        return row
+
+    def set_archived(self, character_id: int, archived: bool) -> CharacterRecord:
+        """Archive a character (now) or bring it back; nothing else changes. Raises NotFound."""
+        row = self._row(character_id)
+        if archived and row.archived_at is None:
+            row.archived_at = datetime.now(UTC)
+        elif not archived:
+            row.archived_at = None
+        self._session.flush()
+        return _character(row)
+
+    def revise(self, character_id: int, *, name: str, data: str, reason: str,
+               expected_revision: int | None = None) -> CharacterRecord:
+        """Store a new revision of the card (`data`: normalised card JSON) and make it the one
+        steps read; the first edit also keeps revision 0 (the card as imported). The original
+        bytes never change.
+
+        Raises:
+            NotFound: no such character.
+            Conflict: `expected_revision` is given and is not the current one (another edit won).
+        """
+        row = self._row(character_id)
+        current = row.revision or 0
+        if expected_revision is not None and expected_revision != current:
+            raise Conflict(f"character {character_id}'s card", expected_revision, current)
+        now = datetime.now(UTC)
+        if current == 0 and self._session.scalar(select(func.count()).select_from(CharacterRevision)
+                                                 .where(CharacterRevision.character_id == character_id)) == 0:
+            self._session.add(CharacterRevision(character_id=character_id, revision=0, name=row.name, data=row.data,
+                                                reason="imported", created_at=as_utc(row.created_at)))
+        self._session.add(CharacterRevision(character_id=character_id, revision=current + 1, name=name, data=data,
+                                            reason=reason, created_at=now))
+        row.name, row.data, row.revision = name, data, current + 1
+        self._session.flush()
+        return _character(row)
+
+    def revisions(self, character_id: int) -> list[CharacterRevisionRecord]:
+        """Every stored revision of the card, oldest first (empty when it was never edited)."""
+        query = (select(CharacterRevision).where(CharacterRevision.character_id == character_id)
+                 .order_by(CharacterRevision.revision))
+        return [CharacterRevisionRecord(r.character_id, r.revision, r.name, r.data, r.reason, as_utc(r.created_at))
+                for r in self._session.scalars(query)]
 
 
 class PlaythroughRepository:

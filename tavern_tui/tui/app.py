@@ -129,12 +129,29 @@ class TavernApp(App[None]):
         yield SystemCommand("Help: keys of this screen", "Every key here, by group (F1)", self.action_help)
         yield SystemCommand("Notifications", "Every notification of this run, in full (ctrl+l)",
                             self.action_notices)
+        yield SystemCommand("Search", "Find a line in any chat, on any branch (ctrl+f)", self.action_search)
         yield from super().get_system_commands(screen)
 
     def action_help(self) -> None:
         """Open the keys of the current screen (not over another help)."""
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
+
+    def action_search(self) -> None:
+        """Open the search over every chat (not twice); Enter on a hit opens that chat at that
+        message, on its branch, in place of the screens above home (issue 20 item 4)."""
+        from tavern_tui.tui.screens.search import SearchScreen
+
+        if not isinstance(self.screen, SearchScreen):
+            self.push_screen(SearchScreen(self.tavern), self._search_closed)
+
+    def _search_closed(self, opened: tuple[int, tuple[tuple[int, int], ...]] | None) -> None:
+        if opened is None:
+            return
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, HomeScreen):
+            self.pop_screen()  # the chat (or pane) the search was opened over gives way to the hit's chat
+        playthrough_id, refs = opened
+        self.post_message(PlaythroughChosen(playthrough_id, focus=refs))
 
     def action_settings(self) -> None:
         """Open the settings screen (not twice)."""
@@ -184,7 +201,8 @@ class TavernApp(App[None]):
         """Open the chosen playthrough in a chat screen on top of the home screen."""
         from tavern_tui.tui.screens.chat import ChatScreen  # imported on first use: start-up paints home sooner
 
-        self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=message.typed, send=message.send))
+        self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=message.typed, send=message.send,
+                                    focus=message.focus))
 
     def on_draft_chosen(self, message: DraftChosen) -> None:
         """Open an opening draft on top of the home screen (issue 20 item 1)."""

@@ -51,9 +51,9 @@ def relative_time(moment: datetime, now: datetime) -> str:
 
 
 def playthrough_summary(playthrough: PlaythroughView, now: datetime) -> str:
-    """"#3 · 12 messages · 5 min ago"."""
+    """"#3 · 12 messages · 5 min ago" (" · archived" when it is)."""
     return (f"#{playthrough.id} · {plural(playthrough.message_count, 'message')} · "
-            f"{relative_time(playthrough.updated_at, now)}")
+            f"{relative_time(playthrough.updated_at, now)}" + (" · archived" if playthrough.archived else ""))
 
 
 def draft_summary(draft: OpeningView, now: datetime) -> str:

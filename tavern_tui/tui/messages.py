@@ -19,6 +19,8 @@ class PlaythroughChosen(Message):
     """What the person typed while it was being opened (it goes into the composer)."""
     send: str = ""
     """A line the chat sends as soon as it is open (an opening draft's first line, issue 20)."""
+    focus: tuple[tuple[int, int], ...] = ()
+    """A search hit's message: the cursor goes to the first of these (session, seq) the chat shows."""
 
 
 @dataclass

@@ -154,7 +154,8 @@ async def test_reopening_shows_the_playthrough_and_its_messages(make_tavern: Cal
         await workers_idle(pilot)
         playthroughs = home.query_one("#playthroughs", OptionList)
         assert playthroughs.option_count == 1
-        assert str(playthroughs.get_option_at_index(0).prompt) == f"#{pid} · 3 messages · just now"
+        # The title (its first line, issue 20 item 4), then id, message count and last played.
+        assert str(playthroughs.get_option_at_index(0).prompt) == f"hello\n#{pid} · 3 messages · just now"
         await pilot.press("tab", "enter")  # focus the playthroughs, open the highlighted one
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
         assert app.screen.playthrough_id == pid

@@ -53,10 +53,15 @@ def add_tree(commands: Commands) -> None:
 
 
 def add_export(commands: Commands) -> None:
-    """`tavern export PLAYTHROUGH --jsonl FILE`."""
-    p_export = commands.add("export", cmd_export, help="write a playthrough as a SillyTavern chat (.jsonl)")
-    p_export.add_argument("playthrough", type=int, metavar="PLAYTHROUGH")
-    p_export.add_argument("--jsonl", required=True, metavar="FILE", help="where to write it ('-' for stdout)")
+    """`tavern export PLAYTHROUGH --jsonl FILE` or `tavern export CHARACTER --png|--json FILE`."""
+    p_export = commands.add("export", cmd_export, help="write a playthrough as a SillyTavern chat (.jsonl), "
+                                                       "or a character as a card (.png / .json)")
+    p_export.add_argument("target", metavar="PLAYTHROUGH|CHARACTER",
+                          help="a playthrough id with --jsonl; a character id or name with --png/--json")
+    kinds = p_export.add_mutually_exclusive_group(required=True)
+    kinds.add_argument("--jsonl", metavar="FILE", help="the playthrough as a chat ('-' for stdout)")
+    kinds.add_argument("--png", metavar="FILE", help="the character's card in its picture (chara + ccv3 chunks)")
+    kinds.add_argument("--json", metavar="FILE", help="the character's card as V2 JSON ('-' for stdout)")
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -164,10 +169,34 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Write the playthrough's active path (with swipes) as SillyTavern JSONL."""
+def _export_card(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    kind, path = ("png", args.png) if args.png else ("json", args.json)
+    if kind == "png" and path == "-":
+        raise TavernError("--png needs a file (a PNG is not written to the terminal)")
     with open_service(args) as tavern:
-        text = tavern.chat_files.export_chat(args.playthrough)
+        character = tavern.library.find_character(args.target)
+        payload = tavern.library.export_card(character.id, kind)
+    if path == "-":
+        out.write(payload.decode("utf-8") + "\n")
+        return EXIT_OK
+    try:
+        Path(path).write_bytes(payload)
+    except OSError as exc:
+        raise TavernError(f"{path}: cannot write the card: {exc.strerror}") from exc
+    err.write(f"wrote {character.name} (revision {character.revision}) to {path}\n")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Write the playthrough's active path (with swipes) as SillyTavern JSONL, or a character's
+    card as SillyTavern writes one (`LibraryService.export_card`)."""
+    if args.jsonl is None:
+        return _export_card(args, out, err)
+    if not args.target.strip().isdigit():
+        raise TavernError(f"--jsonl exports a playthrough: give its id, not {args.target!r} "
+                          "(a character's card: --png FILE or --json FILE)")
+    with open_service(args) as tavern:
+        text = tavern.chat_files.export_chat(int(args.target))
     if args.jsonl == "-":
         out.write(text)
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from typing import ClassVar
 
 from textual import on
@@ -117,10 +118,14 @@ class EntryEditor(TavernCalls, SaveCancelModal[WorldBookView | None]):
         Binding("ctrl+s", "save", "Save", id="entry.save", priority=True),
     ]
 
-    def __init__(self, tavern: Tavern, book_id: int, book: WorldBook, index: int) -> None:
+    def __init__(self, tavern: Tavern, book_id: int, book: WorldBook, index: int, *,
+                 save: Callable[[WorldBook], WorldBookView] | None = None) -> None:
         super().__init__()
         self.tavern = tavern
         self.book_id = book_id
+        self._save = save or (lambda edited: tavern.lore.save_world_book(book_id, edited))
+        """Stores the edited book (in a worker): a library book by default; a card's own book
+        passes `WorldInfoService.save_card_book` (a new revision of the card)."""
         self.book = book
         self.index = index
         self.entry: WorldInfoEntry = book.entries[index]
@@ -228,7 +233,7 @@ class EntryEditor(TavernCalls, SaveCancelModal[WorldBookView | None]):
 
         def save() -> WorldBookView | Exception:
             try:
-                return self.tavern.lore.save_world_book(self.book_id, book)
+                return self._save(book)
             except Exception as exc:  # a refusal stays on screen; anything else must not leave the editor stuck
                 return exc
 

@@ -170,6 +170,9 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
                 tooltip="Summarise the oldest messages into one summary (the originals stay in the log)"),
         Binding("f12", "edit_summary", "Edit summary", id="chat.edit_summary", show=False,
                 tooltip="Edit a summary (the focused one, else choose)"),
+        # Priority: the focused composer must not take it (issue 20: ctrl+f is the search everywhere).
+        Binding("ctrl+f", "app.search", "Search", id="chat.search", show=False, priority=True,
+                tooltip="Find a line in any chat, on any branch"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
     ]
@@ -190,8 +193,10 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
     prompt = getters.query_one("#prompt", Composer)
     inbox_strip = getters.query_one("#inbox", InboxStrip)
 
-    def __init__(self, tavern: Tavern, playthrough_id: int, *, typed: str = "", send: str = "") -> None:
+    def __init__(self, tavern: Tavern, playthrough_id: int, *, typed: str = "", send: str = "",
+                 focus: tuple[tuple[int, int], ...] = ()) -> None:
         super().__init__(tavern, playthrough_id)
+        self._focus = focus  # a search hit's (session, seq) refs: the cursor goes to the first shown
         self._typed = typed  # keys typed on the home screen while this chat was being opened
         self._send_on_open = send  # an opening draft's first line (issue 20), sent once the chat is shown
         self.playthrough_id: int = playthrough_id
@@ -257,6 +262,26 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         self.call(self.tavern.scripts.needs_allowance, view.character_id, title="Cannot read the card's regex scripts",
                   then=self._ask_regex_allowance)
         self._send_opening_line()
+        if self._focus:
+            refs, self._focus = self._focus, ()
+            self.call(self._index_of, refs, title="Cannot find the message", then=self._focus_message)
+
+    def _index_of(self, refs: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
+        # In the worker: where the message is on the (now active) path, as (index, total).
+        messages = self.tavern.playthroughs.messages(self.playthrough_id)
+        where = {message.ref: index for index, message in enumerate(messages)}
+        found = next((where[ref] for ref in refs if ref in where), None)
+        return None if found is None else (found, len(messages))
+
+    async def _focus_message(self, found: tuple[int, int] | None) -> None:
+        """Page the transcript to a search hit and put the message cursor on it."""
+        if found is None:
+            self.notify("That message is not on this chat's path any more.", severity="warning")
+            return
+        box = await self.transcript.page_to(found[0])
+        if box is not None:
+            self._show_cursor(box)
+            self.transcript.scroll_box_into_view(box, top=True)
 
     def _ask_regex_allowance(self, names: list[str]) -> None:
         """SillyTavern's question when a card carries regex scripts: asked once per character per run;

@@ -52,6 +52,16 @@ class HomeScreen(TavernScreen[None]):
         Binding("ctrl+o", "import_cards", "Import", id="home.import"),
         Binding("f2", "world_books", "World books", id="home.world_books"),
         Binding("f8", "persona", "Persona", id="home.persona"),
+        Binding("ctrl+f", "app.search", "Search", id="home.search",
+                tooltip="Find a line in any chat, on any branch"),
+        Binding("ctrl+k", "card", "Card", id="home.card",
+                tooltip="The highlighted character's whole card: every field, edit, archive"),
+        Binding("ctrl+e", "rename_playthrough", "Rename", id="home.rename", show=False,
+                tooltip="Give the highlighted playthrough a title"),
+        Binding("ctrl+a", "archive_playthrough", "Archive", id="home.archive", show=False,
+                tooltip="Hide the highlighted playthrough from the lists (nothing is deleted), or bring it back"),
+        Binding("ctrl+u", "toggle_archived", "Show archived", id="home.show_archived", show=False,
+                tooltip="List archived characters and playthroughs too, or hide them again"),
         Binding("f5", "refresh", "Refresh", id="home.refresh", show=False),
         Binding("escape", "clear_filter", "Clear filter", id="home.clear_filter", show=False),
     ]
@@ -62,9 +72,12 @@ class HomeScreen(TavernScreen[None]):
         self._characters: dict[int, CharacterView] = {}
         self._typed_ahead: list[str] | None = None  # keys typed while a chat is being opened
         self._all: list[CharacterView] = []  # every character; the list shows those matching the filter
+        self._playthroughs: dict[int, PlaythroughView] = {}  # the highlighted character's, as listed
         self.filter = ""
         """What was typed on this screen: the characters list shows the names (or tags, creator)
-        holding it, case-insensitively."""
+        holding it, case-insensitively; "#word" matches tags only (a tag starting with it)."""
+        self.show_archived = False
+        """ctrl+u: archived characters and playthroughs are listed too (marked)."""
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)",
@@ -77,9 +90,11 @@ class HomeScreen(TavernScreen[None]):
             with Vertical(id="character-side"):
                 playthroughs = OptionList(id="playthroughs", classes="pane")
                 playthroughs.border_title = "Playthroughs"
+                playthroughs.border_subtitle = "^e rename · ^a archive · ^u all"
                 yield playthroughs
                 details = Static("", id="character-details", markup=False)
                 details.border_title = "Card"
+                details.border_subtitle = "^k whole card"
                 yield details
         yield Footer()
 
@@ -87,7 +102,7 @@ class HomeScreen(TavernScreen[None]):
         # Start on the character played last, so reopening the app shows where the person left off.
         def read() -> tuple[list[CharacterView], int | None]:
             recent = self.tavern.playthroughs.playthroughs(limit=1)
-            return self.tavern.library.characters(), recent[0].character_id if recent else None
+            return self._read_characters(), recent[0].character_id if recent else None
 
         self.call(read, title="Cannot read the characters", group="characters",
                   then=lambda found: self._show_characters(*found))
@@ -130,6 +145,8 @@ class HomeScreen(TavernScreen[None]):
         needle = self.filter.casefold().strip()
         if not needle:
             return True
+        if needle.startswith("#") and len(needle) > 1:  # tags only (SillyTavern filters by tag apart)
+            return any(tag.casefold().startswith(needle[1:]) for tag in character.tags)
         return any(needle in text.casefold() for text in (character.name, character.creator or "", *character.tags))
 
     def _choose(self, playthrough_id: int) -> None:
@@ -160,8 +177,11 @@ class HomeScreen(TavernScreen[None]):
         Args:
             select: id of a character to put the cursor on instead.
         """
-        self.call(self.tavern.library.characters, title="Cannot read the characters", group="characters",
+        self.call(self._read_characters, title="Cannot read the characters", group="characters",
                   then=lambda characters: self._show_characters(characters, select))
+
+    def _read_characters(self) -> list[CharacterView]:
+        return self.tavern.library.characters(include_archived=self.show_archived)
 
     def _show_characters(self, characters: list[CharacterView], select: int | None) -> None:
         self._all = list(characters)
@@ -181,7 +201,16 @@ class HomeScreen(TavernScreen[None]):
     @staticmethod
     def _character_prompt(character: CharacterView) -> Text:
         prompt = Text(character.name, style="bold")
+        if character.archived:
+            prompt.append(" · archived", style="dim italic")
         prompt.append("\n" + character_summary(character), style="dim")
+        return prompt
+
+    @staticmethod
+    def _playthrough_prompt(playthrough: PlaythroughView, now: datetime) -> Text:
+        # The title first (issue 20 item 4: given, else the first line, else the date), then the facts.
+        prompt = Text(playthrough.chat_title, style="bold")
+        prompt.append("\n" + playthrough_summary(playthrough, now), style="dim")
         return prompt
 
     def refresh_playthroughs(self) -> None:
@@ -199,7 +228,8 @@ class HomeScreen(TavernScreen[None]):
 
     def _read_playthroughs(self, character_id: int) -> tuple[list[PlaythroughView], list[OpeningView]]:
         # In the worker: the character's playthroughs, then its opening drafts.
-        return self.tavern.playthroughs.playthroughs(character_id), self.tavern.openings.drafts(character_id)
+        return (self.tavern.playthroughs.playthroughs(character_id, include_archived=self.show_archived),
+                self.tavern.openings.drafts(character_id))
 
     def _show_playthroughs(self, character: CharacterView, found: list[PlaythroughView],
                            drafts: list[OpeningView] | None = None) -> None:
@@ -208,7 +238,8 @@ class HomeScreen(TavernScreen[None]):
         listing = self.query_one("#playthroughs", OptionList)
         details = self.query_one("#character-details", Static)
         now = self._now()
-        listing.set_options([*(Option(playthrough_summary(p, now), id=str(p.id)) for p in found),
+        self._playthroughs = {p.id: p for p in found}
+        listing.set_options([*(Option(self._playthrough_prompt(p, now), id=str(p.id)) for p in found),
                              *(Option(draft_summary(d, now), id=f"{DRAFT_PREFIX}{d.id}") for d in drafts or [])])
         if found or drafts:
             listing.highlighted = 0
@@ -285,6 +316,79 @@ class HomeScreen(TavernScreen[None]):
             self.notify("Import a character first (press ctrl+o).", severity="warning")
             return
         self._start_playthrough(character)
+
+    def action_card(self) -> None:
+        """ctrl+k: the highlighted character's card screen."""
+        character = self.highlighted_character
+        if character is None:
+            self.notify("Import a character first (press ctrl+o).", severity="warning")
+            return
+        from tavern_tui.tui.screens.card import CardScreen
+
+        self.app.push_screen(CardScreen(self.tavern, character.id))
+
+    @property
+    def highlighted_playthrough(self) -> PlaythroughView | None:
+        """The playthrough under the playthroughs list's cursor (not a draft), if any."""
+        option = self.query_one("#playthroughs", OptionList).highlighted_option
+        if option is None or not option.id or option.id.startswith(DRAFT_PREFIX):
+            return None
+        return self._playthroughs.get(int(option.id))
+
+    def action_rename_playthrough(self) -> None:
+        """ctrl+e: ask for the highlighted playthrough's title (empty: back to the default one)."""
+        chat = self.highlighted_playthrough
+        if chat is None:
+            self.notify("Highlight a playthrough first (Tab to the playthroughs list).", severity="warning")
+            return
+        from tavern_tui.tui.modals.text_prompt import TextPrompt
+
+        def answered(title: str | None) -> None:
+            if title is None or title.strip() == chat.chat_title:
+                return
+            self.call(self.tavern.playthroughs.rename, chat.id, title, title="Cannot rename the playthrough",
+                      then=lambda view: self._renamed(view))
+
+        self.app.push_screen(TextPrompt(f"Rename {chat.title}", "New title (empty: its first line, else its date):",
+                                        chat.chat_title), answered)
+
+    def _renamed(self, view: PlaythroughView) -> None:
+        self.notify(f"#{view.id} is now {view.chat_title!r}.", title="Renamed")
+        self.refresh_playthroughs()
+
+    def action_archive_playthrough(self) -> None:
+        """ctrl+a: archive the highlighted playthrough after a yes (hidden, nothing deleted), or
+        bring an archived one back."""
+        chat = self.highlighted_playthrough
+        if chat is None:
+            self.notify("Highlight a playthrough first (Tab to the playthroughs list).", severity="warning")
+            return
+        if chat.archived:
+            self.call(self.tavern.playthroughs.archive, chat.id, False, title="Cannot unarchive the playthrough",
+                      then=lambda view: self._archived(view))
+            return
+        from tavern_tui.tui.modals.confirm import ConfirmScreen
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.call(self.tavern.playthroughs.archive, chat.id, True, title="Cannot archive the playthrough",
+                          then=lambda view: self._archived(view))
+
+        self.app.push_screen(ConfirmScreen(f"Archive {chat.title} ({chat.chat_title})?\n\nIt leaves the lists; "
+                                           "nothing is deleted. ctrl+u shows archived ones, ctrl+a there brings "
+                                           "it back.", confirm="Archive"), answered)
+
+    def _archived(self, view: PlaythroughView) -> None:
+        self.notify(f"#{view.id} {view.chat_title!r} " + ("archived (ctrl+u shows it)." if view.archived
+                                                          else "is back in the lists."), title="Archive")
+        self.refresh_playthroughs()
+
+    def action_toggle_archived(self) -> None:
+        """ctrl+u: list archived characters and playthroughs too, or hide them again."""
+        self.show_archived = not self.show_archived
+        self.notify("Archived ones are listed (marked)." if self.show_archived else "Archived ones are hidden.",
+                    timeout=2)
+        self.refresh_characters()
 
     def action_world_books(self) -> None:
         """Open the world-book pane (the library, no playthrough)."""

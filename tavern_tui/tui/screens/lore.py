@@ -75,13 +75,20 @@ class LoreScreen(TavernScreen[None]):
     entries = getters.query_one("#entries", EntryTable)
     tester = getters.query_one("#tester", LoreTester)
 
-    def __init__(self, tavern: Tavern, playthrough_id: int | None = None) -> None:
+    def __init__(self, tavern: Tavern, playthrough_id: int | None = None, *, character_id: int | None = None) -> None:
         super().__init__(tavern, playthrough_id)
-        self.character_id: int | None = None
+        self.character_id: int | None = character_id
+        """The character in view (the chat's, or the card screen's): its card's own book is listed too."""
+        self._start_on_card = character_id is not None and playthrough_id is None  # opened from the card screen
         self.character_name = ""
         self.views: dict[int, WorldBookView] = {}
         """The library by book id, as last read."""
         self.book_id: int | None = None
+        self.card_id: int | None = None
+        """The character whose card's own book is highlighted instead of a library book (issue 20 item 5)."""
+        self._card_revision: int | None = None
+        self.card_views: dict[int, WorldBookView] = {}
+        """The cards' own books by character id, as last read (`WorldInfoService.card_books`)."""
         self.book: WorldBook | None = None
         """The highlighted book (an editable copy from the service)."""
         self._filter_timer: Timer | None = None
@@ -155,12 +162,17 @@ class LoreScreen(TavernScreen[None]):
     def refresh_library(self, select: int | None = None, then: Callable[[], object] | None = None) -> None:
         """Re-read the books and their bindings in a worker, keeping (or moving to `select`) the
         highlight; then call `then`."""
-        def read() -> tuple[list[WorldBookView], dict[int, str]]:
+        def read() -> tuple[list[WorldBookView], dict[int, str], list[WorldBookView]]:
             views = self.tavern.lore.world_books()
-            return views, {c.id: c.name for c in self.tavern.library.characters()} if views else {}
+            names = {c.id: c.name for c in self.tavern.library.characters()} if views else {}
+            # The card's own book of the character in view only (a chat's, or the card screen's).
+            cards = [c for c in self.tavern.lore.card_books() if c.id == self.character_id]
+            return views, names, cards
 
-        def loaded(found: tuple[list[WorldBookView], dict[int, str]]) -> None:
-            self._show_library(*found, select=select)
+        def loaded(found: tuple[list[WorldBookView], dict[int, str], list[WorldBookView]]) -> None:
+            views, names, cards = found
+            self.card_views = {c.id: c for c in cards}
+            self._show_library(views, names, select=select)
             if then is not None:
                 then()
 
@@ -177,11 +189,28 @@ class LoreScreen(TavernScreen[None]):
             options.append(Option(prompt, id=str(view.id)))
             if applies:
                 applying.append(view.id)
+        for card in self.card_views.values():
+            options.append(Option(self._card_prompt(card), id=f"c{card.id}"))
         self.books.set_options(options)
         if current is None and applying:  # opening from a chat: start on a book that applies there
             current = applying[0]
         if not views:
-            self._show_book(None)
+            self.set_class(not self.card_views, "-empty")
+            if self.card_views:
+                self._start_on_card = False
+                self.books.highlighted = 0
+                self._sync_book()
+            else:
+                self._show_book(None)
+            return
+        if select is None and self._start_on_card and self.card_views:
+            self._start_on_card = False
+            self.card_id = None
+            self.books.highlighted = len(views)
+            self._sync_book()
+            return
+        if select is None and self.card_id in self.card_views:  # stay on the card's book being edited
+            self.books.highlighted = len(views) + list(self.card_views).index(self.card_id)
             return
         ids = [v.id for v in views]
         index = ids.index(current) if current in ids else 0
@@ -207,11 +236,24 @@ class LoreScreen(TavernScreen[None]):
                                   (clip(view.name, LIBRARY_TEXT_WIDTH), "bold"), (summary, "dim"))
         return prompt, applies
 
+    def _card_prompt(self, card: WorldBookView) -> Content:
+        """The library line of a card's own book: "card" and its character, ● where it applies."""
+        applies = card.id == self.character_id
+        summary = f"\n  {plural(card.entries, 'entry', 'entries')} · card of {clip(card.source_name, 14)}"
+        return Content.assemble(("● " if applies else "  ", "$wi-bound"),
+                                (clip(card.name, LIBRARY_TEXT_WIDTH), "bold italic"), (summary, "dim"))
+
     @property
     def highlighted_book_id(self) -> int | None:
-        """Id of the book under the library's cursor (read now, not from a queued event)."""
+        """Id of the library book under the cursor (read now, not from a queued event); None on a card's book."""
         option = self.books.highlighted_option
-        return int(option.id) if option is not None and option.id else None
+        return int(option.id) if option is not None and option.id and option.id.isdigit() else None
+
+    @property
+    def highlighted_card_id(self) -> int | None:
+        """The character whose card's own book is under the cursor, if that is what it is on."""
+        option = self.books.highlighted_option
+        return int(option.id[1:]) if option is not None and option.id and option.id.startswith("c") else None
 
     @on(OptionList.OptionHighlighted, "#books")
     def _book_highlighted(self) -> None:
@@ -220,13 +262,17 @@ class LoreScreen(TavernScreen[None]):
     def _sync_book(self) -> None:
         # Keys typed fast can run an action before the highlight events arrive: follow the cursor.
         book_id = self.highlighted_book_id
-        if book_id != self.book_id and book_id in self.views:
+        card_id = self.highlighted_card_id
+        if card_id is not None:
+            if card_id != self.card_id and card_id in self.card_views:
+                self._show_card_book(card_id)
+        elif book_id != self.book_id and book_id in self.views:
             self._show_book(book_id)
 
     def _show_book(self, book_id: int | None, *, keep_cursor: bool = False) -> None:
         """Read a book in a worker, then load its entries into the table (and, outside a chat, into
         the tester). Until it lands `book` is None (nothing to edit)."""
-        self.book_id, self.book = book_id, None
+        self.book_id, self.book, self.card_id = book_id, None, None
         if book_id is None:
             self._fill_book(None, None, keep_cursor)
             return
@@ -235,12 +281,27 @@ class LoreScreen(TavernScreen[None]):
                   then=lambda book: self._fill_book(book_id, book, keep_cursor),
                   failed=lambda _: self._fill_book(None, None, keep_cursor) if self.book_id == book_id else None)
 
-    def _fill_book(self, book_id: int | None, book: WorldBook | None, keep_cursor: bool) -> None:
-        if book_id != self.book_id:
+    def _show_card_book(self, character_id: int, *, keep_cursor: bool = False) -> None:
+        """Read a card's own book (a new revision of the card when an entry is saved)."""
+        self.book_id, self.book, self.card_id = None, None, character_id
+
+        def loaded(found: tuple[WorldBook, int] | None) -> None:
+            if self.card_id != character_id:
+                return
+            self._card_revision = found[1] if found else None
+            self._fill_book(None, found[0] if found else None, keep_cursor, card_id=character_id)
+
+        self.call(self.tavern.lore.card_book, character_id, editable=False, title="Cannot read the card's book",
+                  group="book", exclusive=True, then=loaded)
+
+    def _fill_book(self, book_id: int | None, book: WorldBook | None, keep_cursor: bool, *,
+                   card_id: int | None = None) -> None:
+        if book_id != self.book_id or card_id != self.card_id:
             return  # the cursor moved on; that book's read follows
         self.book = book
         self.entries.show(book.entries if book else [], keep_cursor=keep_cursor)
-        self.entries.border_title = book.name if book else ""
+        self.entries.border_title = (f"{book.name} · the card's own book (a save is a new card revision)"
+                                     if book and card_id is not None else book.name if book else "")
         if self.playthrough_id is None:
             if book is None:
                 self.tester.border_title = "Tester"
@@ -282,6 +343,9 @@ class LoreScreen(TavernScreen[None]):
     def action_edit_entry(self) -> None:
         """Open the editor on the entry under the table's cursor."""
         index = self.entries.selected_index
+        if self.book is not None and self.card_id is not None and index is not None:
+            self._edit_card_entry(self.card_id, index)
+            return
         if self.book is None or self.book_id is None or index is None:
             self.notify("No entry selected.", severity="warning")
             return
@@ -297,6 +361,24 @@ class LoreScreen(TavernScreen[None]):
                 self.tester.rerun()
 
         self.app.push_screen(EntryEditor(self.tavern, book_id, self.book, index), saved)
+
+    def _edit_card_entry(self, character_id: int, index: int) -> None:
+        assert self.book is not None
+        revision = self._card_revision
+
+        def saved(view: WorldBookView | None) -> None:
+            if view is None:
+                return
+            self.notify(f"Saved {view.name}: a new revision of {view.source_name}'s card; chats use it from "
+                        "their next step.", title="Card lorebook")
+            self.refresh_library()
+            self._show_card_book(character_id, keep_cursor=True)
+            if self.playthrough_id is not None:
+                self.tester.rerun()
+
+        save = lambda book: self.tavern.lore.save_card_book(character_id, book,  # noqa: E731
+                                                             expected_revision=revision)
+        self.app.push_screen(EntryEditor(self.tavern, character_id, self.book, index, save=save), saved)
 
     def action_sort_next(self) -> None:
         """Sort the entries by the next column."""
@@ -319,6 +401,10 @@ class LoreScreen(TavernScreen[None]):
     def action_toggle_binding(self, scope: str) -> None:
         """Bind the highlighted book to `scope` ("global", this "character" or "playthrough"), or unbind it."""
         view = self.selected_view
+        if view is None and self.card_id is not None:
+            self.notify("A card's own book always applies with its character; it cannot be bound.",
+                        severity="warning")
+            return
         if view is None:
             self.notify("No book selected.", severity="warning")
             return
