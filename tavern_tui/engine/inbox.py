@@ -281,7 +281,14 @@ class GuardedLog(Protocol):
 
 
 def projection(log: GuardedLog, session_id: int) -> PendingInputProjection:
-    """The session's pending queue, rebuilt from its surface now (restart-safe)."""
+    """The session's pending queue, rebuilt from its surface now (restart-safe).
+
+    Every queue and claim comes from an `inbox/spliced` event, so a log that can read one kind
+    (`surface_events_of`, the store) is first asked for those alone: a chat that never queued
+    anything (most, and every imported one) is answered without reading its whole surface."""
+    reader = getattr(log, "surface_events_of", None)
+    if reader is not None and not reader(session_id, [EventKind.INBOX_SPLICED]):
+        return PendingInputProjection(session_id)
     return PendingInputProjection.from_events(log.surface_events(session_id), session_id)
 
 

@@ -325,8 +325,41 @@ class OpenStep:
 
 
 def open_step(log: SessionLog, session_id: int) -> OpenStep | None:
-    """The session's unsettled step, if any: a `request/header` after the last settlement."""
-    return _open_step_in(log.surface_events(session_id), session_id)
+    """The session's unsettled step, if any: a `request/header` after the last settlement.
+
+    Only the session's own events count, so a log that offers `newest_own_events` (the store
+    does) is read backwards from the head in growing batches until a header or a settlement
+    decides it (issue 22: opening a 5,000-message chat must not read its whole surface); other
+    logs are read whole."""
+    reader = getattr(log, "newest_own_events", None)
+    if reader is None:
+        return _open_step_in(log.surface_events(session_id), session_id)
+    checkpoints: list[Event] = []
+    before: int | None = None
+    batch = 32
+    while True:
+        events = reader(session_id, batch, before)
+        for event in events:  # newest first
+            if event.kind == EventKind.STREAM_CHECKPOINT:
+                checkpoints.append(event)
+            elif event.kind == EventKind.REQUEST_HEADER:
+                checkpoints.reverse()
+                last = checkpoints[-1] if checkpoints else event
+                return OpenStep(checkpoints, last.created_at)
+            elif _settles(event):
+                return None
+        if len(events) < batch:
+            return None  # the session's start: no header after any settlement
+        before = events[-1].seq
+        batch = min(batch * 4, 4096)
+
+
+def _settles(event: Event) -> bool:
+    """Whether `event` settles the step before it (see `_open_step_in`)."""
+    if event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT, EventKind.USER_MESSAGE):
+        return True
+    return (event.kind == EventKind.SURFACE_REPLACED and event.source == SUMMARY_SOURCE
+            and bool(event.body.get("request")))
 
 
 def _open_step_in(surface: list[Event], session_id: int) -> OpenStep | None:
@@ -339,12 +372,11 @@ def _open_step_in(surface: list[Event], session_id: int) -> OpenStep | None:
             header, checkpoints = event, []
         elif event.kind == EventKind.STREAM_CHECKPOINT:
             checkpoints.append(event)
-        elif event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT, EventKind.USER_MESSAGE):
+        elif _settles(event):
             # A user message after the header is an impersonation settling (the person's own
-            # message always comes before its step's header).
+            # message always comes before its step's header); a compaction's summary settles
+            # its own request.
             header, checkpoints = None, []
-        elif event.kind == EventKind.SURFACE_REPLACED and event.source == SUMMARY_SOURCE and event.body.get("request"):
-            header, checkpoints = None, []  # a compaction's summary settles its own request
     if header is None:
         return None
     last = checkpoints[-1] if checkpoints else header

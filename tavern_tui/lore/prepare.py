@@ -252,6 +252,10 @@ assert all(getattr(Decision, name) is value for name, value in _DECISION_DEFAULT
 PLAN_CACHE_SIZE = 8
 _plans: OrderedDict[tuple, tuple[tuple, Plan]] = OrderedDict()
 _plans_lock = threading.Lock()  # the TUI tester activates from worker threads
+_building_lock = threading.RLock()
+"""Held while a missing plan is built: the chat's world-info warm-up and its token gauge ask for
+the same 5,000-entry book's plan at once from two workers, and building it twice in parallel
+(GIL-bound, ~1 s each) doubles the wait for both; the second waits and takes the first's."""
 
 
 def clear_plan_cache() -> None:
@@ -289,14 +293,24 @@ def build_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext,
         if held is not None and held[0][0] == guard:
             _plans.move_to_end(token)
             return held[1]
-    plan = make_plan(books, ctx, settings, index_factory)
+    with _building_lock:
+        with _plans_lock:
+            held = _plans.get(token)
+            if held is not None and held[0][0] == guard:
+                return held[1]
+        plan = make_plan(books, ctx, settings, index_factory)
+        _keep_plan(token, guard, sourced, index_factory, plan)
+    return plan
+
+
+def _keep_plan(token: tuple, guard: tuple, sourced: Sequence[SourcedBook], index_factory: IndexFactory,
+               plan: Plan) -> None:
     with _plans_lock:
         # The books and the factory are kept alive with the plan, so their ids stay theirs.
         _plans[token] = ((guard, tuple(s.book for s in sourced), index_factory), plan)
         _plans.move_to_end(token)
         while len(_plans) > PLAN_CACHE_SIZE:
             _plans.popitem(last=False)
-    return plan
 
 
 def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, settings: WorldInfoSettings,

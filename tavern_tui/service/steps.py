@@ -144,6 +144,7 @@ class StepRunner:
         self.compaction = compaction or CompactionService(ctx, playthroughs, presets)
         self._surface_cache: tuple[tuple[int, tuple[int, int]], list[Any]] | None = None
         self._derived: tuple[list[Any], list[Any]] | None = None  # (the events list, its surface)
+        self._primed: dict[int, tuple] = {}  # playthrough → the books (and names) its warm-up primed
         self.last_mvu: dict[int, Any] = {}  # playthrough → the MVU commit of its last settled reply (MvuView | None)
 
     def _batch(self, playthrough_id: int, text: str) -> list[str]:
@@ -801,8 +802,15 @@ class StepRunner:
         """
         step, ctx = self._preview_step(playthrough_id, "", None)
         result = step.run(ctx)
-        step.prime(ctx)
-        gc.collect()
+        # Reopening the chat with the same book revisions (the lore service keeps one parsed
+        # book per revision) finds them primed and their heap collected already: only the dry
+        # run over the history is redone (issue 22: not per chat open).
+        books = tuple((id(getattr(b, "book", b)), len(getattr(b, "book", b).entries)) for b in step.books)
+        primed = (books, ctx.char_name, ctx.user_name)
+        if self._primed.get(playthrough_id) != primed:
+            step.prime(ctx)
+            gc.collect()
+            self._primed[playthrough_id] = primed
         gc.freeze()
         return len(result.activated)
 

@@ -312,6 +312,30 @@ class EventLog:
             rows = conn.execute(query.order_by(EVENTS.c.seq)).all()
         return [row_to_event(row) for row in rows]
 
+    def surface_events_of(self, session_id: int, kinds: Sequence[str]) -> list[Event]:
+        """`surface_events` of only these kinds, in surface order: one query on the
+        (session_id, kind) index, so a kind that is rare costs little however long the chat."""
+        chain = self._chain(session_id, None)
+        order = {sid: index for index, (sid, _) in enumerate(chain)}
+        clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq <= upto) if upto is not None
+                   else EVENTS.c.session_id == sid for sid, upto in chain]
+        with self._engine.connect() as conn:
+            rows = conn.execute(select(EVENTS).where(or_(*clauses), EVENTS.c.kind.in_([str(k) for k in kinds]))).all()
+        events = [row_to_event(row) for row in rows]
+        events.sort(key=lambda e: (order[e.session_id], e.seq))
+        return events
+
+    def newest_own_events(self, session_id: int, limit: int, before: int | None = None) -> list[Event]:
+        """The session's own newest `limit` events (no ancestry) with seq < `before` (None: all),
+        newest first: one backward scan of the (session_id, seq) index that stops after `limit`
+        rows, so the cost does not grow with the session's length."""
+        query = select(EVENTS).where(EVENTS.c.session_id == session_id)
+        if before is not None:
+            query = query.where(EVENTS.c.seq < before)
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(EVENTS.c.seq.desc()).limit(limit)).all()
+        return [row_to_event(row) for row in rows]
+
     def all_session_ids(self) -> list[int]:
         """Every session id, ascending."""
         with self._engine.connect() as conn:

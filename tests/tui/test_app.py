@@ -242,16 +242,19 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
         assert len(chat.transcript.boxes) == window and chat.transcript.earlier_count == total - window
         assert chat.transcript.boxes[-1].text == "Hm."
         oldest_shown = chat.transcript.boxes[0]
+        # Laid out and anchored at the end first: scrolling home from there is a move to the top
+        # (before the first layout the offset is already 0 and nothing would move).
+        await wait_until(pilot, lambda: 0 < chat.transcript.max_scroll_y <= chat.transcript.scroll_y, timeout=30)
         chat.transcript.scroll_home(animate=False)  # reaching the top loads the previous window
-        await wait_until(pilot, lambda: len(chat.transcript.boxes) == 2 * window)
+        await wait_until(pilot, lambda: len(chat.transcript.boxes) == 2 * window, timeout=30)
         # the reading position is kept: what was the first message is still at the top of the view
-        await wait_until(pilot, lambda: abs(oldest_shown.region.y - chat.transcript.region.y) <= 2)
+        await wait_until(pilot, lambda: abs(oldest_shown.region.y - chat.transcript.region.y) <= 2, timeout=30)
         assert chat.transcript.scroll_y > 0
         while chat.transcript.earlier_count:
             before = len(chat.transcript.boxes)
             await pilot.press("ctrl+o")
             await wait_until(pilot, lambda before=before: chat.transcript.earlier_count == 0
-                             or len(chat.transcript.boxes) == min(MAX_MOUNTED, before + window))
+                             or len(chat.transcript.boxes) == min(MAX_MOUNTED, before + window), timeout=30)
             assert len(chat.transcript.boxes) <= MAX_MOUNTED
         # the window is bounded: the newest boxes were unmounted, the oldest are the chat's first
         stored = [m.content for m in corpus_tavern.playthroughs.messages(pid)]
@@ -270,7 +273,7 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
         assert [b.text for b in chat.transcript.boxes] == stored[-len(chat.transcript.boxes):]
         start = chat.transcript.mounted_range.start
         await pilot.press("ctrl+o")  # and up again: the window moves, never grows past the bound
-        await wait_until(pilot, lambda: chat.transcript.mounted_range.start == start - window)
+        await wait_until(pilot, lambda: chat.transcript.mounted_range.start == start - window, timeout=30)
         assert len(chat.transcript.boxes) == MAX_MOUNTED and chat.transcript.later_count == window
 
 

@@ -258,7 +258,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         self._update_tokens()
         self.status.swipe = state.swipe
         self.refresh_bindings()
-        self._warm_world_info()
+        self.call_after_refresh(self._warm_world_info)  # the transcript paints first (issue 22)
         self.call(self.tavern.scripts.needs_allowance, view.character_id, title="Cannot read the card's regex scripts",
                   then=self._ask_regex_allowance)
         self._send_opening_line()

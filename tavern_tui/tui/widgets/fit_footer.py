@@ -10,6 +10,7 @@ from itertools import pairwise
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.geometry import Size
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
@@ -44,9 +45,37 @@ class FitFooter(Footer):
         super().__init__(id=id, classes=classes, compact=compact, show_command_palette=show_command_palette)
         self.drop = tuple(drop)
         self._compacted = False  # the compact style was taken for room (not asked for)
+        self._pending = False  # a recompose is queued for after the next refresh
+        self._shown: tuple | None = None  # what the keys were last built from
+
+    def bindings_changed(self, screen: Screen) -> None:
+        """Queue one rebuild however many times the bindings change before the next refresh
+        (`Footer` queues one per change: opening a chat changed them ~20 times, each rebuild
+        mounting every key again, issue 22 / benchmark transcript_window)."""
+        self._bindings_ready = True
+        if not screen.app.app_focus or not self.is_attached or screen is not self.screen or self._pending:
+            return
+        self._pending = True
+        self.call_after_refresh(self.recompose)
+
+    def _signature(self) -> tuple:
+        """What the keys are built from: the screen's active bindings as shown, the style, the width."""
+        try:
+            active = self.screen.active_bindings
+        except Exception:  # not on a screen (yet): always rebuild
+            return (object(),)
+        return (tuple((key, binding.action, binding.description, binding.show, self.app.get_key_display(binding),
+                       enabled, tooltip) for key, (_node, binding, enabled, tooltip) in active.items()),
+                self.compact, self.show_command_palette)
 
     async def recompose(self) -> None:
-        """Rebuild the keys (`Footer` does so when the bindings change), then fit them."""
+        """Rebuild the keys (`Footer` does so when the bindings change) unless they would come
+        out the same, then fit them."""
+        self._pending = False
+        signature = self._signature()
+        if signature == self._shown and self.children:
+            return
+        self._shown = signature
         await super().recompose()
         self.fit()
 
