@@ -25,6 +25,7 @@ from tavern_tui.assembly.attribution import attribute, default_parts, split_pers
 from tavern_tui.assembly.basic import BasicAssembler
 from tavern_tui.assembly.fit import ContextOverflow
 from tavern_tui.assembly.macros.engine import MacroContext
+from tavern_tui.assembly.macros.mvu_macros import tavern_helper_variables
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
 from tavern_tui.assembly.scripted import ScriptedAssembler
 from tavern_tui.assembly.sillytavern import (
@@ -300,6 +301,8 @@ class StepRunner:
             macros.lazy = {"last_swipe_id": lambda: swipe_ids()[0], "current_swipe_id": lambda: swipe_ids()[1]}
         if macros is not None and view.session_id and self.mvu is not None:  # the bound snapshot (issue 18)
             macros.message_vars = self.mvu.snapshot(playthrough_id)
+        if macros is not None:  # Tavern Helper's character variables, `{{get_character_variable::…}}`
+            macros.character_vars = tavern_helper_variables(card.data.get("extensions"))
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256, "playthrough_id": playthrough_id,
             "world_books": [{"name": b.book.name, "source": b.source, "entries": len(b.book.entries),
@@ -313,6 +316,8 @@ class StepRunner:
         if spec.base != COMPAT:
             preset, preset_facts = self.presets.preset_of(playthrough.preset_id)
             meta["preset"] = preset_facts
+            if macros is not None:
+                macros.preset_vars = tavern_helper_variables(preset.settings.get("extensions"))
             kind = {PROJECTION: PresetAssembler, SLOTS_FIRST: SlotsFirstAssembler,
                     ROLES_FIRST: RolesFirstAssembler}[spec.base]
             return kind(preset, card.data, card.name, view.user_name, meta, omit=omitted_parameters(playthrough),
