@@ -9,7 +9,8 @@ anything else as `JSON.stringify` (so a missing path is "null"). `{{format_<scop
 (`applyFormatVariable`): the same value, a string as is, anything else as `YAML.stringify(value, {blockQuote:
 'literal'}).trimEnd()` (`mvu.yamlfmt`), every line after the first indented by as many spaces as the text before
 the macro on its line is long (UTF-16 units; several on one line expand left to right, each indented by the
-expanded text before it). It matches case-insensitively within one line, after the other macros ran. `{{getvar::stat_data.…}}`: SillyTavern's
+expanded text before it). It matches case-insensitively within one line, after the other macros ran.
+`{{getvar::stat_data.…}}`: SillyTavern's
 `getvar` reads the chat variable of that exact name; when there is none and the name is a path into the
 message variables (ST-Prompt-Template's merged view, message variables included), the value at that path.
 """
@@ -71,9 +72,9 @@ def _store_of(ctx: MacroContext, scope: str) -> dict[str, Any]:
 
 
 _LINE = r"[^\n\r\u2028\u2029]"  # JavaScript's `.`
-_FORMAT_ALL = re.compile(rf"(?:^|(?<=[\n\r\u2028\u2029]))({_LINE}*)\{{\{{format_({'|'.join(SCOPES)})_variable::({_LINE}*?)\}}\}}",
-                         re.IGNORECASE)
-_FORMAT_LAST = re.compile(rf"^({_LINE}*)\{{\{{format_({'|'.join(SCOPES)})_variable::({_LINE}*?)\}}\}}", re.IGNORECASE)
+_FORMAT = rf"({_LINE}*)\{{\{{format_({'|'.join(SCOPES)})_variable::({_LINE}*?)\}}\}}"
+_FORMAT_ALL = re.compile(rf"(?:^|(?<=[\n\r\u2028\u2029])){_FORMAT}", re.IGNORECASE)  # JS `^` under `m`
+_FORMAT_LAST = re.compile(rf"^{_FORMAT}", re.IGNORECASE)
 
 
 def _format_one(ctx: MacroContext, prefix: str, scope: str, path: str) -> str:
