@@ -20,7 +20,7 @@ from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind
 
-__all__ = ["MVU_PART", "MvuHead", "commit_part", "mvu_head", "snapshot_variables"]
+__all__ = ["MVU_PART", "MvuHead", "commit_part", "mvu_commits", "mvu_head", "snapshot_variables"]
 
 MVU_PART = "mvu"
 _STATE_KIND = "state/commit"
@@ -55,10 +55,9 @@ def commit_part(message: tuple[int, int], base: tuple[int, int] | None, record: 
     return part
 
 
-def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = None,
-             before: tuple[int, int] | None = None) -> MvuHead:
-    """The record of the latest message (of `visible`, when given: the surface's shown messages) holding one,
-    among the `events` of a surface in order; `before`: only messages before that message ref count."""
+def _fold(events: Iterable[Event], visible: set[tuple[int, int]] | None
+          ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], tuple[Event, Mapping[str, Any]]]]:
+    """(message ref → position on the surface, message ref → its accepted commit and part)."""
     order: dict[tuple[int, int], int] = {}
     by_message: dict[tuple[int, int], tuple[Event, Mapping[str, Any]]] = {}
     accepted: list[tuple[int, tuple[int, int]]] = []  # (message order, message ref), as commits were accepted
@@ -90,6 +89,14 @@ def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = Non
             continue  # computed from a record no longer in force: refused (compare-and-set)
         by_message[message] = (event, part)  # type: ignore[index]
         accepted.append((order[message], message))  # type: ignore[arg-type,index]
+    return order, by_message
+
+
+def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = None,
+             before: tuple[int, int] | None = None) -> MvuHead:
+    """The record of the latest message (of `visible`, when given: the surface's shown messages) holding one,
+    among the `events` of a surface in order; `before`: only messages before that message ref count."""
+    order, by_message = _fold(events, visible)
     candidates = [m for m in by_message if (visible is None or m in visible)
                   and (before is None or before not in order or order[m] < order[before])]
     if not candidates:
@@ -97,6 +104,14 @@ def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = Non
     message = max(candidates, key=lambda m: order[m])
     event, part = by_message[message]
     return MvuHead(dict(part["record"]), event.ref, message, part)  # type: ignore[arg-type]
+
+
+def mvu_commits(events: Iterable[Event], visible: set[tuple[int, int]] | None = None
+                ) -> dict[tuple[int, int], MvuHead]:
+    """Every message of the surface holding a record (accepted commits only), by message ref."""
+    _order, by_message = _fold(events, visible)
+    return {message: MvuHead(dict(part["record"]), event.ref, message, part)  # type: ignore[arg-type]
+            for message, (event, part) in by_message.items() if visible is None or message in visible}
 
 
 def snapshot_variables(record: Mapping[str, Any] | None) -> dict[str, Any]:

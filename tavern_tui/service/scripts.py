@@ -116,7 +116,8 @@ class ScriptService:
         """`views` (the newest messages of a transcript, oldest first) with `display` set where the
         scripts change what is shown: `markdownOnly` scripts and those with neither flag, at
         SillyTavern's display depth (the user/assistant messages after it: `usableMessages.length
-        - indexOf - 1`), then HTML turned into readable text."""
+        - indexOf - 1`), then HTML turned into readable text. A `display` already set (MVU's derived text)
+        is what the scripts read."""
         scripts = self.script_set(character_id)
         if not scripts:
             return views
@@ -126,7 +127,8 @@ class ScriptService:
             view = views[index]
             depth = len(chat) - position - 1
             placement = Placement.USER_INPUT if view.role == "user" else Placement.AI_OUTPUT
-            shown = scripts.for_display(view.content, placement, depth)
+            source = view.display if view.display is not None else view.content  # MVU's derived text first
+            shown = scripts.for_display(source, placement, depth)
             text = html_to_text(shown.text) if shown.applied else shown.text
             if text != view.content:
                 out[index] = replace(view, display=text)

@@ -224,17 +224,24 @@ class StepRunner:
         return state.position[1], state.position[0]
 
     def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
-                   view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
-        """`_base_assembler` with the character's regex scripts and the templates around it (issue 18)."""
+                   view: PlaythroughView | None = None, *, pin_persona: bool = False,
+                   pending: Sequence[str] = ()) -> Any:
+        """`_base_assembler` with the character's regex scripts and the templates around it (issue 18).
+        `pending`: the person's messages the step sends (MVU applies their commands before the request)."""
         view = view or self.playthroughs.playthrough(playthrough_id)
-        inner = self._base_assembler(playthrough_id, generation, strategy, view, pin_persona=pin_persona)
+        bound = self.mvu.bound(playthrough_id, pending) if self.mvu is not None else None
+        inner = self._base_assembler(playthrough_id, generation, strategy, view, pin_persona=pin_persona,
+                                     message_vars=bound.snapshot if bound is not None else None)
         scripts = self.scripts.script_set(view.character_id) if self.scripts is not None else ScriptSet()
         # Templates read MVU's bound snapshot first (`getvar('stat_data.…')`), as macros do.
-        message_vars = self.mvu.snapshot(playthrough_id) if self.mvu is not None else None
-        return ScriptedAssembler(inner, scripts, templates=self.ctx.settings.templates, message_vars=message_vars)
+        return ScriptedAssembler(inner, scripts, templates=self.ctx.settings.templates,
+                                 message_vars=bound.snapshot if bound is not None else None,
+                                 message_texts=bound.texts if bound is not None else {},
+                                 mvu_facts=bound.facts if bound is not None else None)
 
     def _base_assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
-                        view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
+                        view: PlaythroughView | None = None, *, pin_persona: bool = False,
+                        message_vars: dict[str, Any] | None = None) -> Any:
         """The assembler a step of this playthrough uses: its applied strategy (`strategy`
         overrides it, for previews), with its card, books, timed effects, preset and persona
         section (`view`: the playthrough when the caller has already read it; `pin_persona`: a
@@ -246,11 +253,12 @@ class StepRunner:
         view = view or self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             playthrough = uow.playthroughs.get(playthrough_id)
-        return self._assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona)
+        return self._assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona,
+                                   message_vars=message_vars)
 
     def _assembler_for(self, view: PlaythroughView, playthrough: PlaythroughRecord, generation: Generation,
                        strategy: str | None = None, *, pin_persona: bool = False,
-                       chat: Sequence[int] | None = None) -> Any:
+                       chat: Sequence[int] | None = None, message_vars: dict[str, Any] | None = None) -> Any:
         """`_assembler` on selections given as a record: a stored playthrough's, one a preview
         changed in memory (`service.selection`), or an opening draft's (`view.session_id` 0: no
         session, so no timed effects and no local variables). `chat`: the chat-lore book ids
@@ -300,7 +308,7 @@ class StepRunner:
 
             macros.lazy = {"last_swipe_id": lambda: swipe_ids()[0], "current_swipe_id": lambda: swipe_ids()[1]}
         if macros is not None and view.session_id and self.mvu is not None:  # the bound snapshot (issue 18)
-            macros.message_vars = self.mvu.snapshot(playthrough_id)
+            macros.message_vars = message_vars if message_vars is not None else self.mvu.snapshot(playthrough_id)
         if macros is not None:  # Tavern Helper's character variables, `{{get_character_variable::…}}`
             macros.character_vars = tavern_helper_variables(card.data.get("extensions"))
         meta: dict[str, Any] = {
@@ -543,13 +551,13 @@ class StepRunner:
             uow.playthroughs.touch(playthrough_id)
         if self.mvu is not None:  # MVU initialises before the first generation (initCheck on GENERATION_STARTED)
             self.mvu.ensure_initialised(playthrough_id)
-        assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True)
-        self.lore.index_cache.wait_free()
-        history = self._surface(view.session_id)
         # The batch the step will claim (engine `_claim_inbox`: the pending items, steers first,
         # then `text`), read now; an item queued between here and the claim is fitted again by
         # the assembler in the step's own build, which refuses the same way.
         claimed = self._batch(playthrough_id, text or "") if text is not None or claim else []
+        assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True, pending=claimed)
+        self.lore.index_cache.wait_free()
+        history = self._surface(view.session_id)
         if getattr(assembler, "strategy", None) == PROJECTION:
             fitted = assembler.build(history, claimed)[1].get("context")
         else:

@@ -35,7 +35,9 @@ def tree_lines(pane: StateScreen) -> list[str]:
 
 async def test_state_pane_shows_the_change_and_the_status_names_a_refusal(
         corpus_tavern: Tavern, scripted: ScriptedProvider, corpus_dir: Path) -> None:
-    corpus_tavern.imports.import_paths([corpus_dir / "stateful" / "qingkong_li_mvu.png"])
+    [result] = corpus_tavern.imports.import_paths([corpus_dir / "stateful" / "qingkong_li_mvu.png"])
+    assert result.id is not None
+    corpus_tavern.scripts.set_allowed(result.id)  # no allowance question racing the first paint (its own test)
     scripted.enqueue(REPLY)
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
