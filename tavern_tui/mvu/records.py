@@ -6,7 +6,8 @@ Rules: seed 000 §8 and issue 18 item 1; MVU keeps a record per message and swip
 swipe holds one (`getLastValidVariable`). Here a swipe is a fork, so the surface of a session *is* one choice of
 swipes: the record of a message is the commit naming it on that surface; the record a step starts from is the
 one of the latest message on the surface that has one. Part body: `{"message": [session, seq], "base": [session,
-seq] | null, "record": {stat_data, schema, display_data, delta_data, initialized_lorebooks}, "init"?: true,
+seq] | null, "record": {stat_data, schema, display_data, delta_data, initialized_lorebooks}, "record_text": the same record as
+JSON text in its own key order (bodies are stored with sorted keys), "init"?: true,
 "changes": […], "refused": […]}`; `base` names the commit it was computed from (compare-and-set: a commit whose
 base is not the record then in force is refused by the fold, as the writer refuses it on a stale read).
 """
@@ -14,6 +15,7 @@ base is not the record then in force is refused by the fold, as the writer refus
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,12 +49,28 @@ def commit_part(message: tuple[int, int], base: tuple[int, int] | None, record: 
                 init: bool = False, changes: list[dict[str, Any]] | None = None,
                 refused: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The `mvu` part of a commit (module docstring)."""
-    part: dict[str, Any] = {"message": list(message), "base": list(base) if base else None, "record": dict(record)}
+    part: dict[str, Any] = {"message": list(message), "base": list(base) if base else None, "record": dict(record),
+                            # the log stores bodies with sorted keys; JavaScript's key order is part of MVU's output
+                            # (JSON.stringify, YAML), so the record is also kept as text in its own order
+                            "record_text": json.dumps(record, ensure_ascii=False, separators=(",", ":"))}
     if init:
         part["init"] = True
     part["changes"] = list(changes or [])
     part["refused"] = list(refused or [])
     return part
+
+
+def _record_of(part: Mapping[str, Any]) -> dict[str, Any]:
+    """A commit's record in its own key order (`record_text`), else as stored."""
+    text = part.get("record_text")
+    if isinstance(text, str):
+        try:
+            loaded = json.loads(text)
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, dict):
+            return loaded
+    return dict(part["record"])
 
 
 def _fold(events: Iterable[Event], visible: set[tuple[int, int]] | None
@@ -103,14 +121,14 @@ def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = Non
         return MvuHead(None)
     message = max(candidates, key=lambda m: order[m])
     event, part = by_message[message]
-    return MvuHead(dict(part["record"]), event.ref, message, part)  # type: ignore[arg-type]
+    return MvuHead(_record_of(part), event.ref, message, part)  # type: ignore[arg-type]
 
 
 def mvu_commits(events: Iterable[Event], visible: set[tuple[int, int]] | None = None
                 ) -> dict[tuple[int, int], MvuHead]:
     """Every message of the surface holding a record (accepted commits only), by message ref."""
     _order, by_message = _fold(events, visible)
-    return {message: MvuHead(dict(part["record"]), event.ref, message, part)  # type: ignore[arg-type]
+    return {message: MvuHead(_record_of(part), event.ref, message, part)  # type: ignore[arg-type]
             for message, (event, part) in by_message.items() if visible is None or message in visible}
 
 

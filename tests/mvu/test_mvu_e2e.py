@@ -82,6 +82,9 @@ async def test_the_mvu_card_end_to_end(tavern: Tavern, server: LoopbackServer, c
 
     head = tavern.mvu.head(pid)
     assert head.record is not None and head.record["stat_data"]["理"]["好感度"][0] == 20
+    # The committed record keeps the [InitVar] entry's key order (JSON.stringify / YAML print in that order).
+    assert list(head.record["stat_data"]) == ["日期", "时间", "user", "地点", "理"]
+    assert '{"日期":["03月15日",' in everything(sent(server, 0))
     assert head.record["stat_data"]["理"]["当前所想"][0] == "在想新牧师"
     assert head.changes == [{"type": "add", "path": "理.好感度", "old": 15, "new": 20, "reason": "第一次见面很愉快",
                              "display": "15->20 (第一次见面很愉快)"}]
