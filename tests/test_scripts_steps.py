@@ -95,6 +95,8 @@ async def test_the_status_bar_is_readable_text_at_display_depth(service: Tavern,
     shown = last.shown
     assert shown.startswith("她笑了。") and "角色状态" in shown and "好感度" in shown
     assert "<" not in shown and "--bg-primary" not in shown and "UpdateVariable" not in shown
+    # The status bar's numbers come from its page script, which is not run: the transcript says so.
+    assert "(a page script fills in this panel and a terminal does not run it" in shown
 
 
 async def test_allowance_survives_a_restart(server: LoopbackServer, db_url: str, corpus_dir: Path) -> None:
