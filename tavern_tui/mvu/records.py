@@ -6,8 +6,8 @@ Rules: seed 000 §8 and issue 18 item 1; MVU keeps a record per message and swip
 swipe holds one (`getLastValidVariable`). Here a swipe is a fork, so the surface of a session *is* one choice of
 swipes: the record of a message is the commit naming it on that surface; the record a step starts from is the
 one of the latest message on the surface that has one. Part body: `{"message": [session, seq], "base": [session,
-seq] | null, "record": {stat_data, schema, display_data, delta_data, initialized_lorebooks}, "record_text": the same record as
-JSON text in its own key order (bodies are stored with sorted keys), "init"?: true,
+seq] | null, "record": {stat_data, schema, display_data, delta_data, initialized_lorebooks}, "record_text": the
+same record as JSON text in its own key order (bodies are stored with sorted keys), "init"?: true,
 "changes": […], "refused": […]}`; `base` names the commit it was computed from (compare-and-set: a commit whose
 base is not the record then in force is refused by the fold, as the writer refuses it on a stale read).
 """
