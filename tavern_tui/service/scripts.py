@@ -37,6 +37,10 @@ def _note_page_script(text: str) -> str:
         return text
     start = _PAGE_START.search(text)
     at = start.start() if start else 0
+    before = text[:at].rstrip()
+    if before.endswith("```"):  # JS-Slash-Runner renders a fenced page as its iframe: the note goes before the fence
+        at = len(before) - 3
+        return f"{text[:at]}{SCRIPTED_PAGE_NOTE}\n\n{text[at:]}"
     return f"{text[:at]}<p>{SCRIPTED_PAGE_NOTE}</p>{text[at:]}"
 
 
