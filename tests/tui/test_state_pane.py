@@ -49,8 +49,8 @@ async def test_state_pane_shows_the_change_and_the_status_names_a_refusal(
         await wait_until(pilot, lambda: "新来的牧师" in chat.transcript.boxes[-1].text)
         await send(pilot, chat, "hello")
         await wait_until(pilot, lambda: "MVU refused" in chat.status.detail)
-        assert chat.status.detail == ("MVU refused 1 command (ctrl+g): SCHEMA VIOLATION: Cannot assign new key 'x' into "
-                                      "non-extensible object at path 'user'. (试试)")
+        assert chat.status.detail == ("MVU refused 1 command (ctrl+g): SCHEMA VIOLATION: Cannot assign new key 'x' "
+                                      "into non-extensible object at path 'user'. (试试)")
         await pilot.press("ctrl+g")
         await wait_until(pilot, lambda: isinstance(app.screen, StateScreen) and bool(app.screen.tree.root.children))
         pane = app.screen
