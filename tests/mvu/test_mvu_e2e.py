@@ -17,8 +17,10 @@ from the person's message (its own record), not from the first reply.
 
 from __future__ import annotations
 
-import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,7 +122,7 @@ async def test_the_mvu_card_end_to_end(tavern: Tavern, server: LoopbackServer, c
 
 
 async def test_every_traced_request_names_its_state_and_a_commit_shows_what_changed(
-        tavern: Tavern, server: LoopbackServer, corpus_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tavern: Tavern, server: LoopbackServer, corpus_dir: Path, db_url: str, isolated_profile: Path) -> None:
     [card] = tavern.imports.import_paths([corpus_dir / "stateful" / "qingkong_li_mvu.png"])
     pid = tavern.playthroughs.new_playthrough(card.id, user_name="Ann").id
     tavern.timeline.swipe(pid, 1)
@@ -154,13 +156,18 @@ async def test_every_traced_request_names_its_state_and_a_commit_shows_what_chan
     assert second["built_from"]["derived_texts"] == [list(tavern.playthroughs.messages(pid)[-3].ref)]
     assert second["commits"][0]["changes"] == [] and second["commits"][0]["refused"] == []
 
-    # `tavern trace show` prints them; --json carries them.
-    from tavern_tui.cli.commands.trace import _write_mvu
+    # `tavern trace show` prints them; --json carries them (the real command, in a subprocess).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAVERN_")} | {"TAVERN_HOME": str(isolated_profile)}
 
-    out = io.StringIO()
-    _write_mvu(first, out)
-    text = out.getvalue()
+    def show(*extra: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "tavern_tui", "--db", db_url, "trace", "show", traces[0].id,
+                               *extra], env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert json.loads(show("--json"))["mvu"] == first
+    text = show()
     assert f"stat_data sha256 {built['stat_data_sha256'][:16]}…" in text
     assert "  changed 理.好感度: 15 → 20  (第一次见面很愉快)" in text
     assert f"  refused _.insert('user', 'x', 1);//试试: {REFUSAL}" in text
-    assert json.loads(json.dumps(first)) == first
+    assert f"mvu commit {user_commit['ref'][0]}:{user_commit['ref'][1]} (user)" in text
