@@ -160,3 +160,26 @@ async def test_templates_run_in_world_info_and_the_switch_turns_them_off(server:
         assert '<% if (_.has(getvar("stat_data"), \'理.好感度.[0]\')) {%>' in system
     finally:
         off.close()
+
+
+LOOPING_CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+    "name": "Loop", "first_mes": "Hello.", "description": "A test.",
+    "character_book": {"name": "loop-book", "entries": [
+        {"keys": [], "comment": "forever", "content": "before <% while (true) {} %> after", "constant": True,
+         "enabled": True, "insertion_order": 1, "id": 0, "extensions": {}}]}}}
+
+
+async def test_a_template_that_never_ends_is_a_marker_named_in_the_trace(service: Tavern, server: LoopbackServer,
+                                                                        tmp_path: Path) -> None:
+    card = tmp_path / "loop.json"
+    card.write_text(json.dumps(LOOPING_CARD), encoding="utf-8")
+    [result] = service.imports.import_paths([card])
+    pid = service.playthroughs.new_playthrough(result.id, user_name="Ann").id
+    sent = await exchange(service, server, pid, "你好", "嗯。")  # the step is not stopped by it
+    system = "\n".join(str(m["content"]) for m in sent if m["role"] == "system")
+    assert "⟨template error: timed out⟩" in system and "while (true)" not in system  # the entry became the marker
+    assert service.playthroughs.messages(pid)[-1].content == "嗯。"
+    trace = service.traces.trace(service.traces.traces(pid)[-1].id)
+    failures = trace["templates"]["failures"]
+    assert failures and failures[0]["where"].startswith("world info: loop-book/0")
+    assert "timed out" in failures[0]["error"]
