@@ -183,3 +183,16 @@ async def test_a_template_that_never_ends_is_a_marker_named_in_the_trace(service
     failures = trace["templates"]["failures"]
     assert failures and failures[0]["where"].startswith("world info: loop-book/0")
     assert "timed out" in failures[0]["error"]
+
+
+def test_the_world_book_pane_names_a_failed_template(service: Tavern, tmp_path: Path) -> None:
+    from tavern_tui.tui.labels import totals_line
+
+    card = tmp_path / "loop.json"
+    card.write_text(json.dumps(LOOPING_CARD), encoding="utf-8")
+    [result] = service.imports.import_paths([card])
+    pid = service.playthroughs.new_playthrough(result.id, user_name="Ann").id
+    preview = service.steps.world_info_preview(pid, "你好")  # the pane's tester on this chat
+    [(where, error)] = preview.template_failures
+    assert where == "world info: loop-book/0 (forever)" and "timed out" in error
+    assert f"· template failed in loop-book/0 (forever): {error}" in totals_line(preview)

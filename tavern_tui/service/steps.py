@@ -760,7 +760,30 @@ class StepRunner:
         books, settings, history and timed effects as a real step; nothing is stored.
         """
         step, ctx = self._preview_step(playthrough_id, text, rng)
-        return step.run(ctx)
+        result = step.run(ctx)
+        if self.ctx.settings.templates and any("<%" in e.content for e in result.activated):
+            result.template_failures = self._template_failures(playthrough_id, result)
+        return result
+
+    def _template_failures(self, playthrough_id: int, result: Any) -> list[tuple[str, str]]:
+        """Render the fired entries' templates against the bound snapshot (as a step would: macro and MVU
+        variables, writes discarded) and return the failures, `(where, error)` (issue 18: named in the pane)."""
+        from tavern_tui.scripts.templates import TemplateRunner, template_snapshot
+
+        view = self.playthroughs.playthrough(playthrough_id)
+        macros = self.variables.macro_context(view.session_id, f"playthrough-{playthrough_id}") \
+            if self.variables is not None else MacroContext()
+        snapshot = template_snapshot(macros.local_vars, macros.global_vars,
+                                     self.mvu.snapshot(playthrough_id) if self.mvu is not None else None)
+        runner = TemplateRunner()
+        try:
+            for entry in result.activated:
+                if "<%" in entry.content:
+                    where = f"world info: {entry.book}/{entry.uid}" + (f" ({entry.comment})" if entry.comment else "")
+                    runner.render(entry.content, snapshot, where=where)
+            return list(runner.failures)
+        finally:
+            runner.close()
 
     def _preview_step(self, playthrough_id: int, text: str,
                       rng: Callable[[], float] | None) -> tuple[WorldInfoStep, ActivationContext]:
