@@ -73,8 +73,9 @@ async def test_card_scripts_wait_for_the_allowance_then_hide_the_update_block(se
     views = service.playthroughs.messages(pid)
     stored = next(v for v in views if v.content == REPLY)
     assert stored.display is not None and "UpdateVariable" not in stored.display
-    # Display depth of that reply is 5 now (past the status bar's maxDepth 2): the placeholder stays.
-    assert "<StatusPlaceHolderImpl/>" in stored.display
+    # Display depth of that reply is 5 now (past the status bar's maxDepth 2): no script draws the placeholder,
+    # and an unknown tag shows as nothing (SillyTavern's sanitiser drops it).
+    assert stored.display == "她笑了。"
     # The trace names the scripts applied to that message, and still verifies byte for byte.
     trace_id = service.traces.traces(pid)[-1].id
     trace = service.traces.trace(trace_id)
@@ -94,6 +95,8 @@ async def test_the_status_bar_is_readable_text_at_display_depth(service: Tavern,
     shown = last.shown
     assert shown.startswith("她笑了。") and "角色状态" in shown and "好感度" in shown
     assert "<" not in shown and "--bg-primary" not in shown and "UpdateVariable" not in shown
+    # The status bar's numbers come from its page script, which is not run: the transcript says so.
+    assert "(a page script fills in this panel and a terminal does not run it" in shown
 
 
 async def test_allowance_survives_a_restart(server: LoopbackServer, db_url: str, corpus_dir: Path) -> None:
@@ -123,7 +126,9 @@ async def test_global_scripts_import_from_a_regex_file_and_run_first(service: Ta
     pid = service.playthroughs.new_playthrough(cid, user_name="Ann").id
     await exchange(service, server, pid, "你好", "<think>plan</think>好的。")
     sent = await exchange(service, server, pid, "然后呢", "嗯。")
-    assert "好的。" in [m["content"] for m in sent if m["role"] == "assistant"]
+    # MVU appended its status placeholder to the reply it read; the card's script that hides it from the model is
+    # not allowed here, so it goes out as SillyTavern would send it.
+    assert "好的。\n\n<StatusPlaceHolderImpl/>" in [m["content"] for m in sent if m["role"] == "assistant"]
     bad = tmp_path / "bad-regex.json"
     bad.write_text(json.dumps({"scriptName": "x", "findRegex": "/a/", "placement": "2"}))
     failed = service.imports.import_paths([bad])[0]
@@ -155,3 +160,39 @@ async def test_templates_run_in_world_info_and_the_switch_turns_them_off(server:
         assert '<% if (_.has(getvar("stat_data"), \'理.好感度.[0]\')) {%>' in system
     finally:
         off.close()
+
+
+LOOPING_CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+    "name": "Loop", "first_mes": "Hello.", "description": "A test.",
+    "character_book": {"name": "loop-book", "entries": [
+        {"keys": [], "comment": "forever", "content": "before <% while (true) {} %> after", "constant": True,
+         "enabled": True, "insertion_order": 1, "id": 0, "extensions": {}}]}}}
+
+
+async def test_a_template_that_never_ends_is_a_marker_named_in_the_trace(service: Tavern, server: LoopbackServer,
+                                                                        tmp_path: Path) -> None:
+    card = tmp_path / "loop.json"
+    card.write_text(json.dumps(LOOPING_CARD), encoding="utf-8")
+    [result] = service.imports.import_paths([card])
+    pid = service.playthroughs.new_playthrough(result.id, user_name="Ann").id
+    sent = await exchange(service, server, pid, "你好", "嗯。")  # the step is not stopped by it
+    system = "\n".join(str(m["content"]) for m in sent if m["role"] == "system")
+    assert "⟨template error: timed out⟩" in system and "while (true)" not in system  # the entry became the marker
+    assert service.playthroughs.messages(pid)[-1].content == "嗯。"
+    trace = service.traces.trace(service.traces.traces(pid)[-1].id)
+    failures = trace["templates"]["failures"]
+    assert failures and failures[0]["where"].startswith("world info: loop-book/0")
+    assert "timed out" in failures[0]["error"]
+
+
+def test_the_world_book_pane_names_a_failed_template(service: Tavern, tmp_path: Path) -> None:
+    from tavern_tui.tui.labels import totals_line
+
+    card = tmp_path / "loop.json"
+    card.write_text(json.dumps(LOOPING_CARD), encoding="utf-8")
+    [result] = service.imports.import_paths([card])
+    pid = service.playthroughs.new_playthrough(result.id, user_name="Ann").id
+    preview = service.steps.world_info_preview(pid, "你好")  # the pane's tester on this chat
+    [(where, error)] = preview.template_failures
+    assert where == "world info: loop-book/0 (forever)" and "timed out" in error
+    assert f"· template failed in loop-book/0 (forever): {error}" in totals_line(preview)

@@ -112,12 +112,18 @@ class ScriptedAssembler:
         scripts: the regex scripts (empty: none run).
         templates: evaluate EJS templates (the `templates` config switch).
         message_vars: per-message variables templates read first (see `TemplateStage`).
+        message_texts, mvu_facts: MVU's derived message texts and the state facts (below).
     """
 
     inner: Any
     scripts: ScriptSet = field(default_factory=ScriptSet)
     templates: bool = True
     message_vars: dict[str, Any] | None = None
+    message_texts: dict[tuple[int, int], str] = field(default_factory=dict)
+    """Message ref → the text MVU stored back for it (its status placeholder appended; the log keeps the raw
+    text): the history uses it before the regex scripts run, and the request sends it."""
+    mvu_facts: dict[str, Any] | None = None
+    """The MVU state the request is built from, for the trace (`meta["mvu"]`)."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -132,9 +138,20 @@ class ScriptedAssembler:
 
         stage = TemplateStage(message_vars=self.message_vars) if self.templates else None
         continuing = getattr(inner, "generation_type", "normal") == "continue"
+        mvu_rewrite: dict[tuple[int, int], dict[str, Any]] = {}
+        if self.message_texts:
+            derived = []
+            for message in history:
+                text = self.message_texts.get(message.ref)
+                if text is not None and text != message.content:
+                    message = replace(message, content=text)
+                    mvu_rewrite[message.ref] = {**message.to_request(), "content": text}
+                derived.append(message)
+            history = derived
         rewritten, rewrite, applied = (prompt_history(history, self.scripts, inputs=len(claimed),
                                                       continuing=continuing, macros=macros)
                                        if self.scripts else (history, {}, []))
+        rewrite = {**mvu_rewrite, **rewrite}
         changes: dict[str, Any] = {}
         if stage is not None:
             changes["macros"] = replace(base, templates=stage)
@@ -142,6 +159,8 @@ class ScriptedAssembler:
         if world_info is not None and (self.scripts or stage is not None):
             changes["world_info"] = replace(world_info, content_hook=self._entry_hook(stage, macros))
         info: dict[str, Any] = {}
+        if self.mvu_facts is not None:
+            info["mvu"] = {**self.mvu_facts, "derived_texts": sorted(list(ref) for ref in mvu_rewrite)}
         if self.scripts or self.scripts.blocked:
             info["regex_scripts"] = {"applied": applied, "blocked": list(self.scripts.blocked)}
         return (replace(inner, **changes) if changes else inner), rewritten, rewrite, info, stage

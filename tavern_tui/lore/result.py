@@ -234,6 +234,9 @@ class ActivationResult:
     regex_budget: dict[str, Any] = field(default_factory=dict)
     """What the step's regex searches used (`lore.regex_budget.StepBudget.to_json`): seconds,
     spent, exhausted, skipped, timeouts; {} when no budget ran."""
+    template_failures: list[tuple[str, str]] = field(default_factory=list)
+    """`(where, error)` of each fired entry whose restricted template failed or timed out (issue 18), filled by
+    a preview that renders them (`StepService.world_info_preview`); [] when none ran."""
     _built: list[Decision] | None = field(default=None, init=False, repr=False)
 
     @property

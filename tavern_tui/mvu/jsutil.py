@@ -286,8 +286,11 @@ def js_stringify(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join("null" if v is MISSING else js_stringify(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{js_stringify(v)}"
-                              for k, v in value.items() if v is not MISSING) + "}"
+        from tavern_tui.mvu.yamlfmt import js_keys  # JavaScript's key order: array indexes first
+
+        items = {str(k): v for k, v in value.items()}
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{js_stringify(items[k])}"
+                              for k in js_keys(items) if items[k] is not MISSING) + "}"
     return json.dumps(value, ensure_ascii=False)
 
 

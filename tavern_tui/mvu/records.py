@@ -6,7 +6,8 @@ Rules: seed 000 §8 and issue 18 item 1; MVU keeps a record per message and swip
 swipe holds one (`getLastValidVariable`). Here a swipe is a fork, so the surface of a session *is* one choice of
 swipes: the record of a message is the commit naming it on that surface; the record a step starts from is the
 one of the latest message on the surface that has one. Part body: `{"message": [session, seq], "base": [session,
-seq] | null, "record": {stat_data, schema, display_data, delta_data, initialized_lorebooks}, "init"?: true,
+seq] | null, "record": {stat_data, schema, display_data, delta_data, initialized_lorebooks}, "record_text": the
+same record as JSON text in its own key order (bodies are stored with sorted keys), "init"?: true,
 "changes": […], "refused": […]}`; `base` names the commit it was computed from (compare-and-set: a commit whose
 base is not the record then in force is refused by the fold, as the writer refuses it on a stale read).
 """
@@ -14,13 +15,14 @@ base is not the record then in force is refused by the fold, as the writer refus
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind
 
-__all__ = ["MVU_PART", "MvuHead", "commit_part", "mvu_head", "snapshot_variables"]
+__all__ = ["MVU_PART", "MvuHead", "commit_part", "mvu_commits", "mvu_head", "snapshot_variables"]
 
 MVU_PART = "mvu"
 _STATE_KIND = "state/commit"
@@ -47,7 +49,10 @@ def commit_part(message: tuple[int, int], base: tuple[int, int] | None, record: 
                 init: bool = False, changes: list[dict[str, Any]] | None = None,
                 refused: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The `mvu` part of a commit (module docstring)."""
-    part: dict[str, Any] = {"message": list(message), "base": list(base) if base else None, "record": dict(record)}
+    part: dict[str, Any] = {"message": list(message), "base": list(base) if base else None, "record": dict(record),
+                            # the log stores bodies with sorted keys; JavaScript's key order is part of MVU's output
+                            # (JSON.stringify, YAML), so the record is also kept as text in its own order
+                            "record_text": json.dumps(record, ensure_ascii=False, separators=(",", ":"))}
     if init:
         part["init"] = True
     part["changes"] = list(changes or [])
@@ -55,10 +60,22 @@ def commit_part(message: tuple[int, int], base: tuple[int, int] | None, record: 
     return part
 
 
-def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = None,
-             before: tuple[int, int] | None = None) -> MvuHead:
-    """The record of the latest message (of `visible`, when given: the surface's shown messages) holding one,
-    among the `events` of a surface in order; `before`: only messages before that message ref count."""
+def _record_of(part: Mapping[str, Any]) -> dict[str, Any]:
+    """A commit's record in its own key order (`record_text`), else as stored."""
+    text = part.get("record_text")
+    if isinstance(text, str):
+        try:
+            loaded = json.loads(text)
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, dict):
+            return loaded
+    return dict(part["record"])
+
+
+def _fold(events: Iterable[Event], visible: set[tuple[int, int]] | None
+          ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], tuple[Event, Mapping[str, Any]]]]:
+    """(message ref → position on the surface, message ref → its accepted commit and part)."""
     order: dict[tuple[int, int], int] = {}
     by_message: dict[tuple[int, int], tuple[Event, Mapping[str, Any]]] = {}
     accepted: list[tuple[int, tuple[int, int]]] = []  # (message order, message ref), as commits were accepted
@@ -90,13 +107,29 @@ def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = Non
             continue  # computed from a record no longer in force: refused (compare-and-set)
         by_message[message] = (event, part)  # type: ignore[index]
         accepted.append((order[message], message))  # type: ignore[arg-type,index]
+    return order, by_message
+
+
+def mvu_head(events: Iterable[Event], visible: set[tuple[int, int]] | None = None,
+             before: tuple[int, int] | None = None) -> MvuHead:
+    """The record of the latest message (of `visible`, when given: the surface's shown messages) holding one,
+    among the `events` of a surface in order; `before`: only messages before that message ref count."""
+    order, by_message = _fold(events, visible)
     candidates = [m for m in by_message if (visible is None or m in visible)
                   and (before is None or before not in order or order[m] < order[before])]
     if not candidates:
         return MvuHead(None)
     message = max(candidates, key=lambda m: order[m])
     event, part = by_message[message]
-    return MvuHead(dict(part["record"]), event.ref, message, part)  # type: ignore[arg-type]
+    return MvuHead(_record_of(part), event.ref, message, part)  # type: ignore[arg-type]
+
+
+def mvu_commits(events: Iterable[Event], visible: set[tuple[int, int]] | None = None
+                ) -> dict[tuple[int, int], MvuHead]:
+    """Every message of the surface holding a record (accepted commits only), by message ref."""
+    _order, by_message = _fold(events, visible)
+    return {message: MvuHead(_record_of(part), event.ref, message, part)  # type: ignore[arg-type]
+            for message, (event, part) in by_message.items() if visible is None or message in visible}
 
 
 def snapshot_variables(record: Mapping[str, Any] | None) -> dict[str, Any]:

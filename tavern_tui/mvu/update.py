@@ -35,7 +35,12 @@ from tavern_tui.mvu.jsutil import (
 from tavern_tui.mvu.schema import clean_up_metadata, generate_schema, reconcile_schema, schema_for_path
 from tavern_tui.mvu.values import parse_command_value, trim_quotes
 
-__all__ = ["Change", "UpdateOutcome", "apply_template", "is_vwd", "update_variables"]
+__all__ = ["PLACEHOLDER", "Change", "UpdateOutcome", "apply_template", "is_vwd", "message_after_update",
+           "update_variables"]
+
+PLACEHOLDER = "<StatusPlaceHolderImpl/>"
+"""What MVU appends to every assistant message it has read (cards' regex scripts draw the status bar there)."""
+_STATUS_BLOCK = re.compile(r"<(status_current_variable)>(?:(?!<\1>).)*</(?:\1)?>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +412,18 @@ def _truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value != ""
     return True
+
+
+def message_after_update(text: str) -> str:
+    """The text MVU stores back for a non-user message it has read (`handleVariablesInMessage`,
+    update_variables.ts:1476-1496): `"\\n\\n<StatusPlaceHolderImpl/>"` appended unless the text holds it, then every
+    `<status_current_variable>…</status_current_variable>` block (closed by its tag or a bare `</>`) removed.
+    User messages are never rewritten."""
+    if PLACEHOLDER not in text:
+        text += "\n\n" + PLACEHOLDER
+    if "<status_current_variable>" in text:  # MVU's check is case-sensitive, its regex is not
+        text = _STATUS_BLOCK.sub("", text)
+    return text
 
 
 def update_variables(text: str, record: dict[str, Any], *,

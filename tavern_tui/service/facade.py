@@ -154,6 +154,7 @@ class Tavern:
 
         service = PlaythroughService(self.ctx, self.library, self.persona, self.presets, self.lore, self.strategies)
         service.display = self.scripts.display_views  # card regex scripts decide what the transcript shows
+        service.mvu_texts = lambda playthrough_id: self.mvu.display_texts(playthrough_id)  # resolved on use
         return service
 
     @_area

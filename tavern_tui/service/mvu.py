@@ -12,7 +12,10 @@ moves the head, and the record follows.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,14 +40,17 @@ from tavern_tui.mvu import (
     update_variables,
 )
 from tavern_tui.mvu.jsutil import clone
+from tavern_tui.mvu.records import mvu_commits
 from tavern_tui.mvu.schema import clean_up_metadata
+from tavern_tui.mvu.update import message_after_update
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.variables import VariableService
 
-__all__ = ["MIN_REPLY", "MvuService", "MvuView", "apply_text", "card_books", "init_from_card", "parse_text"]
+__all__ = ["MIN_REPLY", "MvuBound", "MvuService", "MvuView", "apply_text", "card_books", "init_from_card",
+           "parse_text", "stat_hash"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,12 +77,39 @@ class MvuView:
     message: tuple[int, int] | None = None
     changes: list[dict[str, Any]] = field(default_factory=list)
     refused: list[dict[str, Any]] = field(default_factory=list)
+    commit: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """`{"playthrough", "record", "committed", "message", "changes", "refused"}`."""
         return {"playthrough": self.playthrough_id, "record": self.record, "committed": self.committed,
                 "message": list(self.message) if self.message else None, "changes": list(self.changes),
                 "refused": list(self.refused)}
+
+
+def stat_hash(record: dict[str, Any] | None) -> str | None:
+    """sha256 (hex) of a record's `stat_data` as canonical JSON (keys sorted, no spaces, UTF-8); None for none."""
+    if record is None:
+        return None
+    text = json.dumps(record.get("stat_data"), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class MvuBound:
+    """The MVU state one request is built from.
+
+    Attributes:
+        snapshot: the message variables macros and templates read (`snapshot_variables`; {} = no MVU state).
+        texts: message ref → the text MVU would have stored back for it (`message_after_update`: the status
+            placeholder appended, `<status_current_variable>` blocks removed) for the assistant messages it has
+            read; the log keeps the raw text, requests and the transcript use this one.
+        facts: what the trace records (`{"commit", "message", "committed", "stat_data_sha256", "pending"}`),
+            None when there is no MVU state.
+    """
+
+    snapshot: dict[str, Any] = field(default_factory=dict)
+    texts: dict[tuple[int, int], str] = field(default_factory=dict)
+    facts: dict[str, Any] | None = None
 
 
 class MvuService:
@@ -97,6 +130,7 @@ class MvuService:
         # playthrough → (log version, head): previews rebuild the prompt on every keystroke, and the log's
         # version changes with every append (a binding changed meanwhile shows at the next event)
         self._heads: dict[int, tuple[Any, MvuView]] = {}
+        self._texts: dict[int, tuple[Any, dict[tuple[int, int], str]]] = {}
 
     # -- material ----------------------------------------------------------------------------------------
     def _material(self, playthrough_id: int) -> tuple[Any, list[InitBook], str | None, list[str], MacroContext]:
@@ -177,7 +211,7 @@ class MvuService:
         if found.record is not None:
             part = found.part or {}
             return MvuView(playthrough_id, found.record, True, found.message, list(part.get("changes") or []),
-                           list(part.get("refused") or []))
+                           list(part.get("refused") or []), found.commit)
         planned = self._planned_init(playthrough_id, surface)
         if planned is None:
             return MvuView(playthrough_id, None)
@@ -190,6 +224,60 @@ class MvuService:
         """The bound snapshot a step of the playthrough reads (`mvu.snapshot_variables` of the head record);
         `view` as for `head`."""
         return snapshot_variables(self.head(playthrough_id, view).record)
+
+    def display_texts(self, playthrough_id: int) -> dict[tuple[int, int], str]:
+        """`message_texts` of the playthrough's head session; {} without MVU state (no read of the log then)."""
+        if self.head(playthrough_id).record is None:
+            return {}
+        return self.message_texts(self.playthroughs.playthrough(playthrough_id).session_id)
+
+    def message_texts(self, session_id: int) -> dict[tuple[int, int], str]:
+        """`MvuBound.texts` for a session's surface: each assistant message a reply commit names (kept per log
+        version: a transcript asks on every redraw)."""
+        key = (self.ctx.store.events.version(), session_id)
+        cached = self._texts.get(session_id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        texts = self._message_texts(session_id)
+        self._texts[session_id] = (key, texts)
+        return texts
+
+    def _message_texts(self, session_id: int) -> dict[tuple[int, int], str]:
+        events = self.surface_events(session_id)
+        surface = surface_of(events)
+        commits = mvu_commits(events, {m.ref for m in surface})
+        out: dict[tuple[int, int], str] = {}
+        for message in surface:
+            head = commits.get(message.ref)
+            if message.role == "assistant" and head is not None and not (head.part or {}).get("init"):
+                text = message_after_update(message.content)
+                if text != message.content:
+                    out[message.ref] = text
+        return out
+
+    def bound(self, playthrough_id: int, pending: Sequence[str] = ()) -> MvuBound:
+        """The state a request is built from: the head record, then the commands of `pending` (the person's
+        messages this step sends, in order) applied to it, as MVU applies a sent message's commands before the
+        generation (`MESSAGE_SENT` → `handleVariablesInMessage`, user messages included). Computed, never
+        committed here (the reply's commit commits them first)."""
+        view = self.playthroughs.playthrough(playthrough_id)
+        head = self.head(playthrough_id)
+        if head.record is None:
+            return MvuBound()
+        record = head.record
+        applied: list[dict[str, Any]] = []
+        if any(pending):
+            macros = self._material(playthrough_id)[4]
+            for index, text in enumerate(pending):
+                outcome = update_variables(text, record, substitute=self._expander(macros))
+                if outcome.commands:
+                    record = outcome.record
+                    applied.append({"input": index, "changes": [c.to_json() for c in outcome.changes],
+                                    "refused": [r.to_json() for r in outcome.refused]})
+        facts = {"commit": list(head.commit) if head.commit else None,
+                 "message": list(head.message) if head.message else None, "committed": head.committed,
+                 "stat_data_sha256": stat_hash(record), "pending": applied}
+        return MvuBound(snapshot_variables(record), self.message_texts(view.session_id), facts)
 
     def _planned_init(self, playthrough_id: int, surface: list[Any]) -> tuple[tuple[int, int], Any] | None:
         _view, books, primary, greetings, macros = self._material(playthrough_id)
@@ -226,18 +314,21 @@ class MvuService:
                 return True
         raise StoreBusy("the MVU state of this chat kept changing while it was initialised; try again")
 
-    def _append(self, session_id: int, events: list[Event], part: dict[str, Any]) -> list[Event] | None:
+    def _append(self, session_id: int, events: list[Event], part: dict[str, Any],
+                origin: str = "reply") -> list[Event] | None:
         """The compare-and-set: append only if no state commit landed in the session since `events` were read."""
         own = [e.seq for e in events if e.session_id == session_id]
-        event = NewEvent(STATE_KIND, None, {"origin": "reply", MVU_PART: part})
+        event = NewEvent(STATE_KIND, None, {"origin": origin, MVU_PART: part})
         return self.ctx.store.events.append_if_unchanged(session_id, [event], STATE_KIND, max(own, default=0))
 
     def commit_reply(self, playthrough_id: int, session_id: int, message: Event) -> MvuView | None:
         """Run a settled assistant reply's commands on the record before it and commit the result (one
         `state/commit` naming its base). None when there is no MVU state or the reply is too short.
 
-        A commit whose base moved meanwhile (another writer's state commit in the session) is refused by the
-        store and recomputed on the new base.
+        First, each of the person's messages before the reply that holds commands and has no record yet gets
+        its own commit (origin "user"), in order: MVU runs a sent message's commands too (`MESSAGE_SENT`), so
+        the reply builds on them. A commit whose base moved meanwhile (another writer's state commit in the
+        session) is refused by the store and recomputed on the new base.
 
         Raises:
             StoreBusy: the base kept moving `CAS_TRIES` times.
@@ -245,24 +336,57 @@ class MvuService:
         if message.kind != EventKind.ASSISTANT_MESSAGE:
             return None
         text = str(message.body.get("content") or "")
-        if len(text) < MIN_REPLY:
-            return None
         _view, _books, _primary, _greetings, macros = self._material(playthrough_id)
-        for _ in range(CAS_TRIES):
+        expand = self._expander(macros)
+        for _ in range(CAS_TRIES * 4):
             events = self.surface_events(session_id)
             surface = surface_of(events)
             visible = {m.ref for m in surface}
+            user = self._uncommitted_user(events, surface, message.ref, expand)
+            if user is not None:
+                base = mvu_head(events, visible, before=user.ref)
+                if base.record is None:
+                    return None
+                outcome = update_variables(user.content, base.record, substitute=expand)
+                part = commit_part(user.ref, base.commit, outcome.record,
+                                   changes=[c.to_json() for c in outcome.changes],
+                                   refused=[r.to_json() for r in outcome.refused])
+                if self._append(session_id, events, part, origin="user") is None:
+                    logger.info("MVU commit on a stale base in session %s: recomputed", session_id)
+                continue
+            if len(text) < MIN_REPLY:
+                return None
             base = mvu_head(events, visible, before=message.ref)
             if base.record is None:
                 return None
-            outcome = update_variables(text, base.record, substitute=self._expander(macros))
+            outcome = update_variables(text, base.record, substitute=expand)
             changes = [c.to_json() for c in outcome.changes]
             refused = [r.to_json() for r in outcome.refused]
             part = commit_part(message.ref, base.commit, outcome.record, changes=changes, refused=refused)
-            if self._append(session_id, events, part) is not None:
-                return MvuView(playthrough_id, outcome.record, True, message.ref, changes, refused)
+            appended = self._append(session_id, events, part)
+            if appended is not None:
+                return MvuView(playthrough_id, outcome.record, True, message.ref, changes, refused, appended[0].ref)
             logger.info("MVU commit on a stale base in session %s: recomputed", session_id)
         raise StoreBusy("the MVU state of this chat kept changing while a reply was applied; try again")
+
+    @staticmethod
+    def _uncommitted_user(events: list[Event], surface: list[Any], before: tuple[int, int],
+                          expand: Any) -> Any | None:
+        """The first of the person's messages after the latest record and before `before` that holds commands
+        and has no record of its own, or None."""
+        visible = {m.ref for m in surface}
+        commits = mvu_commits(events, visible)
+        refs = [m.ref for m in surface]
+        if before not in refs:
+            return None
+        end = refs.index(before)
+        start = max((i for i, ref in enumerate(refs[:end]) if ref in commits), default=None)
+        if start is None:
+            return None  # nothing initialised before it: no MVU state to build on
+        for message in surface[start + 1:end]:
+            if message.role == "user" and message.ref not in commits and extract_commands(expand(message.content)):
+                return message
+        return None
 
 
 # -- file tools (`tavern mvu …`): no store -------------------------------------------------------------------

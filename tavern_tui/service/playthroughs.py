@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from tavern_tui.engine.events import Event
@@ -27,6 +28,7 @@ from tavern_tui.store.repositories import PlaythroughRecord
 from tavern_tui.text.names import substitute_names
 from tavern_tui.views import MessageView, PlaythroughView, PresetView, WorldBookView
 
+PLACEHOLDER = "<StatusPlaceHolderImpl/>"  # mvu.update.PLACEHOLDER, not imported: the chat opens without MVU's parsers
 logger = logging.getLogger(__name__)
 
 CHAT_SECRET_KINDS = ("api_key", "bearer_token", "private_key", "jwt")
@@ -76,6 +78,9 @@ class PlaythroughService:
         self.display: Callable[[int, list[MessageView]], list[MessageView]] | None = None
         """`(character id, views) -> views` setting what the transcript shows (the facade wires the
         regex scripts' `ScriptService.display_views` here); None = the raw text."""
+        self.mvu_texts: Callable[[int], dict[tuple[int, int], str]] | None = None
+        """`playthrough id -> {message ref: text}`: MVU's derived texts of the messages it has read (its status
+        placeholder appended, `MvuService.display_texts`), put in `display` before the regex scripts run."""
         self._titles: dict[tuple[int, tuple[int, int]], str] = {}
 
     def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int],
@@ -250,8 +255,15 @@ class PlaythroughService:
             surface = derive_messages(self.ctx.store.events, view.session_id, include_failed=True)
             views = [self._message_view(m, view.character_name, view.user_name) for m in surface
                      if include_system or m.source != SYSTEM_PROMPT_SOURCE]
+        if self.mvu_texts is not None:
+            texts = self.mvu_texts(playthrough_id)
+            if texts:
+                views = [replace(v, display=texts[v.ref]) if v.ref in texts else v for v in views]
         # Both windows end at the newest message, so display depths count from the end of the window.
-        return self.display(view.character_id, views) if self.display is not None else views
+        views = self.display(view.character_id, views) if self.display is not None else views
+        # A status placeholder no script drew is an unknown tag: SillyTavern's sanitiser shows nothing for it.
+        return [replace(v, display=v.display.replace(PLACEHOLDER, "").rstrip())
+                if v.display is not None and PLACEHOLDER in v.display else v for v in views]
 
     def _configured_keys(self) -> list[str]:
         """The configured credentials (API keys, base-URL user and password), long enough to look for."""

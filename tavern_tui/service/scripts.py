@@ -5,6 +5,7 @@ transcript's display text they produce (`tavern.scripts`; issue 18 items 3 and 5
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +24,24 @@ from tavern_tui.scripts.regex_scripts import (
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.views import ImportResult, MessageView
+
+SCRIPTED_PAGE_NOTE = ("(a page script fills in this panel and a terminal does not run it, so its values may be the "
+                      "page's defaults: ctrl+g shows the live state)")
+_PAGE_START = re.compile(r"<!doctype|<html|<script", re.IGNORECASE)
+
+
+def _note_page_script(text: str) -> str:
+    """`text` with `SCRIPTED_PAGE_NOTE` as a paragraph before an HTML page that carries a `<script>` (status bars
+    JS-Slash-Runner renders in an iframe and fills from the variables at run time)."""
+    if "<script" not in text.lower():
+        return text
+    start = _PAGE_START.search(text)
+    at = start.start() if start else 0
+    before = text[:at].rstrip()
+    if before.endswith("```"):  # JS-Slash-Runner renders a fenced page as its iframe: the note goes before the fence
+        at = len(before) - 3
+        return f"{text[:at]}{SCRIPTED_PAGE_NOTE}\n\n{text[at:]}"
+    return f"{text[:at]}<p>{SCRIPTED_PAGE_NOTE}</p>{text[at:]}"
 
 
 class ScriptService:
@@ -119,7 +138,8 @@ class ScriptService:
         """`views` (the newest messages of a transcript, oldest first) with `display` set where the
         scripts change what is shown: `markdownOnly` scripts and those with neither flag, at
         SillyTavern's display depth (the user/assistant messages after it: `usableMessages.length
-        - indexOf - 1`), then HTML turned into readable text."""
+        - indexOf - 1`), then HTML turned into readable text. A `display` already set (MVU's derived text)
+        is what the scripts read."""
         scripts = self.script_set(character_id)
         if not scripts:
             return views
@@ -129,8 +149,9 @@ class ScriptService:
             view = views[index]
             depth = len(chat) - position - 1
             placement = Placement.USER_INPUT if view.role == "user" else Placement.AI_OUTPUT
-            shown = scripts.for_display(view.content, placement, depth)
-            text = html_to_text(shown.text) if shown.applied else shown.text
+            source = view.display if view.display is not None else view.content  # MVU's derived text first
+            shown = scripts.for_display(source, placement, depth)
+            text = html_to_text(_note_page_script(shown.text)) if shown.applied else shown.text
             if text != view.content:
                 out[index] = replace(view, display=text)
         return out

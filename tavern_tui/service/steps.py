@@ -25,6 +25,7 @@ from tavern_tui.assembly.attribution import attribute, default_parts, split_pers
 from tavern_tui.assembly.basic import BasicAssembler
 from tavern_tui.assembly.fit import ContextOverflow, admitted_context, sendable_history
 from tavern_tui.assembly.macros.engine import MacroContext
+from tavern_tui.assembly.macros.mvu_macros import tavern_helper_variables
 from tavern_tui.assembly.memo import per_list
 from tavern_tui.assembly.preset import PresetAssembler, RolesFirstAssembler, SlotsFirstAssembler, omit_notes
 from tavern_tui.assembly.scripted import ScriptedAssembler
@@ -225,20 +226,27 @@ class StepRunner:
         return state.position[1], state.position[0]
 
     def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
-                   view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
-        """`_base_assembler` with the character's regex scripts and the templates around it (issue 18)."""
+                   view: PlaythroughView | None = None, *, pin_persona: bool = False,
+                   pending: Sequence[str] = ()) -> Any:
+        """`_base_assembler` with the character's regex scripts and the templates around it (issue 18).
+        `pending`: the person's messages the step sends (MVU applies their commands before the request)."""
         view = view or self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work(write=False) as uow:  # both rows in one read
             playthrough = uow.playthroughs.get(playthrough_id)
             record = uow.characters.get(view.character_id)
-        inner = self._assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona, record=record)
+        bound = self.mvu.bound(playthrough_id, pending) if self.mvu is not None else None
+        snapshot = bound.snapshot if bound is not None else None
+        inner = self._assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona, record=record,
+                                    message_vars=snapshot)
         scripts = self.scripts.script_set(view.character_id, record) if self.scripts is not None else ScriptSet()
         # Templates read MVU's bound snapshot first (`getvar('stat_data.…')`), as macros do.
-        message_vars = self.mvu.snapshot(playthrough_id, view) if self.mvu is not None else None
-        return ScriptedAssembler(inner, scripts, templates=self.ctx.settings.templates, message_vars=message_vars)
+        return ScriptedAssembler(inner, scripts, templates=self.ctx.settings.templates, message_vars=snapshot,
+                                 message_texts=bound.texts if bound is not None else {},
+                                 mvu_facts=bound.facts if bound is not None else None)
 
     def _base_assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
-                        view: PlaythroughView | None = None, *, pin_persona: bool = False) -> Any:
+                        view: PlaythroughView | None = None, *, pin_persona: bool = False,
+                        message_vars: dict[str, Any] | None = None) -> Any:
         """The assembler a step of this playthrough uses: its applied strategy (`strategy`
         overrides it, for previews), with its card, books, timed effects, preset and persona
         section (`view`: the playthrough when the caller has already read it; `pin_persona`: a
@@ -250,11 +258,13 @@ class StepRunner:
         view = view or self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             playthrough = uow.playthroughs.get(playthrough_id)
-        return self._assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona)
+        return self._assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona,
+                                   message_vars=message_vars)
 
     def _assembler_for(self, view: PlaythroughView, playthrough: PlaythroughRecord, generation: Generation,
                        strategy: str | None = None, *, pin_persona: bool = False,
-                       chat: Sequence[int] | None = None, record: Any = None) -> Any:
+                       chat: Sequence[int] | None = None, record: Any = None,
+                       message_vars: dict[str, Any] | None = None) -> Any:
         """`_assembler` on selections given as a record: a stored playthrough's, one a preview
         changed in memory (`service.selection`), or an opening draft's (`view.session_id` 0: no
         session, so no timed effects and no local variables). `chat`: the chat-lore book ids
@@ -307,7 +317,9 @@ class StepRunner:
 
             macros.lazy = {"last_swipe_id": lambda: swipe_ids()[0], "current_swipe_id": lambda: swipe_ids()[1]}
         if macros is not None and view.session_id and self.mvu is not None:  # the bound snapshot (issue 18)
-            macros.message_vars = self.mvu.snapshot(playthrough_id, view)
+            macros.message_vars = message_vars if message_vars is not None else self.mvu.snapshot(playthrough_id, view)
+        if macros is not None:  # Tavern Helper's character variables, `{{get_character_variable::…}}`
+            macros.character_vars = tavern_helper_variables(card.data.get("extensions"))
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256,
             "character_revision": record.revision, "playthrough_id": playthrough_id,
@@ -322,6 +334,8 @@ class StepRunner:
         if spec.base != COMPAT:
             preset, preset_facts = self.presets.preset_of(playthrough.preset_id)
             meta["preset"] = preset_facts
+            if macros is not None:
+                macros.preset_vars = tavern_helper_variables(preset.settings.get("extensions"))
             kind = {PROJECTION: PresetAssembler, SLOTS_FIRST: SlotsFirstAssembler,
                     ROLES_FIRST: RolesFirstAssembler}[spec.base]
             return kind(preset, card.data, card.name, view.user_name, meta, omit=omitted_parameters(playthrough),
@@ -555,13 +569,13 @@ class StepRunner:
             uow.playthroughs.touch(playthrough_id)
         if self.mvu is not None:  # MVU initialises before the first generation (initCheck on GENERATION_STARTED)
             self.mvu.ensure_initialised(playthrough_id)
-        assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True)
-        self.lore.index_cache.wait_free()
-        history = self._surface(view.session_id)
         # The batch the step will claim (engine `_claim_inbox`: the pending items, steers first,
         # then `text`), read now; an item queued between here and the claim is fitted again by
         # the assembler in the step's own build, which refuses the same way.
         claimed = self._batch(playthrough_id, text or "") if text is not None or claim else []
+        assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True, pending=claimed)
+        self.lore.index_cache.wait_free()
+        history = self._surface(view.session_id)
         if getattr(assembler, "strategy", None) == PROJECTION:
             fitted = assembler.build(history, claimed)[1].get("context")
         else:
@@ -764,7 +778,30 @@ class StepRunner:
         books, settings, history and timed effects as a real step; nothing is stored.
         """
         step, ctx = self._preview_step(playthrough_id, text, rng)
-        return step.run(ctx)
+        result = step.run(ctx)
+        if self.ctx.settings.templates and any("<%" in e.content for e in result.activated):
+            result.template_failures = self._template_failures(playthrough_id, result)
+        return result
+
+    def _template_failures(self, playthrough_id: int, result: Any) -> list[tuple[str, str]]:
+        """Render the fired entries' templates against the bound snapshot (as a step would: macro and MVU
+        variables, writes discarded) and return the failures, `(where, error)` (issue 18: named in the pane)."""
+        from tavern_tui.scripts.templates import TemplateRunner, template_snapshot
+
+        view = self.playthroughs.playthrough(playthrough_id)
+        macros = self.variables.macro_context(view.session_id, f"playthrough-{playthrough_id}") \
+            if self.variables is not None else MacroContext()
+        snapshot = template_snapshot(macros.local_vars, macros.global_vars,
+                                     self.mvu.snapshot(playthrough_id) if self.mvu is not None else None)
+        runner = TemplateRunner()
+        try:
+            for entry in result.activated:
+                if "<%" in entry.content:
+                    where = f"world info: {entry.book}/{entry.uid}" + (f" ({entry.comment})" if entry.comment else "")
+                    runner.render(entry.content, snapshot, where=where)
+            return list(runner.failures)
+        finally:
+            runner.close()
 
     def _preview_step(self, playthrough_id: int, text: str,
                       rng: Callable[[], float] | None) -> tuple[WorldInfoStep, ActivationContext]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import hashlib
+import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from datetime import datetime
@@ -44,6 +46,14 @@ def parse_trace_id(text: str) -> tuple[int, int]:
     if not (session.isdigit() and seq.isdigit()):
         raise NotFound(f"{text!r} is not a trace id (SESSION:SEQ, as `tavern trace list` prints)")
     return int(session), int(seq)
+
+
+def _stat_sha(record: Any) -> str | None:
+    """`service.mvu.stat_hash` without importing the MVU rules."""
+    if not isinstance(record, dict):
+        return None
+    text = json.dumps(record.get("stat_data"), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class TraceService:
@@ -152,7 +162,32 @@ class TraceService:
                 "context": event.body.get("context") or assembly.get("context"),
                 "config_adjusted": reply.get("config"), "variables": variables or None,
                 # Issue 18: the regex scripts applied to each message sent, and the templates' failures.
-                "regex_scripts": assembly.get("regex_scripts"), "templates": assembly.get("templates")}
+                "regex_scripts": assembly.get("regex_scripts"), "templates": assembly.get("templates"),
+                "mvu": self._mvu_facts(assembly.get("mvu"), settled)}
+
+    def _mvu_facts(self, built: Any, settled: Event | None) -> dict[str, Any] | None:
+        """Issue 18 state facts: `{"built_from": {"commit", "message", "committed", "stat_data_sha256", "pending",
+        "derived_texts"}, "commits": [{"ref", "origin", "message", "base", "changes", "refused"}]}`: the record
+        the request was built from, and the MVU commits its step made after the reply settled (the person's
+        messages first, then the reply), each with what changed (path, old → new, reason) and what was refused
+        and why. None when the playthrough has no MVU state."""
+        if not isinstance(built, dict):
+            return None
+        commits: list[dict[str, Any]] = []
+        if settled is not None:
+            later = [e for e in self.ctx.store.events.events_of_kind([STATE_KIND], [settled.session_id])
+                     if e.seq > settled.seq and isinstance(e.body.get("mvu"), dict)]
+            reply = next((i for i, e in enumerate(later) if e.body.get("origin") == "reply"
+                          and tuple(e.body["mvu"].get("message") or ()) == settled.ref), None)
+            for event in later[:reply + 1] if reply is not None else []:
+                part = event.body["mvu"]
+                if event.body.get("origin") == "user" or event is later[reply]:
+                    commits.append({"ref": list(event.ref), "origin": event.body.get("origin"),
+                                    "message": part.get("message"), "base": part.get("base"),
+                                    "stat_data_sha256": _stat_sha(part.get("record")),
+                                    "changes": list(part.get("changes") or []),
+                                    "refused": list(part.get("refused") or [])})
+        return {"built_from": built, "commits": commits}
 
     def _state_commit_before(self, header: Event) -> dict[str, Any] | None:
         """The `state/commit` appended with this request's header (in the same batch, just before it):

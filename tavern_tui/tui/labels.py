@@ -210,7 +210,8 @@ def decision_line(decision: Decision) -> str:
 
 
 def totals_line(result: ActivationResult) -> str:
-    """"3 fired · 792 of 1024 budget tokens", plus " · over budget" when the budget stopped an entry."""
+    """"3 fired · 792 of 1024 budget tokens", plus " · over budget" when the budget stopped an entry, the regex
+    budget's news and the first failed template ("· template failed in Book/3 (comment): timed out")."""
     fired = sum(d.fired for d in result.decisions)
     line = f"{fired} fired · {result.tokens_used} of {result.budget} budget tokens"
     line = line + " · over budget" if result.overflowed else line
@@ -219,6 +220,11 @@ def totals_line(result: ActivationResult) -> str:
         line += f" · regex time budget ({spent['seconds']} s) used up: {spent['skipped']} searches skipped"
     elif spent.get("timeouts"):
         line += f" · {spent['timeouts']} regex searches timed out"
+    failures = getattr(result, "template_failures", None) or []
+    if failures:  # issue 18: a template error or timeout is named in the world-book pane
+        where, error = failures[0]
+        more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
+        line += f" · template failed in {where.removeprefix('world info: ')}: {error}{more}"
     return line
 
 

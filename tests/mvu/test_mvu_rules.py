@@ -320,3 +320,21 @@ def test_no_material_no_record() -> None:
 def test_json_stringify_prints_numbers_as_javascript_does(value: object, text: str) -> None:
     from tavern_tui.mvu.jsutil import js_stringify
     assert js_stringify(value) == text
+
+
+@pytest.mark.parametrize(("text", "stored"), [
+    # handleVariablesInMessage (update_variables.ts:1476-1496): the placeholder is appended unless present, then
+    # `/<(status_current_variable)>(?:(?!<\1>).)*<\/\1?>/gis` blocks are removed
+    ("她笑了。", "她笑了。\n\n<StatusPlaceHolderImpl/>"),
+    ("a <StatusPlaceHolderImpl/> b", "a <StatusPlaceHolderImpl/> b"),
+    ("x<status_current_variable>\n{…}\n</status_current_variable>y", "xy\n\n<StatusPlaceHolderImpl/>"),
+    ("x<status_current_variable>a</>y", "xy\n\n<StatusPlaceHolderImpl/>"),
+    ("<status_current_variable>a</status_current_variable>b<status_current_variable>c</status_current_variable>",
+     "b\n\n<StatusPlaceHolderImpl/>"),
+    ("<STATUS_CURRENT_VARIABLE>a</STATUS_CURRENT_VARIABLE>", "<STATUS_CURRENT_VARIABLE>a</STATUS_CURRENT_VARIABLE>"
+     "\n\n<StatusPlaceHolderImpl/>"),  # the `includes` check before the regex is case-sensitive
+])
+def test_the_text_mvu_stores_back(text: str, stored: str) -> None:
+    from tavern_tui.mvu.update import message_after_update
+
+    assert message_after_update(text) == stored

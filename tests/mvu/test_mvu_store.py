@@ -155,3 +155,23 @@ async def test_a_card_without_mvu_material_gets_no_state(tavern: Tavern, model: 
     await drain(tavern.steps.send(pid, "hello"))
     assert tavern.mvu.head(pid).record is None
     assert mvu_commits(tavern) == []
+
+
+async def test_the_persons_commands_commit_before_the_reply_and_plain_lines_commit_nothing(
+        tavern: Tavern, model: ScriptedModel, demo: int) -> None:
+    # handleVariablesInMessage (update_variables.ts:1423-1498): the 5-character minimum is for assistant messages
+    # only, so a 4-character command line of the person's counts; a line with no command writes no record here
+    # (MVU would copy the same state onto it: the record in force is unchanged either way).
+    model.enqueue("理点头。")  # 4 characters: too short for MVU to read, no reply commit
+    await drain(tavern.steps.send(demo, "早上好"))
+    assert [c["message"] for c in mvu_commits(tavern)][1:] == []
+    model.enqueue(UPDATE)
+    await drain(tavern.steps.send(demo, "_.add('理.好感度', 50);"))
+    commits = mvu_commits(tavern)
+    assert len(commits) == 3  # init, the person's, the reply's
+    person, reply = commits[1], commits[2]
+    messages = tavern.playthroughs.messages(demo)
+    assert tuple(person["message"]) == messages[-2].ref and tuple(reply["message"]) == messages[-1].ref
+    assert person["changes"][0]["old"] == 15 and person["changes"][0]["new"] == 65
+    assert reply["base"] is not None and reply["changes"][0]["old"] == 65 and affection(tavern, demo) == 70
+    assert messages[-2].display is None  # the person's text is never rewritten (:1476: non-user messages only)

@@ -36,7 +36,9 @@ def tree_lines(pane: StateScreen) -> list[str]:
 
 async def test_state_pane_shows_the_change_and_the_status_names_a_refusal(
         corpus_tavern: Tavern, scripted: ScriptedProvider, corpus_dir: Path) -> None:
-    corpus_tavern.imports.import_paths([corpus_dir / "stateful" / "qingkong_li_mvu.png"])
+    [result] = corpus_tavern.imports.import_paths([corpus_dir / "stateful" / "qingkong_li_mvu.png"])
+    assert result.id is not None
+    corpus_tavern.scripts.set_allowed(result.id)  # no allowance question racing the first paint (its own test)
     scripted.enqueue(REPLY)
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
@@ -51,8 +53,8 @@ async def test_state_pane_shows_the_change_and_the_status_names_a_refusal(
         await wait_until(pilot, lambda: "新来的牧师" in chat.transcript.boxes[-1].text)
         await send(pilot, chat, "hello")
         await wait_until(pilot, lambda: "MVU refused" in chat.status.detail)
-        assert chat.status.detail == ("MVU refused 1 command: SCHEMA VIOLATION: Cannot assign new key 'x' into "
-                                      "non-extensible object at path 'user'. (试试)")
+        assert chat.status.detail == ("MVU refused 1 command (ctrl+g): SCHEMA VIOLATION: Cannot assign new key 'x' "
+                                      "into non-extensible object at path 'user'. (试试)")
         await pilot.press("ctrl+g")
         await wait_until(pilot, lambda: isinstance(app.screen, StateScreen) and bool(app.screen.tree.root.children))
         pane = app.screen
@@ -60,6 +62,8 @@ async def test_state_pane_shows_the_change_and_the_status_names_a_refusal(
         lines = tree_lines(pane)
         assert "理" in lines
         assert any(line.strip().startswith("好感度 = 20  (") for line in lines)
+        order = [w.id for w in pane.query_one("#state-body").children]
+        assert order.index("state-changes") < order.index("state-tree")  # what changed, before the whole tree
         changes = str(pane.changes.content).splitlines()
         assert changes[0] == "理.好感度: 15 → 20  (她很开心)"
         assert changes[1].startswith("refused _.insert('user', 'x', 1);//试试: SCHEMA VIOLATION")

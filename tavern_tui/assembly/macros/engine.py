@@ -102,6 +102,10 @@ class MacroContext:
     message_vars: dict[str, object] = field(default_factory=dict)
     """The bound message variables of this step (MVU's record at the head, `mvu.snapshot_variables`; issue 18):
     what `{{get_message_variable::…}}` and `getvar` paths read (`macros.mvu_macros`)."""
+    character_vars: dict[str, object] = field(default_factory=dict)
+    """Tavern Helper's character variables (the card's `extensions.tavern_helper.variables`), read-only here."""
+    preset_vars: dict[str, object] = field(default_factory=dict)
+    """Tavern Helper's preset variables (the preset's `extensions.tavern_helper.variables`), read-only here."""
     templates: Callable[[str, MacroContext], str] | None = None
     """When set, run on every `substitute` result holding an EJS tag `<%` (restricted templates, issue 18:
     ST-Prompt-Template runs on the prompt after SillyTavern's macros); reads and writes the variables like a
@@ -163,6 +167,18 @@ EXTERNAL: dict[str, Callable[[MacroContext, list[str]], str | None]] = {}
 """Handlers defined outside this module by `fn` name (`macros.mvu_macros`): (context, arguments) → text, or None
 to leave the macro as written."""
 
+POST_PASSES: list[Callable[[str, MacroContext], str]] = []
+"""Text passes run on every `substitute` result (and every expanded history message) after SillyTavern's
+macros: Tavern Helper's "macro-like" replacements that need the text around them (`macros.mvu_macros`:
+`{{format_*_variable::path}}` indents by its line's prefix). Each returns its input unchanged when it has
+nothing to do."""
+
+
+def _post_passes(text: str, ctx: MacroContext) -> str:
+    for run in POST_PASSES:
+        text = run(text, ctx)
+    return text
+
 
 def _macro(*names: str, fn: str, **kw: object) -> None:
     """Register a macro under its names (case-insensitive); `fn` names an `_Evaluator` method or an `EXTERNAL`."""
@@ -185,7 +201,7 @@ def substitute(text: str, ctx: MacroContext) -> str:
     # Nothing a pre-processor, the parser or a post-processor acts on (no brace, no legacy <USER>
     # marker, no escape, no else marker): the walk would give the text back as it is.
     plain = "{" not in text and "<" not in text and "\\" not in text and "\u0000" not in text
-    out = text if plain else _Evaluator(text, ctx).run()
+    out = text if plain else _post_passes(_Evaluator(text, ctx).run(), ctx)
     if ctx.templates is not None and ("<%" in out or getattr(ctx.templates, "pending", None)):
         out = ctx.templates(out, ctx)
     return out
@@ -238,7 +254,7 @@ def history_expander(ctx: MacroContext) -> Callable[[str], str]:
             hit = _history_cache.get(key)
             if hit is not None:
                 _history_cache.move_to_end(key)
-                return hit
+                return _post_passes(hit, ctx)
         copy_ctx = replace(ctx, local_vars=copy.deepcopy(ctx.local_vars), global_vars=copy.deepcopy(ctx.global_vars),
                            reads=set(), limits_hit=set())
         evaluator = _Evaluator(text, copy_ctx)
@@ -248,7 +264,7 @@ def history_expander(ctx: MacroContext) -> Callable[[str], str]:
                 _history_cache[key] = result
                 while len(_history_cache) > _HISTORY_CACHE_SIZE:
                     _history_cache.popitem(last=False)
-        return result
+        return _post_passes(result, copy_ctx)
 
     return expand
 

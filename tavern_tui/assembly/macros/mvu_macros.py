@@ -1,10 +1,16 @@
 """The variable macros MVU cards use, reading the step's bound snapshot (issue 18 item 2).
 
-Rules: Tavern Helper (JS-Slash-Runner) `macros`: `{{get_message_variable::path}}`, `{{get_chat_variable::path}}`,
-`{{get_global_variable::path}}` = `_.get(variables, _.unescape(path), null)` on the message variables of the
-latest message holding some (here: `MacroContext.message_vars`, MVU's record at the head), the chat variables
-(`local_vars`) or the global ones; keys starting with `$` are left out at any depth; a string is given as is,
-anything else as `JSON.stringify` (so a missing path is "null"). `{{getvar::stat_data.…}}`: SillyTavern's
+Rules: Tavern Helper (JS-Slash-Runner src/function/macro_like.ts `macros`): `{{get_<scope>_variable::path}}` for
+the scopes message, chat, character, preset and global = `_.get(variables, _.unescape(path), null)` on the message
+variables of the latest message holding some (here: `MacroContext.message_vars`, MVU's record at the head), the
+chat variables (`local_vars`), the card's and the preset's Tavern Helper variables (`character_vars`,
+`preset_vars`) or the global ones; keys starting with `$` are left out at any depth; a string is given as is,
+anything else as `JSON.stringify` (so a missing path is "null"). `{{format_<scope>_variable::path}}`
+(`applyFormatVariable`): the same value, a string as is, anything else as `YAML.stringify(value, {blockQuote:
+'literal'}).trimEnd()` (`mvu.yamlfmt`), every line after the first indented by as many spaces as the text before
+the macro on its line is long (UTF-16 units; several on one line expand left to right, each indented by the
+expanded text before it). It matches case-insensitively within one line, after the other macros ran.
+`{{getvar::stat_data.…}}`: SillyTavern's
 `getvar` reads the chat variable of that exact name; when there is none and the name is a path into the
 message variables (ST-Prompt-Template's merged view, message variables included), the value at that path.
 """
@@ -12,13 +18,17 @@ message variables (ST-Prompt-Template's merged view, message variables included)
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
-from tavern_tui.assembly.macros.engine import EXTERNAL, MacroContext, _macro
+from tavern_tui.assembly.macros.engine import EXTERNAL, POST_PASSES, MacroContext, _macro
 from tavern_tui.assembly.macros.jsvalues import js_string, var_get
 from tavern_tui.mvu.jsutil import MISSING, js_stringify, lodash_get, to_path
+from tavern_tui.mvu.yamlfmt import utf16_len, yaml_stringify
 
-__all__ = ["read_variable"]
+__all__ = ["format_variables", "read_variable", "tavern_helper_variables"]
+
+SCOPES = ("message", "chat", "character", "preset", "global")
 
 
 def _without_dollar(value: Any) -> Any:
@@ -30,20 +40,64 @@ def _without_dollar(value: Any) -> Any:
     return value
 
 
+def tavern_helper_variables(extensions: Any) -> dict[str, Any]:
+    """The `variables` Tavern Helper keeps in a card's or preset's `extensions.tavern_helper` (an object, or the
+    list of `[key, value]` pairs it also accepts: `Object.fromEntries`); {} when absent or malformed
+    (src/store/settings/character.ts `getSettings`, preset.ts)."""
+    settings = extensions.get("tavern_helper") if isinstance(extensions, dict) else None
+    if isinstance(settings, list):
+        try:
+            settings = {str(k): v for k, v in settings}
+        except (TypeError, ValueError):
+            return {}
+    variables = settings.get("variables") if isinstance(settings, dict) else None
+    return variables if isinstance(variables, dict) else {}
+
+
+def _value(store: dict[str, Any], path: str) -> Any:
+    """`getWithout$`: the value at `path` (HTML entities unescaped), null when missing, `$` keys left out."""
+    value = lodash_get(store, html.unescape(path), None)
+    return _without_dollar(None if value is MISSING else value)
+
+
 def read_variable(store: dict[str, Any], path: str) -> str:
     """`get_*_variable`'s text for `path` in `store`."""
-    value = lodash_get(store, html.unescape(path), None)
-    value = _without_dollar(None if value is MISSING else value)
+    value = _value(store, path)
     return value if isinstance(value, str) else js_stringify(value)
 
 
 def _store_of(ctx: MacroContext, scope: str) -> dict[str, Any]:
-    return {"message": ctx.message_vars, "chat": ctx.local_vars, "global": ctx.global_vars}[scope]
+    return {"message": ctx.message_vars, "chat": ctx.local_vars, "character": ctx.character_vars,
+            "preset": ctx.preset_vars, "global": ctx.global_vars}[scope]
+
+
+_LINE = r"[^\n\r\u2028\u2029]"  # JavaScript's `.`
+_FORMAT = rf"({_LINE}*)\{{\{{format_({'|'.join(SCOPES)})_variable::({_LINE}*?)\}}\}}"
+_FORMAT_ALL = re.compile(rf"(?:^|(?<=[\n\r\u2028\u2029])){_FORMAT}", re.IGNORECASE)  # JS `^` under `m`
+_FORMAT_LAST = re.compile(rf"^{_FORMAT}", re.IGNORECASE)
+
+
+def _format_one(ctx: MacroContext, prefix: str, scope: str, path: str) -> str:
+    earlier = _FORMAT_LAST.match(prefix)
+    if earlier:
+        prefix = _format_one(ctx, earlier.group(1), earlier.group(2), earlier.group(3)) + prefix[earlier.end():]
+    if scope.lower() in ("chat", "global"):
+        ctx.reads.add(("local" if scope.lower() == "chat" else "global", path))
+    value = _value(_store_of(ctx, scope.lower()), path)
+    text = value if isinstance(value, str) else yaml_stringify(value).rstrip()
+    return prefix + text.replace("\n", "\n" + " " * utf16_len(prefix))
+
+
+def format_variables(text: str, ctx: MacroContext) -> str:
+    """Expand every `{{format_<scope>_variable::path}}` of `text` (module docstring)."""
+    if "format_" not in text.lower():
+        return text
+    return _FORMAT_ALL.sub(lambda m: _format_one(ctx, m.group(1), m.group(2), m.group(3)), text)
 
 
 def _getter(scope: str):  # noqa: ANN202 - a handler factory
     def handler(ctx: MacroContext, args: list[str]) -> str:
-        if scope != "message":
+        if scope in ("chat", "global"):
             ctx.reads.add(("local" if scope == "chat" else "global", "::".join(args)))
         return read_variable(_store_of(ctx, scope), "::".join(args))
     return handler
@@ -61,8 +115,9 @@ def _getvar(ctx: MacroContext, args: list[str]) -> str:
     return js_string(var_get(ctx.local_vars, name))
 
 
-for _scope in ("message", "chat", "global"):
+for _scope in SCOPES:
     EXTERNAL[f"mvu_get_{_scope}"] = _getter(_scope)
     _macro(f"get_{_scope}_variable", fn=f"mvu_get_{_scope}", min=1, list=True)
 EXTERNAL["mvu_getvar"] = _getvar
 _macro("getvar", fn="mvu_getvar", min=1, max=1)
+POST_PASSES.append(format_variables)

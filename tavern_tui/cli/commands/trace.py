@@ -168,7 +168,38 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     commit = variables.get("commit")
     if commit:
         out.write(f"variables committed in {commit['ref'][0]}:{commit['ref'][1]} sha256 {commit['sha256'][:16]}…\n")
+    _write_mvu(shown.get("mvu"), out)
     return EXIT_OK
+
+
+def _ref(ref: Any) -> str:
+    return f"{ref[0]}:{ref[1]}" if isinstance(ref, list) and len(ref) == 2 else "none"
+
+
+def _write_mvu(mvu: dict[str, Any] | None, out: TextIO) -> None:
+    """Issue 18: the MVU record the request was built from, and what its step's commits changed and refused."""
+    if not mvu:
+        return
+    built = mvu.get("built_from") or {}
+    state = "committed" if built.get("committed") else "initial, not committed yet"
+    out.write(f"mvu state: record {_ref(built.get('commit'))} of message {_ref(built.get('message'))} ({state}), "
+              f"stat_data sha256 {str(built.get('stat_data_sha256'))[:16]}…\n")
+    for pending in built.get("pending") or []:
+        out.write(f"mvu state: the input's commands applied first ({len(pending.get('changes') or [])} changes, "
+                  f"{len(pending.get('refused') or [])} refused)\n")
+    if built.get("derived_texts"):
+        out.write(f"mvu texts: {len(built['derived_texts'])} message(s) sent as MVU stored them back "
+                  "(status placeholder; raw text in the log)\n")
+    for commit in mvu.get("commits") or []:
+        out.write(f"mvu commit {_ref(commit.get('ref'))} ({commit.get('origin')}) on message "
+                  f"{_ref(commit.get('message'))}, base {_ref(commit.get('base'))}, stat_data sha256 "
+                  f"{str(commit.get('stat_data_sha256'))[:16]}…\n")
+        for change in commit.get("changes") or []:
+            reason = f"  ({change['reason']})" if change.get("reason") else ""
+            old, new = (json.dumps(change.get(k), ensure_ascii=False) for k in ("old", "new"))
+            out.write(f"  changed {change.get('path') or '(stat_data)'}: {old} → {new}{reason}\n")
+        for refused in commit.get("refused") or []:
+            out.write(f"  refused {refused.get('command')}: {refused.get('reason')}\n")
 
 
 _MESSAGE_KEYS = ("role", "content", "name")

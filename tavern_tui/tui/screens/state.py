@@ -51,7 +51,9 @@ def refused_status(view: MvuView | None) -> str:
         return ""
     first = view.refused[0]["reason"].strip()
     more = f" (+{len(view.refused) - 1} more)" if len(view.refused) > 1 else ""
-    return f"MVU refused {len(view.refused)} command{'s' if len(view.refused) > 1 else ''}: {clip(first, 120)}{more}"
+    # the key early: a narrow status line cuts the reason, the state pane shows it whole
+    return (f"MVU refused {len(view.refused)} command{'s' if len(view.refused) > 1 else ''} (ctrl+g): "
+            f"{clip(first, 120)}{more}")
 
 
 class StateScreen(TavernScreen[None]):
@@ -85,10 +87,11 @@ class StateScreen(TavernScreen[None]):
         yield ScreenTitle("State", id="state-title")
         with VerticalScroll(id="state-body"):
             yield Static("…", id="state-note")
-            yield Static("stat_data", classes="state-heading")
-            yield Tree("stat_data", id="state-tree")
+            # What changed first: on a small terminal the whole tree pushes it out of sight.
             yield Static("What the last reply changed", classes="state-heading")
             yield Static("…", id="state-changes")
+            yield Static("stat_data", classes="state-heading")
+            yield Tree("stat_data", id="state-tree")
         yield Footer()
 
     def on_mount(self) -> None:
