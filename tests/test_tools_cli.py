@@ -6,6 +6,8 @@ lists risk and allowed state; a call the config does not allow is refused by the
 from __future__ import annotations
 
 import json
+import math
+import random
 import sys
 from pathlib import Path
 
@@ -19,7 +21,8 @@ def test_a_roll_for_initiative_shows_in_chat_show_and_trace(cli_env: dict[str, s
     assert _run(["import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")], cli_env).returncode == 0
     env = {**cli_env, "TAVERN_TOOLS": "roll_dice"}
     with LoopbackServer() as server:
-        server.enqueue_sse(sse_tool_call_chunks([("call_i", "roll_dice", '{"expression": "1d20+2"}')]))
+        call = '{"expression": "1d20+2", "seed": 20261203}'
+        server.enqueue_sse(sse_tool_call_chunks([("call_i", "roll_dice", call)]))
         server.enqueue_sse(sse_chunks_for("*Seraphina moves first.*"))
         chat = _run(["chat", "Seraphina", "--say", "Roll for initiative!"],
                     {**env, "TAVERN_API_BASE": server.base_url, "TAVERN_API_KEY": SECRET})
@@ -31,14 +34,18 @@ def test_a_roll_for_initiative_shows_in_chat_show_and_trace(cli_env: dict[str, s
     shown = json.loads(_run(["show", "1", "--json"], env).stdout)["messages"]
     calls = [m for m in shown if m.get("tool_calls")]
     results = [m for m in shown if m.get("tool_result")]
-    assert calls[0]["tool_calls"][0]["function"] == {"name": "roll_dice", "arguments": '{"expression": "1d20+2"}'}
+    assert calls[0]["tool_calls"][0]["function"] == {"name": "roll_dice",
+                                                     "arguments": '{"expression": "1d20+2", "seed": 20261203}'}
     [result] = results
     assert result["role"] == "tool" and result["tool_result"]["toolCallId"] == "call_i"
-    rolled = json.loads(result["content"])
-    assert 1 <= rolled["rolls"][0] <= 20 and rolled["total"] == rolled["rolls"][0] + 2
-    assert result["tool_result"]["summary"] == f"1d20+2 → [{rolled['rolls'][0]}] + 2 = {rolled['total']}"
+    # The roll by hand: one d20 is 1 + floor(r * 20), r the first float of Random(20261203).
+    die = 1 + math.floor(random.Random(20261203).random() * 20)
+    assert die == 18
+    assert json.loads(result["content"]) == {"expression": "1d20+2", "rolls": [18], "bonus": 2, "total": 20,
+                                             "seed": 20261203}
+    assert result["tool_result"]["summary"] == "1d20+2 → [18] + 2 = 20"
     text = _run(["show", "1"], env).stdout
-    assert f"roll_dice 1d20+2 → [{rolled['rolls'][0]}] + 2 = {rolled['total']}" in text
+    assert "roll_dice 1d20+2 → [18] + 2 = 20" in text
 
     traces = json.loads(_run(["trace", "list", "--playthrough", "1", "--json"], env).stdout)
     assert len(traces) == 2

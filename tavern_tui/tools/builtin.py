@@ -37,18 +37,29 @@ def dice_summary(expression: str, rolls: Sequence[int], bonus: int, total: int) 
     return f"{expression} → [{', '.join(str(r) for r in rolls)}]{extra} = {total}"
 
 
+SEED_MAX = 2**53 - 1
+"""Largest `seed` `roll_dice` takes (JSON's safe integers)."""
+
+
 class RollDice:
-    """`roll_dice(expression)`: rolls droll notation; returns `{"expression", "rolls", "bonus",
-    "total"}` as JSON. A bad expression is a `ToolFailed` the model reads, not an exception of ours.
+    """`roll_dice(expression, seed?)`: rolls droll notation; returns `{"expression", "rolls",
+    "bonus", "total"}` (and `seed` when one was given) as JSON. A bad expression is a
+    `ToolFailed` the model reads, not an exception of ours.
+
+    Each die is `1 + floor(r * sides)` for a float `r` in [0, 1) (`text.dice`, as droll and
+    `{{roll}}` take `Math.random()`). With `seed`, the floats come from `random.Random(seed)`,
+    so the same call always rolls the same (a replayable roll; ours, not SillyTavern's).
 
     Args:
-        rand: floats in [0, 1) (injectable for tests).
+        rand: floats in [0, 1) when no seed is given (injectable for tests).
     """
 
     spec = ToolSpec(ROLL_DICE, "Roll dice for the story, as SillyTavern's {{roll}} does. Returns each die and the "
                     "total as JSON.",
                     {"type": "object", "properties": {"expression": {
-                        "type": "string", "description": "Dice notation: NdM, NdM+K, NdM-K or dM (e.g. 2d6+1, d20)"}},
+                        "type": "string", "description": "Dice notation: NdM, NdM+K, NdM-K or dM (e.g. 2d6+1, d20)"},
+                        "seed": {"type": "integer", "minimum": 0, "maximum": SEED_MAX,
+                                 "description": "Optional: the same seed always gives the same roll"}},
                      "required": ["expression"], "additionalProperties": False}, "safe", "builtin")
 
     def __init__(self, rand: Callable[[], float] = random.random) -> None:
@@ -60,9 +71,13 @@ class RollDice:
         if dice is None:
             raise ToolFailed(f"{expression!r} is not dice notation: use NdM, NdM+K, NdM-K or dM "
                              f"(at most {MAX_DICE} dice of at most {MAX_SIDES} sides)")
-        rolls = dice.roll(self.rand)
+        seed = arguments.get("seed")
+        rand = random.Random(seed).random if isinstance(seed, int) else self.rand
+        rolls = dice.roll(rand)
         total = sum(rolls) + dice.bonus
-        result = {"expression": expression, "rolls": rolls, "bonus": dice.bonus, "total": total}
+        result: dict[str, Any] = {"expression": expression, "rolls": rolls, "bonus": dice.bonus, "total": total}
+        if isinstance(seed, int):
+            result["seed"] = seed
         return json.dumps(result), dice_summary(expression, rolls, dice.bonus, total)
 
 
