@@ -17,7 +17,8 @@ from tests.test_cli import SECRET, _run, cli_env  # noqa: F401 - the fixture is 
 SERVER = str(Path(__file__).with_name("mcp_lab_server.py"))
 
 
-def test_a_roll_for_initiative_shows_in_chat_show_and_trace(cli_env: dict[str, str], corpus_dir: Path) -> None:  # noqa: F811
+def test_a_roll_for_initiative_shows_in_chat_show_and_trace(cli_env: dict[str, str], corpus_dir: Path,  # noqa: F811
+                                                             tmp_path: Path) -> None:
     assert _run(["import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")], cli_env).returncode == 0
     env = {**cli_env, "TAVERN_TOOLS": "roll_dice"}
     with LoopbackServer() as server:
@@ -53,6 +54,13 @@ def test_a_roll_for_initiative_shows_in_chat_show_and_trace(cli_env: dict[str, s
     assert "roll_dice" in json.dumps(second)
     verified = _run(["trace", "verify", traces[1]["id"]], env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "tools ok" in verified.stdout
+    for trace, sent in zip(traces, requests):  # export writes each step's body as posted, tools included
+        target = tmp_path / f"step-{trace['id'].replace(':', '-')}.json"
+        exported = _run(["trace", "export", trace["id"], str(target)], env)
+        assert exported.returncode == 0, exported.stderr
+        assert "messages, 1 tool)" in exported.stdout
+        assert json.loads(target.read_text(encoding="utf-8")) == sent
 
 
 def test_tools_lists_risk_and_allowed_state(cli_env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811

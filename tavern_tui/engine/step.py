@@ -673,8 +673,10 @@ class _TurnStep:
 
 
 def _turn_header(turn: _TurnStep) -> dict[str, Any]:
-    """`request/header` fields of a step in a tool turn: the tools offered (names, schema hash)."""
-    return {"tools": tools_digest(turn.tools), "step": turn.step}
+    """`request/header` fields of a step in a tool turn: the tools offered (names, schema hash,
+    and the array itself, `offered`, so an export or a replay sends it exactly; it holds no
+    secret: `Toolbox.offered` scrubs configured ones) and the step number."""
+    return {"tools": {**tools_digest(turn.tools), "offered": [dict(t) for t in turn.tools]}, "step": turn.step}
 
 
 def _turn_trace(turn: _TurnStep) -> dict[str, Any]:

@@ -223,7 +223,7 @@ class Tavern:
     def traces(self) -> TraceService:
         from tavern_tui.service.traces import TraceService
 
-        return TraceService(self.ctx, self.playthroughs, self.timeline)
+        return TraceService(self.ctx, self.playthroughs, self.timeline, lambda: self.tools)
 
     @_area
     def chat_files(self) -> ChatFileService:
