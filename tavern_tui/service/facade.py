@@ -196,7 +196,7 @@ class Tavern:
     def tools(self) -> ToolService:
         from tavern_tui.service.tools import ToolService
 
-        return ToolService(self.ctx, self.library, self.playthroughs, self.lore)
+        return ToolService(self.ctx, self.library, self.playthroughs, self.lore, self.mvu)
 
     @_area
     def steps(self) -> StepRunner:
