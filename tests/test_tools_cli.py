@@ -55,6 +55,22 @@ def test_a_roll_for_initiative_shows_in_chat_show_and_trace(cli_env: dict[str, s
     verified = _run(["trace", "verify", traces[1]["id"]], env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "tools ok" in verified.stdout
+    # The preview lists what the next request would carry: the built-ins, then each MCP server's.
+    config = tmp_path / "config.toml"
+    config.write_text(f"""
+[tools.mcp.lab]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(SERVER)}, {json.dumps(str(tmp_path / "calls.jsonl"))}]
+risk = {{ echo = "safe", wipe_notes = "high" }}
+""", encoding="utf-8")
+    previewed = _run(["preview", "1"], {**env, "TAVERN_CONFIG": str(config)})
+    assert previewed.returncode == 0, previewed.stderr
+    line = next(x for x in previewed.stdout.splitlines() if x.startswith("tools offered: "))
+    assert line.startswith("tools offered: roll_dice (safe, builtin), lab__echo (safe, mcp:lab), ")
+    assert "lab__wipe_notes (high, mcp:lab, refused)" in line and "lab__crash (unknown, mcp:lab, refused)" in line
+    listed = json.loads(_run(["preview", "1", "--json"], env).stdout)["tools"]
+    assert listed == [{"name": "roll_dice", "risk": "safe", "source": "builtin", "allowed": "allowed"}]
+    assert "tools offered: none" in _run(["preview", "1"], cli_env).stdout
     for trace, sent in zip(traces, requests):  # export writes each step's body as posted, tools included
         target = tmp_path / f"step-{trace['id'].replace(':', '-')}.json"
         exported = _run(["trace", "export", trace["id"], str(target)], env)

@@ -168,5 +168,13 @@ def _error(reason: str, status: str, **detail: Any) -> ToolOutcome:
                        {"reason": reason, "summary": f"error: {reason}", **detail})
 
 
+def offer_line(tools: Sequence[dict[str, Any]]) -> str:
+    """The tools a preview lists, on one line: `roll_dice (safe, builtin), lab__wipe (high,
+    mcp:lab, refused)`; the allowed state is named only when a call would not simply run
+    ("ask": the TUI asks first; "refused"). Input: `ToolService.preview` rows."""
+    return ", ".join(f"{t['name']} ({t['risk']}, {t['source']}"
+                     + (f", {t['allowed']})" if t.get("allowed") not in (None, "allowed") else ")") for t in tools)
+
+
 Asker = Callable[[ToolSpec, dict[str, Any]], Awaitable[str]]
 """Asks the person about one call: returns "once", "always" or "refuse" (the TUI's modal)."""

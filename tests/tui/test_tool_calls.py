@@ -126,3 +126,23 @@ async def test_the_guard_asks_refuse_then_always(tavern: Tavern, model: ToolMode
         await wait_until(pilot, lambda: len(model.requests) == 6 and not chat.generating)
         assert notes.ran == [{"which": "letters"}, {"which": "maps"}]  # not asked again
         assert not isinstance(pilot.app.screen, ToolAskScreen)
+
+
+async def test_the_preview_lists_the_tools_the_request_carries(tavern: Tavern, model: ToolModel,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tavern_tui.tools.guard import Guard
+    from tests.tui.test_strategy import open_strategy
+
+    notes = Notes()
+    guard = Guard()
+    monkeypatch.setattr(tavern.tools, "toolbox", lambda _pid: Toolbox([RollDice(), notes], guard))
+    async with TavernApp(tavern).run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        guard.asker = tavern.tools.guard.asker  # the app's modal asks: an unknown-risk call is "ask"
+        screen = await open_strategy(pilot)
+        assert "tools  roll_dice (safe, builtin), burn_notes (unknown, mcp:lab, ask)" in screen.preview_text
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: pilot.app.screen is chat)
+        await send(pilot, chat, "Hello.")
+        sent = [t["function"]["name"] for t in model.requests[0].tools]
+        assert sent == ["roll_dice", "burn_notes"]  # what the preview listed, in order

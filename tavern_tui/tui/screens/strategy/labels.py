@@ -10,6 +10,7 @@ from textual.content import Content
 
 from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.assembly.strategies import StrategySpec
+from tavern_tui.tools import offer_line
 from tavern_tui.tui.labels import clip, compact_count, plural
 from tavern_tui.views import PresetView
 
@@ -128,6 +129,8 @@ def preview_content(preview: Mapping[str, Any], preset_name: str) -> Content:
                                   (f" ({detail})" if detail else "", "dim")))
     if preview.get("breakdown"):
         parts.append(Content.assemble(("by category  ", "bold"), breakdown_text(dict(preview["breakdown"]))))
+    if preview.get("tools"):  # what the request would carry (issue 19): name, risk, source (none: no line)
+        parts.append(Content.assemble(("tools  ", "bold"), offer_line(list(preview["tools"]))))
     context = preview.get("context")
     if isinstance(context, Mapping) and context.get("limit"):
         # The same figures as the chat's status-line gauge (issue 16).
