@@ -146,3 +146,32 @@ async def test_the_preview_lists_the_tools_the_request_carries(tavern: Tavern, m
         await send(pilot, chat, "Hello.")
         sent = [t["function"]["name"] for t in model.requests[0].tools]
         assert sent == ["roll_dice", "burn_notes"]  # what the preview listed, in order
+
+
+@pytest.mark.usefixtures("no_cursor_blink")
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_of_a_tool_call_and_its_result(snap_compare, tavern: Tavern, model: ToolModel,
+                                                size: tuple[int, int]) -> None:
+    # Seeded, so the roll is the same every run: 2d6 of Random(7) is [2, 1], + 1 = 4.
+    model.scripts = [[TextDelta("*Seraphina tosses two dice onto the table.* "),
+                      calls(("call_1", "roll_dice", '{"expression": "2d6+1", "seed": 7}'))],
+                     [TextDelta("A four. The shadowfang moves first; brace yourself.")]]
+
+    async def roll(pilot: Any) -> None:
+        from tavern_tui.tui.screens.chat import TOKEN_DELAY
+        from tests.tui.conftest import workers_idle
+
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "Roll for initiative!")
+        await wait_until(pilot, lambda: any(b.has_class("-tool") for b in chat.transcript.boxes)
+                         and not chat.generating)
+        [box] = [b for b in chat.transcript.boxes if b.has_class("-tool")]
+        section = box.query_one(".tool-call", Collapsible)
+        assert section.title == "roll_dice 2d6+1 → [2, 1] + 1 = 4"
+        section.collapsed = False  # the call line expanded: its arguments and its result
+        await pilot.pause(TOKEN_DELAY + 0.2)
+        await workers_idle(pilot)
+        chat.transcript.scroll_end(animate=False)
+        await pilot.pause()
+
+    assert snap_compare(TavernApp(tavern), terminal_size=size, run_before=roll)
