@@ -114,11 +114,13 @@ class ToolService:
     def _stateless() -> list[Any]:
         return [RollDice(), LoreSearch(list)]
 
-    def _books(self, playthrough_id: int) -> list[Any]:
+    def _books(self, playthrough_id: int) -> tuple[list[Any], tuple[str, str]]:
+        """The effective books and (character, user) names their `{{char}}`/`{{user}}` read."""
         view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work(write=False) as uow:
             record = uow.characters.get(view.character_id)
-        return self.lore.effective_books(view.id, record, self.library.card(record))
+        books = self.lore.effective_books(view.id, record, self.library.card(record))
+        return books, (view.character_name, view.user_name)
 
     def listing(self) -> dict[str, Any]:
         """Every tool with its risk and allowed state (`tavern tools`): the built-ins (enabled

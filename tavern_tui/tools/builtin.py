@@ -22,6 +22,7 @@ from typing import Any
 
 from tavern_tui.lore.context import SourcedBook
 from tavern_tui.text.dice import MAX_DICE, MAX_SIDES, parse_dice
+from tavern_tui.text.names import substitute_names
 from tavern_tui.tools import ToolFailed, ToolSpec
 
 ROLL_DICE = "roll_dice"
@@ -100,7 +101,8 @@ class LoreSearch:
 
     Args:
         books: returns the playthrough's effective books (`WorldInfoService.effective_books`),
-            read when the tool is called.
+            read when the tool is called, with the names their contents' `{{char}}`/`{{user}}`
+            stand for (None: contents as written), as the prompt's world info shows them.
     """
 
     spec = ToolSpec(LORE_SEARCH, "Search this story's world books (lore) for entries about a name, place or topic. "
@@ -110,7 +112,8 @@ class LoreSearch:
                         "description": "Words to look for in entry titles, keys and contents"}},
                      "required": ["query"], "additionalProperties": False}, "safe", "builtin")
 
-    def __init__(self, books: Callable[[], Sequence[SourcedBook]]) -> None:
+    def __init__(self, books: Callable[[], Sequence[SourcedBook] | tuple[Sequence[SourcedBook], tuple[str, str]]]
+                 ) -> None:
         self.books = books
 
     async def call(self, arguments: dict[str, Any]) -> tuple[str, str]:
@@ -120,7 +123,12 @@ class LoreSearch:
             raise ToolFailed("the query has no words to search for")
         scored: list[tuple[int, int, dict[str, Any]]] = []
         position = 0
-        books = await asyncio.to_thread(self.books)  # may read the database: off the event loop
+        found = await asyncio.to_thread(self.books)  # may read the database: off the event loop
+        books, names = found if isinstance(found, tuple) else (found, None)
+
+        def shown(text: str) -> str:
+            return substitute_names(text, names[0], names[1]) if names is not None else text
+
         for sourced in books:
             for entry in sourced.book.entries:
                 if entry.disable:
@@ -133,8 +141,8 @@ class LoreSearch:
                 if score:
                     scored.append((-score, position, {
                         "book": sourced.book.name, "title": entry.comment, "keys": list(entry.key),
-                        "content": entry.content[:LORE_ENTRY_CHARS]
-                        + ("…" if len(entry.content) > LORE_ENTRY_CHARS else "")}))
+                        "content": shown(entry.content)[:LORE_ENTRY_CHARS]
+                        + ("…" if len(shown(entry.content)) > LORE_ENTRY_CHARS else "")}))
         scored.sort(key=lambda item: (item[0], item[1]))
         best = [item[2] for item in scored[:LORE_RESULTS]]
         titles = ", ".join(e["title"] or "(untitled)" for e in best) or "nothing found"

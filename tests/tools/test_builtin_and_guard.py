@@ -75,6 +75,14 @@ async def test_lore_search_ranks_title_then_keys_then_content_and_bounds() -> No
     assert summary == "'Ashford keep' → Ashford Keep, Mill, Walls"
 
 
+async def test_lore_search_shows_contents_with_the_names_filled_in() -> None:
+    # As the prompt's world info reads them: {{char}}/{{user}} (any case, and <USER>) are the names.
+    entries = book(WorldInfoEntry(1, key=["glade"], comment="Glade",
+                                  content='{{user}}: "Where?"\n{{Char}}: "My glade, <USER>."'))
+    text, _ = await LoreSearch(lambda: (entries, ("Seraphina", "Ada"))).call({"query": "glade"})
+    assert json.loads(text)["entries"][0]["content"] == 'Ada: "Where?"\nSeraphina: "My glade, Ada."'
+
+
 SCHEMA_TOOL = ToolSpec("note", "n", {"type": "object", "properties": {"text": {"type": "string", "maxLength": 5}},
                                       "required": ["text"], "additionalProperties": False}, "safe")
 

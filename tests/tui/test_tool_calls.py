@@ -175,3 +175,28 @@ def test_snapshot_of_a_tool_call_and_its_result(snap_compare, tavern: Tavern, mo
         await pilot.pause()
 
     assert snap_compare(TavernApp(tavern), terminal_size=size, run_before=roll)
+
+
+def test_a_drafts_preview_lists_the_tools_too(tavern: Tavern) -> None:
+    from tavern_tui.tui.screens.draft import preview_text
+
+    seraphina = tavern.library.find_character("Seraphina")
+    draft = tavern.openings.new_draft(seraphina.id)
+    shown = tavern.steps.preview_draft(draft.id)
+    assert shown["tools"] == [{"name": "roll_dice", "risk": "safe", "source": "builtin", "allowed": "allowed"}]
+    assert preview_text(shown).splitlines()[1] == "tools offered: roll_dice (safe, builtin)"
+
+
+async def test_the_trace_pane_names_the_tools_offered_and_the_results(tavern: Tavern, model: ToolModel) -> None:
+    from tests.tui.test_trace_pane import open_trace
+
+    model.scripts = [[calls(("call_1", "roll_dice", '{"expression": "d20", "seed": 7}'))], [TextDelta("Six.")]]
+    async with TavernApp(tavern).run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "Roll.")
+        await wait_until(pilot, lambda: len(model.requests) == 2 and not chat.generating)
+        screen = await open_trace(pilot)
+        text = screen.detail_text  # the newest request: the step after the roll
+        assert "tools offered  roll_dice (schemas sha256 " in text
+        assert "turn step  2, after the tool results below" in text
+        assert "  result roll_dice [ok]" in text
