@@ -127,7 +127,8 @@ class ToolService:
         or not), then each MCP server's (starting the servers), and each server's state.
 
         Returns:
-            `{"tools": [{"name", "source", "risk", "enabled", "allowed", "description"}],
+            `{"tools": [{"name", "source", "risk", "enabled", "allowed", "description"(,
+            "only_with": "MVU state" for the state tools, offered only to a chat that has it)}],
             "servers": [{"name", "state", "error", "tools"}], "max_steps"}`; `allowed` is
             "allowed", "ask" (the TUI asks) or "refused".
         """
@@ -141,7 +142,8 @@ class ToolService:
             except Exception as exc:  # noqa: BLE001 - a listing still shows the built-ins
                 self.mcp.problems.append(f"listing the MCP servers failed: {exc}")
         tools = [{"name": s.name, "source": s.source, "risk": s.risk, "enabled": on,
-                  "allowed": self.guard.state(s) if on else "off", "description": s.description}
+                  "allowed": self.guard.state(s) if on else "off", "description": s.description,
+                  **({"only_with": "MVU state"} if s.name in STATE_TOOLS else {})}
                  for s, on in specs]
         return {"tools": tools, "servers": self.mcp.status() if self.mcp is not None else [],
                 "problems": list(self.mcp.problems) if self.mcp is not None else [],

@@ -181,5 +181,6 @@ async def test_state_tools_only_with_mvu_state(server: LoopbackServer, db_url: s
         assert [t.spec.name for t in off.tools.toolbox(pid).builtins.values()] == ["roll_dice"]  # off unless enabled
         listed = {t["name"]: t["enabled"] for t in off.tools.listing()["tools"]}
         assert listed == {"roll_dice": True, "lore_search": False, "mvu_read": False, "mvu_update": False}
+        assert [t.get("only_with") for t in off.tools.listing()["tools"]] == [None, None, "MVU state", "MVU state"]
     finally:
         off.close()

@@ -141,6 +141,7 @@ async def test_the_preview_lists_the_tools_the_request_carries(tavern: Tavern, m
         guard.asker = tavern.tools.guard.asker  # the app's modal asks: an unknown-risk call is "ask"
         screen = await open_strategy(pilot)
         assert "tools  roll_dice (safe, builtin), burn_notes (unknown, mcp:lab, ask)" in screen.preview_text
+        assert " tokens · 2 tools (listed below)" in screen.preview_text.splitlines()[0]
         await pilot.press("escape")
         await wait_until(pilot, lambda: pilot.app.screen is chat)
         await send(pilot, chat, "Hello.")

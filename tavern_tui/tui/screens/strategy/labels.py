@@ -103,6 +103,7 @@ def preview_content(preview: Mapping[str, Any], preset_name: str) -> Content:
     parts: list[Content] = [Content.assemble(
         (f"{preview.get('strategy', '?')}", "bold"), f" with {preset_name} · ",
         f"{plural(len(messages), 'message')} · ~{tokens.get('total', '?')} tokens",
+        f" · {plural(len(preview['tools']), 'tool')} (listed below)" if preview.get("tools") else "",
         ("  (the next request if nothing is typed)", "dim"))]
     attributed: Sequence[Any] = preview.get("parts") or []
     for position, message in enumerate(messages):
