@@ -138,3 +138,20 @@ async def test_a_changed_or_unrecorded_array_is_never_sent(db_url: str, server: 
     assert not check.ok and check.tools_status == "changed"
     assert len(server.requests) == 1  # nothing was sent again
     tavern.close()
+
+
+async def test_a_retry_without_tools_exports_without_them(db_url: str, server: LoopbackServer,  # noqa: F811
+                                                          playthrough: Any) -> None:  # noqa: F811
+    tavern = make_tavern(db_url, server)
+    pid = playthrough(tavern)
+    server.enqueue_json(400, {"error": {"message": "this model does not support tools"}})
+    server.enqueue_sse(sse_chunks_for("No dice."))
+    await drain(tavern.steps.send(pid, "Roll?"))
+    first, retry = (r.json for r in server.requests)
+    assert "tools" in first and "tools" not in retry
+    records = [e for e in session_events(tavern, pid) if e.kind == "trace/request"]
+    assert [r.body.get("attempt", 1) for r in records] == [1, 2]
+    for record, sent in zip(records, (first, retry)):
+        shown = tavern.traces.request_bodies(f"{record.ref[0]}:{record.ref[1]}")
+        assert shown["body"] == sent  # each attempt as it was posted: the retry without tools
+    tavern.close()

@@ -242,7 +242,9 @@ class TraceService:
                    "source": sent[c.position].get("source"), "ref": list(c.ref), "status": c.status,
                    "detail": c.detail} for c in result.checks]
         model = str(record.get("model") or "")
-        body = (wire_body(model, list(result.messages), result.config, result.tools or ())  # type: ignore[arg-type]
+        omitted = dict(record.get("omitted") or {})
+        sent_tools = () if "tools" in omitted else (result.tools or ())  # a retry the server made without them
+        body = (wire_body(model, list(result.messages), result.config, sent_tools)  # type: ignore[arg-type]
                 if result.sendable else None)
         return {"id": trace_id, "ok": result.ok, "tools": result.tools, "tools_status": result.tools_status,
                 "provider": str(record.get("provider", "")), "model": model,
