@@ -154,4 +154,7 @@ async def test_a_retry_without_tools_exports_without_them(db_url: str, server: L
     for record, sent in zip(records, (first, retry)):
         shown = tavern.traces.request_bodies(f"{record.ref[0]}:{record.ref[1]}")
         assert shown["body"] == sent  # each attempt as it was posted: the retry without tools
+    server.enqueue_sse(sse_chunks_for("Still no dice."))
+    await drain(tavern.traces.replay(f"{records[1].ref[0]}:{records[1].ref[1]}"))
+    assert "tools" not in server.requests[-1].json and server.requests[-1].json["messages"] == retry["messages"]
     tavern.close()

@@ -305,7 +305,8 @@ class TraceService:
                           meta={"strategy": view.strategy, "replay_of": trace_id},
                           request=tuple(messages), request_parts=tuple({"source": "replay"} for _ in messages))
         tools: dict[str, Any] = {}
-        if result.tools:  # the array it sent, sent again; a call runs through today's toolbox (guard and all)
+        retried_without = "tools" in (self._trace_event(trace_id).body.get("omitted") or {})
+        if result.tools and not retried_without:  # the array it sent, again; a call runs through today's toolbox
             live = self.tools.toolbox(playthrough_id) if self.tools is not None else None
             tools = {"tools": RecordedOffer(result.tools, live),
                      "max_steps": self.tools.max_steps if self.tools is not None else DEFAULT_MAX_STEPS}
