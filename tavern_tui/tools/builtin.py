@@ -201,7 +201,9 @@ class MvuRead:
             there = lodash_get(snapshot, parent) if parent else snapshot
             keys = ", ".join(list(there)[:30]) if isinstance(there, dict) else "(not an object)"
             raise ToolFailed(f"no value at {inside!r}; {parent or 'the snapshot'} has: {keys}")
-        return json.dumps({"path": inside, "value": value}, ensure_ascii=False), inside
+        shown = json.dumps(value, ensure_ascii=False)
+        shown = shown if len(shown) <= 60 else shown[:59] + "…"
+        return json.dumps({"path": inside, "value": value}, ensure_ascii=False), f"{inside} = {shown}"
 
 
 class MvuUpdate:

@@ -79,6 +79,9 @@ async def test_read_then_update_then_the_replys_block_all_commit_in_order(server
         assert read.outcome.status == "ok"
         value = json.loads(read.event.content)
         assert value["path"] == "stat_data.理.好感度" and value["value"][0] == 15  # read before the update ran
+        # The transcript's one line names the value (this one is under the 60-character cut).
+        shown = json.dumps(value["value"], ensure_ascii=False)
+        assert read.outcome.detail["summary"] == f"stat_data.理.好感度 = {shown}"
         assert update.outcome.status == "ok"
         assert json.loads(update.event.content)["changes"] == [
             {"type": "add", "path": "理.好感度", "old": 15, "new": 20, "reason": "牧师很亲切",
