@@ -6,7 +6,7 @@ was (or was not) executed.
 
 Tools: `echo` (safe: returns its text), `wipe_notes` (risky: pretends to delete), `slow`
 (sleeps), `crash` (the process exits at once), `environment` (the names and values it was
-started with, to prove the API key never reaches a tool).
+started with, to prove the API key never reaches a tool), `pid` (its process id, to prove it stops).
 """
 
 from __future__ import annotations
@@ -61,6 +61,12 @@ def environment() -> str:
     """The environment this server runs with."""
     record("environment", {})
     return json.dumps(dict(os.environ))
+
+
+@app.tool()
+def pid() -> str:
+    """The server's process id (to prove it is stopped on exit)."""
+    return str(os.getpid())
 
 
 app.run("stdio")

@@ -7,7 +7,9 @@ the trace names it; an allowed one runs."""
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,11 +47,34 @@ def manager(tmp_path: Path) -> Iterator[McpManager]:
 
 async def test_listing_is_namespaced_with_schemas_and_risk(manager: McpManager) -> None:
     specs = {s.name: s for s in await manager.tools()}
-    assert set(specs) == {"lab__echo", "lab__wipe_notes", "lab__slow", "lab__crash", "lab__environment"}
+    assert set(specs) == {"lab__echo", "lab__wipe_notes", "lab__slow", "lab__crash", "lab__environment", "lab__pid"}
     assert specs["lab__echo"].risk == "safe" and specs["lab__wipe_notes"].risk == "unknown"
     assert specs["lab__echo"].parameters["properties"]["text"]["type"] == "string"
     assert specs["lab__echo"].parameters["required"] == ["text"]
     assert manager.status()[0]["state"] == "running"
+
+
+async def test_started_on_first_use_and_stopped_on_exit(tmp_path: Path) -> None:
+    made = McpManager([lab(tmp_path / "calls.jsonl", risk={"pid": "safe"})], secrets=[KEY])
+    try:
+        assert made.status()[0]["state"] == "new"  # declared, not started: nothing runs until a turn needs it
+        specs = {s.name: s for s in await made.tools()}
+        assert made.status()[0]["state"] == "running"
+        text, _ = await made.call(specs["lab__pid"], {})
+        pid = int(text)
+        os.kill(pid, 0)  # alive
+    finally:
+        made.close()
+    assert made.status()[0]["state"] == "stopped"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the MCP server (pid {pid}) still runs after close()")
 
 
 async def test_a_call_and_a_timeout(manager: McpManager, tmp_path: Path) -> None:

@@ -95,7 +95,8 @@ async def test_call_result_final_reply(db_url: str, server: LoopbackServer, play
     header = next(e for e in events if e.kind == "request/header")
     schemas = json.dumps(first["tools"], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     assert header.body["tools"] == {"names": ["roll_dice", "lore_search"],
-                                    "sha256": hashlib.sha256(schemas.encode()).hexdigest()}
+                                    "sha256": hashlib.sha256(schemas.encode()).hexdigest(),
+                                    "offered": first["tools"]}  # the array as sent, for export and replay
     for trace in traces:  # verify rebuilds the calls and results exactly as sent
         check = tavern.traces.verify_trace(f"{trace.ref[0]}:{trace.ref[1]}")
         assert check.ok

@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -432,6 +432,23 @@ class _Lease:
             pass  # left behind, the row names this live process and a token it no longer holds: taken over
 
 
+@dataclass(frozen=True, slots=True)
+class StepOptions:
+    """How a step (or a turn with tools) runs: `run_step`'s keywords, passed down whole to the
+    single step and the tool turn, so the three never repeat their lists (meanings as `run_step`)."""
+
+    generation: Generation = Generation()
+    checkpoint_every: float = CHECKPOINT_EVERY
+    clock: Callable[[], float] = time.monotonic
+    stale_after: float = 75.0
+    now: Callable[[], datetime] = _utc_now
+    claim: bool = False
+    claims: StepClaims | None = None
+    tools: ToolRunner | None = None
+    max_steps: int = DEFAULT_MAX_STEPS
+    at_boundary: BoundaryClaim | None = None
+
+
 async def run_step(
     log: SessionLog | AsyncSessionLog,
     session_id: int,
@@ -454,16 +471,15 @@ async def run_step(
     settlement: a second step in the playthrough meanwhile gets `StepBusy`, and a killed
     owner's claim is taken over by the next step at once. Arguments, yields and errors as
     `_run_step`; with `tools`, the whole turn (`_tool_turn`: calls, results and the next steps,
-    at most `max_steps` requests, steers claimed at each boundary by `at_boundary`) holds it."""
+    at most `max_steps` requests, steers claimed at each boundary by `at_boundary`) holds it.
+    The keywords travel as one `StepOptions`."""
+    options = StepOptions(generation, checkpoint_every, clock, stale_after, now, claim, claims, tools, max_steps,
+                          at_boundary)
     lease = _Lease(claims, max(1.0, min(10.0, stale_after / 3)))
     if tools is not None and generation.type in TOOL_GENERATIONS:
-        steps = _tool_turn(log, session_id, provider, assemble, text, generation=generation,
-                           checkpoint_every=checkpoint_every, clock=clock, stale_after=stale_after, now=now,
-                           claim=claim, lease=lease, tools=tools, max_steps=max_steps, at_boundary=at_boundary)
+        steps = _tool_turn(log, session_id, provider, assemble, text, options, lease, tools)
     else:
-        steps = _run_step(log, session_id, provider, assemble, text, generation=generation,
-                          checkpoint_every=checkpoint_every, clock=clock, stale_after=stale_after, now=now,
-                          claim=claim, lease=lease)
+        steps = _run_step(log, session_id, provider, assemble, text, options, lease)
     try:
         async with aclosing(steps):
             async for update in steps:
@@ -478,13 +494,7 @@ async def _run_step(
     provider: Provider,
     assemble: Assembler,
     text: str | None,
-    *,
-    generation: Generation,
-    checkpoint_every: float,
-    clock: Callable[[], float],
-    stale_after: float,
-    now: Callable[[], datetime],
-    claim: bool,
+    options: StepOptions,
     lease: _Lease | None,
     turn: _TurnStep | None = None,
 ) -> AsyncIterator[StepUpdate]:
@@ -504,6 +514,8 @@ async def _run_step(
         text: what the person submitted, queued in the inbox and claimed with whatever was
             pending before it (one batch, one `user/message` each, in order); None for a step
             without new input (regenerate, swipe, continue, impersonate) unless `claim`.
+        options: how it runs (`StepOptions`; its `tools`, `max_steps`, `at_boundary` and
+            `claims` are the turn's and `run_step`'s, unused here):
         generation: what the step asks the model for (continue text, impersonation, …).
         checkpoint_every: seconds between `stream/checkpoint` events while streaming at most
             (coalesced). A checkpoint the database refuses (busy) is skipped: the text stays
@@ -534,6 +546,7 @@ async def _run_step(
             stores an empty cancelled attempt (no `StepStarted` is yielded), so no step is
             left open.
     """
+    generation, checkpoint_every, clock, now = options.generation, options.checkpoint_every, options.clock, options.now
     alog = awaited_log(log)
     placeholder = bool(getattr(provider, "placeholder", False))
     reply_origin, reply_source = (Origin.ENGINE, PLACEHOLDER_SOURCE) if placeholder else (None, None)
@@ -544,7 +557,7 @@ async def _run_step(
     # The opening runs to its end even if cancelled meanwhile: half of it would leave a header
     # without a settlement (the session then looks busy) or an input without its step.
     opened, early_cancel = await until_done(_open(alog, session_id, provider, assemble, text, generation,
-                                                  stale_after, now, claim, lease, turn))
+                                                  options.stale_after, now, options.claim, lease, turn))
     user_event, trace_event, request, model = opened.user_event, opened.trace_event, opened.request, opened.model
     retries_recorded = False
     if early_cancel is None:
@@ -692,8 +705,10 @@ class _TurnStep:
 
 
 def _turn_header(turn: _TurnStep) -> dict[str, Any]:
-    """`request/header` fields of a step in a tool turn: the tools offered (names, schema hash)."""
-    return {"tools": tools_digest(turn.tools), "step": turn.step}
+    """`request/header` fields of a step in a tool turn: the tools offered (names, schema hash,
+    and the array itself, `offered`, so an export or a replay sends it exactly; it holds no
+    secret: `Toolbox.offered` scrubs configured ones) and the step number."""
+    return {"tools": {**tools_digest(turn.tools), "offered": [dict(t) for t in turn.tools]}, "step": turn.step}
 
 
 def _turn_trace(turn: _TurnStep) -> dict[str, Any]:
@@ -721,17 +736,9 @@ async def _tool_turn(
     provider: Provider,
     assemble: Assembler,
     text: str | None,
-    *,
-    generation: Generation,
-    checkpoint_every: float,
-    clock: Callable[[], float],
-    stale_after: float,
-    now: Callable[[], datetime],
-    claim: bool,
+    options: StepOptions,
     lease: _Lease | None,
     tools: ToolRunner,
-    max_steps: int,
-    at_boundary: BoundaryClaim | None,
 ) -> AsyncIterator[StepUpdate]:
     """A turn with tools (seed 000 §1: "tool-call → tool-role tool/result → perhaps the next
     step"): a step; when its reply asks for tools, each call runs (`_run_calls`) and its
@@ -744,15 +751,14 @@ async def _tool_turn(
     Arguments, other yields and errors as `_run_step`.
     """
     alog = awaited_log(log)
-    limit = max(1, max_steps)
+    limit = max(1, options.max_steps)
     turn = _TurnStep(1, await tools.offered())
-    step_text, step_claim, step_generation = text, claim, generation
+    step_text, step_options = text, options
     while True:
         settled: StepSettled | None = None
         started: StepStarted | None = None
-        steps = _run_step(log, session_id, provider, assemble, step_text, generation=step_generation,
-                          checkpoint_every=checkpoint_every, clock=clock, stale_after=stale_after, now=now,
-                          claim=step_claim, lease=lease if turn.step == 1 else None, turn=turn)
+        steps = _run_step(log, session_id, provider, assemble, step_text, step_options,
+                          lease if turn.step == 1 else None, turn)
         async with aclosing(steps):
             async for update in steps:
                 if isinstance(update, StepStarted):
@@ -781,14 +787,14 @@ async def _tool_turn(
                 done.add(call.id)
                 results.append(result_summary(stored.ref, stored.body))
                 yield ToolResultStored(stored, call, outcome)
-            steers = await _claim_steers(alog, session_id, at_boundary, stale_after, now)
+            steers = await _claim_steers(alog, session_id, options.at_boundary, options.stale_after, options.now)
         except (asyncio.CancelledError, GeneratorExit):
             await until_done(_answer_cancelled(alog, session_id, pending_calls(calls, done)))
             raise
         turn = _TurnStep(turn.step + 1, await tools.offered(), turn.first or started.trace, started.trace,
                          tuple(results), steers)
-        step_text, step_claim = None, False
-        step_generation = Generation(generation.type)  # no continue text, no one-off instruction
+        step_text = None  # no continue text, no one-off instruction, nothing more to claim
+        step_options = replace(options, generation=Generation(options.generation.type), claim=False)
 
 
 async def _run_call(tools: ToolRunner, call: ToolCall) -> ToolOutcome:

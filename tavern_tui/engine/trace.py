@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind, wire_message
+from tavern_tui.engine.tooling import tools_digest
 
 TRACE_REQUEST = "trace/request"
 """Event kind of a trace record (one per step's request; its attempts are recorded at settle)."""
@@ -77,19 +78,36 @@ class MessageCheck:
     detail: str = ""
 
 
+TOOLS_STATUSES = ("none", "ok", "changed", "missing", "unrecorded")
+"""verify's verdict on a request's `tools`: none were offered; the array kept with the request
+header hashes as the trace recorded; it no longer does; the header is gone; or the trace predates
+keeping the array (names and hash only: the request cannot be sent again exactly, the messages
+still verify)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Verification:
     """The result of `verify`: per-message checks, the rebuilt array (only bodies that still
-    hash as sent) and the recorded call config."""
+    hash as sent), the recorded call config, and the `tools` array sent (None unless
+    `tools_status` is "ok")."""
 
     checks: list[MessageCheck]
     messages: list[dict[str, Any] | None]
     config: dict[str, Any]
+    tools: list[dict[str, Any]] | None = None
+    tools_status: str = "none"
 
     @property
     def ok(self) -> bool:
-        """True when every message rebuilt to the exact bytes sent."""
-        return all(c.status == "ok" for c in self.checks)
+        """True when every message rebuilt to the exact bytes sent and the tools array, if one
+        was kept, still hashes as sent."""
+        return all(c.status == "ok" for c in self.checks) and self.tools_status not in ("changed", "missing")
+
+    @property
+    def sendable(self) -> bool:
+        """True when the whole request can be sent again exactly (export, replay): `ok`, and the
+        tools, if any were offered, kept whole."""
+        return self.ok and self.tools_status in ("none", "ok")
 
 
 def request_message_of(event: Event, index: int | None) -> dict[str, Any] | None:
@@ -130,7 +148,10 @@ def verify(record: dict[str, Any],
         changed; a changed body is never silently replaced) and the recorded config.
     """
     sent = [SentMessage.from_json(m) for m in record.get("messages", [])]
-    events = read(sorted({m.ref for m in sent}))
+    digest = record.get("tools") if isinstance(record.get("tools"), dict) else None
+    header = tuple(record.get("header") or ())
+    wants_tools = bool(digest and digest.get("names")) and len(header) == 2
+    events = read(sorted({m.ref for m in sent} | ({header} if wants_tools else set())))  # type: ignore[arg-type]
     checks: list[MessageCheck] = []
     rebuilt: list[dict[str, Any] | None] = []
     for position, entry in enumerate(sent):
@@ -145,4 +166,17 @@ def verify(record: dict[str, Any],
         else:
             checks.append(MessageCheck(position, "ok", entry.ref))
             rebuilt.append(message)
-    return Verification(checks, rebuilt, dict(record.get("config", {})))
+    tools, status = None, "none"
+    if wants_tools:
+        assert digest is not None
+        event = events.get(header)  # type: ignore[call-overload]
+        kept = (event.body.get("tools") or {}).get("offered") if event is not None else None
+        if event is None:
+            status = "missing"
+        elif not isinstance(kept, list):
+            status = "unrecorded"
+        elif tools_digest(kept)["sha256"] != digest.get("sha256"):
+            status = "changed"
+        else:
+            tools, status = kept, "ok"
+    return Verification(checks, rebuilt, dict(record.get("config", {})), tools, status)

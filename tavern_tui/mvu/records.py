@@ -9,7 +9,9 @@ one of the latest message on the surface that has one. Part body: `{"message": [
 seq] | null, "record": {stat_data, schema, display_data, delta_data, initialized_lorebooks}, "record_text": the
 same record as JSON text in its own key order (bodies are stored with sorted keys), "init"?: true,
 "changes": […], "refused": […]}`; `base` names the commit it was computed from (compare-and-set: a commit whose
-base is not the record then in force is refused by the fold, as the writer refuses it on a stale read).
+base is not the record then in force is refused by the fold, as the writer refuses it on a stale read). A message may
+hold a chain of commits (its reply's, then each state-tool update made while it asked for tools: ours, issue 19):
+each later one names the one before as its base, and the newest is the message's record.
 """
 
 from __future__ import annotations
@@ -103,7 +105,11 @@ def _fold(events: Iterable[Event], visible: set[tuple[int, int]] | None
         if len(message) != 2 or message not in order:
             continue
         base = tuple(part["base"]) if part.get("base") else None
-        if not part.get("init") and base != in_force(order[message]):  # type: ignore[index]
+        own = by_message.get(message)  # type: ignore[call-overload]
+        # A later commit on the same message (a state tool's update, after the reply's own) names
+        # that message's commit as its base; any other names the record in force before the message.
+        if not part.get("init") and base != in_force(order[message]) \
+                and (own is None or base != own[0].ref):  # type: ignore[index]
             continue  # computed from a record no longer in force: refused (compare-and-set)
         by_message[message] = (event, part)  # type: ignore[index]
         accepted.append((order[message], message))  # type: ignore[arg-type,index]

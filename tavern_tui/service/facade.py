@@ -197,7 +197,7 @@ class Tavern:
     def tools(self) -> ToolService:
         from tavern_tui.service.tools import ToolService
 
-        return ToolService(self.ctx, self.library, self.playthroughs, self.lore)
+        return ToolService(self.ctx, self.library, self.playthroughs, self.lore, self.mvu)
 
     @_area
     def steps(self) -> StepRunner:
@@ -224,7 +224,7 @@ class Tavern:
     def traces(self) -> TraceService:
         from tavern_tui.service.traces import TraceService
 
-        return TraceService(self.ctx, self.playthroughs, self.timeline)
+        return TraceService(self.ctx, self.playthroughs, self.timeline, lambda: self.tools)
 
     @_area
     def chat_files(self) -> ChatFileService:

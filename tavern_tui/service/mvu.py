@@ -388,6 +388,46 @@ class MvuService:
                 return message
         return None
 
+    def commit_commands(self, playthrough_id: int, text: str) -> MvuView:
+        """Run MVU commands written by a state tool (`mvu_update`, issue 19) on the record at the head and commit
+        the result, exactly as an update block in a reply is run and committed (`update_variables`: the same
+        command parsing, schema checks and refusals; `_append`: the same compare-and-set, recomputed on a base
+        that moved). The commit (origin "tool") belongs to the newest message on the surface, the reply that
+        asked for the tool, chained after that message's own commit if it has one (`mvu.records`). Nothing is
+        committed when no command changed anything.
+
+        Returns:
+            The record after, its `changes` and `refused` (each skipped command with MVU's reason); `committed`
+            False when nothing changed (no command found, or all refused).
+
+        Raises:
+            TavernError: the playthrough has no MVU state.
+            StoreBusy: the base kept moving `CAS_TRIES` times.
+        """
+        view = self.playthroughs.playthrough(playthrough_id)
+        _view, _books, _primary, _greetings, macros = self._material(playthrough_id)
+        for _ in range(CAS_TRIES):
+            events = self.surface_events(view.session_id)
+            surface = surface_of(events)
+            visible = {m.ref for m in surface}
+            head = mvu_head(events, visible)
+            if head.record is None:
+                raise TavernError("this chat has no MVU state (its card has no [InitVar] entries or <initvar> "
+                                  "greeting)")
+            messages = [e for e in events if e.ref in visible
+                        and e.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.USER_MESSAGE)]
+            outcome = update_variables(text, head.record, substitute=self._expander(macros))
+            changes = [c.to_json() for c in outcome.changes]
+            refused = [r.to_json() for r in outcome.refused]
+            if not changes:
+                return MvuView(playthrough_id, head.record, False, head.message, changes, refused)
+            target = messages[-1].ref
+            part = commit_part(target, head.commit, outcome.record, changes=changes, refused=refused)
+            if self._append(view.session_id, events, part, origin="tool") is not None:
+                return MvuView(playthrough_id, outcome.record, True, target, changes, refused)
+            logger.info("MVU tool commit on a stale base in session %s: recomputed", view.session_id)
+        raise StoreBusy("the MVU state of this chat kept changing while a tool updated it; try again")
+
 
 # -- file tools (`tavern mvu …`): no store -------------------------------------------------------------------
 

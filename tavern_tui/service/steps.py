@@ -385,7 +385,8 @@ class StepRunner:
     def preview_selection(self, playthrough_id: int, text: str = "", *, strategy: str | None = None,
                           preset: int | None | bool = False, lore: Sequence[int] = ()) -> dict[str, Any]:
         """`preview` with other selections, binding nothing (issue 20 item 3: `tavern preview
-        --strategy/--preset/--lore` and the TUI's preview): `preset` a preset id to use instead
+        --strategy/--preset/--lore` and the TUI's preview), plus `tools`, the tools the request
+        would carry (`_with_tools`; MCP servers are started to list theirs): `preset` a preset id to use instead
         of the bound one (None: the built-in default; False: the bound one), `lore` world-book
         ids added to the chat lore. The playthrough row and its log are not touched.
 
@@ -393,7 +394,7 @@ class StepRunner:
             as `preview`; NotFound for an unknown preset id.
         """
         if preset is False and not lore:
-            return self.preview(playthrough_id, text, strategy=strategy)
+            return self._with_tools(self.preview(playthrough_id, text, strategy=strategy), playthrough_id)
         with self._pinned():
             view = self.playthroughs.playthrough(playthrough_id)
             with self.ctx.store.unit_of_work(write=False) as uow:
@@ -403,7 +404,14 @@ class StepRunner:
                 playthrough = replace(playthrough, preset_id=preset)  # in memory only
             chat = list(bound) + [b for b in lore if b not in bound]
             assembler = self._assembler_for(view, playthrough, Generation(), strategy, chat=chat)
-            return self._dry_run(assembler, self._surface(view.session_id), self._batch(playthrough_id, text))
+            return self._with_tools(self._dry_run(assembler, self._surface(view.session_id),
+                                                  self._batch(playthrough_id, text)), playthrough_id)
+
+    def _with_tools(self, shown: dict[str, Any], playthrough_id: int | None) -> dict[str, Any]:
+        """A preview with `tools`: what the request would carry (`ToolService.preview`: name, risk,
+        source, allowed), [] when none is configured."""
+        shown["tools"] = self.tools.preview(playthrough_id) if self.tools is not None else []
+        return shown
 
     def preview_draft(self, draft_id: int, text: str = "") -> dict[str, Any]:
         """The request an opening draft's first send would make (seed 000 §7: no history and no
@@ -420,8 +428,8 @@ class StepRunner:
         user = draft_user_name(draft, self.persona, self.ctx.settings.user_name)
         view, record = draft_playthrough(draft, card.name, user)
         assembler = self._assembler_for(view, record, Generation(), chat=list(draft.lore))
-        return self._dry_run(assembler, surface_of(opening_history(draft_opening(draft, card, user))),
-                             [text] if text else [])
+        return self._with_tools(self._dry_run(assembler, surface_of(opening_history(draft_opening(draft, card, user))),
+                                              [text] if text else []), None)
 
     def _dry_run(self, assembler: Any, history: list[Any], claimed: list[str]) -> dict[str, Any]:
         """`preview`'s result for an assembler, the history it reads and the claimed batch."""

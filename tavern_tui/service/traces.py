@@ -11,7 +11,7 @@ import asyncio
 import bisect
 import hashlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from datetime import datetime
 from typing import Any
@@ -21,12 +21,15 @@ from tavern_tui.assembly.worldinfo import LORE_STATE_KIND
 from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
+from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.providers.openai_compat import wire_body
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
+from tavern_tui.service.tools import ToolService
+from tavern_tui.tools import RecordedOffer
 from tavern_tui.views import TraceView
 
 _SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE),
@@ -63,12 +66,20 @@ class TraceService:
         ctx: the shared settings, store and provider (a replay streams from it).
         playthroughs: the playthrough a replayed reply belongs to.
         timeline: the fork a replay branches into.
+        tools: returns the `ToolService` (built on first use: only a replay of a tool step needs it).
     """
 
-    def __init__(self, ctx: ServiceContext, playthroughs: PlaythroughService, timeline: TimelineService) -> None:
+    def __init__(self, ctx: ServiceContext, playthroughs: PlaythroughService, timeline: TimelineService,
+                 tools: Callable[[], ToolService | None] = lambda: None) -> None:
         self.ctx = ctx
         self.playthroughs = playthroughs
         self.timeline = timeline
+        self._tools = tools
+
+    @property
+    def tools(self) -> ToolService | None:
+        """The playthroughs' tools (None: not wired, as in some tests)."""
+        return self._tools()
 
     def _trace_events(self, playthrough_id: int | None = None, session_id: int | None = None) -> list[Event]:
         sessions: list[int] | None = None
@@ -247,12 +258,14 @@ class TraceService:
         details cold-read and verify the referenced bodies; nothing fills a missing one).
 
         Returns:
-            `{"id", "ok", "provider", "model", "strategy", "generation", "attempt", "config",
-            "omitted", "messages", "checks", "body"}`: `messages` is the array as sent, with
+            `{"id", "ok", "tools", "tools_status", "provider", "model", "strategy", "generation",
+            "attempt", "config", "omitted", "messages", "checks", "body"}`: `tools` is the
+            `tools` array sent (None when none, or not kept: `tools_status`, `trace.TOOLS_STATUSES`);
+            `messages` is the array as sent, with
             `None` where a body is changed or missing (never filled in from today's surface);
             `checks` one `{"position", "role", "source", "ref", "status", "detail"}` per
             message; `body` the whole JSON body the adapter posted (`wire_body`), only when every
-            message verified, else None.
+            message verified and the tools, if any were offered, were kept whole, else None.
 
         Raises:
             NotFound: no such trace.
@@ -265,8 +278,12 @@ class TraceService:
                    "source": sent[c.position].get("source"), "ref": list(c.ref), "status": c.status,
                    "detail": c.detail} for c in result.checks]
         model = str(record.get("model") or "")
-        body = wire_body(model, list(result.messages), result.config) if result.ok else None  # type: ignore[arg-type]
-        return {"id": trace_id, "ok": result.ok, "provider": str(record.get("provider", "")), "model": model,
+        omitted = dict(record.get("omitted") or {})
+        sent_tools = () if "tools" in omitted else (result.tools or ())  # a retry the server made without them
+        body = (wire_body(model, list(result.messages), result.config, sent_tools)  # type: ignore[arg-type]
+                if result.sendable else None)
+        return {"id": trace_id, "ok": result.ok, "tools": result.tools, "tools_status": result.tools_status,
+                "provider": str(record.get("provider", "")), "model": model,
                 "strategy": str(record.get("strategy", "")), "generation": str(record.get("generation", "")),
                 "attempt": int(record.get("attempt") or 1), "config": result.config,
                 "omitted": dict(record.get("omitted") or {}), "messages": result.messages, "checks": checks,
@@ -283,10 +300,10 @@ class TraceService:
                 produced no reply to branch from.
         """
         # Off the event loop (the TUI awaits this there): every read, the fork and the head move.
-        session_id, frozen = await asyncio.to_thread(self._prepare_replay, trace_id, model)
+        session_id, frozen, tools = await asyncio.to_thread(self._prepare_replay, trace_id, model)
         steps = run_step(self.ctx.store.events, session_id, self.ctx.provider,
                          lambda history, claimed: frozen, None, generation=Generation("regenerate"),
-                         stale_after=self.ctx.stale_after, claims=self.ctx.store.claims)
+                         stale_after=self.ctx.stale_after, claims=self.ctx.store.claims, **tools)
         async with aclosing(steps):
             async for update in steps:
                 yield update
@@ -296,15 +313,19 @@ class TraceService:
         move the playthrough's head onto the fork (last, once the fork is complete).
 
         Returns:
-            (the head session the replay steps in, the frozen assembly it sends).
+            (the head session the replay steps in, the frozen assembly it sends, `run_step`'s
+            tool keywords: the recorded `tools` array when the request offered one).
 
         Raises:
             NotFound / TavernError: as `replay`.
         """
         result = self.verify_trace(trace_id)
-        if not result.ok:
-            bad = ", ".join(f"message {c.position} {c.status}" for c in result.checks if c.status != "ok")
-            raise TavernError(f"trace {trace_id} does not verify ({bad}); only an exact past request is replayed")
+        if not result.sendable:
+            bad = [f"message {c.position} {c.status}" for c in result.checks if c.status != "ok"]
+            if result.tools_status not in ("none", "ok"):
+                bad.append(f"tools {result.tools_status}")
+            raise TavernError(f"trace {trace_id} does not verify ({', '.join(bad)}); only an exact past request is "
+                              "replayed")
         view = self._trace_view_of(trace_id)
         if view.reply is None:
             raise TavernError(f"trace {trace_id} produced no reply to branch from")
@@ -319,7 +340,13 @@ class TraceService:
         frozen = Assembly(system="", config=dict(result.config), model=model or view.model,
                           meta={"strategy": view.strategy, "replay_of": trace_id},
                           request=tuple(messages), request_parts=tuple({"source": "replay"} for _ in messages))
-        return self.playthroughs.playthrough(playthrough_id).session_id, frozen
+        tools: dict[str, Any] = {}
+        retried_without = "tools" in (self._trace_event(trace_id).body.get("omitted") or {})
+        if result.tools and not retried_without:  # the array it sent, again; a call runs through today's toolbox
+            live = self.tools.toolbox(playthrough_id) if self.tools is not None else None
+            tools = {"tools": RecordedOffer(result.tools, live),
+                     "max_steps": self.tools.max_steps if self.tools is not None else DEFAULT_MAX_STEPS}
+        return self.playthroughs.playthrough(playthrough_id).session_id, frozen, tools
 
     def _trace_event(self, trace_id: str) -> Event:
         """The `trace/request` event a trace id names. Raises NotFound."""

@@ -87,8 +87,22 @@ class Toolbox:
         return specs
 
     async def offered(self) -> tuple[dict[str, Any], ...]:
-        """The OpenAI `tools` array for the next request."""
-        return tuple(s.to_openai() for s in await self.specs())
+        """The OpenAI `tools` array for the next request. A configured secret (the API key) that
+        a server's schema or description happens to hold is replaced by `[secret]`: the array is
+        sent to the model and kept with the request header."""
+        array = tuple(s.to_openai() for s in await self.specs())
+        secrets = [s for s in getattr(self.guard, "secrets", ()) if s]
+        if not secrets:
+            return array
+        scrubbed = []
+        for entry in array:
+            text = json.dumps(entry, ensure_ascii=False)
+            if any(secret in text for secret in secrets):
+                for secret in secrets:
+                    text = text.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "[secret]")
+                entry = json.loads(text)
+            scrubbed.append(entry)
+        return tuple(scrubbed)
 
     async def run(self, call: ToolCall) -> ToolOutcome:
         """Run `call`: unknown tool, invalid JSON or arguments against the schema, a refusal, a
@@ -122,9 +136,44 @@ class Toolbox:
         return ToolOutcome(bounded, "ok", detail)
 
 
+class RecordedOffer:
+    """The `engine.tooling.ToolRunner` of a replay: offers exactly the `tools` array a past request
+    sent (so the replayed request is that request), and runs a call through `live` (the
+    playthrough's `Toolbox` today, guard and all) when it still has the tool; otherwise the model
+    reads that the tool is unavailable.
+
+    Args:
+        offered: the recorded `tools` array (OpenAI form), sent as is at every step.
+        live: the playthrough's toolbox now, or None (no tool configured today).
+    """
+
+    def __init__(self, offered: Sequence[dict[str, Any]], live: Toolbox | None) -> None:
+        self._offered = tuple(dict(t) for t in offered)
+        self.live = live
+
+    async def offered(self) -> tuple[dict[str, Any], ...]:
+        """The recorded array, unchanged."""
+        return self._offered
+
+    async def run(self, call: ToolCall) -> ToolOutcome:
+        """`live.run(call)`, or an "unavailable" outcome when no tool of that name is configured now."""
+        if self.live is None:
+            return _error(f"{call.name} was offered when this request was first sent; no tool is configured now",
+                          "unavailable")
+        return await self.live.run(call)
+
+
 def _error(reason: str, status: str, **detail: Any) -> ToolOutcome:
     return ToolOutcome(json.dumps({"error": reason}, ensure_ascii=False), status,
                        {"reason": reason, "summary": f"error: {reason}", **detail})
+
+
+def offer_line(tools: Sequence[dict[str, Any]]) -> str:
+    """The tools a preview lists, on one line: `roll_dice (safe, builtin), lab__wipe (high,
+    mcp:lab, refused)`; the allowed state is named only when a call would not simply run
+    ("ask": the TUI asks first; "refused"). Input: `ToolService.preview` rows."""
+    return ", ".join(f"{t['name']} ({t['risk']}, {t['source']}"
+                     + (f", {t['allowed']})" if t.get("allowed") not in (None, "allowed") else ")") for t in tools)
 
 
 Asker = Callable[[ToolSpec, dict[str, Any]], Awaitable[str]]

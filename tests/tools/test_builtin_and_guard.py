@@ -6,6 +6,8 @@ against the JSON schema, refuses what the config does not allow, asks when it ca
 from __future__ import annotations
 
 import json
+import math
+import random
 from typing import Any
 
 import pytest
@@ -71,6 +73,14 @@ async def test_lore_search_ranks_title_then_keys_then_content_and_bounds() -> No
     assert [e["title"] for e in found] == ["Ashford Keep", "Mill", "Walls"]
     assert len(found[0]["content"]) == LORE_ENTRY_CHARS + 1 and found[0]["content"].endswith("…")
     assert summary == "'Ashford keep' → Ashford Keep, Mill, Walls"
+
+
+async def test_lore_search_shows_contents_with_the_names_filled_in() -> None:
+    # As the prompt's world info reads them: {{char}}/{{user}} (any case, and <USER>) are the names.
+    entries = book(WorldInfoEntry(1, key=["glade"], comment="Glade",
+                                  content='{{user}}: "Where?"\n{{Char}}: "My glade, <USER>."'))
+    text, _ = await LoreSearch(lambda: (entries, ("Seraphina", "Ada"))).call({"query": "glade"})
+    assert json.loads(text)["entries"][0]["content"] == 'Ada: "Where?"\nSeraphina: "My glade, Ada."'
 
 
 SCHEMA_TOOL = ToolSpec("note", "n", {"type": "object", "properties": {"text": {"type": "string", "maxLength": 5}},
@@ -151,3 +161,20 @@ async def test_results_are_bounded_and_failures_are_results() -> None:
     assert broken.status == "error" and json.loads(broken.content) == {"error": "the oracle is closed"}
     missing = await box.run(ToolCall("e", "summon", "{}"))
     assert missing.status == "unavailable" and "no tool named 'summon'" in missing.content
+
+
+async def test_a_seeded_roll_is_python_randoms_floats_by_the_dice_rule() -> None:
+    # 3d6 seeded 7, by hand: each die 1 + floor(r * 6), r the next float of random.Random(7).
+    floats = random.Random(7)
+    by_hand = [1 + math.floor(floats.random() * 6) for _ in range(3)]
+    assert by_hand == [2, 1, 4]
+    box = Toolbox([RollDice(fixed())], Guard())  # no unseeded float may be drawn
+    await box.offered()
+    outcome = await box.run(ToolCall("c1", "roll_dice", '{"expression": "3d6+1", "seed": 7}'))
+    assert outcome.status == "ok"
+    assert json.loads(outcome.content) == {"expression": "3d6+1", "rolls": [2, 1, 4], "bonus": 1, "total": 8, "seed": 7}
+    assert outcome.detail["summary"] == "3d6+1 → [2, 1, 4] + 1 = 8"
+    again = await box.run(ToolCall("c2", "roll_dice", '{"expression": "3d6+1", "seed": 7}'))
+    assert again.content == outcome.content
+    bad = await box.run(ToolCall("c3", "roll_dice", '{"expression": "d6", "seed": -1}'))
+    assert bad.status == "error" and "seed" in json.loads(bad.content)["error"]

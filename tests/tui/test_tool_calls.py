@@ -126,3 +126,78 @@ async def test_the_guard_asks_refuse_then_always(tavern: Tavern, model: ToolMode
         await wait_until(pilot, lambda: len(model.requests) == 6 and not chat.generating)
         assert notes.ran == [{"which": "letters"}, {"which": "maps"}]  # not asked again
         assert not isinstance(pilot.app.screen, ToolAskScreen)
+
+
+async def test_the_preview_lists_the_tools_the_request_carries(tavern: Tavern, model: ToolModel,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tavern_tui.tools.guard import Guard
+    from tests.tui.test_strategy import open_strategy
+
+    notes = Notes()
+    guard = Guard()
+    monkeypatch.setattr(tavern.tools, "toolbox", lambda _pid: Toolbox([RollDice(), notes], guard))
+    async with TavernApp(tavern).run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        guard.asker = tavern.tools.guard.asker  # the app's modal asks: an unknown-risk call is "ask"
+        screen = await open_strategy(pilot)
+        assert "tools  roll_dice (safe, builtin), burn_notes (unknown, mcp:lab, ask)" in screen.preview_text
+        assert " tokens · 2 tools (listed below)" in screen.preview_text.splitlines()[0]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: pilot.app.screen is chat)
+        await send(pilot, chat, "Hello.")
+        sent = [t["function"]["name"] for t in model.requests[0].tools]
+        assert sent == ["roll_dice", "burn_notes"]  # what the preview listed, in order
+
+
+@pytest.mark.usefixtures("no_cursor_blink")
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_of_a_tool_call_and_its_result(snap_compare, tavern: Tavern, model: ToolModel,
+                                                size: tuple[int, int]) -> None:
+    # Seeded, so the roll is the same every run: 2d6 of Random(7) is [2, 1], + 1 = 4.
+    model.scripts = [[TextDelta("*Seraphina tosses two dice onto the table.* "),
+                      calls(("call_1", "roll_dice", '{"expression": "2d6+1", "seed": 7}'))],
+                     [TextDelta("A four. The shadowfang moves first; brace yourself.")]]
+
+    async def roll(pilot: Any) -> None:
+        from tavern_tui.tui.screens.chat import TOKEN_DELAY
+        from tests.tui.conftest import workers_idle
+
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "Roll for initiative!")
+        await wait_until(pilot, lambda: any(b.has_class("-tool") for b in chat.transcript.boxes)
+                         and not chat.generating)
+        [box] = [b for b in chat.transcript.boxes if b.has_class("-tool")]
+        section = box.query_one(".tool-call", Collapsible)
+        assert section.title == "roll_dice 2d6+1 → [2, 1] + 1 = 4"
+        section.collapsed = False  # the call line expanded: its arguments and its result
+        await pilot.pause(TOKEN_DELAY + 0.2)
+        await workers_idle(pilot)
+        chat.transcript.scroll_end(animate=False)
+        await pilot.pause()
+
+    assert snap_compare(TavernApp(tavern), terminal_size=size, run_before=roll)
+
+
+def test_a_drafts_preview_lists_the_tools_too(tavern: Tavern) -> None:
+    from tavern_tui.tui.screens.draft import preview_text
+
+    seraphina = tavern.library.find_character("Seraphina")
+    draft = tavern.openings.new_draft(seraphina.id)
+    shown = tavern.steps.preview_draft(draft.id)
+    assert shown["tools"] == [{"name": "roll_dice", "risk": "safe", "source": "builtin", "allowed": "allowed"}]
+    assert preview_text(shown).splitlines()[1] == "tools offered: roll_dice (safe, builtin)"
+
+
+async def test_the_trace_pane_names_the_tools_offered_and_the_results(tavern: Tavern, model: ToolModel) -> None:
+    from tests.tui.test_trace_pane import open_trace
+
+    model.scripts = [[calls(("call_1", "roll_dice", '{"expression": "d20", "seed": 7}'))], [TextDelta("Six.")]]
+    async with TavernApp(tavern).run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "Roll.")
+        await wait_until(pilot, lambda: len(model.requests) == 2 and not chat.generating)
+        screen = await open_trace(pilot)
+        text = screen.detail_text  # the newest request: the step after the roll
+        assert "tools offered  roll_dice (schemas sha256 " in text
+        assert "turn step  2, after the tool results below" in text
+        assert "  result roll_dice [ok]" in text

@@ -80,6 +80,7 @@ def cmd_omit_param(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The request the next step would send: messages with their source, config, tokens."""
     from tavern_tui.assembly.attribution import breakdown_text, describe
+    from tavern_tui.tools import offer_line
     if (args.playthrough is None) == (args.draft is None):
         raise TavernError("give a PLAYTHROUGH or --draft DRAFT (one of them)")
     with open_service(args) as tavern:
@@ -112,6 +113,8 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"{message['content']}\n")
     if shown.get("breakdown"):
         out.write(f"\ntokens by category: {breakdown_text(shown['breakdown'])}\n")
+    tools = shown.get("tools") or []
+    out.write(f"\ntools offered: {offer_line(tools)}\n" if tools else "\ntools offered: none\n")
     for note in shown["adjustments"]:
         out.write(f"\nadjusted: {note}")
     if shown["adjustments"]:

@@ -29,7 +29,8 @@ def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return print_json(out, listing)
     width = max((len(t["name"]) for t in listing["tools"]), default=4)
     for tool in listing["tools"]:
-        out.write(f"{tool['name']:<{width}}  {tool['risk']:<7}  {tool['allowed']:<7}  {tool['source']}\n")
+        only = f"  (offered only to a chat with {tool['only_with']})" if tool.get("only_with") else ""
+        out.write(f"{tool['name']:<{width}}  {tool['risk']:<7}  {tool['allowed']:<7}  {tool['source']}{only}\n")
     for server in listing["servers"]:
         note = f": {server['error']}" if server["error"] else ""
         out.write(f"MCP server {server['name']}: {server['state']}{note}\n")

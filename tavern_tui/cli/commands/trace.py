@@ -248,14 +248,20 @@ def cmd_trace_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_service(args) as tavern:
         shown = tavern.traces.request_bodies(args.trace_id)
     if shown["body"] is None:
-        bad = ", ".join(f"message {c['position']} {c['status']}" for c in shown["checks"] if c["status"] != "ok")
-        err.write(f"error: trace {shown['id']} does not verify ({bad}); nothing written\n")
+        bad = [f"message {c['position']} {c['status']}" for c in shown["checks"] if c["status"] != "ok"]
+        if shown["tools_status"] not in ("none", "ok"):
+            bad.append(f"tools {shown['tools_status']}")
+        why = ("its tools were recorded by name and hash only; the array sent is not kept"
+               if bad == ["tools unrecorded"] else f"does not verify ({', '.join(bad)})")
+        err.write(f"error: trace {shown['id']} {why}; nothing written\n")
         return EXIT_FAILED
     path = Path(args.file)
     temporary = path.with_name(path.name + ".part")
     temporary.write_text(json.dumps(shown["body"], ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     temporary.replace(path)  # whole or not at all
-    out.write(f"wrote {path} ({len(shown['body']['messages'])} messages)\n")
+    count = len(shown["body"].get("tools") or [])
+    tools = f", {count} tool{'s' if count != 1 else ''}" if count else ""
+    out.write(f"wrote {path} ({len(shown['body']['messages'])} messages{tools})\n")
     return EXIT_OK
 
 
@@ -268,16 +274,20 @@ def cmd_trace_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = []
     for trace_id, result in results:
         bad = [c for c in result.checks if c.status != "ok"]
-        failed = failed or bool(bad)
-        report.append({"id": trace_id, "ok": result.ok, "checks": [
+        failed = failed or not result.ok
+        report.append({"id": trace_id, "ok": result.ok, "tools": result.tools_status, "checks": [
             {"position": c.position, "status": c.status, "ref": list(c.ref), "detail": c.detail}
             for c in result.checks]})
         if not args.json:
             mark = "verified" if result.ok else "MISMATCH"
-            out.write(f"{trace_id:>9}  {mark}  {len(result.checks)} messages\n")
+            tools = f", tools {result.tools_status}" if result.tools_status != "none" else ""
+            out.write(f"{trace_id:>9}  {mark}  {len(result.checks)} messages{tools}\n")
             for check in bad:
                 out.write(f"           message {check.position} ({check.ref[0]}:{check.ref[1]}): {check.status}: "
                           f"{check.detail}\n")
+            if result.tools_status in ("changed", "missing"):
+                out.write(f"           tools: {result.tools_status}: the tools array kept with the request "
+                          f"header {'no longer hashes as sent' if result.tools_status == 'changed' else 'is gone'}\n")
     if args.json:
         print_json(out, report)
     return EXIT_FAILED if failed else EXIT_OK

@@ -19,6 +19,7 @@ from textual.widgets import Footer, Static
 
 from tavern_tui.errors import SecretRefused
 from tavern_tui.service import PlaythroughView, Tavern
+from tavern_tui.tools import offer_line
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.screens.base import TavernModal, TavernScreen
 from tavern_tui.tui.widgets.composer import Composer
@@ -38,9 +39,12 @@ def selections_line(draft: OpeningView) -> str:
 
 
 def preview_text(preview: dict[str, Any]) -> str:
-    """A draft preview as plain text: the header, then each message with role and source."""
+    """A draft preview as plain text: the header, the tools the request would carry (when some
+    are configured), then each message with role and source."""
     lines = [f"PREVIEW (not sent) · strategy {preview.get('strategy')} · "
              f"~{int(preview.get('tokens', {}).get('total', 0)):,} tokens"]
+    if preview.get("tools"):
+        lines.append(f"tools offered: {offer_line(preview['tools'])}")
     for message in preview.get("messages", []):
         lines += ["", f"[{message.get('role')} · {message.get('source')}]", str(message.get("content") or "")]
     return "\n".join(lines)

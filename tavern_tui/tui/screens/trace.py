@@ -157,6 +157,19 @@ def facts_content(view: TraceView, trace: Mapping[str, Any]) -> Content:
         omitted = adjusted.get("omitted") or []
         parts.append(_section("omitted", ", ".join(map(str, omitted)) if omitted else ("nothing", "dim")))
 
+    record: Mapping[str, Any] = trace.get("record") or {}
+    tools = record.get("tools")
+    if isinstance(tools, Mapping) and tools.get("names"):  # a step of a turn with tools (issue 19)
+        parts.append(_section("tools offered", ", ".join(map(str, tools["names"])),
+                              (f" (schemas sha256 {str(tools.get('sha256'))[:12]}…)", "dim")))
+        turn = record.get("turn")
+        if isinstance(turn, Mapping) and int(turn.get("step") or 1) > 1 and turn.get("first"):
+            parts.append(_section("turn step", f"{turn['step']}, after the tool results below",
+                                  (f" (first request {turn['first'][0]}:{turn['first'][1]})", "dim")))
+        for result in record.get("tool_results") or []:
+            why = f": {result['reason']}" if result.get("reason") else ""
+            parts.append(Content(f"  result {result.get('name')} [{result.get('status')}]{why}"))
+
     attempts = view.attempts
     parts.append(_section("attempts", str(len(attempts)) if attempts else ("one, no retries recorded", "dim")))
     for number, attempt in enumerate(attempts, start=1):

@@ -10,6 +10,7 @@ from textual.content import Content
 
 from tavern_tui.assembly.attribution import breakdown_text, describe
 from tavern_tui.assembly.strategies import StrategySpec
+from tavern_tui.tools import offer_line
 from tavern_tui.tui.labels import clip, compact_count, plural
 from tavern_tui.views import PresetView
 
@@ -102,6 +103,7 @@ def preview_content(preview: Mapping[str, Any], preset_name: str) -> Content:
     parts: list[Content] = [Content.assemble(
         (f"{preview.get('strategy', '?')}", "bold"), f" with {preset_name} · ",
         f"{plural(len(messages), 'message')} · ~{tokens.get('total', '?')} tokens",
+        f" · {plural(len(preview['tools']), 'tool')} (listed below)" if preview.get("tools") else "",
         ("  (the next request if nothing is typed)", "dim"))]
     attributed: Sequence[Any] = preview.get("parts") or []
     for position, message in enumerate(messages):
@@ -128,6 +130,8 @@ def preview_content(preview: Mapping[str, Any], preset_name: str) -> Content:
                                   (f" ({detail})" if detail else "", "dim")))
     if preview.get("breakdown"):
         parts.append(Content.assemble(("by category  ", "bold"), breakdown_text(dict(preview["breakdown"]))))
+    if preview.get("tools"):  # what the request would carry (issue 19): name, risk, source (none: no line)
+        parts.append(Content.assemble(("tools  ", "bold"), offer_line(list(preview["tools"]))))
     context = preview.get("context")
     if isinstance(context, Mapping) and context.get("limit"):
         # The same figures as the chat's status-line gauge (issue 16).
