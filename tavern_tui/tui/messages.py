@@ -109,6 +109,9 @@ class TurnLimitHit(Message):
     """The turn reached its step limit (`message` names it)."""
 
     message: str
+
+
+@dataclass
 class DraftChosen(Message):
     """The person chose an opening draft (or made one); the app opens the draft screen on it."""
 

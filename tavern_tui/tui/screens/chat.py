@@ -165,7 +165,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
                 tooltip="Delete the shown swipe of the last reply, keeping the others"),
         Binding("f11", "variables", "Variables", id="chat.variables", show=False,
                 tooltip="Macro variables and their history"),
-        Binding("ctrl+g", "state", "State", id="chat.state", show=False,
+        Binding("ctrl+g", "state", "State", id="chat.state",
                 tooltip="MVU state: stat_data and what the last reply changed"),
         Binding("f10", "compact", "Compact", id="chat.compact", show=False,
                 tooltip="Summarise the oldest messages into one summary (the originals stay in the log)"),
@@ -177,7 +177,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
 
     COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
 
-    FOOTER_DROP = ("quit", "load_earlier", "persona", "trace", "strategy", "world_books", "tree")
+    FOOTER_DROP = ("quit", "load_earlier", "state", "persona", "trace", "strategy", "world_books", "tree")
     """The keys the footer hides first on a narrow terminal: the panes before the keys of play
     (issue 21 item 2: 80 columns keeps Swipe, Regen, Continue and Impersonate, and, while a reply
     streams, Stop); every key still works, the palette key says where help is (F1), and the
@@ -341,7 +341,8 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         if action == "swipe":
             # None (shown dimmed) also lets the key fall through to the prompt's word move.
             return None if self.generating or not self._prompt_empty else True
-        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona", "delete_swipe"):
+        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona", "delete_swipe",
+                      "state"):
             return None if self.generating else True
         if action == "cancel_queued":
             return self.is_mounted and bool(self.inbox_strip.items)

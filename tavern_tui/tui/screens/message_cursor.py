@@ -4,7 +4,8 @@
 alt+↑ / alt+↓ move the cursor over the mounted message boxes (the first alt+↑ takes the newest)
 and give the transcript the focus, so the action keys are plain letters: `e` edit, `d` delete
 (hide, after a confirm), `b` new playthrough from here, `c` continue from here (roll back to it),
-`[` / `]` the previous / next variant at that depth (a swipe there), `y` copy the text (Textual's
+`[` / `]` the previous / next variant at that depth (a swipe there), `x` opens or closes its
+sections (a tool call's arguments and result, reasoning), `y` copy the text (Textual's
 clipboard, OSC 52), `t` the trace on the message's own request (`own_request`). Esc leaves the
 cursor; the composer gets the focus back.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.binding import Binding
+from textual.widgets import Collapsible
 
 from tavern_tui.service import MessageView
 from tavern_tui.tui.messages import PlaythroughChosen
@@ -46,6 +48,9 @@ CURSOR_BINDINGS = [
             show=False, group=_GROUP),
     Binding("y", "cursor_copy", "Copy message", id="chat.cursor_copy", show=False, group=_GROUP,
             tooltip="Copy its text to the clipboard (OSC 52)"),
+    Binding("x", "cursor_expand", "Expand / collapse", id="chat.cursor_expand", show=False, group=_GROUP,
+            tooltip="Open or close the message's sections: a tool call's arguments and result, reasoning, "
+                    "a summary's originals"),
     Binding("t", "cursor_trace", "Message's request", id="chat.cursor_trace", show=False, group=_GROUP,
             tooltip="The trace, on the request that wrote this message (that swipe)"),
     Binding("escape", "cursor_leave", "Leave the message cursor", id="chat.cursor_leave", show=False,
@@ -246,6 +251,20 @@ class MessageCursor:
                 self._cursor_done(keep=chosen)
 
         self.call(pick, title="Cannot show another variant", then=picked)  # type: ignore[attr-defined]
+
+    def action_cursor_expand(self) -> None:
+        """Open the message's collapsed sections (a tool line's arguments and result, its
+        reasoning, a summary's originals), or close them when any is open."""
+        box = self.cursor_box()
+        if box is None:
+            return
+        sections = list(box.query(Collapsible))
+        if not sections:
+            self.notify("Nothing to expand in this message.", timeout=2)  # type: ignore[attr-defined]
+            return
+        collapse = any(not section.collapsed for section in sections)
+        for section in sections:
+            section.collapsed = collapse
 
     def action_cursor_trace(self) -> None:
         """Open the trace on this message's own request: the one that produced the reply (that

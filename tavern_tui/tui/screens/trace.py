@@ -25,6 +25,7 @@ from tavern_tui.errors import TavernError
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, event_label, plural, relative_time
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import TraceView
 
@@ -268,6 +269,8 @@ class TraceScreen(TavernScreen[bool]):
         Binding("tab", "app.focus_next", "Next pane", id="trace.next_pane"),
         Binding("shift+tab", "app.focus_previous", "Previous pane", show=False),
     ]
+
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}  # the palette lists this screen's keys
 
     requests = getters.query_one("#requests", RequestList)
     detail = getters.query_one("#trace-detail", VerticalScroll)
