@@ -146,6 +146,7 @@ async def test_an_impersonation_for_the_composer_stays_out_of_the_chat(tavern: T
                if type(u).__name__ == "StepSettled"]
     assert settled[0].event.content == "I wave back at her."  # what the TUI puts in its composer
     assert texts(tavern, pid) == before  # not in the chat (SillyTavern: it lands in the send box)
+    assert tavern.playthroughs.playthrough(pid).message_count == len(before)  # nor counted
     trace = tavern.traces.traces(pid)[-1]
     session, seq = settled[0].event.ref
     assert (trace.generation, trace.outcome, trace.reply) == ("impersonate", "ok", f"{session}:{seq}")

@@ -38,6 +38,7 @@ from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOT
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.engine.events import EventKind
 from tavern_tui.engine.log import (
+    COMPOSER_SOURCE,
     SUMMARY_SOURCE,
     SYSTEM_PROMPT_SOURCE,
     derive_messages,
@@ -90,11 +91,6 @@ IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user
                         "as a guideline for the writing style of {{user}}. Don't write as or describe actions of "
                         "{{char}}.]")
 """SillyTavern's default `impersonation_prompt` (format-digest §c utility prompts)."""
-
-
-COMPOSER_SOURCE = "impersonation_to_composer"
-"""`source` of the `surface/replaced` delete that takes an impersonated line out of the chat
-when it went into the composer instead (`StepRunner.impersonate(into_composer=True)`)."""
 
 
 def _chat_id(playthrough_id: int, stored: Any) -> str:
