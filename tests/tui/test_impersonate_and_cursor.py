@@ -2,20 +2,24 @@
 SillyTavern puts an impersonation in its send box, `#send_textarea`), `[tui] impersonate_direct`
 keeps the direct post (also when switched in the settings screen, without a restart); `t` under
 the message cursor opens the trace on that message's own request (that reply, that swipe);
-`b` and `[` / `]` on a middle message."""
+`b` and `[` / `]` on a middle message; the narrow stacking of the trace and strategy panes (item
+8) and the character list offered for an imported chat whose character is missing (item 5)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
-from textual.widgets import Checkbox, Label
+from textual.widgets import Checkbox, Input, Label, OptionList
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.modals.import_screen import CharacterPicker, ImportScreen
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.settings import SettingsScreen
+from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.trace import TraceScreen
 from tests.tui.conftest import GATE, ScriptedProvider, open_character, wait_until, workers_idle
 
@@ -233,3 +237,61 @@ async def test_variant_and_branch_keys_on_a_middle_message(corpus_tavern: Tavern
         assert [m.content for m in corpus_tavern.playthroughs.messages(first)][-1] == "Second answer."
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+
+
+async def test_trace_and_strategy_panes_stack_when_narrow(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    """Issue 21 item 8: under 100 columns the request list sits above the detail, the strategy
+    list above its preview; at 120 they are side by side again."""
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await _open_chat(pilot)
+        await _exchange(pilot, chat, scripted, "Hello", "Hi.")
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, TraceScreen) and app.screen.loaded)
+        await pilot.pause()
+        trace = app.screen
+        requests, detail = trace.query_one("#requests").region, trace.query_one("#trace-detail").region
+        assert requests.bottom <= detail.y and requests.width == detail.width == 80  # stacked, full width
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause(0.2)
+        requests, detail = trace.query_one("#requests").region, trace.query_one("#trace-detail").region
+        assert requests.right <= detail.x and requests.y == detail.y  # side by side
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is chat)
+        await pilot.resize_terminal(80, 24)
+        await pilot.press("f6")
+        await wait_until(pilot, lambda: isinstance(app.screen, StrategyScreen) and app.screen.shown_key is not None)
+        await pilot.pause()
+        side, preview = app.screen.query_one("#strategy-side").region, app.screen.query_one("#preview").region
+        assert side.bottom <= preview.y and side.width == preview.width
+
+
+async def test_a_chat_whose_character_is_missing_offers_the_character_list(corpus_tavern: Tavern,
+                                                                            tmp_path: Path) -> None:
+    """Issue 21 item 5: the TUI cannot pass `--character`; a SillyTavern chat naming a character the
+    library lacks asks which one it is with, then imports it onto that one."""
+    header = {"user_name": "Ann", "character_name": "Nobody", "create_date": "2024-7-12@01h31m37s",
+              "chat_metadata": {}}
+    line = {"name": "Nobody", "is_user": False, "is_system": False, "send_date": "2024-07-12T01:31:37.000Z",
+            "mes": "Who goes there?", "extra": {}}
+    chat_file = tmp_path / "stranger.jsonl"
+    chat_file.write_text("\n".join(json.dumps(o) for o in (header, line)) + "\n", encoding="utf-8")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await workers_idle(pilot)
+        seraphina = corpus_tavern.library.find_character("Seraphina")
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen))
+        app.screen.query_one("#import-path", Input).value = f'"{chat_file}"'
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CharacterPicker))
+        assert "Nobody" in str(app.screen.query_one("Static").content)
+        listing = app.screen.query_one("#picker-list", OptionList)
+        names = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+        assert "Seraphina" in names
+        listing.highlighted = names.index("Seraphina")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(corpus_tavern.playthroughs.playthroughs(seraphina.id)))
+        await workers_idle(pilot)
+        [played] = corpus_tavern.playthroughs.playthroughs(seraphina.id)
+        assert [m.content for m in corpus_tavern.playthroughs.messages(played.id)] == ["Who goes there?"]
