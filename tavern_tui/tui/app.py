@@ -22,7 +22,6 @@ from tavern_tui.tui.keymap import resolve_keymap
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.home import HomeScreen
-from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.screens.notices import Notice, NoticesScreen
 from tavern_tui.tui.screens.settings import SettingsScreen
 
@@ -191,6 +190,8 @@ class TavernApp(App[None]):
 
     def on_world_books_requested(self, message: WorldBooksRequested) -> None:
         """Open the world-book pane (from a chat it knows the playthrough)."""
+        from tavern_tui.tui.screens.lore import LoreScreen  # first use: it loads the lore engine
+
         self.push_screen(LoreScreen(self.tavern, message.playthrough_id))
 
 
