@@ -68,8 +68,8 @@ async def test_chat_help_footer_and_palette_have_state_and_the_cursor_keys(corpu
         await wait_until(pilot, lambda: ("^g", "State") in footer_keys(chat))
         assert cut_keys(chat) == []
         await pilot.resize_terminal(*WIDE)
-        await wait_until(pilot, lambda: ("f8", "Persona") in footer_keys(chat))
-        assert ("^g", "State") not in footer_keys(chat) and cut_keys(chat) == []
+        await wait_until(pilot, lambda: ("f8", "Persona") in footer_keys(chat) and cut_keys(chat) == [])
+        assert ("^g", "State") not in footer_keys(chat)
         listed = _listed(chat)
         assert _declared("ChatScreen") <= set(listed)
         assert (listed["chat.state"], listed["chat.cursor_expand"], listed["chat.cursor_trace"]) == ("^g", "x", "t")
@@ -86,8 +86,8 @@ async def test_chat_help_footer_and_palette_have_state_and_the_cursor_keys(corpu
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is chat)
         await pilot.resize_terminal(*NARROW)  # 80 columns: the play keys stay, State gives way first
-        await wait_until(pilot, lambda: ("f4", "Impersonate") in footer_keys(chat))
-        assert ("^g", "State") not in footer_keys(chat) and cut_keys(chat) == []
+        await wait_until(pilot, lambda: ("f4", "Impersonate") in footer_keys(chat) and cut_keys(chat) == [])
+        assert ("^g", "State") not in footer_keys(chat)
 
 
 async def test_draft_keys_in_help_footer_and_palette(corpus_tavern: Tavern) -> None:
