@@ -138,6 +138,23 @@ async def test_impersonation_is_a_user_line_with_agent_origin(tavern: Tavern, mo
         await drain(tavern.steps.reply(pid))
 
 
+async def test_an_impersonation_for_the_composer_stays_out_of_the_chat(tavern: Tavern, model: ScriptedModel,
+                                                                       pid: int) -> None:
+    before = texts(tavern, pid)
+    model.enqueue("I wave back at her.")
+    settled = [u for u in [u async for u in tavern.steps.impersonate(pid, into_composer=True)]
+               if type(u).__name__ == "StepSettled"]
+    assert settled[0].event.content == "I wave back at her."  # what the TUI puts in its composer
+    assert texts(tavern, pid) == before  # not in the chat (SillyTavern: it lands in the send box)
+    assert tavern.playthroughs.playthrough(pid).message_count == len(before)  # nor counted
+    trace = tavern.traces.traces(pid)[-1]
+    session, seq = settled[0].event.ref
+    assert (trace.generation, trace.outcome, trace.reply) == ("impersonate", "ok", f"{session}:{seq}")
+    # A reply to the chat now answers the greeting, not the hidden line.
+    with pytest.raises(TavernError, match="does not end with your message"):
+        await drain(tavern.steps.reply(pid))
+
+
 async def test_edit_and_delete_replace_the_surface_and_keep_every_event(tavern: Tavern, model: ScriptedModel,
                                                                        pid: int, tmp_path: Path) -> None:
     model.enqueue("reply one", "reply two")

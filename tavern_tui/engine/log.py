@@ -298,6 +298,11 @@ REPLACED_KIND = {"user": EventKind.USER_MESSAGE, "assistant": EventKind.ASSISTAN
 """The message kind a replacement shows as, by its role."""
 
 EDIT_SOURCE = "edit"
+
+COMPOSER_SOURCE = "impersonation_to_composer"
+"""`source` of the `surface/replaced` delete that takes an impersonated line out of the chat
+because it went into the composer instead (SillyTavern's send box); counted out of the
+message count, as the line was never in the chat."""
 """`source` of a `surface/replaced` event the person made (an edit or a delete)."""
 
 

@@ -39,7 +39,15 @@ from tavern_tui.assembly.sillytavern import (
 from tavern_tui.assembly.strategies import COMPAT, PROJECTION, ROLES_FIRST, SLOTS_FIRST
 from tavern_tui.assembly.worldinfo import WorldInfoStep, scan_context, timed_state_of
 from tavern_tui.engine.events import EventKind
-from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages, surface_of
+from tavern_tui.engine.log import (
+    COMPOSER_SOURCE,
+    SUMMARY_SOURCE,
+    SYSTEM_PROMPT_SOURCE,
+    derive_messages,
+    replacement_event,
+    sent_to_model,
+    surface_of,
+)
 from tavern_tui.engine.step import (
     CONTEXT_SOURCE,
     OPENING_SOURCE,
@@ -591,9 +599,10 @@ class StepRunner:
         return view, assembler, fitted
 
     async def _step(self, playthrough_id: int, text: str | None, generation: Generation, *,
-                    claim: bool = False) -> AsyncIterator[StepUpdate]:
+                    claim: bool = False, hide_reply: bool = False) -> AsyncIterator[StepUpdate]:
         """One engine step on the playthrough's head session (send, regenerate, continue,
-        impersonate; `claim`: the inbox's pending batch is its input)."""
+        impersonate; `claim`: the inbox's pending batch is its input; `hide_reply`: the settled
+        reply is taken off the surface at once and neither MVU nor consolidation reads it)."""
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
         view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation, text, claim)
         rounds = 0
@@ -613,6 +622,12 @@ class StepRunner:
         async with aclosing(steps):
             try:
                 async for update in steps:
+                    if isinstance(update, StepSettled) and hide_reply:
+                        # Off the surface before anything reads it; the request's trace keeps it.
+                        hide = replacement_event([update.event.ref], None, source=COMPOSER_SOURCE)
+                        await asyncio.to_thread(self.ctx.store.events.append, update.event.session_id, [hide])
+                        yield update
+                        continue
                     if isinstance(update, StepSettled):
                         await self._commit_mvu(playthrough_id, view.session_id, update)
                     if isinstance(update, StepSettled) and not update.calls:
@@ -769,12 +784,21 @@ class StepRunner:
         self.timeline.set_head(playthrough_id, session_id)  # last: the fork is complete
         return Generation("continue", continue_text=shown.content, continues=shown.ref, instruction=CONTINUE_NUDGE)
 
-    async def impersonate(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
-        """Have the model write the person's next line (SillyTavern "impersonate"): stored as
-        `user/message` with origin agent (DESIGN.md), then the person may send or edit it."""
+    async def impersonate(self, playthrough_id: int, *, into_composer: bool = False) -> AsyncIterator[StepUpdate]:
+        """Have the model write the person's next line (SillyTavern "impersonate").
+
+        By default it is stored as `user/message` with origin agent (DESIGN.md), then the person
+        may send or edit it. With `into_composer` (SillyTavern's own behaviour: the line lands in
+        the send box, `#send_textarea`, not in the chat) the settled line is hidden from the chat
+        at once (a `surface/replaced` delete, source `COMPOSER_SOURCE`): the caller puts
+        `StepSettled.event.content` in its composer, and what the person then sends is theirs.
+        The request and its reply stay in the trace either way.
+
+        Yields / raises: as `send` (no text of the person's, so no `SecretRefused`).
+        """
         _greetings, char, user = await asyncio.to_thread(self.timeline.greetings, playthrough_id)
         generation = Generation("impersonate", instruction=substitute_names(IMPERSONATION_PROMPT, char, user))
-        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+        async with aclosing(self._step(playthrough_id, None, generation, hide_reply=into_composer)) as steps:
             async for update in steps:
                 yield update
 

@@ -23,7 +23,7 @@ from tavern_tui.engine.events import (
     canonical_json,
     parse_origin,
 )
-from tavern_tui.engine.log import SUMMARY_SOURCE
+from tavern_tui.engine.log import COMPOSER_SOURCE, SUMMARY_SOURCE
 from tavern_tui.engine.timeline import SessionLink, VariantRow
 from tavern_tui.errors import NotFound, StoreError
 from tavern_tui.store.db import busy_error, is_busy
@@ -513,7 +513,11 @@ class EventLog:
             summaries = conn.execute(select(EVENTS.c.body).where(
                 or_(*clauses), EVENTS.c.kind == str(EventKind.SURFACE_REPLACED),
                 EVENTS.c.source == SUMMARY_SOURCE)).scalars().all()
+            # An impersonated line that went into the composer (one target each) was never shown.
+            composed = int(conn.execute(select(func.count()).select_from(EVENTS).where(
+                or_(*clauses), EVENTS.c.kind == str(EventKind.SURFACE_REPLACED),
+                EVENTS.c.source == COMPOSER_SOURCE)).scalar_one())
         for body in summaries:
             targets = json.loads(body).get("targets") or []
             count += 1 - len(targets)
-        return count
+        return count - composed

@@ -212,7 +212,7 @@ class TavernApp(App[None]):
 
     def on_world_books_requested(self, message: WorldBooksRequested) -> None:
         """Open the world-book pane (from a chat it knows the playthrough)."""
-        from tavern_tui.tui.screens.lore import LoreScreen
+        from tavern_tui.tui.screens.lore import LoreScreen  # first use: it loads the lore engine
 
         self.push_screen(LoreScreen(self.tavern, message.playthrough_id))
 

@@ -83,6 +83,8 @@ def resolve_keymap(keys: Mapping[str, str], file: str = "config.toml") -> tuple[
     Returns:
         (keymap, problems): problems name the file, the `keys.NAME` entry and what was expected.
     """
+    if not keys:
+        return {}, []  # nothing to remap: the screens stay unimported until first used (start-up)
     bound = all_bindings()
     ids = {b.binding.id for b in bound}
     by_action: dict[str, list[str]] = {}

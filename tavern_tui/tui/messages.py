@@ -62,9 +62,11 @@ class ReplyReasoning(Message):
 
 @dataclass
 class ReplySettled(Message):
-    """The reply is complete and stored as `assistant/message`."""
+    """The reply is complete and stored as `assistant/message` (an impersonation: `user/message`)."""
 
     total_tokens: int | None = None
+    content: str = ""
+    """The settled text (an impersonation for the composer is not on the surface to re-read)."""
 
 
 @dataclass

@@ -3,7 +3,7 @@ real app and service, with the scripted provider."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -193,6 +193,10 @@ async def test_new_playthrough_from_a_message_opens_it(corpus_tavern: Tavern, sc
 
 async def test_impersonate_then_enter_on_the_empty_prompt_answers(corpus_tavern: Tavern,
                                                                   scripted: ScriptedProvider) -> None:
+    # `[tui] impersonate_direct = true`: F4 posts the line (the default fills the composer,
+    # tests/tui/test_impersonate_and_cursor.py).
+    corpus_tavern.settings = replace(corpus_tavern.settings, tui=replace(corpus_tavern.settings.tui,
+                                                                         impersonate_direct=True))
     scripted.enqueue("I look around the glade.")
     scripted.enqueue("Seraphina nods.")
     app = TavernApp(corpus_tavern)

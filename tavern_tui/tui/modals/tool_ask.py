@@ -61,7 +61,9 @@ class ToolAskScreen(ModalScreen[str]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "answer('refuse')", "Refuse", id="tool_ask.refuse"),
+        Binding("o", "answer('once')", "Allow once", id="tool_ask.once"),
+        Binding("a", "answer('always')", "Always for this tool", id="tool_ask.always"),
+        Binding("escape,r", "answer('refuse')", "Refuse", id="tool_ask.refuse"),
     ]
 
     def __init__(self, name: str, source: str, risk: str, arguments: dict[str, Any]) -> None:
@@ -80,9 +82,9 @@ class ToolAskScreen(ModalScreen[str]):
                 yield Static(json.dumps(self._arguments, ensure_ascii=False, indent=2), id="tool-ask-arguments",
                              markup=False)
             with Horizontal(id="tool-ask-buttons"):
-                yield Button("Allow once", id="once", compact=True)
-                yield Button("Always for this tool", id="always", compact=True)
-                yield Button("Refuse", id="refuse", variant="error", compact=True)
+                yield Button("Allow once (o)", id="once", compact=True)
+                yield Button("Always for this tool (a)", id="always", compact=True)
+                yield Button("Refuse (r, Esc)", id="refuse", variant="error", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#refuse", Button).focus()

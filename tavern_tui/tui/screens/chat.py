@@ -125,8 +125,9 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
 
     Keys: ctrl+←/ctrl+→ swipe the last message (→ past the last reply generates a new one;
     with text in the prompt they move by word instead), ctrl+r regenerates the last reply,
-    F3 continues it, F4 has the model write the person's next line (Enter on the empty prompt
-    then answers it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset,
+    F3 continues it, F4 has the model write the person's next line into the composer, to edit
+    and send (`[tui] impersonate_direct`: posted at once; Enter on the empty prompt then answers
+    it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset,
     F7 the requests sent (trace), F8 the persona and its nominations. On a narrow terminal the
     footer leaves out the less used keys (`FOOTER_DROP`); the command palette lists them all.
 
@@ -164,7 +165,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
                 tooltip="Delete the shown swipe of the last reply, keeping the others"),
         Binding("f11", "variables", "Variables", id="chat.variables", show=False,
                 tooltip="Macro variables and their history"),
-        Binding("ctrl+g", "state", "State", id="chat.state", show=False,
+        Binding("ctrl+g", "state", "State", id="chat.state",
                 tooltip="MVU state: stat_data and what the last reply changed"),
         Binding("f10", "compact", "Compact", id="chat.compact", show=False,
                 tooltip="Summarise the oldest messages into one summary (the originals stay in the log)"),
@@ -179,7 +180,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
 
     COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
 
-    FOOTER_DROP = ("quit", "load_earlier", "persona", "trace", "strategy", "world_books", "tree")
+    FOOTER_DROP = ("quit", "load_earlier", "state", "persona", "trace", "strategy", "world_books", "tree")
     """The keys the footer hides first on a narrow terminal: the panes before the keys of play
     (issue 21 item 2: 80 columns keeps Swipe, Regen, Continue and Impersonate, and, while a reply
     streams, Stop); every key still works, the palette key says where help is (F1), and the
@@ -214,6 +215,8 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         self._watch: Timer | None = None
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
         self._esc_armed = False  # Esc was pressed once with text in the composer (issue 21 item 4)
+        self._into_composer = False  # the running impersonation fills the composer (issue 21 item 3)
+        self._settled_text = ""  # the text of the step's settled reply (ReplySettled)
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
@@ -363,7 +366,8 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         if action == "swipe":
             # None (shown dimmed) also lets the key fall through to the prompt's word move.
             return None if self.generating or not self._prompt_empty else True
-        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona", "delete_swipe"):
+        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona", "delete_swipe",
+                      "state"):
             return None if self.generating else True
         if action == "cancel_queued":
             return self.is_mounted and bool(self.inbox_strip.items)
@@ -596,6 +600,9 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         self._reply = None
         self._generation = generation
         self._started = False
+        self._settled_text = ""
+        if generation != "impersonate":
+            self._into_composer = False
         self._before = {box.view.ref for box in self.transcript.boxes if box.view is not None}
         self.generating = True
         self.status.detail = ""
@@ -632,8 +639,8 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
                         self.post_message(ReplyDelta(fragment))
                     case ReasoningDelta(text=fragment):
                         self.post_message(ReplyReasoning(fragment))
-                    case StepSettled(usage=usage):
-                        self.post_message(ReplySettled(usage.total_tokens if usage else None))
+                    case StepSettled(usage=usage, event=event):
+                        self.post_message(ReplySettled(usage.total_tokens if usage else None, event.content))
 
     async def on_reply_started(self, message: ReplyStarted) -> None:
         """Show the person's message (a send) and a box to stream into.
@@ -655,7 +662,8 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
             prefill = boxes[-1].text if message.generation == "continue" else ""
             await boxes[-1].remove()
         if message.generation == "impersonate":
-            box = MessageBox(self.playthrough.user_name, mark="writing…", classes="-user -streaming")
+            mark = "writing your line… (it goes into the composer)" if self._into_composer else "writing…"
+            box = MessageBox(self.playthrough.user_name, mark=mark, classes="-user -streaming")
         else:
             box = MessageBox(self.playthrough.character_name, prefill, mark="writing…", classes="-assistant -streaming")
         self._reply = await self.transcript.add(box)
@@ -710,6 +718,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
 
     def on_reply_settled(self, message: ReplySettled) -> None:
         """The reply is stored; the worker's end (below) reconciles the transcript."""
+        self._settled_text = message.content
 
     @on(Worker.StateChanged)
     async def _worker_changed(self, event: Worker.StateChanged) -> None:
@@ -751,7 +760,9 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
             mvu = self.tavern.steps.last_mvu.get(self.playthrough_id) if worker.state == WorkerState.SUCCESS else None
             self.status.state, self.status.detail = "idle", refused_status(mvu)
             mark = "stopped" if worker.state == WorkerState.CANCELLED else None
-        if self._reply is not None:
+        if self._generation == "impersonate" and self._into_composer:
+            await self._impersonated_to_composer(worker, stored)
+        elif self._reply is not None:
             await self._reply.settle(stored, mark)
         self._reply = None
         self.generating = False
@@ -763,6 +774,24 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
             # or a failure: the person decides then; the next Enter sends them with its text).
             if worker.state == WorkerState.SUCCESS and state.queued:
                 self._start("send", lambda: self.tavern.steps.run_queued(self.playthrough_id))
+
+    async def _impersonated_to_composer(self, worker: Worker[None], stored: MessageView | None) -> None:
+        """An impersonation for the composer ended: its line goes after what the composer holds
+        and the streaming box goes. A stopped or failed one's partial line (stored as a visible
+        attempt) goes into the composer too and is taken out of the chat, as SillyTavern leaves
+        a stopped impersonation in its send box."""
+        text = self._settled_text if worker.state == WorkerState.SUCCESS else (stored.content if stored else "")
+        if self._reply is not None:
+            await self._reply.stop_streams()
+            await self._reply.remove()
+        if worker.state != WorkerState.SUCCESS and stored is not None and stored.content:
+            self.call(self.tavern.timeline.delete_message, self.playthrough_id, stored.ref,
+                      title="Cannot take the partial line out of the chat", then=lambda _: self._reload())
+        if text.strip():
+            typed = self.prompt.value
+            self.prompt.value = f"{typed.rstrip()}\n{text.strip()}" if typed.strip() else text.strip()
+            self.prompt.focus()
+            self._save_draft()
 
     def _watch_elsewhere(self) -> None:
         """Follow a step another window or command is taking in this playthrough: every
@@ -814,8 +843,12 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         self._start("continue", lambda: self.tavern.steps.continue_reply(self.playthrough_id))
 
     def action_impersonate(self) -> None:
-        """Have the model write the person's next line (Enter on the empty prompt answers it)."""
-        self._start("impersonate", lambda: self.tavern.steps.impersonate(self.playthrough_id))
+        """Have the model write the person's next line. As SillyTavern, it goes into the composer
+        for the person to edit and send (after what is typed there already, never over it); with
+        `[tui] impersonate_direct = true` it is posted at once as theirs, marked "written by the
+        model for you" (Enter on the empty prompt then answers it)."""
+        self._into_composer = into = not self.tavern.settings.tui.impersonate_direct
+        self._start("impersonate", lambda: self.tavern.steps.impersonate(self.playthrough_id, into_composer=into))
 
     def action_tree(self) -> None:
         """Open the branch tree of this playthrough; the chat reloads when it closes."""

@@ -9,7 +9,7 @@ becomes a playthrough (`OpeningService.begin`, in a worker) and its chat opens a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -23,8 +23,11 @@ from tavern_tui.tools import offer_line
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.screens.base import TavernModal, TavernScreen
 from tavern_tui.tui.widgets.composer import Composer
+from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import OpeningView
+
+_GREETING = Binding.Group("Greeting", compact=True)
 
 DRAFT_PLACEHOLDER = "Write your first line as {user} · Enter starts the playthrough · Esc keeps the draft"
 
@@ -80,11 +83,17 @@ class DraftScreen(TavernScreen[None]):
 
     BINDINGS = [
         Binding("escape", "back", "Back (keep draft)", id="draft.back"),
-        Binding("ctrl+left", "swipe(-1)", "Greeting ←", id="draft.swipe_left", priority=True),
-        Binding("ctrl+right", "swipe(1)", "Greeting →", id="draft.swipe_right", priority=True),
+        # One footer group ("^← ^→ Greeting", as the chat's Swipe): room at 80 columns for Preview.
+        Binding("ctrl+left", "swipe(-1)", "Greeting ←", id="draft.swipe_left", priority=True, group=_GREETING),
+        Binding("ctrl+right", "swipe(1)", "Greeting →", id="draft.swipe_right", priority=True, group=_GREETING),
         Binding("f6", "preview", "Preview", id="draft.preview"),
         Binding("f9", "discard", "Discard draft", id="draft.discard"),
     ]
+
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
+
+    FOOTER_DROP = ("quit", "discard")
+    """Left out first on a narrow terminal (the palette and F1 still list them)."""
 
     DEFAULT_CSS = """
     DraftScreen #draft-greeting { height: 1fr; padding: 0 1; }
@@ -107,7 +116,7 @@ class DraftScreen(TavernScreen[None]):
         yield Static("", id="draft-selections", markup=False)
         self.prompt = Composer(placeholder=DRAFT_PLACEHOLDER.format(user="you"), id="draft-prompt", classes="pane")
         yield self.prompt
-        yield Footer()
+        yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
         self.prompt.focus()

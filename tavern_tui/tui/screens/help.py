@@ -57,14 +57,17 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
     chain = list(screen._modal_binding_chain)  # focused widget … screen … app
     order = sorted(chain, key=lambda link: 0 if link[0] is screen else (2 if link[0] is app else 1))
     for node, bindings in order:
-        by_binding: dict[int, list[str]] = {}
-        first: dict[int, Binding] = {}
+        # Keyed by the binding's id (else its action): "escape,r" is one binding per key in the
+        # chain, shown as one row with both keys.
+        by_binding: dict[str, list[str]] = {}
+        first: dict[str, Binding] = {}
         for key, binding in bindings:
             # Scrolling and focus moves are every widget's keys, not this screen's (its own stay).
             if binding.system or (node is not screen and binding.action.startswith(_HIDDEN_ACTIONS)):
                 continue
-            by_binding.setdefault(id(binding), []).append(app.get_key_display(binding.with_key(key)))
-            first.setdefault(id(binding), binding)
+            ident = binding.id or f"{binding.action}:{key}"
+            by_binding.setdefault(ident, []).append(app.get_key_display(binding.with_key(key)))
+            first.setdefault(ident, binding)
         for ident, binding in first.items():
             description = binding.description or binding.tooltip or binding.action
             mark = (node.__class__.__name__, binding.id or binding.action)

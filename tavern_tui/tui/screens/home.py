@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import ClassVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -25,6 +26,7 @@ from tavern_tui.tui.modals.import_screen import (
     summarise,
 )
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import OpeningView
 
@@ -65,6 +67,8 @@ class HomeScreen(TavernScreen[None]):
         Binding("f5", "refresh", "Refresh", id="home.refresh", show=False),
         Binding("escape", "clear_filter", "Clear filter", id="home.clear_filter", show=False),
     ]
+
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}  # the palette lists this screen's keys
 
     def __init__(self, tavern: Tavern, now: Callable[[], datetime]) -> None:
         super().__init__(tavern)

@@ -4,9 +4,10 @@
 alt+↑ / alt+↓ move the cursor over the mounted message boxes (the first alt+↑ takes the newest)
 and give the transcript the focus, so the action keys are plain letters: `e` edit, `d` delete
 (hide, after a confirm), `b` new playthrough from here, `c` continue from here (roll back to it),
-`[` / `]` the previous / next variant at that depth (a swipe there), `y` copy the text (Textual's
-clipboard, OSC 52), `t` the requests sent (trace). Esc leaves the cursor; the composer gets the
-focus back.
+`[` / `]` the previous / next variant at that depth (a swipe there), `x` opens or closes its
+sections (a tool call's arguments and result, reasoning), `y` copy the text (Textual's
+clipboard, OSC 52), `t` the trace on the message's own request (`own_request`). Esc leaves the
+cursor; the composer gets the focus back.
 
 The narrow interface to the chat: `screen.transcript.boxes` (the mounted `MessageBox`es, each
 with `.view`), `screen.transcript` (focusable), `screen.prompt`, `screen.playthrough_id`,
@@ -19,11 +20,13 @@ from __future__ import annotations
 from typing import Any
 
 from textual.binding import Binding
+from textual.widgets import Collapsible
 
 from tavern_tui.service import MessageView
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
+from tavern_tui.tui.screens.trace import TraceScreen
 
 _GROUP = Binding.Group("Message")
 
@@ -45,8 +48,11 @@ CURSOR_BINDINGS = [
             show=False, group=_GROUP),
     Binding("y", "cursor_copy", "Copy message", id="chat.cursor_copy", show=False, group=_GROUP,
             tooltip="Copy its text to the clipboard (OSC 52)"),
+    Binding("x", "cursor_expand", "Expand / collapse", id="chat.cursor_expand", show=False, group=_GROUP,
+            tooltip="Open or close the message's sections: a tool call's arguments and result, reasoning, "
+                    "a summary's originals"),
     Binding("t", "cursor_trace", "Message's request", id="chat.cursor_trace", show=False, group=_GROUP,
-            tooltip="The requests sent (trace)"),
+            tooltip="The trace, on the request that wrote this message (that swipe)"),
     Binding("escape", "cursor_leave", "Leave the message cursor", id="chat.cursor_leave", show=False,
             group=_GROUP),
 ]
@@ -68,6 +74,28 @@ def variant_ref(tavern: Any, playthrough_id: int, ref: tuple[int, int]) -> tuple
         except Exception:  # noqa: BLE001, S112 - a variant the head hides: not this one
             continue
     return ref
+
+
+def own_request(tavern: Any, playthrough_id: int, ref: tuple[int, int], role: str) -> str | None:
+    """The trace id ("session:seq") of the request a shown message came from: the request whose
+    reply is the message's variant (`variant_ref`: an edited message counts as the variant it
+    rewrote); for a person's line (role user, no request wrote it), the first request sent after
+    it in its session, which carried it. None when there is none. Call it in a worker."""
+    variant = variant_ref(tavern, playthrough_id, ref)
+    traces = tavern.traces.traces(playthrough_id)
+    wanted = f"{variant[0]}:{variant[1]}"
+    for trace in traces:
+        if trace.reply == wanted:
+            return str(trace.id)
+    if role == "user":
+        after = [t for t in traces if t.session_id == variant[0] and _seq(t.id) > variant[1]]
+        if after:
+            return str(min(after, key=lambda t: _seq(t.id)).id)
+    return None
+
+
+def _seq(trace_id: str) -> int:
+    return int(trace_id.partition(":")[2] or 0)
 
 
 class MessageCursor:
@@ -224,9 +252,38 @@ class MessageCursor:
 
         self.call(pick, title="Cannot show another variant", then=picked)  # type: ignore[attr-defined]
 
+    def action_cursor_expand(self) -> None:
+        """Open the message's collapsed sections (a tool line's arguments and result, its
+        reasoning, a summary's originals), or close them when any is open."""
+        box = self.cursor_box()
+        if box is None:
+            return
+        sections = list(box.query(Collapsible))
+        if not sections:
+            self.notify("Nothing to expand in this message.", timeout=2)  # type: ignore[attr-defined]
+            return
+        collapse = any(not section.collapsed for section in sections)
+        for section in sections:
+            section.collapsed = collapse
+
     def action_cursor_trace(self) -> None:
-        """Open the requests this playthrough sent (the trace), from the message cursor."""
-        self.action_trace()  # type: ignore[attr-defined]
+        """Open the trace on this message's own request: the one that produced the reply (that
+        swipe, or for an edited reply the variant it rewrote), for a line of the person's the
+        request it was first sent in. A message no request made or carried (a greeting, a line
+        not sent yet) says so and opens on the newest request."""
+        message = self.cursor_message
+        if message is None:
+            return
+        pid, tavern, ref, role = self.playthrough_id, self.tavern, message.ref, message.role  # type: ignore[attr-defined]
+        self.call(lambda: own_request(tavern, pid, ref, role), title="Cannot find the message's request",  # type: ignore[attr-defined]
+                  then=lambda found: self._open_trace(found, message))
+
+    def _open_trace(self, trace_id: str | None, message: MessageView) -> None:
+        if trace_id is None:
+            self.notify(f"No request wrote or sent {message.speaker}'s message (a greeting, or not sent yet): "  # type: ignore[attr-defined]
+                        "showing the newest request.", title="Trace", timeout=5)
+        self.app.push_screen(TraceScreen(self.tavern, self.playthrough_id, select=trace_id),  # type: ignore[attr-defined]
+                             self._trace_closed)  # type: ignore[attr-defined]
 
     def _cursor_done(self, keep: tuple[int, int] | None = None) -> None:
         """After an action: re-read the chat; the cursor stays on `keep` when given, else it goes."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -23,11 +24,13 @@ from tavern_tui.config import BELIEF_EXTRACTORS, Settings, TuiSettings
 from tavern_tui.config.store import keyring_available, save_config
 from tavern_tui.errors import FormatError
 from tavern_tui.providers.base import ProviderSettings
-from tavern_tui.providers.probe import EndpointReport, probe_endpoint
 from tavern_tui.service import Tavern
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
+
+if TYPE_CHECKING:
+    from tavern_tui.providers.probe import EndpointReport
 
 
 class SettingsScreen(TavernScreen[bool]):
@@ -152,6 +155,8 @@ class SettingsScreen(TavernScreen[bool]):
         line = self.query_one("#connection", Static)
         line.set_classes("")
         line.update("asking the endpoint…")
+        from tavern_tui.providers.probe import probe_endpoint  # httpx: loaded on first use, not at start-up
+
         self.call(probe_endpoint, provider, title="Cannot test the connection", then=self._tested)
 
     def _tested(self, report: EndpointReport) -> None:

@@ -15,6 +15,7 @@ from textual.widgets import Footer, Static, Tree
 from tavern_tui.service.mvu import MvuView
 from tavern_tui.tui.labels import clip
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
 VALUE_WIDTH = 60
@@ -78,6 +79,8 @@ class StateScreen(TavernScreen[None]):
         Binding("escape", "back", "Back", id="state.back"),
         Binding("r", "refresh", "Refresh", id="state.refresh"),
     ]
+
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}  # the palette lists this screen's keys
 
     tree = getters.query_one("#state-tree", Tree)
     changes = getters.query_one("#state-changes", Static)

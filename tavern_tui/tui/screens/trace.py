@@ -25,6 +25,7 @@ from tavern_tui.errors import TavernError
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, event_label, plural, relative_time
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import TraceView
 
@@ -282,12 +283,17 @@ class TraceScreen(TavernScreen[bool]):
         Binding("shift+tab", "app.focus_previous", "Previous pane", show=False),
     ]
 
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}  # the palette lists this screen's keys
+
     requests = getters.query_one("#requests", RequestList)
     detail = getters.query_one("#trace-detail", VerticalScroll)
 
-    def __init__(self, tavern: Tavern, playthrough_id: int) -> None:
+    def __init__(self, tavern: Tavern, playthrough_id: int, *, select: str | None = None) -> None:
         super().__init__(tavern, playthrough_id)
         self.playthrough_id: int = playthrough_id
+        self.select = select
+        """The trace id to highlight first (a message's own request, from the chat's message
+        cursor); None: the newest."""
         self.loaded = False
         """The list of requests has been shown (tests wait on it)."""
         self.views: dict[str, TraceView] = {}
@@ -325,10 +331,12 @@ class TraceScreen(TavernScreen[bool]):
         self.query_one("#trace-title", Static).update(
             f"Requests · {view.character_name} #{view.id} · {plural(len(traces), 'request')} sent · "
             "history read back from the log")
-        self.requests.set_options(self._option(t) for t in reversed(traces))
+        newest_first = list(reversed(traces))
+        self.requests.set_options(self._option(t) for t in newest_first)
         self.requests.focus()
         if traces:
-            self.requests.highlighted = 0
+            index = next((i for i, t in enumerate(newest_first) if t.id == self.select), 0)
+            self.requests.highlighted = index
         else:
             self.query_one("#trace-empty", Static).update(
                 "No requests yet: what each step sends is recorded here once the chat sends one.")

@@ -14,6 +14,7 @@ from textual.widgets import Footer, Static
 from tavern_tui.service.variables import VariablesView
 from tavern_tui.tui.labels import clip
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
 ORIGIN_LABELS = {"step": "a reply's prompt", "operator": "you", "import": "the imported chat"}
@@ -71,6 +72,8 @@ class VariablesScreen(TavernScreen[None]):
         Binding("escape", "back", "Back", id="variables.back"),
         Binding("r", "refresh", "Refresh", id="variables.refresh"),
     ]
+
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}  # the palette lists this screen's keys
 
     now = getters.query_one("#vars-now", Static)
     history = getters.query_one("#vars-history", Static)
