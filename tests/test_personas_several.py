@@ -124,7 +124,8 @@ def test_a_backup_of_three_imports_every_persona(tavern: Tavern, tmp_path: Path)
     assert result.ok and result.name == "Ann, Bo, Cy", result.error
     views = tavern.persona.personas()
     assert [(v.name, v.default, v.st_key) for v in views] == [
-        ("Ann", False, "1700000000000-Ann.png"), ("Bo", True, "1700000000001-Bo.png"), ("Cy", False, "user-default.png")]
+        ("Ann", False, "1700000000000-Ann.png"), ("Bo", True, "1700000000001-Bo.png"),
+        ("Cy", False, "user-default.png")]
     assert [e.text for e in tavern.persona.persona(views[1].id).entries] == ["{{user}} bakes bread."]
     assert tavern.persona.persona(views[2].id).entries == ()
     # Restoring it again adds nothing: every key is there already (SillyTavern skips them too).
