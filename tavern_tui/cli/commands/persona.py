@@ -100,7 +100,8 @@ def _persona_line(view: PersonaView) -> str:
     marks = ["default"] if view.default else []
     if view.lorebook:
         marks.append(f"lore: {view.lorebook}")
-    return (f"{view.id:>4}  {view.name or '(no name)':<24} v{view.version}  {view.entries} entries"
+    noun = "entry" if view.entries == 1 else "entries"
+    return (f"{view.id:>4}  {view.name or '(no name)':<24} v{view.version}  {view.entries} {noun}"
             + (f"  ({', '.join(marks)})" if marks else ""))
 
 
