@@ -46,6 +46,19 @@ class NotFound(TavernError, LookupError):
     """A character, playthrough or session id that does not exist."""
 
 
+class Ambiguous(TavernError, LookupError):
+    """A name that matches several stored resources (issue 20 item 7): nothing is picked; the
+    message lists each match with its id and source file, and how to pick one (`--id`).
+
+    Attributes:
+        ids: the matching ids, newest first.
+    """
+
+    def __init__(self, message: str, ids: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.ids = ids
+
+
 class ProviderError(TavernError):
     """A model provider failed; subclasses say how.
 

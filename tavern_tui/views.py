@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -509,3 +510,15 @@ class SearchResultView:
                 "character": self.character_name, "title": self.chat_title, "ref": list(self.ref),
                 "role": self.role, "speaker": self.speaker, "snippet": self.snippet, "archived": self.archived,
                 "on_head": self.on_head}
+
+
+def distinct_labels(items: Sequence[Any]) -> dict[int, str]:
+    """How lists show resources that share a name (issue 20 item 7): `{id: label}` for items
+    with `id`, `name` and `source_name` (characters, world books, presets). A name no other
+    item has (case-insensitively) is its own label; a shared one gets its source file and id,
+    "Eldoria (eldoria.json #3)", so two books named alike can be told apart everywhere."""
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.name.casefold()] = counts.get(item.name.casefold(), 0) + 1
+    return {item.id: item.name if counts[item.name.casefold()] < 2 else
+            f"{item.name} ({item.source_name + ' ' if item.source_name else ''}#{item.id})" for item in items}

@@ -134,18 +134,21 @@ def test_lore_import_bind_list_and_export_round_trip(cli_env: dict[str, str], co
                  str(corpus_dir / "cards" / "skynet_v1_legacy.png")], cli_env)
     assert done.returncode == 0, done.stderr
     kinds = [(r["kind"], r["name"]) for r in json.loads(done.stdout)]
+    # SillyTavern names an imported book after its file (src/endpoints/worldinfo.js `/import`),
+    # whatever `name` the JSON holds ("Honkai Impact RPG", "Hogwarts Legacy Lore").
     assert kinds == [("world_book", "eldoria_st_release_oldformat"), ("world_book", "eldoria_st_staging"),
-                     ("world_book", "Hogwarts Legacy Lore"), ("world_book", "Honkai Impact RPG"),
+                     ("world_book", "hogwarts_agnai_memory"), ("world_book", "honkai_chub_st_hybrid"),
                      ("character", "Skynet")]
-    bound = _run(["lore", "bind", "honkai impact rpg", "--global"], cli_env)
-    assert bound.stdout == "Honkai Impact RPG bound to global\n"
+    bound = _run(["lore", "bind", "HONKAI_chub_st_hybrid", "--global"], cli_env)
+    assert bound.stdout == "honkai_chub_st_hybrid bound to global\n"
     assert "already bound" in _run(["lore", "bind", "4", "--global"], cli_env).stdout
-    assert _run(["lore", "bind", "Hogwarts Legacy Lore", "--character", "skynet"], cli_env).returncode == 0
+    assert _run(["lore", "bind", "hogwarts_agnai_memory", "--character", "skynet"], cli_env).returncode == 0
     listed = {b["name"]: b for b in json.loads(_run(["lore", "list", "--json"], cli_env).stdout)}
-    assert listed["Honkai Impact RPG"]["bindings"] == ["global"] and listed["Honkai Impact RPG"]["entries"] == 34
-    assert listed["Hogwarts Legacy Lore"]["bindings"] == ["character:1"]
+    honkai = listed["honkai_chub_st_hybrid"]
+    assert honkai["bindings"] == ["global"] and honkai["entries"] == 34
+    assert listed["hogwarts_agnai_memory"]["bindings"] == ["character:1"]
     out = tmp_path / "honkai.json"
-    assert _run(["lore", "export", "Honkai Impact RPG", "--out", str(out)], cli_env).returncode == 0
+    assert _run(["lore", "export", "--id", "4", "--out", str(out)], cli_env).returncode == 0
     exported = json.loads(out.read_text(encoding="utf-8"))
     assert len(exported["entries"]) == 34
     # uid 13 (key "14" in the Chub file) is the one constant entry (FACTS.md), kept by uid on export

@@ -66,13 +66,16 @@ def test_persona_lore_follows_the_imported_persona_and_binds_from_the_cli(tavern
         backup = {"personas": {who: who[:-4]}, "persona_descriptions": {who: {"description": f"{who} x",
                                                                                "lorebook": book}}}
         assert tavern.persona.import_persona_bytes(json.dumps(backup).encode(), "p.json").ok
-    bound = {b.name for b in tavern.lore.world_books() if "persona:1" in b.bindings}
-    assert bound == {"Forest"} and tavern.persona.persona().lorebook == "Forest"  # one book a persona, as SillyTavern
-    code, out, _ = run(db_url, "lore", "unbind", "Forest", "--persona")
+    # Two backups, two personas (issue 20 item 6): ann filled the empty first persona, bo is a new one.
+    ann, bo = tavern.persona.find_persona("ann"), tavern.persona.find_persona("bo")
+    assert {b.name for b in tavern.lore.world_books() if f"persona:{ann.id}" in b.bindings} == {"Harbor"}
+    assert {b.name for b in tavern.lore.world_books() if f"persona:{bo.id}" in b.bindings} == {"Forest"}
+    assert tavern.persona.persona(bo.id).lorebook == "Forest"
+    code, out, _ = run(db_url, "lore", "unbind", "Forest", "--persona", "bo")
     assert code == 0
-    code, out, _ = run(db_url, "lore", "bind", "Harbor", "--persona")
+    code, out, _ = run(db_url, "lore", "bind", "Harbor", "--persona", "bo")  # one book a persona, as SillyTavern
     assert code == 0
-    assert {b.name for b in tavern.lore.world_books() if "persona:1" in b.bindings} == {"Harbor"}
+    assert {b.name for b in tavern.lore.world_books() if f"persona:{bo.id}" in b.bindings} == {"Harbor"}
 
 
 def test_chat_with_an_unknown_preset_creates_nothing(tavern: Tavern, tmp_path: Path, db_url: str) -> None:

@@ -89,6 +89,7 @@ async def test_the_first_send_makes_the_playthrough_with_the_drafts_selections(
     book = service.imports.import_paths([corpus_dir / "worldbooks" / "eldoria_st_staging.json"])[0]
     preset = service.imports.import_paths([corpus_dir / "presets" / "st_openai_default_staging.json"])[0]
     assert book.ok and preset.ok
+    service.persona.new_persona("Rowan")  # `--persona` picks a persona document (issue 20 item 6)
     draft = service.openings.new_draft(cid, greeting=1, strategy="preset-roles-first", preset=str(preset.id),
                                        lore=[str(book.id)], persona="Rowan")
     server.enqueue_sse(sse_chunks_for("Welcome."))
@@ -165,6 +166,7 @@ def test_an_unknown_selection_or_greeting_stores_no_draft(service: Tavern, corpu
 
 
 def test_editing_a_draft_changes_only_what_is_given(service: Tavern, corpus_dir: Path) -> None:
+    service.persona.new_persona("Ann")
     draft = service.openings.new_draft(qingkong(service, corpus_dir), strategy="compat", persona="Ann")
     edited = service.openings.edit_draft(draft.id, greeting=2, strategy="preset-roles-first")
     assert (edited.greeting_index, edited.strategy, edited.user_name) == (2, "preset-roles-first", "Ann")
@@ -182,6 +184,8 @@ def run(db_url: str, *args: str) -> tuple[int, str, str]:
 
 def test_three_drafts_from_the_command_line_two_discarded_one_played(db_url: str, corpus_dir: Path) -> None:
     code, _out, err = run(db_url, "import", str(corpus_dir / "stateful" / "qingkong_li_mvu.png"))
+    assert code == 0, err
+    code, _out, err = run(db_url, "persona", "new", "Rowan")
     assert code == 0, err
     made = []
     for greeting in (0, 1, 3):

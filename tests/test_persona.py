@@ -362,7 +362,10 @@ def test_sillytavern_persona_backup_imports_name_description_and_lore(tavern: Ta
     (tmp_path / "personas.json").write_text(json.dumps(backup))
     [result] = tavern.imports.import_paths([tmp_path / "personas.json"])
     assert result.ok and result.kind == "persona", result.error
-    assert any("Bo" in w for w in result.warnings)
+    # Every persona of the backup is imported (issue 20 item 6); its default_persona is the default.
+    assert result.name == "Ann, Bo"
+    assert [(v.name, v.default) for v in tavern.persona.personas()] == [("Ann", True), ("Bo", False)]
+    assert [e.text for e in tavern.persona.persona(tavern.persona.find_persona("Bo").id).entries] == ["Bo is a baker."]
     doc = tavern.persona.persona()
     assert (doc.name, doc.lorebook) == ("Ann", "Harbor")
     assert [(e.text, e.provenance) for e in doc.entries] == [("{{user}} is a sailor.", "owner")]

@@ -207,8 +207,9 @@ def test_world_books_import_by_content_with_facts_counts(tavern: Tavern, corpus_
     assert {name: b.entries for name, b in books.items()} == {
         "eldoria_st_release_oldformat.json": 4, "eldoria_st_staging.json": 4,
         "hogwarts_agnai_memory.json": 4, "honkai_chub_st_hybrid.json": 34}
-    assert books["honkai_chub_st_hybrid.json"].name == "Honkai Impact RPG"
-    assert books["hogwarts_agnai_memory.json"].name == "Hogwarts Legacy Lore"
+    # Named after the file, as SillyTavern's /api/worldinfo/import names them (not the JSON's `name`).
+    assert books["honkai_chub_st_hybrid.json"].name == "honkai_chub_st_hybrid"
+    assert books["hogwarts_agnai_memory.json"].name == "hogwarts_agnai_memory"
     assert tavern.library.characters() == []
     honkai = tavern.lore.world_book(books["honkai_chub_st_hybrid.json"].id)
     assert [e.uid for e in honkai.entries if e.constant] == [13]

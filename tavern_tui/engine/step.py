@@ -98,12 +98,25 @@ class Generation:
         continues: (session, seq) of the message being continued (kept in the reply's body).
         instruction: a final system message for this request only (the continue nudge or the
             impersonation prompt); recorded in the step's `request/assembly` event.
+        speaker, persona: the name and persona id the person writes under now; every user
+            message the step stores keeps them (`speaker`, `persona` in its body; not `name`,
+            which an imported line's body holds and the request sends as OpenAI `name`), so a later
+            rename or persona switch relabels no old line (issue 20 item 6).
     """
 
     type: str = "normal"
     continue_text: str = ""
     continues: tuple[int, int] | None = None
     instruction: str = ""
+    speaker: str = ""
+    persona: int | None = None
+
+    def speaker_fields(self) -> dict[str, Any]:
+        """`{"speaker"?, "persona"?}` for a user message's body (empty when not set)."""
+        fields: dict[str, Any] = {"speaker": self.speaker} if self.speaker else {}
+        if self.persona is not None:
+            fields["persona"] = self.persona
+        return fields
 
     def __post_init__(self) -> None:
         if self.type not in GENERATION_TYPES:
@@ -672,6 +685,8 @@ async def _run_step(
     else:
         calls = ()  # no tools were offered: a stray call is not run (its text, if any, stays)
     kind = EventKind.USER_MESSAGE if impersonate else EventKind.ASSISTANT_MESSAGE
+    if impersonate:
+        body.update(generation.speaker_fields())
     settled = (await _settling(alog, session_id, [NewEvent(kind, reply_role, body, reply_origin, reply_source)]))[0]
     yield StepSettled(settled, usage, calls)
 
@@ -936,7 +951,8 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     # per claimed one); `claim` resolves the claim (engine.inbox).
     contents = (list(assembly.input) if assembly.input is not None and len(assembly.input) == len(batch)
                 else [item.content for item in batch])
-    admitted += [NewEvent(EventKind.USER_MESSAGE, "user", {"content": content, CLAIM_KEY: claim_event.seq},
+    admitted += [NewEvent(EventKind.USER_MESSAGE, "user", {"content": content, CLAIM_KEY: claim_event.seq,
+                                                           **generation.speaker_fields()},
                           item.origin) for item, content in zip(batch, contents) if claim_event is not None]
     stored = await log.append(session_id, admitted)
     claimed = tuple(stored[len(stored) - len(batch):]) if batch else ()

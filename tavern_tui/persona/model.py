@@ -144,6 +144,41 @@ class PersonaDocument:
                 "entries": [e.to_json() for e in self.entries]}
 
 
+def principal_for(persona_id: int) -> str:
+    """The principal of a persona made here after the first (issue 20 item 6): "persona:<id>"
+    (the first one keeps "local", so its document, beliefs and declines stay where they were)."""
+    return f"persona:{persona_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class PersonaView:
+    """One of the person's personas as lists show it (issue 20 item 6).
+
+    Attributes:
+        id: the persona's id (stable across renames; `--id`, the lock and drafts name it).
+        principal: whose document, beliefs and declines are this persona's.
+        name: its document's current name (`{{user}}`; "" = the configured user name).
+        version: its document's current version (0: nothing written yet).
+        entries: how many entries the document has.
+        default: the persona new chats and chats without a lock play as.
+        st_key: the SillyTavern avatar key a persona backup gave it ("" when made here).
+    """
+
+    id: int
+    principal: str
+    name: str
+    version: int = 0
+    entries: int = 0
+    default: bool = False
+    st_key: str = ""
+    lorebook: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form (`tavern persona list --json`)."""
+        return {"id": self.id, "name": self.name, "version": self.version, "entries": self.entries,
+                "default": self.default, "st_key": self.st_key, "lorebook": self.lorebook}
+
+
 @dataclass(frozen=True, slots=True)
 class RenderedPersona:
     """The persona as one session sees it.

@@ -245,7 +245,8 @@ class ChatFileService:
             extra["reasoning"] = body["reasoning"]
         if message.origin is not None and message.role != "system":
             extra[ORIGIN_FIELD] = message.origin.value
-        name = body.get("name") if isinstance(body.get("name"), str) else (user if message.role == "user" else char)
+        written = body.get("name") if isinstance(body.get("name"), str) else body.get("speaker")
+        name = written if isinstance(written, str) and written else (user if message.role == "user" else char)
         send_date = infos[chosen].get("send_date")
         raw = dict(body.get(ST_KEY) or {})
         if imported.get("had_extra", True):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui.engine.events import canonical_json
-from tavern_tui.errors import AlreadyStored, FormatError, NotFound, SecretRefused, TavernError
+from tavern_tui.errors import AlreadyStored, Ambiguous, FormatError, NotFound, SecretRefused, TavernError
 from tavern_tui.formats.cards import ParsedCard, parse_card
 from tavern_tui.formats.charx import charx_member
 from tavern_tui.service.context import ServiceContext
@@ -263,11 +263,13 @@ class LibraryService:
         return self._character_view(self.find(query, "characters", "character"))
 
     def find(self, query: str, repository: str, what: str) -> Any:
-        """The record with id `query`, else the newest with that name (case-insensitive), from the
+        """The record with id `query`, else the one with that name (case-insensitive), from the
         unit-of-work repository named `repository` ("characters", "world_books", "presets").
 
         Raises:
             NotFound: nothing matches; the message names `what` and suggests close names.
+            Ambiguous: several have that name (issue 20 item 7: never picked silently); the
+                message lists each with its id and source file.
         """
         with self.ctx.store.unit_of_work(write=False) as uow:
             repo = getattr(uow, repository)
@@ -280,5 +282,9 @@ class LibraryService:
             names = [] if matches else repo.names()
         if not matches:
             raise NotFound(f"no {what} named {query!r}; " + _did_you_mean(query.strip(), names))
+        if len(matches) > 1:
+            listed = "; ".join(f"#{m.id} from {m.source_name or '(no file)'}" for m in matches)
+            raise Ambiguous(f"{len(matches)} {what}s are named {query.strip()!r}: {listed}; pick one by its id "
+                            f"(--id N, or the id in place of the name)", tuple(m.id for m in matches))
         return matches[0]
 

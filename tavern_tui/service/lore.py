@@ -79,7 +79,10 @@ class WorldInfoService:
         """Import one world book from bytes (any shape `formats.worldinfo` reads).
 
         The book is stored as SillyTavern World Info JSON plus the original bytes; the same
-        bytes imported again store nothing new. A broken file stores nothing.
+        bytes imported again store nothing new. A broken file stores nothing. The book takes
+        its file's name without the extension, whatever `name` the JSON holds, as SillyTavern
+        names an imported book (`src/endpoints/worldinfo.js` `/import`: the book is the file
+        `path.parse(originalname).name + ".json"`; issue 20 item 7).
         """
         from tavern_tui.formats.worldinfo import parse_world_book, to_st_json
         from tavern_tui.formats.worldinfo_foreign import dropped_agnai_constants
@@ -88,6 +91,9 @@ class WorldInfoService:
             book = parse_world_book(payload, name)
         except FormatError as exc:
             return ImportResult(name, "world_book", error=str(exc))
+        stem = Path(name).stem
+        if stem and stem != book.name:
+            book.name = stem
         warnings = tuple(invalid_regex_keys(book)) + tuple(dropped_agnai_constants(book))
         for warning in warnings:
             logger.info("%s: %s", name, warning)  # (the result carries it: each front end shows it)

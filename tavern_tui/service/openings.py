@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin, body_hash, canonical_json
 from tavern_tui.engine.step import OPENING_SOURCE, StepUpdate
-from tavern_tui.errors import TavernError
+from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -61,7 +61,7 @@ def draft_playthrough(draft: OpeningRecord, character_name: str, user_name: str)
     now = draft.updated_at
     name = str(draft.strategy.get("name") or "") or None
     record = PlaythroughRecord(0, draft.character_id, "", user_name, 0, 0, draft.created_at, now,
-                               json.dumps({"strategy": draft.strategy} if draft.strategy else {}),
+                               json.dumps(_draft_meta(draft)),
                                draft.preset_id, name)
     view = PlaythroughView(0, draft.character_id, character_name, user_name, 0, draft.created_at, now, 0,
                            name or "compat", draft.preset_id)
@@ -79,8 +79,21 @@ def opening_history(event: NewEvent | None) -> list[Event]:
 
 
 def draft_user_name(draft: OpeningRecord, persona: PersonaService, default: str) -> str:
-    """The name `{{user}}` stands for in a draft: its own, else the persona's, else `default`."""
-    return draft.user_name or persona.persona().name or default
+    """The name `{{user}}` stands for in a draft: its persona document's name now (the one
+    `--persona` picked, else the default persona's), else the name it was given, else `default`."""
+    try:
+        name = persona.persona(draft.persona_id).name
+    except NotFound:  # (its persona cannot go away; an old draft names none)
+        name = ""
+    return name or draft.user_name or default
+
+
+def _draft_meta(draft: OpeningRecord) -> dict[str, Any]:
+    """The playthrough meta a draft starts with: its strategy snapshot and its persona lock."""
+    meta: dict[str, Any] = {"strategy": draft.strategy} if draft.strategy else {}
+    if draft.persona_id is not None:
+        meta["persona"] = {"lock": draft.persona_id}
+    return meta
 
 
 def draft_opening(draft: OpeningRecord, card: ParsedCard, user: str) -> NewEvent | None:
@@ -177,13 +190,16 @@ class OpeningService:
         Args:
             character: a character id or a query as `LibraryService.find_character` takes it.
             greeting: 0 = first_mes, 1… = alternate_greetings in order.
-            preset, lore, strategy: names or ids; persona: the name `{{user}}` stands for.
+            preset, lore, strategy: names or ids; persona: the persona document to play as (its
+                name or id; the playthrough is locked to it at the first send; default: the
+                default persona).
 
         Raises:
             NotFound: an unknown character, preset, book or strategy (nothing is stored).
             TavernError: a greeting number out of range.
         """
         found = self.library.find_character(str(character))
+        chosen = self.persona.find_persona(persona) if persona is not None and persona.strip() else None
         with self.ctx.store.unit_of_work(write=False) as uow:
             card = self.library.card(uow.characters.get(found.id))
         preset_id, books, spec = self._selections(preset=preset, lore=lore, strategy=strategy, greeting=greeting,
@@ -193,7 +209,8 @@ class OpeningService:
         with self.ctx.store.unit_of_work() as uow:
             created = uow.openings.add(character_id=found.id, greeting_index=greeting or 0,
                                        preset_id=None if preset_id is False else preset_id,  # type: ignore[arg-type]
-                                       strategy=spec, lore=books or [], user_name=(persona or "").strip())
+                                       strategy=spec, lore=books or [], user_name=chosen.name if chosen else "",
+                                       persona_id=chosen.id if chosen else None)
         return self._view(created)
 
     def edit_draft(self, draft_id: int, *, greeting: int | None = None, preset: str | None = None,
@@ -206,6 +223,7 @@ class OpeningService:
             NotFound: no such draft, or an unknown name (nothing is changed). TavernError: as `new_draft`.
         """
         draft = self._record(draft_id)
+        chosen = self.persona.find_persona(persona) if persona is not None and persona.strip() else None
         with self.ctx.store.unit_of_work(write=False) as uow:
             card = self.library.card(uow.characters.get(draft.character_id))
         preset_id, books, spec = self._selections(preset=preset, lore=lore or (), strategy=strategy,
@@ -215,7 +233,8 @@ class OpeningService:
         with self.ctx.store.unit_of_work() as uow:
             changed = uow.openings.update(draft_id, greeting_index=greeting, preset_id=preset_id, strategy=spec,
                                           lore=books if lore is not None else None,
-                                          user_name=persona.strip() if persona is not None else None)
+                                          user_name=(chosen.name if chosen else "") if persona is not None else None,
+                                          persona_id=(chosen.id if chosen else None) if persona is not None else False)
         return self._view(changed)
 
     def swipe_greeting(self, draft_id: int, direction: int) -> OpeningView:
@@ -255,7 +274,6 @@ class OpeningService:
         if not text.strip():
             raise TavernError("nothing to send: the message is empty")
         self.playthroughs.check_message(text, allow_secrets=allow_secrets)
-        self.persona.rendered_persona()
         self.steps.preview_draft(draft_id, text)  # refuses what cannot fit, before anything is stored
         draft = self._record(draft_id)
         user = self.user_name(draft)
@@ -266,8 +284,7 @@ class OpeningService:
                                                             "preset": self.presets.preset_of(draft.preset_id)[1]}))
         with self.ctx.store.unit_of_work() as uow:
             created = uow.openings.root(draft_id, title="", user_name=user,
-                                        meta=json.dumps({"strategy": draft.strategy} if draft.strategy else {},
-                                                        ensure_ascii=False),
+                                        meta=json.dumps(_draft_meta(draft), ensure_ascii=False),
                                         strategy=str(draft.strategy.get("name") or "") or None, events=events)
         self.persona.pin_persona(created.id)
         return self.playthroughs.playthrough(created.id)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tavern_tui.engine.events import EventKind, is_customer, parse_origin
 from tavern_tui.engine.stream import ChatRequest, TextDelta
-from tavern_tui.errors import Conflict, FormatError, NotFound, ProviderError, TavernError
+from tavern_tui.errors import Ambiguous, Conflict, FormatError, NotFound, ProviderError, TavernError
 from tavern_tui.formats.personas import parse_personas
 from tavern_tui.persona.corroborate import RELATIONS, same_belief
 from tavern_tui.persona.model import (
@@ -36,6 +36,7 @@ from tavern_tui.persona.model import (
     PersonaCapExceeded,
     PersonaDocument,
     PersonaEntry,
+    PersonaView,
     RenderedPersona,
     check_sensitivity,
     render_persona,
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PERSONA_TARGET = 1
-"""Binding target id of the local principal's persona (world-book scope "persona")."""
+"""Binding target id of the first persona (world-book scope "persona" binds to a persona's id)."""
 
 SNAPSHOT_LIMIT = 40
 """Beliefs in the memory snapshot at most (ADR-0079: the forty-item snapshot)."""
@@ -124,6 +125,52 @@ def _within_caps(document: PersonaDocument, where: str) -> None:
         raise TavernError(f"{where}: refused: the persona would have {exc.actual} {unit}, over its cap of "
                           f"{exc.limit} {unit}; nothing was written (remove or shorten entries)") from None
 
+def _principal(uow: UnitOfWork, persona: int | None) -> tuple[int, str]:
+    """(id, principal) of a persona (None: the default one; the oldest when none is marked).
+
+    Raises:
+        NotFound: no such persona.
+    """
+    rows = uow.personas.personas()
+    if persona is None:
+        row = next((r for r in rows if r[2]), rows[0] if rows else None)
+    else:
+        row = next((r for r in rows if r[0] == persona), None)
+    if row is None:
+        raise NotFound(f"no persona {persona}" if persona is not None else "no persona (the database predates 0013)")
+    return row[0], row[1]
+
+
+def _views(uow: UnitOfWork) -> list[PersonaView]:
+    """Every persona as a view, oldest first (the first is the default when none is marked)."""
+    rows = uow.personas.personas()
+    marked = any(r[2] for r in rows)
+    out = []
+    for index, (persona_id, principal, is_default, data) in enumerate(rows):
+        doc = uow.personas.current(principal)
+        out.append(PersonaView(persona_id, principal, doc.name, doc.version, len(doc.entries),
+                               is_default or (not marked and index == 0), str(data.get("st_key") or ""),
+                               doc.lorebook))
+    return out
+
+
+def _default_of(views: Sequence[PersonaView]) -> PersonaView:
+    """The default persona among `views`. Raises NotFound when there is none."""
+    found = next((v for v in views if v.default), views[0] if views else None)
+    if found is None:
+        raise NotFound("no persona")
+    return found
+
+
+def _writer(event: Any, by_id: dict[int, str]) -> str | None:
+    """The principal of the persona a user message names in its `persona` field (None: none)."""
+    body = event.body if isinstance(event.body, dict) else {}
+    if event.kind == EventKind.SURFACE_REPLACED and isinstance(body.get("message"), dict):
+        body = body["message"]
+    persona = body.get("persona")
+    return by_id.get(persona) if isinstance(persona, int) else None
+
+
 class PersonaService:
     """The persona, beliefs and nominations (`tavern.persona`).
 
@@ -144,19 +191,125 @@ class PersonaService:
 
     # -- the document ---------------------------------------------------------------------
 
-    def persona(self) -> PersonaDocument:
-        """The current persona document (version 0 and no entries until the first write)."""
-        with self.ctx.store.unit_of_work() as uow:
-            return uow.personas.current(LOCAL_PRINCIPAL)
+    def persona(self, persona: int | None = None) -> PersonaDocument:
+        """A persona's current document (`persona`: its id; None: the default persona's;
+        version 0 and no entries until the first write). Raises NotFound."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            return uow.personas.current(_principal(uow, persona)[1])
 
-    def persona_history(self) -> list[PersonaDocument]:
-        """Every revision of the persona, newest first."""
+    def persona_history(self, persona: int | None = None) -> list[PersonaDocument]:
+        """Every revision of a persona's document (None: the default's), newest first."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            return uow.personas.history(_principal(uow, persona)[1])
+
+    # -- several personas (issue 20 item 6) --------------------------------------------------
+
+    def personas(self) -> list[PersonaView]:
+        """Every persona, oldest first, each with its document's name and version."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            return _views(uow)
+
+    def find_persona(self, query: str | int | None = None) -> PersonaView:
+        """A persona by id ("3" or 3) or name (case-insensitive); None or "": the default one.
+
+        Raises:
+            NotFound: nothing matches (the message lists the personas).
+            Ambiguous: several personas have that name (the message lists their ids).
+        """
+        views = self.personas()
+        if query is None or (isinstance(query, str) and not query.strip()):
+            return _default_of(views)
+        text = str(query).strip()
+        if text.isdigit():
+            found = next((v for v in views if v.id == int(text)), None)
+            if found is not None:
+                return found
+        matches = [v for v in views if v.name.casefold() == text.casefold()]
+        if len(matches) > 1:
+            listed = "; ".join(f"#{v.id} (v{v.version}, {v.entries} entries)" for v in matches)
+            raise Ambiguous(f"{len(matches)} personas are named {text!r}: {listed}; pick one by its id (--id N)",
+                            tuple(v.id for v in matches))
+        if not matches:
+            raise NotFound(f"no persona named {text!r}; the personas are: "
+                           + ", ".join(f"#{v.id} {v.name or '(no name)'}" for v in views))
+        return matches[0]
+
+    def new_persona(self, name: str, *, where: str = "persona new") -> PersonaView:
+        """Make a persona named `name` (its document's first revision: the name, no entries).
+
+        Raises:
+            TavernError: an empty name. SecretRefused: credential-shaped text.
+        """
+        name = name.strip()
+        if not name:
+            raise TavernError(f"{where}: a persona needs a name")
+        self._refuse(name, where)
         with self.ctx.store.unit_of_work() as uow:
-            return uow.personas.history(LOCAL_PRINCIPAL)
+            persona_id, principal = uow.personas.add_persona(name)
+            uow.personas.write(replace(PersonaDocument(principal), version=1, name=name, reason="new"), 0)
+            return next(v for v in _views(uow) if v.id == persona_id)
+
+    def rename_persona(self, query: str | int | None, name: str, *, where: str = "persona rename") -> PersonaView:
+        """Give a persona a new name (`{{user}}`) as the next revision of its document. Lines
+        written under the old name keep it (each user message stores its speaker's name).
+
+        Raises:
+            NotFound, Ambiguous: as `find_persona`. TavernError: an empty name. SecretRefused.
+        """
+        if not name.strip():
+            raise TavernError(f"{where}: a persona needs a name")
+        found = self.find_persona(query)
+        self.edit_persona(found.version, name=name, persona=found.id, where=where)
+        return self.find_persona(found.id)
+
+    def use_persona(self, query: str | int | None, playthrough_id: int | None = None) -> PersonaView:
+        """Play as a persona: without `playthrough_id`, it becomes the default (new chats and chats
+        without a lock play as it); with one, that chat is locked to it (SillyTavern's
+        chat-locked persona, `chat_metadata.persona`: a locked chat keeps its persona whatever
+        the default is; `public/scripts/personas.js` `loadPersonaForCurrentChat`: the chat lock
+        first, then the default). Takes effect at the next step.
+
+        Raises:
+            NotFound, Ambiguous: as `find_persona`; NotFound: no such playthrough.
+        """
+        found = self.find_persona(query)
+        if playthrough_id is None:
+            with self.ctx.store.unit_of_work() as uow:
+                uow.personas.set_default(found.id)
+        else:
+            self._write_pin(playthrough_id, lock=found.id)
+        return self.find_persona(found.id)
+
+    def unlock_persona(self, playthrough_id: int) -> None:
+        """Remove a chat's persona lock: it plays as the default persona again. Raises NotFound."""
+        with self.ctx.store.unit_of_work() as uow:
+            meta = json.loads(uow.playthroughs.get(playthrough_id).meta or "{}")
+            pin = meta.get("persona") if isinstance(meta.get("persona"), dict) else {}
+            if "lock" in pin:
+                meta["persona"] = {k: v for k, v in pin.items() if k != "lock"}
+                uow.playthroughs.set_meta(playthrough_id, json.dumps(meta, ensure_ascii=False))
+
+    def playthrough_persona(self, playthrough_id: int | None = None, *, meta: str | None = None) -> PersonaView:
+        """The persona a playthrough plays as: its lock when set (and the persona exists), else the
+        default persona (`use_persona`). `meta`: the playthrough's meta JSON when read already
+        (a draft's); None with no playthrough: the default.
+
+        Raises:
+            NotFound: no such playthrough.
+        """
+        pin = _pin_of(meta) if meta is not None else self._persona_pin(playthrough_id) if playthrough_id else {}
+        views = self.personas()
+        lock = pin.get("lock")
+        return next((v for v in views if v.id == lock), None) or _default_of(views)
+
+    def is_locked(self, playthrough_id: int) -> bool:
+        """True when the playthrough is locked to a persona. Raises NotFound."""
+        return isinstance(self._persona_pin(playthrough_id).get("lock"), int)
 
     def edit_persona(self, expected_version: int, *, add: str | None = None, sensitivity: str | None = None,
                      remove: int | None = None, entries: Sequence[dict[str, Any]] | None = None,
-                     name: str | None = None, where: str = "persona edit") -> PersonaDocument:
+                     name: str | None = None, where: str = "persona edit",
+                     persona: int | None = None) -> PersonaDocument:
         """Write the next persona revision (the owner's act).
 
         Args:
@@ -168,6 +321,7 @@ class PersonaService:
                 owner's (the belief link is cleared); unknown or missing ids are new owner entries.
             name: a new persona name (`{{user}}`).
             where: the write surface, for error messages.
+            persona: which persona (its id; None: the default one).
 
         Raises:
             Conflict: `expected_version` is not current (nothing written).
@@ -175,7 +329,7 @@ class PersonaService:
             TavernError: nothing to change, an unknown sensitivity, or no such entry.
         """
         with self.ctx.store.unit_of_work() as uow:
-            doc = uow.personas.current(LOCAL_PRINCIPAL)
+            doc = uow.personas.current(_principal(uow, persona)[1])
             if doc.version != expected_version:
                 raise Conflict("the persona", expected_version, doc.version)
             now = _now()
@@ -245,59 +399,86 @@ class PersonaService:
         (ADR-0079 decision 7: removing the entry clears the mark)."""
         kept = {e.id for e in after.entries if e.provenance == "affirmed"}
         gone = [e.id for e in before.entries if e.provenance == "affirmed" and e.id not in kept]
-        for belief in uow.beliefs.by_entry(LOCAL_PRINCIPAL, gone):
+        for belief in uow.beliefs.by_entry(before.principal, gone):
             uow.beliefs.set(belief.id, promoted=False, entry_id=None)
 
     def import_persona_bytes(self, payload: bytes, file: str, *, persona: str | None = None) -> ImportResult:
-        """Import a SillyTavern persona (a persona backup's default one, or the one named
-        `persona`): its name becomes the persona's name and its description one owner entry
-        (an existing identical entry is not added twice); its world book, when imported here,
-        is bound as persona lore. Nothing is stored when the file is broken or holds a secret.
+        """Import a SillyTavern persona file: every persona of a backup (issue 20 item 6), or only
+        the one named `persona`. Each becomes a persona here: its name the document's name, its
+        description one owner entry, its world book (when imported here) bound as that persona's
+        lore; the backup's `default_persona` becomes the default. A persona whose SillyTavern key
+        was imported before is skipped, as SillyTavern's restore skips a key it has
+        (`onPersonasRestoreInput`: "already exists, skipping"). The first persona of a fresh
+        profile (nothing written yet) is filled instead of left empty beside the new ones.
+        Nothing is stored when the file is broken or any persona in it holds a secret.
 
         Returns:
-            An `ImportResult` of kind "persona" (id = the new persona version).
+            An `ImportResult` of kind "persona": id = the first imported persona's id, name = the
+            imported names joined with ", "; `duplicate` when every one was imported before.
         """
         try:
             parsed = parse_personas(payload, file)
-            chosen = parsed.chosen(persona)
+            chosen = [parsed.chosen(persona)] if persona is not None else list(parsed.personas)
         except (FormatError, LookupError) as exc:
             return ImportResult(file, "persona", error=str(exc) if isinstance(exc, FormatError) else f"{file}: {exc}")
-        warnings = []
-        others = [p.name for p in parsed.personas if p is not chosen]
-        if others:
-            warnings.append(f"imported persona {chosen.name!r}; also in the file: {', '.join(others)} "
-                            f"(choose one with `tavern persona import {file} --persona NAME`)")
         try:
-            self._refuse(chosen.name, f"{file}: name")
-            self._refuse(chosen.description, f"{file}: description")
+            for one in chosen:
+                where = f"{file}: persona_descriptions.{one.key}" if one.key else file
+                self._refuse(one.name, f"{where} name")
+                self._refuse(one.description, f"{where} description")
         except TavernError as exc:
             return ImportResult(file, "persona", error=str(exc))
-        book = None
-        if chosen.lorebook:
-            try:
-                book = self.library.find(chosen.lorebook, "world_books", "world book")
-            except NotFound:
-                warnings.append(f"persona lore {chosen.lorebook!r} is not imported here; import the world book "
-                                "and bind it with `tavern lore bind BOOK --persona`")
+        warnings: list[str] = []
+        books: dict[str, Any] = {}
+        for one in chosen:
+            if one.lorebook and one.lorebook not in books:
+                try:
+                    books[one.lorebook] = self.library.find(one.lorebook, "world_books", "world book")
+                except (NotFound, Ambiguous) as exc:
+                    books[one.lorebook] = None
+                    warnings.append(f"persona lore {one.lorebook!r} of {one.name!r} was not bound ({exc}); bind it "
+                                    "with `tavern lore bind BOOK --persona NAME`")
+        imported: list[PersonaView] = []
         with self.ctx.store.unit_of_work() as uow:
-            doc = uow.personas.current(LOCAL_PRINCIPAL)
+            rows = uow.personas.personas()
+            known = {data.get("st_key"): pid for pid, _principal_, _d, data in rows if data.get("st_key")}
             now = _now()
-            entries = list(doc.entries)
-            text = chosen.description.strip()
-            if text and all(e.text != text for e in entries):
-                entries.append(PersonaEntry(doc.next_entry_id(), text, "owner", "normal", None, now, now))
-            new = replace(doc.with_entries(entries, "import"), name=chosen.name.strip() or doc.name,
-                          lorebook=book.name if book is not None else doc.lorebook)
-            if (new.entries, new.name, new.lorebook) == (doc.entries, doc.name, doc.lorebook):
-                return ImportResult(file, "persona", doc.version, doc.name, warnings=tuple(warnings), duplicate=True)
-            _within_caps(new, file)
-            written = uow.personas.write(new, doc.version)
-            if book is not None:  # the persona's lore is this book now (SillyTavern: one book a persona)
-                for other in uow.bindings.books_for("persona", PERSONA_TARGET):
-                    if other != book.id:
-                        uow.bindings.unbind(other, "persona", PERSONA_TARGET)
-                uow.bindings.bind(book.id, "persona", PERSONA_TARGET)
-        return ImportResult(file, "persona", written.version, written.name, warnings=tuple(warnings))
+            for one in chosen:
+                if one.key and one.key in known:
+                    warnings.append(f"persona {one.name!r} ({one.key}) was imported before; skipped")
+                    continue
+                pristine = [(pid, pr) for pid, pr, _d, data in rows
+                            if not data.get("st_key") and uow.personas.current(pr).version == 0]
+                if pristine and not imported:
+                    persona_id, principal = pristine[0]
+                    if one.key:
+                        uow.personas.set_data(persona_id, {"st_key": one.key})
+                else:
+                    persona_id, principal = uow.personas.add_persona(one.name, {"st_key": one.key} if one.key else {})
+                doc = uow.personas.current(principal)
+                text = one.description.strip()
+                entries = list(doc.entries)
+                if text and all(e.text != text for e in entries):
+                    entries.append(PersonaEntry(doc.next_entry_id(), text, "owner", "normal", None, now, now))
+                book = books.get(one.lorebook) if one.lorebook else None
+                new = replace(doc.with_entries(entries, "import"), name=one.name.strip() or doc.name,
+                              lorebook=book.name if book is not None else doc.lorebook)
+                _within_caps(new, f"{file}: {one.name}")
+                uow.personas.write(new, doc.version)
+                if book is not None:  # the persona's lore is this book now (SillyTavern: one book a persona)
+                    for other in uow.bindings.books_for("persona", persona_id):
+                        if other != book.id:
+                            uow.bindings.unbind(other, "persona", persona_id)
+                    uow.bindings.bind(book.id, "persona", persona_id)
+                if one.key and one.key == parsed.default or (persona is not None):
+                    uow.personas.set_default(persona_id)
+                known[one.key] = persona_id
+                imported.append(next(v for v in _views(uow) if v.id == persona_id))
+        if not imported:
+            return ImportResult(file, "persona", known.get(chosen[0].key), ", ".join(p.name for p in chosen),
+                                warnings=tuple(warnings), duplicate=True)
+        return ImportResult(file, "persona", imported[0].id, ", ".join(v.name for v in imported),
+                            warnings=tuple(warnings))
 
     # -- rendering into steps ----------------------------------------------------------------
 
@@ -313,8 +494,8 @@ class PersonaService:
 
     def rendered_persona(self, playthrough_id: int | None = None,
                          document: PersonaDocument | None = None) -> RenderedPersona:
-        """The persona section as a playthrough's next step would send it (its sensitivity
-        ceiling; the default ceiling without a playthrough).
+        """The persona section as a playthrough's next step would send it (the persona it plays
+        as, its sensitivity ceiling; the default persona and ceiling without a playthrough).
 
         Raises:
             PersonaCapExceeded: the persona is over a cap.
@@ -322,7 +503,9 @@ class PersonaService:
         from tavern_tui.persona.safety import block_injections
         pin = self._persona_pin(playthrough_id) if playthrough_id else {}
         ceiling = pin.get("ceiling", DEFAULT_CEILING)
-        return render_persona(document or self.persona(), ceiling=ceiling, scan=block_injections)
+        if document is None:
+            document = self.persona(self.playthrough_persona(playthrough_id).id if playthrough_id else None)
+        return render_persona(document, ceiling=ceiling, scan=block_injections)
 
     def persona_ceiling(self, playthrough_id: int) -> str:
         """The sensitivity ceiling of a playthrough's persona section (default "normal")."""
@@ -337,13 +520,14 @@ class PersonaService:
         self._write_pin(playthrough_id, ceiling=check_sensitivity(ceiling, "ceiling"))
 
     def pin_persona(self, playthrough_id: int) -> None:
-        """Pin the current persona revision on a playthrough being opened (caps checked first).
+        """Pin the current revision of the playthrough's persona on a playthrough being opened
+        (caps checked first).
 
         Raises:
             PersonaCapExceeded: over a cap; the session does not open.
         """
         rendered = self.rendered_persona(playthrough_id)
-        self._write_pin(playthrough_id, version=rendered.version)
+        self._write_pin(playthrough_id, version=rendered.version, id=self.playthrough_persona(playthrough_id).id)
 
     def _render(self, document: PersonaDocument, ceiling: str, scan: Any) -> Any:
         """`render_persona(document, ceiling=…, scan=…)`, kept per (revision, ceiling): every preview
@@ -363,23 +547,31 @@ class PersonaService:
     def persona_step(self, playthrough_id: int, *, pin: bool,
                       meta: str | None = None) -> tuple[str, dict[str, Any]]:
         """The persona section for a step and its trace facts (`{"version", "entries", "left_out",
-        "blocked", "tokens", "rotation"?}`). A revision newer than the pinned one is one rotation
-        with reason `persona_changed`; `pin` (a real step, not a preview) moves the pin to it;
+        "blocked", "tokens", "persona", "name", "rotation"?}`), from the persona the playthrough
+        plays as (`playthrough_persona`). A revision other than the pinned one (newer, or another
+        persona's after a switch) is one rotation with reason `persona_changed`; `pin` (a real
+        step, not a preview) moves the pin to it;
         `meta`: the playthrough's meta JSON when the caller has read it already.
 
         Raises:
             PersonaCapExceeded: over a cap.
         """
         from tavern_tui.persona.safety import block_injections
-        document = self.persona()
-        # Read once: the ceiling and the pinned version.
+        # Read once: the ceiling, the lock and the pinned version.
         pinned = _pin_of(meta) if meta is not None else self._persona_pin(playthrough_id)
+        playing = self.playthrough_persona(meta=json.dumps({"persona": pinned}))
+        document = self.persona(playing.id)
         rendered = self._render(document, pinned.get("ceiling", DEFAULT_CEILING), block_injections)
-        facts = rendered.to_json()
-        if pinned.get("version") is not None and pinned["version"] != document.version:
+        facts = {**rendered.to_json(), "persona": playing.id, "name": document.name}
+        # A pin without an id was written before there were several personas: the first one's.
+        pinned_id = pinned.get("id", playing.id if playing.principal == LOCAL_PRINCIPAL else None)
+        moved = (pinned.get("version"), pinned_id) != (document.version, playing.id)
+        if pinned.get("version") is not None and moved:
             facts["rotation"] = {"from": pinned["version"], "to": document.version, "reason": PERSONA_CHANGED}
-        if pin and pinned.get("version") != document.version:
-            self._write_pin(playthrough_id, version=document.version)
+            if pinned_id != playing.id:  # switched to another persona (a lock, a new default)
+                facts["rotation"].update(from_persona=pinned_id, to_persona=playing.id)
+        if pin and moved:
+            self._write_pin(playthrough_id, version=document.version, id=playing.id)
         return rendered.text, facts
 
     # -- beliefs ------------------------------------------------------------------------------
@@ -443,33 +635,56 @@ class PersonaService:
         # Read before the write transaction: SQLite allows one writer, and the log reads apart.
         return {sid: log.own_events(sid, kinds=kinds, after=marks.get(sid, 0)) for sid in session_ids}
 
+    def _writers(self, unread: dict[int, list[Any]]) -> tuple[dict[int, str], dict[int, str]]:
+        """({persona id: principal}, {session id: the principal of the persona its playthrough
+        plays as now}): whose beliefs a message's are when it does not name its persona (written
+        before there were several, or imported)."""
+        views = self.personas()
+        by_id = {v.id: v.principal for v in views}
+        default = _default_of(views).principal
+        fallback: dict[int, str] = {}
+        for sid in unread:
+            playthrough = self.ctx.store.events.playthrough_of(sid) if unread[sid] else None
+            try:
+                fallback[sid] = self.playthrough_persona(playthrough).principal if playthrough else default
+            except NotFound:
+                fallback[sid] = default
+        return by_id, fallback
+
     def _fold(self, unread: dict[int, list[Any]],
               found: dict[tuple[int, int], list[Any]]) -> ConsolidationReport:
-        """Store what was found in the unread messages and move the marks, in one transaction."""
+        """Store what was found in the unread messages and move the marks, in one transaction.
+        Each message's beliefs are the persona's it was written under (issue 20 item 6: its
+        `persona` field; else its playthrough's persona)."""
         messages = added = supported = superseded = 0
+        by_id, fallback = self._writers(unread)
         with self.ctx.store.unit_of_work() as uow:
             for sid, events in unread.items():
                 for event in events:
                     if event.ref not in found:
                         continue
                     messages += 1
+                    principal = _writer(event, by_id) or fallback[sid]
                     for candidate in found[event.ref]:
-                        a, s, x = self._learn(uow, candidate, event.session_id, event.seq)
+                        a, s, x = self._learn(uow, candidate, event.session_id, event.seq, principal)
                         added, supported, superseded = added + a, supported + s, superseded + x
                 if events:
                     uow.beliefs.set_mark(sid, events[-1].seq)
-            nominated = self._top_up(uow)
+            nominated: tuple[int, ...] = ()
+            for principal in dict.fromkeys(by_id.values()):
+                nominated += self._top_up(uow, principal)
         return ConsolidationReport(messages, added, supported, superseded, nominated)
 
-    def _learn(self, uow: UnitOfWork, candidate: Any, session_id: int, seq: int) -> tuple[int, int, int]:
+    def _learn(self, uow: UnitOfWork, candidate: Any, session_id: int, seq: int,
+               principal: str = LOCAL_PRINCIPAL) -> tuple[int, int, int]:
         """Fold one candidate into the store: support the active belief with its key (or, for a
         preference, one that `persona.corroborate.same_belief` says is the same in other words;
         its statement stays), or add a new one (superseding active beliefs of the same slot with
         another key)."""
-        existing = uow.beliefs.active_by_key(LOCAL_PRINCIPAL, candidate.key)
+        existing = uow.beliefs.active_by_key(principal, candidate.key)
         if existing is None and candidate.key.partition(":")[0] in RELATIONS:
             # The same preference in other words (persona.corroborate): support the earlier one.
-            existing = next((b for b in uow.beliefs.all(LOCAL_PRINCIPAL)
+            existing = next((b for b in uow.beliefs.all(principal)
                              if b.status == "active" and same_belief(b.key, candidate.key)), None)
         if existing is not None:
             fresh = uow.beliefs.support(existing.id, session_id, seq, candidate.quote)
@@ -481,37 +696,37 @@ class PersonaService:
             if updates:
                 uow.beliefs.set(existing.id, **updates)
             return 0, int(fresh), 0
-        new_id = uow.beliefs.add(LOCAL_PRINCIPAL, statement=candidate.statement, key=candidate.key,
+        new_id = uow.beliefs.add(principal, statement=candidate.statement, key=candidate.key,
                                  slot=candidate.slot, kind=candidate.kind, category=candidate.category,
                                  confidence=candidate.confidence, sensitivity=candidate.sensitivity,
                                  durable=candidate.durable)
         uow.beliefs.support(new_id, session_id, seq, candidate.quote)
         superseded = 0
-        for old in uow.beliefs.active_in_slot(LOCAL_PRINCIPAL, candidate.slot):
+        for old in uow.beliefs.active_in_slot(principal, candidate.slot):
             if old.id == new_id or old.key == candidate.key:
                 continue
             uow.beliefs.set(old.id, status="superseded", superseded_by=new_id, nominated=False)
             superseded += 1
             if old.promoted and old.entry_id is not None:
-                self._flag_stale(uow, old.entry_id)
+                self._flag_stale(uow, old.entry_id, principal)
         return 1, 0, superseded
 
     @staticmethod
-    def _flag_stale(uow: UnitOfWork, entry_id: int) -> None:
+    def _flag_stale(uow: UnitOfWork, entry_id: int, principal: str = LOCAL_PRINCIPAL) -> None:
         """Flag an affirmed entry stale for the owner's review: a new revision with the same
         text (ADR-0079 decision 7: never edit the owner's text)."""
-        doc = uow.personas.current(LOCAL_PRINCIPAL)
+        doc = uow.personas.current(principal)
         entry = doc.entry(entry_id)
         if entry is None or entry.stale:
             return
         entries = [replace(e, stale=True, updated_at=_now()) if e.id == entry_id else e for e in doc.entries]
         uow.personas.write(doc.with_entries(entries, "belief_superseded"), doc.version)
 
-    def _top_up(self, uow: UnitOfWork) -> tuple[int, ...]:
-        """Withdraw nominations that are no longer eligible; nominate up to the bound."""
+    def _top_up(self, uow: UnitOfWork, principal: str = LOCAL_PRINCIPAL) -> tuple[int, ...]:
+        """Withdraw a persona's nominations that are no longer eligible; nominate up to the bound."""
         rules = self.nomination_rules
-        declined = uow.beliefs.declined_keys(LOCAL_PRINCIPAL)
-        beliefs = uow.beliefs.all(LOCAL_PRINCIPAL)
+        declined = uow.beliefs.declined_keys(principal)
+        beliefs = uow.beliefs.all(principal)
         for belief in beliefs:
             if belief.nominated and blockers(belief, rules, declined):
                 uow.beliefs.set(belief.id, nominated=False)
@@ -522,11 +737,14 @@ class PersonaService:
             uow.beliefs.set(belief.id, nominated=True)
         return tuple(b.id for b in picked)
 
-    def beliefs(self, *, search: str | None = None) -> list[Belief]:
+    def beliefs(self, *, search: str | None = None, persona: int | None = None) -> list[Belief]:
         """Every belief (active, superseded, promoted: promotion never hides a belief from
-        search), optionally only those whose statement or key contains `search` (case-insensitive)."""
-        with self.ctx.store.unit_of_work() as uow:
-            found = uow.beliefs.all(LOCAL_PRINCIPAL)
+        search), optionally only those whose statement or key contains `search` (case-insensitive);
+        `persona`: only that persona's (None: every persona's)."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            principals = [_principal(uow, persona)[1]] if persona is not None else \
+                [principal for _id, principal, _d, _data in uow.personas.personas()]
+            found = [b for principal in principals for b in uow.beliefs.all(principal)]
         if search:
             needle = search.lower()
             found = [b for b in found if needle in b.statement.lower() or needle in b.key]
@@ -537,15 +755,25 @@ class PersonaService:
         with self.ctx.store.unit_of_work() as uow:
             return uow.beliefs.get(belief_id)
 
-    def nominations(self) -> list[Belief]:
-        """The outstanding nominations (at most `nomination_rules.max_outstanding`), oldest first."""
-        with self.ctx.store.unit_of_work() as uow:
-            return uow.beliefs.nominated(LOCAL_PRINCIPAL)
+    def nominations(self, persona: int | None = None) -> list[Belief]:
+        """The outstanding nominations of a persona (at most `nomination_rules.max_outstanding`
+        each), oldest first; `persona` None: every persona's."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            principals = [_principal(uow, persona)[1]] if persona is not None else \
+                [principal for _id, principal, _d, _data in uow.personas.personas()]
+            return sorted((b for principal in principals for b in uow.beliefs.nominated(principal)),
+                          key=lambda b: b.id)
+
+    def belief_persona(self, belief: Belief | int) -> PersonaView:
+        """The persona a belief belongs to (whose messages it was learned from). Raises NotFound."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            principal = uow.beliefs.principal_of(belief if isinstance(belief, int) else belief.id)
+            return next(v for v in _views(uow) if v.principal == principal)
 
     def nomination_blockers(self, belief: Belief) -> list[str]:
         """Why a belief is not (or would not be) nominated ([] = eligible)."""
         with self.ctx.store.unit_of_work() as uow:
-            declined = uow.beliefs.declined_keys(LOCAL_PRINCIPAL)
+            declined = uow.beliefs.declined_keys(uow.beliefs.principal_of(belief.id))
         return blockers(belief, self.nomination_rules, declined)
 
     def supporting_messages(self, belief: Belief) -> list[tuple[tuple[int, int], str]]:
@@ -570,7 +798,8 @@ class PersonaService:
             belief = uow.beliefs.get(belief_id)
             self._check_outstanding(belief)
             self._refuse(belief.statement, "affirm")
-            doc = uow.personas.current(LOCAL_PRINCIPAL)
+            principal = uow.beliefs.principal_of(belief_id)  # into the persona its messages were written under
+            doc = uow.personas.current(principal)
             if expected_version is not None and expected_version != doc.version:
                 raise Conflict("the persona", expected_version, doc.version)
             now = _now()
@@ -586,7 +815,7 @@ class PersonaService:
             _within_caps(affirmed, "affirm")
             written = uow.personas.write(affirmed, doc.version)
             uow.beliefs.set(belief_id, promoted=True, entry_id=entry.id, nominated=False)
-            self._top_up(uow)
+            self._top_up(uow, principal)
         return written
 
     @staticmethod
@@ -632,16 +861,18 @@ class PersonaService:
         with self.ctx.store.unit_of_work() as uow:
             belief = uow.beliefs.get(belief_id)
             self._check_outstanding(belief)
-            uow.beliefs.decline(LOCAL_PRINCIPAL, belief.key, belief.id)
+            principal = uow.beliefs.principal_of(belief_id)
+            uow.beliefs.decline(principal, belief.key, belief.id)
             uow.beliefs.set(belief_id, nominated=False)
-            self._top_up(uow)
+            self._top_up(uow, principal)
             return uow.beliefs.get(belief_id)
 
-    def memory_snapshot(self, limit: int = SNAPSHOT_LIMIT) -> list[Belief]:
-        """The bounded memory snapshot: active, durable beliefs not promoted into the persona
-        (a promoted belief leaves it while its entry stands; ADR-0079 decision 8), most
-        confident and most corroborated first."""
-        pool = [b for b in self.beliefs() if b.status == "active" and b.durable and not b.promoted]
+    def memory_snapshot(self, limit: int = SNAPSHOT_LIMIT, *, persona: int | None = None) -> list[Belief]:
+        """The bounded memory snapshot of a persona (None: the default one): active, durable
+        beliefs not promoted into the persona (a promoted belief leaves it while its entry
+        stands; ADR-0079 decision 8), most confident and most corroborated first."""
+        persona = persona if persona is not None else self.find_persona(None).id
+        pool = [b for b in self.beliefs(persona=persona) if b.status == "active" and b.durable and not b.promoted]
         pool.sort(key=lambda b: (-b.confidence, -b.corroborations, b.id))
         return pool[:limit]
 

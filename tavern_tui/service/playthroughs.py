@@ -6,6 +6,7 @@ strategy to it (`apply_selection`).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -16,7 +17,6 @@ from tavern_tui.engine.events import Event
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
 from tavern_tui.engine.step import admit_opening, recover_interrupted
 from tavern_tui.errors import SecretRefused, TavernError
-from tavern_tui.persona.model import LOCAL_PRINCIPAL
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
@@ -84,10 +84,15 @@ class PlaythroughService:
         self._titles: dict[tuple[int, tuple[int, int]], str] = {}
 
     def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int],
-                          persona_name: str = "") -> PlaythroughView:
-        # The persona's name is `{{user}}` in every playthrough once the person has set one.
+                          persona_names: dict[int, str] | None = None, default: int = 0) -> PlaythroughView:
+        # `{{user}}` is the name of the persona the playthrough plays as (its lock, else the
+        # default persona), once that persona has one; else the name it was started with.
+        pin = json.loads(record.meta or "{}").get("persona")
+        lock = pin.get("lock") if isinstance(pin, dict) else None
+        persona_names = persona_names or {}
+        name = persona_names.get(lock if lock in persona_names else default, "")
         return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"),
-                               persona_name or record.user_name,
+                               name or record.user_name,
                                record.head_session_id, record.created_at, record.updated_at,
                                counts.get(record.head_session_id, 0), record.strategy or "compat", record.preset_id,
                                self.chat_title(record), record.archived_at is not None)
@@ -135,9 +140,9 @@ class PlaythroughService:
         with self.ctx.store.unit_of_work(write=False) as uow:
             records = uow.playthroughs.list(character_id, limit, include_archived=include_archived)
             names = {c.id: c.name for c in uow.characters.all()}
-            persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
+            personas, default = _persona_names(uow)
         counts = {r.head_session_id: self._message_count(r.head_session_id) for r in records}
-        return [self._playthrough_view(r, names, counts, persona_name) for r in records]
+        return [self._playthrough_view(r, names, counts, personas, default) for r in records]
 
     def _message_count(self, head_session_id: int) -> int:
         """Messages on a head session's surface, cached until the next append or fork (every
@@ -160,9 +165,9 @@ class PlaythroughService:
         with self.ctx.store.unit_of_work(write=False) as uow:
             record = uow.playthroughs.get(playthrough_id)
             name = uow.characters.get(record.character_id).name
-            persona_name = uow.personas.current(LOCAL_PRINCIPAL).name
+            personas, default = _persona_names(uow)
         counts = {record.head_session_id: self._message_count(record.head_session_id)}
-        return self._playthrough_view(record, {record.character_id: name}, counts, persona_name)
+        return self._playthrough_view(record, {record.character_id: name}, counts, personas, default)
 
     def latest_playthrough(self, character_id: int) -> PlaythroughView | None:
         """The character's most recently played playthrough, or None."""
@@ -212,7 +217,10 @@ class PlaythroughService:
     def _message_view(self, message: SurfaceMessage, char: str, user: str) -> MessageView:
         origin = message.effective_origin
         if message.role == "user":
-            speaker = user
+            # The name it was written under (an imported line's, or the persona's then), so a
+            # later rename or switch relabels no old line (issue 20 item 6; SillyTavern keeps `name`).
+            written = message.body.get("speaker") or message.body.get("name")
+            speaker = written if isinstance(written, str) and written.strip() else user
         elif message.role == "assistant":
             speaker = char
         elif message.role == "tool":
@@ -375,6 +383,14 @@ class PlaythroughService:
             spec = self.strategies.apply_strategy(playthrough_id, strategy)
             notes.append(f"applied strategy {spec.name} v{spec.version} to playthrough {playthrough_id} (remembered)")
         return notes
+
+
+def _persona_names(uow: Any) -> tuple[dict[int, str], int]:
+    """({persona id: its document's name}, the default persona's id) in one read."""
+    rows = uow.personas.personas()
+    names = {persona_id: uow.personas.current(principal).name for persona_id, principal, _d, _data in rows}
+    default = next((r[0] for r in rows if r[2]), rows[0][0] if rows else 0)
+    return names, default
 
 
 def _tool_facts(body: dict[str, Any], role: str) -> tuple[tuple[dict[str, Any], ...], dict[str, Any] | None]:

@@ -335,7 +335,8 @@ class StepRunner:
                              "sha256": self.lore.book_hash(b.book, record)} for b in books]}
         persona, meta["persona"] = self.persona.persona_step(playthrough_id, pin=pin_persona and playthrough_id > 0,
                                                              meta=playthrough.meta)
-        memory = (substitute_names(render_snapshot(self.persona.memory_snapshot()), card.name, view.user_name)
+        memory = (substitute_names(render_snapshot(self.persona.memory_snapshot(persona=meta["persona"]["persona"])),
+                                   card.name, view.user_name)
                   if self.ctx.settings.memory_snapshot else "")
         facts = self.lore.facts(record, card, view.user_name)
         meta["strategy_snapshot"] = spec.snapshot()
@@ -605,6 +606,9 @@ class StepRunner:
         reply is taken off the surface at once and neither MVU nor consolidation reads it)."""
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
         view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation, text, claim)
+        # The person writes under the persona the chat plays as now; their lines keep its name.
+        playing = await asyncio.to_thread(self.persona.playthrough_persona, playthrough_id)
+        generation = replace(generation, speaker=view.user_name, persona=playing.id)
         rounds = 0
         while fitted and fitted.get("dropped_messages") and self.ctx.settings.auto_compact and rounds < 3:
             # Auto-compaction: summarise the oldest block instead of dropping it, then fit again. The

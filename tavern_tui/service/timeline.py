@@ -450,7 +450,7 @@ class TimelineService:
         message = surface[index]
         self.playthroughs.check_message(text, allow_secrets=allow_secrets, where="edit", already=message.content)
         replacement: dict[str, Any] = {"role": message.role, "content": text}
-        for key in ("name", "hidden", "summary"):
+        for key in ("name", "speaker", "persona", "hidden", "summary"):
             if key in message.body:
                 replacement[key] = message.body[key]
         origin = Origin.OPERATOR if message.role != "user" else None

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -100,13 +101,20 @@ class Preset(_Resource, Base):
 
 
 class Persona(Base):
-    """A user persona (SillyTavern: name + description); the persona document grows from here."""
+    """One of the person's personas (issue 20 item 6): its versioned document, beliefs and
+    declines are those of `principal`. The name is the document's (`persona_revisions.name`);
+    `name` here is what it was when the row was made."""
 
     __tablename__ = "personas"
+    __table_args__ = (UniqueConstraint("principal", name="uq_personas_principal"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(512))
     description: Mapped[str] = mapped_column(Text, default="")
     data: Mapped[str] = mapped_column(Text, default="{}")
+    """JSON: `{"st_key"?}` (the SillyTavern avatar key a persona backup gave it)."""
+    principal: Mapped[str | None] = mapped_column(String(128))
+    is_default: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """The persona new chats and chats without a lock play as (SillyTavern's default persona)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
@@ -356,5 +364,7 @@ class OpeningDraft(Base):
     """JSON list of world book ids bound as chat lore at the first send."""
     user_name: Mapped[str] = mapped_column(String(512), default="")
     """The persona name `{{user}}` stands for ("" = the current persona's)."""
+    persona_id: Mapped[int | None] = mapped_column(Integer)
+    """The persona the playthrough will be locked to at the first send (None: the default's)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -17,12 +17,13 @@ from sqlalchemy.orm import Session
 
 from tavern_tui.assembly.strategies import StrategySpec
 from tavern_tui.errors import Conflict, NotFound
-from tavern_tui.persona.model import Belief, PersonaDocument, PersonaEntry, Support
+from tavern_tui.persona.model import Belief, PersonaDocument, PersonaEntry, Support, principal_for
 from tavern_tui.store.models import (
     BeliefDecline,
     BeliefRow,
     BeliefSupport,
     ConsolidationMark,
+    Persona,
     PersonaRevision,
     StrategyRow,
     as_utc,
@@ -67,6 +68,47 @@ class PersonaRepository:
         rows = self._session.scalars(select(PersonaRevision).where(PersonaRevision.principal == principal)
                                      .order_by(PersonaRevision.version.desc()))
         return [_document(r) for r in rows]
+
+    # -- the personas (issue 20 item 6) ----------------------------------------------------
+
+    def personas(self) -> list[tuple[int, str, bool, dict]]:
+        """Every persona as (id, principal, is default, data), oldest first."""
+        rows = self._session.scalars(select(Persona).where(Persona.principal.is_not(None)).order_by(Persona.id))
+        return [(r.id, str(r.principal), bool(r.is_default), json.loads(r.data or "{}")) for r in rows]
+
+    def add_persona(self, name: str, data: dict | None = None) -> tuple[int, str]:
+        """A new persona row; returns (id, principal) (`principal_for(id)`)."""
+        now = datetime.now(UTC)
+        row = Persona(name=name, description="", data=json.dumps(data or {}, ensure_ascii=False),
+                      created_at=now, updated_at=now)
+        self._session.add(row)
+        self._session.flush()
+        row.principal = principal_for(row.id)
+        self._session.flush()
+        return row.id, row.principal
+
+    def set_data(self, persona_id: int, data: dict) -> None:
+        """Merge `data` into a persona's data JSON. Raises NotFound."""
+        row = self._session.get(Persona, persona_id)
+        if row is None:
+            raise NotFound(f"no persona {persona_id}")
+        row.data = json.dumps({**json.loads(row.data or "{}"), **data}, ensure_ascii=False)
+        row.updated_at = datetime.now(UTC)
+        self._session.flush()
+
+    def set_default(self, persona_id: int) -> None:
+        """Make this persona the default (and no other).
+
+        Raises:
+            NotFound: no such persona.
+        """
+        row = self._session.get(Persona, persona_id)
+        if row is None or row.principal is None:
+            raise NotFound(f"no persona {persona_id}")
+        self._session.execute(update(Persona).where(Persona.id != persona_id).values(is_default=False))
+        row.is_default = True
+        row.updated_at = datetime.now(UTC)
+        self._session.flush()
 
     def write(self, document: PersonaDocument, expected_version: int) -> PersonaDocument:
         """Add `document` as the next revision, if the newest stored version is still `expected_version`.
@@ -125,6 +167,17 @@ class BeliefRepository:
         if row is None:
             raise NotFound(f"no belief {belief_id}")
         return self._records([row])[0]
+
+    def principal_of(self, belief_id: int) -> str:
+        """Whose belief it is (the persona principal its messages were written under).
+
+        Raises:
+            NotFound: no such belief.
+        """
+        principal = self._session.scalar(select(BeliefRow.principal).where(BeliefRow.id == belief_id))
+        if principal is None:
+            raise NotFound(f"no belief {belief_id}")
+        return str(principal)
 
     def all(self, principal: str) -> list[Belief]:
         """Every belief of the principal, oldest first."""

@@ -576,6 +576,7 @@ class OpeningRecord:
     user_name: str
     created_at: datetime
     updated_at: datetime
+    persona_id: int | None = None
 
 
 def _opening(row: OpeningDraft) -> OpeningRecord:
@@ -584,7 +585,7 @@ def _opening(row: OpeningDraft) -> OpeningRecord:
     return OpeningRecord(row.id, row.character_id, row.greeting_index, row.preset_id,
                          strategy if isinstance(strategy, dict) else {},
                          tuple(int(b) for b in lore if isinstance(b, int)) if isinstance(lore, list) else (),
-                         row.user_name or "", as_utc(row.created_at), as_utc(row.updated_at))
+                         row.user_name or "", as_utc(row.created_at), as_utc(row.updated_at), row.persona_id)
 
 
 class OpeningRepository:
@@ -600,14 +601,15 @@ class OpeningRepository:
         return row
 
     def add(self, *, character_id: int, greeting_index: int, preset_id: int | None, strategy: dict,
-            lore: list[int], user_name: str) -> OpeningRecord:
+            lore: list[int], user_name: str, persona_id: int | None = None) -> OpeningRecord:
         """Insert a draft; raises NotFound for an unknown character."""
         if self._session.get(Character, character_id) is None:
             raise NotFound(f"no character with id {character_id}")
         now = datetime.now(UTC)
         row = OpeningDraft(character_id=character_id, greeting_index=greeting_index, preset_id=preset_id,
                            strategy=json.dumps(strategy, ensure_ascii=False, sort_keys=True),
-                           lore=json.dumps(list(lore)), user_name=user_name, created_at=now, updated_at=now)
+                           lore=json.dumps(list(lore)), user_name=user_name, persona_id=persona_id,
+                           created_at=now, updated_at=now)
         self._session.add(row)
         self._session.flush()
         return _opening(row)
@@ -625,10 +627,12 @@ class OpeningRepository:
 
     def update(self, draft_id: int, *, greeting_index: int | None = None, preset_id: int | None | bool = False,
                strategy: dict | None = None, lore: list[int] | None = None,
-               user_name: str | None = None) -> OpeningRecord:
-        """Change a draft's selections (`preset_id` False: unchanged; None: the default preset).
-        Raises NotFound."""
+               user_name: str | None = None, persona_id: int | None | bool = False) -> OpeningRecord:
+        """Change a draft's selections (`preset_id`, `persona_id` False: unchanged; None: the
+        default preset / persona). Raises NotFound."""
         row = self._row(draft_id)
+        if persona_id is not False:
+            row.persona_id = persona_id  # type: ignore[assignment]
         if greeting_index is not None:
             row.greeting_index = greeting_index
         if preset_id is not False:

@@ -285,8 +285,8 @@ async def test_importing_a_book_from_the_pane(corpus_tavern: Tavern, staging: in
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         lore = await import_from_the_pane(pilot, corpus_dir / "worldbooks" / "hogwarts_agnai_memory.json")
         await wait_until(pilot, lambda: lore.books.option_count == 2
-                         and lore.entries.border_title == "Hogwarts Legacy Lore")
-        assert "Imported 1 world book: Hogwarts Legacy Lore" in notes(seen)
+                         and lore.entries.border_title == "hogwarts_agnai_memory")
+        assert "Imported 1 world book: hogwarts_agnai_memory" in notes(seen)  # the file's name, as in SillyTavern
 
 
 async def test_a_book_imported_with_a_warning_says_so(corpus_tavern: Tavern, staging: int, tmp_path: Path) -> None:

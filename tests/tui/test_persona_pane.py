@@ -9,7 +9,7 @@ import pytest
 from textual.message import Message
 from textual.notifications import Notify
 from textual.pilot import Pilot
-from textual.widgets import Checkbox, Select
+from textual.widgets import Checkbox, Input, Select
 
 from tavern_tui.persona.model import MAX_ENTRIES, Belief
 from tavern_tui.service import Tavern
@@ -301,3 +301,56 @@ def test_persona_screen_snapshot(snap_compare, corpus_tavern: Tavern) -> None:
         await pilot.pause()
 
     assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_open_the_pane)
+
+
+# -- several personas (issue 20 item 6) ----------------------------------------------------
+
+
+async def test_switching_personas_locking_the_chat_and_naming_one(corpus_tavern: Tavern) -> None:
+    tavern = corpus_tavern
+    ann, bo = tavern.persona.new_persona("Ann"), tavern.persona.new_persona("Bo")
+    tavern.persona.edit_persona(bo.version, add="{{user}} bakes bread.", persona=bo.id)
+    tavern.persona.use_persona("Ann")
+    app = TavernApp(tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        pid = chat.playthrough_id
+        screen = await open_pane(pilot, "f8")
+        title = screen.query_one("#persona-title")
+        assert screen.persona_id == ann.id and "Ann (2 of 3 · default)" in str(title.content)
+        loads = screen.loads
+        await pilot.press("s")  # shows Bo; nothing changes yet
+        await settle(pilot, screen, loads)
+        assert screen.persona_id == bo.id and [r[1] for r in rows(screen.entries)] == ["{{user}} bakes bread."]
+        assert "not in use here: Ann is" in str(title.content)
+        assert tavern.persona.playthrough_persona(pid).id == ann.id
+        loads = screen.loads
+        await pilot.press("u")  # from a chat: this chat is locked to Bo
+        await settle(pilot, screen, loads)
+        assert tavern.persona.is_locked(pid) and tavern.persona.playthrough_persona(pid).id == bo.id
+        assert tavern.persona.find_persona(None).id == ann.id  # the default stays
+        assert "this chat's, locked" in str(title.content)
+        editor = await open_editor(pilot, "r")
+        editor.query_one("#persona-text", Input).value = "Bea"
+        loads = screen.loads
+        await pilot.press("ctrl+s")
+        await settle(pilot, screen, loads)
+        assert tavern.persona.find_persona(bo.id).name == "Bea" and tavern.persona.find_persona(ann.id).name == "Ann"
+        assert tavern.playthroughs.playthrough(pid).user_name == "Bea"
+
+
+@pytest.mark.usefixtures("no_cursor_blink")
+def test_persona_switcher_snapshot(snap_compare, corpus_tavern: Tavern) -> None:
+    async def _open_the_second(pilot: Pilot[object]) -> None:
+        tavern = corpus_tavern
+        tavern.persona.new_persona("Ann")
+        bo = tavern.persona.new_persona("Bo")
+        tavern.persona.edit_persona(bo.version, add="{{user}} bakes bread at dawn.", persona=bo.id)
+        tavern.persona.use_persona("Ann")
+        screen = await open_pane(pilot, "f8")
+        loads = screen.loads
+        await pilot.press("s")
+        await settle(pilot, screen, loads)
+        await pilot.pause()
+
+    assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_open_the_second)

@@ -79,7 +79,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 note = " (already imported)" if r.duplicate else ""
                 kind = r.kind.replace("_", " ")
                 if r.kind == "persona":  # its id is the persona's new version, not a new record
-                    out.write(f"imported persona {r.name}: persona is now v{r.id}{note}  [{r.path}]\n")
+                    out.write(f"imported persona(s) {r.name}{note}  [{r.path}]\n")
                 else:
                     out.write(f"imported {kind} {r.id}: {r.name}{note}  [{r.path}]\n")
             for warning in r.warnings:

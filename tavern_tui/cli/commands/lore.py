@@ -1,9 +1,9 @@
 """Provides the `tavern lore …` commands: list, bind, unbind, export and test world books.
 
     tavern lore list [--json]
-    tavern lore bind BOOK (--global | --character NAME | --playthrough ID | --persona)
-    tavern lore unbind BOOK (--global | --character NAME | --playthrough ID | --persona)
-    tavern lore export BOOK --out FILE
+    tavern lore bind (BOOK | --id N) (--global | --character NAME | --playthrough ID | --persona [NAME])
+    tavern lore unbind (BOOK | --id N) (--global | --character NAME | --playthrough ID | --persona [NAME])
+    tavern lore export (BOOK | --id N) --out FILE
     tavern lore test BOOK... --input TEXT [--history FILE] [--settings FILE] [--roll N] [--json]
 """
 
@@ -37,15 +37,18 @@ def add_lore(commands: Commands) -> None:
 
     for action, run in (("bind", cmd_lore_bind), ("unbind", cmd_lore_unbind)):
         p_bind = sub.add(action, run, help=f"{action} a world book (globally, to a character or a playthrough)")
-        p_bind.add_argument("book", metavar="BOOK", help="world book name or id")
+        p_bind.add_argument("book", metavar="BOOK", nargs="?", help="world book name or id")
+        p_bind.add_argument("--id", type=int, metavar="N", help="the book with this id (when several share a name)")
         where = p_bind.add_mutually_exclusive_group(required=True)
         where.add_argument("--global", dest="scope_global", action="store_true", help="every chat")
         where.add_argument("--character", metavar="NAME", help="every chat with this character")
         where.add_argument("--playthrough", type=int, metavar="ID", help="this playthrough only (chat lore)")
-        where.add_argument("--persona", action="store_true", help="your persona's lore (every chat)")
+        where.add_argument("--persona", nargs="?", const="", metavar="NAME",
+                           help="a persona's lore (default: the default persona's)")
 
     p_export = sub.add("export", cmd_lore_export, help="write a world book as SillyTavern World Info JSON")
-    p_export.add_argument("book", metavar="BOOK")
+    p_export.add_argument("book", metavar="BOOK", nargs="?")
+    p_export.add_argument("--id", type=int, metavar="N", help="the book with this id (when several share a name)")
     p_export.add_argument("--out", required=True, metavar="FILE")
 
     p_test = sub.add("test", cmd_lore_test, help="show which entries fire for a history and input, and why")
@@ -65,17 +68,32 @@ def add_lore(commands: Commands) -> None:
     p_test.add_argument("--json", action="store_true", help="a JSON list of decisions")
 
 
-def _book_line(book: WorldBookView) -> str:
+def _book_line(book: WorldBookView, label: str) -> str:
     bound = f"  bound: {', '.join(book.bindings)}" if book.bindings else ""
     noun = "entry" if book.entries == 1 else "entries"
-    return f"{book.id:>4}  {book.name:<32} {book.entries:>5} {noun}{bound}"
+    return f"{book.id:>4}  {label:<32} {book.entries:>5} {noun}{bound}"
+
+
+def _book_of(tavern: Tavern, args: argparse.Namespace) -> WorldBookView:
+    """The book BOOK or --id N names (an ambiguous name is refused, listing the matches).
+
+    Raises:
+        TavernError: neither or both given. NotFound, Ambiguous: as `find_world_book`.
+    """
+    if (args.book is None) == (args.id is None):
+        raise TavernError("name the world book: BOOK (its name or id) or --id N")
+    return tavern.lore.find_world_book(str(args.id) if args.id is not None else args.book)
 
 
 def cmd_lore_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """`tavern lore list`: the books by name (JSON in the service's order)."""
+    """`tavern lore list`: the books by name (JSON in the service's order); books that share a
+    name show their file and id (`views.distinct_labels`)."""
+    from tavern_tui.views import distinct_labels
+
     with open_service(args) as tavern:
         books = tavern.lore.world_books()
-    return print_rows(out, books, as_json=args.json, line=_book_line,
+    labels = distinct_labels(books)
+    return print_rows(out, books, as_json=args.json, line=lambda b: _book_line(b, labels[b.id]),
                       empty_hint="no world books yet; import one with `tavern import FILE.json`",
                       sort_key=lambda b: (b.name.casefold(), b.id))
 
@@ -86,16 +104,14 @@ def _target(tavern: Tavern, args: argparse.Namespace) -> tuple[str, int | None]:
         return "global", None
     if args.character:
         return "character", tavern.library.find_character(args.character).id
-    if args.persona:
-        from tavern_tui.service.persona import PERSONA_TARGET
-
-        return "persona", PERSONA_TARGET
+    if args.persona is not None:
+        return "persona", tavern.persona.find_persona(args.persona or None).id
     return "playthrough", tavern.playthroughs.playthrough(args.playthrough).id
 
 
 def _bind(args: argparse.Namespace, out: TextIO, bind: bool) -> int:
     with open_service(args) as tavern:
-        book = tavern.lore.find_world_book(args.book)
+        book = _book_of(tavern, args)
         scope, target = _target(tavern, args)
         if bind:
             changed = tavern.lore.bind_world_book(book.id, scope, target)
@@ -121,7 +137,7 @@ def cmd_lore_unbind(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_lore_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern lore export`: the book as SillyTavern World Info JSON in --out."""
     with open_service(args) as tavern:
-        book = tavern.lore.find_world_book(args.book)
+        book = _book_of(tavern, args)
         Path(args.out).write_text(json.dumps(tavern.lore.export_world_book(book.id), ensure_ascii=False, indent=2),
                                   encoding="utf-8")
     out.write(f"wrote {book.name} ({book.entries} entries) to {args.out}\n")

@@ -20,7 +20,7 @@ from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
 from tavern_tui.cli.output import print_json, print_rows
 from tavern_tui.errors import TavernError
-from tavern_tui.persona.model import SENSITIVITIES, Belief, PersonaDocument
+from tavern_tui.persona.model import SENSITIVITIES, Belief, PersonaDocument, PersonaView
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
@@ -31,9 +31,23 @@ def add_persona(commands: Commands) -> None:
     """`tavern persona` and its subcommands."""
     p_persona = commands.add("persona", help="your persona: the standing text the model reads on every call")
     sub = commands.group(p_persona, dest="persona_command", metavar="SUBCOMMAND")
+    p_list = sub.add("list", cmd_persona_list, help="your personas: name, version, entries, which is the default")
+    p_list.add_argument("--json", action="store_true")
+    p_new = sub.add("new", cmd_persona_new, help="make a persona with this name")
+    p_new.add_argument("name", metavar="NAME")
+    p_use = sub.add("use", cmd_persona_use, help="play as a persona: the default, or this chat's lock (--playthrough)")
+    p_use.add_argument("name", metavar="NAME", nargs="?", help="the persona's name or id")
+    p_use.add_argument("--id", type=int, metavar="N", help="the persona with this id (when names are shared)")
+    p_use.add_argument("--playthrough", type=int, metavar="P",
+                       help="lock this chat to the persona (SillyTavern's chat-locked persona)")
+    p_use.add_argument("--unlock", action="store_true", help="with --playthrough: remove the chat's lock")
+    p_rename = sub.add("rename", cmd_persona_rename, help="rename a persona (old lines keep the old name)")
+    p_rename.add_argument("old", metavar="OLD", help="the persona's name or id")
+    p_rename.add_argument("new", metavar="NEW")
     p_show = sub.add("show", cmd_persona_show, help="the persona's entries (provenance, sensitivity, stale marks)")
     p_show.add_argument("--playthrough", type=int, metavar="P", help="show what renders in this playthrough")
     p_show.add_argument("--json", action="store_true")
+    _persona_option(p_show)
     p_edit = sub.add("edit", cmd_persona_edit, help="add, remove or rewrite entries (no option: open $EDITOR)")
     p_edit.add_argument("--expected-version", type=int, required=True, metavar="N",
                         help="the version you read (`persona show`); a newer one is a conflict")
@@ -44,11 +58,14 @@ def add_persona(commands: Commands) -> None:
     p_edit.add_argument("--sensitivity", choices=SENSITIVITIES, help="of the entry --add adds (default normal)")
     p_edit.add_argument("--name", help="the persona's name ({{user}})")
     p_edit.add_argument("--json", action="store_true")
+    _persona_option(p_edit)
     p_history = sub.add("history", cmd_persona_history, help="every revision, newest first")
     p_history.add_argument("--json", action="store_true")
+    _persona_option(p_history)
     p_noms = sub.add("nominations", cmd_persona_nominations,
                      help="beliefs offered for the persona, with the messages behind them")
     p_noms.add_argument("--json", action="store_true")
+    _persona_option(p_noms, "(default: every persona's)")
     p_affirm = sub.add("affirm", cmd_persona_affirm, help="copy a nominated belief into the persona")
     p_affirm.add_argument("belief_id", type=int, metavar="ID")
     p_affirm.add_argument("--expected-version", type=int, metavar="N")
@@ -59,7 +76,7 @@ def add_persona(commands: Commands) -> None:
     p_import = sub.add("import", cmd_persona_import,
                        help="import a SillyTavern persona backup (name, description, lore)")
     p_import.add_argument("file", metavar="FILE")
-    p_import.add_argument("--persona", metavar="NAME", help="which persona of a backup (default: its default)")
+    p_import.add_argument("--persona", metavar="NAME", help="only this persona of a backup (default: every one)")
     p_ceiling = sub.add("ceiling", cmd_persona_ceiling,
                         help="the most sensitive entries a playthrough's persona section includes")
     p_ceiling.add_argument("playthrough", type=int, metavar="P")
@@ -68,6 +85,69 @@ def add_persona(commands: Commands) -> None:
                      help="learn beliefs from your messages now (runs after every reply too)")
     p_cons.add_argument("--playthrough", type=int, metavar="P")
     p_cons.add_argument("--json", action="store_true")
+
+
+def _persona_option(parser: Any, default: str = "(default: the default persona)") -> None:
+    parser.add_argument("--persona", metavar="NAME", help=f"which persona, by name or id {default}")
+
+
+def _persona_id(tavern: Any, args: argparse.Namespace) -> int | None:
+    """The id `--persona` names (None when not given)."""
+    return tavern.persona.find_persona(args.persona).id if getattr(args, "persona", None) else None
+
+
+def _persona_line(view: PersonaView) -> str:
+    marks = ["default"] if view.default else []
+    if view.lorebook:
+        marks.append(f"lore: {view.lorebook}")
+    noun = "entry" if view.entries == 1 else "entries"
+    return (f"{view.id:>4}  {view.name or '(no name)':<24} v{view.version}  {view.entries} {noun}"
+            + (f"  ({', '.join(marks)})" if marks else ""))
+
+
+def cmd_persona_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern persona list`: every persona, oldest first, the default marked."""
+    with open_service(args) as tavern:
+        views = tavern.persona.personas()
+    return print_rows(out, views, as_json=args.json, line=_persona_line)
+
+
+def cmd_persona_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern persona new NAME`."""
+    with open_service(args) as tavern:
+        view = tavern.persona.new_persona(args.name)
+    out.write(f"made persona {view.id}: {view.name} (play as it with `tavern persona use {shlex.quote(view.name)}`)\n")
+    return EXIT_OK
+
+
+def cmd_persona_use(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern persona use NAME [--playthrough P] [--unlock]`: the default, or a chat's lock."""
+    if args.unlock:
+        if args.playthrough is None:
+            raise TavernError("--unlock needs --playthrough P")
+        with open_service(args) as tavern:
+            tavern.persona.unlock_persona(args.playthrough)
+            view = tavern.persona.playthrough_persona(args.playthrough)
+        out.write(f"playthrough {args.playthrough} is unlocked: it plays as the default persona, "
+                  f"{view.name or '(no name)'}\n")
+        return EXIT_OK
+    if (args.name is None) == (args.id is None):
+        raise TavernError("name the persona: NAME (its name or id) or --id N")
+    with open_service(args) as tavern:
+        view = tavern.persona.use_persona(str(args.id) if args.id is not None else args.name, args.playthrough)
+    if args.playthrough is None:
+        out.write(f"{view.name or '(no name)'} is the default persona: new chats and chats without a lock play as it\n")
+    else:
+        out.write(f"playthrough {args.playthrough} is locked to {view.name or '(no name)'}\n")
+    return EXIT_OK
+
+
+def cmd_persona_rename(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tavern persona rename OLD NEW`: a new revision with the name; old lines keep theirs."""
+    with open_service(args) as tavern:
+        view = tavern.persona.rename_persona(args.old, args.new)
+    out.write(f"persona {view.id} is now {view.name} (v{view.version}); lines written before keep their name\n")
+    return EXIT_OK
 
 
 def add_beliefs(commands: Commands) -> None:
@@ -138,8 +218,11 @@ def _read_entries(path: str) -> list[dict[str, Any]]:
 def cmd_persona_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona show`: the entries, and what renders (in --playthrough, or by default)."""
     with open_service(args) as tavern:
-        doc = tavern.persona.persona()
-        rendered = tavern.persona.rendered_persona(args.playthrough)
+        if args.playthrough and not args.persona:
+            doc = tavern.persona.persona(tavern.persona.playthrough_persona(args.playthrough).id)
+        else:
+            doc = tavern.persona.persona(_persona_id(tavern, args))
+        rendered = tavern.persona.rendered_persona(args.playthrough, document=doc)
     if args.json:
         return print_json(out, {**doc.to_json(), "rendered": rendered.to_json()})
     _print_document(doc, out, set(rendered.entry_ids) if args.playthrough else None)
@@ -155,9 +238,10 @@ def cmd_persona_edit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.file:
             entries = _read_entries(args.file)
         elif args.add is None and args.remove is None and args.name is None:
-            entries = _edit_in_editor(tavern.persona.persona())
+            entries = _edit_in_editor(tavern.persona.persona(_persona_id(tavern, args)))
         doc = tavern.persona.edit_persona(args.expected_version, add=args.add, sensitivity=args.sensitivity,
-                                  remove=args.remove, entries=entries, name=args.name, where="persona edit")
+                                          remove=args.remove, entries=entries, name=args.name, where="persona edit",
+                                          persona=_persona_id(tavern, args))
     if args.json:
         return print_json(out, doc.to_json())
     out.write(f"persona is now v{doc.version}\n")
@@ -172,7 +256,7 @@ def _revision_line(doc: PersonaDocument) -> str:
 def cmd_persona_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern persona history`: every revision, newest first."""
     with open_service(args) as tavern:
-        docs = tavern.persona.persona_history()
+        docs = tavern.persona.persona_history(_persona_id(tavern, args))
     return print_rows(out, docs, as_json=args.json, line=_revision_line)
 
 
@@ -186,7 +270,8 @@ def cmd_persona_nominations(args: argparse.Namespace, out: TextIO, err: TextIO) 
     """`tavern persona nominations`: each outstanding nomination with the messages behind it."""
     with open_service(args) as tavern:
         return print_rows(
-            out, tavern.persona.nominations(), as_json=args.json, empty_hint="no outstanding nominations",
+            out, tavern.persona.nominations(_persona_id(tavern, args)), as_json=args.json,
+            empty_hint="no outstanding nominations",
             line=lambda b: _nomination_lines(b, tavern.persona.supporting_messages(b)),
             to_json=lambda b: {**b.to_json(), "messages": [
                 {"ref": list(ref), "text": text} for ref, text in tavern.persona.supporting_messages(b)]})
@@ -231,7 +316,7 @@ def cmd_persona_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
     if result.error:
         err.write(f"error: {result.error}\n")
         return EXIT_FAILED
-    out.write(f"imported persona {result.name!r}: persona is now v{result.id}\n")
+    out.write(f"imported persona(s) {result.name}\n")
     return EXIT_OK
 
 

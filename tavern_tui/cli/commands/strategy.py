@@ -122,15 +122,18 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _preset_line(p: PresetView) -> str:
-    return f"{p.id:>4}  {p.name:<32} {p.prompts:>4} prompts, {p.enabled} sent (order {p.order_source})"
+def _preset_line(p: PresetView, label: str) -> str:
+    return f"{p.id:>4}  {label:<32} {p.prompts:>4} prompts, {p.enabled} sent (order {p.order_source})"
 
 
 def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """List imported presets."""
+    """List imported presets (presets that share a name show their file and id)."""
+    from tavern_tui.views import distinct_labels
+
     with open_service(args) as tavern:
         items = tavern.presets.presets()
-    return print_rows(out, items, as_json=args.json, line=_preset_line,
+    labels = distinct_labels(items)
+    return print_rows(out, items, as_json=args.json, line=lambda p: _preset_line(p, labels[p.id]),
                       empty_hint="no presets yet; import a SillyTavern chat-completion preset with "
                                  "`tavern import FILE.json`")
 

@@ -344,6 +344,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         preset = "default preset" if view.preset_id is None else f"preset #{view.preset_id}"
         self.query_one("#chat-title", Static).update(
             f"{view.character_name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
+        self.prompt.placeholder = PLACEHOLDER.format(user=view.user_name)  # a persona switch shows here too
 
     def settings_changed(self) -> None:
         """The settings screen saved (issue 21 item 1): show the new provider and the labels asked for."""

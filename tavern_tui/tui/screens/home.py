@@ -28,7 +28,7 @@ from tavern_tui.tui.modals.import_screen import (
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import OpeningView
+from tavern_tui.views import OpeningView, distinct_labels
 
 DRAFT_PREFIX = "d"
 """Option ids of opening drafts in the playthroughs list start with it (playthroughs are bare ids)."""
@@ -196,15 +196,16 @@ class HomeScreen(TavernScreen[None]):
         self._characters = {c.id: c for c in characters}
         listing.border_title = (f"Characters · {self.filter!r} ({len(characters)}/{len(self._all)}) · Esc clears"
                                 if self.filter else "Characters")
-        listing.set_options(Option(self._character_prompt(c), id=str(c.id)) for c in characters)
+        labels = distinct_labels(self._all)  # characters sharing a name show their file and id
+        listing.set_options(Option(self._character_prompt(c, labels[c.id]), id=str(c.id)) for c in characters)
         if characters:
             ids = [c.id for c in characters]
             listing.highlighted = ids.index(current) if current in ids else 0
         self.refresh_playthroughs()
 
     @staticmethod
-    def _character_prompt(character: CharacterView) -> Text:
-        prompt = Text(character.name, style="bold")
+    def _character_prompt(character: CharacterView, label: str | None = None) -> Text:
+        prompt = Text(label or character.name, style="bold")
         if character.archived:
             prompt.append(" · archived", style="dim italic")
         prompt.append("\n" + character_summary(character), style="dim")

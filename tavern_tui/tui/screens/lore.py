@@ -26,6 +26,7 @@ from tavern_tui.tui.widgets.entry_table import EntryTable
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.lore_tester import LoreTester
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
+from tavern_tui.views import distinct_labels
 
 EMPTY_TEXT = ("No world books yet.\n\n"
               "Press i and type the path of a world book (.json from SillyTavern, Chub, Agnai, NovelAI\n"
@@ -82,6 +83,7 @@ class LoreScreen(TavernScreen[None]):
         self._start_on_card = character_id is not None and playthrough_id is None  # opened from the card screen
         self.character_name = ""
         self.views: dict[int, WorldBookView] = {}
+        self._labels: dict[int, str] = {}
         """The library by book id, as last read."""
         self.book_id: int | None = None
         self.card_id: int | None = None
@@ -180,6 +182,7 @@ class LoreScreen(TavernScreen[None]):
 
     def _show_library(self, views: list[WorldBookView], names: dict[int, str], select: int | None) -> None:
         self.views = {v.id: v for v in views}
+        self._labels = distinct_labels(views)  # books sharing a name show their file and id
         self.set_class(not views, "-empty")
         current = select if select is not None else self.highlighted_book_id
         applying: list[int] = []
@@ -233,7 +236,8 @@ class LoreScreen(TavernScreen[None]):
         summary = "".join(f"\n  {line}" for line in lines)
         # Styles as strings resolve against the theme at render time ($wi-bound comes from app.tcss's variables).
         prompt = Content.assemble(("● " if applies else "  ", "$wi-bound"),
-                                  (clip(view.name, LIBRARY_TEXT_WIDTH), "bold"), (summary, "dim"))
+                                  (clip(self._labels.get(view.id, view.name), LIBRARY_TEXT_WIDTH),
+                                   "bold"), (summary, "dim"))
         return prompt, applies
 
     def _card_prompt(self, card: WorldBookView) -> Content:

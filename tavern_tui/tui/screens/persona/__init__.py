@@ -56,7 +56,10 @@ class PersonaScreen(TavernScreen[None]):
     (`session:seq` and text).
 
     Keys: `a` adds an entry, `e` edits the highlighted one, Delete/`x` removes it (after a
-    confirm), `r` renames the persona, `h` shows the history; `y` affirms the highlighted
+    confirm), `r` renames the persona, `h` shows the history; `s` shows the next persona
+    (issue 20 item 6: several personas), `u` plays as the one shown (from a chat: locks the chat
+    to it, SillyTavern's chat-locked persona; from home: makes it the default), `c` makes a new
+    persona; `y` affirms the highlighted
     nomination (its statement becomes an `affirmed` entry), `n` declines it (never nominated
     again); Tab/Shift+Tab move between the lists; Esc goes back.
 
@@ -71,6 +74,9 @@ class PersonaScreen(TavernScreen[None]):
         Binding("delete,x", "remove", "Remove", id="persona.remove", key_display="x"),
         Binding("r", "rename", "Name", id="persona.rename", show=False),
         Binding("h", "history", "History", id="persona.history"),
+        Binding("s", "switch", "Switch", id="persona.switch"),
+        Binding("u", "use", "Use", id="persona.use"),
+        Binding("c", "create", "New persona", id="persona.create", show=False),
         Binding("y", "affirm", "Affirm", id="persona.affirm"),
         Binding("n", "decline", "Decline", id="persona.decline"),
         Binding("tab", "app.focus_next", "Next list", id="persona.next_pane"),
@@ -79,7 +85,7 @@ class PersonaScreen(TavernScreen[None]):
 
     COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
 
-    FOOTER_DROP = ("quit", "app.focus_next", "history")
+    FOOTER_DROP = ("quit", "app.focus_next", "history", "use")
     """The keys the footer hides first on a narrow terminal (80 columns keeps Back, Add, Edit,
     Remove, History, Affirm and Decline); they still work and the command palette lists them."""
 
@@ -111,6 +117,8 @@ class PersonaScreen(TavernScreen[None]):
         """A write runs, or its reload has not landed yet: other writes wait."""
         self.loads = 0
         """Reads shown so far (tests wait on it)."""
+        self.persona_id: int | None = None
+        """The persona shown (None until the first read: the one the chat plays as)."""
         self._token = 0
 
     def compose(self) -> ComposeResult:
@@ -161,7 +169,7 @@ class PersonaScreen(TavernScreen[None]):
     @work(thread=True, exclusive=True, group="persona-read", exit_on_error=False, description="read the persona")
     def _read(self, token: int) -> None:
         try:
-            self.post_message(self.Loaded(token, read_snapshot(self.tavern, self.playthrough_id)))
+            self.post_message(self.Loaded(token, read_snapshot(self.tavern, self.playthrough_id, self.persona_id)))
         except TavernError as exc:
             self.post_message(self.Loaded(token, None, str(exc)))
 
@@ -175,9 +183,15 @@ class PersonaScreen(TavernScreen[None]):
             self.refresh_bindings()
             return
         entry, nomination = self.selected_entry, self.selected_nomination  # kept under the cursors
+        if self.snapshot is not None and message.snapshot.shown is not None and self.snapshot.shown is not None \
+                and message.snapshot.shown.id != self.snapshot.shown.id:
+            entry = nomination = None  # another persona: its own cursors
         self.snapshot = snapshot = message.snapshot
+        if snapshot.shown is not None:
+            self.persona_id = snapshot.shown.id
         doc = snapshot.document
         name = doc.name or "no name ({{user}} is the playthrough's user name)"
+        name += self._persona_marks(snapshot)
         if snapshot.rendered is not None:
             sent = snapshot.rendered
             summary = (f"{len(sent.entry_ids)} of {plural(len(doc.entries), 'entry', 'entries')} sent "
@@ -192,6 +206,22 @@ class PersonaScreen(TavernScreen[None]):
         self._fill_nominations(snapshot.nominations, nomination.id if nomination else None)
         self.loads += 1
         self.refresh_bindings()
+
+    @staticmethod
+    def _persona_marks(snapshot: PersonaSnapshot) -> str:
+        """" (2 of 3 · default · this chat's, locked)": where the shown persona stands."""
+        shown = snapshot.shown
+        if shown is None:
+            return ""
+        ids = [p.id for p in snapshot.personas]
+        marks = [f"{ids.index(shown.id) + 1} of {len(ids)}"] if shown.id in ids else []
+        if shown.default:
+            marks.append("default")
+        if snapshot.playing is not None and snapshot.playing.id == shown.id and snapshot.locked:
+            marks.append("this chat's, locked")
+        elif snapshot.playing is not None and snapshot.playing.id != shown.id:
+            marks.append(f"not in use here: {snapshot.playing.name or '(no name)'} is")
+        return f" ({' · '.join(marks)})" if marks else ""
 
     def _fill_entries(self, doc: PersonaDocument, rendered: RenderedPersona | None, keep: int | None) -> None:
         table = self.entries
@@ -263,7 +293,9 @@ class PersonaScreen(TavernScreen[None]):
     # -- writing ------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("add", "rename", "edit", "remove", "affirm", "decline"):
+        if action == "switch":
+            return True if self.snapshot is not None and len(self.snapshot.personas) > 1 else None
+        if action in ("add", "rename", "edit", "remove", "affirm", "decline", "use", "create"):
             if self.snapshot is None or self.busy:
                 return None
             if action in ("edit", "remove"):
@@ -295,10 +327,11 @@ class PersonaScreen(TavernScreen[None]):
 
     def action_add(self) -> None:
         """Open the editor on a new entry; Save adds it (at the version read)."""
-        version = self.version
+        version, persona = self.version, self.persona_id
 
         def save(text: str, sensitivity: str, _stale: bool) -> PersonaDocument:
-            return self.tavern.persona.edit_persona(version, add=text, sensitivity=sensitivity, where="new entry")
+            return self.tavern.persona.edit_persona(version, add=text, sensitivity=sensitivity, where="new entry",
+                                                    persona=persona)
 
         self.app.push_screen(
             PersonaEditor("New persona entry", save, hint="Sent to the model on every call, as you write it. "
@@ -319,7 +352,8 @@ class PersonaScreen(TavernScreen[None]):
             for item in items:
                 if item["id"] == entry.id:
                     item.update(text=text, sensitivity=sensitivity, stale=stale)
-            return self.tavern.persona.edit_persona(doc.version, entries=items, where="persona edit")
+            return self.tavern.persona.edit_persona(doc.version, entries=items, where="persona edit",
+                                                    persona=self.persona_id)
 
         hint = ("Changing the text makes it yours: the link to its belief is cleared." if entry.provenance == "affirmed"
                 else "Sent to the model on every call, as you write it. Secrets are refused.")
@@ -330,15 +364,16 @@ class PersonaScreen(TavernScreen[None]):
 
     def action_rename(self) -> None:
         """Open the editor on the persona's name ({{user}})."""
-        version = self.version
+        version, persona = self.version, self.persona_id
         name = self.snapshot.document.name if self.snapshot is not None else ""
 
         def save(text: str, _sensitivity: str, _stale: bool) -> PersonaDocument:
-            return self.tavern.persona.edit_persona(version, name=text, where="persona name")
+            return self.tavern.persona.edit_persona(version, name=text, where="persona name", persona=persona)
 
         self.app.push_screen(
             PersonaEditor("Persona name ({{user}})", save, text=name, sensitivity=None, multiline=False,
-                          hint="The name every playthrough uses for you from its next step."),
+                          hint="The name chats playing as this persona use for you from their next step; "
+                               "lines already written keep the name they were written under."),
             self._editor_closed(lambda doc: f"Renamed to {doc.name}: persona is now v{doc.version}."))
 
     def action_remove(self) -> None:
@@ -352,7 +387,7 @@ class PersonaScreen(TavernScreen[None]):
         question = f"Remove entry {entry.id}?\n\n“{clip(entry.text, 200)}”\n\nIt is no longer sent.{after}"
 
         def remove() -> str:
-            doc = self.tavern.persona.edit_persona(version, remove=entry.id, where="remove")
+            doc = self.tavern.persona.edit_persona(version, remove=entry.id, where="remove", persona=self.persona_id)
             return f"Removed entry {entry.id}: persona is now v{doc.version}."
 
         def answered(yes: bool | None) -> None:
@@ -412,8 +447,44 @@ class PersonaScreen(TavernScreen[None]):
         self.reload()
 
     def action_history(self) -> None:
-        """Show every revision (read-only)."""
-        self.app.push_screen(PersonaHistoryScreen(self.tavern))
+        """Show every revision of the persona shown (read-only)."""
+        self.app.push_screen(PersonaHistoryScreen(self.tavern, self.persona_id))
+
+    def action_switch(self) -> None:
+        """Show the next persona (only shows it; `u` plays as it)."""
+        if self.snapshot is None or len(self.snapshot.personas) < 2:
+            return
+        ids = [p.id for p in self.snapshot.personas]
+        at = ids.index(self.persona_id) if self.persona_id in ids else -1
+        self.persona_id = ids[(at + 1) % len(ids)]
+        self.reload()
+
+    def action_use(self) -> None:
+        """Play as the persona shown: lock this chat to it (from a chat), or make it the default."""
+        persona, playthrough = self.persona_id, self.playthrough_id
+        if persona is None:
+            return
+
+        def use() -> str:
+            view = self.tavern.persona.use_persona(persona, playthrough)
+            name = view.name or "(no name)"
+            if playthrough is not None:
+                return f"This chat is locked to {name}: your next lines are written as {name}."
+            return f"{name} is the default persona: new chats and chats without a lock play as it."
+
+        self._write("Persona", use)
+
+    def action_create(self) -> None:
+        """Ask for a name, make a persona with it and show it."""
+        def save(text: str, _sensitivity: str, _stale: bool) -> PersonaDocument:
+            view = self.tavern.persona.new_persona(text, where="new persona")
+            self.persona_id = view.id
+            return self.tavern.persona.persona(view.id)
+
+        self.app.push_screen(
+            PersonaEditor("New persona: its name ({{user}})", save, sensitivity=None, multiline=False,
+                          hint="A persona of its own: entries, history and nominations. u plays as it."),
+            self._editor_closed(lambda doc: f"Made persona {doc.name}."))
 
     def action_back(self) -> None:
         """Return to where the pane was opened."""

@@ -83,8 +83,10 @@ class PersonaHistoryScreen(TavernModal[None]):
 
     revisions = getters.query_one("#revisions", DataTable)
 
-    def __init__(self, tavern: Tavern) -> None:
+    def __init__(self, tavern: Tavern, persona: int | None = None) -> None:
         super().__init__(tavern)
+        self.persona = persona
+        """Whose revisions (a persona id; None: the default persona's)."""
         self.history: list[PersonaDocument] = []
         self.loaded = False
 
@@ -104,7 +106,7 @@ class PersonaHistoryScreen(TavernModal[None]):
     @work(thread=True, exclusive=True, group="persona-history", exit_on_error=False, description="persona history")
     def _load(self) -> None:
         try:
-            revisions: list[PersonaDocument] | str = self.tavern.persona.persona_history()
+            revisions: list[PersonaDocument] | str = self.tavern.persona.persona_history(self.persona)
         except TavernError as exc:
             revisions = str(exc)
         self.post_message(self.Loaded(revisions))

@@ -35,7 +35,7 @@ from tavern_tui.tui.screens.strategy.labels import (
 from tavern_tui.tui.screens.strategy.lists import PresetList, StrategyList
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import PresetView
+from tavern_tui.views import PresetView, distinct_labels
 
 PreviewKey = tuple[str, int, int | None]
 """What a preview depends on here: (strategy name, its listed version, bound preset id)."""
@@ -172,8 +172,10 @@ class StrategyScreen(TavernScreen[None]):
 
         preset_at = self.preset_list.highlighted
         choices: list[PresetView | None] = [None, *presets]
+        labels = distinct_labels(presets)  # presets sharing a name show their file and id
         self.preset_list.set_options(
-            Option(preset_prompt(p, (p.id if p else None) == view.preset_id), id=str(p.id) if p else "default")
+            Option(preset_prompt(p, (p.id if p else None) == view.preset_id, labels.get(p.id) if p else None),
+                   id=str(p.id) if p else "default")
             for p in choices)
         ids = [p.id if p else None for p in choices]
         bound = ids.index(view.preset_id) if view.preset_id in ids else 0

@@ -79,12 +79,13 @@ def strategy_prompt(spec: StrategySpec, applied: StrategySpec | None) -> Content
         (f"\n  {clip(note, LINE_WIDTH - 2)}" if note else "", "dim"))
 
 
-def preset_prompt(preset: PresetView | None, bound: bool) -> Content:
-    """A preset's list line (None: the built-in default): name, "● bound", its prompt counts."""
+def preset_prompt(preset: PresetView | None, bound: bool, label: str | None = None) -> Content:
+    """A preset's list line (None: the built-in default): name (`label` when presets share a
+    name: with its file and id), "● bound", its prompt counts."""
     if preset is None:
         name, summary = DEFAULT_PRESET_NAME, "built in"
     else:
-        name = preset.name
+        name = label or preset.name
         summary = f"{plural(preset.prompts, 'prompt')} · {preset.enabled} sent"
     return Content.assemble((clip(name, NAME_WIDTH), "bold"), ("  ● bound" if bound else "", "bold $wi-bound"),
                             (f"\n  {clip(summary, NOTE_WIDTH)}", "dim"))
