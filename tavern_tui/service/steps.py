@@ -42,10 +42,8 @@ from tavern_tui.engine.events import EventKind
 from tavern_tui.engine.log import (
     COMPOSER_SOURCE,
     SUMMARY_SOURCE,
-    SYSTEM_PROMPT_SOURCE,
     derive_messages,
     replacement_event,
-    sent_to_model,
     surface_of,
 )
 from tavern_tui.engine.step import (

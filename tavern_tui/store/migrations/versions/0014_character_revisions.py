@@ -8,7 +8,7 @@
    `character_revisions` keeps every revision's card, 0 (as imported) included, added only.
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-12-03
 """
 
