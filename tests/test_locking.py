@@ -23,19 +23,20 @@ HOLD_SECONDS = 6.0
 assert HOLD_SECONDS * 1000 > BUSY_TIMEOUT_MS  # the hold outlasts one busy wait
 
 _HOLDER = """
-import sqlite3, sys, time
+import select, sqlite3, sys
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("BEGIN IMMEDIATE")
 print("locked", flush=True)
-time.sleep(float(sys.argv[2]))
+select.select([sys.stdin], [], [], float(sys.argv[2]))  # the time is up, or the test closed stdin
 db.execute("COMMIT")
 """
 
 
 def _hold_lock(db: Path, seconds: float = HOLD_SECONDS) -> subprocess.Popen[str]:
-    """Start a process that takes the write lock and holds it `seconds`; returns once it has it."""
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(db), str(seconds)], stdout=subprocess.PIPE,
-                              text=True)
+    """Start a process that takes the write lock and holds it `seconds`, or until its stdin is closed;
+    returns once it has it."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(db), str(seconds)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
     return holder
 
@@ -55,12 +56,14 @@ def test_sessions_lists_while_another_process_holds_the_write_lock(isolated_prof
     env = _env(isolated_profile)
     assert _cli(["import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")], env).returncode == 0
     assert _cli(["chat", "Seraphina", "--say", "hello"], env).returncode == 0  # the offline demo
-    holder = _hold_lock(isolated_profile / "data" / "tavern.sqlite3")
+    holder = _hold_lock(isolated_profile / "data" / "tavern.sqlite3", 300)  # held until both reads are done
     try:
         listed = _cli(["sessions", "--json"], env)
         shown = _cli(["show", "1", "--json"], env)
         still_locked = holder.poll() is None
     finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
         holder.wait(30)
     assert still_locked, "the holder let go before the reads ran; the test proved nothing"
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr

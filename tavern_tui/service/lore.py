@@ -290,7 +290,7 @@ class WorldInfoService:
         """
         from tavern_tui.lore.context import SourcedBook
 
-        with self.ctx.store.unit_of_work() as uow:
+        with self.ctx.store.unit_of_work(write=False) as uow:
             bound = uow.bindings.books_for_many([("playthrough", playthrough_id), ("persona", PERSONA_TARGET),
                                                  ("global", None), ("character", character.id)])
             ids = [("chat", list(chat) if chat is not None else bound[0]), ("persona", bound[1]),

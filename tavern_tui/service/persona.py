@@ -434,10 +434,16 @@ class PersonaService:
             if one.lorebook and one.lorebook not in books:
                 try:
                     books[one.lorebook] = self.library.find(one.lorebook, "world_books", "world book")
-                except (NotFound, Ambiguous) as exc:
+                except NotFound:
                     books[one.lorebook] = None
-                    warnings.append(f"persona lore {one.lorebook!r} of {one.name!r} was not bound ({exc}); bind it "
-                                    "with `tavern lore bind BOOK --persona NAME`")
+                    shown = one.lorebook if len(one.lorebook) <= 80 else one.lorebook[:79] + "…"
+                    warnings.append(f"persona lore {shown!r} of {one.name!r} is not imported here; import the world "
+                                    "book (`tavern import FILE`), then bind it with `tavern lore bind BOOK --persona "
+                                    "NAME`")
+                except Ambiguous as exc:
+                    books[one.lorebook] = None
+                    warnings.append(f"persona lore of {one.name!r} was not bound ({exc}); bind it with "
+                                    "`tavern lore bind --id N --persona NAME`")
         imported: list[PersonaView] = []
         with self.ctx.store.unit_of_work() as uow:
             rows = uow.personas.personas()

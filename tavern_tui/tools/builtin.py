@@ -192,7 +192,7 @@ class MvuRead:
             # Too big to send whole (the schema and display copies triple it): the values, and what else to ask.
             values = {"stat_data": snapshot.get("stat_data", {}),
                       "note": "the snapshot is large: only stat_data is shown; read "
-                              + ", ".join(k for k in snapshot if k != "stat_data") + " by path"}
+                              + ", ".join(sorted(k for k in snapshot if k != "stat_data")) + " by path"}
             return json.dumps(values, ensure_ascii=False), "stat_data (the snapshot is large)"
         inside = path if path.split(".", 1)[0].split("[", 1)[0] in snapshot else f"stat_data.{path}"
         value = lodash_get(snapshot, inside)

@@ -7,6 +7,7 @@ import gc
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -112,7 +113,20 @@ def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TextArea, "_toggle_cursor_blink_visible", lambda self: None)
 
 
-async def wait_until(pilot: Pilot[object], predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+def started_on(tavern: Tavern, playthrough_id: int, when: datetime) -> None:
+    """Store `when` as the playthrough's start, so a title made from its day ("3 Dec 2026") is the
+    same on every run of a snapshot test."""
+    import sqlalchemy as sa
+
+    from tavern_tui.store.models import Base
+
+    table = Base.metadata.tables["playthroughs"]
+    with tavern.store.engine.begin() as conn:
+        conn.execute(sa.update(table).where(table.c.id == playthrough_id).values(created_at=when))
+    tavern.playthroughs._titles.clear()  # titles are kept per log version, and no event was appended
+
+
+async def wait_until(pilot: Pilot[object], predicate: Callable[[], bool], timeout: float = 15.0) -> None:
     """Let the app process messages until `predicate()` holds (short pauses, bounded)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -4,7 +4,7 @@ timestamps on, settings, help and the import picker (regenerate with `--snapshot
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from textual.pilot import Pilot
@@ -16,9 +16,11 @@ from tavern_tui.tui.modals.import_screen import ImportScreen
 from tavern_tui.tui.screens.chat import TOKEN_DELAY, ChatScreen
 from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.settings import SettingsScreen
-from tests.tui.conftest import ScriptedProvider, open_character, wait_until, workers_idle
+from tests.tui.conftest import ScriptedProvider, open_character, started_on, wait_until, workers_idle
 
 SIZES = [(120, 40), (80, 24)]
+
+STARTED = datetime(2026, 12, 3, 18, 30, tzinfo=UTC)  # the day a chat without a first line is titled by
 
 pytestmark = pytest.mark.usefixtures("no_cursor_blink")
 
@@ -26,6 +28,7 @@ pytestmark = pytest.mark.usefixtures("no_cursor_blink")
 def _app(tavern: Tavern) -> TavernApp:
     seraphina = tavern.library.find_character("Seraphina")
     played = tavern.playthroughs.new_playthrough(seraphina.id)
+    started_on(tavern, played.id, STARTED)
     return TavernApp(tavern, now=lambda: played.updated_at + timedelta(minutes=5))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from textual.pilot import Pilot
@@ -14,9 +14,11 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import TOKEN_DELAY, ChatScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.screens.tree import TreeScreen
-from tests.tui.conftest import ScriptedProvider, open_character, wait_until, workers_idle
+from tests.tui.conftest import ScriptedProvider, open_character, started_on, wait_until, workers_idle
 
 SIZE = (120, 40)
+
+STARTED = datetime(2026, 12, 3, 18, 30, tzinfo=UTC)  # the day a chat without a first line is titled by
 
 pytestmark = pytest.mark.usefixtures("no_cursor_blink")
 
@@ -40,6 +42,7 @@ async def _chat_with_one_exchange(pilot: Pilot[object]) -> None:
 def test_home_screen(snap_compare, corpus_tavern: Tavern) -> None:
     seraphina = corpus_tavern.library.find_character("Seraphina")
     played = corpus_tavern.playthroughs.new_playthrough(seraphina.id)
+    started_on(corpus_tavern, played.id, STARTED)
     # Freeze the clock relative to the stored time, so the list says "5 min ago" on every run.
     app = TavernApp(corpus_tavern, now=lambda: played.updated_at + timedelta(minutes=5))
 

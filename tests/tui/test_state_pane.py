@@ -13,7 +13,6 @@ from pathlib import Path
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
-from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.state import StateScreen
 from tests.tui.conftest import ScriptedProvider, open_character, wait_until
@@ -43,9 +42,6 @@ async def test_state_pane_shows_the_change_and_the_status_names_a_refusal(
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "青空 理")
-        # The card carries regex scripts: SillyTavern's question comes first; the person allows them.
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("y")
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
         chat = app.screen
         assert isinstance(chat, ChatScreen)

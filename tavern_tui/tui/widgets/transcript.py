@@ -77,6 +77,9 @@ class Transcript(VerticalScroll):
         self._first = 0  # index in _messages of the first mounted message
         self._last = 0  # index in _messages past the last mounted stored message
         self._loading = False
+        # A load's own scrolling (mount, unmount, restoring the reading place) must not start
+        # another load: set while one runs, cleared after the refresh that restores the place.
+        self._settling = False
 
     def compose(self) -> ComposeResult:
         # The spacer takes the height the messages leave free, so a short chat sits just above
@@ -231,7 +234,7 @@ class Transcript(VerticalScroll):
         """
         if self.earlier_count == 0 or self._loading:
             return 0
-        self._loading = True
+        self._loading = self._settling = True
         try:
             if self._first == 0 and self.fetch is not None:
                 held = len(self._messages)
@@ -259,6 +262,7 @@ class Transcript(VerticalScroll):
             return len(boxes)
         finally:
             self._loading = False
+            self.call_after_refresh(self._settled)
 
     async def load_later(self) -> int:
         """Mount up to `window` newer messages below the last one (after reading back),
@@ -269,7 +273,7 @@ class Transcript(VerticalScroll):
         """
         if self.at_tail or self._loading:
             return 0
-        self._loading = True
+        self._loading = self._settling = True
         try:
             end = min(len(self._messages), self._last + self.window)
             boxes = self._boxes_for(self._messages[self._last:end])
@@ -290,6 +294,7 @@ class Transcript(VerticalScroll):
             return len(boxes)
         finally:
             self._loading = False
+            self.call_after_refresh(self._settled)
 
     async def page_to(self, index: int) -> MessageBox | None:
         """Mount the window that holds message `index` (0 = the playthrough's first) and return
@@ -320,8 +325,13 @@ class Transcript(VerticalScroll):
         self.anchor()
         return box
 
+    def _settled(self) -> None:
+        self._settling = False
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        if self._loading or self._settling:
+            return
         if new_value <= 0 < old_value and self.earlier_count > 0:
             self.call_later(self.load_earlier)
         elif new_value >= self.max_scroll_y > old_value and not self.at_tail:
