@@ -1,8 +1,8 @@
 """The long fuzz run (issue 23 item 9): every importer and the SSE decoder on many generated
-hostile inputs (`tests/fuzzing.py`, the classes the fault trial found), reporting inputs tried,
+hostile inputs (`tests/support/fuzzing.py`, the classes the fault trial found), reporting inputs tried,
 crashes (an exception out of the import), hangs (an input taking over `HANG_SECONDS`) and the
 peak memory of the process. Crashing and hanging inputs are written to `fuzz-findings/` in the
-work folder's parent (kept for turning into regression cases in tests/test_fuzz.py).
+work folder's parent (kept for turning into regression cases in tests/formats/test_fuzz.py).
 
     python -m benchmarks fuzz                    # TAVERN_FUZZ_EXAMPLES inputs per target (default 300)
     TAVERN_FUZZ_EXAMPLES=5000 python -m benchmarks fuzz
@@ -42,7 +42,7 @@ def fuzz(workdir: Path) -> dict[str, object]:
     from tavern_tui.config import Settings
     from tavern_tui.providers.sse import SSEDecoder
     from tavern_tui.service import Tavern
-    from tests.fuzzing import CORPUS, importer_inputs, sse_inputs
+    from tests.support.fuzzing import CORPUS, importer_inputs, sse_inputs
 
     examples = int(os.environ.get("TAVERN_FUZZ_EXAMPLES", "300"))
     tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'fuzz.db'}"))

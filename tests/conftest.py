@@ -13,6 +13,7 @@ import pytest
 from tavern_tui.config import Settings
 from tavern_tui.providers.demo import DemoProvider
 from tavern_tui.service import Tavern
+from tests.support.loopback import LoopbackServer
 
 # The corpus sits beside the repository: <parent>/shared/corpus (SOURCES.md lists the files);
 # TAVERN_TEST_CORPUS points elsewhere (a clone in another folder).
@@ -40,9 +41,24 @@ def isolated_profile(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     from keyring.backends import fail
 
     previous = keyring.get_keyring()
-    keyring.set_keyring(fail.Keyring())  # never the developer's OS keyring (tests/file_keyring.py)
+    keyring.set_keyring(fail.Keyring())  # never the developer's OS keyring (tests/support/file_keyring.py)
     yield home
     keyring.set_keyring(previous)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Stop at once, in one line, when the corpus is missing (every importer test needs it)."""
+    if not (CORPUS_DIR / "cards").is_dir():
+        raise pytest.UsageError(f"the test corpus is not at {CORPUS_DIR} (no cards/ folder there): set "
+                                "TAVERN_TEST_CORPUS to the shared/corpus folder")
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    """The loopback OpenAI-compatible SSE server (`tests/support/loopback.py`) for one test: scripted
+    replies, tool-call deltas, pacing, status codes and a request log, on a port the OS chose."""
+    with LoopbackServer() as loopback:
+        yield loopback
 
 
 @pytest.fixture(scope="session")
@@ -129,10 +145,10 @@ def tavern(db_url: str, model: ScriptedModel) -> Iterator[Tavern]:
 
 @pytest.fixture
 def file_keyring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    """A file-backed keyring (`tests/file_keyring.py`) as the keyring package's backend for one test."""
+    """A file-backed keyring (`tests/support/file_keyring.py`) as the keyring package's backend for one test."""
     import keyring
 
-    from tests.file_keyring import FileKeyring
+    from tests.support.file_keyring import FileKeyring
 
     previous = keyring.get_keyring()
     backend = FileKeyring(tmp_path / "keyring.json")

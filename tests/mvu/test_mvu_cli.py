@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -29,7 +29,7 @@ from tavern_tui.config import ProviderSettings, Settings
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.service import Tavern
 from tavern_tui.service.mvu import stat_hash
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 SAY = "你好，我是新来的牧师。_.set('理.当前所想', '在想新牧师');//用户设定"
 REPLY = ("理轻轻点头，露出微笑。\n<UpdateVariable>\n_.add('理.好感度', 5);//第一次见面很愉快\n"
@@ -37,11 +37,6 @@ REPLY = ("理轻轻点头，露出微笑。\n<UpdateVariable>\n_.add('理.好感
 SWIPED = "理有些紧张地后退了一步。\n<UpdateVariable>\n_.add('理.好感度', -3);//被吓到了\n</UpdateVariable>"
 REFUSAL = "SCHEMA VIOLATION: Cannot assign new key 'x' into non-extensible object at path 'user'. (试试)"
 
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 @pytest.fixture

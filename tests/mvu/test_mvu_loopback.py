@@ -13,21 +13,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tavern_tui.config import ProviderSettings, Settings
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.service import Tavern
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 FIRST = "理轻轻点头，露出微笑。\n<UpdateVariable>\n_.add('理.好感度', 5);//第一次见面很愉快\n</UpdateVariable>"
 SWIPED = "理有些紧张地后退了一步。\n<UpdateVariable>\n_.add('理.好感度', -3);//被吓到了\n</UpdateVariable>"
 
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 async def drain(updates) -> None:  # type: ignore[no-untyped-def]

@@ -24,15 +24,10 @@ from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.mvu import MVU_PART
 from tavern_tui.service import Tavern
 from tavern_tui.tools.builtin import MVU_WHOLE_CHARS
-from tests.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
+from tests.support.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
 
 STATE_TOOLS = ("mvu_read", "mvu_update")
 
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 def make(db_url: str, server: LoopbackServer, enabled: tuple[str, ...] = ("roll_dice", *STATE_TOOLS)) -> Tavern:

@@ -18,7 +18,7 @@ from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, Stre
 from tavern_tui.errors import AuthenticationError, BadRequestError, RateLimitError, ServerError
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.providers.openai_compat import MAX_CONFIG_FALLBACKS, OpenAICompatProvider
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 KEY = "sk-test-SECRETKEY1234567890"
 MESSAGES = [{"role": "user", "content": "Hello there"}]

@@ -20,7 +20,7 @@ from tavern_tui.errors import (
 )
 from tavern_tui.providers.base import Provider, ProviderSettings
 from tavern_tui.providers.openai_compat import RETRY_CAP, OpenAICompatProvider, retry_delay
-from tests.loopback import LoopbackServer, closed_port_url, rechunk, sse_chunks_for
+from tests.support.loopback import LoopbackServer, closed_port_url, rechunk, sse_chunks_for
 
 KEY = "sk-test-SECRETKEY1234567890"
 REQUEST = ChatRequest(messages=[{"role": "user", "content": "Hello there"}])

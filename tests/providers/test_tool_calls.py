@@ -12,7 +12,7 @@ from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, Text
 from tavern_tui.errors import BadRequestError
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.providers.openai_compat import OpenAICompatProvider
-from tests.loopback import LoopbackServer, rechunk, sse_tool_call_chunks
+from tests.support.loopback import LoopbackServer, rechunk, sse_tool_call_chunks
 
 TOOLS = ({"type": "function", "function": {"name": "roll_dice", "description": "Roll dice",
                                             "parameters": {"type": "object", "properties": {

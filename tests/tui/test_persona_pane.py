@@ -266,7 +266,7 @@ async def test_a_secret_is_refused_and_the_editor_stays_open(corpus_tavern: Tave
 
 
 async def test_a_persona_over_its_cap_is_shown_with_the_error(corpus_tavern: Tavern) -> None:
-    from tests.test_persona import store_over_cap
+    from tests.persona.test_persona import store_over_cap
 
     store_over_cap(corpus_tavern, [f"Fact number {i}." for i in range(MAX_ENTRIES + 1)])  # stored before write caps
     app = TavernApp(corpus_tavern)

@@ -23,7 +23,7 @@ from tavern_tui.tui.screens.help import HelpScreen, help_rows
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.screens.settings import SettingsScreen
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 from tests.tui.conftest import ScriptedProvider, open_character, screen_text, wait_until, workers_idle
 
 SIZE = (120, 40)

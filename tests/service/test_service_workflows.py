@@ -14,7 +14,7 @@ from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
 
-SERVICE_DIR = Path(__file__).resolve().parent.parent / "tavern_tui" / "service"
+SERVICE_DIR = Path(__file__).resolve().parents[2] / "tavern_tui" / "service"
 
 
 def _import(tavern: Tavern, corpus_dir: Path) -> dict[str, int]:

@@ -12,16 +12,11 @@ import pytest
 
 from tavern_tui.config import ProviderSettings, Settings
 from tavern_tui.service import Tavern
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 REPLY = ("她笑了。\n<UpdateVariable>\n_.set('理.好感度[0]', 0, 10);//开心\n</UpdateVariable>\n"
          "<StatusPlaceHolderImpl/>")
 
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 def make(server: LoopbackServer, db_url: str, **settings: object) -> Tavern:

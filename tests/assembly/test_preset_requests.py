@@ -13,7 +13,7 @@ import pytest
 from tavern_tui.config import Settings
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 CARD = {"spec": "chara_card_v2", "spec_version": "2.0",
         "data": {"name": "Mira", "first_mes": "Hello.", "description": "Mira keeps the lighthouse.",
@@ -32,11 +32,6 @@ def order(*identifiers: str) -> list[dict]:
 MARKERS = [{"identifier": i, "name": i, "system_prompt": True, "marker": True}
            for i in ("charDescription", "dialogueExamples", "chatHistory")]
 
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Provides `LoopbackServer`: a scripted OpenAI-compatible HTTP/1.1 server on 127.0.0.1 for tests.
 
-Not a test module. Import it as `from tests.loopback import LoopbackServer`.
+Not a test module. Import it as `from tests.support.loopback import LoopbackServer`.
 
 The server runs `http.server.ThreadingHTTPServer` in a background thread on an ephemeral
 port. Each incoming request is recorded in `requests`, then answered by the next scripted

@@ -18,8 +18,8 @@ from tavern_tui.errors import TavernError
 from tavern_tui.tools import Toolbox, ToolSpec
 from tavern_tui.tools.builtin import RollDice
 from tavern_tui.tools.guard import Guard
-from tests.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
-from tests.test_tool_turns import KEY, ROLL, drain, make_tavern, playthrough, server, session_events  # noqa: F401
+from tests.support.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
+from tests.tools.test_tool_turns import KEY, ROLL, drain, make_tavern, playthrough, session_events  # noqa: F401
 
 
 def trace_ids(tavern: Any, pid: int) -> list[str]:

@@ -22,7 +22,7 @@ from tavern_tui.engine.step import INTERRUPTED_REASON, StepBusy, StepSettled
 from tavern_tui.engine.stream import TextDelta
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 KILL_RUNS = 6
 """Bounded: each run streams a few seconds before its kill."""

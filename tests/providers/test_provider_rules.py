@@ -21,18 +21,13 @@ from tavern_tui.engine.step import StepFailed
 from tavern_tui.errors import BadRequestError
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 # llama.cpp's server answer when the prompt does not fit (its `exceed_context_size_error`).
 CONTEXT_ERROR = {"code": 400, "message": "request (4476 tokens) exceeds the available context size (4096 tokens), "
                                          "try increasing it", "type": "exceed_context_size_error",
                  "n_prompt_tokens": 4476, "n_ctx": 4096}
 
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 def make(server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path, effort: str = "") -> tuple[Tavern, int]:

@@ -17,7 +17,7 @@ from tavern_tui.engine.events import EventKind
 from tavern_tui.service import Tavern
 from tavern_tui.store.db import BUSY_TIMEOUT_MS
 from tests.conftest import ScriptedModel
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 HOLD_SECONDS = 6.0
 assert HOLD_SECONDS * 1000 > BUSY_TIMEOUT_MS  # the hold outlasts one busy wait

@@ -19,7 +19,7 @@ from tavern_tui.config import Settings
 from tavern_tui.engine.trace import message_hash
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 PRESET = "st_openai_default_staging.json"
 CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {

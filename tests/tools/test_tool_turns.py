@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,11 @@ from tavern_tui.service import Tavern
 from tavern_tui.tools import Toolbox, ToolSpec
 from tavern_tui.tools.builtin import RollDice
 from tavern_tui.tools.guard import Guard
-from tests.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
+from tests.support.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
 
 KEY = "sk-loop-SECRET-0123456789"
 ROLL = ("call_r1", "roll_dice", '{"expression": "2d6+1"}')
 
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as loop:
-        yield loop
 
 
 def make_tavern(db_url: str, server: LoopbackServer, *, strategy: str = "preset-slots-first",

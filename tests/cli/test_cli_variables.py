@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 COUNTER = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
     "name": "Tally", "first_mes": "Hi {{user}}, I count.", "description": "This is turn {{incvar::turns}}."}}

@@ -1,5 +1,5 @@
 """Property tests over every importer and the SSE decoder (issue 23 items 6 and 9): hostile
-inputs of the classes the fault trial found (`tests/fuzzing.py`) never raise out of an import
+inputs of the classes the fault trial found (`tests/support/fuzzing.py`) never raise out of an import
 (each file gets a result: stored, or an error naming the file), and a folder import goes on past
 a bad file. The number of examples is bounded here; `python -m benchmarks fuzz` runs long."""
 
@@ -18,7 +18,7 @@ from tavern_tui.formats.chatlog import parse_send_date
 from tavern_tui.formats.jsontypes import MAX_DEPTH
 from tavern_tui.providers.sse import SSEDecoder
 from tavern_tui.service import Tavern
-from tests.fuzzing import PERSONA_BACKUP, chat_lines, deep, importer_inputs, sse_inputs
+from tests.support.fuzzing import PERSONA_BACKUP, chat_lines, deep, importer_inputs, sse_inputs
 
 INPUTS = importer_inputs()
 BOUNDED = settings(max_examples=25, deadline=None, derandomize=True,

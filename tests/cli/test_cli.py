@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"
 

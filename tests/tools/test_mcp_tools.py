@@ -1,5 +1,5 @@
 """MCP stdio servers through the official SDK, against a real server the test starts
-(tests/mcp_lab_server.py: one safe and one risky tool, a slow one, one that crashes): listing,
+(tests/support/mcp_lab_server.py: one safe and one risky tool, a slow one, one that crashes): listing,
 a call, a timeout, a crash, a server that never starts; and the guard on a real turn: a call
 that is not allowed is not run (the server records no call), the model receives the refusal,
 the trace names it; an allowed one runs."""
@@ -22,9 +22,9 @@ from tavern_tui.providers.openai_compat import OpenAICompatProvider
 from tavern_tui.service import Tavern
 from tavern_tui.tools import ToolFailed
 from tavern_tui.tools.mcp_client import McpManager, McpServerConfig
-from tests.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
+from tests.support.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
 
-SERVER = str(Path(__file__).with_name("mcp_lab_server.py"))
+SERVER = str(Path(__file__).resolve().parents[1] / "support" / "mcp_lab_server.py")
 KEY = "sk-mcp-SECRET-9876543210"
 
 

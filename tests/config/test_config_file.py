@@ -11,7 +11,7 @@ import pytest
 from tavern_tui.config import load_settings
 from tavern_tui.config.store import KEYRING_SERVICE, KEYRING_USER, keyring_available, save_config
 from tavern_tui.errors import FormatError
-from tests.file_keyring import FileKeyring
+from tests.support.file_keyring import FileKeyring
 
 
 def _write(home: Path, text: str) -> Path:

@@ -14,7 +14,7 @@ import pytest
 from tavern_tui.config import Settings
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 SECRET = "sk-trace-secret-4242"
 BOOK = {"entries": {
@@ -22,11 +22,6 @@ BOOK = {"entries": {
     "1": {"uid": 1, "key": ["storm"], "content": "A storm is coming.", "position": 0},
 }}
 
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from tavern_tui.cli import main
 from tavern_tui.config import Settings
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 BOOK = {"entries": {
     "0": {"uid": 0, "key": ["lantern"], "content": "The lantern is cursed.", "position": 4, "depth": 1, "role": 0},
@@ -27,11 +27,6 @@ REJECT_TEMPERATURE = {"error": {"message": "Unsupported value: 'temperature' doe
                                            "Only the default (1) value is supported.",
                                 "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}}
 
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 @pytest.fixture

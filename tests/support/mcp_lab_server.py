@@ -1,6 +1,6 @@
 """A small MCP stdio server for the tests, written with the official SDK's server side.
 
-Not a test module: tests start it as `python tests/mcp_lab_server.py RECORD_FILE`. Every call it
+Not a test module: tests start it as `python tests/support/mcp_lab_server.py RECORD_FILE`. Every call it
 runs appends one JSON line `{"tool", "arguments"}` to RECORD_FILE, so a test can prove a call
 was (or was not) executed.
 

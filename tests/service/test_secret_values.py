@@ -24,7 +24,7 @@ from tavern_tui.http_api import READ, WRITE, build_app
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
-from tests.loopback import LoopbackServer
+from tests.support.loopback import LoopbackServer
 
 KEY = "token-abc123456789"
 URL_PASSWORD = "hunter2-swordfish99"

@@ -11,10 +11,10 @@ import random
 import sys
 from pathlib import Path
 
-from tests.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
-from tests.test_cli import SECRET, _run, cli_env  # noqa: F401 - the fixture is used by name
+from tests.cli.test_cli import SECRET, _run, cli_env  # noqa: F401 - the fixture is used by name
+from tests.support.loopback import LoopbackServer, sse_chunks_for, sse_tool_call_chunks
 
-SERVER = str(Path(__file__).with_name("mcp_lab_server.py"))
+SERVER = str(Path(__file__).resolve().parents[1] / "support" / "mcp_lab_server.py")
 
 
 def test_a_roll_for_initiative_shows_in_chat_show_and_trace(cli_env: dict[str, str], corpus_dir: Path,  # noqa: F811

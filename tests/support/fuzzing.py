@@ -1,6 +1,6 @@
 """Provides hostile-input generators for the importers and the SSE decoder (issue 23 items 6, 9).
 
-Not a test module: `tests/test_fuzz.py` runs them as Hypothesis property tests with a bounded
+Not a test module: `tests/formats/test_fuzz.py` runs them as Hypothesis property tests with a bounded
 number of examples, and `python -m benchmarks fuzz` runs them long, reporting inputs, crashes,
 hangs and peak memory.
 
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from tavern_tui.formats.png import write_card_chunks
 
-CORPUS = Path(os.environ.get("TAVERN_TEST_CORPUS") or Path(__file__).resolve().parents[1].parent / "shared" / "corpus")
+CORPUS = Path(os.environ.get("TAVERN_TEST_CORPUS") or Path(__file__).resolve().parents[2].parent / "shared" / "corpus")
 _HOLE = "@@HOSTILE@@"
 
 

@@ -19,7 +19,7 @@ from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
 from tavern_tui.service.compaction import DEFAULT_SUMMARY_PROMPT
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 STRATEGIES = ["compat", "preset-roles-first", "preset-slots-first", "projection"]
 WORDS = ("lantern storm river castle forest sword whisper market harbour tower ember frost meadow oath "
@@ -31,11 +31,6 @@ def line(n: int) -> str:
     picked = " ".join(WORDS[(n * 7 + k) % len(WORDS)] for k in range(18))
     return f"Message {n:04d}: we talk about the {picked} and walk on."
 
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
 from tavern_tui.service.persona import render_snapshot
 from tests.conftest import ScriptedModel
-from tests.loopback import LoopbackServer, sse_chunks_for
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 CARD = {"spec": "chara_card_v2", "spec_version": "2.0",
         "data": {"name": "Mira", "first_mes": "Hello.", "description": "Mira keeps the lighthouse.",
@@ -110,11 +110,6 @@ def test_declared_origins_survive_export_and_import(tavern: Tavern, card: int, t
 
 
 # -- the request the model receives ---------------------------------------------------------
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
 
 
 @pytest.fixture

@@ -16,13 +16,7 @@ from tavern_tui.engine.step import OPENING_SOURCE, StepFailed
 from tavern_tui.errors import NotFound, SecretRefused, TavernError
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
-from tests.loopback import LoopbackServer, sse_chunks_for
-
-
-@pytest.fixture
-def server():  # type: ignore[no-untyped-def]
-    with LoopbackServer() as loopback:
-        yield loopback
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 
 @pytest.fixture

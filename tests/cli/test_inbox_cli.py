@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.loopback import LoopbackServer, sse_chunks_for
-from tests.test_cli import _run, cli_env  # noqa: F401 - the fixture
+from tests.cli.test_cli import _run, cli_env  # noqa: F401 - the fixture
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 REPLY_A = "*Seraphina hums while she changes the bandage on your arm.* The forest guards us tonight."
 REPLY_B = "*She smiles.* Yes, the glade is safe."
