@@ -58,6 +58,7 @@ from tavern_tui.providers.errors import (
     redact,
     rejected_parameter,
 )
+from tavern_tui.providers.shield import ReplyShield
 from tavern_tui.providers.sse import ServerSentEvent, SSEDecoder
 from tavern_tui.text.secret_values import url_credentials
 
@@ -435,11 +436,19 @@ class OpenAICompatProvider:
                         if isinstance(error, BadRequestError) and rejected is None and no_tools is None:
                             error = _other_rejection(error, response.status_code, raw, effective, secrets)
                         raise error
-                    async for event in self._parse(response, secrets):
-                        if not yielded and (effective != requested or tools_dropped):
-                            yield ConfigAdjusted(dict(requested), dict(effective), dict(omitted))
-                        yielded = True
-                        yield event
+                    shield = ReplyShield(secrets, self.settings.base_url)  # a key echoed back goes no further
+                    try:
+                        async for parsed in self._parse(response, secrets):
+                            for event in shield.events(parsed):
+                                if not yielded and (effective != requested or tools_dropped):
+                                    yield ConfigAdjusted(dict(requested), dict(effective), dict(omitted))
+                                yielded = True
+                                yield event
+                    except (ProviderError, _MalformedStream, httpx.HTTPError):
+                        for event in shield.flush():  # what arrived before the error is kept
+                            yielded = True
+                            yield event
+                        raise
                     return
             except ProviderError as exc:
                 error = exc

@@ -16,6 +16,7 @@ import base64
 import functools
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 MIN_SECRET = 8
@@ -101,3 +102,60 @@ def without_credentials(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+class StreamRedactor:
+    """`redact_secrets` over text that arrives in pieces (a streamed reply): a secret split across
+    two pieces is still caught. Only a tail that could still grow into a secret is held back (it
+    starts like a secret's spaced form or like one of its base64 cores), so ordinary text passes
+    on in the pieces it came in.
+
+    `feed(piece)` returns the text that is safe to pass on now (possibly ""), `flush()` the rest;
+    `hits` counts the times a secret was replaced. A base64 word is replaced from its core on (the
+    characters before the core, already passed on, depend on the text around the secret).
+    """
+
+    def __init__(self, secrets: Iterable[str | None]) -> None:
+        import regex  # partial matching: does a tail start a secret?
+
+        self.secrets = usable(secrets)
+        self.hits = 0
+        self._held = ""
+        self._forms: list[tuple[Any, tuple[str, ...]]] = []
+        for secret in self.secrets:
+            spaced, cores = _patterns(secret)
+            self._forms.append((regex.compile(spaced.pattern), cores))
+        self._firsts = {_core(s)[0] for s in self.secrets} | {c[0] for _p, cores in self._forms for c in cores}
+        # A spaced form with one separator between characters is the longest tail looked at.
+        self._window = max((2 * len(_core(s)) + 8 for s in self.secrets), default=0)
+
+    def feed(self, piece: str) -> str:
+        """Add `piece`; return what can be passed on now, redacted."""
+        if not self.secrets:
+            return piece
+        text = self._redact(self._held + piece)
+        cut = self._could_start(text)
+        self._held = text[cut:]
+        return text[:cut]
+
+    def flush(self) -> str:
+        """The held tail, redacted (the stream ended)."""
+        text, self._held = self._redact(self._held), ""
+        return text
+
+    def _could_start(self, text: str) -> int:
+        """The first index from which `text` could still grow into a secret; len(text) if none."""
+        for start in range(max(0, len(text) - self._window), len(text)):
+            if text[start] not in self._firsts:
+                continue
+            tail = text[start:]
+            for spaced, cores in self._forms:
+                if spaced.fullmatch(tail, partial=True) or any(core.startswith(tail) for core in cores):
+                    return start
+        return len(text)
+
+    def _redact(self, text: str) -> str:
+        redacted = redact_secrets(text, self.secrets)
+        if redacted != text:
+            self.hits += 1
+        return redacted

@@ -24,7 +24,7 @@ from tavern_tui.http_api import READ, WRITE, build_app
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 KEY = "token-abc123456789"
 URL_PASSWORD = "hunter2-swordfish99"
@@ -204,3 +204,34 @@ def test_a_world_book_edit_holding_the_key_is_refused(keyed, form: str, tmp_path
     with pytest.raises(SecretRefused, match="world book"):
         tavern.lore.save_world_book(book_id, edited)
     assert tavern.lore.world_book(book_id).entries[0].content == "plain lore" and _leaks(_stored(db)) == []
+
+
+async def test_a_reply_echoing_the_key_in_its_text_is_redacted_before_it_is_stored_shown_or_sent_again(
+        server: LoopbackServer, tmp_path: Path, corpus_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    db = tmp_path / "data" / "tavern.sqlite3"
+    echoed = "Your header said Authorization: Bearer " + " | ".join(FORMS.values()) + " and that is all."
+    # 40 pieces: every form of the key is cut across two or more deltas.
+    server.enqueue_sse(sse_chunks_for(echoed, pieces=40, reasoning=f"thinking about {KEY} now"))
+    server.enqueue_sse(sse_chunks_for("*She nods.*"))
+    tavern = Tavern(Settings(db_url=f"sqlite:///{db}",
+                             provider=ProviderSettings(base_url=server.base_url, model="m", api_key=KEY)))
+    try:
+        cid = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])[0].id
+        assert cid is not None
+        pid = tavern.playthroughs.new_playthrough(cid).id
+        streamed: list[str] = []
+        async for update in tavern.steps.send(pid, "what did my header say?"):
+            streamed.append(str(update))
+        async for _ in tavern.steps.send(pid, "thanks"):
+            pass
+        reply = tavern.playthroughs.messages(pid)[-3]
+    finally:
+        await tavern.aclose()
+    assert reply.role == "assistant" and reply.content.startswith("Your header said Authorization: Bearer ")
+    assert reply.content.endswith(" and that is all.") and "[redacted]" in reply.content
+    assert _leaks(reply.content.encode()) == [] and _leaks("".join(streamed).encode()) == []
+    second = json.loads(server.requests[1].body)
+    assert _leaks(json.dumps(second["messages"]).encode()) == []  # not sent back to the model
+    assert _leaks(_stored(db)) == [] and _leaks(caplog.text.encode()) == []
+    assert "sent the configured API key back in its reply" in caplog.text
