@@ -11,6 +11,7 @@ operator `state/commit` on the head session.
 from __future__ import annotations
 
 import copy
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from tavern_tui.engine.state import (
 from tavern_tui.errors import TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.secrets import configured_secrets, refuse_configured
 
 __all__ = ["SCOPES", "VariableService", "VariablesView"]
 
@@ -165,8 +167,13 @@ class VariableService:
 
         Raises:
             TavernError: an empty name or an unknown scope. NotFound: no such playthrough.
+            SecretRefused: the name or value holds the configured API key (any form): a variable is
+                stored, printed and readable by every card (a global one by any chat).
         """
-        return self._commit(playthrough_id, scope, {"set": {self._name(name): value}})
+        name = self._name(name)
+        refuse_configured(json.dumps([name, value], ensure_ascii=False, default=str),
+                          configured_secrets(self.ctx.settings, self.ctx.provider), f"{scope} variable")
+        return self._commit(playthrough_id, scope, {"set": {name: value}})
 
     def delete(self, playthrough_id: int, name: str, *, scope: str = "local") -> VariablesView:
         """Delete one variable (a durable operator commit); deleting a missing one changes nothing.

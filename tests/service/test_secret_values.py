@@ -235,3 +235,18 @@ async def test_a_reply_echoing_the_key_in_its_text_is_redacted_before_it_is_stor
     assert _leaks(json.dumps(second["messages"]).encode()) == []  # not sent back to the model
     assert _leaks(_stored(db)) == [] and _leaks(caplog.text.encode()) == []
     assert "sent the configured API key back in its reply" in caplog.text
+
+
+@pytest.mark.parametrize("scope", ["local", "global"])
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_variable_holding_the_key_is_refused_in_either_scope(keyed, form: str, scope: str) -> None:
+    tavern, _model, pid, db = keyed
+    with pytest.raises(SecretRefused, match="the configured provider API key") as refused:
+        tavern.variables.set(pid, "note", FORMS[form], scope=scope)
+    with pytest.raises(SecretRefused):
+        tavern.variables.set(pid, FORMS[form], "1", scope=scope)  # as a name too
+    assert _leaks(str(refused.value).encode()) == []
+    after = tavern.variables.variables(pid)
+    assert after.local == {} and after.global_ == {}
+    assert _leaks(_stored(db)) == []
+    assert tavern.variables.set(pid, "mood", "calm", scope=scope)  # an ordinary value is still kept
