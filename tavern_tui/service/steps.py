@@ -603,7 +603,13 @@ class StepRunner:
         impersonate; `claim`: the inbox's pending batch is its input; `hide_reply`: the settled
         reply is taken off the surface at once and neither MVU nor consolidation reads it)."""
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
-        view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation, text, claim)
+        try:
+            view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,
+                                                              text, claim)
+        except TavernError:
+            raise  # a refusal that names its cause (a fit, a cap, a busy chat): the caller keeps the text
+        except Exception as exc:  # noqa: BLE001 - anything a card's content broke in the build
+            raise await asyncio.to_thread(self._kept_after_failure, playthrough_id, text, exc) from exc
         # The person writes under the persona the chat plays as now; their lines keep its name.
         playing = await asyncio.to_thread(self.persona.playthrough_persona, playthrough_id)
         generation = replace(generation, speaker=view.user_name, persona=playing.id)
@@ -637,6 +643,23 @@ class StepRunner:
                     yield update
             except StepFailed as exc:
                 raise _with_omit_step(exc, playthrough_id) from exc.cause
+
+    def _kept_after_failure(self, playthrough_id: int, text: str | None, exc: BaseException) -> TavernError:
+        """The error for a step whose preparation failed unexpectedly (a card, book or template that
+        broke the build), after the person's `text` is queued in the inbox, durable, so nothing typed
+        is lost: the next step (or `tavern inbox`) sends it."""
+        logger.error("preparing a step of playthrough %s failed", playthrough_id, exc_info=exc)
+        reason = f"{type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
+        if text is None or self.inbox is None:
+            return TavernError(f"the request could not be built ({reason}); nothing was sent")
+        try:  # already checked by `send`: the by-value key check still runs in `add`
+            self.inbox.add(playthrough_id, text, allow_secrets=True)
+        except Exception:  # noqa: BLE001 - the store itself failed: say the text was not kept
+            logger.exception("queueing the unsent message of playthrough %s failed", playthrough_id)
+            return TavernError(f"the request could not be built ({reason}); nothing was sent or kept")
+        return TavernError(f"the request could not be built ({reason}); nothing was sent, and your message "
+                           "is kept in the queue (`tavern inbox`, or above the message box): it goes with the "
+                           "next step")
 
     async def _commit_mvu(self, playthrough_id: int, session_id: int, settled: StepSettled) -> None:
         """Commit the settled reply's MVU commands (issue 18), off the event loop; a failure is logged and
