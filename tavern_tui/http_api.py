@@ -32,7 +32,7 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -232,7 +232,7 @@ def _nomination_json(tavern: Tavern, belief: Belief) -> dict[str, Any]:
 
 
 def build_app(tavern: Tavern, *, enabled: bool | None = None,
-              tokens: dict[str, frozenset[str]] | None = None) -> Starlette:
+              tokens: dict[str, frozenset[str]] | None = None, hosts: Sequence[str] | None = None) -> Starlette:
     """The ASGI app of the persona surface (seed 002 ADR-0079 decision 10).
 
     Args:
@@ -241,6 +241,9 @@ def build_app(tavern: Tavern, *, enabled: bool | None = None,
             Without it every `/v1/persona` path is 404. `GET /v1/health` always exists.
         tokens: token -> scopes; None = `parse_tokens(TAVERN_PERSONA_API_TOKENS)` (read only when
             enabled). No tokens means every persona route answers 401.
+        hosts: the `Host` header values answered (`serve` passes its bound loopback names); any
+            other is refused with 400, so a web page cannot reach the API by DNS rebinding. None:
+            no check (an in-process test client).
 
     Returns:
         A Starlette app; the routes and their shapes are listed in the module docstring.
@@ -263,7 +266,12 @@ def build_app(tavern: Tavern, *, enabled: bool | None = None,
         if not tokens:
             logger.warning("persona API enabled without tokens (%s): every persona route answers 401", TOKENS_ENV)
         routes += _persona_routes(tavern, tokens)
-    return Starlette(routes=routes)
+    if hosts is None:
+        return Starlette(routes=routes)
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+    return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))])
 
 
 def _persona_routes(tavern: Tavern, tokens: dict[str, frozenset[str]]) -> list[Route]:
@@ -334,7 +342,8 @@ def serve(tavern: Tavern, *, host: str = "127.0.0.1", port: int = 8765) -> None:
     if host not in LOOPBACK_HOSTS:
         raise TavernError(f"the persona API binds to loopback only ({', '.join(LOOPBACK_HOSTS)}); "
                           f"refused host {host!r}")
-    app = build_app(tavern)
+    # The names a local client may use for this address (a browser's Host has no port here).
+    app = build_app(tavern, hosts=["127.0.0.1", "localhost"] if host != "::1" else ["[::1]", "localhost"])
     import uvicorn
 
     uvicorn.run(app, host=host, port=port)

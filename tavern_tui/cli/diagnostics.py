@@ -31,12 +31,16 @@ def configure_logging(verbose: bool, err: TextIO) -> None:
 
 def run(handler: Handler, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run one command; a `TavernError` becomes "error: …" on `err` and `EXIT_FAILED`, a closed
-    stdout pipe (`tavern show 3 | head`) a quiet `EXIT_FAILED`."""
+    stdout pipe (`tavern show 3 | head`) a quiet `EXIT_FAILED`, Ctrl+C one line and 130 (what a
+    shell reports for SIGINT): what was stored before it stays, as every write is one transaction."""
     try:
         return int(handler(args, out, err))
     except TavernError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_FAILED
+    except KeyboardInterrupt:
+        err.write("interrupted (ctrl+c): stopped; what was already stored is kept\n")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away: stop quietly, as other CLI tools do. Pointing stdout at
         # /dev/null keeps the interpreter's final flush from raising again.

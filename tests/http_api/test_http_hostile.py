@@ -68,3 +68,14 @@ async def test_a_chunked_body_over_the_cap_is_refused_while_it_is_read(tavern: T
     assert sent[0]["status"] == 413
     assert b"over 1048576 bytes" in sent[1]["body"]
     assert len(read) == MAX_BODY // piece + 1  # stopped at the first chunk past the cap, not at 4 MiB
+
+
+def test_a_host_other_than_the_bound_loopback_names_is_refused(tavern: Tavern) -> None:
+    app = build_app(tavern, enabled=True, tokens={TOKEN: frozenset({READ, WRITE})}, hosts=["127.0.0.1", "localhost"])
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    local = TestClient(app, base_url="http://127.0.0.1:8765")
+    assert local.get("/v1/health").status_code == 200
+    assert TestClient(app, base_url="http://localhost:8765").get("/v1/persona", headers=auth).status_code == 200
+    rebound = TestClient(app, base_url="http://attacker.example:8765")  # DNS rebinding: a page's own name
+    answer = rebound.get("/v1/persona", headers=auth)
+    assert answer.status_code == 400 and "Ada" not in answer.text

@@ -381,4 +381,6 @@ def test_serve_runs_uvicorn_on_loopback(tavern: Tavern, host: str, monkeypatch: 
     monkeypatch.delenv(ENABLE_ENV, raising=False)
     serve(tavern, host=host, port=9999)
     assert len(calls) == 1 and calls[0][1] == {"host": host, "port": 9999}
-    assert TestClient(calls[0][0]).get("/v1/persona").status_code == 404
+    name = "[::1]" if host == "::1" else host
+    assert TestClient(calls[0][0], base_url=f"http://{name}:9999").get("/v1/persona").status_code == 404
+    assert TestClient(calls[0][0], base_url="http://rebound.example:9999").get("/v1/health").status_code == 400
