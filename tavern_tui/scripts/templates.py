@@ -219,7 +219,9 @@ class TemplateRunner:
         if len(text) > MAX_TEMPLATE:
             return Rendered(marker("template too long"), error="template too long")
         left = self.budget - self.spent
-        if left <= 0:
+        # Whole milliseconds: V8 reads a timeout of 0 as none at all, so less than 1 ms left is used up.
+        timeout_ms = int(min(self.time_limit, left) * 1000)
+        if timeout_ms < 1:
             return Rendered(marker("template time budget used up"), error="template time budget used up")
         try:
             body = compile_ejs(text)
@@ -230,7 +232,7 @@ class TemplateRunner:
         try:
             ctx = self._context()
             call = f"{_EVAL}({json.dumps(json.dumps(snapshot))}, {json.dumps(body)})"
-            raw = ctx.eval(call, timeout=int(min(self.time_limit, left) * 1000), max_memory=self.memory_limit)
+            raw = ctx.eval(call, timeout=timeout_ms, max_memory=self.memory_limit)
         except JSTimeoutException:  # V8 terminated the script; the context stays usable
             return Rendered(marker("timed out"), error=f"timed out after {self.time_limit * 1000:.0f} ms")
         except JSOOMException:

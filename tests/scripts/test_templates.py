@@ -150,3 +150,14 @@ async def test_runs_on_an_event_loop_thread():
         assert r.render("<% while (true) {} %>", snap()).error.startswith("timed out")
     finally:
         r.close()
+
+
+def test_less_than_a_millisecond_of_budget_left_is_used_up_never_an_unlimited_run():
+    # V8 takes a timeout of 0 ms as no limit: a budget with 0.4 ms left must not run the loop at all.
+    r = TemplateRunner(time_limit=0.1, budget=0.25)
+    try:
+        r.spent = 0.2496
+        result = r.render("<% while (true) {} %>", snap())
+        assert result.text == marker("template time budget used up") and r.evaluations == 0
+    finally:
+        r.close()
