@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from tavern_tui.engine.events import Event
+from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
-from tavern_tui.engine.step import admit_opening, recover_interrupted
+from tavern_tui.engine.step import INTERRUPTED_REASON, admit_opening, open_step, recover_interrupted
 from tavern_tui.errors import SecretRefused, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -263,6 +263,7 @@ class PlaythroughService:
             surface = derive_messages(self.ctx.store.events, view.session_id, include_failed=True)
             views = [self._message_view(m, view.character_name, view.user_name) for m in surface
                      if include_system or m.source != SYSTEM_PROMPT_SOURCE]
+        views += self._left_open(view)
         if self.mvu_texts is not None:
             texts = self.mvu_texts(playthrough_id)
             if texts:
@@ -272,6 +273,22 @@ class PlaythroughService:
         # A status placeholder no script drew is an unknown tag: SillyTavern's sanitiser shows nothing for it.
         return [replace(v, display=v.display.replace(PLACEHOLDER, "").rstrip())
                 if v.display is not None and PLACEHOLDER in v.display else v for v in views]
+
+    def _left_open(self, view: PlaythroughView) -> list[MessageView]:
+        """A reply a killed process left mid-stream, shown as the partial it will be settled as
+        (`recover_interrupted`'s text and reason) before anything settles it: a read, no write, so
+        `show`, `export` and every window see it at once. [] when no step is open, or a live
+        process still owns it."""
+        step = open_step(self.ctx.store.events, view.session_id)
+        if step is None or self.ctx.store.claims.held(view.session_id, self.ctx.stale_after):
+            return []
+        text = "".join(str(e.body.get("content", "")) for e in step.checkpoints)
+        thought = "".join(str(e.body.get("reasoning", "")) for e in step.checkpoints)
+        ref = step.checkpoints[-1].ref if step.checkpoints else (view.session_id, 0)
+        why = {"category": "interrupted", "message": f"{INTERRUPTED_REASON}; the text that had arrived is kept"}
+        message = SurfaceMessage(ref, EventKind.ASSISTANT_ATTEMPT.value, "assistant", text, None, None,
+                                 step.last_activity, {"recovered": True, "reasoning": thought, "error": why})
+        return [self._message_view(message, view.character_name, view.user_name)]
 
     def _configured_keys(self) -> list[str]:
         """The configured credentials (API keys, base-URL user and password), long enough to look for."""
