@@ -151,7 +151,7 @@ async def test_home_lists_titles_renames_and_archives_a_playthrough(
         await wait_until(pilot, lambda: str(listing.get_option_at_index(0).prompt).startswith("Glade nights\n"))
         assert corpus_tavern.playthroughs.playthrough(pid).chat_title == "Glade nights"
         await pilot.press("ctrl+a")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#no")))
         await pilot.press("y")
         await wait_until(pilot, lambda: listing.option_count == 1)
         assert corpus_tavern.playthroughs.playthrough(pid).archived
@@ -197,7 +197,7 @@ async def test_the_card_screen_shows_every_field_edits_as_a_revision_and_archive
         await wait_until(pilot, lambda: card.card is not None and card.card.character.revision == 1)
         assert corpus_tavern.library.card_view(sensei.id).fields["scenario"] == "A dojo at dawn."
         await pilot.press("a")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#no")))
         await pilot.press("y")
         await wait_until(pilot, lambda: card.card is not None and card.card.character.archived)
         await pilot.press("escape")

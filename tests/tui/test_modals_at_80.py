@@ -130,7 +130,7 @@ async def test_persona_modals_fit_80_columns(corpus_tavern: Tavern) -> None:
         await wait_until(pilot, lambda: app.screen is pane)
 
         await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#no")))
         confirm = app.screen
         await pilot.pause()
         box = confirm.query_one("#confirm-box")
@@ -208,7 +208,7 @@ async def test_d_in_the_tree_asks_before_deleting(corpus_tavern: Tavern, scripte
 
         for cancel in ("escape", "n"):
             await pilot.press("d")
-            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#no")))
             assert LONG_QUESTION[:40] in str(app.screen.query_one("#confirm-question").content)
             assert on_screen(app, app.screen.query_one("#confirm-box"))
             await pilot.press(cancel)
@@ -218,7 +218,7 @@ async def test_d_in_the_tree_asks_before_deleting(corpus_tavern: Tavern, scripte
             assert tree_screen.current == question and not tree_screen.current.deleted
 
         await pilot.press("d")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#no")))
         await pilot.press("y")
         await wait_until(pilot, lambda: app.screen is tree_screen and tree_screen.current is not None
                          and tree_screen.current.deleted)

@@ -66,7 +66,7 @@ async def test_message_actions_on_a_middle_message(corpus_tavern: Tavern, script
         await pilot.press("alt+up", "alt+up")
         assert chat.cursor_message.content == "Second words"
         await pilot.press("d")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#no")))
         await pilot.press("y")
         await wait_until(pilot, lambda: "Second words" not in [b.text for b in chat.transcript.boxes])
         await workers_idle(pilot)

@@ -196,12 +196,12 @@ async def test_add_edit_remove_and_history_from_home(corpus_tavern: Tavern) -> N
 
         # x: remove, after the confirm
         await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#no")))
         await pilot.press("escape")  # no: nothing changes
         await wait_until(pilot, lambda: app.screen is screen)
         assert corpus_tavern.persona.persona().version == 2
         await pilot.press("delete")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#no")))
         loads = screen.loads
         await pilot.press("y")
         await settle(pilot, screen, loads)

@@ -24,7 +24,8 @@ async def test_regex_scripts_are_allowed_once_and_shape_the_transcript(corpus_ta
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "青空 理")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                         and bool(app.screen.query("#confirm-question")))  # pushed, then composed
         assert "6 embedded regex script(s)" in str(app.screen.query_one("#confirm-question").content)
         await pilot.press("y")
         await wait_until(pilot, lambda: corpus_tavern.scripts.allowed(result.id))
