@@ -20,6 +20,12 @@ Not replicated (documented limits): JS `i` without `u` folds case by `toUpperCas
 `ſ`/`K` apart from ASCII; Python folds them together. A backreference to a group that has not
 matched matches "" in JS and fails in Python. Inline modifier groups `(?i:…)` (ES2025) are
 refused. A pattern Python cannot compile is treated like an invalid JS regex.
+
+Cost limits (not in SillyTavern, whose V8 runs counted repeats without unrolling them): `regex`
+unrolls `x{n}` into n copies, ~260 bytes each, so `/a{99999999}/` took minutes and gigabytes to
+compile. A pattern longer than `MAX_PATTERN_CHARS`, a counted repeat above `MAX_REPEAT`, or an
+estimated program (atoms times nested repeat counts) above `MAX_PROGRAM_UNITS` raises
+`JSRegexTooCostly` before anything is compiled.
 """
 
 from __future__ import annotations
@@ -56,8 +62,54 @@ _GROUP_NAME = re.compile(r"<([A-Za-z_$][\w$]*)>")
 _PROPERTY = re.compile(r"\{[A-Za-z_]+(=[A-Za-z_]+)?\}")
 
 
+MAX_PATTERN_CHARS = 1000
+"""Longest JS pattern translated; real keys are a few dozen characters. Also bounds a `regex`
+slow path: a literal of n characters searched in a text of exactly n characters that does not
+match runs in ~n³ without checking its timeout (0.3 s at 1,000, 48 s at 5,000; measured)."""
+MAX_REPEAT = 1000
+"""Largest count allowed in a counted repeat `{n}`, `{n,}` or `{n,m}`."""
+MAX_PROGRAM_UNITS = 10_000
+"""Largest estimated compiled size: one unit per atom, multiplied by every enclosing counted repeat
+(~260 bytes and ~4 µs of compile time each in `regex`, measured)."""
+
+
 class JSRegexError(ValueError):
     """The pattern is not a valid JavaScript regex, or uses a construct we do not translate."""
+
+
+class JSRegexTooCostly(JSRegexError):
+    """A valid pattern refused because compiling it would cost too much (see the module's cost limits)."""
+
+
+class _Cost:
+    """Estimates the compiled size of a pattern while it is translated: the sum of its atoms, a
+    counted repeat multiplying the atom or group before it. Alternatives are summed (an upper bound)."""
+
+    def __init__(self) -> None:
+        self.stack: list[list[int]] = [[0, 0]]  # per open group: [total, size of the last item]
+
+    def atom(self, size: int = 1) -> None:
+        level = self.stack[-1]
+        level[0] += size
+        level[1] = size
+        if level[0] > MAX_PROGRAM_UNITS:
+            raise JSRegexTooCostly(f"pattern too large to compile (over {MAX_PROGRAM_UNITS} units)")
+
+    def open(self) -> None:
+        self.stack.append([0, 0])
+
+    def close(self) -> None:
+        if len(self.stack) > 1:  # (an unbalanced ")" is left for `regex` to reject)
+            size = self.stack.pop()[0]
+            self.atom(size)
+
+    def repeat(self, count: int) -> None:
+        if count > MAX_REPEAT:
+            raise JSRegexTooCostly(f"counted repeat {{{count}}} is above {MAX_REPEAT}")
+        level = self.stack[-1]
+        last = level[1]
+        level[0] -= last
+        self.atom(last * max(count, 1))
 
 
 def js_trim(text: str) -> str:
@@ -79,7 +131,10 @@ def compile_js_regex(pattern: str, flags: str) -> tuple[regex.Pattern[str], bool
     Raises:
         JSRegexError: invalid or duplicate flags, invalid JS syntax, an unsupported construct, or
             a translation Python cannot compile.
+        JSRegexTooCostly: a valid pattern over the cost limits (see the module docstring).
     """
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise JSRegexTooCostly(f"pattern is {len(pattern)} characters long (at most {MAX_PATTERN_CHARS})")
     if len(set(flags)) != len(flags) or set(flags) - set("dgimsuyv"):
         raise JSRegexError(f"invalid flags {flags!r}")
     if "v" in flags or "d" in flags:
@@ -115,6 +170,7 @@ class _Translator:
         self.boundary = _BOUNDARY_IU if extra_words else _BOUNDARY
         self.non_boundary = _NON_BOUNDARY_IU if extra_words else _NON_BOUNDARY
         self.group_count, self.group_names = self._scan_groups()
+        self.cost = _Cost()
 
     def _scan_groups(self) -> tuple[int, set[str]]:
         count, names, i, in_class = 0, set(), 0, False
@@ -159,23 +215,11 @@ class _Translator:
             elif c == "(":
                 piece, i = self._group_open(i)
                 out.append(piece)
+                self.cost.open()
             elif c in "*+?" or (c == "{" and _QUANT.match(p, i)):
                 if last_quant:
                     raise JSRegexError("nothing to repeat")
-                if c == "{":
-                    m = _QUANT.match(p, i)
-                    assert m is not None
-                    lo, hi = int(m.group(1)), m.group(3)
-                    if m.group(2) and hi and int(hi) < lo:
-                        raise JSRegexError("numbers out of order in {} quantifier")
-                    out.append(m.group(0))
-                    i = m.end()
-                else:
-                    out.append(c)
-                    i += 1
-                if i < self.n and p[i] == "?":
-                    out.append("?")
-                    i += 1
+                i = self._quantifier(i, out)
                 quant = True
             elif c in "{}]":
                 if self.unicode:
@@ -193,12 +237,36 @@ class _Translator:
                 i += 1
             elif c in "|)":
                 out.append(c)
+                if c == ")":
+                    self.cost.close()
                 i += 1
             else:
                 out.append(_lit(ord(c)))
                 i += 1
+            if not quant and c not in "(|)":
+                self.cost.atom()
             last_quant = quant
         return "".join(out)
+
+    def _quantifier(self, i: int, out: list[str]) -> int:
+        """Translate the quantifier at `p[i]` (and a lazy `?` after it) into `out`; returns the next index."""
+        p = self.p
+        if p[i] == "{":
+            m = _QUANT.match(p, i)
+            assert m is not None
+            lo, hi = int(m.group(1)), m.group(3)
+            if m.group(2) and hi and int(hi) < lo:
+                raise JSRegexError("numbers out of order in {} quantifier")
+            out.append(m.group(0))
+            self.cost.repeat(max(lo, int(hi)) if hi else lo)
+            i = m.end()
+        else:
+            out.append(p[i])
+            i += 1
+        if i < self.n and p[i] == "?":
+            out.append("?")
+            i += 1
+        return i
 
     def _group_open(self, i: int) -> tuple[str, int]:
         p = self.p

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import regex
 
-from tavern_tui.lore.jsregex import JS_WHITESPACE, JSRegexError, compile_js_regex, js_trim
+from tavern_tui.lore.jsregex import JS_WHITESPACE, JSRegexError, JSRegexTooCostly, compile_js_regex, js_trim
 from tavern_tui.lore.regex_budget import charged
 
 if TYPE_CHECKING:
@@ -41,17 +41,20 @@ DEFAULT_REGEX_TIMEOUT = 0.05
 _REGEX_KEY = re.compile(r"\A/([\s\S]+?)/([gimsuy]*)\Z")
 _UNESCAPED_SLASH = re.compile(r"(?:^|[^\\])/")
 _NON_WORD = "[^A-Za-z0-9_]"
+_NEVER = regex.compile("(?!)")
 
 
 @dataclass(frozen=True)
 class RegexKey:
     """A parsed `/pattern/flags` key: the compiled Python pattern, and whether JS's sticky `y`
-    flag anchors the test at position 0."""
+    flag anchors the test at position 0. `refused` is why a valid pattern was not compiled (see
+    `jsregex.JSRegexTooCostly`; its `compiled` then never matches), else ""."""
 
     source: str
     flags: str
     compiled: regex.Pattern[str]
     sticky: bool
+    refused: str = ""
 
 
 @lru_cache(maxsize=1 << 16)  # above any book's distinct keys: plain keys are cached too
@@ -61,12 +64,19 @@ def parse_regex_key(key: str) -> RegexKey | None:
     `/…/flags`: the shortest body such that the rest is `/` plus flags ⊂ "gimsuy"; an unescaped
     `/` in the body makes it plain text; the JS pattern must compile (translated by
     `jsregex.compile_js_regex`, which lists what differs). Cached: keys repeat across calls.
+
+    A valid pattern too costly to compile (`/a{99999999}/`) stays a regex key that never
+    matches, with `refused` saying why: in SillyTavern it is a valid RegExp that needs that many
+    characters to match, so "never" is what it does on any real chat, and reading it as plain
+    text would match its literal spelling instead.
     """
     parts = _regex_parts(key)
     if parts is None:
         return None
     try:
         compiled, sticky = compile_js_regex(*parts)
+    except JSRegexTooCostly as exc:
+        return RegexKey(*parts, _NEVER, False, refused=str(exc))
     except JSRegexError:
         return None
     return RegexKey(*parts, compiled, sticky)
@@ -95,19 +105,35 @@ def regex_key_error(key: str) -> str | None:
     return None
 
 
+def refused_regex_key(key: str) -> str | None:
+    """Why a valid regex key was refused as too costly to compile (it never matches; see
+    `parse_regex_key`), or None."""
+    parsed = parse_regex_key(key)
+    return parsed.refused or None if parsed is not None else None
+
+
 def invalid_regex_keys(book: WorldBook) -> list[str]:
     """One warning per key of `book` that is written as a regex but does not compile (see
-    `regex_key_error`), naming the entry (uid and title), the field and the reason."""
+    `regex_key_error`) or was refused as too costly (`refused_regex_key`), naming the entry (uid
+    and title), the field, the key and the reason. Each key is compiled once (cached)."""
     out = []
     for entry in book.entries:
         for field_name, keys in (("key", entry.key), ("keysecondary", entry.keysecondary)):
             for i, key in enumerate(keys):
-                why = regex_key_error(js_trim(key))
-                if why is not None:
-                    title = f" ({entry.comment})" if entry.comment else ""
-                    out.append(f"entry {entry.uid}{title} {field_name}[{i}] {key!r}: not a valid regex ({why}); "
-                               "matched as plain text, as SillyTavern does")
+                text = js_trim(key)
+                title = f" ({entry.comment})" if entry.comment else ""
+                where = f"entry {entry.uid}{title} {field_name}[{i}] {_shown(key)}"
+                if (refused := refused_regex_key(text)) is not None:
+                    out.append(f"{where}: regex refused ({refused}); this key never matches, the entry's "
+                               "other keys still do")
+                elif (why := regex_key_error(text)) is not None:
+                    out.append(f"{where}: not a valid regex ({why}); matched as plain text, as SillyTavern does")
     return out
+
+
+def _shown(key: str, limit: int = 80) -> str:
+    """`repr` of a key, cut to `limit` characters: a refused key may be thousands long."""
+    return repr(key) if len(key) <= limit else repr(key[:limit]) + f"… ({len(key)} characters)"
 
 
 def has_js_whitespace(text: str) -> bool:

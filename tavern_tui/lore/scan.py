@@ -15,7 +15,7 @@ from itertools import chain
 from operator import attrgetter
 
 from tavern_tui.lore.context import ActivationContext
-from tavern_tui.lore.matching import KeyHits, regex_key_error
+from tavern_tui.lore.matching import KeyHits, refused_regex_key, regex_key_error
 from tavern_tui.lore.model import SelectiveLogic
 from tavern_tui.lore.prepare import Prepared
 from tavern_tui.lore.regex_budget import budget_skipping
@@ -207,6 +207,8 @@ def _no_match(primary: list[tuple[str, int | None]], depth: int) -> str:
     keys = [t for t, k in primary if k is not None]
     broken = [f"{t!r} is not a valid regex ({why}), so it was looked for as plain text"
               for t in keys if (why := regex_key_error(t)) is not None]
+    broken += [f"{t[:80]!r} was refused as a regex ({why}), so it never matches"
+               for t in keys if (why := refused_regex_key(t)) is not None]
     return f"no primary key of {keys} found in {scope}" + "".join(f"; {b}" for b in broken)
 
 
