@@ -25,6 +25,8 @@ from tavern_tui.formats.charx import CARD_MEMBER, is_charx, read_charx
 from tavern_tui.formats.jsontypes import json_error, loads_bounded, type_name
 from tavern_tui.formats.png import is_png, read_text_chunks, write_card_chunks
 from tavern_tui.formats.sniff import CARD, sniff_kind
+from tavern_tui.formats.worldinfo import from_character_book
+from tavern_tui.lore.matching import invalid_regex_keys
 
 SPEC_V1 = "chara_card_v1"
 SPEC_V2 = "chara_card_v2"
@@ -199,6 +201,7 @@ def parse_card(data: bytes, file: str) -> ParsedCard:
         obj, chunk = _load_json(data, file), None
         container = "json"
     spec, spec_version, normalised = _normalise(obj, file, chunk or "", warnings)
+    warnings.extend(_book_key_warnings(normalised, file))
     return ParsedCard(
         name=normalised["name"],
         spec=spec,
@@ -463,6 +466,20 @@ def _normalise_fields(data: dict, file: str, prefix: str, warnings: list[str]) -
                 file, "character_book must be an object with an entries list", prefix + "character_book"
             )
     return data
+
+
+def _book_key_warnings(data: dict, file: str) -> list[str]:
+    """Warnings for the embedded book's regex keys, as a standalone book import gives them
+    (`lore.matching.invalid_regex_keys`: invalid ones, and valid ones refused as too costly to
+    compile). A book whose entries do not convert gives none here: its errors show where it is read."""
+    book = data.get("character_book")
+    if book is None:
+        return []
+    try:
+        parsed = from_character_book(book, file, str(data.get("name", "")))
+    except FormatError:
+        return []
+    return [f"character_book {warning}" for warning in invalid_regex_keys(parsed)]
 
 
 def _js_key_order(entries: dict) -> list:

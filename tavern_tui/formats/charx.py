@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
 from tavern_tui.errors import FormatError
+from tavern_tui.formats.jsontypes import loads_bounded
 
 __all__ = ["CARD_MEMBER", "CharxCard", "MAX_CARD_BYTES", "MAX_IMAGE_BYTES", "charx_member", "is_charx",
            "read_charx"]
@@ -59,12 +60,28 @@ def is_charx(data: bytes) -> bool:
     return data[:3] == _JPEG and b"PK\x05\x06" in data[-65557:] and zipfile.is_zipfile(io.BytesIO(data))
 
 
+# What `zipfile` raises on a damaged member: bad CRC (BadZipFile), truncated (EOFError), bad deflate stream
+# (zlib.error), unknown compression or encryption (NotImplementedError, RuntimeError), bad headers (ValueError).
+_ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError,
+                   OverflowError)
+
+
+def _open_archive(data: bytes, file: str) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except _ARCHIVE_ERRORS as exc:
+        raise FormatError(file, f"not a readable CHARX (ZIP) archive: {exc}") from None
+
+
 def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, file: str) -> bytes:
     if info.file_size > limit:
         raise FormatError(file, f"{info.filename} is {info.file_size} bytes, over the {limit}-byte limit",
                           info.filename)
-    with archive.open(info) as member:
-        data = member.read(limit + 1)
+    try:
+        with archive.open(info) as member:
+            data = member.read(limit + 1)
+    except _ARCHIVE_ERRORS as exc:
+        raise FormatError(file, f"{info.filename} cannot be read from the archive: {exc}", info.filename) from None
     if len(data) > limit:
         raise FormatError(file, f"{info.filename} inflates past the {limit}-byte limit", info.filename)
     return data
@@ -93,12 +110,11 @@ def read_charx(data: bytes, file: str) -> CharxCard:
     Raises:
         FormatError(file, reason, field): not a readable ZIP archive (field ""); no `card.json`
             ("card.json"); `card.json` over the limit, not UTF-8 JSON or not an object
-            ("card.json"); the main image over the limit (its path).
+            ("card.json", also nested past `jsontypes.MAX_DEPTH` or holding a lone surrogate); a damaged
+            member (bad CRC, bad deflate data, truncated, encrypted; field: its path); the main image over
+            the limit (its path).
     """
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as exc:
-        raise FormatError(file, f"not a readable CHARX (ZIP) archive: {exc}") from exc
+    archive = _open_archive(data, file)
     warnings: list[str] = []
     with archive:
         members = {info.filename: info for info in archive.infolist() if not info.is_dir()}
@@ -106,10 +122,10 @@ def read_charx(data: bytes, file: str) -> CharxCard:
         if info is None:
             raise FormatError(file, "CHARX archive without card.json at its root", CARD_MEMBER)
         raw = _read(archive, info, MAX_CARD_BYTES, file)
-        try:
-            obj = json.loads(raw.decode("utf-8-sig"))
+        try:  # bounded: depth, string and number sizes, lone surrogates (as a .json card is read)
+            obj = loads_bounded(raw.decode("utf-8-sig"), file, CARD_MEMBER)
         except (UnicodeDecodeError, ValueError) as exc:
-            raise FormatError(file, f"card.json is not UTF-8 JSON ({exc})", CARD_MEMBER) from exc
+            raise FormatError(file, f"card.json is not UTF-8 JSON ({exc})", CARD_MEMBER) from None
         if not isinstance(obj, dict):
             raise FormatError(file, "card.json is not an object", CARD_MEMBER)
         image = None
@@ -131,10 +147,7 @@ def charx_member(data: bytes, path: str, file: str = "<charx>") -> bytes:
     Raises:
         FormatError: not an archive, no such member, or over the limit.
     """
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as exc:
-        raise FormatError(file, f"not a readable CHARX (ZIP) archive: {exc}") from exc
+    archive = _open_archive(data, file)
     with archive:
         try:
             info = archive.getinfo(path)
