@@ -22,7 +22,7 @@ from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
 from tavern_tui.assembly.macros.seeded import seedrandom, string_hash
 from tavern_tui.text.dice import parse_dice
 
-__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "history_expander", "is_falsy",
+__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MAX_NESTING", "MacroContext", "history_expander", "is_falsy",
            "substitute",
            "substitute_readonly", "trim_scoped"]
 
@@ -114,6 +114,8 @@ class MacroContext:
 
 MAX_EXPANSION = 8_000_000  # characters macros may produce per substitute() call (ours)
 MAX_CALLS = 400_000  # macro evaluations per substitute() call (ours): bounds the time of any template
+MAX_REPARSE = 1_000_000  # characters re-parsed by nested evaluation per substitute() call (ours): ~0.5 s of parsing
+MAX_NESTING = 64  # macros evaluated inside one another (scoped blocks, arguments, resolve), as the parser's MAX_DEPTH
 LIMIT_MARKER = "[macro evaluation stopped: {reason}]"
 _MAX_REPEAT = 1000  # {{newline::N}}, {{space::N}} (ours)
 
@@ -137,7 +139,7 @@ _LEGACY_MARKERS = [(re.compile(f"<{k}>", re.IGNORECASE), v) for k, v in (
     ("CHARIFNOTGROUP", "{{charIfNotGroup}}"))]
 _UNESCAPE = re.compile(r"\\([{}])")
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")  # a character outside the BMP (two UTF-16 units in JS)
-_LEGACY_TRIM = re.compile(r"(?:\r?\n)*{{trim}}(?:\r?\n)*", re.IGNORECASE)
+_TRIM_TAG = re.compile(r"{{trim}}", re.IGNORECASE)
 _UTC_SPEC = re.compile(r"UTC([+-][0-9]+)")
 _INTEGER = re.compile(r"-?[0-9]+")
 _VAR_COND = re.compile(r"([.$])([A-Za-z](?:[\w-]*\w)?)")
@@ -299,6 +301,8 @@ class _Evaluator:
         self.raw_text = text
         self.spent = 0
         self.calls = 0
+        self.depth = 0
+        self.reparsed = 0
         self.original_used = False
         self._text_hash: int | None = None
         self.pure = True  # no macro that reads state beyond the card, the names and the chat id ran
@@ -326,7 +330,15 @@ class _Evaluator:
         return _post("".join(parts))
 
     # -- documents ------------------------------------------------------------------------------------------
+    def _charge_parse(self, size: int) -> None:
+        """Count `size` characters of nested re-parsing: each nested block re-parses its content, so
+        64 nested `{{if}}` around a megabyte would parse 64 megabytes."""
+        self.reparsed += size
+        if self.reparsed > MAX_REPARSE:
+            raise _Limit("nested blocks too large")
+
     def _eval_text_into(self, text: str, base: int, parts: list[str]) -> None:
+        self._charge_parse(len(text))
         items, too_deep = parse_document(text)
         if too_deep:
             self.ctx.limits_hit.add("nesting too deep")
@@ -363,6 +375,15 @@ class _Evaluator:
 
     def _eval_macro(self, m: Macro, s: str, base: int, scoped: _Scope | None) -> str:
         self._count()
+        if self.depth >= MAX_NESTING:  # deeper would end in RecursionError (300 nested {{if}} did)
+            raise _Limit("nesting too deep")
+        self.depth += 1
+        try:
+            return self._eval_macro_body(m, s, base, scoped)
+        finally:
+            self.depth -= 1
+
+    def _eval_macro_body(self, m: Macro, s: str, base: int, scoped: _Scope | None) -> str:
         if not m.name:
             return self._eval_variable(m, s, base)
         lname = m.name.lower()
@@ -518,6 +539,7 @@ class _Evaluator:
         falsy = is_falsy(condition)
         if inverted:
             falsy = not falsy
+        self._charge_parse(len(content))
         then_branch, else_branch = _split_else(content)
         chosen = else_branch if falsy else then_branch
         if chosen is None:
@@ -678,8 +700,33 @@ def _post(s: str) -> str:
     """MacroEngine core post-processors in priority order: unescape braces, legacy trim, leftover else markers."""
     s = _UNESCAPE.sub(r"\1", s)
     if "{{" in s:
-        s = _LEGACY_TRIM.sub("", s)
+        s = _legacy_trim(s)
     return s.replace(ELSE_MARKER, "")
+
+
+def _legacy_trim(s: str) -> str:
+    """`s.replace(/(?:\r?\n)*{{trim}}(?:\r?\n)*/gi, '')` (MacroEngine legacy trim post-processor) in linear
+    time: the regex retried its newline run at every position, hours on megabytes of newlines."""
+    out: list[str] = []
+    pos = 0
+    while (tag := _TRIM_TAG.search(s, pos)) is not None:
+        start = tag.start()
+        while start > pos and s[start - 1] == "\n":  # the longest run of \r?\n units before the tag
+            start -= 1
+            if start > pos and s[start - 1] == "\r":
+                start -= 1
+        end = tag.end()
+        while True:  # and after it
+            if s.startswith("\n", end):
+                end += 1
+            elif s.startswith("\r\n", end):
+                end += 2
+            else:
+                break
+        out.append(s[pos:start])
+        pos = end
+    out.append(s[pos:])
+    return "".join(out)
 
 
 def _args_valid(d: _Def, n: int) -> bool:
@@ -779,6 +826,8 @@ def _raw_inner(m: Macro, s: str, spans: list[tuple[int, int, str]]) -> str:
 
 def _split_else(content: str) -> tuple[str, str | None]:
     """core-macros.js splitOnTopLevelElse: split at the first `{{else}}` outside nested block `{{if}}`s."""
+    if "else" not in content.lower():  # (no else macro: skip the parse)
+        return content, None
     items, _ = parse_document(content)
     depth = 0
     for it in items:
