@@ -76,6 +76,75 @@ def find_matching_close_paren(text: str, start: int) -> int:
     return -1
 
 
+_QUOTE_CODE = {"": 0, "'": 1, '"': 2, "`": 3}
+
+
+class _FailedScan:
+    """A `find_matching_close_paren` scan from `start` that reached the end unclosed, position by position.
+
+    The scan is an automaton on the quote state whose moves (a quote character swaps "" with itself) are the
+    same for every scan, so two scans in one state at one position move alike from there, their depths a
+    constant apart. A later scan from `p` that starts in step with this one (its state "" here too) fails
+    exactly when this one's depth never drops below its depth at `p`; at most four scans are ever out of
+    step, so `extract_commands` stays linear however many unclosed `_.set(` a reply holds.
+    """
+
+    def __init__(self, text: str, start: int, quotes: bytearray, depths: list[int]) -> None:
+        self.start = start
+        self.quotes = quotes  # quote state (`_QUOTE_CODE`) before each index from `start`
+        self.depths = depths  # depth before each index from `start`, and after the last
+        self.suffix_min = depths[:]
+        for j in range(len(depths) - 2, -1, -1):
+            self.suffix_min[j] = min(depths[j], self.suffix_min[j + 1])
+
+    def fails_from(self, p: int) -> bool | None:
+        """Whether a scan from `p` is unclosed too; None when that scan is not in step with this one."""
+        j = p - self.start
+        if self.quotes[j] != 0:
+            return None
+        return self.suffix_min[j + 1] >= self.depths[j]
+
+
+def _scan_close(text: str, start: int) -> tuple[int, _FailedScan | None]:
+    """`find_matching_close_paren`, and the recorded scan when there is no close (-1)."""
+    depth, quote = 1, ""
+    quotes, depths = bytearray(), []
+    for i in range(start, len(text)):
+        quotes.append(_QUOTE_CODE[quote])
+        depths.append(depth)
+        ch = text[i]
+        if ch in "\"'`" and (i == 0 or text[i - 1] != "\\"):
+            if not quote:
+                quote = ch
+            elif ch == quote:
+                quote = ""
+        if not quote:
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    return i, None
+    depths.append(depth)
+    return -1, _FailedScan(text, start, quotes, depths)
+
+
+def _close_paren(text: str, start: int, failed: list[_FailedScan]) -> int:
+    """`find_matching_close_paren(text, start)`, answered from an earlier unclosed scan when one is in step."""
+    if start >= len(text):
+        return -1
+    for scan in failed:
+        verdict = scan.fails_from(start)
+        if verdict is True:
+            return -1
+        if verdict is False:
+            return find_matching_close_paren(text, start)  # it closes: the caller moves past the close
+    close, scan = _scan_close(text, start)
+    if scan is not None:
+        failed.append(scan)
+    return close
+
+
 def parse_parameters(text: str) -> list[str]:
     """Split arguments at commas outside quotes, (), [] and {}; each trimmed; a trailing empty one dropped."""
     params: list[str] = []
@@ -191,12 +260,13 @@ def extract_commands(text: str) -> list[Command]:
         if _is_json_patch(patch):
             found.extend(json_patch_commands(patch, m.start()))
     i = 0
+    failed: list[_FailedScan] = []  # unclosed scans so far: each later one is answered from them
     while i < len(text):
         m = _COMMAND.search(text, i)
         if m is None:
             break
         kind, start, open_paren = m.group(1), m.start(), m.end()
-        close = find_matching_close_paren(text, open_paren)
+        close = _close_paren(text, open_paren, failed)
         if close == -1:
             i = open_paren
             continue

@@ -25,7 +25,8 @@ import yaml
 
 from tavern_tui.mvu.jsutil import MISSING, js_number, precision12
 
-__all__ = ["ParseError", "evaluate_math", "parse_command_value", "parse_string", "trim_quotes", "yaml_load"]
+__all__ = ["MAX_VALUES", "ParseError", "TooManyValues", "evaluate_math", "parse_command_value", "parse_string",
+           "trim_quotes", "yaml_load"]
 
 
 class ParseError(ValueError):
@@ -68,18 +69,40 @@ def _int12(loader: yaml.SafeLoader, node: yaml.Node) -> int:
 _Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _int12)
 
 
+MAX_VALUES = 200_000
+"""Most values (objects, arrays, scalars) one parsed YAML/JSON5 text may expand to (ours): YAML aliases
+share a node, so a few lines of anchors (`b: [*a, *a, …]`, billion-laughs style) name billions of values."""
+
+
+class TooManyValues(yaml.YAMLError, ValueError):
+    """A parsed text expands to more than `MAX_VALUES` values (caught wherever YAML or JSON5 errors are)."""
+
+    def __init__(self) -> None:
+        super().__init__(f"expands to more than {MAX_VALUES} values (YAML aliases repeat their anchor); refused")
+
+
 def yaml_load(text: str) -> Any:
-    """One YAML 1.2 document (core schema, merge keys) as JSON values; raises `yaml.YAMLError`."""
+    """One YAML 1.2 document (core schema, merge keys) as JSON values.
+
+    Raises:
+        yaml.YAMLError: not YAML; `TooManyValues` when aliases expand it past `MAX_VALUES` values.
+    """
     value = yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - a SafeLoader subclass
     return _jsonable(value)
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, budget: list[int] | None = None) -> Any:
+    """`value` as a JSON tree, shared (aliased) parts copied; `TooManyValues` past `MAX_VALUES` values."""
+    if budget is None:
+        budget = [MAX_VALUES]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise TooManyValues
     if isinstance(value, dict):
-        return {str(k) if not isinstance(k, bool) else ("true" if k else "false"): _jsonable(v)
+        return {str(k) if not isinstance(k, bool) else ("true" if k else "false"): _jsonable(v, budget)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, budget) for v in value]
     if isinstance(value, float):
         return js_number(value)
     if isinstance(value, (str, int, bool)) or value is None:
@@ -222,17 +245,22 @@ def parse_string(content: str) -> Any:
     YAML for JSON-looking text.
 
     Raises:
-        ParseError: every reader failed (the message names each reader's complaint).
+        ParseError: every reader failed (the message names each reader's complaint), or the text expands past
+            `MAX_VALUES` values (`TooManyValues`).
     """
     json_first = bool(_JSON_FIRST.match(content.lstrip()))
     errors: list[str] = []
     if not json_first:
         try:
             return yaml_load(content)
+        except TooManyValues as exc:  # valid YAML, refused: no other reader should guess at it
+            raise ParseError(f"YAML: {exc}") from None
         except (yaml.YAMLError, RecursionError) as exc:
             errors.append(f"YAML: {exc}")
     try:
         return _jsonable(json5.loads(content))
+    except TooManyValues as exc:
+        raise ParseError(f"JSON5: {exc}") from None
     except (ValueError, TypeError, RecursionError) as exc:
         errors.append(f"JSON5: {exc}")
     try:
@@ -245,6 +273,8 @@ def parse_string(content: str) -> Any:
     if json_first:
         try:
             return yaml_load(content)
+        except TooManyValues as exc:
+            raise ParseError(f"YAML: {exc}") from None
         except (yaml.YAMLError, RecursionError) as exc:
             errors.append(f"YAML: {exc}")
     raise ParseError("not valid YAML/JSON/JSON5: " + "; ".join(errors))
