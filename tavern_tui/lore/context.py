@@ -15,8 +15,9 @@ from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.timed import TimedState
 
 #: Where a book comes from (SillyTavern `getSortedEntries`): chat lore first, then persona lore,
-#: then global and character lore combined by `world_info_character_strategy`.
-SOURCES = ("chat", "persona", "global", "character")
+#: then global and character lore combined by `world_info_character_strategy`. A book bound to the
+#: playthrough's preset ("preset", not a SillyTavern source) is scanned as global lore is.
+SOURCES = ("chat", "persona", "global", "character", "preset")
 
 #: Extra text sources an entry can opt into, in SillyTavern's buffer order (`WorldInfoBuffer.get`):
 #: (context attribute, entry flag).
@@ -47,7 +48,8 @@ class ScanMessage:
 
 @dataclass(frozen=True)
 class SourcedBook:
-    """A world book tagged with where it comes from: "chat", "persona", "global" or "character".
+    """A world book tagged with where it comes from: "chat", "persona", "global", "character" or
+    "preset" (bound to the preset in use; activated as global lore).
 
     `activate` takes these (a bare `WorldBook` counts as "global"). A book name given under
     several sources is scanned once, under the first of global > chat > persona > character

@@ -42,7 +42,7 @@ from tavern_tui.text.names import substitute_names
 
 KNOWN_DECORATORS = ("@@activate", "@@dont_activate")
 _GROUP_SPLIT = re.compile(f",[{JS_SPACE_CLASS}]*")
-_PRECEDENCE = {"global": 0, "chat": 1, "persona": 2, "character": 3}
+_PRECEDENCE = {"global": 0, "chat": 1, "persona": 2, "preset": 3, "character": 4}
 
 Shape = tuple["int | None", "int | None", ExtraFlags]
 """(entry scan depth, book scan depth, extra sources): entries with one shape share a buffer."""
@@ -195,12 +195,13 @@ def order_books(books: Sequence[WorldBook | SourcedBook], strategy: int) -> list
     def by_order(items: list[tuple[WorldInfoEntry, WorldBook, str]]) -> list[tuple[WorldInfoEntry, WorldBook, str]]:
         return sorted(items, key=lambda item: -item[0].order)  # stable, like JS Array.sort
 
+    wide = parts["global"] + parts["preset"]  # a preset's books are global lore while it is in use
     if strategy == STRATEGY_CHARACTER_FIRST:
-        rest = by_order(parts["character"]) + by_order(parts["global"])
+        rest = by_order(parts["character"]) + by_order(wide)
     elif strategy == STRATEGY_GLOBAL_FIRST:
-        rest = by_order(parts["global"]) + by_order(parts["character"])
+        rest = by_order(wide) + by_order(parts["character"])
     else:
-        rest = by_order(parts["global"] + parts["character"])
+        rest = by_order(wide + parts["character"])
     return by_order(parts["chat"]) + by_order(parts["persona"]) + rest
 
 

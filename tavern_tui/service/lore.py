@@ -37,7 +37,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-BINDING_SCOPES = ("global", "character", "playthrough", "persona")
+BINDING_SCOPES = ("global", "character", "playthrough", "persona", "preset")
+
+FROM_PLAYTHROUGH = object()
+"""`effective_books`' default preset: the one the playthrough has bound."""
 """Where a world book can be bound (SillyTavern: global, character, chat, persona lore)."""
 
 
@@ -183,7 +186,8 @@ class WorldInfoService:
         return to_st_json(self.world_book(book_id))
 
     def bind_world_book(self, book_id: int, scope: str, target_id: int | None = None) -> bool:
-        """Bind a book globally, to a character, to a playthrough (chat lore) or to a persona.
+        """Bind a book globally, to a character, to a playthrough (chat lore), to a persona or to a
+        preset (it then applies to every playthrough that uses the preset).
 
         Returns:
             False when it was already bound there.
@@ -199,6 +203,8 @@ class WorldInfoService:
                 uow.characters.get(target_id or 0)
             elif scope == "playthrough":
                 uow.playthroughs.get(target_id or 0)
+            elif scope == "preset":
+                uow.presets.get(target_id or 0)
             return uow.bindings.bind(book_id, scope, target_id)
 
     def unbind_world_book(self, book_id: int, scope: str, target_id: int | None = None) -> bool:
@@ -278,23 +284,31 @@ class WorldInfoService:
         return WorldBookView(view.id, book.name, len(book.entries), view.name, view.created_at, ("card",))
 
     def effective_books(self, playthrough_id: int, character: CharacterRecord, card: ParsedCard,
-                        chat: Sequence[int] | None = None) -> list[SourcedBook]:
-        """The books that apply to a playthrough's steps: chat (playthrough) lore, global lore and
-        character lore (its bindings, then the card's embedded book), each book once, in
-        SillyTavern's source order (`getSortedEntries`: chat, persona, global, character; the
-        activation orders entries by the character strategy).
+                        chat: Sequence[int] | None = None, *,
+                        preset_id: int | None | object = FROM_PLAYTHROUGH) -> list[SourcedBook]:
+        """The books that apply to a playthrough's steps: chat (playthrough) lore, persona lore,
+        the books bound to its preset, global lore and character lore (its bindings, then the
+        card's embedded book), each book once, in SillyTavern's source order (`getSortedEntries`:
+        chat, persona, global, character; the activation orders entries by the character
+        strategy), with the preset's books after the persona's (a preset is not a SillyTavern
+        lore source: its books travel with it, as the seed's preset-bound books do).
 
         Args:
             chat: the chat-lore book ids to use instead of the playthrough's bindings (an
                 opening draft's selection, or a preview's `--lore` added to them).
+            preset_id: the preset whose books apply (None: no preset); by default the
+                playthrough's bound preset (a preview passes the one it previews).
         """
         from tavern_tui.lore.context import SourcedBook
 
         with self.ctx.store.unit_of_work(write=False) as uow:
+            if preset_id is FROM_PLAYTHROUGH:
+                preset_id = uow.playthroughs.get(playthrough_id).preset_id if playthrough_id > 0 else None
             bound = uow.bindings.books_for_many([("playthrough", playthrough_id), ("persona", PERSONA_TARGET),
+                                                 ("preset", preset_id if isinstance(preset_id, int) else -1),
                                                  ("global", None), ("character", character.id)])
             ids = [("chat", list(chat) if chat is not None else bound[0]), ("persona", bound[1]),
-                   ("global", bound[2]), ("character", bound[3])]
+                   ("preset", bound[2]), ("global", bound[3]), ("character", bound[4])]
             # Only the bound books: every step reads this, and a library can hold many large books.
             records = uow.world_books.get_many([book_id for _, book_ids in ids for book_id in book_ids])
         seen: set[int] = set()

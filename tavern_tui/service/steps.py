@@ -285,7 +285,7 @@ class StepRunner:
                 record = uow.characters.get(view.character_id)
         spec = self.strategies.strategy_spec(strategy) if strategy else strategy_of(playthrough)
         card = self.library.card(record)
-        books = self.lore.effective_books(view.id, record, card, chat)
+        books = self.lore.effective_books(view.id, record, card, chat, preset_id=playthrough.preset_id)
         limit = self.compaction.limit_for_preset(playthrough.preset_id)
         # The world-info budget is a share of this request's context (ST: % of max context);
         # with nothing said anywhere, the `[world_info]` table's max_context (default 4095) stays.

@@ -190,7 +190,7 @@ class WorldBookBinding(Base):
     __tablename__ = "world_book_bindings"
     __table_args__ = (
         UniqueConstraint("world_book_id", "scope", "target_id", name="uq_world_book_bindings_book_scope_target"),
-        CheckConstraint("scope IN ('global', 'character', 'playthrough', 'persona')", name="scope_known"),
+        CheckConstraint("scope IN ('global', 'character', 'playthrough', 'persona', 'preset')", name="scope_known"),
         CheckConstraint("(scope = 'global') = (target_id IS NULL)", name="target_matches_scope"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -1,8 +1,9 @@
 """Provides the `tavern lore …` commands: list, bind, unbind, export and test world books.
 
     tavern lore list [--json]
-    tavern lore bind (BOOK | --id N) (--global | --character NAME | --playthrough ID | --persona [NAME])
-    tavern lore unbind (BOOK | --id N) (--global | --character NAME | --playthrough ID | --persona [NAME])
+    tavern lore bind (BOOK | --id N) (--global | --character NAME | --playthrough ID | --persona [NAME]
+                                      | --preset NAME)
+    tavern lore unbind (BOOK | --id N) (…the same targets as bind)
     tavern lore export (BOOK | --id N) --out FILE
     tavern lore test BOOK... --input TEXT [--history FILE] [--settings FILE] [--roll N] [--json]
 """
@@ -36,7 +37,8 @@ def add_lore(commands: Commands) -> None:
     p_list.add_argument("--json", action="store_true")
 
     for action, run in (("bind", cmd_lore_bind), ("unbind", cmd_lore_unbind)):
-        p_bind = sub.add(action, run, help=f"{action} a world book (globally, to a character or a playthrough)")
+        p_bind = sub.add(action, run,
+                         help=f"{action} a world book (globally, to a character, a playthrough, a persona or a preset)")
         p_bind.add_argument("book", metavar="BOOK", nargs="?", help="world book name or id")
         p_bind.add_argument("--id", type=int, metavar="N", help="the book with this id (when several share a name)")
         where = p_bind.add_mutually_exclusive_group(required=True)
@@ -45,6 +47,7 @@ def add_lore(commands: Commands) -> None:
         where.add_argument("--playthrough", type=int, metavar="ID", help="this playthrough only (chat lore)")
         where.add_argument("--persona", nargs="?", const="", metavar="NAME",
                            help="a persona's lore (default: the default persona's)")
+        where.add_argument("--preset", metavar="NAME", help="every chat that uses this preset (name or id)")
 
     p_export = sub.add("export", cmd_lore_export, help="write a world book as SillyTavern World Info JSON")
     p_export.add_argument("book", metavar="BOOK", nargs="?")
@@ -99,13 +102,15 @@ def cmd_lore_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _target(tavern: Tavern, args: argparse.Namespace) -> tuple[str, int | None]:
-    """The binding scope and target id the --global/--character/--playthrough/--persona option names."""
+    """The binding scope and target id the --global/--character/--playthrough/--persona/--preset option names."""
     if args.scope_global:
         return "global", None
     if args.character:
         return "character", tavern.library.find_character(args.character).id
     if args.persona is not None:
         return "persona", tavern.persona.find_persona(args.persona or None).id
+    if args.preset:
+        return "preset", tavern.presets.find_preset(args.preset).id
     return "playthrough", tavern.playthroughs.playthrough(args.playthrough).id
 
 
