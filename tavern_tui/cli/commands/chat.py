@@ -88,8 +88,6 @@ async def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from tavern_tui.engine.step import StepFailed, StepSettled, StepStarted, ToolResultStored, TurnLimitReached
-    from tavern_tui.engine.stream import ReasoningDelta, TextDelta
     async with open_async_service(args) as tavern:
         if args.say is not None:
             try:  # before a playthrough is created or anything bound
@@ -109,62 +107,92 @@ async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         tavern.playthroughs.open_playthrough(playthrough.id)
         apply_selection(tavern, args, playthrough.id, err)
         err.write(f"[{tavern.provider_label}] playthrough {playthrough.id}\n")
-        settled = None
-        in_reasoning = False
-        if args.swipe:
-            updates = tavern.steps.regenerate(playthrough.id)
-        elif args.continue_:
-            updates = tavern.steps.continue_reply(playthrough.id)
-        elif args.impersonate:
-            updates = tavern.steps.impersonate(playthrough.id)
-        elif args.reply:
-            updates = tavern.steps.reply(playthrough.id)
-        elif args.generate:
-            updates = tavern.steps.generate(playthrough.id)
-        else:
-            updates = await _say(tavern, playthrough.id, args, err)
-            if updates is None:
-                return EXIT_OK
         try:
-            async for update in updates:
-                if isinstance(update, ReasoningDelta):
-                    if not in_reasoning:
-                        err.write("(thinking) ")
-                        in_reasoning = True
-                    err.write(update.text)
-                    err.flush()
-                elif isinstance(update, TextDelta):
-                    if in_reasoning:
-                        err.write("\n")
-                        in_reasoning = False
-                    if not args.json:
-                        out.write(update.text)
-                        out.flush()
-                elif isinstance(update, StepSettled):
-                    settled = update
-                elif isinstance(update, StepStarted):
-                    pass
-                elif isinstance(update, ToolResultStored):  # one compact line per call (issue 19)
-                    summary = update.outcome.detail.get("summary") or update.outcome.status
-                    err.write(f"\n[tool] {update.call.name} {summary}\n")
-                    err.flush()
-                elif isinstance(update, TurnLimitReached):
-                    err.write(f"[tools] {update.message}\n")
-        except StepFailed as exc:
-            if not args.json:
-                out.write("\n")
-            return step_failed(exc, err)
+            return await _run_step(tavern, playthrough.id, args, out, err)
         finally:
-            for problem in tavern.tools.take_problems():
-                err.write(f"[tools] {problem}\n")
-        if args.json and settled is not None:
-            event = settled.event
-            json.dump({"playthrough": playthrough.id, "session_id": event.session_id, "seq": event.seq,
-                       "role": event.role, "origin": event.origin.value if event.origin else None,
-                       "content": event.content, "usage": event.body.get("usage"),
-                       "swipe": tavern.timeline.swipe_state(playthrough.id).label}, out, ensure_ascii=False)
-        out.write("\n")
-        return EXIT_OK
+            _say_what_is_left(tavern, playthrough.id, err)
+
+
+async def _run_step(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the chosen step on `playthrough_id`, streaming its text to `out`."""
+    from tavern_tui.engine.step import StepFailed, StepSettled
+
+    if args.swipe:
+        updates = tavern.steps.regenerate(playthrough_id)
+    elif args.continue_:
+        updates = tavern.steps.continue_reply(playthrough_id)
+    elif args.impersonate:
+        updates = tavern.steps.impersonate(playthrough_id)
+    elif args.reply:
+        updates = tavern.steps.reply(playthrough_id)
+    elif args.generate:
+        updates = tavern.steps.generate(playthrough_id)
+    else:
+        updates = await _say(tavern, playthrough_id, args, out, err)
+        if updates is None:
+            return EXIT_OK
+    settled = None
+    reasoning = [False]  # whether the last thing written was thinking (on err)
+    try:
+        async for update in updates:
+            if isinstance(update, StepSettled):
+                settled = update
+            else:
+                _write_update(update, args, out, err, reasoning)
+    except StepFailed as exc:
+        if not args.json:
+            out.write("\n")
+        return step_failed(exc, err)
+    finally:
+        for problem in tavern.tools.take_problems():
+            err.write(f"[tools] {problem}\n")
+    if args.json and settled is not None:
+        event = settled.event
+        json.dump({"playthrough": playthrough_id, "session_id": event.session_id, "seq": event.seq,
+                   "role": event.role, "origin": event.origin.value if event.origin else None,
+                   "content": event.content, "usage": event.body.get("usage"),
+                   "swipe": tavern.timeline.swipe_state(playthrough_id).label}, out, ensure_ascii=False)
+    out.write("\n")
+    return EXIT_OK
+
+
+def _write_update(update: Any, args: argparse.Namespace, out: TextIO, err: TextIO, reasoning: list[bool]) -> None:
+    """One streamed update: thinking on `err`, text on `out` (not with --json), tool lines on `err`."""
+    from tavern_tui.engine.step import ToolResultStored, TurnLimitReached
+    from tavern_tui.engine.stream import ReasoningDelta, TextDelta
+
+    if isinstance(update, ReasoningDelta):
+        if not reasoning[0]:
+            err.write("(thinking) ")
+            reasoning[0] = True
+        err.write(update.text)
+        err.flush()
+    elif isinstance(update, TextDelta):
+        if reasoning[0]:
+            err.write("\n")
+            reasoning[0] = False
+        if not args.json:
+            out.write(update.text)
+            out.flush()
+    elif isinstance(update, ToolResultStored):  # one compact line per call (issue 19)
+        summary = update.outcome.detail.get("summary") or update.outcome.status
+        err.write(f"\n[tool] {update.call.name} {summary}\n")
+        err.flush()
+    elif isinstance(update, TurnLimitReached):
+        err.write(f"[tools] {update.message}\n")
+
+
+def _say_what_is_left(tavern: Tavern, playthrough_id: int, err: TextIO) -> None:
+    """On the way out: one line on `err` when lines are still queued in the inbox (another
+    window's, or ours after a cancel), so nothing is stranded unseen; `tavern inbox` lists them."""
+    try:
+        left = len(tavern.inbox.pending(playthrough_id))
+    except Exception:  # noqa: BLE001 - a failed read must not hide the step's own outcome
+        return
+    if left:
+        err.write(f"{left} queued line{'s' if left != 1 else ''} left for the next step in playthrough "
+                  f"{playthrough_id} (`tavern inbox {playthrough_id}` lists them)\n")
+        err.flush()
 
 
 def _begin_draft(tavern: Tavern, args: argparse.Namespace, character_id: int, notes: list[str]) -> PlaythroughView:
@@ -181,10 +209,12 @@ def _begin_draft(tavern: Tavern, args: argparse.Namespace, character_id: int, no
     return view
 
 
-async def _say(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, err: TextIO) -> AsyncIterator[Any] | None:
+async def _say(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, out: TextIO,
+               err: TextIO) -> AsyncIterator[Any] | None:
     """The updates of `--say` (`StepRunner.send_or_queue`): a send, or, while another process
     streams in this playthrough, the text queued (said on `err`) and its step once that settles.
-    None when another window or command claimed it meanwhile (said on `err`)."""
+    None when another window or command claimed it meanwhile (said on `err`): the reply that
+    step wrote to it is printed on `out` once it settles."""
     from tavern_tui.service.inbox import ClaimedElsewhere
 
     def queued(item: InboxItemView) -> None:
@@ -198,8 +228,31 @@ async def _say(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, er
         first = await anext(updates)
     except ClaimedElsewhere as exc:
         err.write(f"{exc}\n")
+        err.flush()
+        await _print_reply_elsewhere(tavern, playthrough_id, args, out)
         return None
     return _prepend(first, updates)
+
+
+async def _print_reply_elsewhere(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, out: TextIO) -> None:
+    """The reply another process's step wrote to our queued line, once that step settles: the
+    first assistant message after the last user message holding our text (nothing when none)."""
+    await tavern.inbox.wait_settled(playthrough_id)
+    messages = await asyncio.to_thread(tavern.playthroughs.messages, playthrough_id)
+    ours = [n for n, m in enumerate(messages) if m.role == "user" and m.content == args.say]
+    if not ours:
+        return
+    reply = next((m for m in messages[ours[-1] + 1:] if m.role == "assistant"), None)
+    if reply is None:
+        return
+    if args.json:
+        json.dump({"playthrough": playthrough_id, "session_id": reply.ref[0], "seq": reply.ref[1],
+                   "role": reply.role, "origin": reply.origin, "content": reply.content,
+                   "claimed_elsewhere": True}, out, ensure_ascii=False)
+    else:
+        out.write(reply.content)
+    out.write("\n")
+    out.flush()
 
 
 async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
