@@ -31,6 +31,13 @@ def config_dir(env: dict[str, str] | None = None) -> Path:
     return home / "config" if home else Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
 
 
+def cache_dir(env: dict[str, str] | None = None) -> Path:
+    """The user cache folder (lists that can be rebuilt, e.g. MCP servers' tools): `$TAVERN_HOME/cache`
+    or platformdirs' user cache dir."""
+    home = _home(env)
+    return home / "cache" if home else Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
 def default_db_path(env: dict[str, str] | None = None) -> Path:
     """Path of the default SQLite database file (`tavern.sqlite3` in the data folder)."""
     return data_dir(env) / "tavern.sqlite3"

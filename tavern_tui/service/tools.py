@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tavern_tui.paths import cache_dir
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
@@ -52,7 +53,8 @@ class ToolService:
         settings = ctx.settings.tools
         secrets = [ctx.settings.provider.api_key]
         self.guard = Guard(settings.allow, None, secrets=secrets)
-        self.mcp = McpManager(settings.mcp, secrets=secrets) if settings.mcp else None
+        # the servers' tool lists are cached: a turn or `tavern tools` does not wait for a start
+        self.mcp = McpManager(settings.mcp, secrets=secrets, cache_dir=cache_dir()) if settings.mcp else None
         self._reported = 0
 
     @property

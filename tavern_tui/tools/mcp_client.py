@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import hashlib
 import json
+import os
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Coroutine, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tavern_tui.tools import RISKS, ToolFailed, ToolSpec
@@ -33,6 +38,9 @@ START_TIMEOUT = 20.0
 
 CALL_TIMEOUT = 30.0
 """Seconds one call may take unless the server's config says (`timeout`)."""
+
+CACHE_TTL = 600.0
+"""Seconds a cached tool list is used without starting its server (keyed by its command line)."""
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -82,6 +90,7 @@ class _Server:
         self.task: asyncio.Task[None] | None = None
         self.ready: asyncio.Future[None] | None = None
         self.errlog: Any = None
+        self.cached = False  # its specs come from the cache; the process is not started yet
 
 
 class McpManager:
@@ -95,8 +104,11 @@ class McpManager:
         problems: one line per server that failed to start or crashed, oldest first.
     """
 
-    def __init__(self, configs: Iterable[McpServerConfig], *, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, configs: Iterable[McpServerConfig], *, secrets: Iterable[str] = (),
+                 cache_dir: Path | None = None, cache_ttl: float = CACHE_TTL) -> None:
         self.servers = {c.name: _Server(c) for c in configs}
+        self.cache_dir = cache_dir
+        self.cache_ttl = cache_ttl
         self.secrets = [s for s in secrets if s]
         self.problems: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -125,26 +137,77 @@ class McpManager:
     # -- listing ------------------------------------------------------------------------------
 
     async def tools(self) -> list[ToolSpec]:
-        """The tools of every server that runs, starting those not started yet (first use);
-        a server that fails to start is reported and left out."""
+        """The tools of every server: a fresh cached list (the server is then started by its
+        first call, and in the background once the list is half its age, to refresh it), else
+        the server is started (first use) and its list cached; a server that fails to start is
+        reported and left out."""
         if not self.servers:
             return []
-        return await self._await(self._all_tools())
+        return await self._await(self._all_tools(refresh=True))
 
     def tools_now(self, timeout: float = START_TIMEOUT + 5) -> list[ToolSpec]:
-        """`tools` from synchronous code (`tavern tools`)."""
+        """`tools` from synchronous code (`tavern tools`, the preview), with no background start."""
         if not self.servers:
             return []
         return self._submit(self._all_tools()).result(timeout)
 
     def status(self) -> list[dict[str, Any]]:
-        """Per server: name, state, error, the offered names of its tools."""
-        return [{"name": s.config.name, "state": s.state, "error": s.error, "tools": [t.name for t in s.specs]}
+        """Per server: name, state ("cached": listed from the cache, not started), error, the
+        offered names of its tools."""
+        return [{"name": s.config.name, "state": "cached" if s.cached and s.state == "new" else s.state,
+                 "error": s.error, "tools": [t.name for t in s.specs]}
                 for s in self.servers.values()]
 
-    async def _all_tools(self) -> list[ToolSpec]:
-        await asyncio.gather(*(self._ensure(s) for s in self.servers.values()))
-        return [spec for s in self.servers.values() if s.state == "running" for spec in s.specs]
+    async def _all_tools(self, refresh: bool = False) -> list[ToolSpec]:
+        starting = []
+        for server in self.servers.values():
+            age = self._from_cache(server) if server.state == "new" else None
+            if age is None:
+                starting.append(self._ensure(server))
+            elif refresh and age > self.cache_ttl / 2:
+                asyncio.ensure_future(self._ensure(server))  # refreshed in the background
+        await asyncio.gather(*starting)
+        return [spec for s in self.servers.values() if s.state == "running" or (s.cached and s.state in
+                                                                                ("new", "starting"))
+                for spec in s.specs]
+
+    # -- the cached lists ---------------------------------------------------------------------
+
+    def _cache_file(self, config: McpServerConfig) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        key = json.dumps([config.command, list(config.args), sorted(config.env.items())], ensure_ascii=False)
+        return self.cache_dir / f"mcp-tools-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+    def _from_cache(self, server: _Server) -> float | None:
+        """Take the server's specs from a fresh cached list; its age in seconds, None when none."""
+        path = self._cache_file(server.config)
+        if path is None:
+            return None
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            age = time.time() - float(saved["saved"])
+            tools = [_CachedTool(t["name"], t.get("description"), t.get("schema")) for t in saved["tools"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not 0 <= age <= self.cache_ttl:
+            return None
+        server.specs, server.names = self._specs(server.config, tools)
+        server.cached = True
+        return age
+
+    def _save_cache(self, server: _Server, tools: list[Any]) -> None:
+        path = self._cache_file(server.config)
+        if path is None:
+            return
+        rows = [{"name": t.name, "description": t.description,
+                 "schema": getattr(t, "input_schema", None) or getattr(t, "inputSchema", None)} for t in tools]
+        with contextlib.suppress(OSError, TypeError, ValueError):  # a cache that cannot be written is skipped
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_text(json.dumps({"saved": time.time(), "tools": rows}, ensure_ascii=False),
+                               encoding="utf-8")
+            partial.replace(path)
 
     async def _ensure(self, server: _Server) -> None:
         if server.state == "running" and server.task is not None and server.task.done():
@@ -179,6 +242,7 @@ class McpManager:
                     listed = await session.list_tools()
                     server.session = session
                     server.specs, server.names = self._specs(config, listed.tools)
+                    self._save_cache(server, listed.tools)
                     server.state = "running"
                     assert server.ready is not None and server.stop is not None
                     if not server.ready.done():
@@ -239,6 +303,8 @@ class McpManager:
     async def _call(self, server: _Server, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, str]:
         from mcp.shared.exceptions import MCPError
 
+        if server.state in ("new", "starting"):  # listed from the cache: started by its first call
+            await self._ensure(server)
         session = server.session
         if server.state != "running" or session is None:
             raise ToolFailed(f"the MCP server {server.config.name!r} is not running ({server.error or server.state})",
@@ -285,6 +351,8 @@ class McpManager:
                 if server.stop is not None:
                     server.stop.set()
                 if server.task is not None:
+                    if server.state == "starting":  # a background refresh: not worth waiting for
+                        server.task.cancel()
                     tasks.append(server.task)
             if tasks:
                 await asyncio.wait(tasks, timeout=timeout)
@@ -300,6 +368,15 @@ class McpManager:
                 server.state = "stopped"
             if server.errlog is not None:
                 server.errlog.close()
+
+
+@dataclass(frozen=True)
+class _CachedTool:
+    """A tool as the cache keeps it (what `_specs` reads of the SDK's `Tool`)."""
+
+    name: str
+    description: str | None
+    input_schema: dict[str, Any] | None
 
 
 def _why(exc: BaseException) -> str:
