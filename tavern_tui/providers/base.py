@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from tavern_tui.engine.stream import Provider
 from tavern_tui.text.secret_values import without_credentials
 
-__all__ = ["Provider", "ProviderSettings"]
+__all__ = ["Provider", "ProviderSettings", "endpoint_problem"]
 
 
 @dataclass(frozen=True)
@@ -32,3 +33,23 @@ class ProviderSettings:
         # The base URL's user:password never shows either (issue 23 item 3).
         return (f"ProviderSettings(base_url={without_credentials(self.base_url)!r}, model={self.model!r}, "
                 f"api_key=<{key}>, timeout={self.timeout})")
+
+
+def endpoint_problem(base_url: str) -> str | None:
+    """What makes `base_url` unusable as an OpenAI-compatible API root, or None when it is usable
+    (or empty: no endpoint, the offline demo). Checked before a step admits anything, so a typo in
+    the settings leaves the typed text queued instead of a failed reply.
+
+    Rule: httpx sends only to http(s) URLs with a host; anything else fails at the first request.
+    """
+    if not base_url:
+        return None
+    shown = without_credentials(base_url)
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return f"the endpoint URL {shown!r} is not a URL; set it in the settings (ctrl+s) or TAVERN_API_BASE"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return (f"the endpoint URL {shown!r} must start with http:// or https:// and name a host (for example "
+                "http://127.0.0.1:5001/v1); set it in the settings (ctrl+s) or TAVERN_API_BASE")
+    return None

@@ -60,6 +60,7 @@ from tavern_tui.engine.step import (
 from tavern_tui.errors import TavernError
 from tavern_tui.lore.context import ActivationContext
 from tavern_tui.lore.result import ActivationResult
+from tavern_tui.providers.base import endpoint_problem
 from tavern_tui.scripts.regex_scripts import ScriptSet
 from tavern_tui.service.compaction import CompactionService
 from tavern_tui.service.context import ServiceContext
@@ -602,6 +603,9 @@ class StepRunner:
         """One engine step on the playthrough's head session (send, regenerate, continue,
         impersonate; `claim`: the inbox's pending batch is its input; `hide_reply`: the settled
         reply is taken off the surface at once and neither MVU nor consolidation reads it)."""
+        problem = endpoint_problem(self.ctx.settings.provider.base_url)
+        if problem is not None:  # nothing can be sent: admit nothing, keep the text queued
+            raise await asyncio.to_thread(self._kept_after_failure, playthrough_id, text, problem)
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
         try:
             view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,
@@ -644,12 +648,16 @@ class StepRunner:
             except StepFailed as exc:
                 raise _with_omit_step(exc, playthrough_id) from exc.cause
 
-    def _kept_after_failure(self, playthrough_id: int, text: str | None, exc: BaseException) -> TavernError:
-        """The error for a step whose preparation failed unexpectedly (a card, book or template that
-        broke the build), after the person's `text` is queued in the inbox, durable, so nothing typed
-        is lost: the next step (or `tavern inbox`) sends it."""
-        logger.error("preparing a step of playthrough %s failed", playthrough_id, exc_info=exc)
-        reason = f"{type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
+    def _kept_after_failure(self, playthrough_id: int, text: str | None, exc: BaseException | str) -> TavernError:
+        """The error for a step that cannot be prepared (a card, book or template that broke the
+        build, or `exc` as text: an endpoint that cannot be reached as configured), after the
+        person's `text` is queued in the inbox, durable, so nothing typed is lost: the next step
+        (or `tavern inbox`) sends it."""
+        if isinstance(exc, str):
+            reason = exc
+        else:
+            logger.error("preparing a step of playthrough %s failed", playthrough_id, exc_info=exc)
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
         if text is None or self.inbox is None:
             return TavernError(f"the request could not be built ({reason}); nothing was sent")
         try:  # already checked by `send`: the by-value key check still runs in `add`
