@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tavern_tui.service.scripts import ScriptService
     from tavern_tui.service.steps import StepRunner
     from tavern_tui.service.strategies import StrategyService
+    from tavern_tui.service.templates import TemplateService
     from tavern_tui.service.timeline import TimelineService
     from tavern_tui.service.tools import ToolService
     from tavern_tui.service.traces import TraceService
@@ -92,6 +93,7 @@ class Tavern:
         inbox: queued and steer input waiting for the next step (`InboxService`).
         chats: search across every chat and opening a result on its branch (`ChatService`).
         openings: opening drafts, the playthroughs not yet begun (`OpeningService`).
+        templates: configuration templates, a playthrough's selections under a name (`TemplateService`).
         steps: send, reply, regenerate, continue, impersonate and their dry runs (`StepRunner`).
         compaction: the context limit and summaries that replace old turns (`CompactionService`).
         traces: recorded requests (`TraceService`); chat_files: SillyTavern chats (`ChatFileService`).
@@ -208,11 +210,17 @@ class Tavern:
                           inbox=self.inbox, mvu=self.mvu, tools=self.tools, scripts=self.scripts)
 
     @_area
+    def templates(self) -> TemplateService:
+        from tavern_tui.service.templates import TemplateService
+
+        return TemplateService(self.ctx, self.persona)
+
+    @_area
     def openings(self) -> OpeningService:
         from tavern_tui.service.openings import OpeningService
 
         return OpeningService(self.ctx, self.library, self.persona, self.presets, self.lore, self.strategies,
-                              self.playthroughs, self.steps)
+                              self.playthroughs, self.steps, self.templates)
 
     @_area
     def chats(self) -> ChatService:

@@ -44,6 +44,7 @@ from tavern_tui.views import OpeningView, PlaythroughView
 
 if TYPE_CHECKING:
     from tavern_tui.service.steps import StepRunner
+    from tavern_tui.service.templates import TemplateService
 
 
 def opening_event(text: str, index: int, count: int) -> NewEvent:
@@ -120,8 +121,9 @@ class OpeningService:
 
     def __init__(self, ctx: ServiceContext, library: LibraryService, persona: PersonaService,
                  presets: PresetService, lore: WorldInfoService, strategies: StrategyService,
-                 playthroughs: PlaythroughService, steps: StepRunner) -> None:
+                 playthroughs: PlaythroughService, steps: StepRunner, templates: TemplateService | None = None) -> None:
         self.ctx = ctx
+        self.templates = templates
         self.library = library
         self.persona = persona
         self.presets = presets
@@ -182,7 +184,8 @@ class OpeningService:
         return preset_id, books, spec
 
     def new_draft(self, character: int | str, *, greeting: int | None = None, preset: str | None = None,
-                  lore: Iterable[str] = (), strategy: str | None = None, persona: str | None = None) -> OpeningView:
+                  lore: Iterable[str] = (), strategy: str | None = None, persona: str | None = None,
+                  template: str | None = None) -> OpeningView:
         """Make an opening draft of a character: the chosen greeting (default the first), the
         selections (default strategy `settings.default_strategy`, as a new opening applies it,
         seed 000 §2.1), no session, no provider call.
@@ -193,17 +196,24 @@ class OpeningService:
             preset, lore, strategy: names or ids; persona: the persona document to play as (its
                 name or id; the playthrough is locked to it at the first send; default: the
                 default persona).
+            template: a configuration template whose selections fill what is not given here.
 
         Raises:
-            NotFound: an unknown character, preset, book or strategy (nothing is stored).
+            NotFound: an unknown character, preset, book, strategy or template, or one the template
+                names that is gone (nothing is stored).
             TavernError: a greeting number out of range.
         """
+        snapshot: dict[str, Any] = {}
+        if template is not None:
+            preset, lore, strategy, persona, snapshot = self._from_template(template, preset, lore, strategy, persona)
         found = self.library.find_character(str(character))
         chosen = self.persona.find_persona(persona) if persona is not None and persona.strip() else None
         with self.ctx.store.unit_of_work(write=False) as uow:
             card = self.library.card(uow.characters.get(found.id))
         preset_id, books, spec = self._selections(preset=preset, lore=lore, strategy=strategy, greeting=greeting,
                                                   greetings=len(card.greetings))
+        if spec is None and snapshot:
+            spec = snapshot  # the template's own snapshot, as it was saved
         if spec is None:
             spec = self.strategies.strategy_spec(self.ctx.settings.default_strategy).snapshot()
         with self.ctx.store.unit_of_work() as uow:
@@ -212,6 +222,18 @@ class OpeningService:
                                        strategy=spec, lore=books or [], user_name=chosen.name if chosen else "",
                                        persona_id=chosen.id if chosen else None)
         return self._view(created)
+
+    def _from_template(self, name: str, preset: str | None, lore: Iterable[str], strategy: str | None,
+                       persona: str | None) -> tuple[str | None, list[str], str | None, str | None, dict[str, Any]]:
+        """(preset, lore, strategy, persona, strategy snapshot) with what `new_draft` was not given
+        taken from template `name`, as ids the look-ups take (they refuse one that is gone)."""
+        assert self.templates is not None, "templates need the template service"
+        view, snapshot = self.templates.template(name)
+        lore = list(lore)
+        return (preset if preset else (str(view.preset_id) if view.preset_id is not None else None),
+                lore or [str(b) for b in view.lore], strategy,
+                persona if persona else (str(view.persona_id) if view.persona_id is not None else None),
+                {} if strategy else snapshot)
 
     def edit_draft(self, draft_id: int, *, greeting: int | None = None, preset: str | None = None,
                    default_preset: bool = False, lore: Iterable[str] | None = None, strategy: str | None = None,

@@ -368,3 +368,17 @@ class OpeningDraft(Base):
     """The persona the playthrough will be locked to at the first send (None: the default's)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ConfigTemplate(Base):
+    """A configuration template: the selection intent of a playthrough (strategy snapshot, preset,
+    chat-lore books, persona) under a name, applied when a new playthrough is made from it. It
+    holds no messages, trace, inbox or bodies."""
+
+    __tablename__ = "config_templates"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(512), unique=True)
+    data: Mapped[str] = mapped_column(Text)
+    """JSON: {"strategy": snapshot, "preset_id": int | None, "lore": [book ids], "persona_id": int | None}."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -29,6 +29,7 @@ from tavern_tui.store.repositories import (
     WorldBookRepository,
 )
 from tavern_tui.store.search import MessageSearch
+from tavern_tui.store.templates import TemplateRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,7 @@ class UnitOfWork:
     drafts: DraftRepository
     regex: RegexRepository
     openings: OpeningRepository
+    templates: TemplateRepository
 
 
 class Store:
@@ -97,7 +99,8 @@ class Store:
                 yield UnitOfWork(CharacterRepository(session), PlaythroughRepository(session),
                                  WorldBookRepository(session), BindingRepository(session), PresetRepository(session),
                                  PersonaRepository(session), BeliefRepository(session), StrategyRepository(session),
-                                 DraftRepository(session), RegexRepository(session), OpeningRepository(session))
+                                 DraftRepository(session), RegexRepository(session), OpeningRepository(session),
+                                 TemplateRepository(session))
         except OperationalError as exc:
             if is_busy(exc):
                 raise busy_error(exc) from exc
