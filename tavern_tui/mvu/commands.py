@@ -57,23 +57,8 @@ _MIN_ARGS = {"set": 2, "insert": 2, "assign": 2, "remove": 1, "unset": 1, "delet
 
 def find_matching_close_paren(text: str, start: int) -> int:
     """Index of the `)` closing the `(` just before `start`, or -1. Parentheses inside ' " ` quotes are
-    skipped; a quote after a backslash does not toggle quoting."""
-    depth, quote = 1, ""
-    for i in range(start, len(text)):
-        ch = text[i]
-        if ch in "\"'`" and (i == 0 or text[i - 1] != "\\"):
-            if not quote:
-                quote = ch
-            elif ch == quote:
-                quote = ""
-        if not quote:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    return i
-    return -1
+    skipped; a quote after a backslash does not toggle quoting (MVU's `findMatchingCloseParen`)."""
+    return _scan_close(text, start)[0]
 
 
 _QUOTE_CODE = {"": 0, "'": 1, '"': 2, "`": 3}
