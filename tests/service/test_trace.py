@@ -24,19 +24,26 @@ BOOK = {"entries": {
 
 
 
-@pytest.fixture
-def live(server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+def playing_with_lore(server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path, key: str,
+                      book: dict) -> tuple[Tavern, int]:
+    """A service on the loopback server with Seraphina, the ST default preset and `book` as chat lore."""
     settings = Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1",
-                                                                 api_key=SECRET, timeout=10))
+                                                                 api_key=key, timeout=10))
     service = Tavern(settings)
-    book = tmp_path / "Lanterns.json"
-    book.write_text(json.dumps(BOOK))
+    path = tmp_path / "Lanterns.json"
+    path.write_text(json.dumps(book))
     card, preset, lore = service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png",
-                                               corpus_dir / "presets" / "st_openai_default_staging.json", book])
+                                                       corpus_dir / "presets" / "st_openai_default_staging.json", path])
     assert card.ok and preset.ok and lore.ok
     pid = service.playthroughs.new_playthrough(card.id, user_name="Ann").id
     service.presets.bind_preset(pid, preset.id)
     service.lore.bind_world_book(lore.id, "playthrough", pid)
+    return service, pid
+
+
+@pytest.fixture
+def live(server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    service, pid = playing_with_lore(server, db_url, corpus_dir, tmp_path, SECRET, BOOK)
     yield service, pid
     service.close()
 

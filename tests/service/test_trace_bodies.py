@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 
 from tavern_tui.cli import main
-from tavern_tui.config import Settings
-from tavern_tui.providers.base import ProviderSettings
-from tavern_tui.service import Tavern
+from tests.service.test_trace import playing_with_lore
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 BOOK = {"entries": {
@@ -31,17 +29,7 @@ REJECT_TEMPERATURE = {"error": {"message": "Unsupported value: 'temperature' doe
 
 @pytest.fixture
 def live(server: LoopbackServer, db_url: str, corpus_dir: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
-    settings = Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1",
-                                                                 api_key="sk-bodies-secret-77", timeout=10))
-    service = Tavern(settings)
-    book = tmp_path / "Lanterns.json"
-    book.write_text(json.dumps(BOOK))
-    card, preset, lore = service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png",
-                                                       corpus_dir / "presets" / "st_openai_default_staging.json", book])
-    assert card.ok and preset.ok and lore.ok
-    pid = service.playthroughs.new_playthrough(card.id, user_name="Ann").id
-    service.presets.bind_preset(pid, preset.id)
-    service.lore.bind_world_book(lore.id, "playthrough", pid)
+    service, pid = playing_with_lore(server, db_url, corpus_dir, tmp_path, "sk-bodies-secret-77", BOOK)
     yield service, pid
     service.close()
 
