@@ -139,6 +139,12 @@ class PlaythroughView:
     """The chat's title: the one given (`tavern rename`), else its first line, else its date."""
     archived: bool = False
     """Archived: hidden from lists (nothing deleted)."""
+    played_count: int = 0
+    """Messages played: `message_count` plus those summaries stand in for (each original once)."""
+    summarised_count: int = 0
+    """Of `played_count`, the messages now folded into a summary."""
+    imported_user: str = ""
+    """An imported chat's own name for the person (its old lines keep it); "" when not imported."""
 
     @property
     def title(self) -> str:
@@ -150,7 +156,8 @@ class PlaythroughView:
         return {"id": self.id, "character_id": self.character_id, "character": self.character_name,
                 "user_name": self.user_name, "session_id": self.session_id, "messages": self.message_count,
                 "strategy": self.strategy, "preset_id": self.preset_id, "title": self.chat_title,
-                "archived": self.archived,
+                "archived": self.archived, "played": self.played_count, "summarised": self.summarised_count,
+                "imported_user_name": self.imported_user or None,
                 "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat()}
 
 
@@ -259,6 +266,10 @@ class VariantView:
         edited / deleted: the active path shows it replaced by an edit, or deleted.
         children: how many variants continue from it.
         branches: playthroughs started from here ("new playthrough from here").
+        summarised: the active path shows it folded into a summary (its preview stays its own text).
+        summary_of: on a summary node (listed once, after the last message it covers; its ref is
+            the summary's, its parent that last message): the first and last message numbers it
+            covers, counted from 1.
     """
 
     ref: tuple[int, int]
@@ -276,6 +287,8 @@ class VariantView:
     deleted: bool = False
     partial: bool = False
     branches: tuple[int, ...] = ()
+    summarised: bool = False
+    summary_of: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern tree --json`."""
@@ -285,7 +298,8 @@ class VariantView:
                 "sibling": self.position[0], "siblings": self.position[1],
                 "siblings_refs": None, "active": self.active, "preview": self.preview, "children": self.children,
                 "edited": self.edited, "deleted": self.deleted, "partial": self.partial,
-                "branches": list(self.branches)}
+                "branches": list(self.branches), "summarised": self.summarised,
+                "summary_of": list(self.summary_of) if self.summary_of else None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +390,8 @@ class TraceView:
         attempt: 1 for the first request of a step, n for its n-th (a retry's own record).
         retry_of: the first record's id, for a retry.
         omitted: call-config fields this request left out → the provider's reason.
+        assembled_tokens: the request's own token count when it was assembled (its context
+            fit's `used`: the app's estimate or tokenizer, not the provider's), or None.
     """
 
     id: str
@@ -395,6 +411,7 @@ class TraceView:
     attempt: int = 1
     retry_of: str | None = None
     omitted: dict[str, str] = field(default_factory=dict)
+    assembled_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern trace list --json`."""

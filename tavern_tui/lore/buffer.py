@@ -92,7 +92,11 @@ class ScanBuffer:
                 offset += 1
                 text = f"{message.name}: {message.text}" if self._include_names else message.text
                 ref = message.ref if message.ref is not None else total - offset + 1
-                made.append(Segment(ref, f"message {_ref_label(ref)} ({message.name})", js_trim(text)))
+                # A stored ref is a (session, seq) pair that means nothing to a person: say how far back it is.
+                newest = "the newest message" if offset == 1 else f"the {_ordinal(offset)} newest message"
+                label = (f"{newest} ({message.name})" if isinstance(message.ref, tuple)
+                         else f"message {_ref_label(ref)} ({message.name})")
+                made.append(Segment(ref, label, js_trim(text)))
         return made[:wanted]
 
     def add_recursion(self, text: str, pieces: list[Segment]) -> None:
@@ -141,6 +145,12 @@ class ScanBuffer:
         if with_recursion:
             pieces.extend(self.recursion_pieces)
         return pieces
+
+
+def _ordinal(n: int) -> str:
+    """"1st", "2nd", "3rd", "11th", "22nd"."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _ref_label(ref: Any) -> str:

@@ -384,7 +384,9 @@ class MvuService:
         if start is None:
             return None  # nothing initialised before it: no MVU state to build on
         for message in surface[start + 1:end]:
-            if message.role == "user" and message.ref not in commits and extract_commands(expand(message.content)):
+            # An imported chat's lines are records of another client's play: their commands never run here.
+            if message.role == "user" and message.ref not in commits and not message.body.get("imported") \
+                    and extract_commands(expand(message.content)):
                 return message
         return None
 

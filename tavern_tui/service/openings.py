@@ -175,8 +175,8 @@ class OpeningService:
                                                                    dict[str, Any] | None]:
         """Look every name up before anything is written (an unknown one changes nothing)."""
         if greeting is not None and not 0 <= greeting < max(1, greetings):
-            raise TavernError(f"greeting {greeting} is out of range: the card has {greetings} greeting(s), "
-                              f"numbered 0 to {max(0, greetings - 1)}")
+            raise TavernError(f"greeting {greeting + 1} is out of range: the card has {greetings} greeting(s), "
+                              f"numbered 1 to {max(1, greetings)}")
         preset_id: int | None | bool = self.presets.find_preset(preset).id if preset else False
         lore = list(lore)
         books = [self.lore.find_world_book(b).id for b in lore] if lore else None

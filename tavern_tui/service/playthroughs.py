@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
+from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
 from tavern_tui.engine.step import INTERRUPTED_REASON, admit_opening, open_step, recover_interrupted
 from tavern_tui.errors import SecretRefused, TavernError
 from tavern_tui.service.context import ServiceContext
@@ -71,7 +71,7 @@ class PlaythroughService:
         self.presets = presets
         self.lore = lore
         self.strategies = strategies
-        self._counts: dict[tuple[int, tuple[int, int]], int] = {}
+        self._counts: dict[tuple[int, tuple[int, int]], tuple[int, int, int]] = {}
         # Read and filled from worker threads (a step's prelude, TUI thread workers) and the loop:
         # the lock keeps a clear in one thread from racing a lookup in another.
         self._counts_lock = threading.Lock()
@@ -83,19 +83,74 @@ class PlaythroughService:
         placeholder appended, `MvuService.display_texts`), put in `display` before the regex scripts run."""
         self._titles: dict[tuple[int, tuple[int, int]], str] = {}
 
-    def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str], counts: dict[int, int],
+    def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str],
+                          counts: dict[int, tuple[int, int, int]],
                           persona_names: dict[int, str] | None = None, default: int = 0) -> PlaythroughView:
-        # `{{user}}` is the name of the persona the playthrough plays as (its lock, else the
-        # default persona), once that persona has one; else the name it was started with.
-        pin = json.loads(record.meta or "{}").get("persona")
-        lock = pin.get("lock") if isinstance(pin, dict) else None
-        persona_names = persona_names or {}
-        name = persona_names.get(lock if lock in persona_names else default, "")
-        return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"),
-                               name or record.user_name,
+        user, imported = self._user_names(record, persona_names or {}, default)
+        shown, played, summarised = counts.get(record.head_session_id, (0, 0, 0))
+        return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"), user,
                                record.head_session_id, record.created_at, record.updated_at,
-                               counts.get(record.head_session_id, 0), record.strategy or "compat", record.preset_id,
-                               self.chat_title(record), record.archived_at is not None)
+                               shown, record.strategy or "compat", record.preset_id,
+                               self.chat_title(record), record.archived_at is not None,
+                               played, summarised, imported)
+
+    def _user_names(self, record: PlaythroughRecord, persona_names: dict[int, str], default: int) -> tuple[str, str]:
+        """(the name new lines are written under, an imported chat's own name or "").
+
+        `{{user}}` is the name chosen with `play_as`; else the persona's the playthrough plays
+        as (its lock, else the default persona) once that persona has one; else, for an imported
+        chat, the configured `user_name` when one is set (its old lines keep the file's name), and
+        otherwise the name it was started with."""
+        try:
+            meta = json.loads(record.meta or "{}")
+        except ValueError:
+            meta = {}
+        meta = meta if isinstance(meta, dict) else {}
+        pin = meta.get("persona")
+        lock = pin.get("lock") if isinstance(pin, dict) else None
+        persona = persona_names.get(lock if lock in persona_names else default, "")
+        imported = record.user_name if isinstance(meta.get("header"), dict) else ""
+        chosen = meta.get("play_as")
+        if isinstance(chosen, str) and chosen.strip():
+            return chosen, imported
+        configured = self.ctx.settings.user_name
+        if imported:  # SillyTavern's default "User" names nobody: the file's own name wins over it
+            return persona or (configured if configured and configured != "User" else imported), imported
+        return persona or record.user_name, imported
+
+    def name_choices(self, playthrough_id: int) -> tuple[str, str]:
+        """(the name new lines get by default, an imported chat's own name or "") of a playthrough:
+        what `play_as` chooses between. Raises NotFound."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            record = uow.playthroughs.get(playthrough_id)
+            personas, default = _persona_names(uow)
+        try:
+            meta = json.loads(record.meta or "{}")
+        except ValueError:
+            meta = {}
+        if isinstance(meta, dict):
+            meta.pop("play_as", None)
+            record = replace(record, meta=json.dumps(meta, ensure_ascii=False))
+        return self._user_names(record, personas, default)
+
+    def play_as(self, playthrough_id: int, name: str) -> PlaythroughView:
+        """Write the playthrough's new lines (and `{{user}}`) under `name` from now on; lines
+        already written keep theirs. An empty name goes back to the default (`_user_names`).
+        Raises NotFound."""
+        name = " ".join(name.split())
+        with self.ctx.store.unit_of_work() as uow:
+            record = uow.playthroughs.get(playthrough_id)
+            try:
+                meta = json.loads(record.meta or "{}")
+            except ValueError:
+                meta = {}
+            meta = meta if isinstance(meta, dict) else {}
+            if name:
+                meta["play_as"] = name
+            else:
+                meta.pop("play_as", None)
+            uow.playthroughs.set_meta(playthrough_id, json.dumps(meta, ensure_ascii=False))
+        return self.playthrough(playthrough_id)
 
     def chat_title(self, record: PlaythroughRecord) -> str:
         """A chat's title (issue 20 item 4): the one given, else its first line (first
@@ -144,16 +199,33 @@ class PlaythroughService:
         counts = {r.head_session_id: self._message_count(r.head_session_id) for r in records}
         return [self._playthrough_view(r, names, counts, personas, default) for r in records]
 
-    def _message_count(self, head_session_id: int) -> int:
-        """Messages on a head session's surface, cached until the next append or fork (every
-        operation reads its playthrough, and counting a 5,000-message chat takes milliseconds)."""
+    def _message_count(self, head_session_id: int) -> tuple[int, int, int]:
+        """(messages on a head session's surface, messages played, of those the ones summarised),
+        cached until the next append or fork (every operation reads its playthrough, and counting
+        a 5,000-message chat takes milliseconds).
+
+        A summary shows as one message for its targets; its targets may be an earlier summary
+        (or an edit of one), so the played count adds each summary's targets but itself, and the
+        summarised count is what the summaries no later summary folds stand for (`covers`)."""
         version = self.ctx.store.events.version()
         key = (head_session_id, version)
         with self._counts_lock:
             cached = self._counts.get(key)
         if cached is not None:
             return cached
-        count = self.ctx.store.events.count_messages(head_session_id)  # outside the lock: SQL
+        log = self.ctx.store.events
+        shown = log.count_messages(head_session_id)  # outside the lock: SQL
+        summaries = [e for e in log.surface_events_of(head_session_id, [EventKind.SURFACE_REPLACED])
+                     if e.source == SUMMARY_SOURCE]
+        folded = {(int(t[0]), int(t[1])) for e in summaries for t in e.body.get("targets") or ()}
+        played = shown + sum(len(e.body.get("targets") or ()) - 1 for e in summaries)
+        summarised = 0
+        for event in summaries:
+            if event.ref not in folded:
+                meta = (event.body.get("message") or {}).get("summary")
+                covers = meta.get("covers") if isinstance(meta, dict) else None
+                summarised += covers if isinstance(covers, int) else len(event.body.get("targets") or ())
+        count = (shown, played, min(summarised, played))
         with self._counts_lock:
             if len(self._counts) > 256:
                 self._counts.clear()

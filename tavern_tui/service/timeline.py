@@ -31,6 +31,7 @@ from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.shown import shown_on_path
 from tavern_tui.text.names import substitute_names
 from tavern_tui.views import PlaythroughView, SwipeView, TimelineView, VariantView
 
@@ -138,26 +139,40 @@ class TimelineService:
                 at = timeline.end_of(parent_sid, fork_seq)
                 if at is not None:
                     links.setdefault(at, []).append(child_id)
+        shown = shown_on_path(timeline)
+        depth_of = {ref: index for index, ref in enumerate(timeline.path)}
+        covered: dict[Ref, list[Ref]] = {}  # summary ref → the path messages it folds, oldest first
+        for ref in timeline.path:
+            summary = shown[ref].summary
+            if summary is not None:
+                covered.setdefault(summary.ref, []).append(ref)
+        closing = {refs[-1]: summary for summary, refs in covered.items()}  # last message → its summary
         views: list[VariantView] = []
         siblings: dict[Ref, list[Ref]] = {}
 
         def visit(ref: Ref, depth: int) -> None:
             variant = timeline.variants[ref]
             row = variant.row
-            body = row.body or {}
-            text = str(body.get("content") or "")
-            replacement = timeline.newest_replacement(ref) if ref in timeline.active else None
-            if replacement is not None and replacement.message is not None:
-                text = str(replacement.message.get("content") or "")
+            on_path = shown.get(ref) if ref in timeline.active else None
+            text = on_path.text if on_path is not None else str((row.body or {}).get("content") or "")
             natural = {"user": "customer", "assistant": "agent"}
             origin = row.origin.value if row.origin else natural.get(row.role or "", "engine")
             sibs = timeline.siblings(ref)
             siblings[ref] = sibs
             views.append(VariantView(ref, variant.parent, depth, row.role or "system", origin, row.source, row.kind,
                                      (sibs.index(ref) + 1, len(sibs)), ref in timeline.active, _preview(text),
-                                     len(variant.children), replacement is not None and replacement.message is not None,
-                                     replacement is not None and replacement.message is None,
-                                     row.kind == EventKind.ASSISTANT_ATTEMPT, tuple(links.get(ref, ()))))
+                                     len(variant.children), on_path is not None and on_path.edited,
+                                     on_path is not None and on_path.deleted,
+                                     row.kind == EventKind.ASSISTANT_ATTEMPT, tuple(links.get(ref, ())),
+                                     summarised=on_path is not None and on_path.summary is not None))
+            if ref in closing:  # the summary node, once, right after the last message it folds
+                summary = shown[ref].summary
+                assert summary is not None and summary.message is not None
+                refs = covered[closing[ref]]
+                views.append(VariantView(summary.ref, ref, depth, "system", "engine", SUMMARY_SOURCE,
+                                         str(EventKind.SURFACE_REPLACED), (1, 1), True,
+                                         _preview(str(summary.message.get("content") or "")), 0,
+                                         summary_of=(depth_of[refs[0]] + 1, depth_of[refs[-1]] + 1)))
 
         # Iterative depth-first walk: a 5,000-message chat is 5,000 levels deep.
         stack: list[tuple[Ref, int]] = [(r, 0) for r in reversed(timeline.roots)]

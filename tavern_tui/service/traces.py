@@ -132,13 +132,15 @@ class TraceService:
         else:
             outcome = "ok"
         retry_of = body.get("retry_of")
+        context = body.get("context") if isinstance(body.get("context"), dict) else {}
+        used = context.get("used")
         return TraceView(_ref_text(trace.ref), trace.session_id, str(body.get("submitted_at", "")),
                          str(body.get("provider", "")), str(body.get("model", "")), str(body.get("strategy", "")),
                          str(body.get("generation", "")), len(body.get("messages", [])), dict(body.get("config", {})),
                          attempts, reply.get("usage") if number >= len(attempts) else None, latency,
                          _ref_text(settled.ref) if settled is not None else None, outcome, number,
                          _ref_text(tuple(retry_of)) if isinstance(retry_of, list) else None,
-                         dict(body.get("omitted") or {}))
+                         dict(body.get("omitted") or {}), used if isinstance(used, int) else None)
 
     def traces(self, playthrough_id: int | None = None, *, session_id: int | None = None) -> list[TraceView]:
         """Recorded requests, oldest first: of one playthrough, one session, or all."""
@@ -163,7 +165,13 @@ class TraceService:
         variables = dict(assembly.get("variables") or {})
         if header is not None and (variables.get("set") or variables.get("deleted")):
             variables["commit"] = self._state_commit_before(header)
+        sent = event.body.get("messages", [])
+        bodies = self.ctx.store.events.events_at(sorted({tuple(m["ref"]) for m in sent if len(m.get("ref", ())) == 2}))
+        # Lines of an imported chat are history as read-only records: the trace says which were sent.
+        imported = [i for i, m in enumerate(sent)
+                    if (found := bodies.get(tuple(m.get("ref", ())))) is not None and found.body.get("imported")]
         return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
+                "imported": imported,
                 "attribution": self._attribution(event.body, assembly),
                 "world_info": assembly.get("world_info"), "resources": {k: assembly.get(k) for k in (
                     "character_id", "character_sha256", "character_revision", "preset", "world_books")

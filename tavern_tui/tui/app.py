@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
@@ -18,6 +17,7 @@ from tavern_tui.config import TuiSettings
 from tavern_tui.config.store import save_config
 from tavern_tui.service import Tavern
 from tavern_tui.tui import theming
+from tavern_tui.tui.exit_watch import QUIT_SIGNALS, ExitWatchdog
 from tavern_tui.tui.keymap import resolve_keymap
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.help import HelpScreen
@@ -29,8 +29,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-QUIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""Signals the app treats as Quit (a streaming reply settles first)."""
+__all__ = ["QUIT_SIGNALS", "TavernApp", "run"]
 
 
 class TavernApp(App[None]):
@@ -63,6 +62,7 @@ class TavernApp(App[None]):
         super().__init__(css_path=theming.css_path())
         self.tavern = tavern
         self.now = now
+        self._loop: asyncio.AbstractEventLoop | None = None
         loaded = theming.load_themes()
         for theme in loaded.themes:
             self.register_theme(theme)
@@ -88,11 +88,7 @@ class TavernApp(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen(self.tavern, self.now))
-        # SIGTERM and SIGHUP (a closed terminal, `tmux kill-pane`) quit like Ctrl+Q, so a streaming
-        # reply is cancelled and settled with its text (issue 23 item 1), not cut off by the default kill.
-        loop = asyncio.get_running_loop()
-        for sig in QUIT_SIGNALS:
-            loop.add_signal_handler(sig, self.exit)
+        self._loop = asyncio.get_running_loop()
         if self._theme_failures:
             self.notify("\n".join(self._theme_failures), title="Some themes did not load", severity="warning")
         problems = list(self.tavern.settings.warnings) + self._keymap_problems
@@ -105,8 +101,12 @@ class TavernApp(App[None]):
         self._theme_ready = True
 
     def notify(self, message: str, *, title: str = "", severity: str = "information",  # type: ignore[override]
-               timeout: float | None = None, markup: bool = True) -> None:
-        """Show a toast, and keep it in full for the notifications screen (ctrl+l)."""
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Show a toast, and keep it in full for the notifications screen (ctrl+l).
+
+        The message is literal text unless `markup` is asked for: toasts show error messages,
+        names and config keys such as `[tools]`, which markup would swallow.
+        """
         self.notices.append(Notice(_utc_now(), severity, title, message))
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)  # type: ignore[arg-type]
 
@@ -190,11 +190,16 @@ class TavernApp(App[None]):
         self.run_worker(lambda: save_config(path, {"tui": {"theme": theme}}), thread=True, group="config",
                         exit_on_error=False, description="remember the theme")
 
+    def request_exit(self) -> None:
+        """Quit like Ctrl+Q from any thread (a quit signal, a lost terminal): a streaming reply
+        is cancelled and settled with its text. Does nothing before the app runs."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.exit)
+
     async def on_unmount(self) -> None:
         """Close the provider's HTTP client on the loop that used it."""
-        loop = asyncio.get_running_loop()
-        for sig in QUIT_SIGNALS:
-            loop.remove_signal_handler(sig)
+        self._loop = None
         await self.tavern.aclose_provider()
 
     def on_playthrough_chosen(self, message: PlaythroughChosen) -> None:
@@ -217,16 +222,29 @@ class TavernApp(App[None]):
         self.push_screen(LoreScreen(self.tavern, message.playthrough_id))
 
 
+def _stop_tools(tavern: Tavern) -> None:
+    tools = tavern.__dict__.get("tools")  # only if built: settling must not start the area
+    if tools is not None:
+        tools.close()
+
+
 def run(tavern: Tavern) -> None:
     """Run the TUI on `tavern` until the person quits (the CLI's `tavern` / `tavern tui`).
 
     While it runs, log records go to Textual's log (devtools) instead of the CLI's stderr
-    handler, which would write over the screen.
+    handler, which would write over the screen. SIGTERM, SIGHUP and a lost terminal quit like
+    Ctrl+Q; a clean exit that does not finish within a few seconds (a worker blocked on a lock)
+    is cut short (`ExitWatchdog`): the handlers stay until the process ends, so a stuck
+    shutdown is covered too.
     """
     root = logging.getLogger()
     saved = root.handlers[:]
     root.handlers = [TextualHandler()]
+    app = TavernApp(tavern)
+    watchdog = ExitWatchdog()
+    watchdog.on_settle(lambda: _stop_tools(tavern))  # no MCP server process outlives us
+    watchdog.install(app.request_exit)
     try:
-        TavernApp(tavern).run()
+        app.run()
     finally:
         root.handlers = saved

@@ -246,3 +246,9 @@ def event_label(ref: str | tuple[int, int]) -> str:
         if not seq:
             return str(ref)
     return f"session {session} · event {seq}"
+
+
+def markup_literal(text: str) -> str:
+    """`text` made safe inside a Textual markup string: every "[" escaped, so a name such as
+    "[Anon]" (which Textual's and Rich's `escape` leave alone) is shown, not read as a tag."""
+    return text.replace("[", "\\[")

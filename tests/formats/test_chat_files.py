@@ -6,6 +6,7 @@ then messages whose `mes` mirrors `swipes[swipe_id]`, with `swipe_info` per swip
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tavern_tui.cli import main
 from tavern_tui.formats.chatlog import parse_chat_jsonl
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
@@ -228,3 +230,21 @@ def test_an_imported_chat_was_last_played_when_its_newest_message_was_sent(taver
     [plain] = tavern.imports.import_paths([write_chat(tmp_path / "undated.jsonl", undated)])
     assert tavern.playthroughs.playthrough(plain.id).updated_at >= before
     assert [p.id for p in tavern.playthroughs.playthroughs()] == [plain.id, result.id]  # the newest first
+
+
+async def test_the_trace_marks_the_imported_lines_it_sent_and_only_those(tavern: Tavern, model: ScriptedModel,
+                                                                         mira: int, tmp_path: Path) -> None:
+    [result] = tavern.imports.import_paths([write_chat(tmp_path / "chat.jsonl")])
+    model.enqueue("Shall we?")
+    async for _ in tavern.steps.send(result.id, "Let's go."):
+        pass
+    [trace] = tavern.traces.traces(result.id)
+    shown = tavern.traces.trace(trace.id)
+    sent = shown["record"]["messages"]
+    marked = [sent[i] for i in shown["imported"]]
+    # The five visible lines of the file (the system line is hidden), never the input just typed.
+    assert [m["source"] for m in marked] == ["history"] * 5
+    assert sent[-1]["source"] == "input" and len(sent) - 1 not in shown["imported"]
+    out = io.StringIO()
+    assert main(["--db", tavern.settings.db_url, "trace", "show", trace.id], out=out, err=io.StringIO()) == 0
+    assert out.getvalue().count("(imported)") == 5

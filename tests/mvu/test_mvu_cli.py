@@ -35,7 +35,8 @@ def demo_card(corpus_dir: Path) -> Path:
 
 
 def test_init_the_demo_card_on_its_second_greeting(cli_env: dict[str, str], demo_card: Path, tmp_path: Path) -> None:
-    done = _run(["mvu", "init", str(demo_card), "--greeting", "1", "--user", "Ann", "--json"], cli_env)
+    # Greetings count from 1, as the chat's swipe counter shows them: 2 is the first alternate greeting.
+    done = _run(["mvu", "init", str(demo_card), "--greeting", "2", "--user", "Ann", "--json"], cli_env)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     stat = result["record"]["stat_data"]
@@ -45,13 +46,15 @@ def test_init_the_demo_card_on_its_second_greeting(cli_env: dict[str, str], demo
                                     "display": "0->15 (故事开始的设定)"}
     first = json.loads(_run(["mvu", "init", str(demo_card), "--json"], cli_env).stdout)
     assert first["record"]["stat_data"]["理"]["好感度"][0] == 0  # the first greeting runs no command
-    text = _run(["mvu", "init", str(demo_card), "--greeting", "1"], cli_env).stdout
+    text = _run(["mvu", "init", str(demo_card), "--greeting", "2"], cli_env).stdout
     assert "changed 理.好感度: 0 → 15 (故事开始的设定)" in text
     bad = _run(["mvu", "init", str(demo_card), "--greeting", "9"], cli_env)
-    assert bad.returncode != 0 and "no greeting 9 (the card has 4: 0 to 3)" in bad.stderr
+    assert bad.returncode != 0 and "no greeting 9 (the card has 4: 1 to 4)" in bad.stderr
+    zero = _run(["mvu", "init", str(demo_card), "--greeting", "0"], cli_env)
+    assert zero.returncode != 0 and "--greeting counts from 1" in zero.stderr
     batch = tmp_path / "cards.jsonl"
     batch.write_text(json.dumps(str(demo_card)) + "\n" + json.dumps(str(tmp_path / "missing.png")) + "\n")
-    lines = _run(["mvu", "init", "--batch", str(batch), "--greeting", "1"], cli_env)
+    lines = _run(["mvu", "init", "--batch", str(batch), "--greeting", "2"], cli_env)
     assert lines.returncode == 1
     out = [json.loads(x) for x in lines.stdout.splitlines()]
     assert out[0]["record"]["stat_data"]["理"]["好感度"][0] == 15

@@ -349,5 +349,5 @@ async def test_a_reply_another_window_writes_shows_here_once_it_settles(corpus_t
             NewEvent(EventKind.USER_MESSAGE, "user", {"content": "are you there?"}),
             NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "*From the other window.*"})])
         corpus_tavern.store.claims.release(lease.token)
-        await wait_until(pilot, lambda: chat.transcript.boxes[-1].text == "*From the other window.*", timeout=10)
+        await wait_until(pilot, lambda: chat.transcript.boxes[-1].text == "*From the other window.*", timeout=30)
         assert chat._watch is None and chat.status.detail == ""

@@ -14,6 +14,7 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import TOKEN_DELAY, ChatScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.screens.tree import TreeScreen
+from tavern_tui.tui.widgets.entry_table import EntryTable
 from tests.tui.conftest import ScriptedProvider, open_character, started_on, wait_until, workers_idle
 
 SIZE = (120, 40)
@@ -84,6 +85,9 @@ def test_lore_screen_in_a_chat_with_the_tester(snap_compare, corpus_tavern: Tave
         await pilot.press("t", *text)
         await wait_until(pilot, lambda: lore.tester.result_text == text)
         await pilot.app.workers.wait_for_complete()
+        # The table sizes its columns to their cells on a later refresh: wait for it, not for time.
+        table = lore.query_one("#entries", EntryTable)
+        await wait_until(pilot, lambda: table.columns["title"].content_width >= len("shadowfang"))
         await pilot.pause()
 
     assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_test_in_the_lore_pane)

@@ -176,8 +176,9 @@ async def test_preview_apply_bind_and_back(corpus_tavern: Tavern, default_preset
 
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is chat)
-        title = str(chat.query_one("#chat-title", Static).content)
-        assert f"· projection · preset #{default_preset}" in title
+        # The preset's name, read off the event loop (its id shows until the name arrives).
+        await wait_until(pilot, lambda: f"· projection · preset {DEFAULT_PRESET}"
+                         in str(chat.query_one("#chat-title", Static).content))
 
 
 async def test_service_errors_are_notifications(corpus_tavern: Tavern, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_OK
 from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.errors import TavernError
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
 
 def _draft_selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--greeting", type=int, metavar="N",
-                        help="which greeting opens it: 0 = the first message, 1… = the alternate greetings")
+                        help="which greeting opens it, counted from 1 as the greeting swipes show it: "
+                             "1 = the first message, 2… = the alternate greetings")
     parser.add_argument("--preset", metavar="NAME", help="the preset the playthrough will use")
     parser.add_argument("--strategy", metavar="NAME", help="the assembly strategy it will pin (its newest version)")
     parser.add_argument("--lore", action="append", default=None, metavar="BOOK",
@@ -109,10 +111,24 @@ def _write_draft(out: TextIO, draft: OpeningView, as_json: bool) -> int:
     return EXIT_OK
 
 
+def _greeting(number: int | None) -> int | None:
+    """The service's 0-based greeting index for a person's 1-based `--greeting N` (None: not given).
+
+    Raises:
+        TavernError: N below 1.
+    """
+    if number is None:
+        return None
+    if number < 1:
+        raise TavernError(f"--greeting counts from 1 (1 = the card's first greeting, 2… its alternate greetings), "
+                          f"not {number}")
+    return number - 1
+
+
 def cmd_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Make a draft and print it; the first `tavern chat C --draft D --say …` plays it."""
     with open_service(args) as tavern:
-        draft = tavern.openings.new_draft(args.character, greeting=args.greeting, preset=args.preset,
+        draft = tavern.openings.new_draft(args.character, greeting=_greeting(args.greeting), preset=args.preset,
                                           lore=args.lore or (), strategy=args.strategy, persona=args.persona,
                                           template=args.template)
     if not args.json:
@@ -147,7 +163,7 @@ def cmd_draft_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_draft_edit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Change what is given; print the draft."""
     with open_service(args) as tavern:
-        draft = tavern.openings.edit_draft(args.draft, greeting=args.greeting, preset=args.preset,
+        draft = tavern.openings.edit_draft(args.draft, greeting=_greeting(args.greeting), preset=args.preset,
                                            default_preset=args.default_preset, lore=args.lore,
                                            strategy=args.strategy, persona=args.persona)
     return _write_draft(out, draft, args.json)

@@ -160,9 +160,13 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         depth = parent_depth + (1 if v.position[1] > 1 else 0)
         branch_depth[v.ref] = depth
         mark = "*" if v.active else " "
+        if v.summary_of is not None:  # the summary node, once, after the last message it folds
+            out.write(f"{mark} {'  ' * depth}{v.ref[0]}:{v.ref[1]} summary of messages "
+                      f"{v.summary_of[0]}–{v.summary_of[1]}: {v.preview}\n")
+            continue
         counter = f"{v.position[0]}/{v.position[1]} " if v.position[1] > 1 else ""
         flags = "".join(f" [{flag}]" for flag, on in (("edited", v.edited), ("deleted", v.deleted),
-                                                      ("partial", v.partial)) if on)
+                                                      ("partial", v.partial), ("summarised", v.summarised)) if on)
         links = "".join(f" -> playthrough {b}" for b in v.branches)
         out.write(f"{mark} {'  ' * depth}{v.ref[0]}:{v.ref[1]} "
                   f"{counter}{v.role}/{v.origin}: {v.preview}{flags}{links}\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -31,8 +32,9 @@ def add_mvu(commands: Commands) -> None:
     sub = commands.group(p_mvu, dest="mvu_command", metavar="SUBCOMMAND")
     p_init = sub.add("init", cmd_init, help="the initial MVU record of CARD ([InitVar] entries and a greeting)")
     p_init.add_argument("card", nargs="?", type=Path, metavar="CARD")
-    p_init.add_argument("--greeting", type=int, default=0, metavar="N",
-                        help="start on greeting N (0 = first_mes, 1… = alternate greetings)")
+    p_init.add_argument("--greeting", type=int, default=1, metavar="N",
+                        help="start on greeting N, counted from 1 as the chat's swipe counter does "
+                             "(1 = first_mes, 2… = the alternate greetings)")
     p_init.add_argument("--user", default="User", metavar="NAME", help="the name {{user}} stands for")
     p_parse = sub.add("parse", cmd_parse, help="the commands found in a reply text: type, path, args, reason")
     p_parse.add_argument("file", nargs="?", type=Path, metavar="FILE")
@@ -99,15 +101,31 @@ def _changes(out: TextIO, result: dict[str, Any]) -> None:
         out.write(f"refused {refusal['command']}: {refusal['reason'].strip()}\n")
 
 
+def _init(path: Path, greeting: int, user: str) -> dict[str, Any]:
+    """`init_from_card` on the 1-based greeting a person typed; its result and errors count from 1 too."""
+    try:
+        result = init_from_card(path, greeting - 1, user=user)
+    except TavernError as exc:
+        found = re.search(r"no greeting -?\d+ \(the card has (\d+):", str(exc))
+        if found is None:
+            raise
+        raise TavernError(f"{path}: no greeting {greeting} (the card has {found[1]}: 1 to {found[1]})") from None
+    result["greeting"] = greeting
+    return result
+
+
 def cmd_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern mvu init`: the record (a tree, or `--json` the whole result)."""
+    if args.greeting < 1:
+        raise TavernError(f"--greeting counts from 1 (1 = the card's first greeting, 2… its alternate greetings), "
+                          f"not {args.greeting}")
     if args.batch is not None:
         def one(item: Any) -> Any:
             if not isinstance(item, str):
                 raise TavernError("expected a JSON string (a card file's path)")
-            return init_from_card(Path(item), args.greeting, user=args.user)
+            return _init(Path(item), args.greeting, args.user)
         return _batch(args.batch, out, one)
-    result = init_from_card(_need(args.card, "CARD"), args.greeting, user=args.user)
+    result = _init(_need(args.card, "CARD"), args.greeting, args.user)
     for error in result["errors"]:
         err.write(f"warning: {error}\n")
     if args.json:

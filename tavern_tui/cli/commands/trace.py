@@ -104,10 +104,12 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
               f"strategy {view['strategy']} · {view['outcome']}\n")
     attribution = shown.get("attribution") or {}
     parts_of = attribution.get("messages") or []
+    imported = set(shown.get("imported") or ())
     for position, message in enumerate(shown["record"]["messages"]):
         index = f"#{message['index']}" if message.get("index") is not None else ""
+        mark = "  (imported)" if position in imported else ""
         out.write(f"  {position:>3} {message['role']:<9} {message['source']:<12} "
-                  f"{message['ref'][0]}:{message['ref'][1]}{index}  sha256 {message['sha256'][:16]}…\n")
+                  f"{message['ref'][0]}:{message['ref'][1]}{index}  sha256 {message['sha256'][:16]}…{mark}\n")
         parts = parts_of[position] if position < len(parts_of) else None
         for part in parts or []:
             out.write(f"        · {part['start']}-{part['end']} ~{part['tokens']} tok  {describe(part)}\n")

@@ -8,6 +8,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -64,9 +65,10 @@ class ChooseScreen(ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="choose-box") as box:
-            box.border_title = self._title
+            box.border_title = Content(self._title)  # a str is markup
             yield Static(self._hint, id="choose-hint", markup=False)
-            yield OptionList(*[Option(label, id=str(i)) for i, label in enumerate(self._labels)], id="choose-list")
+            yield OptionList(*[Option(label, id=str(i)) for i, label in enumerate(self._labels)], id="choose-list",
+                             markup=False)
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)

@@ -91,7 +91,7 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal(id="confirm-buttons"):
                 yield Button(self._confirm, id="yes", variant="error", compact=True)
                 yield Button("Cancel", id="no", compact=True)
-                yield Static("y confirms · Esc cancels", id="confirm-keys")
+                yield Static("y confirms · Esc cancels", id="confirm-keys", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()

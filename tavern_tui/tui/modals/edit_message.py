@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
@@ -57,9 +58,10 @@ class EditMessageScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="edit-box") as box:
-            box.border_title = f"Edit {self._speaker}'s message"
+            box.border_title = Content(f"Edit {self._speaker}'s message")  # a str is markup
             yield TextArea(self._text, id="edit-text", soft_wrap=True)
-            yield Static("ctrl+s saves · Esc cancels · the original stays in the branch tree", id="edit-hint")
+            yield Static("ctrl+s saves · Esc cancels · the original stays in the branch tree", id="edit-hint",
+                         markup=False)
 
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()

@@ -11,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, Select, TextArea
 
 from tavern_tui.lore.model import Position, WorldBook, WorldInfoEntry
@@ -136,33 +137,33 @@ class EntryEditor(TavernCalls, SaveCancelModal[WorldBookView | None]):
         # The form scrolls inside the box, whose height and width never exceed the screen's
         # (80x24 included); the error line and Save / Cancel stay docked at its foot.
         with Vertical(id="editor-box", classes="modal-box") as box:
-            box.border_title = f"{self.book.name} · entry {entry.uid}"
+            box.border_title = Content(f"{self.book.name} · entry {entry.uid}")  # a str is markup
             with VerticalScroll(id="editor-form", can_focus=False, classes="modal-form"):
                 with Horizontal(classes="editor-row"):
-                    yield Label("UID", classes="editor-label")
+                    yield Label("UID", classes="editor-label", markup=False)
                     yield Input(str(entry.uid), id="uid", type="integer" if isinstance(entry.uid, int) else "text",
                                 compact=True, classes="-short")
-                    yield Label("Title", classes="editor-label -inner")
+                    yield Label("Title", classes="editor-label -inner", markup=False)
                     yield Input(entry.comment, id="title", compact=True)
                 with Horizontal(classes="editor-row"):
-                    yield Label("Keys", classes="editor-label")
+                    yield Label("Keys", classes="editor-label", markup=False)
                     yield Input(", ".join(entry.key), id="keys", placeholder="comma-separated", compact=True)
                 with Horizontal(classes="editor-row"):
-                    yield Label("Secondary", classes="editor-label")
+                    yield Label("Secondary", classes="editor-label", markup=False)
                     yield Input(", ".join(entry.keysecondary), id="keysecondary", placeholder="comma-separated",
                                 compact=True)
-                yield Label("Content", classes="editor-label")
+                yield Label("Content", classes="editor-label", markup=False)
                 yield TextArea(entry.content, id="content", soft_wrap=True)
                 with Horizontal(classes="editor-row"):
-                    yield Label("Position", classes="editor-label")
+                    yield Label("Position", classes="editor-label", markup=False)
                     yield Select(positions, value=int(entry.position), allow_blank=False, id="position",
                                  compact=True)
-                    yield Label("Depth", classes="editor-label -inner", id="depth-label")
+                    yield Label("Depth", classes="editor-label -inner", id="depth-label", markup=False)
                     yield Input(str(entry.depth), id="depth", type="integer", compact=True, classes="-short")
                 with Horizontal(classes="editor-row"):
-                    yield Label("Order", classes="editor-label")
+                    yield Label("Order", classes="editor-label", markup=False)
                     yield Input(str(entry.order), id="order", type="integer", compact=True, classes="-short")
-                    yield Label("Probability", classes="editor-label -inner")
+                    yield Label("Probability", classes="editor-label -inner", markup=False)
                     yield Input(f"{entry.probability:g}", id="probability", type="number", compact=True,
                                 classes="-short")
                     yield Checkbox("Constant", entry.constant, id="constant", compact=True)

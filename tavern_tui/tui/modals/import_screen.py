@@ -17,6 +17,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DirectoryTree, Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -138,10 +139,10 @@ class ImportScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="import-box") as box:
-            box.border_title = self._title
+            box.border_title = Content(self._title)  # a str is markup
             yield DirectoryTree(self._root, id="import-tree")
             yield Input(placeholder=self._placeholder, id="import-path")
-            yield Static(HINT, id="import-hint")
+            yield Static(HINT, id="import-hint", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#import-path", Input).focus()
@@ -217,9 +218,10 @@ class CharacterPicker(ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-box") as box:
-            box.border_title = f"Which character is {Path(self._file).name} with?"
+            box.border_title = Content(f"Which character is {Path(self._file).name} with?")
             yield Static(self._reason, markup=False)
-            yield OptionList(*(Option(name, id=str(cid)) for cid, name in self._characters), id="picker-list")
+            yield OptionList(*(Option(name, id=str(cid)) for cid, name in self._characters), id="picker-list",
+                             markup=False)
 
     @on(OptionList.OptionSelected, "#picker-list")
     def _picked(self, event: OptionList.OptionSelected) -> None:

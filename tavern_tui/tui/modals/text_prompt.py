@@ -6,6 +6,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
@@ -41,7 +42,7 @@ class TextPrompt(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt-box") as box:
-            box.border_title = self._title
+            box.border_title = Content(self._title)  # a str is markup
             yield Static(self._question, id="prompt-question", markup=False)
             yield Input(self._value, placeholder=self._placeholder, id="prompt-input")
             yield Static(self._keys, id="prompt-keys", markup=False)

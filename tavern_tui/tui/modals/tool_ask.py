@@ -2,7 +2,7 @@
 
 Shows the tool's name, risk and the call's arguments; answers "once" (run this call), "always"
 (run every call of this tool for the rest of this run) or "refuse" (the model is told it was
-refused). Esc refuses.
+refused). Esc refuses; ←/→ or Tab move between the buttons, Enter presses one.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ class ToolAskScreen(ModalScreen[str]):
         Binding("o", "answer('once')", "Allow once", id="tool_ask.once"),
         Binding("a", "answer('always')", "Always for this tool", id="tool_ask.always"),
         Binding("escape,r", "answer('refuse')", "Refuse", id="tool_ask.refuse"),
+        Binding("left", "move(-1)", "Previous button", id="tool_ask.previous", show=False),
+        Binding("right", "move(1)", "Next button", id="tool_ask.next", show=False),
     ]
 
     def __init__(self, name: str, source: str, risk: str, arguments: dict[str, Any]) -> None:
@@ -88,6 +90,12 @@ class ToolAskScreen(ModalScreen[str]):
 
     def on_mount(self) -> None:
         self.query_one("#refuse", Button).focus()
+
+    def action_move(self, step: int) -> None:
+        """←/→: focus the previous / next button (Tab still works), stopping at either end."""
+        buttons = list(self.query(Button))
+        index = buttons.index(self.focused) if self.focused in buttons else len(buttons) - 1
+        buttons[max(0, min(len(buttons) - 1, index + step))].focus()
 
     def action_answer(self, answer: str) -> None:
         """Dismiss with the answer."""

@@ -12,6 +12,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
@@ -68,7 +69,7 @@ class FieldEditor(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="field-box") as box:
-            box.border_title = self._title
+            box.border_title = Content(self._title)  # a str is markup
             yield TextArea(self._text, id="field-text", soft_wrap=True)
             yield Static(self._hint, id="field-hint", markup=False)
 
@@ -119,7 +120,7 @@ class CardScreen(TavernScreen[None]):
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="card-title", markup=False)
         with Horizontal(id="card-panes"):
-            fields = OptionList(id="card-fields", classes="pane")
+            fields = OptionList(id="card-fields", classes="pane", markup=False)
             fields.border_title = "Fields"
             yield fields
             with Vertical(id="card-value-box", classes="pane"):

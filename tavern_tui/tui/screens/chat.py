@@ -29,7 +29,7 @@ from tavern_tui.engine.step import (
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
-from tavern_tui.tui.labels import event_label, summary_title
+from tavern_tui.tui.labels import event_label, markup_literal, summary_title
 from tavern_tui.tui.messages import (
     PlaythroughChosen,
     ReplyCalledTools,
@@ -49,8 +49,9 @@ from tavern_tui.tui.modals.tool_ask import ToolAskScreen
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
 from tavern_tui.tui.screens.persona import PersonaScreen
-from tavern_tui.tui.screens.state import StateScreen, refused_status
+from tavern_tui.tui.screens.state import StateScreen, refused_status, refused_whole
 from tavern_tui.tui.screens.strategy import StrategyScreen
+from tavern_tui.tui.screens.swipe_note import swipe_note
 from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tavern_tui.tui.screens.variables import VariablesScreen
@@ -60,7 +61,7 @@ from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.tui.widgets.status_line import StatusLine
 from tavern_tui.tui.widgets.transcript import WINDOW, Transcript
-from tavern_tui.views import InboxItemView
+from tavern_tui.views import InboxItemView, SwipeView
 
 PLACEHOLDER = ("Say something as {user}… (Enter sends · shift+Enter or ctrl+J new line · "
                "Esc stops a reply or goes back)")
@@ -141,6 +142,12 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
     database holds (a stopped or failed reply stays visible, marked).
     """
 
+    DEFAULT_CSS = """
+    /* Toasts sit top-right, under the title: bottom-right (Textual's place) covers the composer. */
+    ChatScreen ToastRack { dock: top; align: right top; margin-bottom: 0; margin-top: 1; max-height: 60%; }
+    ChatScreen.-narrow Toast { max-width: 75%; }
+    """
+
     BINDINGS = [
         *CURSOR_BINDINGS,  # the message cursor (alt+↑/↓, then e d b c [ ] y t; its Esc first)
         Binding("escape", "stop", "Stop", id="chat.stop"),
@@ -210,6 +217,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         self._token_timer: Timer | None = None
         self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
         self._editing: str | None = None  # id of the queued item the composer is editing
+        self._preset_names: dict[int, str] = {}  # preset id → name, for the title
         self._held_draft = ""  # the draft put aside while a queued item is edited
         self._draft_timer: Timer | None = None
         self._watch: Timer | None = None
@@ -251,7 +259,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         view, state, draft = opened
         self.playthrough = view
         self._update_title(view)
-        self.prompt.placeholder = PLACEHOLDER.format(user=view.user_name)
+        self.prompt.placeholder = PLACEHOLDER.format(user=markup_literal(view.user_name))  # a str is markup
         if draft:  # the kept draft first, then whatever was typed while the chat opened
             typed = self.prompt.value
             self.prompt.value = f"{draft}\n{typed}" if typed else draft
@@ -341,10 +349,22 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
                       then=self._update_title)
             return
         self.playthrough = view
-        preset = "default preset" if view.preset_id is None else f"preset #{view.preset_id}"
+        if view.preset_id is None:
+            preset = "default preset"
+        elif self._preset_names.get(view.preset_id):
+            preset = f"preset {self._preset_names[view.preset_id]}"
+        else:  # its name is read in a worker; the id stands in until then
+            preset = f"preset #{view.preset_id}"
+            self.call(self.tavern.presets.find_preset, str(view.preset_id), title="Cannot read the preset",
+                      severity="warning", then=lambda found: self._preset_named(view, found.id, found.name))
         self.query_one("#chat-title", Static).update(
             f"{view.character_name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
-        self.prompt.placeholder = PLACEHOLDER.format(user=view.user_name)  # a persona switch shows here too
+        self.prompt.placeholder = PLACEHOLDER.format(user=markup_literal(view.user_name))  # a persona switch too
+
+    def _preset_named(self, view: PlaythroughView, preset_id: int, name: str) -> None:
+        self._preset_names[preset_id] = name or f"#{preset_id}"
+        if self.playthrough is view:  # not replaced by a newer read meanwhile
+            self._update_title(view)
 
     def settings_changed(self) -> None:
         """The settings screen saved (issue 21 item 1): show the new provider and the labels asked for."""
@@ -607,6 +627,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         self._before = {box.view.ref for box in self.transcript.boxes if box.view is not None}
         self.generating = True
         self.status.detail = ""
+        self.status.swipe = ""  # the counter of the reply being replaced; the settled one sets it again
         self.status.state = "streaming"
         self._generate(generation, updates, text)
 
@@ -759,7 +780,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         else:
             # MVU (issue 18): a reply whose update commands were refused says so, and why.
             mvu = self.tavern.steps.last_mvu.get(self.playthrough_id) if worker.state == WorkerState.SUCCESS else None
-            self.status.state, self.status.detail = "idle", refused_status(mvu)
+            self.status.say("idle", refused_status(mvu), refused_whole(mvu))  # cut on screen, whole in ctrl+l
             mark = "stopped" if worker.state == WorkerState.CANCELLED else None
         if self._generation == "impersonate" and self._into_composer:
             await self._impersonated_to_composer(worker, stored)
@@ -819,15 +840,24 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
     def action_swipe(self, direction: int) -> None:
         """Show the last message's previous (-1) or next (+1) variant; past the last reply,
         generate a new one (streamed like a send)."""
-        self.call(self.tavern.timeline.swipe, self.playthrough_id, direction, title="Cannot swipe", severity="warning",
-                  then=self._swiped)
+        timeline, pid = self.tavern.timeline, self.playthrough_id
 
-    def _swiped(self, state: object | None) -> None:
+        def swipe() -> tuple[SwipeView, SwipeView | None]:
+            return timeline.swipe_state(pid), timeline.swipe(pid, direction)
+
+        self.call(swipe, title="Cannot swipe", severity="warning",
+                  then=lambda states: self._swiped(states[1], direction, states[0]))
+
+    def _swiped(self, state: SwipeView | None, direction: int = 0, before: SwipeView | None = None) -> None:
         if state is None:
             if not self.generating:
                 self._start("regenerate", lambda: self.tavern.steps.regenerate(self.playthrough_id))
-        else:
-            self._reload()
+            return
+        if state == before:  # nothing moved: say why rather than nothing
+            note = swipe_note(state, direction)
+            if note:
+                self.notify(note, title="Swipe", timeout=4)
+        self._reload()
 
     def action_delete_swipe(self) -> None:
         """Delete the shown swipe of the last reply (SillyTavern's "delete swipe"); the one
@@ -905,10 +935,10 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         state = {"part": ""}
 
         def progress(chars: int) -> None:
-            self.status.detail = f"summary{state['part']}: {chars:,} characters received"
+            self.status.detail = f"summary{state['part']}: {chars:,} chars"
 
         def on_part(done_messages: int, total: int) -> None:
-            state["part"] = f" ({done_messages:,}/{total:,} messages)" if done_messages else ""
+            state["part"] = f" {done_messages:,}/{total:,}" if done_messages else ""
 
         try:
             done = await self.tavern.compaction.compact(self.playthrough_id, progress=progress, on_part=on_part)

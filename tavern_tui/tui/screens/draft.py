@@ -20,6 +20,7 @@ from textual.widgets import Footer, Static
 from tavern_tui.errors import SecretRefused
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tools import offer_line
+from tavern_tui.tui.labels import markup_literal
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.screens.base import TavernModal, TavernScreen
 from tavern_tui.tui.widgets.composer import Composer
@@ -134,7 +135,7 @@ class DraftScreen(TavernScreen[None]):
                                  if draft.greeting_count > 1 else "Greeting")
         self.query_one("#draft-greeting-text", Static).update(draft.greeting or "(the card has no greeting)")
         self.query_one("#draft-selections", Static).update(selections_line(draft))
-        self.prompt.placeholder = DRAFT_PLACEHOLDER.format(user=draft.user_name)
+        self.prompt.placeholder = DRAFT_PLACEHOLDER.format(user=markup_literal(draft.user_name))  # a str is markup
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "swipe":

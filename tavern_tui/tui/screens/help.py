@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
@@ -120,12 +121,12 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         title = getattr(self._about, "HELP_TITLE", "") or type(self._about).__name__.removesuffix("Screen")
         with Vertical(id="help-box") as box:
-            box.border_title = f"Keys · {title}"
+            box.border_title = Content(f"Keys · {title}")
             with VerticalScroll(id="help-keys"):
                 for group, rows in help_rows(self._about).items():
-                    yield Static(self._table(group, rows), classes="help-group")
+                    yield Static(self._table(group, rows), classes="help-group", markup=False)
             yield Static("Esc closes · ctrl+p searches every command by name · remap a key in the config's "
-                         "[keys] table by the id shown on the right", id="help-hint")
+                         "[keys] table by the id shown on the right", id="help-hint", markup=False)
 
     @staticmethod
     def _table(group: str, rows: list[HelpRow]) -> Table:

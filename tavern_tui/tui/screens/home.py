@@ -11,11 +11,12 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tavern_tui.service import CharacterView, ImportResult, PlaythroughView, Tavern
-from tavern_tui.tui.labels import character_summary, draft_summary, playthrough_summary
+from tavern_tui.tui.labels import character_summary, draft_summary, relative_time
 from tavern_tui.tui.messages import DraftChosen, ImportFinished, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.modals.import_screen import (
     CharacterPicker,
@@ -62,6 +63,8 @@ class HomeScreen(TavernScreen[None]):
                 tooltip="Give the highlighted playthrough a title"),
         Binding("ctrl+a", "archive_playthrough", "Archive", id="home.archive", show=False,
                 tooltip="Hide the highlighted playthrough from the lists (nothing is deleted), or bring it back"),
+        Binding("ctrl+y", "play_as", "Play as", id="home.play_as", show=False,
+                tooltip="The name the highlighted playthrough's new lines are written under"),
         Binding("ctrl+u", "toggle_archived", "Show archived", id="home.show_archived", show=False,
                 tooltip="List archived characters and playthroughs too, or hide them again"),
         Binding("f5", "refresh", "Refresh", id="home.refresh", show=False),
@@ -85,14 +88,14 @@ class HomeScreen(TavernScreen[None]):
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("tavern-tui  ·  Enter plays a character's latest playthrough (or starts one)",
-                          id="home-title")
+                          id="home-title", markup=False)
         yield Static(EMPTY_TEXT, id="empty", markup=False)
         with Horizontal(id="home-panes"):
-            characters = OptionList(id="characters", classes="pane")
+            characters = OptionList(id="characters", classes="pane", markup=False)
             characters.border_title = "Characters"
             yield characters
             with Vertical(id="character-side"):
-                playthroughs = OptionList(id="playthroughs", classes="pane")
+                playthroughs = OptionList(id="playthroughs", classes="pane", markup=False)
                 playthroughs.border_title = "Playthroughs"
                 playthroughs.border_subtitle = "^e rename · ^a archive · ^u all"
                 yield playthroughs
@@ -194,7 +197,7 @@ class HomeScreen(TavernScreen[None]):
         current = select if select is not None else getattr(self.highlighted_character, "id", None)
         characters = [c for c in characters if self._matches(c)]
         self._characters = {c.id: c for c in characters}
-        listing.border_title = (f"Characters · {self.filter!r} ({len(characters)}/{len(self._all)}) · Esc clears"
+        listing.border_title = Content(f"Characters · {self.filter!r} ({len(characters)}/{len(self._all)}) · Esc clears"
                                 if self.filter else "Characters")
         labels = distinct_labels(self._all)  # characters sharing a name show their file and id
         listing.set_options(Option(self._character_prompt(c, labels[c.id]), id=str(c.id)) for c in characters)
@@ -215,7 +218,10 @@ class HomeScreen(TavernScreen[None]):
     def _playthrough_prompt(playthrough: PlaythroughView, now: datetime) -> Text:
         # The title first (issue 20 item 4: given, else the first line, else the date), then the facts.
         prompt = Text(playthrough.chat_title, style="bold")
-        prompt.append("\n" + playthrough_summary(playthrough, now), style="dim")
+        prompt.append("\n" + played_summary(playthrough, now), style="dim")
+        names = names_line(playthrough)
+        if names:
+            prompt.append("\n" + names, style="dim")
         return prompt
 
     def refresh_playthroughs(self) -> None:
@@ -250,7 +256,7 @@ class HomeScreen(TavernScreen[None]):
             listing.highlighted = 0
         else:
             listing.add_option(Option("No playthroughs yet: Enter on the character starts one", disabled=True))
-        listing.border_title = f"Playthroughs of {character.name}"
+        listing.border_title = Content(f"Playthroughs of {character.name}")  # a str is markup
         details.update(self._details(character))
 
     @staticmethod
@@ -361,6 +367,38 @@ class HomeScreen(TavernScreen[None]):
         self.notify(f"#{view.id} is now {view.chat_title!r}.", title="Renamed")
         self.refresh_playthroughs()
 
+    def action_play_as(self) -> None:
+        """ctrl+y: choose the name the highlighted playthrough's new lines are written under (an
+        imported chat: the persona's or the file's; old lines keep theirs)."""
+        chat = self.highlighted_playthrough
+        if chat is None:
+            self.notify("Highlight a playthrough first (Tab to the playthroughs list).", severity="warning")
+            return
+        from tavern_tui.tui.modals.choose import ChooseScreen
+
+        def choose(names: tuple[str, str]) -> None:
+            default, imported = names
+            if not imported or imported == default:
+                self.notify(f"#{chat.id} plays as {chat.user_name}; its lines were all written under that name. "
+                            "The persona (F8) names you in new playthroughs.", title="Play as")
+                return
+            labels = [f"{default} · your persona's name (the default)", f"{imported} · the imported chat's name"]
+            self.app.push_screen(ChooseScreen(f"New lines of {chat.title} are written as…", labels,
+                                              hint="Lines already written keep their name · Enter chooses · Esc "
+                                                   "cancels", selected=1 if chat.user_name == imported else 0),
+                                 lambda index: picked(index, imported))
+
+        def picked(index: int | None, imported: str) -> None:
+            if index is not None:
+                self.call(self.tavern.playthroughs.play_as, chat.id, imported if index == 1 else "",
+                          title="Cannot change the name", then=self._named)
+
+        self.call(self.tavern.playthroughs.name_choices, chat.id, title="Cannot read the names", then=choose)
+
+    def _named(self, view: PlaythroughView) -> None:
+        self.notify(f"#{view.id}: new lines are written as {view.user_name}.", title="Play as")
+        self.refresh_playthroughs()
+
     def action_archive_playthrough(self) -> None:
         """ctrl+a: archive the highlighted playthrough after a yes (hidden, nothing deleted), or
         bring an archived one back."""
@@ -452,3 +490,25 @@ class HomeScreen(TavernScreen[None]):
                 self._import(result.path, str(character_id))
 
         self.app.push_screen(CharacterPicker(result.path, result.error or "", characters), picked)
+
+
+def played_summary(playthrough: PlaythroughView, now: datetime) -> str:
+    """"#3 · 2,000 messages · 1,989 summarised · 5 min ago": what was played (a summary's
+    originals counted, not the summary), and how much of it a summary now stands for."""
+    played = playthrough.played_count or playthrough.message_count
+    parts = [f"#{playthrough.id}", f"{played:,} message{'' if played == 1 else 's'}"]
+    if playthrough.summarised_count:
+        parts.append(f"{playthrough.summarised_count:,} summarised")
+    parts.append(relative_time(playthrough.updated_at, now))
+    if playthrough.archived:
+        parts.append("archived")
+    return " · ".join(parts)
+
+
+def names_line(playthrough: PlaythroughView) -> str:
+    """"you play as Ada (imported lines: User) · ctrl+y" for an imported chat whose own name for
+    the person is not the one new lines get; "" otherwise."""
+    imported = playthrough.imported_user
+    if not imported or imported == playthrough.user_name:
+        return ""
+    return f"you play as {playthrough.user_name} (imported lines: {imported}) · ctrl+y changes"

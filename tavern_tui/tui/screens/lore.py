@@ -99,7 +99,7 @@ class LoreScreen(TavernScreen[None]):
         yield ScreenTitle("", id="lore-title", markup=False)
         with Horizontal(id="lore-panes"):
             with Vertical(id="lore-library"):
-                books = OptionList(id="books", classes="pane")
+                books = OptionList(id="books", classes="pane", markup=False)
                 books.border_title = "Library"
                 yield books
                 yield Static("", id="card-book-note", markup=False)
@@ -142,7 +142,7 @@ class LoreScreen(TavernScreen[None]):
         self.query_one("#lore-title", Static).update(title)
         if self.playthrough_id is not None:
             pid = self.playthrough_id
-            self.tester.border_title = f"Tester · the next message in {self.character_name} #{pid}"
+            self.tester.border_title = Content(f"Tester · the next message in {self.character_name} #{pid}")
             self.tester.set_runner(lambda text: self.tavern.steps.world_info_preview(pid, text))
         self.refresh_library()
         self.refresh_bindings()
@@ -304,14 +304,14 @@ class LoreScreen(TavernScreen[None]):
             return  # the cursor moved on; that book's read follows
         self.book = book
         self.entries.show(book.entries if book else [], keep_cursor=keep_cursor)
-        self.entries.border_title = (f"{book.name} · the card's own book (a save is a new card revision)"
+        self.entries.border_title = Content(f"{book.name} · the card's own book (a save is a new card revision)"
                                      if book and card_id is not None else book.name if book else "")
         if self.playthrough_id is None:
             if book is None:
                 self.tester.border_title = "Tester"
                 self.tester.set_runner(None, "Import a world book to test it (press i).")
             else:
-                self.tester.border_title = f"Tester · {book.name} alone, no chat"
+                self.tester.border_title = Content(f"Tester · {book.name} alone, no chat")
                 self.tester.set_runner(lambda text: self.tavern.lore.test_world_info([book], [], text))
 
     @property

@@ -53,7 +53,7 @@ class NoticesScreen(ModalScreen[None]):
         with Vertical(id="notices-box") as box:
             box.border_title = f"Notifications ({len(self._notices)})"
             yield RichLog(id="notices-log", wrap=True, markup=False, highlight=False)
-            yield Static("Esc closes · newest first", id="notices-hint")
+            yield Static("Esc closes · newest first", id="notices-hint", markup=False)
 
     def on_mount(self) -> None:
         log = self.query_one(RichLog)

@@ -84,13 +84,13 @@ class SearchScreen(TavernScreen[Opened | None]):
         """The hits listed now, in the list's order."""
 
     def compose(self) -> ComposeResult:
-        yield ScreenTitle("Search every chat · Enter on a hit opens it there", id="search-title")
+        yield ScreenTitle("Search every chat · Enter on a hit opens it there", id="search-title", markup=False)
         with Horizontal(id="search-row"):
             yield Input(self._query, placeholder="words to find (every word must occur)", id="search-query",
                         classes="pane")
             yield Checkbox("Archived too (ctrl+t)", id="search-archived")
         yield Static("Type to search.", id="search-status", markup=False)
-        results = OptionList(id="search-results", classes="pane")
+        results = OptionList(id="search-results", classes="pane", markup=False)
         results.border_title = "Hits"
         yield results
         yield FitFooter()

@@ -17,6 +17,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from tavern_tui import paths
@@ -76,7 +77,7 @@ class SettingsScreen(TavernScreen[bool]):
         where = "the OS keyring" if keyring_available() else "the config file (owner-only, 0600)"
         yield ScreenTitle(f"Settings · saved to {self._config_path()}", id="settings-title", markup=False)
         with VerticalScroll(id="settings-form"):
-            yield Static("Endpoint", classes="section")
+            yield Static("Endpoint", classes="section", markup=False)
             yield from self._row("Endpoint URL", Input(prov.base_url, placeholder="http://127.0.0.1:8080/v1 "
                                                        "(empty: the offline demo)", id="base-url"))
             yield from self._row("Model", Input(prov.model, placeholder="model id", id="model"))
@@ -86,15 +87,15 @@ class SettingsScreen(TavernScreen[bool]):
                                                   placeholder=f"{stored}; type to replace, kept in {where}"))
             yield Checkbox("Remove the stored key", id="clear-key")
             yield from self._row("Timeout (s)", Input(f"{prov.timeout:g}", id="timeout", type="number"))
-            yield Static("", id="connection")
-            yield Static("Context and world info", classes="section")
+            yield Static("", id="connection", markup=False)
+            yield Static("Context and world info", classes="section", markup=False)
             yield from self._row("Context size", Input(str(s.max_context), id="max-context", type="integer",
                                                        placeholder="0: the preset's, the endpoint's or 4095"))
             yield from self._row("World info depth", Input(str(s.world_info.depth), id="wi-depth", type="integer"))
             yield from self._row("World info budget %", Input(f"{s.world_info.budget:g}", id="wi-budget",
                                                               type="number"))
             yield Checkbox("World info recursion", s.world_info.recursive, id="wi-recursive")
-            yield Static("Playing", classes="section")
+            yield Static("Playing", classes="section", markup=False)
             strategy = s.default_strategy
             yield from self._row("Default strategy", Select[str]([(strategy, strategy)], id="strategy",
                                                                 value=strategy, allow_blank=False))
@@ -118,7 +119,7 @@ class SettingsScreen(TavernScreen[bool]):
     @staticmethod
     def _row(label: str, widget: Input | Select[str]) -> ComposeResult:
         with Horizontal(classes="row"):
-            yield Label(label)
+            yield Label(label, markup=False)
             yield widget
 
     def _config_path(self) -> Path:
@@ -132,7 +133,7 @@ class SettingsScreen(TavernScreen[bool]):
     def _strategies(self, specs: list) -> None:
         names = sorted({spec.name for spec in specs} | {self.tavern.settings.default_strategy})
         select = self.query_one("#strategy", Select)
-        select.set_options([(name, name) for name in names])
+        select.set_options([(Content(name), name) for name in names])
         select.value = self.tavern.settings.default_strategy
 
     # -- test connection -----------------------------------------------------------------
@@ -166,7 +167,7 @@ class SettingsScreen(TavernScreen[bool]):
         if report.models:
             self._models = report.models
             picker = self.query_one("#model-list", Select)
-            picker.set_options([(m, m) for m in report.models])
+            picker.set_options([(Content(m), m) for m in report.models])  # not markup
             current = self.query_one("#model", Input).value.strip()
             if current in report.models:
                 picker.value = current

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -57,6 +58,19 @@ def refused_status(view: MvuView | None) -> str:
             f"{clip(first, 120)}{more}")
 
 
+
+def refused_whole(view: MvuView | None) -> str:
+    """Every refused command of a reply with its full reason, one a line ("" when none was): what
+    the notifications screen keeps of a status line that can only show the first, cut."""
+    if view is None or not view.refused:
+        return ""
+    lines = [f"MVU refused {len(view.refused)} command{'s' if len(view.refused) > 1 else ''}:"]
+    for refusal in view.refused:
+        command = str(refusal.get("command") or "").strip()
+        reason = str(refusal.get("reason") or "").strip()
+        lines.append(f"• {reason}" + (f" — {command}" if command else ""))
+    return "\n".join(lines)
+
 class StateScreen(TavernScreen[None]):
     """The state pane (palette: "State"; ctrl+g in the chat): read only."""
 
@@ -87,13 +101,13 @@ class StateScreen(TavernScreen[None]):
     note = getters.query_one("#state-note", Static)
 
     def compose(self) -> ComposeResult:
-        yield ScreenTitle("State", id="state-title")
+        yield ScreenTitle("State", id="state-title", markup=False)
         with VerticalScroll(id="state-body"):
-            yield Static("…", id="state-note")
+            yield Static("…", id="state-note", markup=False)
             # What changed first: on a small terminal the whole tree pushes it out of sight.
-            yield Static("What the last reply changed", classes="state-heading")
-            yield Static("…", id="state-changes")
-            yield Static("stat_data", classes="state-heading")
+            yield Static("What the last reply changed", classes="state-heading", markup=False)
+            yield Static("…", id="state-changes", markup=False)
+            yield Static("stat_data", classes="state-heading", markup=False)
             yield Tree("stat_data", id="state-tree")
         yield Footer()
 
@@ -120,9 +134,9 @@ class StateScreen(TavernScreen[None]):
         items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
         for key, child in items:
             if isinstance(child, (dict, list)) and child and not _is_vwd(child):
-                self._fill(node.add(str(key)), child)
+                self._fill(node.add(Text(str(key))), child)  # a str label is markup
             else:
-                node.add_leaf(leaf_text(str(key), child))
+                node.add_leaf(Text(leaf_text(str(key), child)))
 
     def action_refresh(self) -> None:
         """Read the state again."""

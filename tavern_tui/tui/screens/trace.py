@@ -12,7 +12,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.markup import escape
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Footer, OptionList, Static
@@ -25,11 +24,13 @@ from tavern_tui.errors import TavernError
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, event_label, plural, relative_time
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.trace_requests import duration, moment_of, newest_first, request_tokens
 from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import TraceView
 
 HISTORY_LABEL = "HISTORY — what was sent"
+REQUESTS_LABEL = "Requests · newest first"
 """The detail panel's title: what it shows was sent and is read back from the log (the
 strategy pane's "PREVIEW — not sent" is its opposite)."""
 
@@ -53,36 +54,10 @@ OUTCOME_STYLES = {"ok": "", "failed": "$error", "stopped": "$warning", "open": "
 """How a request's outcome is styled in the list."""
 
 
-def _moment(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def duration(ms: float | None) -> str:
-    """"340 ms", "2.4 s", "—" when unknown."""
-    if ms is None:
-        return "—"
-    return f"{int(ms)} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
-
-
-def request_tokens(view: TraceView) -> str:
-    """"15 tok" (the provider's total), "? tok" when it reported none."""
-    usage = view.usage or {}
-    total = usage.get("total_tokens")
-    if total is None and usage.get("prompt_tokens") is not None:
-        total = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
-    return f"{total if total is not None else '?'} tok"
-
-
 def request_prompt(view: TraceView, verified: bool | None, now: datetime) -> Content:
     """A request's list lines: when, the model and its verification mark; then tokens, latency,
     strategy (and the generation when not a plain send) and outcome."""
-    moment = _moment(view.submitted_at)
+    moment = moment_of(view.submitted_at)
     when = relative_time(moment, now) if moment is not None else "?"
     mark, mark_style = MARKS[verified]
     strategy = view.strategy.removeprefix("preset-")  # the list is narrow: "slots-first" says it
@@ -184,14 +159,14 @@ def facts_content(view: TraceView, trace: Mapping[str, Any]) -> Content:
                           f"completion = {usage.get('total_tokens', '?')} tokens"))
 
     timing = trace.get("timing")
-    submitted = _moment(timing.get("submitted")) if isinstance(timing, Mapping) else None
+    submitted = moment_of(timing.get("submitted")) if isinstance(timing, Mapping) else None
     if submitted is None:
         parts.append(_section("timing", ("not recorded", "dim")))
     else:
         assert isinstance(timing, Mapping)
         steps = ["submitted"]
         for key, label in (("first_byte", "first byte"), ("last_byte", "last byte")):
-            moment = _moment(timing.get(key))
+            moment = moment_of(timing.get(key))
             steps.append(f"{label} " + ("—" if moment is None else
                                          f"+{duration((moment - submitted).total_seconds() * 1000)}"))
         parts.append(_section("timing", " → ".join(steps)))
@@ -222,16 +197,18 @@ def _role_style(role: str) -> str:
     return {"user": "$speaker-user", "assistant": "$speaker-character"}.get(role, "$speaker-system")
 
 
-def message_title(position: int, sent: Mapping[str, Any], body: Mapping[str, Any] | None, status: str) -> str:
-    """A message section's title (markup): "3. user · input · 42 chars", or its check's status."""
+def message_title(position: int, sent: Mapping[str, Any], body: Mapping[str, Any] | None, status: str) -> Content:
+    """A message section's title: "3. user · input · 42 chars", or its check's status (names
+    and sources are literal text, never markup)."""
     role = str(sent.get("role", "?"))
     parts = [f"{position + 1}. {role}", str(sent.get("source", "?"))]
     if body is not None and body.get("name"):
         parts.append(str(body["name"]))
-    head = f"[bold {_role_style(role)}]{escape(' · '.join(parts))}[/]"
+    head = (" · ".join(parts), f"bold {_role_style(role)}")
     if status == "ok" and body is not None:
-        return f"{head}  [dim]{len(str(body.get('content', '')))} chars[/]"
-    return f"{head}  [bold $error]({'changed since sent' if status == 'changed' else 'missing'})[/]"
+        return Content.assemble(head, "  ", (f"{len(str(body.get('content', '')))} chars", "dim"))
+    return Content.assemble(head, "  ", (f"({'changed since sent' if status == 'changed' else 'missing'})",
+                                         "bold $error"))
 
 
 def message_body(body: Mapping[str, Any] | None, status: str,
@@ -310,8 +287,8 @@ class TraceScreen(TavernScreen[bool]):
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="trace-title", markup=False)
         with Horizontal(id="trace-panes"):
-            requests = RequestList(id="requests", classes="pane")
-            requests.border_title = "Requests"
+            requests = RequestList(id="requests", classes="pane", markup=False)
+            requests.border_title = REQUESTS_LABEL
             yield requests
             with VerticalScroll(id="trace-detail") as detail:
                 detail.border_title = HISTORY_LABEL
@@ -331,11 +308,11 @@ class TraceScreen(TavernScreen[bool]):
         self.query_one("#trace-title", Static).update(
             f"Requests · {view.character_name} #{view.id} · {plural(len(traces), 'request')} sent · "
             "history read back from the log")
-        newest_first = list(reversed(traces))
-        self.requests.set_options(self._option(t) for t in newest_first)
+        ordered = newest_first(traces)
+        self.requests.set_options(self._option(t) for t in ordered)
         self.requests.focus()
         if traces:
-            index = next((i for i, t in enumerate(newest_first) if t.id == self.select), 0)
+            index = next((i for i, t in enumerate(ordered) if t.id == self.select), 0)
             self.requests.highlighted = index
         else:
             self.query_one("#trace-empty", Static).update(
@@ -435,40 +412,41 @@ class TraceScreen(TavernScreen[bool]):
 
     def _detail_widgets(self, view: TraceView, trace: Mapping[str, Any],
                         verification: Verification | None) -> list[Widget]:
-        moment = _moment(view.submitted_at)
+        moment = moment_of(view.submitted_at)
         when = relative_time(moment, self._now()) if moment is not None else "?"
         reply = f" → reply {view.reply}" if view.reply else ""
         head = Content.assemble(
             (f"{view.provider} · {view.model}", "bold"), f" · {view.strategy} · {view.generation} · sent {when} · ",
             (view.outcome, OUTCOME_STYLES.get(view.outcome, "")), reply, "\n", verification_line(verification))
-        widgets: list[Widget] = [Static(head, classes="trace-head")]
+        widgets: list[Widget] = [Static(head, classes="trace-head", markup=False)]
 
         sent: Sequence[Mapping[str, Any]] = (trace.get("record") or {}).get("messages") or []
         bodies: Sequence[Mapping[str, Any] | None] = verification.messages if verification else [None] * len(sent)
         statuses = [c.status for c in verification.checks] if verification else ["unchecked"] * len(sent)
         widgets.append(Static(Content.assemble(("messages  ", "bold"), plural(len(sent), "message"),
-                                               " as sent, oldest first"), classes="trace-label"))
+                                               " as sent, oldest first"), classes="trace-label", markup=False))
         attributed: Sequence[Any] = (trace.get("attribution") or {}).get("messages") or []
         earlier = max(0, len(sent) - OWN_SECTIONS)
         if earlier:
             lines = Content("\n\n").join(
-                Content.assemble(Content.from_markup(message_title(i, sent[i], bodies[i], statuses[i])), "\n",
+                Content.assemble(message_title(i, sent[i], bodies[i], statuses[i]), "\n",
                                  message_body(bodies[i], statuses[i]))
                 for i in range(earlier))
-            widgets.append(Collapsible(Static(lines, classes="trace-body"), title=f"1.–{earlier}. earlier messages",
-                                       collapsed=True, classes="trace-message"))
+            widgets.append(Collapsible(Static(lines, classes="trace-body", markup=False),
+                                       title=f"1.–{earlier}. earlier messages", collapsed=True,
+                                       classes="trace-message"))
         for i in range(earlier, len(sent)):
             status = statuses[i]
             body = bodies[i]
             if status == "unchecked":
                 body_content = Content.styled("(not verified: the body is shown once verified)", "dim")
-                title = f"{i + 1}. {escape(str(sent[i].get('role', '?')))} · {escape(str(sent[i].get('source', '?')))}"
+                title = Content(f"{i + 1}. {sent[i].get('role', '?')} · {sent[i].get('source', '?')}")
             else:
                 body_content = message_body(body, status, attributed[i] if i < len(attributed) else None)
                 title = message_title(i, sent[i], body, status)
             widgets.append(Collapsible(Static(body_content, classes="trace-body", markup=False), title=title,
                                        collapsed=i < len(sent) - OPEN_BODIES, classes="trace-message"))
-        widgets.append(Static(facts_content(view, trace), classes="trace-facts"))
+        widgets.append(Static(facts_content(view, trace), classes="trace-facts", markup=False))
         return widgets
 
     @property

@@ -58,10 +58,15 @@ MIN_PREVIEW = 8
 
 
 def variant_marks(variant: VariantView) -> list[str]:
-    """The marks after a node's preview: "edited", "deleted", "cut off", "→ #5"."""
+    """The marks after a node's preview: "summary of messages 2–15", "edited", "summarised",
+    "deleted", "cut off", "→ #5"."""
     marks = []
+    if variant.summary_of is not None:
+        marks.append(f"summary of messages {variant.summary_of[0]}–{variant.summary_of[1]}")
     if variant.edited:
         marks.append("edited")
+    if variant.summarised:
+        marks.append("summarised")
     if variant.deleted:
         marks.append("deleted")
     if variant.partial:
@@ -148,14 +153,14 @@ class VariantTree(Tree[VariantView]):
             container = placed[variant.ref]
             under = self.root if container is None else self.nodes[container]
             if variant.position[1] > 1 and variant.children:
-                node = under.add(variant.preview, variant, expand=variant.active)
+                node = under.add(Text(variant.preview), variant, expand=variant.active)  # a str label is markup
             else:
-                node = under.add_leaf(variant.preview, variant)
+                node = under.add_leaf(Text(variant.preview), variant)
             self.nodes[variant.ref] = node
 
     def speaker(self, variant: VariantView) -> str:
-        """The name shown for `variant`'s speaker (the person's, the character's, or System)."""
-        return self._names.get(variant.role, "System")
+        """The name shown for `variant`'s speaker (the person's, the character's, Summary or System)."""
+        return "Summary" if variant.summary_of is not None else self._names.get(variant.role, "System")
 
     def render_label(self, node: TreeNode[VariantView], base_style: Style, style: Style) -> Text:
         variant = node.data
@@ -276,8 +281,9 @@ class TreeScreen(TavernScreen[int | None]):
 
     def _show(self, view: PlaythroughView, timeline: TimelineView, cursor: Ref | None) -> None:
         forks = sum(1 for v in timeline.variants if v.position[1] > 1 and v.position[0] == 1)
+        messages = sum(1 for v in timeline.variants if v.summary_of is None)
         self.query_one("#tree-title", Static).update(
-            f"Branches · {view.character_name} #{view.id} · {plural(len(timeline.variants), 'message')}"
+            f"Branches · {view.character_name} #{view.id} · {plural(messages, 'message')}"
             f" · {plural(forks, 'branch point')}")
         self.tree.show(timeline, {"user": view.user_name, "assistant": view.character_name})
         self.tree.focus()
@@ -293,13 +299,30 @@ class TreeScreen(TavernScreen[int | None]):
         node = self.tree.cursor_node
         return None if node is None else node.data
 
+    @staticmethod
+    def _message_ref(variant: VariantView) -> Ref:
+        """Where a jump, rollback or branch goes: the variant, or for a summary node the last
+        message it covers (the summary itself is not a message of the tree)."""
+        return variant.parent if variant.summary_of is not None and variant.parent is not None else variant.ref
+
+    def _refuse_summarised(self, variant: VariantView, what: str) -> bool:
+        """Say so and return True when `variant` is folded into a summary (the chat shows the
+        summary, not it): the summary node is what can be changed."""
+        if not variant.summarised:
+            return False
+        self.notify(f"This message is summarised: the chat shows the summary instead. {what} the summary node "
+                    "(listed after the last message it covers).", title=f"Cannot {what.lower()}",
+                    severity="warning", markup=False)
+        return True
+
     @on(Tree.NodeSelected, "#variants")
     def _jump(self, event: Tree.NodeSelected[VariantView]) -> None:
         event.stop()
         variant = event.node.data
         if variant is None:
             return
-        self.call(self.tavern.timeline.select_variant, self.playthrough_id, variant.ref, title="Cannot jump there",
+        self.call(self.tavern.timeline.select_variant, self.playthrough_id, self._message_ref(variant),
+                  title="Cannot jump there",
                   then=lambda _: self.dismiss(self.playthrough_id))
 
     def action_rollback(self) -> None:
@@ -307,7 +330,8 @@ class TreeScreen(TavernScreen[int | None]):
         variant = self.current
         if variant is None:
             return
-        self.call(self.tavern.timeline.rollback, self.playthrough_id, variant.ref, title="Cannot roll back",
+        self.call(self.tavern.timeline.rollback, self.playthrough_id, self._message_ref(variant),
+                  title="Cannot roll back",
                   then=lambda _: self.dismiss(self.playthrough_id))
 
     def action_branch(self) -> None:
@@ -315,7 +339,8 @@ class TreeScreen(TavernScreen[int | None]):
         variant = self.current
         if variant is None:
             return
-        self.call(self.tavern.timeline.branch_playthrough, self.playthrough_id, variant.ref, title="Cannot branch",
+        self.call(self.tavern.timeline.branch_playthrough, self.playthrough_id, self._message_ref(variant),
+                  title="Cannot branch",
                   then=self._branched)
 
     def _branched(self, created: PlaythroughView) -> None:
@@ -331,6 +356,8 @@ class TreeScreen(TavernScreen[int | None]):
         if not variant.active or variant.deleted:
             self.notify("Only messages the chat shows can be edited: jump there first (Enter).",
                         title="Cannot edit", severity="warning")
+            return
+        if self._refuse_summarised(variant, "Edit"):
             return
 
         def read() -> MessageView | None:
@@ -358,6 +385,8 @@ class TreeScreen(TavernScreen[int | None]):
         if not variant.active or variant.deleted:
             self.notify("Only messages the chat shows can be deleted: jump there first (Enter).",
                         title="Cannot delete", severity="warning")
+            return
+        if self._refuse_summarised(variant, "Delete"):
             return
         question = (f"Delete this message from the chat?\n\n{self.tree.speaker(variant)}: "
                     f"“{variant.preview or '(empty)'}”\n\n"

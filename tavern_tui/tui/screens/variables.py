@@ -79,12 +79,12 @@ class VariablesScreen(TavernScreen[None]):
     history = getters.query_one("#vars-history", Static)
 
     def compose(self) -> ComposeResult:
-        yield ScreenTitle("Variables", id="vars-title")
+        yield ScreenTitle("Variables", id="vars-title", markup=False)
         with VerticalScroll(id="vars-body"):
-            yield Static("Now", classes="vars-heading")
-            yield Static("…", id="vars-now")
-            yield Static("History on this branch (oldest first)", classes="vars-heading")
-            yield Static("…", id="vars-history")
+            yield Static("Now", classes="vars-heading", markup=False)
+            yield Static("…", id="vars-now", markup=False)
+            yield Static("History on this branch (oldest first)", classes="vars-heading", markup=False)
+            yield Static("…", id="vars-history", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:

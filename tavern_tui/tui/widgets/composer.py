@@ -162,6 +162,9 @@ class InboxStrip(Static):
                 text.append("\n")
             first, *more = item.text.splitlines() or [""]
             extra = f" (+{len(more)} lines)" if more else ""
-            label = f"{item.position} · {'steer' if item.steer else 'queued'} · {first}{extra}"
-            text.append(label, style="reverse" if item.id == self.selected else "dim")
+            kind = "steer" if item.steer else "queued"
+            if item.id == self.selected:  # marked in words too: reverse video alone is easy to miss
+                text.append(f"✎ {item.position} · {kind} · editing · {first}{extra}", style="reverse bold")
+            else:
+                text.append(f"{item.position} · {kind} · {first}{extra}", style="dim")
         self.update(text)

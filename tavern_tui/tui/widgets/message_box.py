@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from rich.markdown import Markdown as RichMarkdown
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import Collapsible, Label, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
@@ -15,6 +15,7 @@ from textual.widgets.markdown import MarkdownStream
 from tavern_tui.service import MessageView
 from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.tui.labels import message_classes, message_mark
+from tavern_tui.tui.widgets.chat_markdown import ChatMarkdown, ChatRichMarkdown
 
 _STATE_CLASSES = ("-streaming", "-partial", "-stopped", "-error")
 _FENCE = ("```", "~~~")
@@ -47,18 +48,18 @@ FLUSHES_PER_SECOND = 30
 performance-anchors §7 B6): fragments arriving in between are joined, so a fast provider
 costs the event loop a bounded share, and the reply still moves at about a frame rate."""
 
-_RENDERED: OrderedDict[tuple[tuple[int, int], str], RichMarkdown] = OrderedDict()
+_RENDERED: OrderedDict[tuple[tuple[int, int], str], ChatRichMarkdown] = OrderedDict()
 _RENDERED_MAX = 1024
 
 
-def rendered(view: MessageView) -> RichMarkdown:
+def rendered(view: MessageView) -> ChatRichMarkdown:
     """The parsed Markdown of a stored message, made once per message revision (its ref and
     shown text) and kept in a bounded LRU cache: paging a window back in, or a swipe back to a
     variant seen before, does not parse the text again."""
     key = (view.ref, view.shown)
     found = _RENDERED.get(key)
     if found is None:
-        found = RichMarkdown(keep_line_breaks(view.shown))
+        found = ChatRichMarkdown(view.shown)
         _RENDERED[key] = found
         if len(_RENDERED) > _RENDERED_MAX:
             _RENDERED.popitem(last=False)
@@ -210,7 +211,7 @@ class MessageBox(Vertical):
         if self.view is not None and self.view.tool_result is not None:
             # A tool call is one compact line; click or Enter on it shows the arguments and result.
             yield Collapsible(Static(tool_details(self.view), classes="message-body", markup=False),
-                              title=self.view.tool_line, collapsed=True, classes="tool-call")
+                              title=Content(self.view.tool_line), collapsed=True, classes="tool-call")
             return
         with Horizontal(classes="message-header"):
             yield Label(self._speaker, classes="speaker", markup=False)
@@ -225,11 +226,11 @@ class MessageBox(Vertical):
                 covers = self.view.summary.get("covers", 0)
                 yield Collapsible(title=f"{covers} original messages (not sent)", collapsed=True, classes="originals")
         else:
-            yield Markdown(self._content, classes="message-body")
+            yield ChatMarkdown(self._content, classes="message-body")
 
     @staticmethod
     def _reasoning_widget(text: str) -> Collapsible:
-        return Collapsible(Markdown(text), title="reasoning", collapsed=True, classes="reasoning")
+        return Collapsible(ChatMarkdown(text), title="reasoning", collapsed=True, classes="reasoning")
 
     @property
     def body(self) -> Markdown | Static:

@@ -129,7 +129,7 @@ class SaveCancelModal(ModalScreen[ResultT]):
         with Horizontal(id=buttons_id, classes="modal-buttons"):
             yield Button("Save", id="save", variant="primary", compact=True)
             yield Button("Cancel", id="cancel", compact=True)
-            yield Static(keys, id=keys_id, classes="modal-keys")
+            yield Static(keys, id=keys_id, classes="modal-keys", markup=False)
 
     def begin_save(self) -> bool:
         """Start a save: False (do nothing) when one is running already; else mark it running,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual.reactive import reactive
 from textual.widgets import Static
 
@@ -9,6 +10,9 @@ from tavern_tui.tui.labels import compact_count
 
 STATES = ("idle", "streaming", "error", "compacting")
 """The generation states the status line shows."""
+
+PASSING = frozenset({"streaming", "compacting"})
+"""States whose detail is progress that the next moment replaces (never kept as a notice)."""
 
 
 class StatusLine(Static):
@@ -26,6 +30,10 @@ class StatusLine(Static):
 
     Idle it is muted text on `$panel`; `-streaming` turns it `$primary`, `-error` puts it on `$error`.
     With a `gauge` (issue 16) the token estimate reads "18.2k / 32k tokens" (used / limit).
+
+    A line too long for the terminal ends with "…"; its detail (or the full text `say` was given
+    for a shortened detail) is then kept in the app's notifications (ctrl+l) through the app's
+    `record_notice`, once per text, unless the app already holds that text (a toast said it).
     """
 
     DEFAULT_CSS = """
@@ -34,6 +42,8 @@ class StatusLine(Static):
         padding: 0 1;
         background: $panel;
         color: $text-muted;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
 
     StatusLine.-streaming { color: $primary; }
@@ -52,9 +62,24 @@ class StatusLine(Static):
     def __init__(self, provider: str, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self.set_reactive(StatusLine.provider, provider)
+        self._whole = ("", "")  # (a shortened detail, the full text it stands for)
+        self._kept = ""  # the last text put in the notifications
 
     def on_mount(self) -> None:
         self._render_line()
+
+    def on_resize(self) -> None:
+        self._keep_if_cut()
+
+    def say(self, state: str, detail: str, whole: str = "") -> None:
+        """Show `state` with `detail`; `whole` is the full text a shortened detail stands for."""
+        self._whole = (detail, whole)
+        self.state, self.detail = state, detail
+
+    @property
+    def whole(self) -> str:
+        """The full text behind the detail shown, when `say` was given one ("" otherwise)."""
+        return self._whole[1] if self._whole[0] == self.detail else ""
 
     def watch_state(self, state: str) -> None:
         for name in STATES:
@@ -99,4 +124,20 @@ class StatusLine(Static):
 
     def _render_line(self) -> None:
         self.update(self.line)
+        # After the handler that set it: a toast it raises next is then already a notice.
+        self.call_after_refresh(self._keep_if_cut)
+
+    def _keep_if_cut(self) -> None:
+        """Keep a settled detail the line cannot show whole in the app's notifications."""
+        text = self.whole or self.detail
+        width = self.content_size.width
+        if not text or self.state in PASSING or width <= 0 or text == self._kept:
+            return
+        if cell_len(self.line) <= width and not self.whole:
+            return
+        record = getattr(self.app, "record_notice", None)
+        notices = getattr(self.app, "notices", [])
+        self._kept = text
+        if record is not None and not any(text in n.text for n in notices[-10:]):
+            record("error" if self.state == "error" else "information", "Status line", text)
 

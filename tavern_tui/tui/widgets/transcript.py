@@ -85,7 +85,7 @@ class Transcript(VerticalScroll):
         # The spacer takes the height the messages leave free, so a short chat sits just above
         # the prompt (and an anchored scroll never goes negative); it shrinks to nothing once
         # the messages fill the view.
-        yield Static("", id="spacer")
+        yield Static("", id="spacer", markup=False)
         yield Static("", id="earlier", markup=False)
         later = Static("", id="later", markup=False)
         later.display = False

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.text import Text
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -133,7 +134,7 @@ class PersonaScreen(TavernScreen[None]):
             yield nominations
             with VerticalScroll(id="nomination-support", can_focus=False) as support:
                 support.border_title = "Supporting messages"
-                yield Static("", id="support-body")
+                yield Static("", id="support-body", markup=False)
         yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
@@ -227,7 +228,9 @@ class PersonaScreen(TavernScreen[None]):
         table = self.entries
         table.clear()
         for entry in doc.entries:
-            table.add_row(str(entry.id), clip(entry.text, TEXT_WIDTH), provenance_label(entry), entry.sensitivity,
+            # A str cell is markup: the person's text goes in as Text.
+            table.add_row(str(entry.id), Text(clip(entry.text, TEXT_WIDTH)), Text(provenance_label(entry)),
+                          entry.sensitivity,
                           _marks_cell(entry_marks(entry, rendered)), key=str(entry.id))
         table.border_subtitle = "empty: nothing is sent · a adds an entry" if not doc.entries else \
             plural(len(doc.entries), "entry", "entries")
@@ -239,7 +242,7 @@ class PersonaScreen(TavernScreen[None]):
         table = self.nomination_table
         table.clear()
         for belief in nominations:
-            table.add_row(str(belief.id), clip(belief.statement, TEXT_WIDTH), f"{belief.confidence:.2f}",
+            table.add_row(str(belief.id), Text(clip(belief.statement, TEXT_WIDTH)), f"{belief.confidence:.2f}",
                           str(belief.corroborations), belief.sensitivity, key=str(belief.id))
         table.border_subtitle = plural(len(nominations), "outstanding nomination") if nominations else "none"
         ids = [b.id for b in nominations]

@@ -14,6 +14,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, Select, Static, TextArea
 
@@ -64,7 +65,7 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
         # The form scrolls inside the box, which never exceeds the screen (80x24 included); the
         # error line and Save / Cancel stay docked at its foot.
         with Vertical(id="persona-editor-box", classes="modal-box") as box:
-            box.border_title = self._title
+            box.border_title = Content(self._title)  # a str is markup
             with VerticalScroll(id="persona-editor-form", can_focus=False, classes="modal-form"):
                 if self._hint:
                     yield Static(self._hint, id="persona-editor-hint", markup=False)
@@ -75,7 +76,7 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
                 if self._sensitivity is not None or self._stale is not None:
                     with Horizontal(classes="persona-editor-row"):
                         if self._sensitivity is not None:
-                            yield Label("Sensitivity", classes="persona-editor-label")
+                            yield Label("Sensitivity", classes="persona-editor-label", markup=False)
                             yield Select([(level, level) for level in SENSITIVITIES], value=self._sensitivity,
                                          allow_blank=False, id="persona-sensitivity", compact=True)
                         if self._stale is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.text import Text
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -95,8 +96,8 @@ class PersonaHistoryScreen(TavernModal[None]):
             box.border_title = "Persona history · read-only"
             yield DataTable(id="revisions", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="revision-scroll", can_focus=False):
-                yield Static("", id="revision-entries")
-            yield Static("↑/↓ choose a revision · Esc closes", id="history-keys")
+                yield Static("", id="revision-entries", markup=False)
+            yield Static("↑/↓ choose a revision · Esc closes", id="history-keys", markup=False)
 
     def on_mount(self) -> None:
         self.revisions.add_columns("Version", "When", "Reason", "Entries")
@@ -120,7 +121,7 @@ class PersonaHistoryScreen(TavernModal[None]):
         self.history = message.revisions
         for doc in self.history:
             when = doc.created_at.astimezone().strftime("%Y-%m-%d %H:%M") if doc.created_at else "—"
-            self.revisions.add_row(f"v{doc.version}", when, doc.reason or "—",
+            self.revisions.add_row(f"v{doc.version}", when, Text(doc.reason or "—"),
                                    plural(len(doc.entries), "entry", "entries"), key=str(doc.version))
         if not self.history:
             self.query_one("#revision-entries", Static).update(

@@ -109,10 +109,10 @@ class StrategyScreen(TavernScreen[None]):
         yield ScreenTitle("", id="strategy-title", markup=False)
         with Horizontal(id="strategy-panes"):
             with Vertical(id="strategy-side"):
-                strategies = StrategyList(id="strategies", classes="pane")
+                strategies = StrategyList(id="strategies", classes="pane", markup=False)
                 strategies.border_title = "Strategy"
                 yield strategies
-                presets = PresetList(id="presets", classes="pane")
+                presets = PresetList(id="presets", classes="pane", markup=False)
                 presets.border_title = "Preset"
                 yield presets
                 yield Static(HINT, id="strategy-hint", markup=False)
@@ -328,7 +328,7 @@ class StrategyScreen(TavernScreen[None]):
     def _show_preview(self, key: PreviewKey) -> None:
         result = self.previews[key]
         panel = self.query_one("#preview", VerticalScroll)
-        panel.border_subtitle = f"{key[0]} v{key[1]} · {self.preset_name(key[2])}"
+        panel.border_subtitle = Content(f"{key[0]} v{key[1]} · {self.preset_name(key[2])}")
         if isinstance(result, str):
             self.preview_body.update(Content.assemble(("No preview: ", "bold $error"), result))
         else:

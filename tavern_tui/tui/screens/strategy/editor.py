@@ -11,6 +11,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import Input, Label, Select, Static
 
@@ -83,19 +84,19 @@ class StrategyEditor(SaveCancelModal[StrategySpec | None]):
         spec = self.spec
         options = OPTIONS.get(spec.base, {})
         with Vertical(id="strategy-editor-box", classes="modal-box") as box:
-            box.border_title = (f"Copy {spec.name} v{spec.version}" if spec.builtin
+            box.border_title = Content(f"Copy {spec.name} v{spec.version}" if spec.builtin
                                 else f"Edit {spec.name} v{spec.version}")
             yield Static("Saving stores a new version; it is not applied (Enter in the list applies it).",
                          id="strategy-editor-hint", markup=False)
             with Horizontal(classes="strategy-editor-row"):
-                yield Label("Name", classes="strategy-editor-label")
+                yield Label("Name", classes="strategy-editor-label", markup=False)
                 yield Input(self.default_name, id="strategy-name", compact=True)
             with Horizontal(classes="strategy-editor-row"):
-                yield Label("Base", classes="strategy-editor-label")
+                yield Label("Base", classes="strategy-editor-label", markup=False)
                 yield Static(f"{spec.base} (read-only)", id="strategy-base", markup=False)
             for option, (values, default) in options.items():
                 with Horizontal(classes="strategy-editor-row"):
-                    yield Label(option, classes="strategy-editor-label")
+                    yield Label(option, classes="strategy-editor-label", markup=False)
                     yield Select([(str(value), value) for value in values], value=spec.options.get(option, default),
                                  allow_blank=False, id=f"option-{option}", compact=True)
             if not options:
