@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -104,17 +106,62 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     PostgreSQL run selects exactly them: `TAVERN_TEST_PG_URL=… pytest -m any_database`
     (`-k db_url` matches test names, not fixtures, and selects nothing)."""
     for item in items:
-        if "db_url" in getattr(item, "fixturenames", ()):
+        if {"db_url", "blank_db_url"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.any_database)
 
 
+@pytest.fixture(scope="session")
+def database_templates(tmp_path_factory: pytest.TempPathFactory, corpus_dir: Path) -> dict[str, Path]:
+    """SQLite files made once per test process and copied into each test's folder: "empty" (every
+    migration applied) and "corpus" (the corpus cards imported into it). Migrating a new file
+    takes longer than most tests; a copy of one migrated here is the same database."""
+    folder = tmp_path_factory.mktemp("database-templates")
+    made: dict[str, Path] = {}
+    for name, cards in (("empty", False), ("corpus", True)):
+        path = folder / f"{name}.sqlite3"
+        service = Tavern(Settings(db_url=f"sqlite:///{path}"))
+        try:
+            if cards:
+                assert all(r.ok for r in service.imports.import_paths([corpus_dir / "cards"]))
+        finally:
+            service.close()
+        with sqlite3.connect(path) as conn:  # everything in the main file, none in a WAL beside it
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        made[name] = path
+    return made
+
+
+def seed_database(template: Path, url: str) -> None:
+    """Put a copy of `template` (`database_templates`) at the SQLite file `url` names, private as
+    the store makes its files."""
+    path = Path(url.removeprefix("sqlite:///"))
+    for stale in path.parent.glob(path.name + "*"):
+        stale.unlink()
+    shutil.copyfile(template, path)
+    path.chmod(0o600)
+
+
 @pytest.fixture
-def db_url(tmp_path: Path) -> Iterator[str]:
-    """A SQLite URL in the test's temp folder; with TAVERN_TEST_PG_URL set, the URL of a fresh
-    PostgreSQL database created for this test and dropped after it."""
+def blank_db_url(tmp_path: Path) -> Iterator[str]:
+    """As `db_url`, but no file yet on SQLite: for tests of migrating or creating a database."""
     admin_url = os.environ.get(PG_URL_ENV)
     if not admin_url:
-        yield f"sqlite:///{tmp_path / 'tavern.sqlite3'}"
+        yield f"sqlite:///{tmp_path / 'blank.sqlite3'}"
+        return
+    with fresh_postgres_database(admin_url) as url:
+        yield url
+
+
+@pytest.fixture
+def db_url(tmp_path: Path, database_templates: dict[str, Path]) -> Iterator[str]:
+    """A SQLite URL in the test's temp folder (a copy of the migrated empty database); with
+    TAVERN_TEST_PG_URL set, the URL of a fresh PostgreSQL database created for this test and
+    dropped after it."""
+    admin_url = os.environ.get(PG_URL_ENV)
+    if not admin_url:
+        url = f"sqlite:///{tmp_path / 'tavern.sqlite3'}"
+        seed_database(database_templates["empty"], url)
+        yield url
         return
     with fresh_postgres_database(admin_url) as url:
         yield url

@@ -187,12 +187,12 @@ def test_booleans_and_optimistic_versions_behave_alike(store: Store) -> None:
         assert uow.personas.current("me").name == "Me"
 
 
-def test_migrations_run_up_down_and_up_again_and_upgrade_keeps_old_events(db_url: str) -> None:
+def test_migrations_run_up_down_and_up_again_and_upgrade_keeps_old_events(blank_db_url: str) -> None:
     from alembic import command
 
     from tavern_tui.store.db import _alembic_config
 
-    engine = make_engine(db_url)
+    engine = make_engine(blank_db_url)
     try:
         upgrade(engine)
         config = _alembic_config()  # the one upgrade() uses
@@ -213,7 +213,7 @@ def test_migrations_run_up_down_and_up_again_and_upgrade_keeps_old_events(db_url
         assert current_revision(engine) == head_revision()
     finally:
         engine.dispose()
-    store = Store(db_url)
+    store = Store(blank_db_url)
     try:
         assert [e.content for e in store.events.surface_events(sid)] == ["old"]
         assert store.events.append(sid, [_msg("new")])[0].seq == 2
@@ -222,9 +222,9 @@ def test_migrations_run_up_down_and_up_again_and_upgrade_keeps_old_events(db_url
         store.close()
 
 
-def test_processes_opening_a_new_database_at_once_migrate_it_once(db_url: str) -> None:
+def test_processes_opening_a_new_database_at_once_migrate_it_once(blank_db_url: str) -> None:
     code = "import sys\nfrom tavern_tui.store.store import Store\nStore(sys.argv[1]).close()\n"
-    processes = [subprocess.Popen([sys.executable, "-c", code, db_url], stdout=subprocess.PIPE,
+    processes = [subprocess.Popen([sys.executable, "-c", code, blank_db_url], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(4)]
     results = []
     for process in processes:
@@ -235,7 +235,7 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(db_url: str) -
             _, err = process.communicate()
         results.append((process.returncode, err.strip().splitlines()[-1:]))
     assert results == [(0, [])] * 4
-    engine = make_engine(db_url)
+    engine = make_engine(blank_db_url)
     try:
         assert current_revision(engine) == head_revision()
     finally:

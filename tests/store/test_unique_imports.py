@@ -15,8 +15,8 @@ from sqlalchemy import text
 from tavern_tui.store.db import make_engine, upgrade
 
 
-def test_migration_0009_merges_duplicate_imports_keeping_every_reference(db_url: str) -> None:
-    engine = make_engine(db_url)
+def test_migration_0009_merges_duplicate_imports_keeping_every_reference(blank_db_url: str) -> None:
+    engine = make_engine(blank_db_url)
     now = datetime.now(UTC)
     try:
         upgrade(engine, "0007")

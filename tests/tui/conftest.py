@@ -17,6 +17,7 @@ from textual.widgets import Input, OptionList, TextArea
 from tavern_tui.config import Settings
 from tavern_tui.engine.stream import ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
 from tavern_tui.service import Tavern
+from tests.conftest import seed_database
 
 GATE = object()
 """A script step that waits until the test opens `ScriptedProvider.gate` (never, to test Esc)."""
@@ -84,13 +85,18 @@ def scripted() -> ScriptedProvider:
 
 
 @pytest.fixture
-def make_tavern(db_url: str, corpus_dir: Path) -> Iterator[Callable[..., Tavern]]:
-    """Build services on the test's database (several may share it, like two app runs)."""
+def make_tavern(db_url: str, corpus_dir: Path, database_templates: dict[str, Path]) -> Iterator[Callable[..., Tavern]]:
+    """Build services on the test's database (several may share it, like two app runs). The
+    first, with `import_corpus`, starts from the database with the corpus cards imported (a copy
+    of `database_templates["corpus"]` on SQLite; imported here on PostgreSQL)."""
     opened: list[Tavern] = []
 
     def make(provider: object, *, import_corpus: bool = True) -> Tavern:
+        seeded = import_corpus and not opened and db_url.startswith("sqlite:///")
+        if seeded:
+            seed_database(database_templates["corpus"], db_url)
         service = Tavern(Settings(db_url=db_url), provider=provider)  # type: ignore[arg-type]
-        if import_corpus:
+        if import_corpus and not seeded:
             assert all(r.ok for r in service.imports.import_paths([corpus_dir / "cards"]))
         opened.append(service)
         return service
