@@ -5,12 +5,11 @@ transcript's display text they produce (`tavern.scripts`; issue 18 items 3 and 5
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import replace
 from typing import Any
 
 from tavern_tui.errors import NotFound
-from tavern_tui.scripts.html_text import html_to_text
+from tavern_tui.scripts.panels import display_text
 from tavern_tui.scripts.regex_scripts import (
     Placement,
     RegexScript,
@@ -24,24 +23,6 @@ from tavern_tui.scripts.regex_scripts import (
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.views import ImportResult, MessageView
-
-SCRIPTED_PAGE_NOTE = ("(a page script fills in this panel and a terminal does not run it, so its values may be the "
-                      "page's defaults: ctrl+g shows the live state)")
-_PAGE_START = re.compile(r"<!doctype|<html|<script", re.IGNORECASE)
-
-
-def _note_page_script(text: str) -> str:
-    """`text` with `SCRIPTED_PAGE_NOTE` as a paragraph before an HTML page that carries a `<script>` (status bars
-    JS-Slash-Runner renders in an iframe and fills from the variables at run time)."""
-    if "<script" not in text.lower():
-        return text
-    start = _PAGE_START.search(text)
-    at = start.start() if start else 0
-    before = text[:at].rstrip()
-    if before.endswith("```"):  # JS-Slash-Runner renders a fenced page as its iframe: the note goes before the fence
-        at = len(before) - 3
-        return f"{text[:at]}{SCRIPTED_PAGE_NOTE}\n\n{text[at:]}"
-    return f"{text[:at]}<p>{SCRIPTED_PAGE_NOTE}</p>{text[at:]}"
 
 
 class ScriptService:
@@ -134,12 +115,23 @@ class ScriptService:
 
     # --- display -------------------------------------------------------------------------------
 
+    def shown_text(self, character_id: int, text: str, role: str = "assistant", depth: int = 0) -> str:
+        """What the transcript would show for one message `text` of `role` at display `depth` (0: the
+        newest, as an opening draft's greeting): as `display_views`, the raw text when no script changes it."""
+        scripts = self.script_set(character_id)
+        if not scripts:
+            return text
+        placement = Placement.USER_INPUT if role == "user" else Placement.AI_OUTPUT
+        shown = scripts.for_display(text, placement, depth)
+        return display_text(shown.text) if shown.applied else text
+
     def display_views(self, character_id: int, views: list[MessageView]) -> list[MessageView]:
         """`views` (the newest messages of a transcript, oldest first) with `display` set where the
         scripts change what is shown: `markdownOnly` scripts and those with neither flag, at
         SillyTavern's display depth (the user/assistant messages after it: `usableMessages.length
-        - indexOf - 1`), then HTML turned into readable text. A `display` already set (MVU's derived text)
-        is what the scripts read."""
+        - indexOf - 1`), then HTML turned into readable text and each page that needs its own
+        script folded into a panel (`scripts.panels.display_text`). A `display` already set (MVU's
+        derived text) is what the scripts read."""
         scripts = self.script_set(character_id)
         if not scripts:
             return views
@@ -151,7 +143,7 @@ class ScriptService:
             placement = Placement.USER_INPUT if view.role == "user" else Placement.AI_OUTPUT
             source = view.display if view.display is not None else view.content  # MVU's derived text first
             shown = scripts.for_display(source, placement, depth)
-            text = html_to_text(_note_page_script(shown.text)) if shown.applied else shown.text
+            text = display_text(shown.text) if shown.applied else shown.text
             if text != view.content:
                 out[index] = replace(view, display=text)
         return out

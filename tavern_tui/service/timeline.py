@@ -30,7 +30,7 @@ from tavern_tui.engine.timeline import SWIPE_DELETED, Ref, Timeline, VariantRow
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
-from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.playthroughs import MAX_TITLE, PlaythroughService
 from tavern_tui.service.shown import shown_on_path
 from tavern_tui.text.names import substitute_names
 from tavern_tui.views import PlaythroughView, SwipeView, TimelineView, VariantView
@@ -57,6 +57,12 @@ def inherited_meta(parent_meta: str, parent_id: int, ref: Ref) -> dict[str, Any]
     meta = {k: v for k, v in meta.items() if k not in ("source", "sha256")}
     meta.update({"branch_of": parent_id, "from": list(ref)})
     return meta
+
+
+def branch_title(parent_title: str, mark: str = " (branch)") -> str:
+    """A branch playthrough's title: its parent's, marked once, cut with "…" to fit `MAX_TITLE`."""
+    base = parent_title.removesuffix(mark)
+    return (base if len(base) + len(mark) <= MAX_TITLE else base[:MAX_TITLE - len(mark) - 1] + "…") + mark
 
 
 class TimelineService:
@@ -400,9 +406,10 @@ class TimelineService:
             raise NotFound(f"no message {ref[0]}:{ref[1]} in playthrough {playthrough_id}")
         with self.ctx.store.unit_of_work(write=False) as uow:
             parent = uow.playthroughs.get(playthrough_id)
+        title = branch_title(self.playthroughs.chat_title(parent))  # before the fork: the parent's own first line
         session_id = self.fork(playthrough_id, ref, timeline)
         with self.ctx.store.unit_of_work() as uow:  # one transaction: the child and all it inherits
-            created = uow.playthroughs.add(character_id=parent.character_id, title=f"branch of #{playthrough_id}",
+            created = uow.playthroughs.add(character_id=parent.character_id, title=title,
                                            user_name=parent.user_name, session_id=session_id,
                                            meta=json.dumps(inherited_meta(parent.meta, playthrough_id, ref),
                                                            ensure_ascii=False))

@@ -33,6 +33,7 @@ from tavern_tui.errors import TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.secrets import configured_secrets, refuse_configured
+from tavern_tui.text.secret_values import holds_secret
 
 __all__ = ["SCOPES", "VariableService", "VariablesView"]
 
@@ -109,8 +110,10 @@ class VariableService:
 
     def macro_context(self, session_id: int, chat_id: str = "") -> MacroContext:
         """A base macro context holding the variables a step on `session_id` starts from."""
+        secrets = configured_secrets(self.ctx.settings, self.ctx.provider)
+        refuse = (lambda text: holds_secret(text, secrets)) if secrets else None
         return MacroContext(local_vars=self.session_variables(session_id), global_vars=self.global_variables(),
-                            chat_id=chat_id)
+                            chat_id=chat_id, refuse_write=refuse)
 
     def history(self, playthrough_id: int) -> list[dict[str, Any]]:
         """Each variables commit on the head surface, oldest first, with the message it follows.

@@ -499,7 +499,8 @@ class EventLog:
 
     def count_messages(self, session_id: int) -> int:
         """How many chat messages (user, assistant, attempts, shown system lines) a session's
-        surface holds across its forks, counted on the index (deletes not subtracted)."""
+        surface holds across its forks, counted on the index: a summary counts once for what it
+        replaced, a deleted message not at all."""
         chain = self._chain(session_id, None)
         kinds = [str(EventKind.USER_MESSAGE), str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT)]
         clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq <= upto) if upto is not None
@@ -517,7 +518,15 @@ class EventLog:
             composed = int(conn.execute(select(func.count()).select_from(EVENTS).where(
                 or_(*clauses), EVENTS.c.kind == str(EventKind.SURFACE_REPLACED),
                 EVENTS.c.source == COMPOSER_SOURCE)).scalar_one())
+            # Edits and deletes: a delete (no replacement message) takes its targets off the surface.
+            edits = conn.execute(select(EVENTS.c.body).where(
+                or_(*clauses), EVENTS.c.kind == str(EventKind.SURFACE_REPLACED),
+                EVENTS.c.source.not_in([SUMMARY_SOURCE, COMPOSER_SOURCE]))).scalars().all()
         for body in summaries:
             targets = json.loads(body).get("targets") or []
             count += 1 - len(targets)
+        for body in edits:
+            change = json.loads(body)
+            if change.get("message") is None:
+                count -= len(change.get("targets") or [])
         return count - composed

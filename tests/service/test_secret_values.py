@@ -250,3 +250,16 @@ def test_a_variable_holding_the_key_is_refused_in_either_scope(keyed, form: str,
     assert after.local == {} and after.global_ == {}
     assert _leaks(_stored(db)) == []
     assert tavern.variables.set(pid, "mood", "calm", scope=scope)  # an ordinary value is still kept
+
+
+@pytest.mark.parametrize("macro", ["setvar", "setglobalvar", "addvar"])
+def test_a_macro_writing_the_key_into_a_variable_writes_nothing(keyed, macro: str) -> None:
+    # E.g. a world book imported before the key was configured: its {{setvar}} runs in every step.
+    from tavern_tui.assembly.macros import substitute
+
+    tavern, _model, pid, _db = keyed
+    ctx = tavern.variables.macro_context(tavern.playthroughs.playthrough(pid).session_id)
+    assert substitute(f"{{{{{macro}::note::{KEY}}}}}{{{{{macro}::mood::calm}}}}", ctx) == ""
+    written = {**ctx.local_vars, **ctx.global_vars}
+    assert "note" not in written and written["mood"] == "calm"
+    assert "a variable holding the configured API key was not written" in ctx.limits_hit

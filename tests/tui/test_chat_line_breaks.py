@@ -61,7 +61,7 @@ async def test_sent_and_streamed_lines_stay_apart(corpus_tavern: Tavern, scripte
 
 
 async def test_a_reply_shows_its_lines_while_it_streams(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
-    scripted.enqueue(ACTION, "\n", DIALOGUE, GATE, "\nDone.")
+    scripted.enqueue(ACTION, "\n", DIALOGUE, "\n", GATE, "Done.")
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=(120, 40)) as pilot:
         chat = await open_seraphina(pilot)

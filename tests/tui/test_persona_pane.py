@@ -87,7 +87,7 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
         screen = await open_pane(pilot, "f8")
         assert screen.playthrough_id == pid
         title = str(screen.query_one("#persona-title").content)
-        assert title.startswith("Persona v0 · no name") and "0 of 0 entries sent" in title
+        assert title.startswith("Persona v0 · no name") and title.endswith("· no entries")
         assert "sent to the model on every call" in str(screen.query_one("#persona-note").content)
         assert f"playthrough #{pid}'s sensitivity ceiling" in str(screen.query_one("#persona-note").content)
         assert rows(screen.entries) == []
@@ -322,7 +322,7 @@ async def test_switching_personas_locking_the_chat_and_naming_one(corpus_tavern:
         await pilot.press("s")  # shows Bo; nothing changes yet
         await settle(pilot, screen, loads)
         assert screen.persona_id == bo.id and [r[1] for r in rows(screen.entries)] == ["{{user}} bakes bread."]
-        assert "not in use here: Ann is" in str(title.content)
+        assert "Bo (3 of 3 · this chat plays as Ann)" in str(title.content)
         assert tavern.persona.playthrough_persona(pid).id == ann.id
         loads = screen.loads
         await pilot.press("u")  # from a chat: this chat is locked to Bo

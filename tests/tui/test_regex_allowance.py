@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import Collapsible
+
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.modals.confirm import ConfirmScreen
@@ -33,8 +35,11 @@ async def test_regex_scripts_are_allowed_once_and_shape_the_transcript(corpus_ta
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await send(pilot, chat, "你好")
-        await wait_until(pilot, lambda: "角色状态" in chat.transcript.boxes[-1].text)
-        shown = chat.transcript.boxes[-1].text
-        assert "UpdateVariable" not in shown and "<" not in shown and shown.startswith("她笑了。")
+        # The status page is folded into one line under the reply's words (its page script cannot run here).
+        await wait_until(pilot, lambda: bool(chat.transcript.boxes[-1].query(".panel")))
+        box = chat.transcript.boxes[-1]
+        assert "角色状态" in str(box.query_one(".panel", Collapsible).title)
+        shown = box.text
+        assert "UpdateVariable" not in shown and "<" not in shown and shown == "她笑了。"
         # The raw reply stays in the log.
         assert corpus_tavern.playthroughs.messages(chat.playthrough_id)[-1].content == REPLY

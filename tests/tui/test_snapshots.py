@@ -14,7 +14,6 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import TOKEN_DELAY, ChatScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.screens.tree import TreeScreen
-from tavern_tui.tui.widgets.entry_table import EntryTable
 from tests.tui.conftest import ScriptedProvider, open_character, started_on, wait_until, workers_idle
 
 SIZE = (120, 40)
@@ -33,6 +32,9 @@ async def _chat_with_one_exchange(pilot: Pilot[object]) -> None:
     await pilot.press("enter")
     await pilot.app.workers.wait_for_complete()
     await wait_until(pilot, lambda: not chat.generating)
+    # The streamed box is redrawn as the stored message when it settles: wait for that drawing.
+    await wait_until(pilot, lambda: chat.transcript.boxes[-1].view is not None
+                     and not chat.transcript.boxes[-1].has_class("-streaming"))
     # The status line's token estimate is debounced: let its timer fire and its worker finish,
     # so a loaded machine does not catch it half-way.
     await pilot.pause(TOKEN_DELAY + 0.2)
@@ -85,9 +87,6 @@ def test_lore_screen_in_a_chat_with_the_tester(snap_compare, corpus_tavern: Tave
         await pilot.press("t", *text)
         await wait_until(pilot, lambda: lore.tester.result_text == text)
         await pilot.app.workers.wait_for_complete()
-        # The table sizes its columns to their cells on a later refresh: wait for it, not for time.
-        table = lore.query_one("#entries", EntryTable)
-        await wait_until(pilot, lambda: table.columns["title"].content_width >= len("shadowfang"))
         await pilot.pause()
 
     assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=_test_in_the_lore_pane)

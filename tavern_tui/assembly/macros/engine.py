@@ -106,6 +106,9 @@ class MacroContext:
     """Tavern Helper's character variables (the card's `extensions.tavern_helper.variables`), read-only here."""
     preset_vars: dict[str, object] = field(default_factory=dict)
     """Tavern Helper's preset variables (the preset's `extensions.tavern_helper.variables`), read-only here."""
+    refuse_write: Callable[[str], bool] | None = None
+    """When set, a variable write whose name or value it is true for is dropped (the configured API
+    key: a variable is stored, printed and read by every card) and `limits_hit` names it."""
     templates: Callable[[str, MacroContext], str] | None = None
     """When set, run on every `substitute` result holding an EJS tag `<%` (restricted templates, issue 18:
     ST-Prompt-Template runs on the prompt after SillyTavern's macros); reads and writes the variables like a
@@ -663,8 +666,15 @@ class _Evaluator:
     def _store(self, name: str) -> tuple[str, dict[str, object]]:
         return ("global", self.ctx.global_vars) if "global" in name else ("local", self.ctx.local_vars)
 
+    def _refused(self, name: str, value: object) -> bool:
+        if self.ctx.refuse_write is not None and self.ctx.refuse_write(f"{name}\n{value}"):
+            self.ctx.limits_hit.add("a variable holding the configured API key was not written")
+            return True
+        return False
+
     def _setvar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
-        self._store(name)[1][args[0]] = args[1]
+        if not self._refused(args[0], args[1]):
+            self._store(name)[1][args[0]] = args[1]
         return ""
 
     def _getvar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
@@ -675,7 +685,8 @@ class _Evaluator:
     def _addvar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         scope, store = self._store(name)
         self.ctx.reads.add((scope, args[0]))
-        var_add(store, args[0], args[1])
+        if not self._refused(args[0], args[1]):
+            var_add(store, args[0], args[1])
         return ""
 
     def _incvar(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:

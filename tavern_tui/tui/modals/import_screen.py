@@ -129,8 +129,7 @@ class ImportScreen(ModalScreen[str | None]):
     ]
 
     def __init__(self, title: str = "Import",
-                 placeholder: str = "a card, world book, preset, persona or chat (.png/.json/.jsonl), "
-                                    "or a folder; several: quote or separate them",
+                 placeholder: str = "card, world book, preset, persona, chat, folder; several: space apart",
                  root: str | Path = ".") -> None:
         super().__init__()
         self._title = title
@@ -254,7 +253,8 @@ def notify_warnings(screen: Screen, results: list[ImportResult]) -> None:
     """Sum up what an import stored with warnings in one short toast; every warning goes in full
     to the notifications screen (ctrl+l), one entry per file (issue 21 item 6: never a toast
     taller than the screen)."""
-    warned = [r for r in results if r.ok and r.warnings]
+    # A file imported before stored nothing now: its warnings were reported the first time.
+    warned = [r for r in results if r.ok and r.warnings and not r.duplicate]
     if not warned:
         return
     record = getattr(screen.app, "record_notice", None)

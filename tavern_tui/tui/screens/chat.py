@@ -43,12 +43,12 @@ from tavern_tui.tui.messages import (
     WorldBooksRequested,
 )
 from tavern_tui.tui.modals.choose import ChooseScreen
-from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.modals.tool_ask import ToolAskScreen
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
 from tavern_tui.tui.screens.persona import PersonaScreen
+from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
 from tavern_tui.tui.screens.state import StateScreen, refused_status, refused_whole
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.swipe_note import swipe_note
@@ -225,6 +225,8 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         self._esc_armed = False  # Esc was pressed once with text in the composer (issue 21 item 4)
         self._into_composer = False  # the running impersonation fills the composer (issue 21 item 3)
         self._settled_text = ""  # the text of the step's settled reply (ReplySettled)
+        # The card's regex-script question (asked once per character per run): sends wait for the answer.
+        self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
@@ -270,12 +272,12 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         self.status.swipe = state.swipe
         self.refresh_bindings()
         self.call_after_refresh(self._warm_world_info)  # the transcript paints first (issue 22)
-        self.call(self.tavern.scripts.needs_allowance, view.character_id, title="Cannot read the card's regex scripts",
-                  then=self._ask_regex_allowance)
+        self._allowance.check(view.character_id, view.character_name)  # before any send goes out
         self._send_opening_line()
         if self._focus:
             refs, self._focus = self._focus, ()
-            self.call(self._index_of, refs, title="Cannot find the message", then=self._focus_message)
+            self.call(self._index_of, refs, title="Cannot find the message",
+                      then=lambda found, refs=refs: self._focus_message(found, refs))
 
     def _index_of(self, refs: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
         # In the worker: where the message is on the (now active) path, as (index, total).
@@ -284,39 +286,23 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         found = next((where[ref] for ref in refs if ref in where), None)
         return None if found is None else (found, len(messages))
 
-    async def _focus_message(self, found: tuple[int, int] | None) -> None:
-        """Page the transcript to a search hit and put the message cursor on it."""
+    async def _focus_message(self, found: tuple[int, int] | None, refs: tuple[tuple[int, int], ...]) -> None:
+        """Page the transcript to a search hit and put the message cursor on it (found by its ref:
+        the stored message count the transcript numbers from can be off)."""
         if found is None:
             self.notify("That message is not on this chat's path any more.", severity="warning")
             return
-        box = await self.transcript.page_to(found[0])
+        box = await self.transcript.page_to_ref(refs)
         if box is not None:
             self._show_cursor(box)
             self.transcript.scroll_box_into_view(box, top=True)
 
-    def _ask_regex_allowance(self, names: list[str]) -> None:
-        """SillyTavern's question when a card carries regex scripts: asked once per character per run;
-        "Allow" is kept in the database (issue 18), until then the card's scripts never run."""
-        asked: set[int] | None = getattr(self.app, "regex_asked", None)
-        if asked is None:
-            asked = set()
-            self.app.regex_asked = asked  # type: ignore[attr-defined]
-        if not names or self.playthrough is None or self.playthrough.character_id in asked:
-            return
-        character_id = self.playthrough.character_id
-        asked.add(character_id)
-        listed = "\n".join(f"  • {name}" for name in names[:12]) + ("\n  …" if len(names) > 12 else "")
-        question = (f"{self.playthrough.character_name} has {len(names)} embedded regex script(s):\n{listed}\n\n"
-                    "They rewrite what is sent and shown (status bars, hidden update blocks). Allow them "
-                    "for this character?")
+    def _scripts_allowed(self, done: Callable[[], None]) -> None:
+        async def reshow(state: ChatState) -> None:
+            await self._reshow(state)
+            done()  # a held send starts after the rebuild, never inside it
 
-        def answered(allow: bool | None) -> None:
-            if allow:
-                self.call(self.tavern.scripts.set_allowed, character_id, title="Cannot allow the regex scripts",
-                          then=lambda _: self.call(self._read_state, title="Cannot read the chat",
-                                                   then=self._reshow))
-
-        self.app.push_screen(ConfirmScreen(question, confirm="Allow"), answered)
+        self.call(self._read_state, title="Cannot read the chat", then=reshow, failed=lambda _: done())
 
     async def _reshow(self, state: ChatState) -> None:
         # Every message may now show differently (display scripts): rebuild the window.
@@ -327,7 +313,8 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         draft became this playthrough), once, as Enter on it would."""
         text, self._send_on_open = self._send_on_open, ""
         if text:
-            self._start("send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=True), text)
+            self._allowance.then(lambda: self._start(
+                "send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=True), text))
 
     def on_unmount(self) -> None:
         self.tavern.tools.set_asker(None)
@@ -500,8 +487,8 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
                       title="Cannot queue the message", then=lambda _: self._refresh_queue())
             return
         # Another window or command replying here: the text is queued and goes once that settles.
-        self._start("send", lambda: self.tavern.steps.send_or_queue(
-            self.playthrough_id, text, steer=event.steer, allow_secrets=allow, queued=self._queued_elsewhere), text)
+        self._allowance.then(lambda: self._start("send", lambda: self.tavern.steps.send_or_queue(
+            self.playthrough_id, text, steer=event.steer, allow_secrets=allow, queued=self._queued_elsewhere), text))
 
     def _give_back(self, text: str) -> None:
         """Put a text Enter took (the composer empties itself) back in the composer, before

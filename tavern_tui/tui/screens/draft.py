@@ -9,6 +9,7 @@ becomes a playthrough (`OpeningService.begin`, in a worker) and its chat opens a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from textual import on
@@ -18,11 +19,13 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
 from tavern_tui.errors import SecretRefused
+from tavern_tui.scripts.panels import split_panels
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tools import offer_line
 from tavern_tui.tui.labels import markup_literal
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.screens.base import TavernModal, TavernScreen
+from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
 from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
@@ -40,6 +43,11 @@ def selections_line(draft: OpeningView) -> str:
     lore = f" · lore: {', '.join(draft.lore_names)}" if draft.lore_names else ""
     preset = f"preset {draft.preset_name}" if draft.preset_name else "default preset"
     return f"{greeting} · {draft.strategy} v{draft.strategy_version} · {preset}{lore} · as {draft.user_name}"
+
+
+def greeting_text(shown: str) -> str:
+    """A greeting as the draft shows it (the display scripts' text): a folded status page is its one line."""
+    return "\n\n".join(f"▸ {part.title}" if part.is_panel else part.text for part in split_panels(shown))
 
 
 def preview_text(preview: dict[str, Any]) -> str:
@@ -109,6 +117,9 @@ class DraftScreen(TavernScreen[None]):
         self.draft: OpeningView | None = None
         self._typed = typed
         self._sending = False
+        # The card's regex-script question comes before anything is sent: Enter waits for the answer.
+        self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
+        self._checked = False
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="draft-title", markup=False)
@@ -136,6 +147,27 @@ class DraftScreen(TavernScreen[None]):
         self.query_one("#draft-greeting-text", Static).update(draft.greeting or "(the card has no greeting)")
         self.query_one("#draft-selections", Static).update(selections_line(draft))
         self.prompt.placeholder = DRAFT_PLACEHOLDER.format(user=markup_literal(draft.user_name))  # a str is markup
+        if draft.greeting:  # the card's display scripts (once allowed) decide how the greeting shows
+            self._show_greeting(draft)
+        if not self._checked:
+            self._checked = True
+            self._allowance.check(draft.character_id, draft.character_name)
+
+    def _show_greeting(self, draft: OpeningView, done: Callable[[], None] | None = None) -> None:
+        def shown(text: str) -> None:
+            if self.draft is draft:  # not swiped meanwhile
+                self.query_one("#draft-greeting-text", Static).update(greeting_text(text))
+            if done is not None:
+                done()
+
+        self.call(self.tavern.scripts.shown_text, draft.character_id, draft.greeting, title="Cannot show the greeting",
+                  severity="warning", then=shown, failed=lambda _: done() if done is not None else None)
+
+    def _scripts_allowed(self, done: Callable[[], None]) -> None:
+        if self.draft is not None and self.draft.greeting:
+            self._show_greeting(self.draft, done)
+        else:
+            done()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "swipe":
@@ -183,8 +215,10 @@ class DraftScreen(TavernScreen[None]):
             self._sending = False
             self.prompt.value = event.text + self.prompt.value  # the draft and the line stay as they were
 
-        self.call(self.tavern.openings.begin, self.draft_id, text, title="Cannot start the playthrough",
-                  then=lambda view: self._begun(view, text), failed=refused)
+        # Held until the regex-script question is answered: the first request goes through the allowed scripts.
+        self._allowance.then(lambda: self.call(self.tavern.openings.begin, self.draft_id, text,
+                                               title="Cannot start the playthrough",
+                                               then=lambda view: self._begun(view, text), failed=refused))
 
     def _begun(self, view: PlaythroughView, text: str) -> None:
         # The draft is a playthrough now: its chat replaces this screen and sends the line.

@@ -229,9 +229,13 @@ class HomeScreen(TavernScreen[None]):
         listing = self.query_one("#playthroughs", OptionList)
         details = self.query_one("#character-details", Static)
         character = self.highlighted_character
-        if character is None:
+        if character is None:  # none at all, or the filter matches none: no one's playthroughs stay up
             listing.clear_options()
             details.update("")
+            listing.border_title = Content("Playthroughs")
+            if self.filter and self._all:
+                listing.add_option(Option(Text(f"No character matches {self.filter!r} · Esc clears the filter"),
+                                          disabled=True))
             return
         self.call(self._read_playthroughs, character.id, title="Cannot read the playthroughs",
                   group="playthroughs", exclusive=True,

@@ -52,7 +52,9 @@ class NoticesScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="notices-box") as box:
             box.border_title = f"Notifications ({len(self._notices)})"
-            yield RichLog(id="notices-log", wrap=True, markup=False, highlight=False)
+            # No auto scroll: each write would follow the end, and the list (newest first)
+            # would open scrolled into its oldest entries.
+            yield RichLog(id="notices-log", wrap=True, markup=False, highlight=False, auto_scroll=False)
             yield Static("Esc closes · newest first", id="notices-hint", markup=False)
 
     def on_mount(self) -> None:
@@ -66,6 +68,7 @@ class NoticesScreen(ModalScreen[None]):
             log.write(Text(notice.text))
             log.write("")
         log.focus()
+        self.call_after_refresh(log.scroll_home, animate=False, immediate=True)
 
     def action_close(self) -> None:
         """Close the list."""

@@ -18,6 +18,9 @@ COLUMNS: dict[str, str] = {
 }
 """Column key → header label, in display order."""
 
+WIDTHS: dict[str, int] = {"uid": 6, "title": 20, "keys": 26, "constant": 5, "position": 8, "order": 5, "enabled": 2}
+"""Column key → width in cells: the longest cell `_cells` makes (title 20, keys 26) or header."""
+
 
 def _uid_key(entry: WorldInfoEntry) -> tuple[int, int, str]:
     # uids are ints in SillyTavern files but strings in some converted books; ints sort first.
@@ -58,8 +61,9 @@ class EntryTable(DataTable[Text]):
         """Indexes of the entries on screen, in row order."""
 
     def on_mount(self) -> None:
+        # Fixed widths (the cells are clipped to them): the table never redraws wider as rows arrive.
         for key, label in COLUMNS.items():
-            self.add_column(label, key=key)
+            self.add_column(label, key=key, width=WIDTHS[key])
 
     @property
     def selected_index(self) -> int | None:

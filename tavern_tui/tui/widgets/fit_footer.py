@@ -40,6 +40,20 @@ class FitFooter(Footer):
         drop: binding actions ("continue", "app.focus_next", "quit"), the first hidden first.
     """
 
+    # Textual's compact style drops the margin after a group's label ("Swipe^r Regen") and a
+    # compact group's keys touch ("^←^→"): one blank cell after each label and between keys.
+    DEFAULT_CSS = """
+    FitFooter.-compact FooterLabel {
+        margin: 0 1 0 0;
+    }
+    FitFooter KeyGroup.-compact FooterKey.-grouped {
+        margin: 0 1 0 0;
+    }
+    FitFooter KeyGroup.-compact FooterKey.-grouped:last-child {
+        margin: 0;
+    }
+    """
+
     def __init__(self, *, drop: Sequence[str] = (), id: str | None = None, classes: str | None = None,
                  compact: bool = False, show_command_palette: bool = True) -> None:
         super().__init__(id=id, classes=classes, compact=compact, show_command_palette=show_command_palette)

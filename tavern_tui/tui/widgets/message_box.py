@@ -12,6 +12,7 @@ from textual.timer import Timer
 from textual.widgets import Collapsible, Label, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from tavern_tui.scripts.panels import Part, split_panels
 from tavern_tui.service import MessageView
 from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.tui.labels import message_classes, message_mark
@@ -52,14 +53,15 @@ _RENDERED: OrderedDict[tuple[tuple[int, int], str], ChatRichMarkdown] = OrderedD
 _RENDERED_MAX = 1024
 
 
-def rendered(view: MessageView) -> ChatRichMarkdown:
-    """The parsed Markdown of a stored message, made once per message revision (its ref and
-    shown text) and kept in a bounded LRU cache: paging a window back in, or a swipe back to a
-    variant seen before, does not parse the text again."""
-    key = (view.ref, view.shown)
+def rendered(view: MessageView, text: str | None = None) -> ChatRichMarkdown:
+    """The parsed Markdown of a stored message (or of `text`, one part of it), made once per
+    message revision (its ref and shown text) and kept in a bounded LRU cache: paging a window
+    back in, or a swipe back to a variant seen before, does not parse the text again."""
+    text = view.shown if text is None else text
+    key = (view.ref, text)
     found = _RENDERED.get(key)
     if found is None:
-        found = ChatRichMarkdown(view.shown)
+        found = ChatRichMarkdown(text)
         _RENDERED[key] = found
         if len(_RENDERED) > _RENDERED_MAX:
             _RENDERED.popitem(last=False)
@@ -70,6 +72,21 @@ def rendered(view: MessageView) -> ChatRichMarkdown:
 
 class MessageBody(Static):
     """The body of a stored message: one `Static` holding its parsed Markdown (`rendered`)."""
+
+
+def panel_widget(part: Part) -> Collapsible:
+    """A folded page (a status bar whose page script a terminal cannot run): its one line,
+    collapsed; Enter or a click on it shows the page's static text."""
+    return Collapsible(Static(part.text, classes="panel-text", markup=False), title=Content(part.title),
+                       collapsed=True, classes="panel")
+
+
+def _part_widget(view: MessageView, part: Part) -> Collapsible | MessageBody:
+    return panel_widget(part) if part.is_panel else MessageBody(rendered(view, part.text), classes="message-body")
+
+
+def _has_panels(view: MessageView | None) -> bool:
+    return view is not None and len(split_panels(view.shown)) > 1
 
 
 class MessageBox(Vertical):
@@ -96,6 +113,7 @@ class MessageBox(Vertical):
     | `mark` | the subtle mark after it (`$mark-origin`; `$mark-stopped` / `$mark-error` when cut off) |
     | `message-body` | the Markdown body |
     | `reasoning` | the collapsed reasoning (`$reasoning-foreground`, italic) |
+    | `panel` | a folded status page after the message's own words (one line; expands to its static text) |
     """
 
     # Paragraphs keep Markdown's bottom margin, which also spaces the boxes apart
@@ -118,6 +136,15 @@ class MessageBox(Vertical):
     MessageBox.-calls-only { display: none; }  /* a reply that only called tools: its lines say it */
 
     MessageBox .tool-call {
+        height: auto;
+        padding: 0;
+        margin: 0;
+        border: none;
+        background: transparent;
+        color: $text-muted;
+    }
+
+    MessageBox .panel {
         height: auto;
         padding: 0;
         margin: 0;
@@ -220,13 +247,25 @@ class MessageBox(Vertical):
         if self._reasoning:
             yield self._reasoning_widget(self._reasoning)
         if self.view is not None:
-            yield MessageBody(rendered(self.view), classes="message-body")
+            yield from self._body_parts(self.view)
             if self.view.summary is not None:
                 # Filled by the chat when expanded: the originals, read-only, never sent.
                 covers = self.view.summary.get("covers", 0)
                 yield Collapsible(title=f"{covers} original messages (not sent)", collapsed=True, classes="originals")
         else:
             yield ChatMarkdown(self._content, classes="message-body")
+
+    @staticmethod
+    def _body_parts(view: MessageView) -> ComposeResult:
+        # The message's own words first; a folded page is one line after them.
+        parts = split_panels(view.shown)
+        if len(parts) == 1:
+            yield MessageBody(rendered(view), classes="message-body")
+            return
+        if parts[0].is_panel:  # nothing but a page: an empty body keeps `body` and the cursor working
+            yield MessageBody("", classes="message-body")
+        for part in parts:
+            yield _part_widget(view, part)
 
     @staticmethod
     def _reasoning_widget(text: str) -> Collapsible:
@@ -338,6 +377,8 @@ class MessageBox(Vertical):
             return False  # the originals section comes and goes with the summary
         if view.reasoning:
             return False  # the collapsed section would keep the old reasoning
+        if _has_panels(view) or _has_panels(self.view):
+            return False  # folded pages are widgets of their own
         wanted = set(message_classes(view))
         current = {c for c in self.classes if c.startswith("-")}
         if wanted != current:  # a class change restyles and re-lays out the screen
@@ -368,8 +409,13 @@ class MessageBox(Vertical):
             return
         self.view = view
         body = self.body
-        if isinstance(body, Markdown) and body.source != view.shown:
-            await body.update(view.shown)  # a card's display scripts (status bar) apply once it is stored
+        parts = split_panels(view.shown)
+        words = "" if parts[0].is_panel else parts[0].text
+        if isinstance(body, Markdown) and body.source != words:
+            await body.update(words)  # a card's display scripts (status bar) apply once it is stored
+        if len(parts) > 1:
+            rest = parts[1:] if not parts[0].is_panel else parts
+            await self.mount_all([_part_widget(view, part) for part in rest], after=body)
         self._content = view.shown
         self.add_class(*message_classes(view))
         self.set_mark(mark if mark is not None else message_mark(view))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -37,7 +37,8 @@ class Transcript(VerticalScroll):
     The interface other modules use (a message cursor, the chat screen): `boxes` (the mounted
     boxes, oldest first), `mounted_range` (their indexes among all the playthrough's
     messages), `message_index(box)`, `page_to(index)` (mount the window holding a message and
-    return its box), `scroll_box_into_view(box)`, `load_earlier`, `load_later`, `at_tail`.
+    return its box), `page_to_ref(refs)` (the same, found by the message's ref),
+    `scroll_box_into_view(box)`, `load_earlier`, `load_later`, `at_tail`.
 
     Attributes:
         fetch: `fetch(n)` returns the newest n messages (`tavern.playthroughs.messages(pid, last=n)`);
@@ -58,6 +59,17 @@ class Transcript(VerticalScroll):
 
     Transcript #spacer {
         height: 1fr;
+    }
+
+    /* One blank row after every message, however its body is drawn: a stored body (a Static)
+       ends on its last line, while a body still drawn by Markdown (a reply streamed, a line sent
+       in this run) ends with its last block's margin, which is taken off here. */
+    Transcript > MessageBox {
+        margin-bottom: 1;
+    }
+
+    Transcript > MessageBox > ChatMarkdown.message-body > *:last-child {
+        margin-bottom: 0;
     }
 
     Transcript #earlier, Transcript #later {
@@ -126,6 +138,19 @@ class Transcript(VerticalScroll):
                 return self._offset + i
         return None
 
+    def _offset_for(self, total: int | None) -> int:
+        """Messages older than the held list, given the caller's count of them all.
+
+        A read of the newest `4 * window` (what the chat screen asks for, and what `load_earlier`
+        adds) that came back shorter holds the whole chat: the offset is 0 whatever `total` says.
+        The stored count is not exact (a deleted message or a reply that failed before any text
+        is counted differently), and an offset off by one puts every index, hence a search hit's
+        cursor, one message off."""
+        held = len(self._messages)
+        if total is None or self.fetch is None or held < 4 * self.window:
+            return 0
+        return max(0, total - held)
+
     def _update_markers(self) -> None:
         earlier = self.query_one("#earlier", Static)
         count = self.earlier_count
@@ -145,7 +170,7 @@ class Transcript(VerticalScroll):
         """Replace the transcript with `messages` (the newest ones; `total` counts them all),
         mounting only the newest window."""
         self._messages = list(messages)
-        self._offset = max(0, (total if total is not None else len(self._messages)) - len(self._messages))
+        self._offset = self._offset_for(total)
         self._first = max(0, len(self._messages) - self.window)
         self._last = len(self._messages)
         with self.app.batch_update():
@@ -177,7 +202,7 @@ class Transcript(VerticalScroll):
         self._messages = list(messages)
         self._first = start
         self._last = len(self._messages)
-        self._offset = max(0, (total if total is not None else len(messages)) - len(messages))
+        self._offset = self._offset_for(total)
         self._update_markers()
         if common == len(boxes) == len(tail):
             return False
@@ -310,6 +335,18 @@ class Transcript(VerticalScroll):
             if self.message_index(box) == index:
                 return box
         return None
+
+    async def page_to_ref(self, refs: Iterable[tuple[int, int]]) -> MessageBox | None:
+        """Mount the window that holds the first message whose ref is in `refs` and return its box,
+        reading further back through `fetch` until it is held; None when no held message has one.
+        Unlike `page_to` it never depends on the stored message count."""
+        wanted = set(refs)
+        while True:
+            held = next((i for i, m in enumerate(self._messages) if m.ref in wanted), None)
+            if held is not None:
+                return await self.page_to(self._offset + held)
+            if self.earlier_count == 0 or not await self.load_earlier():
+                return None
 
     def scroll_box_into_view(self, box: MessageBox, *, top: bool = False) -> None:
         """Scroll so `box` is visible (at the top of the view when `top`), without animation."""

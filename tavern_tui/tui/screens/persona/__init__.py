@@ -37,6 +37,7 @@ from tavern_tui.tui.screens.persona.labels import (
     conflict_note,
     entry_marks,
     provenance_label,
+    sent_summary,
     support_content,
 )
 from tavern_tui.tui.screens.persona.snapshot import PersonaSnapshot, read_snapshot
@@ -195,8 +196,8 @@ class PersonaScreen(TavernScreen[None]):
         name += self._persona_marks(snapshot)
         if snapshot.rendered is not None:
             sent = snapshot.rendered
-            summary = (f"{len(sent.entry_ids)} of {plural(len(doc.entries), 'entry', 'entries')} sent "
-                       f"(~{sent.tokens} tokens)")
+            summary = sent_summary(len(sent.entry_ids), len(doc.entries)) + (f" (~{sent.tokens} tokens)"
+                                                                             if doc.entries else "")
         else:
             summary = f"{plural(len(doc.entries), 'entry', 'entries')} · over a cap: sessions will not open"
         self.query_one("#persona-title", Static).update(f"Persona v{doc.version} · {name} · {summary}")
@@ -210,18 +211,19 @@ class PersonaScreen(TavernScreen[None]):
 
     @staticmethod
     def _persona_marks(snapshot: PersonaSnapshot) -> str:
-        """" (2 of 3 · default · this chat's, locked)": where the shown persona stands."""
+        """" (2 of 3 · default · this chat's, locked)": where the shown persona stands (its place
+        among several; "this chat plays as Ann" when the chat plays another)."""
         shown = snapshot.shown
         if shown is None:
             return ""
         ids = [p.id for p in snapshot.personas]
-        marks = [f"{ids.index(shown.id) + 1} of {len(ids)}"] if shown.id in ids else []
+        marks = [f"{ids.index(shown.id) + 1} of {len(ids)}"] if shown.id in ids and len(ids) > 1 else []
         if shown.default:
             marks.append("default")
         if snapshot.playing is not None and snapshot.playing.id == shown.id and snapshot.locked:
             marks.append("this chat's, locked")
         elif snapshot.playing is not None and snapshot.playing.id != shown.id:
-            marks.append(f"not in use here: {snapshot.playing.name or '(no name)'} is")
+            marks.append(f"this chat plays as {snapshot.playing.name or 'the unnamed persona'}")
         return f" ({' · '.join(marks)})" if marks else ""
 
     def _fill_entries(self, doc: PersonaDocument, rendered: RenderedPersona | None, keep: int | None) -> None:

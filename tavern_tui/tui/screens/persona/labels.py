@@ -31,6 +31,18 @@ def provenance_label(entry: PersonaEntry) -> str:
     return entry.provenance
 
 
+def sent_summary(sent: int, total: int) -> str:
+    """How many of the persona's entries go to the model: "no entries", "its entry is sent",
+    "all 3 entries sent", "2 of 3 entries sent", "none of its 3 entries sent"."""
+    if total == 0:
+        return "no entries"
+    if total == 1:
+        return "its entry is sent" if sent else "its entry is not sent"
+    if sent >= total:
+        return f"all {total} entries sent"
+    return f"{sent} of {total} entries sent" if sent else f"none of its {total} entries sent"
+
+
 def entry_marks(entry: PersonaEntry, rendered: RenderedPersona | None) -> list[str]:
     """An entry's marks: "stale" (its belief was superseded: review it), "left out" (above the
     ceiling: not sent here), "blocked: KIND" (an injection hit sent as [BLOCKED])."""
