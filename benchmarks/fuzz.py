@@ -1,5 +1,7 @@
-"""The long fuzz run (issue 23 item 9): every importer and the SSE decoder on many generated
-hostile inputs (`tests/support/fuzzing.py`, the classes the fault trial found), reporting inputs tried,
+"""The long fuzz run: every importer (CHARX archives included) and the SSE decoder on many generated
+hostile inputs (`tests/support/fuzzing.py`, the classes the fault trial found), and a first step's
+request built for cards carrying the trial's hostile contents (regex bombs, deep macros, endless
+templates, unclosed MVU commands, a YAML alias bomb), reporting inputs tried,
 crashes (an exception out of the import), hangs (an input taking over `HANG_SECONDS`) and the
 peak memory of the process. Crashing and hanging inputs are written to `fuzz-findings/` in the
 work folder's parent (kept for turning into regression cases in tests/formats/test_fuzz.py).
@@ -42,7 +44,7 @@ def fuzz(workdir: Path) -> dict[str, object]:
     from tavern_tui.config import Settings
     from tavern_tui.providers.sse import SSEDecoder
     from tavern_tui.service import Tavern
-    from tests.support.fuzzing import CORPUS, importer_inputs, sse_inputs
+    from tests.support.fuzzing import CORPUS, hostile_card, importer_inputs, sse_inputs
 
     examples = int(os.environ.get("TAVERN_FUZZ_EXAMPLES", "300"))
     tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'fuzz.db'}"))
@@ -88,6 +90,20 @@ def fuzz(workdir: Path) -> dict[str, object]:
                 assert result.error is None or str(path) in result.error
 
         run(target, call, strategy)
+
+    def play(data: bytes) -> None:
+        # A hostile card imported, then the request its first step would make built (macros, world
+        # info keys, templates, MVU): every bound must hold here, never a crash or a hang.
+        path = workdir / "hostile.json"
+        path.write_bytes(data)
+        [result] = tavern.imports.import_paths([path])
+        if result.id is None:
+            assert result.error is not None and str(path) in result.error
+            return
+        pid = tavern.playthroughs.new_playthrough(result.id).id
+        tavern.steps.preview(pid, "hello there")
+
+    run("hostile_card_step", play, hostile_card())
 
     def decode(chunks: list[bytes]) -> None:
         decoder = SSEDecoder()

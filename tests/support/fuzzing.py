@@ -14,8 +14,10 @@ first checks and meets the value where it reads it.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -139,6 +141,55 @@ def _truncated(relative: str) -> st.SearchStrategy[bytes]:
     return st.integers(0, len(data) - 1).map(lambda n: data[:n])
 
 
+def _charx_of(card_json: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("card.json", card_json)
+    return out.getvalue()
+
+
+@st.composite
+def hostile_charx(draw: st.DrawFn) -> bytes:
+    """A CHARX archive: a mutated card.json inside, or a valid archive with bytes flipped or cut."""
+    card = json.dumps(_load("cards/ai_v3_with_book.json")).encode()
+    kind = draw(st.sampled_from(["inner", "flipped", "cut"]))
+    if kind == "inner":
+        return _charx_of(draw(mutated_json(_load("cards/ai_v3_with_book.json"))).encode("utf-8", "surrogatepass"))
+    data = bytearray(_charx_of(card))
+    if kind == "cut":
+        return bytes(data[:draw(st.integers(0, len(data) - 1))])
+    for _ in range(draw(st.integers(1, 8))):
+        data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    return bytes(data)
+
+
+HOSTILE_TEXTS = [
+    "/a{99999999}/", "/(a+)+$/", "/" + "(" * 500 + "a" + ")" * 500 + "/",
+    "{{if 1}}" * 300 + "x" + "{{/if}}" * 300, "{{setvar::v::" * 500 + "x" + "}}" * 500,
+    "{{newline::1000}}" * 2000, "<% while (true) {} %>", "<%= 'a'.repeat(1e9) %>",
+    "_.set(" * 5000, "[InitVar]\na: &a [1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b]",
+]
+"""Contents the reliability trial found costly or crashing (regex bombs, deep macros, endless templates,
+unclosed MVU commands, a YAML alias bomb), put into a card's fields and its book's keys and entries."""
+
+
+@st.composite
+def hostile_card(draw: st.DrawFn) -> bytes:
+    """The corpus's V3 card with hostile texts in its description, greeting and book keys/contents."""
+    card = _load("cards/ai_v3_with_book.json")
+    data = card["data"]
+    for field in ("description", "first_mes", "scenario"):
+        if draw(st.booleans()):
+            data[field] = draw(st.sampled_from(HOSTILE_TEXTS))
+    for entry in (data.get("character_book") or {}).get("entries") or []:
+        if draw(st.booleans()):
+            entry["keys"] = [draw(st.sampled_from(HOSTILE_TEXTS)), "hello"]
+        if draw(st.booleans()):
+            entry["content"] = draw(st.sampled_from(HOSTILE_TEXTS))
+    data["name"] = f"Hostile {draw(st.integers(0, 10**9))}"  # a new card each time, not "already imported"
+    return json.dumps(card, ensure_ascii=False).encode("utf-8")
+
+
 def importer_inputs() -> dict[str, tuple[str, st.SearchStrategy[bytes]]]:
     """(file name, strategy of its bytes) per importer, every class mixed in."""
     return {
@@ -153,6 +204,7 @@ def importer_inputs() -> dict[str, tuple[str, st.SearchStrategy[bytes]]]:
                                             _truncated("presets/atelier_1_2.json"))),
         "persona": ("personas.json", _as_bytes(mutated_json(PERSONA_BACKUP))),
         "chat": ("chat.jsonl", st.one_of(hostile_chat(), st.binary(max_size=512))),
+        "charx": ("card.charx", hostile_charx()),
         "random": ("file.json", st.binary(max_size=2048)),
     }
 
