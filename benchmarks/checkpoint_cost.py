@@ -1,5 +1,5 @@
 """The write cost of stream checkpoints (issue 23 item 1): a streaming step writes one coalesced
-`stream/checkpoint` at most every `CHECKPOINT_EVERY` (0.25 s) seconds, never one per token.
+`stream/checkpoint` at most every `CHECKPOINT_EVERY` (0.1 s) seconds, never one per token.
 
 Measured: one checkpoint append through `EventLog` (SQLite, WAL + synchronous=NORMAL, the text
 of 0.25 s of a fast stream: ~60 tokens, ~300 characters) into a session that already holds a

@@ -287,7 +287,7 @@ class StepBusy(TavernError):
 INTERRUPTED_REASON = "the app was closed while it was streaming"
 """Why a recovered reply is partial (shown with it; issue 23 item 1)."""
 
-CHECKPOINT_EVERY = 0.25
+CHECKPOINT_EVERY = 0.1
 """Seconds between `stream/checkpoint` events at most while text arrives (coalesced: one per
 interval, never one per token); a hard kill loses at most this much of a reply. The write
 cost per checkpoint is measured in benchmarks/checkpoint_cost.py."""
