@@ -89,9 +89,9 @@ async def test_the_draft_asks_before_the_first_request(corpus_tavern: Tavern, sc
         assert isinstance(draft, DraftScreen)
         await pilot.press("ctrl+right")
         await wait_until(pilot, lambda: draft.draft is not None and draft.draft.greeting_index == 1)
-        await workers_idle(pilot)
-        greeting = str(draft.query_one("#draft-greeting-text").render())
-        assert "<UpdateVariable>" not in greeting and "_.set(" not in greeting  # the display scripts ran
+        # The swiped greeting is redrawn through the card's display scripts in a worker: wait for it.
+        await wait_until(pilot, lambda: "<UpdateVariable>" not in str(draft.query_one("#draft-greeting-text").render())
+                         and "_.set(" not in str(draft.query_one("#draft-greeting-text").render()))
         await pilot.press(*"你好", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and len(scripted.requests) == 1)
         chat = app.screen
