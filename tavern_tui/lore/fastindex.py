@@ -104,6 +104,11 @@ def _atoms(text: str) -> list[str]:
     return text.replace(SEPARATOR, NEWLINE).split(NEWLINE) if SEPARATOR in text else text.split(NEWLINE)
 
 
+LONG_NEEDLE = 1_000
+"""Plain keys longer than this (characters) are tested with `in` like the odd ones rather than put in
+an automaton: no real key is that long, and a hostile 30,000-character key took ~1 s per automaton."""
+
+
 class FastIndex:
     """A `KeyIndex` equal to `ReferenceIndex` (the contract): Aho-Corasick for plain keys,
     literal prefilters for regex keys, and results cached per message-sized unit of text (see
@@ -155,7 +160,7 @@ class FastIndex:
                 (self._folded_words if folded else self._exact_words).add(needle, key.key_id)
                 continue
             whole = key.whole_words and not has_js_whitespace(needle)
-            if not needle or SEPARATOR in needle or NEWLINE in needle:
+            if not needle or SEPARATOR in needle or NEWLINE in needle or len(needle) > LONG_NEEDLE:
                 self._odd[key.key_id] = (folded, needle, whole_word_pattern(needle) if whole else None)
                 continue
             automaton = self._folded if folded else self._exact

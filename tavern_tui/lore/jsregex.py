@@ -39,6 +39,7 @@ JS_SPACE_CLASS = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\
 JS_WHITESPACE = frozenset("\t\n\x0b\x0c\r \xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff") | frozenset(
     chr(c) for c in range(0x2000, 0x200B)
 )
+_JS_WHITESPACE_CHARS = "".join(sorted(JS_WHITESPACE))
 _WORD_CLASS = "A-Za-z0-9_"
 _DIGIT_CLASS = "0-9"
 _LINE_TERMS = "\\n\\r\\u2028\\u2029"
@@ -114,12 +115,7 @@ class _Cost:
 
 def js_trim(text: str) -> str:
     """`String.prototype.trim`: strip JS whitespace (differs from `str.strip` at U+FEFF, U+001C–1F, U+0085)."""
-    start, end = 0, len(text)
-    while start < end and text[start] in JS_WHITESPACE:
-        start += 1
-    while end > start and text[end - 1] in JS_WHITESPACE:
-        end -= 1
-    return text[start:end]
+    return text.strip(_JS_WHITESPACE_CHARS)  # C speed: a 2 MB key of newlines once took 64 ms in a loop
 
 
 def compile_js_regex(pattern: str, flags: str) -> tuple[regex.Pattern[str], bool]:

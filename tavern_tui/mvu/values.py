@@ -25,8 +25,8 @@ import yaml
 
 from tavern_tui.mvu.jsutil import MISSING, js_number, precision12
 
-__all__ = ["MAX_VALUES", "ParseError", "TooManyValues", "evaluate_math", "parse_command_value", "parse_string",
-           "trim_quotes", "yaml_load"]
+__all__ = ["MAX_TEXT", "MAX_VALUES", "ParseError", "TooManyValues", "evaluate_math", "parse_command_value",
+           "parse_string", "trim_quotes", "yaml_load"]
 
 
 class ParseError(ValueError):
@@ -72,6 +72,11 @@ _Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _int12)
 MAX_VALUES = 200_000
 """Most values (objects, arrays, scalars) one parsed YAML/JSON5 text may expand to (ours): YAML aliases
 share a node, so a few lines of anchors (`b: [*a, *a, …]`, billion-laughs style) name billions of values."""
+
+
+MAX_TEXT = 256_000
+"""Longest text (characters) `parse_string` reads (ours): the YAML reader is pure Python (~3.5 s per million
+characters); MVU's `[InitVar]` data and a reply's JSON patch are a few kilobytes."""
 
 
 class TooManyValues(yaml.YAMLError, ValueError):
@@ -246,8 +251,10 @@ def parse_string(content: str) -> Any:
 
     Raises:
         ParseError: every reader failed (the message names each reader's complaint), or the text expands past
-            `MAX_VALUES` values (`TooManyValues`).
+            `MAX_VALUES` values (`TooManyValues`), or is longer than `MAX_TEXT` characters.
     """
+    if len(content) > MAX_TEXT:
+        raise ParseError(f"{len(content)} characters, above the {MAX_TEXT} this reader accepts; refused")
     json_first = bool(_JSON_FIRST.match(content.lstrip()))
     errors: list[str] = []
     if not json_first:

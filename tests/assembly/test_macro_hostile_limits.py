@@ -62,3 +62,23 @@ def test_hostile_inputs_finish_within_bounds() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:3] == ["['output too large']", "['nested blocks too large']",
                                            "['nested blocks too large']"]
+
+
+def test_calls_sharing_a_context_share_one_step_budget() -> None:
+    # A card repeating a 2 MB expansion in every field and book entry: each call is under its own
+    # limit, so the step's shared budget is what stops the whole at STEP_EXPANSION characters.
+    from dataclasses import replace
+
+    from tavern_tui.assembly.macros.engine import MAX_EXPANSION, STEP_EXPANSION
+
+    bomb = "{{newline::1000}}" * 2000  # 2,000,000 characters, a quarter of one call's limit
+    ctx = MacroContext()
+    produced, stopped = 0, 0
+    for n in range(20):
+        out = substitute(bomb, ctx if n % 2 else replace(ctx, reads=set()))  # copies share the budget
+        produced += out.count("\n")
+        stopped += LIMIT_MARKER.format(reason="output too large") in out
+    assert 2_000_000 * 4 <= MAX_EXPANSION and produced <= STEP_EXPANSION
+    assert produced == STEP_EXPANSION - STEP_EXPANSION % 1000  # whole macros until the budget ran out
+    assert stopped == 20 - STEP_EXPANSION // 2_000_000
+    assert substitute("{{newline::2}}", MacroContext()) == "\n\n"  # a new context has its own budget

@@ -123,6 +123,21 @@ def test_odd_keys_behave_as_in_the_reference(key: str, text: str, whole: bool) -
     both([CompiledKey(0, key, True, whole)], text)
 
 
+@pytest.mark.parametrize("whole", [True, False])
+def test_keys_longer_than_any_real_one_behave_as_in_the_reference(whole: bool) -> None:
+    # A hostile card put "_.set(" x 5,000 in every key: tested apart from the automaton, same answers.
+    from tavern_tui.lore.fastindex import LONG_NEEDLE
+
+    long_key = "_.set(" * 5000
+    assert len(long_key) > LONG_NEEDLE
+    assert hit(long_key, "x " + long_key + " y", whole=whole)
+    assert hit(long_key.upper(), "x " + long_key + " y", whole=whole)  # folded, as a short key is
+    assert not hit(long_key, "x " + long_key[:-1], whole=whole)
+    assert hit(long_key, "a" + long_key, whole=whole) is not whole
+    keys = [CompiledKey(0, long_key, False, whole), CompiledKey(1, "hello", False, whole)]
+    assert both(keys, "\x01hello " + long_key).matched == {0, 1}
+
+
 def test_only_asked_keys_are_reported_and_unknown_ids_are_ignored() -> None:
     keys = [CompiledKey(0, "dragon", False, True), CompiledKey(1, "/fi(re)/", True, False),
             CompiledKey(2, "", False, False), CompiledKey(3, "absent", False, True)]

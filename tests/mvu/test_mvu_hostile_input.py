@@ -97,6 +97,43 @@ def test_anchor_bomb_is_refused_with_the_reason() -> None:
     assert parse_string("a: &x [1, 2]\nb: *x") == {"a": [1, 2], "b": [1, 2]}  # ordinary aliases still work
 
 
+def test_a_text_longer_than_the_reader_takes_is_refused_with_the_reason() -> None:
+    # 2,000,000 newlines (a card's `{{newline::1000}}` x 2,000 in an [InitVar]) took the YAML reader 7 s.
+    from tavern_tui.mvu.init import InitBook, load_initvar
+    from tavern_tui.mvu.values import MAX_TEXT, ParseError, parse_string
+
+    try:
+        parse_string("a: 1\n" + "\n" * MAX_TEXT)
+    except ParseError as exc:
+        assert str(exc) == f"{MAX_TEXT + 5} characters, above the {MAX_TEXT} this reader accepts; refused"
+    else:
+        raise AssertionError("the long text parsed")
+    assert parse_string("a: 1\n" + "\n" * (MAX_TEXT - 6)) == {"a": 1}
+    errors: list[str] = []
+    record: dict = {}
+    load_initvar(record, [InitBook("Lore", (("[InitVar] start", "{{newline::1000}}" * 2000),))],
+                 substitute=lambda text: text.replace("{{newline::1000}}", "\n" * 1000), errors=errors)
+    assert errors == [f"world book 'Lore', entry '[InitVar] start': 2000000 characters, above the {MAX_TEXT} "
+                      "this reader accepts; refused"]
+
+
+def test_initvar_blocks_are_unwrapped_as_mvu_does_with_text_around_the_tags() -> None:
+    # MVU's pattern allows text before <initvar> and after </initvar> on their lines; a line of 30,000
+    # characters without the tag once took 2 s to search.
+    from tavern_tui.mvu.init import InitBook, load_initvar
+
+    for content, stat in [("intro <initvar> tail\na: 1\nb: 2\n  </initvar> outro", {"a": 1, "b": 2}),
+                          ("x<initvar><initvar>\nc: 3\n</initvar>", {"c": 3}),
+                          ("_.set(" * 5000 + "\nd: 4", None)]:
+        errors: list[str] = []
+        record: dict = {}
+        load_initvar(record, [InitBook("Lore", (("[InitVar]", content),))], errors=errors)
+        if stat is None:
+            assert errors and errors[0].startswith("world book 'Lore', entry '[InitVar]': ")
+        else:
+            assert (record["stat_data"], errors) == (stat, [])
+
+
 def test_anchor_bomb_in_initvar_and_json_patch_stays_small() -> None:
     # Before: past 1.5 GB (InitVar) and 60 s / 693 MB (JsonPatch). Bound: 1 GiB of address space.
     script = textwrap.dedent(f"""

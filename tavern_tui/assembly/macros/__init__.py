@@ -22,7 +22,9 @@ and broken syntax stay exactly as written (with their nested macros resolved).
 
 Safety limits (ours, not ST's): nesting deeper than `parser.MAX_DEPTH` stays text; at most `MAX_EXPANSION`
 characters produced and `MAX_CALLS` macro evaluations per call — past either, evaluation stops, `LIMIT_MARKER`
-is inserted and the rest is left as written; dice N ≤ 100, M ≤ 1000; `{{newline::N}}`/`{{space::N}}` N ≤ 1000.
+is inserted and the rest is left as written; every call sharing one context (a step) draws on one
+`MacroBudget` (`STEP_CALLS`, `STEP_EXPANSION`, `STEP_REPARSE` in all), so a costly field repeated in
+every book key and entry is bounded per step too; dice N ≤ 100, M ≤ 1000; `{{newline::N}}`/`{{space::N}}` N ≤ 1000.
 Nothing is ever executed or `eval`-ed.
 
 Modules: `parser` (the grammar), `engine` (`MacroContext`, `substitute`, the macro definitions), `jsvalues`
@@ -34,6 +36,7 @@ from tavern_tui.assembly.macros.engine import (
     LIMIT_MARKER,
     MAX_CALLS,
     MAX_EXPANSION,
+    MacroBudget,
     MacroContext,
     history_expander,
     is_falsy,
@@ -43,6 +46,5 @@ from tavern_tui.assembly.macros.engine import (
 )
 from tavern_tui.assembly.macros.moment import humanize_duration, moment_format
 
-__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroContext", "history_expander", "humanize_duration",
-           "is_falsy",
-           "moment_format", "substitute", "substitute_readonly", "trim_scoped"]
+__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroBudget", "MacroContext", "history_expander",
+           "humanize_duration", "is_falsy", "moment_format", "substitute", "substitute_readonly", "trim_scoped"]

@@ -22,13 +22,29 @@ from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
 from tavern_tui.assembly.macros.seeded import seedrandom, string_hash
 from tavern_tui.text.dice import parse_dice
 
-__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MAX_NESTING", "MacroContext", "history_expander", "is_falsy",
-           "substitute",
-           "substitute_readonly", "trim_scoped"]
+__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MAX_NESTING", "MacroBudget", "MacroContext",
+           "history_expander", "is_falsy", "substitute", "substitute_readonly", "trim_scoped"]
 
 
 def _default_now() -> datetime:
     return datetime.now(UTC).astimezone()
+
+
+STEP_CALLS = 800_000  # macro evaluations in all `substitute()` calls sharing one context, e.g. a step (ours)
+STEP_EXPANSION = 16_000_000  # characters those calls may produce in all (ours)
+STEP_REPARSE = 1_000_000  # characters they may re-parse in nested blocks in all (ours): ~1 s of parsing
+
+
+@dataclass(slots=True)
+class MacroBudget:
+    """The macro work left to every `substitute()` call sharing one `MacroContext` (copies made with
+    `dataclasses.replace` share it): a step expands dozens of fields, book keys and contents, each
+    under the per-call limits, so a card repeating a costly field everywhere is bounded per step
+    too. Counts: macro evaluations, characters produced, characters re-parsed. Ours, not ST's."""
+
+    calls: int = STEP_CALLS
+    produced: int = STEP_EXPANSION
+    reparsed: int = STEP_REPARSE
 
 
 @dataclass
@@ -99,6 +115,9 @@ class MacroContext:
     summary: str = ""
     lazy: dict[str, Callable[[], object]] = field(default_factory=dict)
     limits_hit: set[str] = field(default_factory=set)
+    budget: MacroBudget = field(default_factory=MacroBudget, repr=False, compare=False)
+    """The work left to this context and its copies (`MacroBudget`); past it, evaluation stops as
+    at a per-call limit."""
     message_vars: dict[str, object] = field(default_factory=dict)
     """The bound message variables of this step (MVU's record at the head, `mvu.snapshot_variables`; issue 18):
     what `{{get_message_variable::…}}` and `getvar` paths read (`macros.mvu_macros`)."""
@@ -337,7 +356,8 @@ class _Evaluator:
         """Count `size` characters of nested re-parsing: each nested block re-parses its content, so
         64 nested `{{if}}` around a megabyte would parse 64 megabytes."""
         self.reparsed += size
-        if self.reparsed > MAX_REPARSE:
+        self.ctx.budget.reparsed -= size
+        if self.reparsed > MAX_REPARSE or self.ctx.budget.reparsed < 0:
             raise _Limit("nested blocks too large")
 
     def _eval_text_into(self, text: str, base: int, parts: list[str]) -> None:
@@ -371,9 +391,12 @@ class _Evaluator:
     def _count(self, produced: int = 0) -> None:
         self.calls += 1
         self.spent += produced
-        if self.calls > MAX_CALLS:
+        budget = self.ctx.budget
+        budget.calls -= 1
+        budget.produced -= produced
+        if self.calls > MAX_CALLS or budget.calls < 0:
             raise _Limit("too many macro calls")
-        if self.spent > MAX_EXPANSION:
+        if self.spent > MAX_EXPANSION or budget.produced < 0:
             raise _Limit("output too large")
 
     def _eval_macro(self, m: Macro, s: str, base: int, scoped: _Scope | None) -> str:
