@@ -78,6 +78,17 @@ def _unfreeze_heap() -> Iterator[None]:
     gc.unfreeze()
 
 
+@pytest.fixture(autouse=True)
+def _fine_idle_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual's `Pilot.press` and `Pilot.pause` wait for the process to look idle by sleeping 20 ms
+    and checking it used under 1 ms of CPU, twice per key: 40 ms or more a key, so typing one
+    sentence took seconds in every test. The same test at a 4 ms grain (idle: under 0.2 ms of CPU)."""
+    import textual._wait
+
+    monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", 0.004)
+    monkeypatch.setattr(textual._wait, "SLEEP_IDLE", 0.004 / 20)
+
+
 @pytest.fixture
 def scripted() -> ScriptedProvider:
     """A fresh scripted provider."""

@@ -17,7 +17,7 @@ from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.persona.editor import PersonaEditor
 from tavern_tui.tui.screens.persona.history import PersonaHistoryScreen
 from tavern_tui.tui.screens.tree import VariantTree
-from tests.tui.conftest import GATE, ScriptedProvider, wait_until
+from tests.tui.conftest import GATE, ScriptedProvider, wait_until, workers_idle
 from tests.tui.test_app import open_seraphina, send
 from tests.tui.test_lore import open_editor, open_lore_from_home, staging  # noqa: F401 (a fixture)
 from tests.tui.test_persona_pane import open_pane
@@ -163,8 +163,8 @@ async def chat_with_a_long_question_and_a_stopped_reply(pilot: Pilot[object],
     await send(pilot, chat, "And the wards?", wait=False)
     await wait_until(pilot, lambda: chat._reply is not None and chat._reply.text == LONG_REPLY[:70])
     await pilot.press("escape")  # stopped: the reply is kept, cut off
-    await pilot.app.workers.wait_for_complete()
     await wait_until(pilot, lambda: not chat.generating)
+    await workers_idle(pilot)  # (a cancelled worker makes `wait_for_complete` raise)
     return chat
 
 
