@@ -19,6 +19,7 @@ from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
 from tavern_tui.service.compaction import DEFAULT_SUMMARY_PROMPT
+from tests.support.cli import run_cli
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 STRATEGIES = ["compat", "preset-roles-first", "preset-slots-first", "projection"]
@@ -305,7 +306,6 @@ def test_the_cli_compacts_and_names_the_fit(server: LoopbackServer, db_url: str,
                                             isolated_profile: Path) -> None:
     import os
     import subprocess
-    import sys
 
     service, pid = make_service(server, db_url, corpus_dir, tmp_path, max_context=4096, history=400)
     service.close()
@@ -314,8 +314,7 @@ def test_the_cli_compacts_and_names_the_fit(server: LoopbackServer, db_url: str,
                TAVERN_DB_URL=db_url)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "tavern_tui", *args], env=env, capture_output=True, text=True,
-                              timeout=120, check=False)
+        return run_cli(args, env)
 
     shown = run("preview", str(pid), "--input", "Hello", "--json")
     assert shown.returncode == 0, shown.stderr

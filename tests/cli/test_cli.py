@@ -1,4 +1,5 @@
-"""The `tavern` command line end to end, in real subprocesses, against the loopback SSE server."""
+"""The `tavern` command line end to end against the loopback SSE server: commands run in this process
+(`tests/support/cli.py`) unless the process itself is the point."""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_cli
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"
 
 
-def _run(args: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], env: dict[str, str], timeout: float = 60, *,
+         process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`tavern ARGS` with `env`: in this process (`tests/support/cli.py`), or with `process` in a real one."""
+    if not process:
+        return run_cli(args, env, timeout=timeout)
     return subprocess.run([sys.executable, "-m", "tavern_tui", *args], env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
 

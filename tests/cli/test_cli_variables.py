@@ -1,4 +1,5 @@
-"""`tavern vars` and `tavern macro eval`, in real subprocesses; a turn-counting card against the loopback server.
+"""`tavern vars` and `tavern macro eval` (run as `tests/support/cli.py` runs commands); a turn-counting card
+against the loopback server.
 
 Expected values: SillyTavern 1.18 `variables.js` (`incvar` on a missing variable gives 1, then +1 each) and
 `macros/definitions/core-macros.js` / `MacroCstWalker.js` for the expansions.
@@ -9,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_cli
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 COUNTER = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
@@ -21,8 +22,7 @@ COUNTER = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
 
 
 def _run(args: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tavern_tui", *args], env=env, capture_output=True, text=True,
-                          timeout=120, check=False, input=stdin)
+    return run_cli(args, env, stdin=stdin or "")
 
 
 @pytest.fixture

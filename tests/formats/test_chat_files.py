@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from tavern_tui.cli import main
 from tavern_tui.formats.chatlog import parse_chat_jsonl
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
+from tests.support.cli import run_cli
 
 HEADER = {"user_name": "Ann", "character_name": "Mira", "create_date": "2024-7-12@01h31m37s",
           "chat_metadata": {"note_prompt": "", "timedWorldInfo": {"sticky": {}}}}
@@ -158,8 +158,7 @@ def test_out_of_range_swipe_id_is_clamped_with_a_warning(tavern: Tavern, mira: i
 
 def _cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {"TAVERN_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "tavern_tui", *args], capture_output=True, text=True, env=env,
-                          timeout=60)
+    return run_cli(args, env)
 
 
 def test_cli_imports_swipes_shows_the_tree_and_exports(tmp_path: Path) -> None:

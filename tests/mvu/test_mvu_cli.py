@@ -1,4 +1,4 @@
-"""`tavern mvu init | parse | apply` and `tavern vars --json`'s `mvu`, in real subprocesses (issue 18 item 6).
+"""`tavern mvu init | parse | apply` and `tavern vars --json`'s `mvu`, through the CLI (issue 18 item 6).
 
 Expected values: the demo card's `[InitVar]1st` entry and second greeting (`_.set("理.好感度",0,15)`), MVU's
 `extractCommands` (names as written, reason after `//`) and `updateVariables` (`add` on a value with description).
@@ -9,17 +9,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_cli
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tavern_tui", *args], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    return run_cli(args, env)
 
 
 @pytest.fixture

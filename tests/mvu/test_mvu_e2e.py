@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +27,7 @@ from tavern_tui.config import ProviderSettings, Settings
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.service import Tavern
 from tavern_tui.service.mvu import stat_hash
+from tests.support.cli import run_cli
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 SAY = "你好，我是新来的牧师。_.set('理.当前所想', '在想新牧师');//用户设定"
@@ -151,12 +150,11 @@ async def test_every_traced_request_names_its_state_and_a_commit_shows_what_chan
     assert second["built_from"]["derived_texts"] == [list(tavern.playthroughs.messages(pid)[-3].ref)]
     assert second["commits"][0]["changes"] == [] and second["commits"][0]["refused"] == []
 
-    # `tavern trace show` prints them; --json carries them (the real command, in a subprocess).
+    # `tavern trace show` prints them; --json carries them (the real command).
     env = {k: v for k, v in os.environ.items() if not k.startswith("TAVERN_")} | {"TAVERN_HOME": str(isolated_profile)}
 
     def show(*extra: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "tavern_tui", "--db", db_url, "trace", "show", traces[0].id,
-                               *extra], env=env, capture_output=True, text=True, timeout=120, check=False)
+        done = run_cli(["--db", db_url, "trace", "show", traces[0].id, *extra], env)
         assert done.returncode == 0, done.stderr
         return done.stdout
 

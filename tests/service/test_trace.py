@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from tavern_tui.config import Settings
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
+from tests.support.cli import run_cli
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 SECRET = "sk-trace-secret-4242"
@@ -134,8 +134,7 @@ def test_cli_trace_verify_exits_non_zero_on_a_mismatch(tmp_path: Path, corpus_di
     env = {"TAVERN_HOME": str(home), "PATH": "/usr/bin:/bin"}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "tavern_tui", *args], capture_output=True, text=True, env=env,
-                              timeout=60)
+        return run_cli(args, env)
 
     assert run("import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")).returncode == 0
     assert run("chat", "Seraphina", "--say", "Hello").returncode == 0  # the offline demo model

@@ -1,4 +1,4 @@
-"""MCP servers are started only when a turn calls their tools, in real subprocesses: the tool
+"""MCP servers are started only when a turn calls their tools, through the CLI's commands: the tool
 list is cached (by the server's command line, in the cache folder), so `tavern tools` and a
 turn use the cached list without starting the server, commands that use no tools never start
 it, and a call starts it."""

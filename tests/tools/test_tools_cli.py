@@ -1,5 +1,5 @@
-"""Tools from the command line, in real subprocesses (issue 19 §6, and "tried as a new user
-would"): enable `roll_dice`, ask for initiative against a server that answers with a tool
+"""Tools from the command line, run as `tests/support/cli.py` runs commands (issue 19 §6, and "tried as
+a new user would"): enable `roll_dice`, ask for initiative against a server that answers with a tool
 call, see the roll in the chat, in `tavern show` and in `tavern trace show`; `tavern tools`
 lists risk and allowed state; a call the config does not allow is refused by the CLI."""
 
