@@ -42,12 +42,14 @@ from tavern_tui.mvu import (
 from tavern_tui.mvu.jsutil import clone
 from tavern_tui.mvu.records import mvu_commits
 from tavern_tui.mvu.schema import clean_up_metadata
-from tavern_tui.mvu.update import message_after_update
+from tavern_tui.mvu.update import Refusal, UpdateOutcome, message_after_update
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.secrets import configured_secrets
 from tavern_tui.service.variables import VariableService
+from tavern_tui.text.secret_values import holds_secret
 
 __all__ = ["MIN_REPLY", "MvuBound", "MvuService", "MvuView", "apply_text", "card_books", "init_from_card",
            "parse_text", "stat_hash"]
@@ -347,7 +349,7 @@ class MvuService:
                 base = mvu_head(events, visible, before=user.ref)
                 if base.record is None:
                     return None
-                outcome = update_variables(user.content, base.record, substitute=expand)
+                outcome = self._update(user.content, base.record, expand)
                 part = commit_part(user.ref, base.commit, outcome.record,
                                    changes=[c.to_json() for c in outcome.changes],
                                    refused=[r.to_json() for r in outcome.refused])
@@ -359,7 +361,7 @@ class MvuService:
             base = mvu_head(events, visible, before=message.ref)
             if base.record is None:
                 return None
-            outcome = update_variables(text, base.record, substitute=expand)
+            outcome = self._update(text, base.record, expand)
             changes = [c.to_json() for c in outcome.changes]
             refused = [r.to_json() for r in outcome.refused]
             part = commit_part(message.ref, base.commit, outcome.record, changes=changes, refused=refused)
@@ -368,6 +370,25 @@ class MvuService:
                 return MvuView(playthrough_id, outcome.record, True, message.ref, changes, refused, appended[0].ref)
             logger.info("MVU commit on a stale base in session %s: recomputed", session_id)
         raise StoreBusy("the MVU state of this chat kept changing while a reply was applied; try again")
+
+    def _update(self, text: str, record: dict[str, Any], expand: Any) -> UpdateOutcome:
+        """`update_variables`, refusing the whole update when its result holds the configured API key (a reply
+        that echoed it, a tool call, a macro): MVU state is stored, printed and sent to the model like any
+        variable, so the key is refused here as on every other write surface. A refused command holding the
+        key is named by a marker (refusals are stored and a tool's are sent back to the model)."""
+        outcome = update_variables(text, record, substitute=expand)
+        secrets = configured_secrets(self.ctx.settings, self.ctx.provider)
+        if not secrets:
+            return outcome
+        withheld = "(a command holding the configured API key)"
+        refused = [Refusal(withheld, r.reason) if holds_secret(r.command, secrets) else r for r in outcome.refused]
+        if not outcome.changes or not holds_secret(json.dumps(
+                [outcome.record, [c.to_json() for c in outcome.changes]], ensure_ascii=False), secrets):
+            return replace(outcome, refused=refused)
+        why = "a value holds the configured API key; nothing of this update is stored"
+        refused += [Refusal(withheld if holds_secret(c.full_match, secrets) else c.full_match, why)
+                    for c in outcome.commands]
+        return UpdateOutcome(record=clone(record), changed=False, commands=[], refused=refused)
 
     @staticmethod
     def _uncommitted_user(events: list[Event], surface: list[Any], before: tuple[int, int],
@@ -418,7 +439,7 @@ class MvuService:
                                   "greeting)")
             messages = [e for e in events if e.ref in visible
                         and e.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.USER_MESSAGE)]
-            outcome = update_variables(text, head.record, substitute=self._expander(macros))
+            outcome = self._update(text, head.record, self._expander(macros))
             changes = [c.to_json() for c in outcome.changes]
             refused = [r.to_json() for r in outcome.refused]
             if not changes:

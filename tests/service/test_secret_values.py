@@ -263,3 +263,29 @@ def test_a_macro_writing_the_key_into_a_variable_writes_nothing(keyed, macro: st
     written = {**ctx.local_vars, **ctx.global_vars}
     assert "note" not in written and written["mood"] == "calm"
     assert "a variable holding the configured API key was not written" in ctx.limits_hit
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_an_mvu_update_holding_the_key_commits_nothing(form: str, tmp_path: Path, corpus_dir: Path) -> None:
+    # A state tool's commands (or a reply's, or a macro's output in them) writing the key into MVU state:
+    # the update is refused whole, and the refusal names the command by a marker, never by its text.
+    db = tmp_path / "data" / "tavern.sqlite3"
+    tavern = Tavern(Settings(db_url=f"sqlite:///{db}", provider=ProviderSettings(
+        base_url="http://127.0.0.1:9/v1", model="m", api_key=KEY)), provider=ScriptedModel(delay=0))
+    try:
+        [card] = tavern.imports.import_paths([corpus_dir / "stateful" / "qingkong_li_mvu.png"])
+        pid = tavern.playthroughs.new_playthrough(card.id, user_name="Ann").id
+        tavern.timeline.swipe(pid, 1)  # the second greeting: 理.好感度 = 15
+        tavern.mvu.ensure_initialised(pid)
+        for command in [f"_.set('日期', '{FORMS[form]}');", f"_.set('理.好感度', 15, 20);//{FORMS[form]}"]:
+            view = tavern.mvu.commit_commands(pid, command)
+            assert not view.committed and view.changes == []
+            assert view.refused == [{"command": "(a command holding the configured API key)",
+                                     "reason": "a value holds the configured API key; nothing of this update is "
+                                               "stored"}]
+        record = tavern.mvu.head(pid).record
+        assert record["stat_data"]["日期"][0] == "03月15日" and record["stat_data"]["理"]["好感度"][0] == 15
+        assert tavern.mvu.commit_commands(pid, "_.add('理.好感度', 4);").committed  # an ordinary update is kept
+        assert _leaks(_stored(db)) == []
+    finally:
+        tavern.close()
