@@ -8,6 +8,7 @@ work folder's parent (kept for turning into regression cases in tests/formats/te
 
     python -m benchmarks fuzz                    # TAVERN_FUZZ_EXAMPLES inputs per target (default 300)
     TAVERN_FUZZ_EXAMPLES=5000 python -m benchmarks fuzz
+    TAVERN_FUZZ_TARGETS=hostile_card_step,charx python -m benchmarks fuzz   # only these targets
 
 Target: 0 crashes and 0 hangs.
 """
@@ -51,10 +52,15 @@ def fuzz(workdir: Path) -> dict[str, object]:
     tavern.imports.import_paths([CORPUS / "cards" / "seraphina_chara_ccv3.png"])  # chats need their character
     totals = {"inputs": 0, "crashes": 0, "hangs": 0}
     per_target: dict[str, str] = {}
+    slowest: dict[str, float] = {}
     signal.signal(signal.SIGALRM, _alarm)
     started = time.perf_counter()
 
+    chosen = {t for t in os.environ.get("TAVERN_FUZZ_TARGETS", "").split(",") if t}
+
     def run(target: str, call, strategy) -> None:  # type: ignore[no-untyped-def]
+        if chosen and target not in chosen:
+            return
         counts = {"inputs": 0, "crashes": 0, "hangs": 0}
 
         @settings(max_examples=examples, deadline=None, database=None,
@@ -63,6 +69,7 @@ def fuzz(workdir: Path) -> dict[str, object]:
         def one(value) -> None:  # type: ignore[no-untyped-def]
             counts["inputs"] += 1
             signal.alarm(HANG_SECONDS)
+            began = time.perf_counter()
             try:
                 call(value)
             except _Hang:
@@ -73,6 +80,7 @@ def fuzz(workdir: Path) -> dict[str, object]:
                 _keep(target, type(exc).__name__, value)
             finally:
                 signal.alarm(0)
+                slowest[target] = max(slowest.get(target, 0.0), time.perf_counter() - began)
 
         one()
         per_target[target] = f"{counts['inputs']}/{counts['crashes']}/{counts['hangs']}"
@@ -116,6 +124,7 @@ def fuzz(workdir: Path) -> dict[str, object]:
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {**totals, "seconds": round(time.perf_counter() - started, 1), "peak_rss_mib": round(peak_mib),
             "per_target_inputs/crashes/hangs": " ".join(f"{k}={v}" for k, v in per_target.items()),
+            "slowest_input_s": " ".join(f"{k}={v:.2f}" for k, v in slowest.items()),
             "ratio": totals["crashes"] + totals["hangs"]}
 
 
