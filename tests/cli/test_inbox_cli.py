@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_cli import _run, cli_env  # noqa: F401 - the fixture
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
@@ -22,6 +24,7 @@ def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_a_second_process_queues_while_the_first_streams_then_runs_its_step(
         cli_env: dict[str, str], corpus_dir: Path) -> None:  # noqa: F811
     assert _run(["import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png")], cli_env).returncode == 0

@@ -12,8 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_cli import _run, cli_env  # noqa: F401 - the fixture
 from tests.support.loopback import LoopbackServer, sse_chunks_for
+
+pytestmark = pytest.mark.slow  # real processes streaming in real time (tests/conftest.py runs these first)
 
 REPLY_A = "*Seraphina hums while she changes the bandage on your arm.* The forest guards us tonight."
 REPLY_BATCH = "*She smiles at you both.* Yes, and yes: the glade is safe."

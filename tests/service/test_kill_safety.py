@@ -24,6 +24,8 @@ from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
+pytestmark = pytest.mark.slow  # real processes streaming in real time (tests/conftest.py runs these first)
+
 KILL_RUNS = 6
 """Bounded: each run streams a few seconds before its kill."""
 PIECES = 300

@@ -9,6 +9,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -80,6 +81,7 @@ def _apply(tavern: Tavern, pid: int, op: str, arg: object, branches: list[int]) 
             raise
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
 def test_every_variant_stays_reachable_and_no_event_changes(ops: list[tuple[str, object]]) -> None:

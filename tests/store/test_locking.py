@@ -12,12 +12,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tavern_tui.config import Settings
 from tavern_tui.engine.events import EventKind
 from tavern_tui.service import Tavern
 from tavern_tui.store.db import BUSY_TIMEOUT_MS
 from tests.conftest import ScriptedModel
 from tests.support.loopback import LoopbackServer, sse_chunks_for
+
+pytestmark = pytest.mark.slow  # real processes holding locks for seconds (tests/conftest.py runs these first)
 
 HOLD_SECONDS = 6.0
 assert HOLD_SECONDS * 1000 > BUSY_TIMEOUT_MS  # the hold outlasts one busy wait

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.message import Message
 from textual.notifications import Notify
 from textual.pilot import Pilot
@@ -226,6 +227,7 @@ async def test_reasoning_is_shown_apart_and_collapsed(corpus_tavern: Tavern, scr
                 == "The traveller seems tired. Offer tea.")
 
 
+@pytest.mark.slow
 async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Tavern) -> None:
     seraphina = corpus_tavern.library.find_character("Seraphina")
     pid = corpus_tavern.playthroughs.new_playthrough(seraphina.id).id

@@ -85,6 +85,7 @@ def slow_tavern(corpus_tavern: Tavern, monkeypatch: pytest.MonkeyPatch) -> Itera
         event.remove(engine, "before_cursor_execute", slow.before_execute)
 
 
+@pytest.mark.slow
 async def test_no_store_call_runs_on_the_event_loop(corpus_tavern: Tavern, scripted: ScriptedProvider,
                                                     slow_tavern: Callable[[int], SlowStore]) -> None:
     """Open a chat, send, swipe, open the tree (F5) and the trace (F7) against a store whose every

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
@@ -66,6 +68,7 @@ def turn_in(request) -> str:  # type: ignore[no-untyped-def]
     return text[start:text.index(" of the story.", start)]
 
 
+@pytest.mark.slow
 async def test_a_turn_counter_card_counts_five_turns_a_swipe_and_a_restart(
         make_tavern, scripted: ScriptedProvider, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # Issue 17, tried as a new user would. SillyTavern variables.js: `{{incvar::turns}}` =
