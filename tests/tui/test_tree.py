@@ -20,7 +20,7 @@ from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.tree import TreeScreen, VariantTree, placements
 from tavern_tui.views import TimelineView, VariantView
-from tests.tui.conftest import ScriptedProvider, wait_until
+from tests.tui.conftest import ScriptedProvider, wait_until, workers_idle
 from tests.tui.test_app import SIZE, open_seraphina, send
 
 
@@ -382,6 +382,7 @@ async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: Sc
         await wait_until(pilot, lambda: app.screen is tree_screen and tree_screen.current is not None
                          and tree_screen.current.edited)
         assert tree_screen.current.preview == "Reply one, rewritten by me."
+        await workers_idle(pilot)  # the edit reloads the tree (in a worker) and puts the cursor back on it
         await pilot.press("down", "down")  # "Reply two."
         assert tree_screen.current.preview == "Reply two."
         await pilot.press("d")  # asks first (SillyTavern asks before deleting)
