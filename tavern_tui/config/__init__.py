@@ -16,7 +16,6 @@ from typing import Any
 
 from tavern_tui import paths
 from tavern_tui.config.schema import flatten_keys, validate
-from tavern_tui.config.store import keyring_api_key
 from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.errors import FormatError
 from tavern_tui.lore.settings import WorldInfoSettings
@@ -241,8 +240,9 @@ def load_settings(
     provider = ProviderSettings(
         base_url=pick(base_url, "TAVERN_API_BASE", prov.get("base_url")),
         model=pick(model, "TAVERN_MODEL", prov.get("model")),
-        api_key=pick(api_key, "TAVERN_API_KEY", prov.get("api_key")) or keyring_api_key(),
+        api_key=pick(api_key, "TAVERN_API_KEY", prov.get("api_key")),
         timeout=timeout,
+        keyring=True,  # looked up only when the key is first needed (`ProviderSettings.key`)
     )
     lore = file.get("world_info", {})
     if not isinstance(lore, dict):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from tavern_tui.engine.stream import Provider
@@ -19,17 +20,30 @@ class ProviderSettings:
         base_url: API root such as "https://api.example.com/v1" (the adapter appends
             "/chat/completions"); "" means no endpoint is configured (the demo provider is used).
         model: model id sent as `model`.
-        api_key: bearer token; never logged, stored or shown (repr hides it).
+        api_key: bearer token as given (flag, environment, config file); never logged, stored or
+            shown (repr hides it). Read `key`, which also looks in the keyring.
         timeout: seconds to wait for connect and for each read.
+        keyring: with no `api_key`, `key` asks the OS keyring (`config.store`) on first use: finding
+            its backend costs ~0.3 s, which a command that never calls the endpoint should not pay.
     """
 
     base_url: str = ""
     model: str = ""
     api_key: str = ""
     timeout: float = 60.0
+    keyring: bool = False
+
+    @cached_property
+    def key(self) -> str:
+        """The bearer token: `api_key`, else (with `keyring`) the keyring's, else ""."""
+        if self.api_key or not self.keyring:
+            return self.api_key
+        from tavern_tui.config.store import keyring_api_key
+
+        return keyring_api_key()
 
     def __repr__(self) -> str:  # the key must never reach logs or the screen
-        key = "set" if self.api_key else "unset"
+        key = "set" if self.api_key else "keyring" if self.keyring else "unset"
         # The base URL's user:password never shows either (issue 23 item 3).
         return (f"ProviderSettings(base_url={without_credentials(self.base_url)!r}, model={self.model!r}, "
                 f"api_key=<{key}>, timeout={self.timeout})")

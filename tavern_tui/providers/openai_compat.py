@@ -272,7 +272,7 @@ class OpenAICompatProvider:
     ) -> None:
         self.settings = settings
         self.model = settings.model
-        _LOG_REDACTION.add(settings.api_key, *url_credentials(settings.base_url))
+        _LOG_REDACTION.add(settings.key, *url_credentials(settings.base_url))
         self.max_retries = max(0, max_retries)
         self.backoff = backoff
         self.attempts: list[dict[str, Any]] = []
@@ -355,8 +355,8 @@ class OpenAICompatProvider:
     def build_headers(self) -> dict[str, str]:
         """Request headers; `Authorization: Bearer` only when a key is set."""
         headers = {"Accept": "text/event-stream, application/json"}
-        if self.settings.api_key:
-            headers["Authorization"] = f"Bearer {self.settings.api_key}"
+        if self.settings.key:
+            headers["Authorization"] = f"Bearer {self.settings.key}"
         return headers
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -398,7 +398,7 @@ class OpenAICompatProvider:
         """
         self.attempts = []
         # By value: the key and the base URL's credentials, however a server echoes them.
-        secrets = [s for s in (self.settings.api_key, *url_credentials(self.settings.base_url)) if s]
+        secrets = [s for s in (self.settings.key, *url_credentials(self.settings.base_url)) if s]
         client = self._get_client()
         headers = self.build_headers()
         timeout = httpx.Timeout(self.settings.timeout)

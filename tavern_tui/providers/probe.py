@@ -41,11 +41,11 @@ def probe_endpoint(settings: ProviderSettings) -> EndpointReport:
     base = settings.base_url.strip().rstrip("/")
     if not base:
         return EndpointReport(False, "no endpoint set: the offline demo model answers")
-    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    headers = {"Authorization": f"Bearer {settings.key}"} if settings.key else {}
     where = without_credentials(base) + "/models"
 
     def scrub(text: str) -> str:
-        return text.replace(settings.api_key, "<key>") if settings.api_key else text
+        return text.replace(settings.key, "<key>") if settings.key else text
 
     try:
         response = httpx.get(base + "/models", headers=headers, timeout=min(PROBE_TIMEOUT, settings.timeout))

@@ -16,7 +16,7 @@ def configured_secrets(settings: Any, provider: Any) -> list[str]:
     """The credentials configured for the provider: the API key in the settings and the
     provider's own, and the base URLs' user names and passwords (those long enough to match)."""
     own = getattr(provider, "settings", None)
-    values = [settings.provider.api_key, getattr(own, "api_key", "")]
+    values = [settings.provider.key, getattr(own, "key", None) or getattr(own, "api_key", "")]
     for url in (settings.provider.base_url, getattr(own, "base_url", "")):
         values += url_credentials(url or "")
     return usable(v for v in values if isinstance(v, str))

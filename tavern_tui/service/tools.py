@@ -51,7 +51,7 @@ class ToolService:
         self.lore = lore
         self.mvu = mvu
         settings = ctx.settings.tools
-        secrets = [ctx.settings.provider.api_key]
+        secrets = [ctx.settings.provider.key]
         self.guard = Guard(settings.allow, None, secrets=secrets)
         # the servers' tool lists are cached: a turn or `tavern tools` does not wait for a start
         self.mcp = McpManager(settings.mcp, secrets=secrets, cache_dir=cache_dir()) if settings.mcp else None

@@ -75,6 +75,6 @@ def test_with_a_keyring_the_key_goes_there_and_not_into_the_file(file_keyring: F
     assert "sk-" not in path.read_text(encoding="utf-8")  # the old file key is removed too
     assert file_keyring.get_password(KEYRING_SERVICE, KEYRING_USER) == "sk-in-keyring-42"
     settings = load_settings()
-    assert settings.provider.api_key == "sk-in-keyring-42" and settings.provider.model == "m1"
+    assert settings.provider.key == "sk-in-keyring-42" and settings.provider.model == "m1"
     save_config(path, {}, api_key="")  # removing the key removes it from the keyring
     assert file_keyring.get_password(KEYRING_SERVICE, KEYRING_USER) is None

@@ -76,7 +76,7 @@ async def test_settings_configure_an_endpoint_and_use_it_without_a_restart(
     assert server.base_url in config and 'model = "beta-13b"' in config
     assert KEY not in config  # the keyring holds it
     assert file_keyring.get_password(KEYRING_SERVICE, KEYRING_USER) == KEY
-    assert load_settings().provider.api_key == KEY  # and a restart finds it there
+    assert load_settings().provider.key == KEY  # and a restart finds it there
     assert KEY not in caplog.text
     tavern.store.engine.dispose()
     database = Path(db_url.removeprefix("sqlite:///")).read_bytes()

@@ -73,7 +73,7 @@ class SettingsScreen(TavernScreen[bool]):
     def compose(self) -> ComposeResult:
         s = self.tavern.settings
         prov = s.provider
-        stored = "a key is set (hidden)" if prov.api_key else "no key set"
+        stored = "a key is set (hidden)" if prov.key else "no key set"
         where = "the OS keyring" if keyring_available() else "the config file (owner-only, 0600)"
         yield ScreenTitle(f"Settings · saved to {self._config_path()}", id="settings-title", markup=False)
         with VerticalScroll(id="settings-form"):
@@ -141,7 +141,7 @@ class SettingsScreen(TavernScreen[bool]):
     def _provider_from_form(self) -> ProviderSettings:
         current = self.tavern.settings.provider
         typed_key = self.query_one("#api-key", Input).value
-        key = "" if self.query_one("#clear-key", Checkbox).value else (typed_key or current.api_key)
+        key = "" if self.query_one("#clear-key", Checkbox).value else (typed_key or current.key)
         return ProviderSettings(base_url=self.query_one("#base-url", Input).value.strip(),
                                 model=self.query_one("#model", Input).value.strip(), api_key=key,
                                 timeout=self._number("#timeout", "Timeout", float, current.timeout))
