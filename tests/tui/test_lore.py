@@ -25,7 +25,7 @@ from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import CARD_BOOK_NOTE, EMPTY_TEXT, LoreScreen
 from tavern_tui.tui.widgets.decision_list import SKIPPED_SHOWN, DecisionList
 from tavern_tui.tui.widgets.entry_table import EntryTable
-from tests.tui.conftest import open_character, wait_until
+from tests.tui.conftest import open_character, wait_until, workers_idle
 
 SIZE = (120, 40)
 TITLES = ["eldoria", "shadowfang", "glade", "power"]
@@ -171,17 +171,18 @@ async def test_g_binds_the_book_globally_and_again_unbinds_it(corpus_tavern: Tav
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         lore = await open_lore_from_home(pilot)
-        await pilot.press("g")
+        await pilot.press("g")  # the binding and the list's refresh run in workers
+        await wait_until(pilot, lambda: "4 entries · global" in str(lore.books.get_option_at_index(0).prompt))
         assert bindings_of(corpus_tavern, staging) == ("global",)
         assert "eldoria_st_staging is now bound globally (every chat)." in notes(seen)
-        assert "4 entries · global" in str(lore.books.get_option_at_index(0).prompt)
 
         await pilot.press("c", "p")  # no chat here: there is no character or playthrough to bind to
+        await workers_idle(pilot)
         assert bindings_of(corpus_tavern, staging) == ("global",)
 
         await pilot.press("g")
+        await wait_until(pilot, lambda: "eldoria_st_staging is no longer bound globally." in notes(seen))
         assert bindings_of(corpus_tavern, staging) == ()
-        assert "eldoria_st_staging is no longer bound globally." in notes(seen)
 
 
 async def test_the_tester_on_the_home_screen_runs_the_selected_book_alone(corpus_tavern: Tavern, staging: int) -> None:
