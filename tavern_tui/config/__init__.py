@@ -16,6 +16,7 @@ from typing import Any
 
 from tavern_tui import paths
 from tavern_tui.config.schema import flatten_keys, validate
+from tavern_tui.config.store import keyring_api_key
 from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.errors import FormatError
 from tavern_tui.lore.settings import WorldInfoSettings
@@ -242,7 +243,7 @@ def load_settings(
         model=pick(model, "TAVERN_MODEL", prov.get("model")),
         api_key=pick(api_key, "TAVERN_API_KEY", prov.get("api_key")),
         timeout=timeout,
-        keyring=True,  # looked up only when the key is first needed (`ProviderSettings.key`)
+        keyring=keyring_api_key,  # asked only when the key is first needed (`ProviderSettings.key`)
     )
     lore = file.get("world_info", {})
     if not isinstance(lore, dict):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlsplit
 
@@ -23,27 +24,26 @@ class ProviderSettings:
         api_key: bearer token as given (flag, environment, config file); never logged, stored or
             shown (repr hides it). Read `key`, which also looks in the keyring.
         timeout: seconds to wait for connect and for each read.
-        keyring: with no `api_key`, `key` asks the OS keyring (`config.store`) on first use: finding
-            its backend costs ~0.3 s, which a command that never calls the endpoint should not pay.
+        keyring: with no `api_key`, `key` calls this on first use for the key stored elsewhere (the
+            settings pass `config.store.keyring_api_key`: finding the keyring's backend costs ~0.3 s,
+            which a command that never calls the endpoint should not pay); None: no other place.
     """
 
     base_url: str = ""
     model: str = ""
     api_key: str = ""
     timeout: float = 60.0
-    keyring: bool = False
+    keyring: Callable[[], str] | None = field(default=None, compare=False)
 
     @cached_property
     def key(self) -> str:
-        """The bearer token: `api_key`, else (with `keyring`) the keyring's, else ""."""
-        if self.api_key or not self.keyring:
+        """The bearer token: `api_key`, else what `keyring` gives, else ""."""
+        if self.api_key or self.keyring is None:
             return self.api_key
-        from tavern_tui.config.store import keyring_api_key
-
-        return keyring_api_key()
+        return self.keyring()
 
     def __repr__(self) -> str:  # the key must never reach logs or the screen
-        key = "set" if self.api_key else "keyring" if self.keyring else "unset"
+        key = "set" if self.api_key else "keyring" if self.keyring is not None else "unset"
         # The base URL's user:password never shows either (issue 23 item 3).
         return (f"ProviderSettings(base_url={without_credentials(self.base_url)!r}, model={self.model!r}, "
                 f"api_key=<{key}>, timeout={self.timeout})")
