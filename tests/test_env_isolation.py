@@ -53,7 +53,7 @@ def test_a_developers_tavern_variables_never_reach_a_test(tmp_path: Path) -> Non
     env.update(harness)
     env[KEEP_ENV] = ",".join(harness)
     probe = f"{Path(__file__).relative_to(REPO)}::test_only_the_harness_tavern_variables_reach_a_test"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", probe], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", probe],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout
