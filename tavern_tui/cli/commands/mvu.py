@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from tavern_tui.cli.diagnostics import EXIT_OK
 from tavern_tui.cli.output import print_json
 from tavern_tui.errors import TavernError
-from tavern_tui.service.mvu import apply_text, init_from_card, parse_text
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
@@ -103,6 +102,8 @@ def _changes(out: TextIO, result: dict[str, Any]) -> None:
 
 def _init(path: Path, greeting: int, user: str) -> dict[str, Any]:
     """`init_from_card` on the 1-based greeting a person typed; its result and errors count from 1 too."""
+    from tavern_tui.service.mvu import init_from_card  # MVU's readers load with the command, not with the CLI
+
     try:
         result = init_from_card(path, greeting - 1, user=user)
     except TavernError as exc:
@@ -140,6 +141,8 @@ def cmd_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_parse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern mvu parse`: one line a command (or `--json` a list)."""
+    from tavern_tui.service.mvu import parse_text
+
     if args.batch is not None:
         def one(item: Any) -> Any:
             if not isinstance(item, str):
@@ -166,6 +169,8 @@ def _state(path: Path) -> Any:
 
 def cmd_apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern mvu apply`: the record after (a tree, or `--json` the whole result)."""
+    from tavern_tui.service.mvu import apply_text
+
     if args.batch is not None:
         def one(item: Any) -> Any:
             if not isinstance(item, dict) or not isinstance(item.get("text"), str):
