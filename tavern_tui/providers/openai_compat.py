@@ -272,7 +272,7 @@ class OpenAICompatProvider:
     ) -> None:
         self.settings = settings
         self.model = settings.model
-        _LOG_REDACTION.add(settings.key, *url_credentials(settings.base_url))
+        _LOG_REDACTION.add(*url_credentials(settings.base_url))  # the key joins when first used (`build_headers`)
         self.max_retries = max(0, max_retries)
         self.backoff = backoff
         self.attempts: list[dict[str, Any]] = []
@@ -355,8 +355,10 @@ class OpenAICompatProvider:
     def build_headers(self) -> dict[str, str]:
         """Request headers; `Authorization: Bearer` only when a key is set."""
         headers = {"Accept": "text/event-stream, application/json"}
-        if self.settings.key:
-            headers["Authorization"] = f"Bearer {self.settings.key}"
+        key = self.settings.key  # from the keyring on first use: not at start-up (`ProviderSettings.key`)
+        if key:
+            _LOG_REDACTION.add(key)  # before anything sent with it can be logged
+            headers["Authorization"] = f"Bearer {key}"
         return headers
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
