@@ -396,6 +396,35 @@ def _open_step_in(surface: list[Event], session_id: int) -> OpenStep | None:
     return OpenStep(checkpoints, last.created_at)
 
 
+STAGES = ("claim", "assemble", "admit", "record", "first_byte", "stream")
+"""The stages a step's `timing.stages` names, in order (milliseconds each): the lease, recovery and
+inbox claim; assembling the request; admitting the input (and system/context); writing the request's
+records, header and trace record; waiting for the first token after the request went out; streaming
+from the first token to the last. Recorded with every settled reply and attempt so `tavern trace show`
+and the trace pane can say where a slow step spent its time (seed 000 "One step")."""
+
+
+def stages_text(stages: Mapping[str, Any]) -> str:
+    """A step's `timing.stages` as one line, "claim 2 ms · assemble 15 ms · …", in `STAGES` order
+    (names not in it after them); "" for none."""
+    names = [n for n in STAGES if n in stages] + sorted(n for n in stages if n not in STAGES)
+    return " · ".join(f"{name.replace('_', ' ')} {float(stages[name]):.0f} ms" for name in names
+                      if isinstance(stages[name], (int, float)))
+
+
+class _Stopwatch:
+    """Milliseconds between successive `lap(name)` calls, on a monotonic clock."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round((now - self._last) * 1000, 1)
+        self._last = now
+
+
 @dataclass(frozen=True, slots=True)
 class _Opened:
     """What a step's opening wrote and decided, up to the request it sends."""
@@ -405,6 +434,8 @@ class _Opened:
     request: ChatRequest
     model: str
     claimed: tuple[Event, ...] = ()
+    stages: dict[str, float] = field(default_factory=dict)
+    """Milliseconds each opening stage took (`STAGES`), for the trace's timing."""
 
 
 class _Lease:
@@ -584,6 +615,13 @@ async def _run_step(
         context["continues"] = list(generation.continues)
     timing: dict[str, Any] = {"submitted": now().isoformat()}
     context["timing"] = timing
+    stages = timing["stages"] = dict(opened.stages)
+    sent_at = time.perf_counter()  # the request goes out now; first_byte and stream count from here
+
+    def finish() -> None:
+        if "first_byte" in stages:
+            stages["stream"] = round((time.perf_counter() - sent_at) * 1000 - stages["first_byte"], 1)
+        _finish_context(context, provider, now)
 
     parts: list[str] = []
     reasoning: list[str] = []
@@ -596,7 +634,7 @@ async def _run_step(
     async def settle_attempt(extra: dict[str, Any]) -> Event:
         if not retries_recorded:
             await _record_retries(alog, session_id, trace_event, provider, now)
-        _finish_context(context, provider, now)
+        finish()
         return (await _settling(alog, session_id, [_attempt(settle_text("".join(parts)), "".join(reasoning),
                                                             {**extra, **context}, reply_origin, reply_source,
                                                             reply_role)]))[0]
@@ -637,6 +675,7 @@ async def _run_step(
                 if isinstance(event, (TextDelta, ReasoningDelta)):
                     if "first_byte" not in timing:
                         timing["first_byte"] = now().isoformat()
+                        stages["first_byte"] = round((time.perf_counter() - sent_at) * 1000, 1)
                     # Checkpoint before handing the delta on: what the caller has seen is durable.
                     if clock() - last_checkpoint >= checkpoint_every:
                         body = {"content": "".join(parts[checkpointed[0]:]),
@@ -661,7 +700,7 @@ async def _run_step(
         if cancel is not None:
             raise cancel from exc
         raise StepFailed(exc, attempt) from exc
-    _finish_context(context, provider, now)
+    finish()
     if finished is None or (finished.finish_reason is None and not finished.saw_done):
         # Neither a finish_reason nor [DONE]: the connection closed mid-reply.
         cut = NetworkError("the connection closed before the reply finished (no finish_reason and no [DONE]); "
@@ -909,6 +948,7 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
                      text: str | None, generation: Generation, stale_after: float, now: Callable[[], datetime],
                      claim: bool, held: Claim | None, turn: _TurnStep | None = None) -> _Opened:
     """`_open` once the step's lease is held (`held`; None without leases: the old staleness check)."""
+    watch = _Stopwatch()
     surface = await log.surface_events(session_id)
     step = _open_step_in(surface, session_id)
     # Holding the lease, an unsettled step is its dead owner's: settle it now, not after a timeout.
@@ -934,12 +974,14 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     if transaction:
         kept = {m.ref for m in transaction}
         history = [m for m in history if m.ref not in kept]
+    watch.lap("claim")
     try:
         assembly = assemble(history, [item.content for item in batch])
     except BaseException:
         if claim_event is not None:  # nothing of the batch was admitted: put it back
             await change_async(log, session_id, restore_splices)
         raise
+    watch.lap("assemble")
 
     admitted: list[NewEvent] = []
     current_system = history[0].content if history and history[0].source == SYSTEM_PROMPT_SOURCE else None
@@ -955,6 +997,7 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
                                                            **generation.speaker_fields()},
                           item.origin) for item, content in zip(batch, contents) if claim_event is not None]
     stored = await log.append(session_id, admitted)
+    watch.lap("admit")
     claimed = tuple(stored[len(stored) - len(batch):]) if batch else ()
     user_event = claimed[-1] if claimed else None
 
@@ -1022,8 +1065,9 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
         "context": assembly.meta.get("context"),
         "messages": [m.to_json() for m in sent], **_inbox_trace(claim_event, batch),
         **(_turn_trace(turn) if turn is not None else {})})]))[0]
+    watch.lap("record")
     return _Opened(user_event, trace_event, ChatRequest(messages, model, dict(assembly.config), tuple(offered)), model,
-                   claimed)
+                   claimed, watch.laps)
 
 
 class InboxEmpty(TavernError):

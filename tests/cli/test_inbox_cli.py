@@ -154,3 +154,10 @@ def test_trace_show_names_the_inbox_events_a_step_consumed(cli_env: dict[str, st
     line = next(line for line in shown.splitlines() if line.startswith("inbox: claim "))
     assert f"{queued['id']} queued at " in line
     assert "queued first" not in json.dumps(detail["record"])  # references, never the queued text
+    # Where the step's time went, stage by stage, in the order a step runs them (engine.step.STAGES).
+    stages = detail["timing"]["stages"]
+    assert set(stages) == {"claim", "assemble", "admit", "record", "first_byte", "stream"}
+    [line] = [line for line in shown.splitlines() if line.startswith("stages: ")]
+    assert [part.split(" ")[0] for part in line.removeprefix("stages: ").split(" · ")] == [
+        "claim", "assemble", "admit", "record", "first", "stream"]
+    assert line.endswith(f"stream {stages['stream']:.0f} ms")

@@ -12,6 +12,7 @@ from tavern_tui.engine.events import EventKind, NewEvent, Origin
 from tavern_tui.engine.log import PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages
 from tavern_tui.engine.memory import MemoryLog
 from tavern_tui.engine.step import (
+    STAGES,
     Assembly,
     StepBusy,
     StepFailed,
@@ -145,7 +146,9 @@ async def test_cancel_mid_stream_keeps_the_partial_reply_as_an_attempt() -> None
     last = log.surface_events(sid)[-1]
     assert last.kind == EventKind.ASSISTANT_ATTEMPT
     assert {k: v for k, v in last.body.items() if k != "timing"} == {"content": "Once upon ", "cancelled": True}
-    assert set(last.body["timing"]) == {"submitted", "first_byte", "last_byte"}  # for the trace
+    assert set(last.body["timing"]) == {"submitted", "first_byte", "last_byte", "stages"}  # for the trace
+    stages = last.body["timing"]["stages"]  # a cancelled stream still says where its time went
+    assert set(stages) == set(STAGES) and all(isinstance(ms, float) and ms >= 0 for ms in stages.values())
     assert seen == ["Once upon "]
     assert derive_messages(log, sid)[-1].partial
 

@@ -102,6 +102,11 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     view = shown["view"]
     out.write(f"HISTORY (sent {view['submitted_at']}) · trace {shown['id']} · {view['provider']} · {view['model']} · "
               f"strategy {view['strategy']} · {view['outcome']}\n")
+    stages = (shown.get("timing") or {}).get("stages")
+    if stages:
+        from tavern_tui.engine.step import stages_text
+
+        out.write(f"stages: {stages_text(stages)}\n")
     attribution = shown.get("attribution") or {}
     parts_of = attribution.get("messages") or []
     imported = set(shown.get("imported") or ())

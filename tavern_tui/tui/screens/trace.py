@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 from textual.worker import WorkerCancelled, WorkerFailed
 
 from tavern_tui.assembly.attribution import breakdown_text, describe
+from tavern_tui.engine.step import stages_text
 from tavern_tui.engine.trace import Verification
 from tavern_tui.errors import TavernError
 from tavern_tui.service import PlaythroughView, Tavern
@@ -169,7 +170,9 @@ def facts_content(view: TraceView, trace: Mapping[str, Any]) -> Content:
             moment = moment_of(timing.get(key))
             steps.append(f"{label} " + ("—" if moment is None else
                                          f"+{duration((moment - submitted).total_seconds() * 1000)}"))
-        parts.append(_section("timing", " → ".join(steps)))
+        stages = timing.get("stages")
+        parts.append(_section("timing", " → ".join(steps)
+                              + (f"\nstages: {stages_text(stages)}" if isinstance(stages, Mapping) and stages else "")))
 
     resources: Mapping[str, Any] = trace.get("resources") or {}
     books = [f"{b.get('name', '?')} ({b.get('source', '?')}, {plural(int(b.get('entries', 0)), 'entry', 'entries')})"
