@@ -631,6 +631,7 @@ class StepRunner:
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
                          generation=generation, stale_after=self.ctx.stale_after, claim=claim,
                          claims=self.ctx.store.claims, **self._turn_tools(playthrough_id))
+        last: StepSettled | None = None  # the turn's final reply: state and learning wait for the lease's release
         async with aclosing(steps):
             try:
                 async for update in steps:
@@ -640,13 +641,20 @@ class StepRunner:
                         await asyncio.to_thread(self.ctx.store.events.append, update.event.session_id, [hide])
                         yield update
                         continue
-                    if isinstance(update, StepSettled):
-                        await self._commit_mvu(playthrough_id, view.session_id, update)
                     if isinstance(update, StepSettled) and not update.calls:
-                        await self._consolidate_quietly(playthrough_id)
+                        last = update  # the last update of the turn: `run_step` ends (and frees the step) next
+                        continue
+                    if isinstance(update, StepSettled):  # a tool call follows: its results build on this state
+                        await self._commit_mvu(playthrough_id, view.session_id, update)
                     yield update
             except StepFailed as exc:
                 raise _with_omit_step(exc, playthrough_id) from exc.cause
+        if last is not None:
+            # After the step's lease is released: MVU's commit (compare-and-set, retried on a moved base)
+            # and belief learning (perhaps a second model call) no longer tell another window "busy".
+            await self._commit_mvu(playthrough_id, view.session_id, last)
+            await self._consolidate_quietly(playthrough_id)
+            yield last
 
     def _kept_after_failure(self, playthrough_id: int, text: str | None, exc: BaseException | str) -> TavernError:
         """The error for a step that cannot be prepared (a card, book or template that broke the
