@@ -44,6 +44,7 @@ from tavern_tui.engine.log import (
     until_done,
 )
 from tavern_tui.engine.stream import (
+    Attempts,
     ChatRequest,
     ConfigAdjusted,
     Finished,
@@ -618,10 +619,12 @@ async def _run_step(
     stages = timing["stages"] = dict(opened.stages)
     sent_at = time.perf_counter()  # the request goes out now; first_byte and stream count from here
 
+    attempts: list[dict[str, Any]] = []  # this stream's HTTP attempts (`Attempts` events)
+
     def finish() -> None:
         if "first_byte" in stages:
             stages["stream"] = round((time.perf_counter() - sent_at) * 1000 - stages["first_byte"], 1)
-        _finish_context(context, provider, now)
+        _finish_context(context, attempts, now)
 
     parts: list[str] = []
     reasoning: list[str] = []
@@ -633,7 +636,7 @@ async def _run_step(
 
     async def settle_attempt(extra: dict[str, Any]) -> Event:
         if not retries_recorded:
-            await _record_retries(alog, session_id, trace_event, provider, now)
+            await _record_retries(alog, session_id, trace_event, attempts, now)
         finish()
         return (await _settling(alog, session_id, [_attempt(settle_text("".join(parts)), "".join(reasoning),
                                                             {**extra, **context}, reply_origin, reply_source,
@@ -650,9 +653,13 @@ async def _run_step(
         # aclosing: a consumer that stops early closes the provider's HTTP response at once.
         async with aclosing(provider.stream(request)) as stream:
             async for event in stream:
+                if isinstance(event, Attempts):
+                    attempts = [dict(a) for a in event.records]
                 if not retries_recorded:  # the stream started: every earlier attempt is known now
                     retries_recorded = True  # first: a cancel during the append must not repeat it
-                    await _record_retries(alog, session_id, trace_event, provider, now)
+                    await _record_retries(alog, session_id, trace_event, attempts, now)
+                if isinstance(event, Attempts):
+                    continue
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
                 elif isinstance(event, ReasoningDelta):
@@ -1116,14 +1123,14 @@ def _source_of(message: SurfaceMessage, claimed: tuple[Event, ...]) -> str:
     return "input" if any(message.ref == e.ref for e in claimed) else "history"
 
 
-async def _record_retries(log: AsyncSessionLog, session_id: int, trace_event: Event, provider: Provider,
+async def _record_retries(log: AsyncSessionLog, session_id: int, trace_event: Event, attempts: list[dict[str, Any]],
                           now: Callable[[], datetime]) -> None:
     """One more `trace/request` record per retry the provider made (seed 000 §4: a trace
     record per provider request, retries included): the same message references and hashes,
     the attempt's own call config and omissions, `attempt` n and `retry_of` the first record.
-    Nothing is written when the first request was the only one."""
-    attempts = getattr(provider, "attempts", None)
-    if not isinstance(attempts, list) or len(attempts) < 2:
+    Nothing is written when the first request was the only one. `attempts`: the stream's own
+    (`Attempts` events), never the provider's shared state."""
+    if len(attempts) < 2:
         return
     first = trace_event.body
     await log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
@@ -1132,12 +1139,11 @@ async def _record_retries(log: AsyncSessionLog, session_id: int, trace_event: Ev
         for n, attempt in enumerate(attempts[1:], start=2)])
 
 
-def _finish_context(context: dict[str, Any], provider: Provider, now: Callable[[], datetime]) -> None:
-    """Last byte time and the provider's attempts (status, config, omissions; never
+def _finish_context(context: dict[str, Any], attempts: list[dict[str, Any]], now: Callable[[], datetime]) -> None:
+    """Last byte time and the stream's attempts (status, config, omissions; never
     credentials) go with the settled reply, for the trace."""
     context["timing"]["last_byte"] = now().isoformat()
-    attempts = getattr(provider, "attempts", None)
-    if isinstance(attempts, list) and attempts:
+    if attempts:
         context["attempts"] = [dict(a) for a in attempts]
 
 

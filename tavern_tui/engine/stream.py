@@ -99,7 +99,18 @@ class ToolCalls:
     calls: tuple[ToolCall, ...]
 
 
-StreamEvent = TextDelta | ReasoningDelta | Usage | Finished | ConfigAdjusted | ToolCalls
+@dataclass(frozen=True, slots=True)
+class Attempts:
+    """The HTTP attempts this stream made so far, one record each (`status`, `error`, `retry_delay`,
+    `config`, `omitted`, perhaps `message`; never credentials). A provider that retries yields it
+    before the stream's first other event, again before it raises, and last: the engine keeps them
+    per stream (a trace record per retry, seed 000 §4), so two streams on one provider never mix
+    their attempts. Providers that never retry need not yield it."""
+
+    records: tuple[dict[str, Any], ...]
+
+
+StreamEvent = TextDelta | ReasoningDelta | Usage | Finished | ConfigAdjusted | ToolCalls | Attempts
 """What `Provider.stream` yields. Errors are raised as `ProviderError`, never yielded."""
 
 

@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from tavern_tui.engine.stream import (
+    Attempts,
     ChatRequest,
     ConfigAdjusted,
     Finished,
@@ -398,7 +399,22 @@ class OpenAICompatProvider:
             ProviderTimeout: no answer within `settings.timeout` seconds.
             ServerError: the body was neither an event stream nor a JSON completion.
         """
-        self.attempts = []
+        attempts: list[dict[str, Any]] = []
+        self.attempts = attempts  # this call's (the newest call's, for a caller asking afterwards)
+        reported = False
+        try:
+            async for event in self._attempted(request, attempts):
+                if not reported:  # retries and fallbacks so far are known once output starts
+                    reported = True
+                    yield Attempts(tuple(dict(a) for a in attempts))
+                yield event
+        except ProviderError:
+            yield Attempts(tuple(dict(a) for a in attempts))
+            raise
+        yield Attempts(tuple(dict(a) for a in attempts))
+
+    async def _attempted(self, request: ChatRequest, attempts: list[dict[str, Any]]) -> AsyncIterator[StreamEvent]:
+        """`stream` without its `Attempts` events: the attempts loop, each recorded in `attempts`."""
         # By value: the key and the base URL's credentials, however a server echoes them.
         secrets = [s for s in (self.settings.key, *url_credentials(self.settings.base_url)) if s]
         client = self._get_client()
@@ -415,7 +431,7 @@ class OpenAICompatProvider:
             body = self.build_body(replace(sent, tools=()) if tools_dropped else sent)
             record: dict[str, Any] = {"status": None, "error": None, "retry_delay": None,
                                       "config": dict(effective), "omitted": dict(omitted)}
-            self.attempts.append(record)
+            attempts.append(record)
             yielded = False
             rejected: RejectedParameter | None = None
             no_tools: str | None = None

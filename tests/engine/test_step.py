@@ -23,7 +23,8 @@ from tavern_tui.engine.step import (
     recover_interrupted,
     run_step,
 )
-from tavern_tui.engine.stream import ChatRequest, Finished, ReasoningDelta, TextDelta, Usage
+from tavern_tui.engine.stream import Attempts, ChatRequest, Finished, ReasoningDelta, TextDelta, Usage
+from tavern_tui.engine.trace import TRACE_REQUEST
 from tavern_tui.errors import RateLimitError
 
 
@@ -286,3 +287,21 @@ async def test_a_config_adjustment_is_recorded_with_the_step() -> None:
     reply = events[-1]
     assert reply.kind == EventKind.ASSISTANT_MESSAGE and reply.content == "ok"
     assert reply.body["config"]["omitted"] == {"temperature": "400: Unsupported parameter: 'temperature'"}
+
+
+async def test_retries_come_from_the_streams_own_attempts_never_the_providers_shared_state() -> None:
+    # Two streams on one provider once overwrote each other's `provider.attempts`: the engine now keeps
+    # what each stream reports (`Attempts`). Here the shared attribute holds another stream's records.
+    log = MemoryLog()
+    sid = log.create_session()
+    ours = ({"status": 429, "error": "rate_limit", "retry_delay": 0.5, "config": {"temperature": 0.7}, "omitted": {}},
+            {"status": 200, "error": None, "retry_delay": None, "config": {"temperature": 0.7}, "omitted": {}})
+    provider = ScriptedProvider([Attempts(ours), TextDelta("Hello"), Finished("stop"), Attempts(ours)])
+    provider.attempts = [{"status": 500, "error": "server"}] * 3  # type: ignore[attr-defined] - another stream's
+    updates = await _run(log, sid, provider, RecordingAssembler(), "hi")
+    assert not any(isinstance(u, Attempts) for u in updates)  # reports go to the trace, not to the caller
+    traces = [e for e in log.surface_events(sid) if e.kind == TRACE_REQUEST]
+    assert [t.body.get("attempt") for t in traces] == [None, 2]  # one record per retry (seed 000 §4)
+    assert traces[1].body["retry_of"] == list(traces[0].ref)
+    reply = log.surface_events(sid)[-1]
+    assert reply.kind == EventKind.ASSISTANT_MESSAGE and reply.body["attempts"] == [dict(a) for a in ours]

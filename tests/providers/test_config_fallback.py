@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tavern_tui.engine.stream import ChatRequest, ConfigAdjusted, Finished, StreamEvent, TextDelta
+from tavern_tui.engine.stream import Attempts, ChatRequest, ConfigAdjusted, Finished, StreamEvent, TextDelta
 from tavern_tui.errors import AuthenticationError, BadRequestError, RateLimitError, ServerError
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.providers.openai_compat import MAX_CONFIG_FALLBACKS, OpenAICompatProvider
@@ -51,7 +51,11 @@ async def make(loopback: LoopbackServer) -> AsyncIterator:
 
 
 async def collect(provider: OpenAICompatProvider, config: dict[str, Any]) -> list[StreamEvent]:
-    return [event async for event in provider.stream(ChatRequest(MESSAGES, config=config))]
+    """The stream's events but its `Attempts` reports, whose last must be the provider's record of this call."""
+    events = [event async for event in provider.stream(ChatRequest(MESSAGES, config=config))]
+    reported = [e for e in events if isinstance(e, Attempts)]
+    assert reported and [dict(r) for r in reported[-1].records] == provider.attempts
+    return [e for e in events if not isinstance(e, Attempts)]
 
 
 def text_of(events: list[StreamEvent]) -> str:

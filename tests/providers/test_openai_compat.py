@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tavern_tui.engine.stream import ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
+from tavern_tui.engine.stream import Attempts, ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
 from tavern_tui.errors import (
     AuthenticationError,
     BadRequestError,
@@ -49,7 +49,11 @@ async def make(loopback: LoopbackServer) -> AsyncIterator:
 
 
 async def collect(provider: OpenAICompatProvider, request: ChatRequest = REQUEST) -> list[StreamEvent]:
-    return [event async for event in provider.stream(request)]
+    """The stream's events but its `Attempts` reports, whose last must be the provider's record of this call."""
+    events = [event async for event in provider.stream(request)]
+    reported = [e for e in events if isinstance(e, Attempts)]
+    assert reported and [dict(r) for r in reported[-1].records] == provider.attempts
+    return [e for e in events if not isinstance(e, Attempts)]
 
 
 def text_of(events: list[StreamEvent]) -> str:
