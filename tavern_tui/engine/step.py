@@ -68,7 +68,7 @@ from tavern_tui.engine.tooling import (
     unanswered_calls,
     with_ids,
 )
-from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
+from tavern_tui.engine.trace import TRACE_REQUEST, SentMessage, message_hash, trace_record
 from tavern_tui.errors import NetworkError, ProviderError, StoreBusy, StoreError, TavernError
 
 OPENING_SOURCE = "opening"
@@ -1063,15 +1063,12 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
             sent += [SentMessage(m["role"], "request-only", assembly_event.ref, i, message_hash(m))
                      for i, m in enumerate(extra)]
     # The trace record: references and hashes of exactly what is sent, no bodies (seed 000 §4).
-    trace_event = (await log.append(session_id, [NewEvent(TRACE_REQUEST, None, {
-        "schema": TRACE_SCHEMA, "header": list(header_event.ref), "provider": provider.name, "model": model,
-        "strategy": assembly.meta.get("strategy", "compat"), "generation": generation.type,
-        "strategy_snapshot": assembly.meta.get("strategy_snapshot"),
-        "replay_of": assembly.meta.get("replay_of"),
-        "config": dict(assembly.config), "submitted_at": now().isoformat(),
-        "context": assembly.meta.get("context"),
-        "messages": [m.to_json() for m in sent], **_inbox_trace(claim_event, batch),
-        **(_turn_trace(turn) if turn is not None else {})})]))[0]
+    trace_event = (await log.append(session_id, [trace_record(
+        header_event, provider.name, model, strategy=assembly.meta.get("strategy", "compat"),
+        generation=generation.type, config=assembly.config, submitted_at=now().isoformat(),
+        context=assembly.meta.get("context"), sent=sent, strategy_snapshot=assembly.meta.get("strategy_snapshot"),
+        replay_of=assembly.meta.get("replay_of"), **_inbox_trace(claim_event, batch),
+        **(_turn_trace(turn) if turn is not None else {}))]))[0]
     watch.lap("record")
     return _Opened(user_event, trace_event, ChatRequest(messages, model, dict(assembly.config), tuple(offered)), model,
                    claimed, watch.laps)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tavern_tui.engine.events import Event, EventKind, wire_message
+from tavern_tui.engine.events import Event, EventKind, NewEvent, wire_message
 from tavern_tui.engine.tooling import tools_digest
 
 TRACE_REQUEST = "trace/request"
@@ -65,6 +65,28 @@ class SentMessage:
         """Read a stored entry back."""
         return cls(str(data["role"]), str(data["source"]), (int(data["ref"][0]), int(data["ref"][1])),
                    data.get("index"), str(data["sha256"]))
+
+
+def trace_record(header: Event, provider: str, model: str, *, strategy: str, generation: str,
+                 config: dict[str, Any], submitted_at: str, context: dict[str, Any] | None,
+                 sent: Sequence[SentMessage], **more: Any) -> NewEvent:
+    """The `trace/request` event for one request: the one writer of the trace schema (steps and
+    compaction's summary requests alike). References and hashes only, no bodies (seed 000 §4).
+
+    Args:
+        header: the request's `request/header` event (its ref is recorded).
+        provider, model: who was asked. strategy, generation: how the request was built and why.
+        config: the call config requested. submitted_at: ISO time it was sent.
+        context: the context fit facts, or None.
+        sent: each message sent, in order (`SentMessage`).
+        more: further fields of this record (`strategy_snapshot`, `replay_of`, the inbox claim, a
+            turn's links), stored as given.
+    """
+    return NewEvent(TRACE_REQUEST, None, {
+        "schema": TRACE_SCHEMA, "header": list(header.ref), "provider": provider, "model": model,
+        "strategy": strategy, "generation": generation, "strategy_snapshot": None, "replay_of": None,
+        "config": dict(config), "submitted_at": submitted_at, "context": context,
+        "messages": [m.to_json() for m in sent], **more})
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from tavern_tui.engine.log import (
     sent_to_model,
 )
 from tavern_tui.engine.stream import ChatRequest, TextDelta
-from tavern_tui.engine.trace import TRACE_REQUEST, TRACE_SCHEMA, SentMessage, message_hash
+from tavern_tui.engine.trace import SentMessage, message_hash, trace_record
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
@@ -284,11 +284,8 @@ class CompactionService:
                 "from": range_[0].created_at.isoformat(), "to": range_[-1].created_at.isoformat(),
                 "targets": len(targets)}
         trace, summary = log.append(session_id, [
-            NewEvent(TRACE_REQUEST, None, {
-                "schema": TRACE_SCHEMA, "header": list(header.ref), "provider": getattr(provider, "name", ""),
-                "model": model, "strategy": "summary", "generation": "summary", "strategy_snapshot": None,
-                "replay_of": None, "config": {}, "submitted_at": submitted, "context": context,
-                "messages": [m.to_json() for m in sent]}),
+            trace_record(header, getattr(provider, "name", ""), model, strategy="summary", generation="summary",
+                         config={}, submitted_at=submitted, context=context, sent=sent),
             NewEvent(EventKind.SURFACE_REPLACED, "system", {
                 "targets": [list(t) for t in targets], "request": list(header.ref),
                 "message": {"role": "system", "content": text, "summary": meta}}, Origin.ENGINE, SUMMARY_SOURCE)])
