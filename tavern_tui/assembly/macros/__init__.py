@@ -27,7 +27,8 @@ is inserted and the rest is left as written; every call sharing one context (a s
 every book key and entry is bounded per step too; dice N ≤ 100, M ≤ 1000; `{{newline::N}}`/`{{space::N}}` N ≤ 1000.
 Nothing is ever executed or `eval`-ed.
 
-Modules: `parser` (the grammar), `engine` (`MacroContext`, `substitute`, the macro definitions), `jsvalues`
+Modules: `parser` (the grammar), `context` (`MacroContext`, `MacroBudget`), `registry` (the definitions'
+registry, scoped-block pairing), `engine` (`substitute`, the evaluator, the macro definitions), `jsvalues`
 (JavaScript value semantics for the variable store), `moment` (moment.js formatting and durations).
 """
 

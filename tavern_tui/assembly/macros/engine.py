@@ -13,125 +13,33 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta, timezone
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 
+from tavern_tui.assembly.macros.context import (
+    STEP_CALLS,
+    STEP_EXPANSION,
+    STEP_REPARSE,
+    MacroBudget,
+    MacroContext,
+)
 from tavern_tui.assembly.macros.jsvalues import js_string, to_number, var_add, var_get
 from tavern_tui.assembly.macros.moment import aware, humanize_duration, moment_format
 from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
+from tavern_tui.assembly.macros.registry import DEFS as _DEFS
+from tavern_tui.assembly.macros.registry import ELSE_MARKER, EXTERNAL, POST_PASSES
+from tavern_tui.assembly.macros.registry import Scope as _Scope
+from tavern_tui.assembly.macros.registry import args_valid as _args_valid
+from tavern_tui.assembly.macros.registry import macro as _macro
+from tavern_tui.assembly.macros.registry import pair_scopes as _pair_scopes
+from tavern_tui.assembly.macros.registry import raw_inner as _raw_inner
+from tavern_tui.assembly.macros.registry import split_else as _split_else
 from tavern_tui.assembly.macros.seeded import seedrandom, string_hash
 from tavern_tui.text.dice import parse_dice
 
-__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MAX_NESTING", "MacroBudget", "MacroContext",
-           "history_expander", "is_falsy", "substitute", "substitute_readonly", "trim_scoped"]
-
-
-def _default_now() -> datetime:
-    return datetime.now(UTC).astimezone()
-
-
-STEP_CALLS = 800_000  # macro evaluations in all `substitute()` calls sharing one context, e.g. a step (ours)
-STEP_EXPANSION = 16_000_000  # characters those calls may produce in all (ours)
-STEP_REPARSE = 1_000_000  # characters they may re-parse in nested blocks in all (ours): ~1 s of parsing
-
-
-@dataclass(slots=True)
-class MacroBudget:
-    """The macro work left to every `substitute()` call sharing one `MacroContext` (copies made with
-    `dataclasses.replace` share it): a step expands dozens of fields, book keys and contents, each
-    under the per-call limits, so a card repeating a costly field everywhere is bounded per step
-    too. Counts: macro evaluations, characters produced, characters re-parsed. Ours, not ST's."""
-
-    calls: int = STEP_CALLS
-    produced: int = STEP_EXPANSION
-    reparsed: int = STEP_REPARSE
-
-
-@dataclass
-class MacroContext:
-    """Everything `substitute()` reads or writes. Source: ST 1.18 `MacroEnvBuilder` + macro definitions.
-
-    Names/card fields are plain strings. Chat state is pre-computed by the caller in ST's form:
-    `last_message_id` = index of the last message, `last_swipe_id` = number of swipes of the last message,
-    `current_swipe_id` = its 1-based swipe index, `chat_length` = number of messages (None ⇒ ""). `original`
-    is the text `{{original}}` stands for; it is emitted at its first occurrence per `substitute()` call only,
-    and with None `{{original}}` stays as written (ST's env has no `original` function then). `now` returns the
-    current time (aware; default local time); `rng` is a `random.Random` or a `() -> float in [0, 1)`, used by
-    `{{random}}` and `{{roll}}`. `chat_id` (ST's chat file name; `chat_id_hash`, ST's cached
-    `chat_metadata.chat_id_hash`, wins when set) and `pick_reroll_seed` seed `{{pick}}`. `local_vars`
-    (= chat_metadata.variables) and
-    `global_vars` are mutated in place by the variable macros; every variable a macro reads is added to
-    `reads` as ("local"|"global", name). `outlets` maps a world-info outlet name to its text. `runtime` holds the
-    runtime/template macros by lower-case name (`model`, `maxprompt`, `maxcontext`, `maxresponse`,
-    `systemprompt`, `lastgenerationtype`, instruct sequences such as `instructuserprefix`…; missing ⇒ "").
-    `dynamic` are per-call macros (ST `dynamicMacros`: `authorsNote`, `summary`…) that take no arguments and win
-    over registered ones. `authors_note` (chat_metadata `note_prompt`), `char_authors_note`,
-    `default_authors_note` (authors-note.js macros) and `summary` (the Summarize extension's newest summary)
-    fill their macros. `lazy` maps a field name (`last_swipe_id`, `current_swipe_id`) to a function that
-    gives its value the first time a macro reads it while the field is None. After a call,
-    `limits_hit` names the limits that stopped evaluation (empty if none).
-    """
-
-    char: str = ""
-    user: str = ""
-    persona: str = ""
-    description: str = ""
-    personality: str = ""
-    scenario: str = ""
-    mes_examples: str = ""
-    mes_examples_raw: str = ""
-    char_prompt: str = ""
-    char_instruction: str = ""
-    char_depth_prompt: str = ""
-    creator_notes: str = ""
-    char_version: str = ""
-    first_message: str = ""
-    alternate_greetings: list[str] = field(default_factory=list)
-    original: str | None = None
-    input: str = ""
-    last_message: str = ""
-    last_user_message: str = ""
-    last_char_message: str = ""
-    last_message_id: int | None = None
-    last_swipe_id: int | None = None
-    current_swipe_id: int | None = None
-    chat_length: int | None = None
-    first_included_message_id: int | None = None
-    last_user_message_at: datetime | None = None
-    now: Callable[[], datetime] = _default_now
-    rng: random.Random | Callable[[], float] = random.random
-    chat_id: str = ""
-    chat_id_hash: int | None = None
-    pick_reroll_seed: object | None = None
-    local_vars: dict[str, object] = field(default_factory=dict)
-    global_vars: dict[str, object] = field(default_factory=dict)
-    reads: set[tuple[str, str]] = field(default_factory=set)
-    outlets: dict[str, str] = field(default_factory=dict)
-    runtime: dict[str, str] = field(default_factory=dict)
-    dynamic: dict[str, str] = field(default_factory=dict)
-    authors_note: str = ""
-    char_authors_note: str = ""
-    default_authors_note: str = ""
-    summary: str = ""
-    lazy: dict[str, Callable[[], object]] = field(default_factory=dict)
-    limits_hit: set[str] = field(default_factory=set)
-    budget: MacroBudget = field(default_factory=MacroBudget, repr=False, compare=False)
-    """The work left to this context and its copies (`MacroBudget`); past it, evaluation stops as
-    at a per-call limit."""
-    message_vars: dict[str, object] = field(default_factory=dict)
-    """The bound message variables of this step (MVU's record at the head, `mvu.snapshot_variables`; issue 18):
-    what `{{get_message_variable::…}}` and `getvar` paths read (`macros.mvu_macros`)."""
-    character_vars: dict[str, object] = field(default_factory=dict)
-    """Tavern Helper's character variables (the card's `extensions.tavern_helper.variables`), read-only here."""
-    preset_vars: dict[str, object] = field(default_factory=dict)
-    """Tavern Helper's preset variables (the preset's `extensions.tavern_helper.variables`), read-only here."""
-    refuse_write: Callable[[str], bool] | None = None
-    """When set, a variable write whose name or value it is true for is dropped (the configured API
-    key: a variable is stored, printed and read by every card) and `limits_hit` names it."""
-    templates: Callable[[str, MacroContext], str] | None = None
-    """When set, run on every `substitute` result holding an EJS tag `<%` (restricted templates, issue 18:
-    ST-Prompt-Template runs on the prompt after SillyTavern's macros); reads and writes the variables like a
-    variable macro."""
+__all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MAX_NESTING", "STEP_CALLS", "STEP_EXPANSION",
+           "STEP_REPARSE", "MacroBudget", "MacroContext", "history_expander", "is_falsy", "substitute",
+           "substitute_readonly", "trim_scoped"]
 
 
 MAX_EXPANSION = 8_000_000  # characters macros may produce per substitute() call (ours)
@@ -152,8 +60,6 @@ def _whole(text: str) -> int:
     return int(text)
 
 
-# core-macros.js ELSE_MARKER: what {{else}} prints; removed by a post-processor wherever it is left over.
-ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
 
 _LEGACY_TIME = re.compile(r"{{time_(UTC[+-]\d+)}}", re.IGNORECASE)
 _LEGACY_MARKERS = [(re.compile(f"<{k}>", re.IGNORECASE), v) for k, v in (
@@ -174,41 +80,10 @@ class _Limit(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
-class _Def:
-    name: str  # primary name
-    fn: str  # handler method
-    min: int = 0
-    max: int = 0
-    list: bool = False
-    strict: bool = True
-    ints: tuple[int, ...] = ()  # positions typed `integer`
-    delay: bool = False  # delayArgResolution: handler gets raw argument text
-
-
-_DEFS: dict[str, _Def] = {}
-EXTERNAL: dict[str, Callable[[MacroContext, list[str]], str | None]] = {}
-"""Handlers defined outside this module by `fn` name (`macros.mvu_macros`): (context, arguments) → text, or None
-to leave the macro as written."""
-
-POST_PASSES: list[Callable[[str, MacroContext], str]] = []
-"""Text passes run on every `substitute` result (and every expanded history message) after SillyTavern's
-macros: Tavern Helper's "macro-like" replacements that need the text around them (`macros.mvu_macros`:
-`{{format_*_variable::path}}` indents by its line's prefix). Each returns its input unchanged when it has
-nothing to do."""
-
-
 def _post_passes(text: str, ctx: MacroContext) -> str:
     for run in POST_PASSES:
         text = run(text, ctx)
     return text
-
-
-def _macro(*names: str, fn: str, **kw: object) -> None:
-    """Register a macro under its names (case-insensitive); `fn` names an `_Evaluator` method or an `EXTERNAL`."""
-    d = _Def(names[0], fn, **kw)  # type: ignore[arg-type]
-    for n in names:
-        _DEFS[n.lower()] = d
 
 
 def substitute(text: str, ctx: MacroContext) -> str:
@@ -761,119 +636,6 @@ def _legacy_trim(s: str) -> str:
         pos = end
     out.append(s[pos:])
     return "".join(out)
-
-
-def _args_valid(d: _Def, n: int) -> bool:
-    """MacroRegistry isArgsValid."""
-    if not d.list:
-        return d.min <= n <= d.max
-    return n >= d.min
-
-
-def _can_accept_scope(m: Macro) -> bool:
-    """MacroCstWalker #canAcceptScopedContent: unknown ⇒ yes; list macros ⇒ no; else one more arg must fit."""
-    d = _DEFS.get(m.name.lower())
-    if d is None:
-        return True
-    if d.list:
-        return False
-    return d.min <= len(m.args) + 1 <= d.max
-
-
-@dataclass(slots=True)
-class _Scope:
-    """A paired block's content: the sibling items between the tags and where the closing tag starts."""
-
-    items: list[Text | Macro]
-    end: int
-
-
-def _pair_scopes(items: list[Text | Macro]) -> list[tuple[Text | Macro, _Scope | None, bool]]:
-    """MacroCstWalker #processScopedMacros over one sibling list: pair the outermost `{{x}}…{{/x}}`.
-
-    Returns (item, scoped content items or None, keep raw) with the paired content and closing tags removed.
-    A pair whose opener cannot take one more argument stays as written (both tags); so do stray closing tags.
-    """
-    infos = [(i, it) for i, it in enumerate(items) if isinstance(it, Macro) and it.name]
-    if not any(it.closing for _, it in infos):
-        return [(it, None, False) for it in items]
-    matched: set[int] = set()
-    keep_raw: set[int] = set()
-    inside: set[int] = set()
-    pairs: dict[int, int] = {}
-    for k, (index, it) in enumerate(infos):
-        if it.closing or index in matched or index in inside:
-            continue
-        depth, close = 1, -1
-        target = it.name.lower()
-        for index2, other in infos[k + 1:]:
-            if other.name.lower() != target or index2 in matched:
-                continue
-            if other.closing:
-                depth -= 1
-                if depth == 0:
-                    close = index2
-                    break
-            elif _can_accept_scope(other):
-                depth += 1
-        if close < 0:
-            continue
-        matched.update((index, close))
-        if not _can_accept_scope(it):
-            keep_raw.update((index, close))
-            continue
-        pairs[index] = close
-        inside.update(range(index + 1, close))
-    for index, it in infos:
-        if it.closing and index not in matched:
-            keep_raw.add(index)
-    out: list[tuple[Text | Macro, _Scope | None, bool]] = []
-    skip_until = -1
-    for i, it in enumerate(items):
-        if i <= skip_until:
-            continue
-        if i in pairs:
-            close = pairs[i]
-            out.append((it, _Scope(items[i + 1:close], items[close].start), False))
-            skip_until = close
-        else:
-            out.append((it, None, i in keep_raw))
-    return out
-
-
-def _raw_inner(m: Macro, s: str, spans: list[tuple[int, int, str]]) -> str:
-    """MacroCstWalker rawInner: the text between the braces with each argument replaced by its value.
-
-    A scoped content lies after the opener's `}}`, so (as in ST) the text up to it, `}}` included, is kept.
-    """
-    out: list[str] = []
-    cursor = m.inner_start
-    for start, end, value in sorted(spans):
-        if start > cursor:
-            out.append(s[cursor:start])
-        out.append(value)
-        cursor = end
-    if cursor < m.inner_end:
-        out.append(s[cursor:m.inner_end])
-    return "".join(out)
-
-
-def _split_else(content: str) -> tuple[str, str | None]:
-    """core-macros.js splitOnTopLevelElse: split at the first `{{else}}` outside nested block `{{if}}`s."""
-    if "else" not in content.lower():  # (no else macro: skip the parse)
-        return content, None
-    items, _ = parse_document(content)
-    depth = 0
-    for it in items:
-        if not isinstance(it, Macro) or not it.name:
-            continue
-        if it.name == "if" and not it.closing and len(it.args) == 1:
-            depth += 1
-        elif it.name == "if" and it.closing:
-            depth -= 1
-        elif it.name == "else" and depth == 0:
-            return content[:it.start], content[it.end:]
-    return content, None
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,169 @@
+"""Provides the macro definitions' registry (`DEFS`, filled by `engine` and `mvu_macros` through `macro`)
+and the pairing of scoped blocks (`{{if}}…{{/if}}`) over one sibling list of the parse.
+
+Rule source: SillyTavern 1.18 `MacroRegistry.js` (arity, list arguments, `delayArgResolution`) and
+`MacroCstWalker.js` (#processScopedMacros, #canAcceptScopedContent, the `{{else}}` split).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
+
+if TYPE_CHECKING:
+    from tavern_tui.assembly.macros.context import MacroContext
+
+__all__ = ["DEFS", "ELSE_MARKER", "EXTERNAL", "POST_PASSES", "Def", "Scope", "args_valid", "can_accept_scope", "macro",
+           "pair_scopes", "raw_inner", "split_else"]
+
+# core-macros.js ELSE_MARKER: what {{else}} prints; removed by a post-processor wherever it is left over.
+ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
+
+
+@dataclass(frozen=True, slots=True)
+class Def:
+    name: str  # primary name
+    fn: str  # handler method
+    min: int = 0
+    max: int = 0
+    list: bool = False
+    strict: bool = True
+    ints: tuple[int, ...] = ()  # positions typed `integer`
+    delay: bool = False  # delayArgResolution: handler gets raw argument text
+
+
+DEFS: dict[str, Def] = {}
+EXTERNAL: dict[str, Callable[[MacroContext, list[str]], str | None]] = {}
+"""Handlers defined outside this module by `fn` name (`macros.mvu_macros`): (context, arguments) → text, or None
+to leave the macro as written."""
+
+POST_PASSES: list[Callable[[str, MacroContext], str]] = []
+"""Text passes run on every `substitute` result (and every expanded history message) after SillyTavern's
+macros: Tavern Helper's "macro-like" replacements that need the text around them (`macros.mvu_macros`:
+`{{format_*_variable::path}}` indents by its line's prefix). Each returns its input unchanged when it has
+nothing to do."""
+
+
+def macro(*names: str, fn: str, **kw: object) -> None:
+    """Register a macro under its names (case-insensitive); `fn` names an `_Evaluator` method or an `EXTERNAL`."""
+    d = Def(names[0], fn, **kw)  # type: ignore[arg-type]
+    for n in names:
+        DEFS[n.lower()] = d
+
+
+def args_valid(d: Def, n: int) -> bool:
+    """MacroRegistry isArgsValid."""
+    if not d.list:
+        return d.min <= n <= d.max
+    return n >= d.min
+
+
+def can_accept_scope(m: Macro) -> bool:
+    """MacroCstWalker #canAcceptScopedContent: unknown ⇒ yes; list macros ⇒ no; else one more arg must fit."""
+    d = DEFS.get(m.name.lower())
+    if d is None:
+        return True
+    if d.list:
+        return False
+    return d.min <= len(m.args) + 1 <= d.max
+
+
+@dataclass(slots=True)
+class Scope:
+    """A paired block's content: the sibling items between the tags and where the closing tag starts."""
+
+    items: list[Text | Macro]
+    end: int
+
+
+def pair_scopes(items: list[Text | Macro]) -> list[tuple[Text | Macro, Scope | None, bool]]:
+    """MacroCstWalker #processScopedMacros over one sibling list: pair the outermost `{{x}}…{{/x}}`.
+
+    Returns (item, scoped content items or None, keep raw) with the paired content and closing tags removed.
+    A pair whose opener cannot take one more argument stays as written (both tags); so do stray closing tags.
+    """
+    infos = [(i, it) for i, it in enumerate(items) if isinstance(it, Macro) and it.name]
+    if not any(it.closing for _, it in infos):
+        return [(it, None, False) for it in items]
+    matched: set[int] = set()
+    keep_raw: set[int] = set()
+    inside: set[int] = set()
+    pairs: dict[int, int] = {}
+    for k, (index, it) in enumerate(infos):
+        if it.closing or index in matched or index in inside:
+            continue
+        depth, close = 1, -1
+        target = it.name.lower()
+        for index2, other in infos[k + 1:]:
+            if other.name.lower() != target or index2 in matched:
+                continue
+            if other.closing:
+                depth -= 1
+                if depth == 0:
+                    close = index2
+                    break
+            elif can_accept_scope(other):
+                depth += 1
+        if close < 0:
+            continue
+        matched.update((index, close))
+        if not can_accept_scope(it):
+            keep_raw.update((index, close))
+            continue
+        pairs[index] = close
+        inside.update(range(index + 1, close))
+    for index, it in infos:
+        if it.closing and index not in matched:
+            keep_raw.add(index)
+    out: list[tuple[Text | Macro, Scope | None, bool]] = []
+    skip_until = -1
+    for i, it in enumerate(items):
+        if i <= skip_until:
+            continue
+        if i in pairs:
+            close = pairs[i]
+            out.append((it, Scope(items[i + 1:close], items[close].start), False))
+            skip_until = close
+        else:
+            out.append((it, None, i in keep_raw))
+    return out
+
+
+def raw_inner(m: Macro, s: str, spans: list[tuple[int, int, str]]) -> str:
+    """MacroCstWalker rawInner: the text between the braces with each argument replaced by its value.
+
+    A scoped content lies after the opener's `}}`, so (as in ST) the text up to it, `}}` included, is kept.
+    """
+    out: list[str] = []
+    cursor = m.inner_start
+    for start, end, value in sorted(spans):
+        if start > cursor:
+            out.append(s[cursor:start])
+        out.append(value)
+        cursor = end
+    if cursor < m.inner_end:
+        out.append(s[cursor:m.inner_end])
+    return "".join(out)
+
+
+def split_else(content: str) -> tuple[str, str | None]:
+    """core-macros.js splitOnTopLevelElse: split at the first `{{else}}` outside nested block `{{if}}`s."""
+    if "else" not in content.lower():  # (no else macro: skip the parse)
+        return content, None
+    items, _ = parse_document(content)
+    depth = 0
+    for it in items:
+        if not isinstance(it, Macro) or not it.name:
+            continue
+        if it.name == "if" and not it.closing and len(it.args) == 1:
+            depth += 1
+        elif it.name == "if" and it.closing:
+            depth -= 1
+        elif it.name == "else" and depth == 0:
+            return content[:it.start], content[it.end:]
+    return content, None
+
+
