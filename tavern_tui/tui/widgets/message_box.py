@@ -329,15 +329,22 @@ class MessageBox(Vertical):
         """Streamed text not yet written to the widget (it goes with the next flush)."""
         return "".join(self._pending)
 
-    async def _flush(self) -> None:
+    async def _flush(self, retry: bool = True) -> None:
         self._flush_timer = None
         if not self._pending:
             return
+        if self._stream is None:
+            body = next(iter(self.query(".message-body").results(Markdown)), None)
+            if body is None:
+                # Not composed yet: the first delta can beat the box's mount. The text waits for the
+                # next flush (`retry`), or for the settled body that replaces the stream's.
+                if retry:
+                    self._flush_timer = self.set_timer(1 / FLUSHES_PER_SECOND, self._flush)
+                return
+            self._stream = Markdown.get_stream(body)
         text = "".join(self._pending)
         self._pending.clear()
         self._flush_at = time.perf_counter() + 1 / FLUSHES_PER_SECOND
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self.query_one(".message-body", Markdown))
         await self._stream.write(text)
 
     async def append_reasoning(self, fragment: str) -> None:
@@ -358,7 +365,7 @@ class MessageBox(Vertical):
             self._flush_timer.stop()
         if self._pending:
             self._flush_at = 0.0
-            await self._flush()
+            await self._flush(retry=False)
         for stream in (self._stream, self._reasoning_stream):
             if stream is not None:
                 await stream.stop()
