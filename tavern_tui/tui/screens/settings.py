@@ -73,8 +73,6 @@ class SettingsScreen(TavernScreen[bool]):
     def compose(self) -> ComposeResult:
         s = self.tavern.settings
         prov = s.provider
-        stored = "a key is set (hidden)" if prov.key else "no key set"
-        where = "the OS keyring" if keyring_available() else "the config file (owner-only, 0600)"
         yield ScreenTitle(f"Settings · saved to {self._config_path()}", id="settings-title", markup=False)
         with VerticalScroll(id="settings-form"):
             yield Static("Endpoint", classes="section", markup=False)
@@ -83,8 +81,8 @@ class SettingsScreen(TavernScreen[bool]):
             yield from self._row("Model", Input(prov.model, placeholder="model id", id="model"))
             yield from self._row("Pick a model", Select[str]([], prompt="Test connection lists the models",
                                                             id="model-list", allow_blank=True))
-            yield from self._row("API key", Input("", password=True, id="api-key",
-                                                  placeholder=f"{stored}; type to replace, kept in {where}"))
+            # Where the key is kept is read in a worker (`_key_state`): asking the keyring blocks.
+            yield from self._row("API key", Input("", password=True, id="api-key", placeholder="type to replace"))
             yield Checkbox("Remove the stored key", id="clear-key")
             yield from self._row("Timeout (s)", Input(f"{prov.timeout:g}", id="timeout", type="number"))
             yield Static("", id="connection", markup=False)
@@ -129,6 +127,15 @@ class SettingsScreen(TavernScreen[bool]):
         self._opened_theme = self.app.theme
         self.query_one("#base-url", Input).focus()
         self.call(self.tavern.strategies.strategies, title="Cannot list the strategies", then=self._strategies)
+        self.call(self._key_state, title="Cannot read the keyring", severity="warning",
+                  then=lambda text: setattr(self.query_one("#api-key", Input), "placeholder", text))
+
+    def _key_state(self) -> str:
+        """The key field's placeholder: whether a key is set and where a new one is kept (in a worker:
+        the keyring's backend is found and asked here)."""
+        stored = "a key is set (hidden)" if self.tavern.settings.provider.key else "no key set"
+        where = "the OS keyring" if keyring_available() else "the config file (owner-only, 0600)"
+        return f"{stored}; type to replace, kept in {where}"
 
     def _strategies(self, specs: list) -> None:
         names = sorted({spec.name for spec in specs} | {self.tavern.settings.default_strategy})
