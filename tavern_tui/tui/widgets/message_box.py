@@ -135,16 +135,7 @@ class MessageBox(Vertical):
     MessageBox.-tool { padding: 0 1; }
     MessageBox.-calls-only { display: none; }  /* a reply that only called tools: its lines say it */
 
-    MessageBox .tool-call {
-        height: auto;
-        padding: 0;
-        margin: 0;
-        border: none;
-        background: transparent;
-        color: $text-muted;
-    }
-
-    MessageBox .panel {
+    MessageBox .tool-call, MessageBox .panel {
         height: auto;
         padding: 0;
         margin: 0;
