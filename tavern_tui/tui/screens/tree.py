@@ -237,7 +237,7 @@ class TreeScreen(TavernScreen[int | None]):
 
     Dismisses with the playthrough the chat should show: this one after a jump or rollback,
     the new one after `b`, None after Esc. Every service call runs in a thread worker
-    (`TavernScreen.call`); `loaded` turns True when the first read is shown.
+    (`TavernScreen.call`); `loaded` turns True when the latest read is shown with its cursor placed.
     """
 
     BINDINGS = [
@@ -259,7 +259,7 @@ class TreeScreen(TavernScreen[int | None]):
         super().__init__(tavern, playthrough_id)
         self.playthrough_id: int = playthrough_id
         self.loaded = False
-        """The tree has been shown (tests wait on it)."""
+        """The latest read is shown and its cursor placed (tests wait on it)."""
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="tree-title", markup=False)
@@ -271,7 +271,8 @@ class TreeScreen(TavernScreen[int | None]):
 
     def _load(self, cursor: Ref | None = None) -> None:
         """(Re)read the playthrough and its timeline in a worker, then rebuild the tree; the cursor
-        goes to `cursor`, else the last message."""
+        goes to `cursor`, else the last message; `loaded` is False until then."""
+        self.loaded = False
         def read() -> tuple[PlaythroughView, TimelineView]:
             return (self.tavern.playthroughs.playthrough(self.playthrough_id),
                     self.tavern.timeline.timeline(self.playthrough_id))
@@ -288,9 +289,13 @@ class TreeScreen(TavernScreen[int | None]):
         self.tree.show(timeline, {"user": view.user_name, "assistant": view.character_name})
         self.tree.focus()
         target = cursor if cursor in self.tree.nodes else (timeline.path[-1] if timeline.path else None)
-        if target is not None:
-            # After the first layout: the cursor needs the tree's lines, the scroll its size.
-            self.call_after_refresh(self.tree.move_cursor, self.tree.nodes[target])
+        # After the first layout: the cursor needs the tree's lines, the scroll its size. `loaded`
+        # turns True only then, so a key read after it finds the cursor where it stays.
+        self.call_after_refresh(self._placed, None if target is None else self.tree.nodes[target])
+
+    def _placed(self, node: TreeNode[VariantView] | None) -> None:
+        if node is not None:
+            self.tree.move_cursor(node)
         self.loaded = True
 
     @property
