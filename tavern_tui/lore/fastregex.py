@@ -27,10 +27,11 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Collection
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tavern_tui.lore.fastunits import Text, Unit, joined
-from tavern_tui.lore.regex_budget import BudgetSpent, charged
+from tavern_tui.lore.regex_budget import BudgetSpent, bounded
 from tavern_tui.lore.regex_plan import (
     ATOM,
     LINE,
@@ -178,8 +179,7 @@ def search_units(index: FastIndex, key_id: int, chosen: list[tuple[str, Unit]], 
     quick = index._quick(key_id, len(text))
     if quick is not None:
         try:
-            with charged(index.regex_timeout) as limit:
-                hint = quick.search(text, timeout=limit)
+            hint = bounded(index.regex_timeout, partial(quick.search, text))
         except BudgetSpent:
             return None
         except TimeoutError:  # the prefilter has a budget of its own: go on without it
@@ -195,8 +195,7 @@ def search_units(index: FastIndex, key_id: int, chosen: list[tuple[str, Unit]], 
             pos = hint.start()
             first = bisect_right(starts, pos) - 1
     try:
-        with charged(index.regex_timeout) as limit:
-            found = rx.compiled.search(text, pos, timeout=limit)
+        found = bounded(index.regex_timeout, partial(rx.compiled.search, text, pos))
     except TimeoutError:
         for _, info in chosen[:first]:
             info.rx_false.add(key_id)
@@ -220,8 +219,7 @@ def search(index: FastIndex, key_id: int, text: str) -> bool | None:
     pos = 0
     if quick is not None:
         try:
-            with charged(index.regex_timeout) as limit:
-                hint = (quick.match if rx.sticky else quick.search)(text, timeout=limit)
+            hint = bounded(index.regex_timeout, partial(quick.match if rx.sticky else quick.search, text))
             if hint is None:
                 return False
             if not rx.sticky:
@@ -231,10 +229,9 @@ def search(index: FastIndex, key_id: int, text: str) -> bool | None:
         except TimeoutError:
             pass
     try:
-        with charged(index.regex_timeout) as limit:
-            if rx.sticky:
-                return rx.compiled.match(text, timeout=limit) is not None
-            return rx.compiled.search(text, pos, timeout=limit) is not None
+        if rx.sticky:
+            return bounded(index.regex_timeout, partial(rx.compiled.match, text)) is not None
+        return bounded(index.regex_timeout, partial(rx.compiled.search, text, pos)) is not None
     except TimeoutError:
         return None
 

@@ -24,13 +24,13 @@ import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Protocol
 
 import regex
 
 from tavern_tui.lore.jsregex import JS_WHITESPACE, JSRegexError, JSRegexTooCostly, compile_js_regex, js_trim
-from tavern_tui.lore.regex_budget import charged
+from tavern_tui.lore.regex_budget import bounded
 
 if TYPE_CHECKING:
     from tavern_tui.lore.model import WorldBook
@@ -252,9 +252,9 @@ class ReferenceIndex:
         for key_id, rx in wanted:
             try:
                 search = rx.compiled.match if rx.sticky else rx.compiled.search
-                with charged(self.regex_timeout) as limit:  # the step's regex budget (lore.regex_budget)
-                    if search(text, timeout=limit) is not None:
-                        matched.add(key_id)
+                # (charged to the step's regex budget, see lore.regex_budget)
+                if bounded(self.regex_timeout, partial(search, text)) is not None:
+                    matched.add(key_id)
             except TimeoutError:
                 timed_out.add(key_id)
         return KeyHits(frozenset(matched), frozenset(timed_out))

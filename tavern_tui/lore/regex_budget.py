@@ -6,18 +6,29 @@ while a step's world info runs, every regex search (key or prefilter) is charged
 time and given at most what is left; once the budget is spent, the remaining regex searches of
 that step are skipped at once, reported as timed out (`Reason.REGEX_TIMEOUT`, the key named),
 and the result says the budget ran out. The next step starts with a full budget.
+
+The budget and the limits measure work, not a busy machine: a search is charged the CPU time
+of its thread, and `bounded` runs again a search that ran out of (wall-clock) time while its
+thread got less than half of it on the CPU. Otherwise a loaded machine would change which
+entries fire and leave a display script's raw text on screen.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
 
 REGEX_STEP_BUDGET = 1.0
-"""Seconds all regex searches of one step may take together."""
+"""Seconds (of CPU time) all regex searches of one step may take together."""
+
+DESCHEDULED_RETRIES = 2
+"""How many times `bounded` runs again a search that timed out while mostly off the CPU."""
 
 
 class BudgetSpent(TimeoutError):
@@ -78,7 +89,7 @@ def budget_skipping() -> bool:
 @contextmanager
 def charged(limit: float) -> Iterator[float]:
     """One regex search: yields the timeout to pass it (`limit`, or less when the budget has
-    less left) and charges its elapsed time to the step.
+    less left) and charges the CPU time its thread used to the step.
 
     Raises:
         BudgetSpent: the budget is used up; the search must not run (a TimeoutError, so the
@@ -92,11 +103,34 @@ def charged(limit: float) -> Iterator[float]:
     if left <= 0:
         budget.skipped += 1
         raise BudgetSpent("the step's regex time budget is used up")
-    start = time.perf_counter()
+    start = time.thread_time()
     try:
         yield min(limit, left)
     except TimeoutError:
         budget.timeouts += 1
         raise
     finally:
-        budget.spent += time.perf_counter() - start
+        budget.spent += time.thread_time() - start
+
+
+def bounded(limit: float, call: Callable[..., T]) -> T:
+    """`call(timeout=…)`, one regex search (or substitution) given `timeout` seconds, charged to the
+    step's budget (`charged`). The `regex` module's timeout is wall-clock time: a search that
+    raised TimeoutError after its thread used less than half the timeout on the CPU was waiting
+    for a core, not backtracking, and runs again (at most `DESCHEDULED_RETRIES` times).
+
+    Raises:
+        TimeoutError: the search ran out of time while working, or kept being descheduled.
+        BudgetSpent: the step's budget is used up (the search did not run).
+    """
+    with charged(limit) as allowed:
+        for attempt in range(DESCHEDULED_RETRIES + 1):
+            cpu = time.thread_time()
+            try:
+                return call(timeout=allowed)
+            except BudgetSpent:
+                raise
+            except TimeoutError:
+                if attempt == DESCHEDULED_RETRIES or time.thread_time() - cpu >= allowed / 2:
+                    raise
+    raise AssertionError("unreachable")  # the loop returns or raises

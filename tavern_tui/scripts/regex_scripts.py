@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import partial
 from typing import Any
 
 import regex
@@ -39,7 +40,7 @@ from tavern_tui.errors import FormatError
 from tavern_tui.formats.jsontypes import loads_bounded
 from tavern_tui.lore.jsregex import JSRegexError, compile_js_regex
 from tavern_tui.lore.matching import DEFAULT_REGEX_TIMEOUT
-from tavern_tui.lore.regex_budget import charged
+from tavern_tui.lore.regex_budget import bounded
 
 MAX_SCRIPTS = 500
 """Scripts read from one card or file (more: the rest is refused with a warning)."""
@@ -320,21 +321,20 @@ def run_script(script: RegexScript, text: str, macros: Callable[[str], str] | No
         return expand(_GROUP_REF.sub(lambda g: arg(m, int(g.group(1))), replace))
 
     try:
-        with charged(timeout) as limit:
-            if find.sticky:
-                out = _sticky_sub(find, replacement, text, limit)
-            else:
-                out = find.compiled.sub(replacement, text, count=0 if find.global_ else 1, timeout=limit)
+        if find.sticky:
+            out = bounded(timeout, partial(_sticky_sub, find, replacement, text))
+        else:
+            out = bounded(timeout, partial(find.compiled.sub, replacement, text, count=0 if find.global_ else 1))
     except TimeoutError:
         return ScriptRun(text, False, f"findRegex ran out of time ({timeout * 1000:.0f} ms)")
     return ScriptRun(out, out != text)
 
 
-def _sticky_sub(find: FindRegex, replacement: Callable[[regex.Match[str]], str], text: str, limit: float) -> str:
+def _sticky_sub(find: FindRegex, replacement: Callable[[regex.Match[str]], str], text: str, timeout: float) -> str:
     # `y`: each match must start where the last one ended (at 0 first); without `g`, one match.
     parts, pos, last = [], 0, 0
     while pos <= len(text):
-        m = find.compiled.match(text, pos, timeout=limit)
+        m = find.compiled.match(text, pos, timeout=timeout)
         if m is None:
             break
         parts += [text[last:m.start()], replacement(m)]
