@@ -73,14 +73,19 @@ class FitFooter(Footer):
         self.call_after_refresh(self.recompose)
 
     def _signature(self) -> tuple:
-        """What the keys are built from: the screen's active bindings as shown, the style, the width."""
+        """What the keys are built from: the screen's active bindings that the footer shows (and
+        the palette's), as shown. Not the compact style: the keys follow it by themselves
+        (`data_bind`), so taking it for room rebuilds nothing; nor hidden bindings (a focused
+        text area's dozens of editing keys)."""
         try:
             active = self.screen.active_bindings
         except Exception:  # not on a screen (yet): always rebuild
             return (object(),)
-        return (tuple((key, binding.action, binding.description, binding.show, self.app.get_key_display(binding),
-                       enabled, tooltip) for key, (_node, binding, enabled, tooltip) in active.items()),
-                self.compact, self.show_command_palette)
+        palette = self.app.COMMAND_PALETTE_BINDING
+        return (tuple((key, binding.action, binding.description, self.app.get_key_display(binding), enabled, tooltip)
+                      for key, (_node, binding, enabled, tooltip) in active.items()
+                      if binding.show or key == palette),
+                self.show_command_palette)
 
     async def recompose(self) -> None:
         """Rebuild the keys (`Footer` does so when the bindings change) unless they would come
@@ -112,9 +117,9 @@ class FitFooter(Footer):
         if _row_width([widths[i] for i in items]) > available and not self.compact:
             # Too long: first the compact style (less padding per key), then measure again
             # (issue 21 item 2: at 80 columns more keys stay). A resize starts roomy again.
+            # Until then keys are hidden by the roomy widths: no frame shows a key cut at the edge.
             self.compact = self._compacted = True
             self.call_after_refresh(self.fit)
-            return
         shown = list(items)
         for item in self._drop_order(items):
             if _row_width([widths[i] for i in shown]) <= available:
