@@ -2,8 +2,8 @@
 books that apply to a chat and the world-info step over them, the `lore test` tool.
 
 Rules: effective books as SillyTavern gathers them (format-digest §b.4: chat, persona, global and
-character bindings, then the card's embedded book, de-duplicated, character-first by default);
-activation in `lore/`.
+character bindings, then the card's embedded book, de-duplicated, character-first by default),
+with the books bound to the playthrough's preset after the persona's; activation in `lore/`.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BINDING_SCOPES = ("global", "character", "playthrough", "persona", "preset")
+"""Where a world book can be bound (SillyTavern: global, character, chat, persona lore; and a
+preset, whose books apply to every playthrough that uses it)."""
 
 FROM_PLAYTHROUGH = object()
 """`effective_books`' default preset: the one the playthrough has bound."""
-"""Where a world book can be bound (SillyTavern: global, character, chat, persona lore)."""
 
 
 class WorldInfoService:
@@ -298,6 +299,14 @@ class WorldInfoService:
                 opening draft's selection, or a preview's `--lore` added to them).
             preset_id: the preset whose books apply (None: no preset); by default the
                 playthrough's bound preset (a preview passes the one it previews).
+
+        Returns:
+            `SourcedBook`s in the order playthrough ("chat"), "persona", "preset", "global",
+            "character" (each scope's books in binding order), a book bound in several scopes
+            kept once where it first appears; then the card's embedded book ("character").
+
+        Raises:
+            NotFound: no such playthrough (when its preset is read from it).
         """
         from tavern_tui.lore.context import SourcedBook
 

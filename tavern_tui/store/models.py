@@ -185,7 +185,8 @@ class EventRow(Base):
 
 class WorldBookBinding(Base):
     """Binds a world book to a scope: "global", a "character", a "playthrough" (SillyTavern's chat
-    lore) or a "persona". Binding is separate from editing (issue 3 §4)."""
+    lore), a "persona" or a "preset" (every playthrough that uses it). Binding is separate from
+    editing (issue 3 §4)."""
 
     __tablename__ = "world_book_bindings"
     __table_args__ = (
@@ -197,7 +198,7 @@ class WorldBookBinding(Base):
     world_book_id: Mapped[int] = mapped_column(ForeignKey("world_books.id"), index=True)
     scope: Mapped[str] = mapped_column(String(16))
     target_id: Mapped[int | None] = mapped_column(Integer)
-    """The character, playthrough or persona id; None for global."""
+    """The character, playthrough, persona or preset id; None for global."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 

@@ -437,7 +437,7 @@ class PresetRepository(WorldBookRepository):
 
 
 class BindingRepository:
-    """Which world books apply where (scope "global", "character", "playthrough", "persona")."""
+    """Which world books apply where (scope "global", "character", "playthrough", "persona", "preset")."""
 
     def __init__(self, session: Session) -> None:
         self._session = session

@@ -174,16 +174,18 @@ def keys_label(keys: list[str], width: int) -> str:
 
 
 def binding_labels(book: WorldBookView, *, character_id: int | None, playthrough_id: int | None,
-                   character_names: dict[int, str]) -> tuple[list[str], bool]:
-    """Where a book is bound, in words, and whether it applies to the playthrough in view.
+                   character_names: dict[int, str], preset_id: int | None = None) -> tuple[list[str], bool]:
+    """Where a book is bound, in words, and whether it applies to the playthrough in view
+    (`preset_id`: the preset that playthrough uses; None: the built-in default or no playthrough).
 
     Returns:
-        (["global", "this character", "Skynet"], applies); `applies` is False without a playthrough.
+        (["global", "this character", "Skynet", "this preset"], applies); `applies` is False
+        without a playthrough.
     """
     labels: list[str] = []
     applies = False
-    scope_rank = {"global": 0, "character": 1, "playthrough": 2}
-    for binding in sorted(book.bindings, key=lambda b: scope_rank.get(b.partition(":")[0], 3)):
+    scope_rank = {"global": 0, "character": 1, "playthrough": 2, "preset": 3}
+    for binding in sorted(book.bindings, key=lambda b: scope_rank.get(b.partition(":")[0], 4)):
         scope, _, target = binding.partition(":")
         target_id = int(target) if target.isdigit() else None
         if scope == "global":
@@ -195,6 +197,9 @@ def binding_labels(book: WorldBookView, *, character_id: int | None, playthrough
         elif scope == "playthrough" and target_id == playthrough_id:
             labels.append("this playthrough")
             applies = True
+        elif scope == "preset" and target_id is not None and target_id == preset_id:
+            labels.append("this preset")
+            applies = applies or playthrough_id is not None
         elif scope == "character" and target_id is not None:
             labels.append(character_names.get(target_id, f"character {target_id}"))
         else:

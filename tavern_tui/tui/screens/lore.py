@@ -47,10 +47,10 @@ class LoreScreen(TavernScreen[None]):
     """World books: the library (left), the highlighted book's entries, and the tester (right).
 
     Opened from the home screen it knows no playthrough: bindings are global only, and the tester
-    runs the highlighted book alone. Opened from a chat it also binds to the character and the
-    playthrough, marks the books that apply there, and the tester previews the next step on the
-    current chat (every effective book, the card's own included). Every service call runs in a
-    thread worker (`TavernScreen.call`).
+    runs the highlighted book alone. Opened from a chat it also binds to the character, the
+    playthrough and the preset the playthrough uses, marks the books that apply there, and the
+    tester previews the next step on the current chat (every effective book, the card's own
+    included). Every service call runs in a thread worker (`TavernScreen.call`).
     """
 
     BINDINGS = [
@@ -58,6 +58,7 @@ class LoreScreen(TavernScreen[None]):
         Binding("g", "toggle_binding('global')", "Global", id="lore.bind_global"),
         Binding("c", "toggle_binding('character')", "Character", id="lore.bind_character"),
         Binding("p", "toggle_binding('playthrough')", "Playthrough", id="lore.bind_playthrough"),
+        Binding("P", "toggle_binding('preset')", "Preset", id="lore.bind_preset"),
         Binding("e", "edit_entry", "Edit", id="lore.edit", show=False),
         Binding("s", "sort_next", "Sort", id="lore.sort"),
         Binding("r", "reverse_sort", "Reverse", id="lore.reverse_sort", show=False),
@@ -68,7 +69,8 @@ class LoreScreen(TavernScreen[None]):
 
     COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
 
-    FOOTER_DROP = ("quit", "sort_next", "toggle_binding('playthrough')", "toggle_binding('character')")
+    FOOTER_DROP = ("quit", "sort_next", "toggle_binding('preset')", "toggle_binding('playthrough')",
+                   "toggle_binding('character')")
     """The keys the footer hides first on a narrow terminal (80 columns keeps Back, Global, Filter,
     Test and Import; every key stays in the command palette)."""
 
@@ -82,6 +84,8 @@ class LoreScreen(TavernScreen[None]):
         """The character in view (the chat's, or the card screen's): its card's own book is listed too."""
         self._start_on_card = character_id is not None and playthrough_id is None  # opened from the card screen
         self.character_name = ""
+        self.preset: tuple[int, str] | None = None
+        """The (id, name) of the preset the playthrough in view uses; None: the built-in default."""
         self.views: dict[int, WorldBookView] = {}
         self._labels: dict[int, str] = {}
         """The library by book id, as last read."""
@@ -119,22 +123,26 @@ class LoreScreen(TavernScreen[None]):
             return
         pid = self.playthrough_id
 
-        def read() -> tuple[PlaythroughView, int | None] | TavernError:
+        def read() -> tuple[PlaythroughView, int | None, tuple[int, str] | None] | TavernError:
             try:
                 playthrough = self.tavern.playthroughs.playthrough(pid)
-                return playthrough, self.tavern.library.character(playthrough.character_id).book_entries
+                preset_id = playthrough.preset_id  # a preset's books apply while the chat uses it
+                preset = None if preset_id is None else (preset_id,
+                                                         self.tavern.presets.find_preset(str(preset_id)).name)
+                return playthrough, self.tavern.library.character(playthrough.character_id).book_entries, preset
             except TavernError as exc:  # the pane still opens, on the library alone
                 return exc
 
         self.call(read, title="Cannot open the playthrough", then=self._opened)
 
-    def _opened(self, opened: tuple[PlaythroughView, int | None] | TavernError | None) -> None:
+    def _opened(self, opened: tuple[PlaythroughView, int | None, tuple[int, str] | None] | TavernError | None
+                ) -> None:
         title = "World books · Enter on an entry edits it"
         if isinstance(opened, TavernError):
             self.notify(str(opened), title="Cannot open the playthrough", severity="error")
             self.playthrough_id = None
         elif opened is not None:
-            playthrough, card_entries = opened
+            playthrough, card_entries, self.preset = opened
             self.character_id, self.character_name = playthrough.character_id, playthrough.character_name
             title = f"World books · {playthrough.title} · Enter on an entry edits it"
             self._show_card_book_note(card_entries)
@@ -224,7 +232,7 @@ class LoreScreen(TavernScreen[None]):
     def _book_prompt(self, view: WorldBookView, names: dict[int, str]) -> tuple[Content, bool]:
         """The library line of a book, and whether it applies to the playthrough in view."""
         where, applies = binding_labels(view, character_id=self.character_id, playthrough_id=self.playthrough_id,
-                                        character_names=names)
+                                        character_names=names, preset_id=self.preset[0] if self.preset else None)
         # Wrapped here, piece by piece, so continuation lines keep the indent.
         lines = [""]
         for piece in [plural(view.entries, "entry", "entries"), *where]:
@@ -403,7 +411,8 @@ class LoreScreen(TavernScreen[None]):
     # -- bindings -------------------------------------------------------------------------
 
     def action_toggle_binding(self, scope: str) -> None:
-        """Bind the highlighted book to `scope` ("global", this "character" or "playthrough"), or unbind it."""
+        """Bind the highlighted book to `scope` ("global", this "character", "playthrough" or the
+        "preset" it uses), or unbind it. The service call runs in a worker."""
         view = self.selected_view
         if view is None and self.card_id is not None:
             self.notify("A card's own book always applies with its character; it cannot be bound.",
@@ -412,13 +421,20 @@ class LoreScreen(TavernScreen[None]):
         if view is None:
             self.notify("No book selected.", severity="warning")
             return
-        target = {"global": None, "character": self.character_id, "playthrough": self.playthrough_id}[scope]
+        if scope == "preset" and self.preset is None and self.playthrough_id is not None:
+            self.notify("This chat uses the built-in default preset: choose one on the strategy screen (F6) "
+                        "to bind books to it.", severity="warning")
+            return
+        preset_id, preset_name = self.preset or (None, "")
+        target = {"global": None, "character": self.character_id, "playthrough": self.playthrough_id,
+                  "preset": preset_id}[scope]
         if scope != "global" and target is None:
             return
         bound = (scope if target is None else f"{scope}:{target}") in view.bindings
         where, reach = {"global": ("globally", "every chat"),
                         "character": (f"to {self.character_name}", f"every chat with {self.character_name}"),
-                        "playthrough": ("to this playthrough", f"#{self.playthrough_id} only")}[scope]
+                        "playthrough": ("to this playthrough", f"#{self.playthrough_id} only"),
+                        "preset": (f"to the preset {preset_name}", f"every chat that uses {preset_name}")}[scope]
         def changed(_: object) -> None:
             change = f"no longer bound {where}" if bound else f"now bound {where} ({reach})"
             self.notify(f"{view.name} is {change}.", title="World book")
