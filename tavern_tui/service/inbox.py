@@ -127,7 +127,7 @@ class InboxService:
 
     def claim_at_step_boundary(self, playthrough_id: int) -> tuple[Event | None, list[PendingItem]]:
         """The hook a turn with several steps calls at each boundary (after its tool results,
-        seed 000 §1; `StepRunner._turn_tools` hands it to the engine's `_tool_turn`): claim only
+        seed 000 §1; `StepRunner._turn_tools` hands it to the engine's `step.tools.tool_turn`): claim only
         the steers (next-step items); the next step admits them before its assembly. A turn
         without tools is one step: the next turn claims steers and next-turn items together.
 

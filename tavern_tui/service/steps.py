@@ -53,6 +53,7 @@ from tavern_tui.engine.step import (
     InboxEmpty,
     StepBusy,
     StepFailed,
+    StepOptions,
     StepSettled,
     StepUpdate,
     run_step,
@@ -585,7 +586,7 @@ class StepRunner:
             uow.playthroughs.touch(playthrough_id)
         if self.mvu is not None:  # MVU initialises before the first generation (initCheck on GENERATION_STARTED)
             self.mvu.ensure_initialised(playthrough_id)
-        # The batch the step will claim (engine `_claim_inbox`: the pending items, steers first,
+        # The batch the step will claim (engine `step.claim.claim_inbox`: the pending items, steers first,
         # then `text`), read now; an item queued between here and the claim is fitted again by
         # the assembler in the step's own build, which refuses the same way.
         claimed = self._batch(playthrough_id, text or "") if text is not None or claim else []
@@ -628,9 +629,9 @@ class StepRunner:
             view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,
                                                               text, claim)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
-        steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text,
-                         generation=generation, stale_after=self.ctx.stale_after, claim=claim,
-                         claims=self.ctx.store.claims, **self._turn_tools(playthrough_id))
+        options = StepOptions(generation=generation, stale_after=self.ctx.stale_after, claim=claim,
+                              claims=self.ctx.store.claims, **self._turn_tools(playthrough_id))
+        steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text, options=options)
         last: StepSettled | None = None  # the turn's final reply: state and learning wait for the lease's release
         async with aclosing(steps):
             try:
@@ -689,7 +690,7 @@ class StepRunner:
             logger.exception("MVU commit failed for playthrough %s", playthrough_id)
 
     def _turn_tools(self, playthrough_id: int) -> dict[str, Any]:
-        """`run_step`'s tool arguments for this playthrough (issue 19): the toolbox, the step
+        """`StepOptions`' tool fields for this playthrough (issue 19): the toolbox, the step
         limit, and the steers claimed at each step boundary (`InboxService.claim_at_step_boundary`,
         in a worker thread). Empty when no tool is configured: a plain one-step turn."""
         toolbox = self.tools.toolbox(playthrough_id) if self.tools is not None else None

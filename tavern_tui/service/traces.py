@@ -20,7 +20,7 @@ from tavern_tui.assembly.attribution import attribute, default_parts, split_pers
 from tavern_tui.assembly.worldinfo import LORE_STATE_KIND
 from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.state import STATE_KIND
-from tavern_tui.engine.step import Assembly, Generation, StepUpdate, run_step
+from tavern_tui.engine.step import Assembly, Generation, StepOptions, StepUpdate, run_step
 from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
 from tavern_tui.errors import NotFound, TavernError
@@ -36,7 +36,7 @@ _SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEM
                  str(EventKind.SURFACE_REPLACED))
 
 _RECORD_KINDS = frozenset({STATE_KIND, LORE_STATE_KIND, EventKind.REQUEST_ASSEMBLY})
-"""Kinds a step appends in one batch with its request header (engine.step `_open`)."""
+"""Kinds a step appends in one batch with its request header (engine.step.header `write_header`)."""
 
 
 def _ref_text(ref: tuple[int, int]) -> str:
@@ -309,9 +309,10 @@ class TraceService:
         """
         # Off the event loop (the TUI awaits this there): every read, the fork and the head move.
         session_id, frozen, tools = await asyncio.to_thread(self._prepare_replay, trace_id, model)
+        options = StepOptions(generation=Generation("regenerate"), stale_after=self.ctx.stale_after,
+                              claims=self.ctx.store.claims, **tools)
         steps = run_step(self.ctx.store.events, session_id, self.ctx.provider,
-                         lambda history, claimed: frozen, None, generation=Generation("regenerate"),
-                         stale_after=self.ctx.stale_after, claims=self.ctx.store.claims, **tools)
+                         lambda history, claimed: frozen, None, options=options)
         async with aclosing(steps):
             async for update in steps:
                 yield update
@@ -321,8 +322,8 @@ class TraceService:
         move the playthrough's head onto the fork (last, once the fork is complete).
 
         Returns:
-            (the head session the replay steps in, the frozen assembly it sends, `run_step`'s
-            tool keywords: the recorded `tools` array when the request offered one).
+            (the head session the replay steps in, the frozen assembly it sends, `StepOptions`'
+            tool fields: the recorded `tools` array when the request offered one).
 
         Raises:
             NotFound / TavernError: as `replay`.

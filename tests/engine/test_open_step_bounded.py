@@ -1,6 +1,6 @@
 """`open_step` on the store reads the session's own events backwards from the head (issue 22:
 opening a long chat must not read its whole surface) and decides as the whole-surface reading
-(`_open_step_in`, the rule of `recover_interrupted`) does."""
+(`open_step_in`, the rule of `recover_interrupted`) does."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.engine.log import SUMMARY_SOURCE
-from tavern_tui.engine.step import _open_step_in, open_step, recover_interrupted
+from tavern_tui.engine.step import open_step, recover_interrupted
+from tavern_tui.engine.step.recovery import open_step_in
 from tavern_tui.engine.trace import TRACE_REQUEST
 from tavern_tui.store.store import Store
 
@@ -74,7 +75,7 @@ def test_the_bounded_reading_decides_as_the_whole_surface_does(tmp_path: Path, n
         sid = log.create_session()
         if CASES[name]:
             log.append(sid, CASES[name])
-        whole = _open_step_in(log.surface_events(sid), sid)
+        whole = open_step_in(log.surface_events(sid), sid)
         bounded = open_step(NoSurface(log), sid)  # type: ignore[arg-type]
         assert (bounded is None) == (whole is None)
         if whole is not None and bounded is not None:

@@ -1,0 +1,92 @@
+"""Provides the header stage of a step's opening: the assembler's records, the step's
+`request/assembly` record when the request differs from the surface, and `request/header`
+(the final call config and the tools offered).
+
+Rules: DESIGN.md "One step" (`request/header`: final config + tools) and seed 000 §4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tavern_tui.engine.events import Event, EventKind, NewEvent
+from tavern_tui.engine.log import AsyncSessionLog
+from tavern_tui.engine.step.turn import TurnStep, turn_header
+from tavern_tui.engine.step.types import Assembly, Generation
+from tavern_tui.engine.stream import Provider
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """What the header stage wrote and decided.
+
+    Attributes:
+        event: the stored `request/header`.
+        assembly_event: the stored `request/assembly` record, None when there is none.
+        model: the model this request asks for (the assembler's, else the provider's).
+        extra: messages this request alone carries after the surface (continue text, a one-off
+            instruction); never part of the surface, kept in the `request/assembly` record.
+        rewritten: `{"ref", "message"}` per surface message sent rewritten (after `extra` in
+            the record's `append`).
+        tools: the OpenAI `tools` array offered (empty outside a tool turn).
+    """
+
+    event: Event
+    assembly_event: Event | None
+    model: str
+    extra: list[dict[str, Any]] = field(default_factory=list)
+    rewritten: list[dict[str, Any]] = field(default_factory=list)
+    tools: tuple[dict[str, Any], ...] = ()
+
+
+async def write_header(log: AsyncSessionLog, session_id: int, provider: Provider, assembly: Assembly,
+                       claimed: tuple[Event, ...], generation: Generation, turn: TurnStep | None) -> Header:
+    """Append the assembler's records, the step's `request/assembly` (if any) and its
+    `request/header`, in one batch, so they exist only for steps really sent."""
+    records = list(assembly.records)
+    extra: list[dict[str, Any]] = []
+    rewritten: list[dict[str, Any]] = []
+    if assembly.request is not None:
+        records.append(_projection_record(assembly, claimed, generation))
+    else:
+        extra, rewritten = _request_only(assembly, generation)
+        if extra or rewritten:
+            body: dict[str, Any] = {"append": extra, "generation": generation.type}
+            if rewritten:
+                body["rewritten"] = rewritten
+            records.append(NewEvent(EventKind.REQUEST_ASSEMBLY, None, body))
+    model = assembly.model or provider.model
+    header = {"provider": provider.name, "model": model, "config": assembly.config, "stream": True,
+              "assembly": assembly.meta, "generation": generation.type}
+    if turn is not None:
+        header.update(turn_header(turn))
+    stored = await log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
+    assembly_event = next((e for e in stored if e.kind == EventKind.REQUEST_ASSEMBLY), None)
+    return Header(stored[-1], assembly_event, model, extra, rewritten, turn.tools if turn is not None else ())
+
+
+def _projection_record(assembly: Assembly, claimed: tuple[Event, ...], generation: Generation) -> NewEvent:
+    """The `request/assembly` record of a projected request: its messages and where each came
+    from, the input's parts pointed at the events just admitted, in order."""
+    assert assembly.request is not None
+    origins = [dict(p) for p in assembly.request_parts]
+    inputs = iter(claimed)
+    for part in origins:
+        if part.get("source") == "input" and part.get("ref") is None:
+            event = next(inputs, None)
+            if event is not None:
+                part["ref"] = list(event.ref)
+    return NewEvent(EventKind.REQUEST_ASSEMBLY, None, {
+        "messages": list(assembly.request), "parts": origins, "generation": generation.type})
+
+
+def _request_only(assembly: Assembly, generation: Generation) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(messages this request alone carries after the surface, the rewritten surface messages)."""
+    extra: list[dict[str, Any]] = []
+    if generation.type == "continue":
+        extra.append({"role": "assistant", "content": generation.continue_text})
+    if generation.instruction:
+        extra.append({"role": "system", "content": generation.instruction})
+    rewritten = [{"ref": list(ref), "message": dict(m)} for ref, m in assembly.rewrite.items()]
+    return extra, rewritten

@@ -1,0 +1,134 @@
+"""Provides what a step is asked for and what its assembler decides: `Generation`, `Assembly`,
+the `Assembler` protocol, and the `source` names a step writes.
+
+Rules: seed 000 §1 and §2, DESIGN.md "One step" (the engine knows nothing of SillyTavern
+formats; the assembler the caller passes decides the system section, config and context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tavern_tui.engine.events import NewEvent
+from tavern_tui.engine.log import SurfaceMessage
+
+OPENING_SOURCE = "opening"
+"""`source` of the opening reference (a character's greeting): role assistant, origin engine."""
+
+CONFIG_ADJUSTED = "request/config-adjusted"
+"""Event kind: the provider retried without (or with renamed) rejected call parameters; body
+`{"requested", "effective", "omitted": {field: reason}}`."""
+
+IMPERSONATION_SOURCE = "impersonation"
+"""`source` of a user-role line the model wrote (impersonate): origin agent (DESIGN.md)."""
+
+CONTEXT_SOURCE = "context"
+"""`source` of a runtime-context `user/message` a strategy admits (origin engine)."""
+
+GENERATION_TYPES = ("normal", "regenerate", "swipe", "continue", "impersonate")
+"""SillyTavern generation types a step can be (world-info `triggers` filter on them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """What a step asks the model for (SillyTavern `Generate(type)`).
+
+    Attributes:
+        type: one of `GENERATION_TYPES`. "normal" sends the person's text; "regenerate" and
+            "swipe" answer the history as it is (no new input); "continue" extends
+            `continue_text`; "impersonate" has the model write the person's next line, stored
+            as `user/message` with origin agent and source "impersonation".
+        continue_text: the reply being continued; sent as the last assistant message, and the
+            settled reply is it plus the new text (SillyTavern continue without prefill).
+        continues: (session, seq) of the message being continued (kept in the reply's body).
+        instruction: a final system message for this request only (the continue nudge or the
+            impersonation prompt); recorded in the step's `request/assembly` event.
+        speaker, persona: the name and persona id the person writes under now; every user
+            message the step stores keeps them (`speaker`, `persona` in its body; not `name`,
+            which an imported line's body holds and the request sends as OpenAI `name`), so a later
+            rename or persona switch relabels no old line.
+
+    Raises:
+        ValueError: `type` is not one of `GENERATION_TYPES`.
+    """
+
+    type: str = "normal"
+    continue_text: str = ""
+    continues: tuple[int, int] | None = None
+    instruction: str = ""
+    speaker: str = ""
+    persona: int | None = None
+
+    def speaker_fields(self) -> dict[str, Any]:
+        """`{"speaker"?, "persona"?}` for a user message's body (empty when not set)."""
+        fields: dict[str, Any] = {"speaker": self.speaker} if self.speaker else {}
+        if self.persona is not None:
+            fields["persona"] = self.persona
+        return fields
+
+    def settle_text(self, new: str) -> str:
+        """The reply's text as settled: a continue joins the original and `new`; else `new`."""
+        return join_continuation(self.continue_text, new) if self.type == "continue" else new
+
+    def __post_init__(self) -> None:
+        if self.type not in GENERATION_TYPES:
+            raise ValueError(f"unknown generation type {self.type!r}; use one of {', '.join(GENERATION_TYPES)}")
+
+
+def join_continuation(original: str, addition: str) -> str:
+    """The continued reply: the original, a space when neither side has one (SillyTavern's
+    default `continue_postfix` " "), then the new text."""
+    if not original or not addition or original[-1].isspace() or addition[0].isspace():
+        return original + addition
+    return f"{original} {addition}"
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    """What the assembler decided for one step.
+
+    Attributes:
+        system: the system section's text ("" for none); admitted as `system/message` when it
+            differs from the effective one.
+        config: call parameters (temperature, max_tokens, …); never history.
+        model: model id for this request ("" = the provider's default).
+        meta: assembly facts for the trace (resources used, token estimate, …).
+        records: events the assembler wants kept with this step (e.g. world-info timed effects),
+            appended just before the request header, so they exist only for steps really sent.
+        request: a projected request (the `projection` strategy): when set, this exact message
+            array is sent and recorded in a `request/assembly` event, no system section is
+            admitted, and nothing of it but the person's input enters the chat history.
+        request_parts: one `{"role", "source", "identifier", "ref"}` per projected message
+            (where it came from), recorded with it.
+        input: the claimed input as the assembler expanded it (macros: SillyTavern stores the person's
+            text expanded when it is sent), one text per claimed one; None = admitted as claimed.
+        context: runtime context for this step, `(identifier, text)` each: admitted as
+            `user/message` (origin engine, source "context") just before the input, so it
+            enters durable history; a context whose identifier's newest admitted text on the
+            surface is the same is not admitted again (context-snapshot reuse; seed 000 §2.2).
+        omit: refs of surface messages this request leaves out to fit the context (the oldest
+            history, whole messages; `assembly.fit`); they stay in the log and on the surface.
+        rewrite: the request message sent instead of a surface message's own, by ref (regex
+            scripts): the log keeps the raw text; the sent message is kept in the
+            `request/assembly` record (`rewritten`, after `append`), which the trace points at.
+    """
+
+    system: str
+    config: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+    records: tuple[NewEvent, ...] = ()
+    request: tuple[dict[str, Any], ...] | None = None
+    request_parts: tuple[dict[str, Any], ...] = ()
+    context: tuple[tuple[str, str], ...] = ()
+    input: tuple[str, ...] | None = None
+    omit: frozenset[tuple[int, int]] = frozenset()
+    rewrite: Mapping[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+
+
+class Assembler(Protocol):
+    """Builds the step's system section and call config from history plus the claimed input."""
+
+    def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly: ...
