@@ -24,7 +24,7 @@ from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
-from tavern_tui.service.persona import PERSONA_TARGET
+from tavern_tui.service.persona import persona_id_in
 from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.store.repositories import CharacterRecord, WorldBookRecord
 from tavern_tui.views import ImportResult, WorldBookView
@@ -287,7 +287,8 @@ class WorldInfoService:
     def effective_books(self, playthrough_id: int, character: CharacterRecord, card: ParsedCard,
                         chat: Sequence[int] | None = None, *,
                         preset_id: int | None | object = FROM_PLAYTHROUGH) -> list[SourcedBook]:
-        """The books that apply to a playthrough's steps: chat (playthrough) lore, persona lore,
+        """The books that apply to a playthrough's steps: chat (playthrough) lore, persona lore (the
+        books bound to the persona it plays as: its lock, else the default),
         the books bound to its preset, global lore and character lore (its bindings, then the
         card's embedded book), each book once, in SillyTavern's source order (`getSortedEntries`:
         chat, persona, global, character; the activation orders entries by the character
@@ -311,9 +312,11 @@ class WorldInfoService:
         from tavern_tui.lore.context import SourcedBook
 
         with self.ctx.store.unit_of_work(write=False) as uow:
+            record = uow.playthroughs.get(playthrough_id) if playthrough_id > 0 else None
             if preset_id is FROM_PLAYTHROUGH:
-                preset_id = uow.playthroughs.get(playthrough_id).preset_id if playthrough_id > 0 else None
-            bound = uow.bindings.books_for_many([("playthrough", playthrough_id), ("persona", PERSONA_TARGET),
+                preset_id = record.preset_id if record is not None else None
+            persona = persona_id_in(uow, record.meta if record is not None else None)
+            bound = uow.bindings.books_for_many([("playthrough", playthrough_id), ("persona", persona or -1),
                                                  ("preset", preset_id if isinstance(preset_id, int) else -1),
                                                  ("global", None), ("character", character.id)])
             ids = [("chat", list(chat) if chat is not None else bound[0]), ("persona", bound[1]),

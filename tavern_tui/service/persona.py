@@ -52,9 +52,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-PERSONA_TARGET = 1
-"""Binding target id of the first persona (world-book scope "persona" binds to a persona's id)."""
-
 SNAPSHOT_LIMIT = 40
 """Beliefs in the memory snapshot at most (ADR-0079: the forty-item snapshot)."""
 
@@ -152,6 +149,18 @@ def _views(uow: UnitOfWork) -> list[PersonaView]:
                                is_default or (not marked and index == 0), str(data.get("st_key") or ""),
                                doc.lorebook))
     return out
+
+
+def persona_id_in(uow: UnitOfWork, meta: str | None) -> int | None:
+    """The id of the persona a playthrough whose meta JSON is `meta` plays as, read in `uow`: its
+    lock when that persona exists, else the default persona (marked, else the oldest); None when
+    there is no persona. The same choice as `PersonaService.playthrough_persona`, without reading
+    every persona's document (a step asks it for its persona lore)."""
+    rows = uow.personas.personas()
+    lock = _pin_of(meta).get("lock")
+    if any(row[0] == lock for row in rows):
+        return lock
+    return next((row[0] for row in rows if row[2]), rows[0][0] if rows else None)
 
 
 def _default_of(views: Sequence[PersonaView]) -> PersonaView:

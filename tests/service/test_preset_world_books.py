@@ -127,3 +127,25 @@ def test_effective_books_come_playthrough_persona_preset_global_character_then_t
     tavern.presets.bind_preset(playthrough, None)  # back on the built-in default: no preset books
     assert [name for name, _ in _effective(tavern, playthrough)] == ["by-chat", "by-persona", "by-global",
                                                                      "by-character", "Eldoria"]
+
+
+async def test_persona_lore_follows_the_persona_the_playthrough_plays_as(
+        tavern: Tavern, model: ScriptedModel, corpus_dir: Path) -> None:
+    # SillyTavern's persona lore is the book of the persona in use (`persona_description_lorebook`),
+    # not the first persona's.
+    shodan, book = _import(tavern, corpus_dir / "cards" / "shodan_v2_pure.png",
+                           corpus_dir / "worldbooks" / "eldoria_st_staging.json")
+    tavern.persona.personas()  # the first persona exists
+    second = tavern.persona.new_persona("Bea")
+    as_bea = tavern.playthroughs.new_playthrough(shodan, user_name="Bea").id
+    as_default = tavern.playthroughs.new_playthrough(shodan, user_name="Ada").id
+    tavern.persona.use_persona(second.id, as_bea)
+    assert tavern.lore.bind_world_book(book, "persona", second.id) is True
+
+    assert _effective(tavern, as_bea) == [("eldoria_st_staging", "persona")]
+    assert _effective(tavern, as_default) == []
+    assert ENTRY.replace("Ada", "Bea") in await _request_text(tavern, model, as_bea, ASKED)  # {{user}}: Bea
+    assert "Shadowfangs" not in await _request_text(tavern, model, as_default, ASKED)
+
+    tavern.persona.use_persona(second.id)  # Bea becomes the default: the unlocked chat plays as her too
+    assert _effective(tavern, as_default) == [("eldoria_st_staging", "persona")]
