@@ -68,7 +68,9 @@ class Transcript(VerticalScroll):
         margin-bottom: 1;
     }
 
-    Transcript > MessageBox > ChatMarkdown.message-body > *:last-child {
+    /* MarkdownBlock, not `*`: an order rule whose last part is `*` makes every widget of the app
+       restyle its siblings on each mount (Textual marks each candidate node `_has_order_style`). */
+    Transcript > MessageBox > ChatMarkdown.message-body > MarkdownBlock:last-child {
         margin-bottom: 0;
     }
 
