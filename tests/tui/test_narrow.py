@@ -197,3 +197,24 @@ async def test_world_book_and_tree_footers_at_80_columns(corpus_tavern: Tavern) 
         await wait_until(pilot, lambda: {("⏎", "Jump here"), ("r", "Roll back here"), ("b", "New playthrough"),
                                          ("esc", "Back")} <= footer_keys(tree))
         assert cut_keys(tree) == []
+
+
+async def test_typing_dims_the_swipe_keys_in_place_without_rebuilding_the_footer(corpus_tavern: Tavern) -> None:
+    # With text in the prompt, ctrl+←/→ move by word (check_action answers None: shown dimmed).
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=WIDE) as pilot:
+        chat = await open_seraphina(pilot)
+        footer = chat.query_one(Footer)
+        await wait_until(pilot, lambda: CHAT_KEYS | CHAT_EXTRA <= footer_keys(chat))
+
+        def swipe_keys() -> list[FooterKey]:
+            return [key for key in footer.query(FooterKey) if key.action.startswith("swipe")]
+
+        before = {id(key) for key in footer.query(FooterKey)}
+        assert [key.has_class("-disabled") for key in swipe_keys()] == [False, False]
+        await pilot.press("x")
+        await wait_until(pilot, lambda: all(key.has_class("-disabled") for key in swipe_keys()))
+        assert {id(key) for key in footer.query(FooterKey)} == before  # the same keys, dimmed in place
+        await pilot.press("backspace")
+        await wait_until(pilot, lambda: not any(key.has_class("-disabled") for key in swipe_keys()))
+        assert {id(key) for key in footer.query(FooterKey)} == before and swipe_shown(chat)

@@ -89,13 +89,21 @@ class FitFooter(Footer):
 
     async def recompose(self) -> None:
         """Rebuild the keys (`Footer` does so when the bindings change) unless they would come
-        out the same, then fit them."""
+        out the same, then fit them. When only keys' enabled states changed (a reply starting
+        or settling dims and undims half the chat's keys), the keys are updated in place."""
         self._pending = False
-        signature = self._signature()
-        if signature == self._shown and self.children:
+        signature, shown = self._signature(), self._shown
+        if signature == shown and self.children:
             return
         self._shown = signature
-        await super().recompose()
+        if shown is not None and self.children and _shape(signature) is not None and _shape(signature) == _shape(shown):
+            enabled = {(entry[0], entry[1]): entry[4] for entry in signature[0]}
+            for key in self.query(FooterKey):
+                if (key.key, key.action) in enabled:
+                    key._disabled = not enabled[key.key, key.action]  # what a click checks
+                    key.set_class(key._disabled, "-disabled")
+        else:
+            await super().recompose()
         self.fit()
 
     def on_resize(self) -> None:
@@ -154,6 +162,14 @@ class FitFooter(Footer):
         order.extend(item for item in rest if _keys(item) and all(key.has_class("-disabled") for key in _keys(item)))
         order.extend(item for item in rest if item not in order)
         return order
+
+
+def _shape(signature: tuple) -> tuple | None:
+    """A `FitFooter._signature` without each key's enabled state (None for a placeholder one)."""
+    if len(signature) != 2:
+        return None
+    keys, palette = signature
+    return tuple(entry[:4] + entry[5:] for entry in keys), palette
 
 
 def _keys(item: Item) -> list[FooterKey]:
