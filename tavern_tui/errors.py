@@ -76,6 +76,12 @@ class ProviderError(TavernError):
         super().__init__(message)
 
 
+class CallConfigError(TavernError):
+    """A provider's call config cannot be used as it is (an endpoint URL that is not http(s), a
+    parameter that would overwrite the request itself); raised by `Provider.prepare` before anything
+    is admitted or sent (seed 000 §1 `prepareCall()`). The message names what to fix and where."""
+
+
 class AuthenticationError(ProviderError):
     """The provider refused the API key (HTTP 401/403)."""
 

@@ -44,6 +44,16 @@ def memory_context(memory: str) -> tuple[tuple[str, str], ...]:
     return ((MEMORY_CONTEXT, memory),) if memory.strip() else ()
 
 
+def with_memory(context: tuple[tuple[str, str], ...], memory: str) -> tuple[tuple[str, str], ...]:
+    """`context` with its memory entry (`MEMORY_CONTEXT`) re-read as `memory`: replaced in place,
+    left out when `memory` is empty now, added last when it was not there (the refresh stage:
+    seed 000 §1 "refreshContext() rereads runtime facts before admission")."""
+    fresh = memory_context(memory)
+    kept = tuple(fresh[0] if ident == MEMORY_CONTEXT else (ident, text) for ident, text in context
+                 if ident != MEMORY_CONTEXT or fresh)
+    return kept if any(ident == MEMORY_CONTEXT for ident, _ in kept) else kept + fresh
+
+
 def split_examples(mes_example: str) -> list[str]:
     """Split example dialogue into blocks on `<START>` (case-insensitive), trimmed, empty ones dropped.
 

@@ -32,7 +32,7 @@ from tavern_tui.assembly.memo import per_list
 from tavern_tui.assembly.sillytavern.budget import MESSAGE_OVERHEAD, REPLY_PRIMING
 from tavern_tui.engine.events import NewEvent
 from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage, sent_to_model
-from tavern_tui.engine.step import CONTEXT_SOURCE, Assembly, context_events
+from tavern_tui.engine.step import CONTEXT_SOURCES, Assembly, context_events
 from tavern_tui.errors import TavernError
 
 __all__ = ["DEFAULT_MAX_CONTEXT", "DEFAULT_MAX_TOKENS", "ContextFit", "ContextLimit", "ContextOverflow",
@@ -165,7 +165,7 @@ def admitted_context(history: Sequence[SurfaceMessage], context: tuple[tuple[str
     if not context:
         return []
     earlier = per_list(history, "fit.context_messages",
-                       lambda: [m for m in history if m.source == CONTEXT_SOURCE])
+                       lambda: [m for m in history if m.source in CONTEXT_SOURCES])
     return context_events(earlier, context)
 
 

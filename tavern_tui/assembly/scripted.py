@@ -23,13 +23,13 @@ from typing import Any
 
 from tavern_tui.assembly.macros import MacroContext, substitute_readonly
 from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
-from tavern_tui.engine.step import CONTEXT_SOURCE
+from tavern_tui.engine.step import CONTEXT_SOURCES
 from tavern_tui.lore.model import Position
 from tavern_tui.lore.result import ActivatedEntry
 from tavern_tui.scripts.regex_scripts import Placement, Regexed, ScriptSet
 from tavern_tui.scripts.templates import TemplateRunner, apply_writes, template_snapshot
 
-_NOT_CHAT = {CONTEXT_SOURCE, SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE}
+_NOT_CHAT = {*CONTEXT_SOURCES, SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE}
 
 
 def _label(text: str) -> str:

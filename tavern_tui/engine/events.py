@@ -26,6 +26,7 @@ class EventKind(StrEnum):
     TOOL_RESULT = "tool/result"
     REQUEST_HEADER = "request/header"
     REQUEST_ASSEMBLY = "request/assembly"
+    REQUEST_CONTEXT = "request/context"
     INBOX_SPLICED = "inbox/spliced"
     SURFACE_REPLACED = "surface/replaced"
     STREAM_CHECKPOINT = "stream/checkpoint"

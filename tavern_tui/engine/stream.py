@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -133,6 +133,45 @@ class ChatRequest:
     tools: tuple[dict[str, Any], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """The adapter context a request is made with: the provider's resolved call config, never a
+    credential (seed 000 §1: "request/context records adapter context").
+
+    Attributes:
+        provider: the provider's `name`.
+        model: the model id the request asks for ("" = the endpoint's own default).
+        endpoint: where it goes, scheme, host and port only ("https://api.example.com"; no user,
+            password, path or query); "" for a provider without a network endpoint.
+        config: the call parameters sent besides messages/model/stream (temperature, …).
+    """
+
+    provider: str
+    model: str
+    endpoint: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `request/context` body's `adapter` field."""
+        return {"provider": self.provider, "model": self.model, "endpoint": self.endpoint,
+                "config": dict(self.config)}
+
+
+def prepare_call(provider: Provider, model: str, config: Mapping[str, Any]) -> CallContext:
+    """Validate the call config and bind the adapter, before anything of a step is admitted
+    (seed 000 §1 `prepareCall()`; DESIGN.md "One step"): the provider's optional `prepare`, or,
+    for a provider without one, its name, `model` (else its own) and `config` as they are.
+
+    Raises:
+        CallConfigError: the provider cannot make this call as configured (its message says
+            what to fix).
+    """
+    prepare = getattr(provider, "prepare", None)  # optional: the protocol's docstring declares it
+    if prepare is not None:
+        return prepare(model, config)  # type: ignore[no-any-return]
+    return CallContext(provider.name, model or provider.model, "", dict(config))
+
+
 @runtime_checkable
 class Provider(Protocol):
     """Something that streams a chat completion (implemented in `tavern_tui.providers`).
@@ -141,6 +180,9 @@ class Provider(Protocol):
     `model` is the model id it will use when the request names none.
     An optional `placeholder = True` marks a provider whose replies no model wrote (the offline
     demo): the engine stores them with origin engine and never sends them to a model.
+    An optional `prepare(model, config) -> CallContext` validates the call config and binds the
+    adapter before a step admits anything, raising `CallConfigError` naming what to fix
+    (`prepare_call`; a provider without it accepts every config).
     """
 
     name: str

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from tavern_tui.engine.stream import Provider
 from tavern_tui.text.secret_values import without_credentials
 
-__all__ = ["Provider", "ProviderSettings", "endpoint_problem"]
+__all__ = ["ENDPOINT_FIX", "Provider", "ProviderSettings", "endpoint_of", "endpoint_problem"]
 
 
 @dataclass(frozen=True)
@@ -49,21 +49,45 @@ class ProviderSettings:
                 f"api_key=<{key}>, timeout={self.timeout})")
 
 
+ENDPOINT_FIX = ("set [provider] base_url in config.toml, the TAVERN_API_BASE environment variable, --api-base, "
+                "or the settings (ctrl+s)")
+"""Where the endpoint URL is configured, named in every message about an unusable one."""
+
+
 def endpoint_problem(base_url: str) -> str | None:
     """What makes `base_url` unusable as an OpenAI-compatible API root, or None when it is usable
-    (or empty: no endpoint, the offline demo). Checked before a step admits anything, so a typo in
-    the settings leaves the typed text queued instead of a failed reply.
+    (or empty: no endpoint, the offline demo). Checked before a step admits anything (the service
+    before it builds the request, `OpenAICompatProvider.prepare` in the step's prepare stage), so a
+    typo in the settings leaves the typed text queued instead of a failed reply. The message names
+    the URL (without credentials) and where to fix it (`ENDPOINT_FIX`).
 
-    Rule: httpx sends only to http(s) URLs with a host; anything else fails at the first request.
+    Rule: httpx sends only to http(s) URLs with a host (and a numeric port, if any); anything else
+    fails at the first request.
     """
     if not base_url:
         return None
     shown = without_credentials(base_url)
     try:
         parts = urlsplit(base_url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
     except ValueError:
-        return f"the endpoint URL {shown!r} is not a URL; set it in the settings (ctrl+s) or TAVERN_API_BASE"
+        return f"the endpoint URL {shown!r} is not a URL; {ENDPOINT_FIX}"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return (f"the endpoint URL {shown!r} must start with http:// or https:// and name a host (for example "
-                "http://127.0.0.1:5001/v1); set it in the settings (ctrl+s) or TAVERN_API_BASE")
+                f"http://127.0.0.1:5001/v1); {ENDPOINT_FIX}")
     return None
+
+
+def endpoint_of(base_url: str) -> str:
+    """`base_url` as scheme, host and port only ("https://api.example.com:8443"): what a request's
+    records may say about where it went (no user, password, path or query, which can hold a key);
+    "" for a URL that does not parse."""
+    try:
+        parts = urlsplit(base_url)
+        port = parts.port
+    except ValueError:
+        return ""
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}{f':{port}' if port is not None else ''}" if host else ""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from tavern_tui.engine.stream import ChatRequest, Finished, StreamEvent, TextDelta, Usage
+from tavern_tui.engine.stream import CallContext, ChatRequest, Finished, StreamEvent, TextDelta, Usage
 
 __all__ = ["DemoProvider", "DEMO_LABEL", "canned_reply"]
 
@@ -89,6 +89,11 @@ class DemoProvider:
     def enqueue(self, *replies: str) -> None:
         """Script exact replies: each later `stream()` call uses the next one, in order."""
         self._queue.extend(replies)
+
+    def prepare(self, model: str, config: Mapping[str, Any]) -> CallContext:
+        """Accept any call config (nothing is sent anywhere): the adapter context of a demo call,
+        no endpoint (`engine.stream.prepare_call`)."""
+        return CallContext(self.name, model or self.model, "", dict(config))
 
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream one reply; the queue is popped at call time, not at first iteration.

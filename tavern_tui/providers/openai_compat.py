@@ -39,6 +39,7 @@ import httpx
 
 from tavern_tui.engine.stream import (
     Attempts,
+    CallContext,
     ChatRequest,
     ConfigAdjusted,
     Finished,
@@ -49,8 +50,8 @@ from tavern_tui.engine.stream import (
     ToolCalls,
     Usage,
 )
-from tavern_tui.errors import BadRequestError, ProviderError, ServerError
-from tavern_tui.providers.base import ProviderSettings
+from tavern_tui.errors import BadRequestError, CallConfigError, ProviderError, ServerError
+from tavern_tui.providers.base import ProviderSettings, endpoint_of, endpoint_problem
 from tavern_tui.providers.errors import (
     RejectedParameter,
     classify_http_error,
@@ -61,7 +62,7 @@ from tavern_tui.providers.errors import (
 )
 from tavern_tui.providers.shield import ReplyShield
 from tavern_tui.providers.sse import ServerSentEvent, SSEDecoder
-from tavern_tui.text.secret_values import url_credentials
+from tavern_tui.text.secret_values import REDACTED, holds_secret, url_credentials
 
 __all__ = ["OpenAICompatProvider", "wire_body", "retry_delay", "RETRY_CAP", "MAX_CONFIG_FALLBACKS", "OMIT_HINT",
            "PRESET_OVERRIDES"]
@@ -115,6 +116,11 @@ def wire_body(model: str, messages: list[dict[str, Any]], config: Mapping[str, A
         body["tools"] = list(tools)
     body.update(config)
     return body
+
+
+RESERVED_FIELDS = ("model", "messages", "stream", "stream_options", "tools")
+"""Body fields a call config may not set: `wire_body` lets the config win, so one of these in it would
+replace the request itself (the frozen messages, the streaming, the tools offered)."""
 
 
 _NO_TOOLS = re.compile(r"(does not support|doesn't support|not support(ed)?|unsupported|unknown|unrecognized)"
@@ -361,6 +367,34 @@ class OpenAICompatProvider:
             _LOG_REDACTION.add(key)  # before anything sent with it can be logged
             headers["Authorization"] = f"Bearer {key}"
         return headers
+
+    def prepare(self, model: str, config: Mapping[str, Any]) -> CallContext:
+        """Validate the call config and bind this adapter, before a step admits anything (seed 000
+        §1: "prepareCall() validates config and binds the adapter"): the base URL must be an
+        http(s) URL with a host (`endpoint_problem`), and the config may not set a body field the
+        request owns (`RESERVED_FIELDS`). No network is used.
+
+        Returns:
+            The adapter context (`CallContext`): this provider, `model` (else the configured one),
+            the endpoint's scheme, host and port, and `config` with any known secret redacted; never
+            the key or the URL's credentials.
+
+        Raises:
+            CallConfigError: what to fix, and where (the settings, a preset).
+        """
+        problem = endpoint_problem(self.settings.base_url) if self.settings.base_url else (
+            "no endpoint URL is configured for the OpenAI-compatible provider; set [provider] base_url in "
+            "config.toml or TAVERN_API_BASE")
+        if problem is not None:
+            raise CallConfigError(problem)
+        reserved = [name for name in RESERVED_FIELDS if name in config]
+        if reserved:
+            raise CallConfigError(f"the call config sets {', '.join(map(repr, reserved))}, which the request "
+                                  "itself owns; remove it from the preset's parameters")
+        secrets = [s for s in (self.settings.key, *url_credentials(self.settings.base_url)) if s]
+        shown = {name: REDACTED if holds_secret(json.dumps(value, default=str), secrets) else value
+                 for name, value in config.items()}
+        return CallContext(self.name, model or self.settings.model, endpoint_of(self.settings.base_url), shown)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream one completion.

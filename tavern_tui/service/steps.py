@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
-from tavern_tui.assembly.basic import BasicAssembler
+from tavern_tui.assembly.basic import BasicAssembler, with_memory
 from tavern_tui.assembly.fit import ContextOverflow, admitted_context, sendable_history
 from tavern_tui.assembly.macros.engine import MacroContext
 from tavern_tui.assembly.macros.mvu_macros import tavern_helper_variables
@@ -47,8 +47,11 @@ from tavern_tui.engine.log import (
     surface_of,
 )
 from tavern_tui.engine.step import (
-    CONTEXT_SOURCE,
+    CONTEXT_SOURCES,
     OPENING_SOURCE,
+    CallNotPrepared,
+    ContextRefresh,
+    ContextSnapshot,
     Generation,
     InboxEmpty,
     StepBusy,
@@ -335,9 +338,7 @@ class StepRunner:
                              "sha256": self.lore.book_hash(b.book, record)} for b in books]}
         persona, meta["persona"] = self.persona.persona_step(playthrough_id, pin=pin_persona and playthrough_id > 0,
                                                              meta=playthrough.meta)
-        memory = (substitute_names(render_snapshot(self.persona.memory_snapshot(persona=meta["persona"]["persona"])),
-                                   card.name, view.user_name)
-                  if self.ctx.settings.memory_snapshot else "")
+        memory = self._memory_text(meta["persona"]["persona"], card.name, view.user_name)
         facts = self.lore.facts(record, card, view.user_name)
         meta["strategy_snapshot"] = spec.snapshot()
         if spec.base != COMPAT:
@@ -363,6 +364,27 @@ class StepRunner:
         return BasicAssembler(card.data, card.name, view.user_name, meta,
                               self.lore.world_info_step(books, settings=lore_settings), facts,
                               timed, generation.type, config, persona, memory, macros, limit, self.ctx.token_counter)
+
+    def _memory_text(self, persona_id: int | None, char: str, user: str) -> str:
+        """The persona's memory snapshot as sent (names filled in); "" when the setting is off or
+        nothing is remembered."""
+        if not self.ctx.settings.memory_snapshot:
+            return ""
+        return substitute_names(render_snapshot(self.persona.memory_snapshot(persona=persona_id)), char, user)
+
+    def _context_refresh(self, assembler: Any) -> ContextRefresh | None:
+        """What the step's refresh stage calls to re-read the runtime context before admission
+        (seed 000 §1 `refreshContext()`): the memory snapshot, the one runtime fact that can change
+        between the build and admission (belief learning of another step), read again off the loop.
+        None when memory is not sent (nothing to re-read)."""
+        if not self.ctx.settings.memory_snapshot:
+            return None
+        persona = (assembler.meta.get("persona") or {}).get("persona")
+
+        async def refresh(proposed: ContextSnapshot) -> ContextSnapshot:
+            memory = await asyncio.to_thread(self._memory_text, persona, assembler.char, assembler.user)
+            return with_memory(proposed, memory)
+        return refresh
 
     def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
         """The exact request the next step would send if `text` were sent now (seed 000: the
@@ -456,7 +478,7 @@ class StepRunner:
             spans = [meta.get("system_parts")] if assembly.system else []
             omit = assembly.omit
             shown = [m for m in sendable_history(history)[0] if not omit or m.ref not in omit]
-            sources = ["context" if m.source == CONTEXT_SOURCE else "summary" if m.source == SUMMARY_SOURCE
+            sources = ["context" if m.source in CONTEXT_SOURCES else "summary" if m.source == SUMMARY_SOURCE
                        else "history" for m in shown]
             sent = [dict(assembly.rewrite.get(m.ref) or m.to_request()) for m in shown]  # regex scripts' text
             messages += [{**r, "source": source} for r, source in zip(sent, sources)]
@@ -630,7 +652,8 @@ class StepRunner:
                                                               text, claim)
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         options = StepOptions(generation=generation, stale_after=self.ctx.stale_after, claim=claim,
-                              claims=self.ctx.store.claims, **self._turn_tools(playthrough_id))
+                              claims=self.ctx.store.claims, refresh=self._context_refresh(assembler),
+                              **self._turn_tools(playthrough_id))
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text, options=options)
         last: StepSettled | None = None  # the turn's final reply: state and learning wait for the lease's release
         async with aclosing(steps):
@@ -650,6 +673,8 @@ class StepRunner:
                     yield update
             except StepFailed as exc:
                 raise _with_omit_step(exc, playthrough_id) from exc.cause
+            except CallNotPrepared as exc:  # nothing admitted; the engine put the claimed input back
+                raise TavernError(_not_sent(exc.problem, kept=exc.kept)) from exc
         if last is not None:
             # After the step's lease is released: MVU's commit (compare-and-set, retried on a moved base)
             # and belief learning (perhaps a second model call) no longer tell another window "busy".
@@ -668,15 +693,13 @@ class StepRunner:
             logger.error("preparing a step of playthrough %s failed", playthrough_id, exc_info=exc)
             reason = f"{type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
         if text is None or self.inbox is None:
-            return TavernError(f"the request could not be built ({reason}); nothing was sent")
+            return TavernError(_not_sent(reason, kept=False))
         try:  # already checked by `send`: the by-value key check still runs in `add`
             self.inbox.add(playthrough_id, text, allow_secrets=True)
         except Exception:  # noqa: BLE001 - the store itself failed: say the text was not kept
             logger.exception("queueing the unsent message of playthrough %s failed", playthrough_id)
             return TavernError(f"the request could not be built ({reason}); nothing was sent or kept")
-        return TavernError(f"the request could not be built ({reason}); nothing was sent, and your message "
-                           "is kept in the queue (`tavern inbox`, or above the message box): it goes with the "
-                           "next step")
+        return TavernError(_not_sent(reason, kept=True))
 
     async def _commit_mvu(self, playthrough_id: int, session_id: int, settled: StepSettled) -> None:
         """Commit the settled reply's MVU commands (issue 18), off the event loop; a failure is logged and
@@ -946,6 +969,15 @@ def _tool_turn_start(timeline: Any, last: Any) -> Any:
         if parent is None or timeline.variants[parent].row.role != "assistant":
             return ref
         ref = parent
+
+
+def _not_sent(reason: str, *, kept: bool) -> str:
+    """The message of a step refused before anything was admitted: `reason` (what to fix), that
+    nothing was sent, and, when `kept`, where the person's input waits."""
+    if not kept:
+        return f"the request could not be built ({reason}); nothing was sent"
+    return (f"the request could not be built ({reason}); nothing was sent, and your message is kept in the "
+            "queue (`tavern inbox`, or above the message box): it goes with the next step")
 
 
 def _with_omit_step(exc: StepFailed, playthrough_id: int) -> StepFailed:

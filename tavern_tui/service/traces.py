@@ -150,7 +150,9 @@ class TraceService:
 
     def trace(self, trace_id: str) -> dict[str, Any]:
         """One trace in full: the record (message sources, refs, hashes), the header it
-        points at (world-info decisions, resources, requested config), attempts, usage, timing.
+        points at (world-info decisions, resources, requested config), the step's `request/context`
+        body (`request_context`: `{"adapter", "context"}`, None for a trace from before that record
+        or a summary request), attempts, usage, timing.
 
         Raises:
             NotFound: no such trace.
@@ -159,7 +161,11 @@ class TraceService:
         ref = event.ref
         settled = self._settlements([event]).get(ref)
         header_ref = tuple(event.body.get("header", ()))
-        header = self.ctx.store.events.events_at([header_ref]).get(header_ref) if len(header_ref) == 2 else None  # type: ignore[arg-type]
+        context_ref = tuple(event.body.get("request_context") or ())
+        wanted = [r for r in (header_ref, context_ref) if len(r) == 2]
+        found = self.ctx.store.events.events_at(wanted) if wanted else {}  # type: ignore[arg-type]
+        header = found.get(header_ref)  # type: ignore[call-overload]
+        call = found.get(context_ref)  # type: ignore[call-overload]
         assembly = header.body.get("assembly", {}) if header is not None else {}
         reply = settled.body if settled is not None else {}
         variables = dict(assembly.get("variables") or {})
@@ -179,6 +185,7 @@ class TraceService:
                 "persona": assembly.get("persona"),
                 "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
                 "context": event.body.get("context") or assembly.get("context"),
+                "request_context": call.body if call is not None else None,
                 "config_adjusted": reply.get("config"), "variables": variables or None,
                 # Issue 18: the regex scripts applied to each message sent, and the templates' failures.
                 "regex_scripts": assembly.get("regex_scripts"), "templates": assembly.get("templates"),

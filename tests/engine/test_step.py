@@ -85,6 +85,7 @@ async def test_step_orders_events_as_design_says_and_sends_the_frozen_request() 
         (EventKind.SYSTEM_MESSAGE, None),
         (EventKind.USER_MESSAGE, None),
         (EventKind.REQUEST_HEADER, None),
+        (EventKind.REQUEST_CONTEXT, None),  # seed 000 §1: the adapter context, after the header
         ("trace/request", None),  # references and hashes of what is sent, no bodies
         (EventKind.ASSISTANT_MESSAGE, None),
     ]

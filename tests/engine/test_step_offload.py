@@ -71,10 +71,10 @@ async def test_every_log_call_of_a_step_runs_off_the_event_loop_thread(sql_log: 
     assert updates[-1].event.content == "Hello"
     kinds = [e.kind for e in sql_log.log.surface_events(sid)]  # type: ignore[attr-defined]
     assert kinds == [EventKind.INBOX_SPLICED, EventKind.INBOX_SPLICED, EventKind.SYSTEM_MESSAGE,
-                     EventKind.USER_MESSAGE, EventKind.REQUEST_HEADER, "trace/request",
+                     EventKind.USER_MESSAGE, EventKind.REQUEST_HEADER, EventKind.REQUEST_CONTEXT, "trace/request",
                      EventKind.STREAM_CHECKPOINT, EventKind.STREAM_CHECKPOINT, EventKind.ASSISTANT_MESSAGE]
     # 3 reads (open step and inbox, history, request surface) and 7 appends (inbox insert and
-    # claim together, input, header, trace, 2 checkpoints, reply).
+    # claim together, input, header with request/context, trace, 2 checkpoints, reply).
     assert [name for name, _ in sql_log.calls].count("surface_events") == 3
     assert [name for name, _ in sql_log.calls].count("append") == 7
     assert all(thread != loop_thread for _, thread in sql_log.calls)
@@ -149,7 +149,8 @@ async def test_a_cancel_during_the_opening_finishes_it_and_settles_the_step_as_c
         await task
     kinds = [e.kind for e in sql_log.log.surface_events(sid)]  # type: ignore[attr-defined]
     assert kinds == [EventKind.INBOX_SPLICED, EventKind.INBOX_SPLICED, EventKind.SYSTEM_MESSAGE,
-                     EventKind.USER_MESSAGE, EventKind.REQUEST_HEADER, "trace/request", EventKind.ASSISTANT_ATTEMPT]
+                     EventKind.USER_MESSAGE, EventKind.REQUEST_HEADER, EventKind.REQUEST_CONTEXT, "trace/request",
+                     EventKind.ASSISTANT_ATTEMPT]
     attempt = sql_log.log.surface_events(sid)[-1]  # type: ignore[attr-defined]
     assert attempt.content == "" and attempt.body["cancelled"] is True
     assert seen == [] and provider.requests == []  # nothing was sent

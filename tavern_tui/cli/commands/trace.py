@@ -147,6 +147,7 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"retry {record.get('attempt')} of {session_id}:{seq}; omitted: "
                   f"{json.dumps(record.get('omitted', {}))}\n")
     out.write(f"config requested: {json.dumps(record.get('config', {}))}\n")
+    _write_request_context(shown.get("request_context"), out)
     inbox = record.get("inbox")
     if inbox:  # the inbox events this step consumed (seed 000 §5: claimed before assembly)
         queued = ", ".join(f"{i['id']} queued at {i['ref'][0]}:{i['ref'][1]}" for i in inbox.get("items", []))
@@ -181,6 +182,20 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _ref(ref: Any) -> str:
     return f"{ref[0]}:{ref[1]}" if isinstance(ref, list) and len(ref) == 2 else "none"
+
+
+def _write_request_context(call: dict[str, Any] | None, out: TextIO) -> None:
+    """The step's `request/context` record (seed 000 §1): the adapter context the request was made
+    with, and the runtime context that applied, changed on refresh, or was cleared."""
+    if not isinstance(call, dict):
+        return
+    adapter = call.get("adapter") or {}
+    where = f" at {adapter['endpoint']}" if adapter.get("endpoint") else ""
+    out.write(f"adapter: {adapter.get('provider')} · {adapter.get('model') or 'default model'}{where}\n")
+    context = call.get("context") or {}
+    parts = [f"{label} {', '.join(map(str, context[key]))}" for key, label in
+             (("applied", "applied"), ("changed", "refreshed"), ("cleared", "cleared")) if context.get(key)]
+    out.write(f"runtime context: {'; '.join(parts) if parts else 'none'}\n")
 
 
 def _write_mvu(mvu: dict[str, Any] | None, out: TextIO) -> None:

@@ -1,4 +1,5 @@
-"""Provides one agent step: submit → inbox → claim → assemble → admit → header → stream → settle.
+"""Provides one agent step: submit → inbox → claim → assemble → prepare → refresh context → admit →
+header → stream → settle.
 
 Rules: seed 000 §1 and §5 and DESIGN.md "One step". World info and prompt building happen in
 the `Assembler` the caller passes (the engine knows nothing of SillyTavern formats); it sees the
@@ -11,16 +12,18 @@ threads), so a database log never blocks the event loop.
 One module a stage, in the order a step runs them:
 - `run`: `run_step`, the entry point; holds the lease (`lease`) around a step or a tool turn.
 - `opening`: the stages up to the sent request: `recovery` (recover or refuse), `claim`,
-  `assemble`, `admit`, `header`, `freeze` (the frozen request and its trace record). The stages
-  DESIGN names but the code does not have yet (pre-step, request config, prepare, refresh
-  context) go between `assemble` and `admit`.
+  `assemble`, `prepare` (the provider validates the call config and binds its adapter; a failure
+  admits nothing and puts the input back), `refresh` (the runtime context read again, clearing
+  recorded), `admit`, `header` (with `request/context`), `freeze` (the frozen request and its trace
+  record). The stages DESIGN names but the code does not have yet (pre-step, request config) go
+  between `assemble` and `prepare`.
 - `single`: one step: the opening, `stream` (deltas and checkpoints), `settle`.
 - `tools` and `turn`: a turn with tools and a step's place in it.
 - `types`, `updates`, `errors`, `options`, `timing`: what the stages share.
 """
 
 from tavern_tui.engine.step.admit import admit_opening, context_events
-from tavern_tui.engine.step.errors import InboxEmpty, StepBusy, StepFailed
+from tavern_tui.engine.step.errors import CallNotPrepared, InboxEmpty, StepBusy, StepFailed
 from tavern_tui.engine.step.lease import Claim, StepClaims
 from tavern_tui.engine.step.options import CHECKPOINT_EVERY, BoundaryClaim, StepOptions
 from tavern_tui.engine.step.recovery import INTERRUPTED_REASON, OpenStep, open_step, recover_interrupted
@@ -31,11 +34,14 @@ from tavern_tui.engine.step.turn import TOOL_GENERATIONS
 from tavern_tui.engine.step.types import (
     CONFIG_ADJUSTED,
     CONTEXT_SOURCE,
+    CONTEXT_SOURCES,
     GENERATION_TYPES,
     IMPERSONATION_SOURCE,
     OPENING_SOURCE,
     Assembler,
     Assembly,
+    ContextRefresh,
+    ContextSnapshot,
     Generation,
     join_continuation,
 )
@@ -45,6 +51,7 @@ __all__ = [
     "CHECKPOINT_EVERY",
     "CONFIG_ADJUSTED",
     "CONTEXT_SOURCE",
+    "CONTEXT_SOURCES",
     "GENERATION_TYPES",
     "IMPERSONATION_SOURCE",
     "INTERRUPTED_REASON",
@@ -55,7 +62,10 @@ __all__ = [
     "Assembler",
     "Assembly",
     "BoundaryClaim",
+    "CallNotPrepared",
     "Claim",
+    "ContextRefresh",
+    "ContextSnapshot",
     "Generation",
     "InboxEmpty",
     "OpenStep",

@@ -14,7 +14,7 @@ from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin
 from tavern_tui.engine.inbox import CLAIM_KEY
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, AsyncSessionLog, SessionLog, SurfaceMessage
 from tavern_tui.engine.step.claim import Claimed
-from tavern_tui.engine.step.types import CONTEXT_SOURCE, OPENING_SOURCE, Assembly, Generation
+from tavern_tui.engine.step.types import CONTEXT_SOURCE, CONTEXT_SOURCES, OPENING_SOURCE, Assembly, Generation
 
 
 def admit_opening(log: SessionLog, session_id: int, text: str, meta: dict[str, Any] | None = None) -> Event:
@@ -25,22 +25,30 @@ def admit_opening(log: SessionLog, session_id: int, text: str, meta: dict[str, A
     return log.append(session_id, [opening])[0]
 
 
-def context_events(history: list[SurfaceMessage], context: tuple[tuple[str, str], ...]) -> list[NewEvent]:
-    """Context messages to admit: those whose identifier's newest admitted text differs."""
+def admitted_context(history: list[SurfaceMessage]) -> dict[str, str]:
+    """The durable context snapshot: each context identifier's newest admitted text on the surface
+    (messages of source "runtime-context", or "context" as stored before)."""
     newest: dict[str, str] = {}
     for message in history:
-        if message.source == CONTEXT_SOURCE and isinstance(message.body.get("context"), str):
+        if message.source in CONTEXT_SOURCES and isinstance(message.body.get("context"), str):
             newest[message.body["context"]] = message.content
+    return newest
+
+
+def context_events(history: list[SurfaceMessage], context: tuple[tuple[str, str], ...]) -> list[NewEvent]:
+    """Context messages to admit: those whose identifier's newest admitted text differs."""
+    newest = admitted_context(history)
     return [NewEvent(EventKind.USER_MESSAGE, "user", {"content": text, "context": ident}, Origin.ENGINE,
                      CONTEXT_SOURCE)
             for ident, text in context if newest.get(ident) != text]
 
 
 async def admit(log: AsyncSessionLog, session_id: int, assembly: Assembly, claimed: Claimed,
-                generation: Generation) -> tuple[Event, ...]:
+                generation: Generation, context: tuple[tuple[str, str], ...] | None = None) -> tuple[Event, ...]:
     """Append, in one batch: the system section when it differs from the effective one, the
-    context not admitted yet, and one `user/message` per claimed item (as the assembler expanded
-    it, `Assembly.input`; its `claim` key resolves the claim, engine.inbox).
+    context not admitted yet (`context`, the refreshed snapshot; None: the assembly's proposed
+    one), and one `user/message` per claimed item (as the assembler expanded it, `Assembly.input`;
+    its `claim` key resolves the claim, engine.inbox).
 
     Returns:
         The stored `user/message` of each claimed item, in order (empty for none).
@@ -51,7 +59,7 @@ async def admit(log: AsyncSessionLog, session_id: int, assembly: Assembly, claim
     if assembly.system and assembly.system != current_system:
         admitted.append(NewEvent(EventKind.SYSTEM_MESSAGE, "system", {"content": assembly.system},
                                  source=SYSTEM_PROMPT_SOURCE))
-    admitted += context_events(history, assembly.context)
+    admitted += context_events(history, assembly.context if context is None else context)
     contents = (list(assembly.input) if assembly.input is not None and len(assembly.input) == len(batch)
                 else [item.content for item in batch])
     admitted += [NewEvent(EventKind.USER_MESSAGE, "user", {"content": content, CLAIM_KEY: claim_event.seq,

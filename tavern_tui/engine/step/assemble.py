@@ -1,5 +1,6 @@
 """Provides the assemble stage of a step's opening: the caller's `Assembler` on the history plus
-the claimed batch.
+the claimed batch; and `put_back`, which returns the claimed batch to the inbox when a stage
+before admission fails.
 
 Rules: DESIGN.md "One step" (world info scans durable history plus the claimed batch; the
 engine knows nothing of SillyTavern formats).
@@ -23,6 +24,15 @@ async def assemble_claimed(log: AsyncSessionLog, session_id: int, assemble: Asse
     try:
         return assemble(claimed.history, [item.content for item in claimed.batch])
     except BaseException:
-        if claimed.event is not None:  # nothing of the batch was admitted: put it back
-            await change_async(log, session_id, restore_splices)
+        await put_back(log, session_id, claimed)
         raise
+
+
+async def put_back(log: AsyncSessionLog, session_id: int, claimed: Claimed) -> bool:
+    """Put the claimed batch back in the inbox (a `restored` splice) when a stage before admission
+    fails: nothing of it was admitted, so the next step claims it again (seed 000 §1: a failed
+    `prepareCall()` admits nothing). Returns whether there was a claim to put back."""
+    if claimed.event is None:
+        return False
+    await change_async(log, session_id, restore_splices)
+    return True

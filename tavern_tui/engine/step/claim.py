@@ -17,6 +17,7 @@ from tavern_tui.engine.log import AsyncSessionLog, SurfaceMessage, surface_of
 from tavern_tui.engine.step.errors import InboxEmpty, StepBusy
 from tavern_tui.engine.step.options import StepOptions
 from tavern_tui.engine.step.turn import TurnStep
+from tavern_tui.engine.step.types import applied_context
 from tavern_tui.engine.tooling import turn_transaction
 
 
@@ -29,12 +30,15 @@ class Claimed:
         batch: the claimed items, in order.
         history: the surface the assembler sees (a later tool-turn step's transaction left out).
         transaction: the turn's tool calls and results, sent as stored (`turn.with_transaction`).
+        applied: the context identifiers that applied at the last step (`types.applied_context`);
+            None when no step recorded them.
     """
 
     event: Event | None
     batch: list[PendingItem] = field(default_factory=list)
     history: list[SurfaceMessage] = field(default_factory=list)
     transaction: list[SurfaceMessage] = field(default_factory=list)
+    applied: tuple[str, ...] | None = None
 
 
 async def claim_input(log: AsyncSessionLog, session_id: int, text: str | None, options: StepOptions,
@@ -53,14 +57,15 @@ async def claim_input(log: AsyncSessionLog, session_id: int, text: str | None, o
         claim_event, batch = turn.steers  # claimed at the turn's step boundary
     elif text is not None or options.claim:
         claim_event, batch = await claim_inbox(log, session_id, text, options, surface)
-    history = surface_of(await log.surface_events(session_id))
+    events = await log.surface_events(session_id)
+    history = surface_of(events)
     # A later step of a tool turn: a projection rebuilds history from text, so the turn's calls
     # and results go to the request as they are (`with_transaction`), not through the assembler.
     transaction = turn_transaction(history, turn.first) if turn is not None and turn.first is not None else []
     if transaction:
         kept = {m.ref for m in transaction}
         history = [m for m in history if m.ref not in kept]
-    return Claimed(claim_event, batch, history, transaction)
+    return Claimed(claim_event, batch, history, transaction, applied_context(events))
 
 
 async def claim_inbox(log: AsyncSessionLog, session_id: int, text: str | None, options: StepOptions,

@@ -1,4 +1,4 @@
-"""Provides the errors a step raises: `StepBusy`, `InboxEmpty`, `StepFailed`.
+"""Provides the errors a step raises: `StepBusy`, `InboxEmpty`, `CallNotPrepared`, `StepFailed`.
 
 Rules: DESIGN.md "One step" (a refused step writes nothing; a failed one keeps what arrived).
 """
@@ -15,6 +15,22 @@ class StepBusy(TavernError):
 
 class InboxEmpty(TavernError):
     """A step asked to claim the inbox found nothing pending."""
+
+
+class CallNotPrepared(TavernError):
+    """The prepare stage refused the call config before anything was admitted (seed 000 §1
+    `prepareCall()`): no `system/message` or `user/message` was written, and the claimed input is
+    back in the inbox (`kept`). The message is the provider's, naming what to fix.
+
+    Attributes:
+        problem: the provider's message (`CallConfigError`).
+        kept: True when claimed input was put back in the inbox (False: the step claimed none).
+    """
+
+    def __init__(self, problem: str, kept: bool) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.kept = kept
 
 
 class StepFailed(ProviderError):

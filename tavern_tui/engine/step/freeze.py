@@ -16,7 +16,7 @@ from tavern_tui.engine.step.claim import Claimed, inbox_trace
 from tavern_tui.engine.step.header import Header
 from tavern_tui.engine.step.options import StepOptions
 from tavern_tui.engine.step.turn import TurnStep, turn_trace, with_transaction
-from tavern_tui.engine.step.types import CONTEXT_SOURCE, Assembly
+from tavern_tui.engine.step.types import CONTEXT_SOURCES, Assembly
 from tavern_tui.engine.stream import Provider
 from tavern_tui.engine.trace import SentMessage, message_hash, trace_record
 
@@ -69,13 +69,15 @@ async def record_trace(log: AsyncSessionLog, session_id: int, provider: Provider
                        sent: list[SentMessage], claimed: Claimed, options: StepOptions,
                        turn: TurnStep | None) -> Event:
     """Append the step's `trace/request` record: references and hashes of exactly what is sent,
-    no bodies (seed 000 §4), with the inbox claim and the turn's links."""
+    no bodies (seed 000 §4), with the inbox claim, the turn's links and the `request/context`
+    record's ref (`request_context`)."""
     generation, meta = options.generation, assembly.meta
     record = trace_record(
         header.event, provider.name, header.model, strategy=meta.get("strategy", "compat"),
         generation=generation.type, config=assembly.config, submitted_at=options.now().isoformat(),
         context=meta.get("context"), sent=sent, strategy_snapshot=meta.get("strategy_snapshot"),
-        replay_of=meta.get("replay_of"), **inbox_trace(claimed), **(turn_trace(turn) if turn is not None else {}))
+        replay_of=meta.get("replay_of"), **inbox_trace(claimed), **(turn_trace(turn) if turn is not None else {}),
+        **({"request_context": list(header.context_event.ref)} if header.context_event is not None else {}))
     return (await log.append(session_id, [record]))[0]
 
 
@@ -87,6 +89,6 @@ def _rewritten(message: SurfaceMessage, rewrite: Mapping[tuple[int, int], dict[s
 def _source_of(message: SurfaceMessage, claimed: tuple[Event, ...]) -> str:
     if message.source == SYSTEM_PROMPT_SOURCE:
         return "system"
-    if message.source == CONTEXT_SOURCE:
+    if message.source in CONTEXT_SOURCES:
         return "context"
     return "input" if any(message.ref == e.ref for e in claimed) else "history"

@@ -1,8 +1,10 @@
 """Provides the header stage of a step's opening: the assembler's records, the step's
-`request/assembly` record when the request differs from the surface, and `request/header`
-(the final call config and the tools offered).
+`request/assembly` record when the request differs from the surface, `request/header`
+(the final call config and the tools offered) and `request/context` (the adapter context and the
+refreshed runtime context).
 
-Rules: DESIGN.md "One step" (`request/header`: final config + tools) and seed 000 §4.
+Rules: DESIGN.md "One step" (`request/header`: final config + tools) and seed 000 §1
+("request/header records config + tools; request/context records adapter context"), §4.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from tavern_tui.engine.events import Event, EventKind, NewEvent
 from tavern_tui.engine.log import AsyncSessionLog
 from tavern_tui.engine.step.turn import TurnStep, turn_header
 from tavern_tui.engine.step.types import Assembly, Generation
-from tavern_tui.engine.stream import Provider
+from tavern_tui.engine.stream import CallContext, Provider
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +26,7 @@ class Header:
     Attributes:
         event: the stored `request/header`.
         assembly_event: the stored `request/assembly` record, None when there is none.
+        context_event: the stored `request/context` record, None when none was asked for.
         model: the model this request asks for (the assembler's, else the provider's).
         extra: messages this request alone carries after the surface (continue text, a one-off
             instruction); never part of the surface, kept in the `request/assembly` record.
@@ -38,12 +41,22 @@ class Header:
     extra: list[dict[str, Any]] = field(default_factory=list)
     rewritten: list[dict[str, Any]] = field(default_factory=list)
     tools: tuple[dict[str, Any], ...] = ()
+    context_event: Event | None = None
+
+
+def context_record(call: CallContext, refreshed: dict[str, Any]) -> NewEvent:
+    """The step's `request/context` record: `{"adapter": CallContext.to_json(), "context":
+    {"applied", "changed", "cleared"}}` (the refreshed runtime context, `refresh.Refreshed`).
+    Never a credential: the adapter context holds none (`CallContext`)."""
+    return NewEvent(EventKind.REQUEST_CONTEXT, None, {"adapter": call.to_json(), "context": refreshed})
 
 
 async def write_header(log: AsyncSessionLog, session_id: int, provider: Provider, assembly: Assembly,
-                       claimed: tuple[Event, ...], generation: Generation, turn: TurnStep | None) -> Header:
-    """Append the assembler's records, the step's `request/assembly` (if any) and its
-    `request/header`, in one batch, so they exist only for steps really sent."""
+                       claimed: tuple[Event, ...], generation: Generation, turn: TurnStep | None,
+                       context: NewEvent | None = None) -> Header:
+    """Append the assembler's records, the step's `request/assembly` (if any), its
+    `request/header` and then its `request/context` (`context`, if given), in one batch, so they
+    exist only for steps really sent."""
     records = list(assembly.records)
     extra: list[dict[str, Any]] = []
     rewritten: list[dict[str, Any]] = []
@@ -61,9 +74,12 @@ async def write_header(log: AsyncSessionLog, session_id: int, provider: Provider
               "assembly": assembly.meta, "generation": generation.type}
     if turn is not None:
         header.update(turn_header(turn))
-    stored = await log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header)])
+    after = [context] if context is not None else []
+    stored = await log.append(session_id, [*records, NewEvent(EventKind.REQUEST_HEADER, None, header), *after])
     assembly_event = next((e for e in stored if e.kind == EventKind.REQUEST_ASSEMBLY), None)
-    return Header(stored[-1], assembly_event, model, extra, rewritten, turn.tools if turn is not None else ())
+    context_event = stored[-1] if context is not None else None
+    return Header(stored[-1 - len(after)], assembly_event, model, extra, rewritten,
+                  turn.tools if turn is not None else (), context_event)
 
 
 def _projection_record(assembly: Assembly, claimed: tuple[Event, ...], generation: Generation) -> NewEvent:

@@ -1,8 +1,9 @@
 """Provides a step's opening, stage by stage, up to the request it sends: recover or refuse →
-claim → assemble → admit → header → frozen request → trace record.
+claim → assemble → prepare → refresh context → admit → header (and `request/context`) → frozen
+request → trace record.
 
-Rules: DESIGN.md "One step". The stages not built yet (pre-step, request config, prepare,
-refresh context) go between assemble and admit, each a function of its own module.
+Rules: DESIGN.md "One step" and seed 000 §1. The stages not built yet (pre-step, request config)
+go between assemble and prepare, each a function of its own module.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from tavern_tui.engine.step.admit import admit
 from tavern_tui.engine.step.assemble import assemble_claimed
 from tavern_tui.engine.step.claim import claim_input
 from tavern_tui.engine.step.freeze import freeze_request, record_trace
-from tavern_tui.engine.step.header import write_header
+from tavern_tui.engine.step.header import context_record, write_header
 from tavern_tui.engine.step.lease import Claim, Lease
 from tavern_tui.engine.step.options import StepOptions
+from tavern_tui.engine.step.prepare import prepare_adapter
 from tavern_tui.engine.step.recovery import recover_or_refuse
+from tavern_tui.engine.step.refresh import refresh_context
 from tavern_tui.engine.step.timing import Stopwatch
 from tavern_tui.engine.step.turn import TurnStep
 from tavern_tui.engine.step.types import Assembler
@@ -42,15 +45,18 @@ async def open_request(log: AsyncSessionLog, session_id: int, provider: Provider
                        text: str | None, options: StepOptions, lease: Lease | None = None,
                        turn: TurnStep | None = None) -> Opened:
     """A step's opening, in order: recover a stale step or refuse a live one; the inbox insert
-    and claim (one compare-and-append); assemble on history plus the claimed batch; admit
-    system, context and the batch; records and the request header; the trace record. Returns
-    what the stream needs. An assembler that raises puts the claimed batch back in the inbox.
-    With a `lease`, it is taken first (one atomic insert) and released again if the opening fails.
+    and claim (one compare-and-append); assemble on history plus the claimed batch; prepare the
+    call (the provider validates the config and binds its adapter); refresh the runtime context;
+    admit system, the refreshed context and the batch; records, the request header and
+    `request/context`; the trace record. Returns what the stream needs. An assembler, prepare or
+    refresh that raises puts the claimed batch back in the inbox (nothing was admitted). With a
+    `lease`, it is taken first (one atomic insert) and released again if the opening fails.
 
     Raises:
         StepBusy: another live process holds the step's lease or is streaming in this session
             (nothing is written).
         InboxEmpty: `options.claim` without `text` and nothing pending (nothing is written).
+        CallNotPrepared: the provider refused the call config (nothing admitted, input kept).
     """
     held = await lease.take(session_id, options.stale_after) if lease is not None else None
     try:
@@ -71,9 +77,14 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     watch.lap("claim")
     assembly = await assemble_claimed(log, session_id, assemble, claimed)
     watch.lap("assemble")
-    admitted = await admit(log, session_id, assembly, claimed, options.generation)
+    call = await prepare_adapter(log, session_id, provider, assembly, claimed)
+    watch.lap("prepare")
+    refreshed = await refresh_context(log, session_id, assembly, claimed, options.refresh)
+    watch.lap("refresh")
+    admitted = await admit(log, session_id, assembly, claimed, options.generation, refreshed.context)
     watch.lap("admit")
-    header = await write_header(log, session_id, provider, assembly, admitted, options.generation, turn)
+    header = await write_header(log, session_id, provider, assembly, admitted, options.generation, turn,
+                                context_record(call, refreshed.to_json()))
     messages, sent = await freeze_request(log, session_id, assembly, header, claimed, admitted)
     trace_event = await record_trace(log, session_id, provider, assembly, header, sent, claimed, options, turn)
     watch.lap("record")

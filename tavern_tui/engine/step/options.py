@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from tavern_tui.engine.events import Event
 from tavern_tui.engine.inbox import PendingItem
 from tavern_tui.engine.step.lease import StepClaims
-from tavern_tui.engine.step.types import Generation
+from tavern_tui.engine.step.types import ContextRefresh, Generation
 from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS, ToolRunner
 
 CHECKPOINT_EVERY = 0.1
@@ -55,6 +55,8 @@ class StepOptions:
         max_steps: requests a turn with tools makes at most.
         at_boundary: claims the steers at each step boundary of a turn; None claims them from
             the log directly.
+        refresh: re-reads the runtime context before admission (the refresh stage); None: the
+            assembler's proposed snapshot is admitted as it is.
     """
 
     generation: Generation = Generation()
@@ -67,3 +69,4 @@ class StepOptions:
     tools: ToolRunner | None = None
     max_steps: int = DEFAULT_MAX_STEPS
     at_boundary: BoundaryClaim | None = None
+    refresh: ContextRefresh | None = None

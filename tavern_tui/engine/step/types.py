@@ -7,11 +7,11 @@ formats; the assembler the caller passes decides the system section, config and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tavern_tui.engine.events import NewEvent
+from tavern_tui.engine.events import Event, EventKind, NewEvent
 from tavern_tui.engine.log import SurfaceMessage
 
 OPENING_SOURCE = "opening"
@@ -24,8 +24,22 @@ CONFIG_ADJUSTED = "request/config-adjusted"
 IMPERSONATION_SOURCE = "impersonation"
 """`source` of a user-role line the model wrote (impersonate): origin agent (DESIGN.md)."""
 
-CONTEXT_SOURCE = "context"
-"""`source` of a runtime-context `user/message` a strategy admits (origin engine)."""
+CONTEXT_SOURCE = "runtime-context"
+"""`source` of a runtime-context `user/message` a step admits (origin engine): the producer-owned
+source of a context snapshot (seed 000 §1: "`runtime-context` for context snapshots")."""
+
+LEGACY_CONTEXT_SOURCE = "context"
+"""The `source` context messages were stored with before `CONTEXT_SOURCE`; still read as context."""
+
+CONTEXT_SOURCES = frozenset({CONTEXT_SOURCE, LEGACY_CONTEXT_SOURCE})
+"""Every `source` a stored runtime-context message may carry (test membership, never equality)."""
+
+ContextSnapshot = tuple[tuple[str, str], ...]
+"""A runtime-context snapshot: `(identifier, text)` each, in admission order."""
+
+ContextRefresh = Callable[[ContextSnapshot], Awaitable[ContextSnapshot]]
+"""Reads the runtime facts again (`StepOptions.refresh`, the refresh stage): given the assembler's
+proposed snapshot, the snapshot that holds now (a context that stopped applying left out)."""
 
 GENERATION_TYPES = ("normal", "regenerate", "swipe", "continue", "impersonate")
 """SillyTavern generation types a step can be (world-info `triggers` filter on them)."""
@@ -77,6 +91,18 @@ class Generation:
             raise ValueError(f"unknown generation type {self.type!r}; use one of {', '.join(GENERATION_TYPES)}")
 
 
+def applied_context(events: Sequence[Event]) -> tuple[str, ...] | None:
+    """The context identifiers that applied at the last step on this surface: the `applied` list of
+    its newest `request/context` record; None when the surface has none (a chat from before the
+    record: the context messages on the surface then stand for it)."""
+    for event in reversed(events):
+        if event.kind == EventKind.REQUEST_CONTEXT:
+            context = event.body.get("context")
+            applied = context.get("applied") if isinstance(context, dict) else None
+            return tuple(str(i) for i in applied) if isinstance(applied, list) else ()
+    return None
+
+
 def join_continuation(original: str, addition: str) -> str:
     """The continued reply: the original, a space when neither side has one (SillyTavern's
     default `continue_postfix` " "), then the new text."""
@@ -105,9 +131,10 @@ class Assembly:
         input: the claimed input as the assembler expanded it (macros: SillyTavern stores the person's
             text expanded when it is sent), one text per claimed one; None = admitted as claimed.
         context: runtime context for this step, `(identifier, text)` each: admitted as
-            `user/message` (origin engine, source "context") just before the input, so it
+            `user/message` (origin engine, source "runtime-context") just before the input, so it
             enters durable history; a context whose identifier's newest admitted text on the
             surface is the same is not admitted again (context-snapshot reuse; seed 000 §2.2).
+            This is the proposed snapshot: the refresh stage re-reads it before admission.
         omit: refs of surface messages this request leaves out to fit the context (the oldest
             history, whole messages; `assembly.fit`); they stay in the log and on the surface.
         rewrite: the request message sent instead of a surface message's own, by ref (regex
