@@ -145,6 +145,8 @@ class PlaythroughView:
     """Of `played_count`, the messages now folded into a summary."""
     imported_user: str = ""
     """An imported chat's own name for the person (its old lines keep it); "" when not imported."""
+    ooc: bool = False
+    """Out-of-character talk is on: the roleplay policy (`rp:policy`) is not sent (`tavern ooc`)."""
 
     @property
     def title(self) -> str:
@@ -157,7 +159,7 @@ class PlaythroughView:
                 "user_name": self.user_name, "session_id": self.session_id, "messages": self.message_count,
                 "strategy": self.strategy, "preset_id": self.preset_id, "title": self.chat_title,
                 "archived": self.archived, "played": self.played_count, "summarised": self.summarised_count,
-                "imported_user_name": self.imported_user or None,
+                "imported_user_name": self.imported_user or None, "ooc": self.ooc,
                 "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat()}
 
 

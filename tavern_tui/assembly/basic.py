@@ -17,6 +17,7 @@ from typing import Any
 
 from tavern_tui.assembly.attribution import join_spans, locate, span
 from tavern_tui.assembly.macros import MacroContext, substitute, substitute_readonly
+from tavern_tui.assembly.policy import POLICY_KIND, RP_POLICY
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.events import NewEvent
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, request_messages
@@ -79,7 +80,7 @@ def _main_prompt(card_system_prompt: str) -> str:
 
 
 def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Buckets | None = None,
-                        persona: str = "", macros: MacroContext | None = None) -> str:
+                        persona: str = "", macros: MacroContext | None = None, policy: str = "") -> str:
     """Render a card's `data` (and activated world info) into the system section text.
 
     Order follows SillyTavern's default prompt order: main, world info before, description,
@@ -98,15 +99,18 @@ def build_system_prompt(card: dict[str, Any], char: str, user: str, lore: Bucket
         macros: the macro context; with one, every part goes through the full macro engine
             (`expand_card`'s order, then the main prompt and the formats, as the preset builder does)
             and its variables are changed in place; None = only `{{char}}`/`{{user}}`.
+        policy: the roleplay policy ("" = none): the last section, identifier `rp:policy`
+            (`assembly.policy`).
 
     Returns:
         Sections joined by blank lines; empty fields are left out.
     """
-    return system_prompt_parts(card, char, user, lore, persona, macros)[0]
+    return system_prompt_parts(card, char, user, lore, persona, macros, policy)[0]
 
 
 def system_prompt_parts(card: dict[str, Any], char: str, user: str, lore: Buckets | None = None,
-                        persona: str = "", macros: MacroContext | None = None) -> tuple[str, list[dict[str, Any]]]:
+                        persona: str = "", macros: MacroContext | None = None,
+                        policy: str = "") -> tuple[str, list[dict[str, Any]]]:
     """`build_system_prompt`'s text and its parts (`assembly.attribution`): main, each world-info
     entry (book, uid, title), the card fields, persona, each example block and world info @depth,
     with offsets into the text. Without `macros` names are substituted per section, which equals
@@ -114,7 +118,7 @@ def system_prompt_parts(card: dict[str, Any], char: str, user: str, lore: Bucket
     them, see `build_system_prompt` (entries are found by their read-only expansion)."""
     lore = lore or Buckets()
     if macros is not None:
-        return _expanded_system_prompt(card, lore, persona, macros)
+        return _expanded_system_prompt(card, lore, persona, macros, policy)
 
     def named(text: str) -> str:
         return substitute_names(text, char, user)
@@ -143,6 +147,8 @@ def system_prompt_parts(card: dict[str, Any], char: str, user: str, lore: Bucket
         add("world_info", lore.after, "after", identifier="worldInfoAfter")
     blocks = [*lore.examples_top, *split_examples(str(card.get("mes_example") or "")), *lore.examples_bottom]
     _add_tail(out, lore, blocks)
+    if policy.strip():
+        add(POLICY_KIND, policy.strip(), identifier=RP_POLICY)
     return out.join()
 
 
@@ -210,7 +216,7 @@ def expand_card(card: dict[str, Any], persona: str, ctx: MacroContext) -> dict[s
 
 
 def _expanded_system_prompt(card: dict[str, Any], lore: Buckets, persona: str,
-                            ctx: MacroContext) -> tuple[str, list[dict[str, Any]]]:
+                            ctx: MacroContext, policy: str = "") -> tuple[str, list[dict[str, Any]]]:
     # SillyTavern's order: card fields, then the activated world info, then the prompts.
     fields = expand_card(card, persona, ctx)
     lore = expand_lore(lore, ctx)
@@ -238,6 +244,9 @@ def _expanded_system_prompt(card: dict[str, Any], lore: Buckets, persona: str,
     if lore.after.strip():
         out.add("world_info", lore.after, "after", identifier="worldInfoAfter")
     _add_tail(out, lore, [*lore.examples_top, *split_examples(fields["mes_example"]), *lore.examples_bottom])
+    policy = substitute(policy, ctx).strip() if policy.strip() else ""
+    if policy:
+        out.add(POLICY_KIND, policy, identifier=RP_POLICY)
     return out.join()
 
 
@@ -306,6 +315,8 @@ class BasicAssembler:
             variables the build changes are staged as this step's `state/commit` record.
         limit: the request's context (`assembly.fit.ContextLimit`); None = no fitting.
         count: the token counter the fit uses.
+        policy: the roleplay policy ("" = none, or out-of-character talk is on): the system
+            prompt's last section, identifier `rp:policy` (`assembly.policy`).
     """
 
     card: dict[str, Any]
@@ -322,6 +333,7 @@ class BasicAssembler:
     macros: MacroContext | None = None
     limit: Any = None
     count: Callable[[str], int] = DEFAULT_COUNTER
+    policy: str = ""
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         """Build this step's system section: world info scans the history plus the claimed input
@@ -345,7 +357,8 @@ class BasicAssembler:
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)
-        system, meta["system_parts"] = system_prompt_parts(self.card, self.char, self.user, lore, self.persona, used)
+        system, meta["system_parts"] = system_prompt_parts(self.card, self.char, self.user, lore, self.persona, used,
+                                                           self.policy)
         staged = stage_variables(start, used, meta)
         if staged is not None:
             records = (*records, staged)

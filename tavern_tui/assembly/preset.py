@@ -99,6 +99,8 @@ class PresetAssembler:
             the adjustments.
         limit: the request's context (`assembly.fit.resolve_limit`); None = the preset's own
             figures for projection and no fitting for the native strategies.
+        policy: the roleplay policy ("" = none, or out-of-character talk is on): a system part
+            just before the chat history, identifier `rp:policy` (`assembly.policy`).
     """
 
     preset: ParsedPreset
@@ -122,6 +124,7 @@ class PresetAssembler:
     omit: tuple[str, ...] = ()
     expanded_input: tuple[str, ...] | None = None  # the last build's claimed input, macros expanded
     limit: ContextLimit | None = None
+    policy: str = ""
     strategy = PROJECTION
 
     def call_config(self) -> dict[str, Any]:
@@ -162,7 +165,8 @@ class PresetAssembler:
             chat_overrides=self.chat_overrides, count=self.count,
             # SillyTavern's Author's Note interval counts the person's messages, hidden ones too.
             user_message_count=_history_part(history, self.char, self.user)[1] + len(claimed),
-            strict_budget=self.strategy == PROJECTION, context_limit=self.limit.limit if self.limit else None))
+            strict_budget=self.strategy == PROJECTION, context_limit=self.limit.limit if self.limit else None,
+            policy=self.policy))
         staged = stage_variables(start, used, meta)
         if staged is not None:
             records = (*records, staged)

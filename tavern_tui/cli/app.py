@@ -20,8 +20,10 @@ from tavern_tui.cli.commands import (
     lore,
     mvu,
     persona,
+    roleplay,
     serve,
     strategy,
+    templates,
     tools,
     trace,
     variables,
@@ -66,8 +68,8 @@ def _global_options(parser: argparse.ArgumentParser, default: object) -> None:
 
 # The order `tavern --help` lists the commands in; groups interleave, so it is kept per command.
 _COMMANDS: tuple[Callable[[Commands], None], ...] = (
-    serve.add_tui, library.add_import, drafts.add_new, drafts.add_drafts, drafts.add_templates, chat.add_chat,
-    inbox.add_inbox,
+    serve.add_tui, library.add_import, drafts.add_new, drafts.add_drafts, templates.add_templates, chat.add_chat,
+    roleplay.add_ooc, inbox.add_inbox,
     library.add_sessions, library.add_show,
     strategy.add_preview, strategy.add_presets, strategy.add_strategies, strategy.add_strategy,
     library.add_tree, edit.add_edit, edit.add_delete, library.add_export, lore.add_lore, trace.add_trace,

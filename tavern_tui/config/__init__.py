@@ -1,7 +1,8 @@
 """Provides `Settings`: database URL, provider endpoint and the user's name, from flags, env and file.
 
 Precedence (highest first): command-line flags, environment (`TAVERN_DB_URL`, `TAVERN_API_BASE`,
-`TAVERN_MODEL`, `TAVERN_API_KEY`, `TAVERN_USER_NAME`), the TOML config file, defaults.
+`TAVERN_MODEL`, `TAVERN_API_KEY`, `TAVERN_USER_NAME`, `TAVERN_RP_POLICY`, …), the TOML config file,
+defaults.
 No I/O happens at import; `load_settings` is called once by the CLI.
 """
 
@@ -154,6 +155,9 @@ class Settings:
             built-in `DEFAULT_SUMMARY_PROMPT`).
         tools: the `[tools]` table (built-ins enabled, allowed tools, step limit, MCP servers).
         tui: the terminal app's remembered choices (`[tui]`).
+        rp_policy: the roleplay policy (`[roleplay] policy`, or `TAVERN_RP_POLICY`, which wins): sent
+            as its own system section, identifier `rp:policy`, while roleplay is on, never while a
+            playthrough's out-of-character talk is on (`tavern ooc`); "" = none.
         keys: the `[keys]` table: a binding id ("chat.regenerate") or action name → keys
             ("ctrl+g"); the TUI checks the names (`tui.keymap`).
         warnings: what the config file holds that is ignored (unknown keys), one plain line each
@@ -177,6 +181,7 @@ class Settings:
     tools: ToolSettings = field(default_factory=ToolSettings)
     templates: bool = True
     tui: TuiSettings = field(default_factory=TuiSettings)
+    rp_policy: str = ""
     keys: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
@@ -267,10 +272,12 @@ def load_settings(
             raise FormatError(str(path), "must be true or false", field=key)
     if not isinstance(file.get("summary_prompt", ""), str):
         raise FormatError(str(path), "must be a string", field="summary_prompt")
+    roleplay = file.get("roleplay", {})
+    rp_policy = pick(None, "TAVERN_RP_POLICY", roleplay.get("policy") if isinstance(roleplay, dict) else None)
     tui_table = file.get("tui", {})
     tui = TuiSettings(**{name: tui_table[name] for name in TuiSettings.__dataclass_fields__ if name in tui_table})
     return Settings(
-        tui=tui, keys={k: str(v) for k, v in flatten_keys(file.get("keys", {})).items()},
+        tui=tui, rp_policy=rp_policy.strip(), keys={k: str(v) for k, v in flatten_keys(file.get("keys", {})).items()},
         warnings=tuple(str(p) for p in problems if not p.error),
         max_context=limits["max_context"], max_tokens=limits["max_tokens"],
         probe_context=bool(file.get("probe_context", True)), auto_compact=bool(file.get("auto_compact", False)),

@@ -37,6 +37,10 @@ TOOLS: dict[str, str] = {"enabled": LIST, "allow": LIST, "max_steps": WHOLE, "mc
 """`[tools]` (issue 19): built-ins offered, tools run without asking, the step limit, MCP servers
 (`[tools.mcp.NAME]`, whose fields `config._tool_settings` checks, naming each)."""
 
+ROLEPLAY: dict[str, str] = {"policy": STRING}
+"""`[roleplay]`: `policy`, the `rp:policy` system section sent while roleplay is on (not while a
+playthrough's out-of-character talk is on)."""
+
 SCHEMA: dict[str, Any] = {
     "db_url": STRING,
     "user_name": STRING,
@@ -54,6 +58,7 @@ SCHEMA: dict[str, Any] = {
     "world_info": WORLD_INFO,
     "tui": TUI,
     "tools": TOOLS,
+    "roleplay": ROLEPLAY,
     "keys": "keys",  # binding id or action name → keys, checked by the TUI (`tui.keymap`)
 }
 """Every key the config file may hold: a dotted path's expected type, or a nested table's schema."""

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from tavern_tui.service.persona import PersonaService
     from tavern_tui.service.playthroughs import PlaythroughService
     from tavern_tui.service.presets import PresetService
+    from tavern_tui.service.roleplay import RoleplayService
     from tavern_tui.service.scripts import ScriptService
     from tavern_tui.service.steps import StepRunner
     from tavern_tui.service.strategies import StrategyService
@@ -94,6 +95,7 @@ class Tavern:
         chats: search across every chat and opening a result on its branch (`ChatService`).
         openings: opening drafts, the playthroughs not yet begun (`OpeningService`).
         templates: configuration templates, a playthrough's selections under a name (`TemplateService`).
+        roleplay: the out-of-character toggle per playthrough and the `rp:policy` it gates (`RoleplayService`).
         steps: send, reply, regenerate, continue, impersonate and their dry runs (`StepRunner`).
         compaction: the context limit and summaries that replace old turns (`CompactionService`).
         traces: recorded requests (`TraceService`); chat_files: SillyTavern chats (`ChatFileService`).
@@ -213,7 +215,13 @@ class Tavern:
     def templates(self) -> TemplateService:
         from tavern_tui.service.templates import TemplateService
 
-        return TemplateService(self.ctx, self.persona)
+        return TemplateService(self.ctx, self.persona, self.playthroughs)
+
+    @_area
+    def roleplay(self) -> RoleplayService:
+        from tavern_tui.service.roleplay import RoleplayService
+
+        return RoleplayService(self.ctx)
 
     @_area
     def openings(self) -> OpeningService:

@@ -22,6 +22,7 @@ from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
+from tavern_tui.service.roleplay import ooc_of
 from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.store.repositories import PlaythroughRecord
@@ -92,7 +93,7 @@ class PlaythroughService:
                                record.head_session_id, record.created_at, record.updated_at,
                                shown, record.strategy or "compat", record.preset_id,
                                self.chat_title(record), record.archived_at is not None,
-                               played, summarised, imported)
+                               played, summarised, imported, ooc_of(record.meta))
 
     def _user_names(self, record: PlaythroughRecord, persona_names: dict[int, str], default: int) -> tuple[str, str]:
         """(the name new lines are written under, an imported chat's own name or "").

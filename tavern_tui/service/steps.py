@@ -76,6 +76,7 @@ from tavern_tui.service.openings import draft_opening, draft_playthrough, draft_
 from tavern_tui.service.persona import PersonaService, render_snapshot
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService, omitted_parameters, strategy_of
+from tavern_tui.service.roleplay import roleplay_policy
 from tavern_tui.service.scripts import ScriptService
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
@@ -340,6 +341,7 @@ class StepRunner:
                                                              meta=playthrough.meta)
         memory = self._memory_text(meta["persona"]["persona"], card.name, view.user_name)
         facts = self.lore.facts(record, card, view.user_name)
+        policy = roleplay_policy(self.ctx.settings, playthrough.meta)  # "" while out-of-character talk is on
         meta["strategy_snapshot"] = spec.snapshot()
         if spec.base != COMPAT:
             preset, preset_facts = self.presets.preset_of(playthrough.preset_id)
@@ -354,7 +356,7 @@ class StepRunner:
                         continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
                         snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
                         chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self.ctx.token_counter,
-                        memory=memory, macros=macros, limit=limit)
+                        memory=memory, macros=macros, limit=limit, policy=policy)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.presets.preset_of(playthrough.preset_id)
@@ -363,7 +365,8 @@ class StepRunner:
             meta["adjustments"] = preset.config_notes() + omit_notes(omit)
         return BasicAssembler(card.data, card.name, view.user_name, meta,
                               self.lore.world_info_step(books, settings=lore_settings), facts,
-                              timed, generation.type, config, persona, memory, macros, limit, self.ctx.token_counter)
+                              timed, generation.type, config, persona, memory, macros, limit, self.ctx.token_counter,
+                              policy=policy)
 
     def _memory_text(self, persona_id: int | None, char: str, user: str) -> str:
         """The persona's memory snapshot as sent (names filled in); "" when the setting is off or

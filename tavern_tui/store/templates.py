@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from tavern_tui.errors import NotFound, TavernError
@@ -32,7 +32,7 @@ def _record(row: ConfigTemplate) -> TemplateRecord:
 
 
 class TemplateRepository:
-    """Configuration templates: save (new or replacing one of the same name), list, get by name."""
+    """Configuration templates: save (new or replacing one of the same name), list, get and delete by name."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -47,7 +47,7 @@ class TemplateRepository:
         now = datetime.now(UTC)
         text = json.dumps(data, ensure_ascii=False, sort_keys=True)
         if row is not None and not replace:
-            raise TavernError(f"a template named {name!r} exists (save it with --replace to change it)")
+            raise TavernError(f"a template named {name!r} exists (save it with --force to replace it)")
         if row is None:
             row = ConfigTemplate(name=name, data=text, created_at=now, updated_at=now)
             self._session.add(row)
@@ -66,3 +66,9 @@ class TemplateRepository:
         if row is None:
             raise NotFound(f"no configuration template named {name!r} (`tavern template list` shows them)")
         return _record(row)
+
+    def delete(self, name: str) -> None:
+        """Remove the template named `name`. Raises NotFound."""
+        self.get(name)
+        self._session.execute(delete(ConfigTemplate).where(ConfigTemplate.name == name))
+        self._session.flush()

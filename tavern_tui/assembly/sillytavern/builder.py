@@ -57,6 +57,7 @@ from typing import Any
 from tavern_tui.assembly.attribution import shift
 from tavern_tui.assembly.basic import expand_lore, split_examples
 from tavern_tui.assembly.macros import MacroContext, substitute
+from tavern_tui.assembly.policy import POLICY_KIND, RP_POLICY
 from tavern_tui.assembly.sillytavern.budget import (
     REPLY_PRIMING,
     ChatBudget,
@@ -327,6 +328,10 @@ class _Builder:
         self.in_chat.place_note(slots, absolute, main_at)
         if "personaDescription" not in seen_ids and self.ctx.persona.strip():
             self._place_persona(slots)
+        policy = self.sub(inputs.policy) if inputs.policy.strip() else ""
+        if policy.strip():  # its own system part, the last before the chat (`assembly.policy`)
+            at = slots.index("chatHistory") if "chatHistory" in slots else len(slots)
+            slots.insert(at, PromptPart("system", policy.strip(), POLICY_KIND, RP_POLICY))
         for ident, key in (("main", "system_prompt"), ("jailbreak", "post_history_instructions")):
             if self._card_text(key).strip() and ident not in seen_ids:
                 label = f"chat {key} override" if self._overridden(key) else f"card {key}"

@@ -37,8 +37,8 @@ class PromptPart:
     Attributes:
         role: "system", "user" or "assistant".
         content: the text sent.
-        source: "preset" | "marker" | "persona" | "new_chat" | "examples" | "history" | "input" |
-            "injection" | "world_info" | "authors_note" | "continue" | "impersonate" |
+        source: "preset" | "marker" | "persona" | "policy" | "new_chat" | "examples" | "history" |
+            "input" | "injection" | "world_info" | "authors_note" | "continue" | "impersonate" |
             "send_if_empty" | "prefill". In-chat messages are "injection" (or "world_info" when
             they hold world info @depth only); the Author's Note is "injection" when in the chat
             and "authors_note" when it is its own message before/after `main`.
@@ -129,6 +129,8 @@ class PromptInputs:
         history_offset: oldest chat messages left out before the build because they cannot fit
             whatever happens (`assembly.preset.cut_unfittable`); counted as dropped, and
             `{{lastMessageId}}` still counts them.
+        policy: the roleplay policy ("" = none, or out-of-character talk is on): its own system
+            part, identifier `RP_POLICY`, just before the chat history (`assembly.policy`).
     """
 
     preset: ParsedPreset
@@ -148,6 +150,7 @@ class PromptInputs:
     strict_budget: bool = True
     context_limit: int | None = None
     history_offset: int = 0
+    policy: str = ""
 
 
 

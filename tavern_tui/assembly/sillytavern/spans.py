@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tavern_tui.assembly.attribution import Span, locate, span
+from tavern_tui.assembly.policy import POLICY_KIND
 from tavern_tui.assembly.sillytavern.inputs import ROLES, PromptPart
 from tavern_tui.formats.presets import ParsedPreset
 from tavern_tui.lore.result import Buckets
@@ -62,6 +63,8 @@ def _whole(part: PromptPart, preset: ParsedPreset) -> Span:
         return span("world_info", 0, end, identifier=ident)
     if source == "injection":
         return span("injection", 0, end, identifier=ident)
+    if source == POLICY_KIND:
+        return span(POLICY_KIND, 0, end, identifier=ident)
     return span("preset", 0, end, identifier=ident, name=name)
 
 

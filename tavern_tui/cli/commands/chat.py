@@ -48,6 +48,9 @@ def add_chat(commands: Commands) -> None:
     which.add_argument("--playthrough", type=int, metavar="ID", help="continue this playthrough")
     which.add_argument("--draft", type=int, metavar="DRAFT",
                        help="play this opening draft: --say is its first line (`tavern new` makes one)")
+    p_chat.add_argument("--template", metavar="NAME",
+                        help="start a new playthrough with this configuration template's selections "
+                             "(`tavern template list`); --preset/--lore/--strategy given here win")
     p_chat.add_argument("--steer", action="store_true",
                         help="with --say: while a reply is being written, queue the text as a steer (next step) "
                              "instead of for the next turn")
@@ -68,6 +71,21 @@ def apply_selection(tavern: Tavern, args: argparse.Namespace, playthrough_id: in
     say so on `err` (`PlaythroughService.apply_selection`: every name is looked up first)."""
     write_notes(tavern.playthroughs.apply_selection(playthrough_id, preset=args.preset, lore=args.lore,
                                                     strategy=args.strategy), err)
+
+
+def _check_template(tavern: Tavern, args: argparse.Namespace) -> None:
+    """Refuse `--template` with an existing playthrough or a draft, or naming an unknown template
+    (or one whose resources are gone), before anything is created.
+
+    Raises:
+        TavernError / NotFound: as said.
+    """
+    if args.template is None:
+        return
+    if args.playthrough is not None or args.draft is not None:
+        raise TavernError("--template starts a new playthrough; it does not go with --playthrough or --draft "
+                          "(`tavern new CHARACTER --template NAME` makes a draft from one)")
+    tavern.templates.check(args.template)
 
 
 QUIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -97,12 +115,15 @@ async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         character = tavern.library.find_character(args.character)
         # every name is checked before a playthrough is started or anything bound
         tavern.playthroughs.check_selection(preset=args.preset, lore=args.lore, strategy=args.strategy)
+        _check_template(tavern, args)
         started: list[str] = []
         if args.draft is not None:  # the draft's first send: it becomes the playthrough (issue 20 item 1)
             playthrough = _begin_draft(tavern, args, character.id, started)
         else:
-            playthrough = tavern.playthroughs.resolve(character.id, playthrough=args.playthrough, new=args.new,
-                                                      notes=started)
+            playthrough = tavern.playthroughs.resolve(character.id, playthrough=args.playthrough,
+                                                      new=args.new or args.template is not None, notes=started)
+        if args.template is not None:  # before --preset/--lore/--strategy, so those win
+            started += tavern.templates.apply(args.template, playthrough.id)
         write_notes(started, err)
         tavern.playthroughs.open_playthrough(playthrough.id)
         apply_selection(tavern, args, playthrough.id, err)

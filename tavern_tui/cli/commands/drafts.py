@@ -14,7 +14,6 @@ from tavern_tui.errors import TavernError
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
-    from tavern_tui.service.templates import TemplateView
     from tavern_tui.views import OpeningView
 
 
@@ -28,42 +27,6 @@ def _draft_selection_options(parser: argparse.ArgumentParser) -> None:
                         help="a world book bound as chat lore at the first send (repeatable)")
     parser.add_argument("--persona", metavar="NAME", help="the name {{user}} stands for in it")
     parser.add_argument("--json", action="store_true")
-
-
-def add_templates(commands: Commands) -> None:
-    """`tavern template save NAME --from PLAYTHROUGH [--replace]` and `tavern template list [--json]`."""
-    p_template = commands.add("template", help="configuration templates: a playthrough's selections under a name")
-    sub = commands.group(p_template, dest="template_command", metavar="SUBCOMMAND")
-    p_save = sub.add("save", cmd_template_save,
-                     help="save a playthrough's strategy, preset, chat lore and persona (never its messages)")
-    p_save.add_argument("name", metavar="NAME")
-    p_save.add_argument("--from", dest="playthrough", type=int, required=True, metavar="PLAYTHROUGH")
-    p_save.add_argument("--replace", action="store_true", help="change the template of that name")
-    p_list = sub.add("list", cmd_template_list, help="the saved templates")
-    p_list.add_argument("--json", action="store_true")
-
-
-def _template_line(template: TemplateView) -> str:
-    books = f" · lore {', '.join(f'#{b}' for b in template.lore)}" if template.lore else ""
-    preset = f"#{template.preset_id}" if template.preset_id is not None else "default"
-    persona = f" · persona #{template.persona_id}" if template.persona_id is not None else ""
-    return f"{template.name} · {template.strategy or 'compat'} · preset {preset}{persona}{books}"
-
-
-def cmd_template_save(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Save the template and print its line."""
-    with open_service(args) as tavern:
-        template = tavern.templates.save(args.name, args.playthrough, replace=args.replace)
-    out.write(f"saved {_template_line(template)}\n")
-    return EXIT_OK
-
-
-def cmd_template_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """The templates by name (JSON with --json)."""
-    with open_service(args) as tavern:
-        templates = tavern.templates.templates()
-    return print_rows(out, templates, as_json=args.json, line=_template_line,
-                      empty_hint="no templates yet; save one with `tavern template save NAME --from PLAYTHROUGH`")
 
 
 def add_new(commands: Commands) -> None:

@@ -270,6 +270,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         await self.transcript.show(state.messages, view.message_count)
         self._update_tokens()
         self.status.swipe = state.swipe
+        self.status.ooc = view.ooc  # read with the view, off the loop
         self.refresh_bindings()
         self.call_after_refresh(self._warm_world_info)  # the transcript paints first (issue 22)
         self._allowance.check(view.character_id, view.character_name)  # before any send goes out

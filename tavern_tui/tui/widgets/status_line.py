@@ -16,9 +16,11 @@ PASSING = frozenset({"streaming", "compacting"})
 
 
 class StatusLine(Static):
-    """One line: "<provider> · <model>  ·  ~N tokens  ·  swipe n/m  ·  <state>[ — detail]".
+    """One line: "<provider> · <model>  ·  [OOC  ·  ]~N tokens  ·  swipe n/m  ·  <state>[ — detail]".
 
     `swipe` is the last message's counter ("swipe 2/3"), empty when it has no alternatives.
+    `ooc`: the playthrough's out-of-character talk is on (`PlaythroughView.ooc`; the roleplay
+    policy is not sent), shown as "OOC"; the screen sets it from the view its worker read.
 
     | class | meaning |
     | --- | --- |
@@ -58,6 +60,7 @@ class StatusLine(Static):
     detail: reactive[str] = reactive("")
     swipe: reactive[str] = reactive("")
     gauge: reactive[dict | None] = reactive(None)
+    ooc: reactive[bool] = reactive(False)
 
     def __init__(self, provider: str, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -98,6 +101,9 @@ class StatusLine(Static):
     def watch_swipe(self) -> None:
         self._render_line()
 
+    def watch_ooc(self) -> None:
+        self._render_line()
+
     def watch_gauge(self, gauge: dict | None) -> None:
         self.set_class(bool(gauge and gauge.get("dropped_messages")) and not (gauge or {}).get("overflow"),
                        "-dropping")
@@ -107,7 +113,7 @@ class StatusLine(Static):
     @property
     def line(self) -> str:
         """The text currently shown."""
-        parts = [self.provider]
+        parts = [self.provider, "OOC" if self.ooc else ""]
         gauge = self.gauge
         if gauge and gauge.get("limit"):
             text = f"{compact_count(gauge.get('used') or 0)} / {compact_count(gauge['limit'])} tokens"
