@@ -183,6 +183,7 @@ class MessageView:
         display: what the transcript shows when regex scripts change it (issue 18: `markdownOnly`
             scripts, status bars as readable text); None = `content` as it is. `content` stays
             the raw text (edits and exports use it).
+        character_id: the character who wrote a group chat's reply (None: the playthrough's own).
     """
 
     ref: tuple[int, int]
@@ -213,6 +214,7 @@ class MessageView:
         return f"{self.tool_result.get('name', '')} {summary}".strip()
 
     display: str | None = None
+    character_id: int | None = None
 
     @property
     def shown(self) -> str:
@@ -226,6 +228,8 @@ class MessageView:
                "reasoning": self.reasoning, "partial": self.partial, "error": self.error,
                "error_category": self.error_category,
                "created_at": self.created_at.isoformat()}
+        if self.character_id is not None:
+            row["character_id"] = self.character_id
         if self.tool_calls:
             row["tool_calls"] = [dict(c) for c in self.tool_calls]
         if self.tool_result is not None:
@@ -541,3 +545,42 @@ def distinct_labels(items: Sequence[Any]) -> dict[int, str]:
         counts[item.name.casefold()] = counts.get(item.name.casefold(), 0) + 1
     return {item.id: item.name if counts[item.name.casefold()] < 2 else
             f"{item.name} ({item.source_name + ' ' if item.source_name else ''}#{item.id})" for item in items}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMemberView:
+    """A group member: the character, whether it is muted, its card's talkativeness (None: unset, 0.5)."""
+
+    character_id: int
+    name: str
+    muted: bool
+    talkativeness: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `--json` output."""
+        return {"character_id": self.character_id, "name": self.name, "muted": self.muted,
+                "talkativeness": self.talkativeness}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """A group chat's cast and settings.
+
+    Attributes:
+        strategy: "natural", "list", "manual" or "pooled". mode: "swap" or "join".
+        playthroughs: the ids of the playthroughs that play it, oldest first.
+    """
+
+    id: int
+    name: str
+    members: tuple[GroupMemberView, ...]
+    strategy: str
+    mode: str
+    allow_self_responses: bool
+    playthroughs: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `--json` output."""
+        return {"id": self.id, "name": self.name, "members": [m.to_json() for m in self.members],
+                "strategy": self.strategy, "mode": self.mode, "allow_self_responses": self.allow_self_responses,
+                "playthroughs": list(self.playthroughs)}

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tavern_tui.service.chat_files import ChatFileService
     from tavern_tui.service.chats import ChatService
     from tavern_tui.service.compaction import CompactionService
+    from tavern_tui.service.groups import GroupService
     from tavern_tui.service.imports import ImportService
     from tavern_tui.service.inbox import InboxService
     from tavern_tui.service.library import LibraryService
@@ -103,6 +104,7 @@ class Tavern:
         variables: macro variables, local per branch and global (`VariableService`).
         mvu: MVU state records per message and swipe (`MvuService`, issue 18).
         tools: built-in and MCP tools, and the guard their calls go through (`ToolService`).
+        groups: group chats' casts, their playthroughs and turn order (`GroupService`).
 
     Every cache lives in one of the services, so it lasts as long as this `Tavern`.
 
@@ -184,6 +186,12 @@ class Tavern:
         from tavern_tui.service.inbox import InboxService
 
         return InboxService(self.ctx, self.playthroughs)
+
+    @_area
+    def groups(self) -> GroupService:
+        from tavern_tui.service.groups import GroupService
+
+        return GroupService(self.ctx, self.library, self.playthroughs, lambda: self.steps, lambda: self.inbox)
 
     @_area
     def compaction(self) -> CompactionService:

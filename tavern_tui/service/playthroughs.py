@@ -295,7 +295,9 @@ class PlaythroughService:
             written = message.body.get("speaker") or message.body.get("name")
             speaker = written if isinstance(written, str) and written.strip() else user
         elif message.role == "assistant":
-            speaker = char
+            # A group member's reply keeps the name it was written under (as a user line does).
+            named = message.body.get("name") if isinstance(message.body.get("character_id"), int) else None
+            speaker = named if isinstance(named, str) and named else char
         elif message.role == "tool":
             speaker = str(message.body.get("name") or "tool")
         else:
@@ -308,7 +310,8 @@ class PlaythroughService:
                            str(error["message"]) if "message" in error else None,
                            str(error["category"]) if "category" in error else None,
                            summary if isinstance(summary := message.body.get("summary"), dict) else None,
-                           *_tool_facts(message.body, message.role))
+                           *_tool_facts(message.body, message.role),
+                           character_id=cid if isinstance(cid := message.body.get("character_id"), int) else None)
 
     def view_of(self, event: Event, char: str, user: str) -> MessageView:
         """A just-stored event as the chat shows it (a step's reply with tool calls, a tool

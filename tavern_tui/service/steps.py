@@ -506,11 +506,14 @@ class StepRunner:
                 "adjustments": meta.get("adjustments", []), "world_info": meta.get("world_info"),
                 "parts": attribution["messages"], "breakdown": attribution["breakdown"]}
 
-    async def send(self, playthrough_id: int, text: str, *, allow_secrets: bool = False) -> AsyncIterator[StepUpdate]:
+    async def send(self, playthrough_id: int, text: str, *, allow_secrets: bool = False,
+                   speaker: int | None = None) -> AsyncIterator[StepUpdate]:
         """Send the person's text and stream the reply (one engine step on the head session).
 
         Args:
             allow_secrets: the person confirmed a secret-looking text (`check_message`).
+            speaker: the character who replies, when not the playthrough's own (a group member:
+                its card is `{{char}}` and the reply is stored under its name).
 
         Yields:
             `StepStarted`, `TextDelta`/`ReasoningDelta`…, `StepSettled` (engine.step).
@@ -526,7 +529,8 @@ class StepRunner:
         if not text.strip():
             raise TavernError("nothing to send: the message is empty")
         self.playthroughs.check_message(text, allow_secrets=allow_secrets)
-        async with aclosing(self._step(playthrough_id, text, Generation())) as steps:
+        generation = await asyncio.to_thread(self._spoken_by, Generation(), speaker)
+        async with aclosing(self._step(playthrough_id, text, generation)) as steps:
             async for update in steps:
                 yield update
 
@@ -609,6 +613,8 @@ class StepRunner:
         view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
+        if generation.author_id is not None:  # a group member speaks: its card, book and scripts
+            view = replace(view, character_id=generation.author_id, character_name=generation.author_name)
         if self.mvu is not None:  # MVU initialises before the first generation (initCheck on GENERATION_STARTED)
             self.mvu.ensure_initialised(playthrough_id)
         # The batch the step will claim (engine `step.claim.claim_inbox`: the pending items, steers first,
@@ -684,6 +690,15 @@ class StepRunner:
             await self._commit_mvu(playthrough_id, view.session_id, last)
             await self._consolidate_quietly(playthrough_id)
             yield last
+
+    def _spoken_by(self, generation: Generation, speaker: int | None) -> Generation:
+        """`generation` replying as the character `speaker` (None: the playthrough's own). Runs SQL:
+        call it in a worker. Raises NotFound (no such character)."""
+        if speaker is None:
+            return generation
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            name = uow.characters.get(speaker).name
+        return replace(generation, author_id=speaker, author_name=name)
 
     def _kept_after_failure(self, playthrough_id: int, text: str | None, exc: BaseException | str) -> TavernError:
         """The error for a step that cannot be prepared (a card, book or template that broke the
@@ -782,19 +797,24 @@ class StepRunner:
             origin = self.ctx.store.events.ancestry(root)[0][0]
             self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, None, root_session=origin))
             return Generation("swipe")
+        _view, shown = self.timeline.last_message(playthrough_id)  # a group member's reply: the same member again
         # The fork is made (with its carried edits) before the head moves onto it.
         self.timeline.set_head(playthrough_id, self.timeline.fork(playthrough_id, parent, timeline))
-        return Generation("swipe")
+        return _authored(Generation("swipe"), shown)
 
-    async def generate(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+    async def generate(self, playthrough_id: int, *, speaker: int | None = None,
+                       claim: bool = False) -> AsyncIterator[StepUpdate]:
         """Have the model speak without new input, whatever the chat ends with: an empty chat
         (the model speaks first), the greeting, or its own last reply (SillyTavern's Send with
         an empty box is `Generate('normal')`; nothing is fabricated as the person's turn).
+        `speaker`: as `send` (the next member of a group round); `claim`: the inbox's pending
+        lines are the step's input (a group's line that waited for a member to be asked).
 
         Raises:
             StepBusy / StepFailed / CancelledError: as `send`.
         """
-        async with aclosing(self._step(playthrough_id, None, Generation())) as steps:
+        generation = await asyncio.to_thread(self._spoken_by, Generation(), speaker)
+        async with aclosing(self._step(playthrough_id, None, generation, claim=claim)) as steps:
             async for update in steps:
                 yield update
 
@@ -850,7 +870,9 @@ class StepRunner:
         else:
             session_id = self.timeline.fork(playthrough_id, parent, timeline)
         self.timeline.set_head(playthrough_id, session_id)  # last: the fork is complete
-        return Generation("continue", continue_text=shown.content, continues=shown.ref, instruction=CONTINUE_NUDGE)
+        generation = Generation("continue", continue_text=shown.content, continues=shown.ref,
+                                instruction=CONTINUE_NUDGE)
+        return _authored(generation, shown)
 
     async def impersonate(self, playthrough_id: int, *, into_composer: bool = False) -> AsyncIterator[StepUpdate]:
         """Have the model write the person's next line (SillyTavern "impersonate").
@@ -972,6 +994,16 @@ def _tool_turn_start(timeline: Any, last: Any) -> Any:
         if parent is None or timeline.variants[parent].row.role != "assistant":
             return ref
         ref = parent
+
+
+def _authored(generation: Generation, message: Any) -> Generation:
+    """`generation` replying as the character who wrote `message` (a surface message; a group
+    member's reply names it: `character_id`, `name` in its body); unchanged for the playthrough's
+    own character's."""
+    body = message.body if message is not None else None
+    if isinstance(body, dict) and isinstance(body.get("character_id"), int):
+        return replace(generation, author_id=body["character_id"], author_name=str(body.get("name") or ""))
+    return generation
 
 
 def _not_sent(reason: str, *, kept: bool) -> str:

@@ -157,6 +157,30 @@ class Playthrough(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     """When it was archived (hidden from lists; nothing deleted); None: not archived."""
+    group_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    """The group it plays (`GroupRow`; no FK, as for preset_id); None: a one-character playthrough."""
+
+
+class GroupRow(Base):
+    """A group chat's cast: members in order (with muted ones), the turn order and the card mode
+    (SillyTavern's group definition)."""
+
+    __tablename__ = "groups"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(512))
+    members: Mapped[str] = mapped_column(Text, default="[]", server_default="[]")
+    """JSON: [{"character": character id, "muted": bool}] in the group's order."""
+    strategy: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """SillyTavern's `activation_strategy`: 0 natural, 1 list, 2 manual, 3 pooled."""
+    generation_mode: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """0 swap (the speaker's card), 1 join (every member's), 2 join with muted members too."""
+    allow_self_responses: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    join_prefix: Mapped[str] = mapped_column(Text, default="", server_default="")
+    join_suffix: Mapped[str] = mapped_column(Text, default="", server_default="")
+    data: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
+    """JSON: an imported SillyTavern group's other fields (kept for its export)."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class EventRow(Base):

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tavern_tui.engine.events import NewEvent, body_hash, canonical_json
 from tavern_tui.store.db import busy_error, is_busy, make_engine, upgrade, write_engine
 from tavern_tui.store.eventlog import EventLog
+from tavern_tui.store.groups import GroupRepository
 from tavern_tui.store.leases import StepLeases
 from tavern_tui.store.models import EventRow, SessionRow
 from tavern_tui.store.persona import BeliefRepository, PersonaRepository, StrategyRepository
@@ -58,6 +59,7 @@ class UnitOfWork:
     regex: RegexRepository
     openings: OpeningRepository
     templates: TemplateRepository
+    groups: GroupRepository
 
 
 class Store:
@@ -100,7 +102,7 @@ class Store:
                                  WorldBookRepository(session), BindingRepository(session), PresetRepository(session),
                                  PersonaRepository(session), BeliefRepository(session), StrategyRepository(session),
                                  DraftRepository(session), RegexRepository(session), OpeningRepository(session),
-                                 TemplateRepository(session))
+                                 TemplateRepository(session), GroupRepository(session))
         except OperationalError as exc:
             if is_busy(exc):
                 raise busy_error(exc) from exc

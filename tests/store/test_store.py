@@ -23,10 +23,11 @@ def _msg(content: str, role: str = "user") -> NewEvent:
 def test_fresh_database_is_created_at_head_with_every_table(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'sub' / 'new.db'}")
     try:
-        assert current_revision(store.engine) == head_revision() == "0016"
+        assert current_revision(store.engine) == head_revision() == "0017"
         tables = set(sa_inspect(store.engine).get_table_names())
         assert {"characters", "world_books", "presets", "personas", "sessions", "playthroughs", "events",
-                "composer_drafts", "alembic_version", "step_leases"} <= tables
+                "composer_drafts", "alembic_version", "step_leases", "groups"} <= tables
+        assert "group_id" in {c["name"] for c in sa_inspect(store.engine).get_columns("playthroughs")}
         columns = {c["name"] for c in sa_inspect(store.engine).get_columns("events")}
         assert {"session_id", "seq", "kind", "role", "origin", "source", "body", "body_sha256", "created_at"} <= columns
         session_columns = {c["name"] for c in sa_inspect(store.engine).get_columns("sessions")}

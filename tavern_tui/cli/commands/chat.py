@@ -33,7 +33,8 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
 def add_chat(commands: Commands) -> None:
     """`tavern chat CHARACTER (--say TEXT | --swipe | --continue | --impersonate | --reply | --generate) …`."""
     p_chat = commands.add("chat", cmd_chat, help="send one message and print the streamed reply")
-    p_chat.add_argument("character", metavar="CHARACTER", help="character name or id")
+    p_chat.add_argument("character", metavar="CHARACTER",
+                        help="character name or id, or a group's name (its members reply in turn)")
     action = p_chat.add_mutually_exclusive_group(required=True)
     action.add_argument("--say", metavar="TEXT", help="what you say")
     action.add_argument("--swipe", action="store_true", help="regenerate the last reply as a new sibling (a swipe)")
@@ -112,6 +113,15 @@ async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 tavern.playthroughs.check_message(args.say, allow_secrets=args.allow_secrets)
             except SecretRefused as exc:
                 return refused(exc, err)
+        group_playthrough = _group_playthrough(tavern, args)
+        if group_playthrough is not None:  # a group chat: its members reply in turn
+            tavern.playthroughs.open_playthrough(group_playthrough)
+            apply_selection(tavern, args, group_playthrough, err)
+            err.write(f"[{tavern.provider_label}] playthrough {group_playthrough}\n")
+            try:
+                return await _run_step(tavern, group_playthrough, args, out, err, group=True)
+            finally:
+                _say_what_is_left(tavern, group_playthrough, err)
         character = tavern.library.find_character(args.character)
         # every name is checked before a playthrough is started or anything bound
         tavern.playthroughs.check_selection(preset=args.preset, lore=args.lore, strategy=args.strategy)
@@ -134,11 +144,15 @@ async def _chat_step(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             _say_what_is_left(tavern, playthrough.id, err)
 
 
-async def _run_step(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run the chosen step on `playthrough_id`, streaming its text to `out`."""
+async def _run_step(tavern: Tavern, playthrough_id: int, args: argparse.Namespace, out: TextIO, err: TextIO,
+                    *, group: bool = False) -> int:
+    """Run the chosen step on `playthrough_id`, streaming its text to `out` (a group chat's
+    `--say` and `--generate`: a round, each member's reply after its name)."""
     from tavern_tui.engine.step import StepFailed, StepSettled
 
-    if args.swipe:
+    if group and (args.say is not None or args.generate):
+        updates = tavern.groups.play_round(playthrough_id, args.say or "", allow_secrets=args.allow_secrets)
+    elif args.swipe:
         updates = tavern.steps.regenerate(playthrough_id)
     elif args.continue_:
         updates = tavern.steps.continue_reply(playthrough_id)
@@ -178,11 +192,20 @@ async def _run_step(tavern: Tavern, playthrough_id: int, args: argparse.Namespac
 
 
 def _write_update(update: Any, args: argparse.Namespace, out: TextIO, err: TextIO, reasoning: list[bool]) -> None:
-    """One streamed update: thinking on `err`, text on `out` (not with --json), tool lines on `err`."""
+    """One streamed update: thinking on `err`, text on `out` (not with --json), tool lines on `err`;
+    in a group round each member's name before its reply."""
     from tavern_tui.engine.step import ToolResultStored, TurnLimitReached
     from tavern_tui.engine.stream import ReasoningDelta, TextDelta
+    from tavern_tui.service.groups import LineQueued, MemberTurn
 
-    if isinstance(update, ReasoningDelta):
+    if isinstance(update, MemberTurn):
+        if not args.json:
+            out.write(f"{'' if update.position == 1 else chr(10)}{update.name}: ")
+            out.flush()
+    elif isinstance(update, LineQueued):
+        err.write("nobody replies on their own in this group: your line waits in the inbox until a member is "
+                  "asked (`tavern group speak GROUP MEMBER`)\n")
+    elif isinstance(update, ReasoningDelta):
         if not reasoning[0]:
             err.write("(thinking) ")
             reasoning[0] = True
@@ -201,6 +224,27 @@ def _write_update(update: Any, args: argparse.Namespace, out: TextIO, err: TextI
         err.flush()
     elif isinstance(update, TurnLimitReached):
         err.write(f"[tools] {update.message}\n")
+
+
+def _group_playthrough(tavern: Tavern, args: argparse.Namespace) -> int | None:
+    """The group playthrough `tavern chat` plays: `--playthrough ID` when it plays a group, else
+    the newest playthrough of the group CHARACTER names when no character has that name (a new
+    one with `--new`); None for a one-character chat."""
+    from tavern_tui.errors import NotFound
+
+    if args.playthrough is not None:
+        return args.playthrough if tavern.groups.group_of(args.playthrough) is not None else None
+    try:
+        tavern.library.find_character(args.character)
+        return None
+    except NotFound:
+        try:
+            group = tavern.groups.group(args.character)
+        except NotFound:
+            return None  # the character's own error is the one to show
+    if args.new or not group.playthroughs:
+        return tavern.groups.new_playthrough(group.id).id
+    return group.playthroughs[-1]
 
 
 def _say_what_is_left(tavern: Tavern, playthrough_id: int, err: TextIO) -> None:

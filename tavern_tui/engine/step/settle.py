@@ -9,7 +9,7 @@ text on cancel or error; a crash or cancel mid-stream loses nothing already rece
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tavern_tui.engine.events import TOOL_CALLS_KEY, Event, EventKind, NewEvent, Origin
@@ -57,11 +57,13 @@ def attempt_event(text: str, reasoning: str, extra: dict[str, Any], origin: Orig
 
 @dataclass(frozen=True, slots=True)
 class Author:
-    """Who a step's reply is stored as: role, origin and source."""
+    """Who a step's reply is stored as: role, origin, source, and the body fields naming the
+    character who speaks (`Generation.author_fields`; none for the playthrough's own)."""
 
     role: str = "assistant"
     origin: Origin | None = None
     source: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, provider: Provider, generation: Generation) -> Author:
@@ -73,11 +75,12 @@ class Author:
         impersonate = generation.type == "impersonate"
         if impersonate and not placeholder:
             origin, source = Origin.AGENT, IMPERSONATION_SOURCE
-        return cls("user" if impersonate else "assistant", origin, source)
+        fields = {} if impersonate else generation.author_fields()
+        return cls("user" if impersonate else "assistant", origin, source, fields)
 
     def attempt(self, text: str, reasoning: str, extra: dict[str, Any]) -> NewEvent:
         """`attempt_event` as this author."""
-        return attempt_event(text, reasoning, extra, self.origin, self.source, self.role)
+        return attempt_event(text, reasoning, {**self.fields, **extra}, self.origin, self.source, self.role)
 
 
 async def settle_attempt(reply: Reply, author: Author, extra: dict[str, Any]) -> Event:
@@ -115,7 +118,8 @@ async def settle_reply(reply: Reply, author: Author, provider: Provider, model: 
     generation, impersonate = reply.options.generation, reply.options.generation.type == "impersonate"
     finished = reply.finished
     body: dict[str, Any] = {"content": reply.text, "provider": provider.name, "model": model,
-                            "finish_reason": finished.finish_reason if finished else None, **reply.context}
+                            "finish_reason": finished.finish_reason if finished else None, **author.fields,
+                            **reply.context}
     if reply.reasoning:
         body["reasoning"] = reply.thought
     usage = reply.usage

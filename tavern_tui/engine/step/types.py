@@ -63,6 +63,9 @@ class Generation:
             message the step stores keeps them (`speaker`, `persona` in its body; not `name`,
             which an imported line's body holds and the request sends as OpenAI `name`), so a later
             rename or persona switch relabels no old line.
+        author_id, author_name: the character who replies, when it is not the playthrough's own
+            (a group chat's speaker): the reply keeps them (`character_id`, `name` in its body,
+            as an imported group line keeps its speaker's `name`).
 
     Raises:
         ValueError: `type` is not one of `GENERATION_TYPES`.
@@ -74,6 +77,12 @@ class Generation:
     instruction: str = ""
     speaker: str = ""
     persona: int | None = None
+    author_id: int | None = None
+    author_name: str = ""
+
+    def author_fields(self) -> dict[str, Any]:
+        """`{"name", "character_id"}` for the reply's body when a speaker is set; else {}."""
+        return {"name": self.author_name, "character_id": self.author_id} if self.author_id is not None else {}
 
     def speaker_fields(self) -> dict[str, Any]:
         """`{"speaker"?, "persona"?}` for a user message's body (empty when not set)."""

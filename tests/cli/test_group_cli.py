@@ -1,0 +1,64 @@
+"""`tavern group` and `tavern chat GROUP --say` in this process (`tests/support/cli.py`) against the
+loopback server: a group made from two corpus characters, its listing, cast changes with clear
+errors, a round printed member by member, and `group speak`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import run_cli
+from tests.support.loopback import LoopbackServer, sse_chunks_for
+
+
+@pytest.fixture
+def cli_env(isolated_profile: Path, corpus_dir: Path, server: LoopbackServer) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAVERN_")}
+    env["TAVERN_HOME"] = str(isolated_profile)
+    env["TAVERN_API_BASE"] = server.base_url
+    env["TAVERN_MODEL"] = "loop-1"
+    done = run_cli(["import", str(corpus_dir / "cards" / "seraphina_chara_ccv3.png"),
+                    str(corpus_dir / "cards" / "shodan_v2_pure.png")], env)
+    assert done.returncode == 0, done.stderr
+    return env
+
+
+def test_new_list_show_and_cast_changes(cli_env: dict[str, str]) -> None:
+    made = run_cli(["group", "new", "Glade", "--member", "Seraphina", "--member", "Shodan", "--strategy", "list",
+                    "--json"], cli_env)
+    assert made.returncode == 0, made.stderr
+    shown = json.loads(made.stdout)
+    assert [m["name"] for m in shown["group"]["members"]] == ["Seraphina", "Shodan"]
+    assert shown["group"]["strategy"] == "list" and shown["group"]["playthroughs"] == [shown["playthrough"]["id"]]
+
+    listed = run_cli(["group", "list"], cli_env)
+    assert listed.stdout == f"{shown['group']['id']} Glade · Seraphina, Shodan · list\n"
+    muted = run_cli(["group", "mute", "Glade", "Shodan"], cli_env)
+    assert muted.returncode == 0 and "2. Shodan (character" in muted.stdout and muted.stdout.rstrip().endswith("muted")
+    missing = run_cli(["group", "mute", "Meadow", "Shodan"], cli_env)
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert "no group named 'Meadow'; groups: 'Glade'" in missing.stderr
+    unknown = run_cli(["group", "new", "X", "--member", "Nobody"], cli_env)
+    assert unknown.returncode == 1 and "Nobody" in unknown.stderr
+    assert json.loads(run_cli(["group", "list", "--json"], cli_env).stdout)[0]["members"][1]["muted"] is True
+
+
+def test_chat_with_a_group_prints_each_members_reply_after_its_name(cli_env: dict[str, str],
+                                                                    server: LoopbackServer) -> None:
+    assert run_cli(["group", "new", "Glade", "--member", "Seraphina", "--member", "Shodan",
+                    "--strategy", "list"], cli_env).returncode == 0
+    server.enqueue_sse(sse_chunks_for("Welcome, traveller."))
+    server.enqueue_sse(sse_chunks_for("Insect."))
+    played = run_cli(["chat", "Glade", "--say", "Hello, both."], cli_env)
+    assert played.returncode == 0, played.stderr
+    assert played.stdout == "Seraphina: Welcome, traveller.\nShodan: Insect.\n"
+    assert len(server.requests) == 2
+
+    server.enqueue_sse(sse_chunks_for("Still here."))
+    spoke = run_cli(["group", "speak", "Glade", "Seraphina"], cli_env)
+    assert (spoke.returncode, spoke.stdout) == (0, "Seraphina: Still here.\n")
+    verified = run_cli(["trace", "verify", "--all"], cli_env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -1,0 +1,103 @@
+"""A group chat round against the loopback server: one line from the person, then one request per
+member the turn order picks, each written for its speaker ({{char}} is the speaker) and each
+later one seeing the earlier replies; replies stored under their speakers; a swipe of the second
+member's reply asks the same member again; manual order queues the line until a member is asked;
+every request of the round verifies against its trace."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tavern_tui.config import Settings
+from tavern_tui.providers.base import ProviderSettings
+from tavern_tui.service import Tavern
+from tavern_tui.service.groups import LineQueued, MemberTurn
+from tests.support.loopback import LoopbackServer, sse_chunks_for
+
+
+@pytest.fixture
+async def looped(server: LoopbackServer, db_url: str, corpus_dir: Path) -> AsyncIterator[Tavern]:
+    settings = Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1", timeout=10))
+    service = Tavern(settings)
+    results = service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png",
+                                            corpus_dir / "cards" / "shodan_v2_pure.png"])
+    assert all(r.ok for r in results)
+    try:
+        yield service
+    finally:
+        await service.aclose()
+
+
+async def _round(service: Tavern, pid: int, text: str = "") -> list[Any]:
+    return [update async for update in service.groups.play_round(pid, text)]
+
+
+def _system(request: Any) -> str:
+    return "\n".join(m["content"] for m in request.json["messages"] if m["role"] == "system")
+
+
+async def test_one_line_one_request_per_member_each_written_for_its_speaker(looped: Tavern,
+                                                                            server: LoopbackServer) -> None:
+    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list",
+                                                  user_name="Ann")
+    server.enqueue_sse(sse_chunks_for("Welcome to the glade, Ann."))
+    server.enqueue_sse(sse_chunks_for("Insect. Another visitor."))
+    updates = await _round(looped, playthrough.id, "Hello, both of you.")
+
+    assert [(u.name, u.position, u.count) for u in updates if isinstance(u, MemberTurn)] == [
+        ("Seraphina", 1, 2), ("Shodan", 2, 2)]
+    first, second = server.requests
+    # The default preset's main prompt names {{char}}: the speaker of each request.
+    assert "Write Seraphina's next reply" in _system(first) and "Shodan" not in _system(first).split("\n")[0]
+    assert "Write Shodan's next reply" in _system(second)
+    sent_second = [(m["role"], m["content"]) for m in second.json["messages"] if m["role"] != "system"]
+    assert ("user", "Hello, both of you.") in sent_second
+    assert any(role == "assistant" and "Welcome to the glade, Ann." in text for role, text in sent_second)
+
+    shown = looped.playthroughs.messages(playthrough.id)[-3:]
+    assert [(m.role, m.speaker, m.content) for m in shown] == [
+        ("user", "Ann", "Hello, both of you."), ("assistant", "Seraphina", "Welcome to the glade, Ann."),
+        ("assistant", "Shodan", "Insect. Another visitor.")]
+    ids = {m.name: m.character_id for m in looped.groups.group("Glade").members}
+    assert [m.character_id for m in shown] == [None, ids["Seraphina"], ids["Shodan"]]
+    verified = looped.traces.verify_all()
+    assert len(verified) == 2 and all(v.ok for _, v in verified)
+
+
+async def test_a_swipe_of_the_second_members_reply_asks_the_same_member(looped: Tavern,
+                                                                       server: LoopbackServer) -> None:
+    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list",
+                                                  user_name="Ann")
+    server.enqueue_sse(sse_chunks_for("Welcome."))
+    server.enqueue_sse(sse_chunks_for("Insect."))
+    await _round(looped, playthrough.id, "Hello.")
+    server.enqueue_sse(sse_chunks_for("Pathetic creature."))
+    async for _ in looped.steps.regenerate(playthrough.id):
+        pass
+    assert "Write Shodan's next reply" in _system(server.requests[-1])
+    last = looped.playthroughs.messages(playthrough.id)[-1]
+    assert (last.speaker, last.content) == ("Shodan", "Pathetic creature.")
+    swipe = looped.timeline.swipe(playthrough.id, -1)  # back to the first variant: still Shodan's
+    assert swipe is not None
+    previous = looped.playthroughs.messages(playthrough.id)[-1]
+    assert (previous.speaker, previous.content) == ("Shodan", "Insect.")
+
+
+async def test_manual_order_queues_the_line_until_a_member_is_asked(looped: Tavern, server: LoopbackServer) -> None:
+    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="manual",
+                                                  user_name="Ann")
+    updates = await _round(looped, playthrough.id, "Anyone there?")
+    assert updates == [LineQueued("Anyone there?")] and server.requests == []
+    assert [item.text for item in looped.inbox.pending(playthrough.id)] == ["Anyone there?"]
+
+    server.enqueue_sse(sse_chunks_for("I am always here."))
+    spoken = [u async for u in looped.groups.speak(playthrough.id, "shodan")]
+    assert [u.name for u in spoken if isinstance(u, MemberTurn)] == ["Shodan"]
+    assert "Write Shodan's next reply" in _system(server.requests[0])
+    assert looped.inbox.pending(playthrough.id) == []
+    shown = looped.playthroughs.messages(playthrough.id)[-2:]
+    assert [(m.speaker, m.content) for m in shown] == [("Ann", "Anyone there?"), ("Shodan", "I am always here.")]
