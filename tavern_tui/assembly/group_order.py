@@ -188,3 +188,27 @@ def speakers(strategy: Strategy, members: Sequence[Member], chat: Sequence[Said]
     if user_input or not enabled:  # manual: the person's line waits for a member to be asked
         return []
     return shuffled([m.key for m in enabled], rng)[:1]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCast:
+    """The names a group chat's prompt macros read (SillyTavern `getGroupValue`).
+
+    Attributes:
+        names: every member's name, in the group's order. muted: the muted members' names.
+    """
+
+    names: tuple[str, ...]
+    muted: frozenset[str] = frozenset()
+
+    def group(self) -> str:
+        """`{{group}}` / `{{charIfNotGroup}}`: every member's name, joined by ", "."""
+        return ", ".join(self.names)
+
+    def not_muted(self) -> str:
+        """`{{groupNotMuted}}`: the members not muted, joined by ", "."""
+        return ", ".join(name for name in self.names if name not in self.muted)
+
+    def not_char(self, char: str, user: str) -> str:
+        """`{{notChar}}`: everyone in the chat but the speaker: the other members, then the person."""
+        return ", ".join([*(name for name in self.names if name != char), user])

@@ -57,13 +57,20 @@ def history_for_prompt(history: list[SurfaceMessage], claimed: list[str], char: 
 _last_part: tuple[list[SurfaceMessage], tuple[str, str], tuple[HistoryMessage, ...], int] | None = None
 
 
+def _author(message: SurfaceMessage, char: str) -> str:
+    """The name a reply was written under: a group member's (its body names it with its
+    `character_id`), else the playthrough's character."""
+    name = message.body.get("name") if isinstance(message.body.get("character_id"), int) else None
+    return name if isinstance(name, str) and name else char
+
+
 def _history_part(history: list[SurfaceMessage], char: str, user: str) -> tuple[tuple[HistoryMessage, ...], int]:
     """(the history as `HistoryMessage`s, the person's messages among all, hidden ones too)."""
     global _last_part
     last = _last_part
     if last is not None and last[0] is history and last[1] == (char, user):
         return last[2], last[3]
-    messages = tuple(HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else char,
+    messages = tuple(HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else _author(m, char),
                                     pinned=m.source == SUMMARY_SOURCE)
                      for m in history
                      if (m.role in ("user", "assistant") or m.source == SUMMARY_SOURCE)
@@ -101,6 +108,8 @@ class PresetAssembler:
             figures for projection and no fitting for the native strategies.
         policy: the roleplay policy ("" = none, or out-of-character talk is on): a system part
             just before the chat history, identifier `rp:policy` (`assembly.policy`).
+        group: a group chat (the macros' group names are the caller's, in `macros`): the
+            group prompts and names of SillyTavern's `selected_group` (`PromptInputs.group`).
     """
 
     preset: ParsedPreset
@@ -125,6 +134,7 @@ class PresetAssembler:
     expanded_input: tuple[str, ...] | None = None  # the last build's claimed input, macros expanded
     limit: ContextLimit | None = None
     policy: str = ""
+    group: bool = False
     strategy = PROJECTION
 
     def call_config(self) -> dict[str, Any]:
@@ -166,7 +176,7 @@ class PresetAssembler:
             # SillyTavern's Author's Note interval counts the person's messages, hidden ones too.
             user_message_count=_history_part(history, self.char, self.user)[1] + len(claimed),
             strict_budget=self.strategy == PROJECTION, context_limit=self.limit.limit if self.limit else None,
-            policy=self.policy))
+            policy=self.policy, group=self.group))
         staged = stage_variables(start, used, meta)
         if staged is not None:
             records = (*records, staged)

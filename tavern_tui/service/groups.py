@@ -16,7 +16,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from tavern_tui.assembly.group_order import Member, Said, Strategy, speakers
+from tavern_tui.assembly.group_order import GroupCast, Member, Said, Strategy, speakers
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -27,6 +27,7 @@ from tavern_tui.views import GroupMemberView, GroupView, MessageView, Playthroug
 if TYPE_CHECKING:
     from tavern_tui.service.inbox import InboxService
     from tavern_tui.service.steps import StepRunner
+    from tavern_tui.store.store import UnitOfWork
 
 TURN_WINDOW = 50
 """How many of the newest messages the turn order reads (the last reply, and pooled order's
@@ -296,6 +297,18 @@ class GroupService:
         keys = speakers(Strategy.parse(group.strategy), cast, chat, user_text,
                         allow_self_responses=group.allow_self_responses, rng=rng)
         return [int(key) for key in keys]
+
+
+def cast_of(uow: UnitOfWork, playthrough_id: int) -> GroupCast | None:
+    """The member names a group playthrough's prompts read (`{{group}}` …), read in `uow`; None
+    for a one-character playthrough."""
+    group_id = uow.groups.group_of(playthrough_id) if playthrough_id > 0 else None
+    if group_id is None:
+        return None
+    record = uow.groups.get(group_id)
+    names = {m.character_id: uow.characters.get(m.character_id).name for m in record.members}
+    return GroupCast(tuple(names[m.character_id] for m in record.members),
+                     frozenset(names[m.character_id] for m in record.members if m.muted))
 
 
 def said(messages: Sequence[MessageView], first_member: int) -> list[Said]:

@@ -68,6 +68,7 @@ from tavern_tui.providers.base import endpoint_problem
 from tavern_tui.scripts.regex_scripts import ScriptSet
 from tavern_tui.service.compaction import CompactionService
 from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.groups import cast_of
 from tavern_tui.service.inbox import ClaimedElsewhere, InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
@@ -332,6 +333,11 @@ class StepRunner:
             macros.message_vars = message_vars if message_vars is not None else self.mvu.snapshot(playthrough_id, view)
         if macros is not None:  # Tavern Helper's character variables, `{{get_character_variable::…}}`
             macros.character_vars = tavern_helper_variables(card.data.get("extensions"))
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            cast = cast_of(uow, playthrough_id)
+        if macros is not None and cast is not None:  # a group chat: `{{group}}`, `{{notChar}}` …
+            macros.group, macros.group_not_muted = cast.group(), cast.not_muted()
+            macros.not_char = cast.not_char(card.name, view.user_name)
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256,
             "character_revision": record.revision, "playthrough_id": playthrough_id,
@@ -356,7 +362,7 @@ class StepRunner:
                         continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
                         snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
                         chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self.ctx.token_counter,
-                        memory=memory, macros=macros, limit=limit, policy=policy)
+                        memory=memory, macros=macros, limit=limit, policy=policy, group=cast is not None)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.presets.preset_of(playthrough.preset_id)

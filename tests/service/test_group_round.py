@@ -101,3 +101,21 @@ async def test_manual_order_queues_the_line_until_a_member_is_asked(looped: Tave
     assert looped.inbox.pending(playthrough.id) == []
     shown = looped.playthroughs.messages(playthrough.id)[-2:]
     assert [(m.speaker, m.content) for m in shown] == [("Ann", "Anyone there?"), ("Shodan", "I am always here.")]
+
+
+async def test_a_projected_group_request_has_sillytaverns_group_prompts_and_names(looped: Tavern,
+                                                                                 server: LoopbackServer) -> None:
+    # openai.js: the chat opens with new_group_chat_prompt ("[Start a new group chat. Group members:
+    # {{group}}]"), ends with group_nudge_prompt ("[Write the next reply only as {{char}}.]"), and
+    # names_behavior DEFAULT prefixes every message not the person's with its speaker's name.
+    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list",
+                                                  user_name="Ann")
+    looped.strategies.apply_strategy(playthrough.id, "projection")
+    server.enqueue_sse(sse_chunks_for("Welcome."))
+    server.enqueue_sse(sse_chunks_for("Insect."))
+    await _round(looped, playthrough.id, "Hello, {{group}}.")
+    sent = [(m["role"], m["content"]) for m in server.requests[1].json["messages"]]
+    assert ("system", "[Start a new group chat. Group members: Seraphina, Shodan]") in sent
+    assert sent[-1] == ("system", "[Write the next reply only as Shodan.]")
+    assert ("assistant", "Seraphina: Welcome.") in sent
+    assert ("user", "Hello, Seraphina, Shodan.") in sent  # the person's line: {{group}} expanded, not named

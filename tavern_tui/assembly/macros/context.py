@@ -60,6 +60,12 @@ class MacroContext:
 
     char: str = ""
     user: str = ""
+    group: str | None = None
+    """`{{group}}`/`{{charIfNotGroup}}` in a group chat (members joined by ", "); None: `char`."""
+    group_not_muted: str | None = None
+    """`{{groupNotMuted}}` in a group chat; None: `char`."""
+    not_char: str | None = None
+    """`{{notChar}}` in a group chat (the other members, then the person); None: `user`."""
     persona: str = ""
     description: str = ""
     personality: str = ""

@@ -499,6 +499,8 @@ class _Evaluator:
     def _field(self, name: str, args: list[str], m: Macro, base: int, scoped: bool) -> str:
         attr = _FIELDS[name.lower()]
         value = getattr(self.ctx, attr)
+        if value is None and attr in _SOLO:  # not a group chat: the names ST falls back to
+            value = getattr(self.ctx, _SOLO[attr])
         if value is None and attr in self.ctx.lazy:
             value = self.ctx.lazy[attr]()
             setattr(self.ctx, attr, value)
@@ -701,10 +703,14 @@ for _scope in ("", "global"):
     _macro(f"has{_scope}var", f"{_scope}varexists" if _scope else "varexists", fn="_hasvar", min=1, max=1)
     _macro(f"delete{_scope}var", f"flush{_scope}var", fn="_deletevar", min=1, max=1)
 
+_SOLO = {"group": "char", "group_not_muted": "char", "not_char": "user"}
+"""The group macros' values outside a group chat (SillyTavern: `{{group}}` is `{{char}}`)."""
+
 _RUNTIME_DEFAULTS = {"ismobile": "false", "hasextension": "false"}  # String(isMobile()), String(undefined ?? false)
 
 _FIELDS = {
-    "user": "user", "char": "char", "group": "char", "groupnotmuted": "char", "notchar": "user",
+    "user": "user", "char": "char", "group": "group", "charifnotgroup": "group", "groupnotmuted": "group_not_muted",
+    "notchar": "not_char",
     "persona": "persona", "chardescription": "description", "charpersonality": "personality",
     "charscenario": "scenario", "mesexamples": "mes_examples", "mesexamplesraw": "mes_examples_raw",
     "charprompt": "char_prompt", "charinstruction": "char_instruction", "chardepthprompt": "char_depth_prompt",

@@ -175,7 +175,10 @@ class ChatBudget:
                 continue
             name = None
             if role in ("user", "assistant") and message.name:
-                if behaviour == _NAMES_CONTENT and not content.startswith(f"{message.name}: "):
+                # DEFAULT names a group chat's messages, all but the person's (openai.js setOpenAIMessages).
+                named = behaviour == _NAMES_CONTENT or (behaviour == _NAMES_DEFAULT and self.inputs.group
+                                                        and message.name != self.inputs.user)
+                if named and not content.startswith(f"{message.name}: "):
                     content = f"{message.name}: {content}"
                 elif behaviour == _NAMES_COMPLETION:
                     name = sanitize_name(message.name) or None

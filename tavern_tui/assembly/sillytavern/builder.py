@@ -385,13 +385,18 @@ class _Builder:
 
         # Mandatory prompts.
         new_chat: PromptPart | None = None
+        group_nudge: PromptPart | None = None
         if has_history:
-            text = self.sub(preset.new_chat_prompt)
+            text = self.sub(preset.new_group_chat_prompt if inputs.group else preset.new_chat_prompt)
             if text.strip():
                 new_chat = PromptPart("system", text, "new_chat", "newMainChat")
+            nudge = self.sub(preset.group_nudge_prompt) if inputs.group and gen != "impersonate" else ""
+            if nudge.strip():  # populateChatHistory: the last message of the chat history
+                group_nudge = PromptPart("system", nudge, "group_nudge", "groupNudge")
         inputs_kept = [it for it in items if it.kind == "input"] if has_history else []
         mandatory = [p for p in slots if isinstance(p, PromptPart)] + tail
         mandatory += [new_chat] if new_chat else []
+        mandatory += [group_nudge] if group_nudge else []
         mandatory += [it.part for it in inputs_kept]
         mandatory += [it.part for it in items if it.kind == "summary"] if has_history else []
         needed = REPLY_PRIMING + sum(self.chat.cost(p) for p in mandatory)
@@ -424,7 +429,7 @@ class _Builder:
             if isinstance(slot, PromptPart):
                 parts.append(slot)
             elif slot == "chatHistory":
-                parts += ([new_chat] if new_chat else []) + chat
+                parts += ([new_chat] if new_chat else []) + chat + ([group_nudge] if group_nudge else [])
             else:
                 parts += examples
         parts += tail

@@ -37,7 +37,7 @@ class PromptPart:
     Attributes:
         role: "system", "user" or "assistant".
         content: the text sent.
-        source: "preset" | "marker" | "persona" | "policy" | "new_chat" | "examples" | "history" |
+        source: "preset" | "marker" | "persona" | "policy" | "new_chat" | "group_nudge" | "examples" | "history" |
             "input" | "injection" | "world_info" | "authors_note" | "continue" | "impersonate" |
             "send_if_empty" | "prefill". In-chat messages are "injection" (or "world_info" when
             they hold world info @depth only); the Author's Note is "injection" when in the chat
@@ -131,6 +131,9 @@ class PromptInputs:
             `{{lastMessageId}}` still counts them.
         policy: the roleplay policy ("" = none, or out-of-character talk is on): its own system
             part, identifier `RP_POLICY`, just before the chat history (`assembly.policy`).
+        group: a group chat (SillyTavern `selected_group`): the chat opens with
+            `new_group_chat_prompt`, ends with `group_nudge_prompt` (not for an impersonation),
+            and names_behavior DEFAULT prefixes every message not the person's with its name.
     """
 
     preset: ParsedPreset
@@ -151,6 +154,7 @@ class PromptInputs:
     context_limit: int | None = None
     history_offset: int = 0
     policy: str = ""
+    group: bool = False
 
 
 

@@ -19,7 +19,7 @@ from tavern_tui.lore.result import Buckets
 __all__ = ["attach", "attach_all", "injection_spans", "world_info_pieces"]
 
 _CARD_FIELDS = {"charDescription": "description", "charPersonality": "personality", "scenario": "scenario"}
-_CONTROL_SOURCES = frozenset({"new_chat", "continue", "impersonate", "prefill", "send_if_empty"})
+_CONTROL_SOURCES = frozenset({"new_chat", "group_nudge", "continue", "impersonate", "prefill", "send_if_empty"})
 _CHAT_PARTS = frozenset({"history", "input", "summary"})
 
 
