@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -22,6 +23,8 @@ from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.store.groups import GroupMemberRecord, GroupRecord
+from tavern_tui.store.repositories import CharacterRecord
+from tavern_tui.text.names import substitute_names
 from tavern_tui.views import GroupMemberView, GroupView, MessageView, PlaythroughView
 
 if TYPE_CHECKING:
@@ -299,16 +302,66 @@ class GroupService:
         return [int(key) for key in keys]
 
 
-def cast_of(uow: UnitOfWork, playthrough_id: int) -> GroupCast | None:
-    """The member names a group playthrough's prompts read (`{{group}}` …), read in `uow`; None
-    for a one-character playthrough."""
+@dataclass(frozen=True)
+class GroupSetting:
+    """What a group playthrough's step reads of its group.
+
+    Attributes:
+        cast: the member names the macros read. members: (character record, muted) in order.
+        mode: 0 swap, 1 join, 2 join with muted members. join_prefix / join_suffix: as `GroupRecord`.
+    """
+
+    cast: GroupCast
+    members: tuple[tuple[CharacterRecord, bool], ...]
+    mode: int = 0
+    join_prefix: str = ""
+    join_suffix: str = ""
+
+
+def group_setting(uow: UnitOfWork, playthrough_id: int) -> GroupSetting | None:
+    """The group a playthrough plays, as its steps read it, read in `uow`; None for a
+    one-character playthrough."""
     group_id = uow.groups.group_of(playthrough_id) if playthrough_id > 0 else None
     if group_id is None:
         return None
     record = uow.groups.get(group_id)
-    names = {m.character_id: uow.characters.get(m.character_id).name for m in record.members}
-    return GroupCast(tuple(names[m.character_id] for m in record.members),
-                     frozenset(names[m.character_id] for m in record.members if m.muted))
+    members = tuple((uow.characters.get(m.character_id), m.muted) for m in record.members)
+    cast = GroupCast(tuple(c.name for c, _muted in members), frozenset(c.name for c, muted in members if muted))
+    return GroupSetting(cast, members, record.generation_mode, record.join_prefix, record.join_suffix)
+
+
+JOINED_FIELDS = (("description", "Description"), ("personality", "Personality"), ("scenario", "Scenario"),
+                 ("mes_example", "Example Messages"))
+"""The card fields join mode joins, with the name `<FIELDNAME>` stands for (`getGroupCharacterCards`)."""
+
+_FIELDNAME = re.compile(r"<FIELDNAME>", re.IGNORECASE)
+
+
+def joined_card(setting: GroupSetting, speaker_id: int, cards: dict[int, dict[str, Any]], user: str) -> dict[str, str]:
+    """Join mode's card fields (SillyTavern `getGroupCharacterCards`): for each member in order
+    (a muted one only when it speaks, or in mode 2), each field trimmed, its names filled in as
+    that member's, between the group's join prefix and suffix (`<FIELDNAME>` replaced by the
+    field's name, one line apart); the members' texts joined one per line, empty ones left out.
+
+    Args:
+        cards: each member's card `data` by character id.
+    Returns:
+        {"description", "personality", "scenario", "mes_example"} → the joined text.
+    """
+    parts: dict[str, list[str]] = {key: [] for key, _label in JOINED_FIELDS}
+    for character, muted in setting.members:
+        if muted and character.id != speaker_id and setting.mode != 2:
+            continue
+        data = cards[character.id]
+        for key, label in JOINED_FIELDS:
+            value = str(data.get(key) or "").strip()
+            if not value:
+                continue
+            prefix = substitute_names(_FIELDNAME.sub(label, setting.join_prefix).strip(), character.name, user)
+            suffix = substitute_names(_FIELDNAME.sub(label, setting.join_suffix).strip(), character.name, user)
+            text = substitute_names(value, character.name, user)
+            parts[key].append(f"{prefix + chr(10) if prefix else ''}{text}{chr(10) + suffix if suffix else ''}")
+    return {key: "\n".join(texts) for key, texts in parts.items()}
 
 
 def said(messages: Sequence[MessageView], first_member: int) -> list[Said]:

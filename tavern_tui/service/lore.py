@@ -286,7 +286,8 @@ class WorldInfoService:
 
     def effective_books(self, playthrough_id: int, character: CharacterRecord, card: ParsedCard,
                         chat: Sequence[int] | None = None, *,
-                        preset_id: int | None | object = FROM_PLAYTHROUGH) -> list[SourcedBook]:
+                        preset_id: int | None | object = FROM_PLAYTHROUGH,
+                        also: Sequence[tuple[CharacterRecord, ParsedCard]] = ()) -> list[SourcedBook]:
         """The books that apply to a playthrough's steps: chat (playthrough) lore, persona lore (the
         books bound to the persona it plays as: its lock, else the default),
         the books bound to its preset, global lore and character lore (its bindings, then the
@@ -300,6 +301,9 @@ class WorldInfoService:
                 opening draft's selection, or a preview's `--lore` added to them).
             preset_id: the preset whose books apply (None: no preset); by default the
                 playthrough's bound preset (a preview passes the one it previews).
+            also: the other characters whose lore applies (a group chat's other members, as
+                SillyTavern's `getCharacterLore` reads every member's): their bound books and
+                embedded books join the character lore, after `character`'s.
 
         Returns:
             `SourcedBook`s in the order playthrough ("chat"), "persona", "preset", "global",
@@ -318,9 +322,11 @@ class WorldInfoService:
             persona = persona_id_in(uow, record.meta if record is not None else None)
             bound = uow.bindings.books_for_many([("playthrough", playthrough_id), ("persona", persona or -1),
                                                  ("preset", preset_id if isinstance(preset_id, int) else -1),
-                                                 ("global", None), ("character", character.id)])
+                                                 ("global", None), ("character", character.id),
+                                                 *(("character", other.id) for other, _card in also)])
             ids = [("chat", list(chat) if chat is not None else bound[0]), ("persona", bound[1]),
-                   ("preset", bound[2]), ("global", bound[3]), ("character", bound[4])]
+                   ("preset", bound[2]), ("global", bound[3]),
+                   ("character", [book for books in bound[4:] for book in books])]
             # Only the bound books: every step reads this, and a library can hold many large books.
             records = uow.world_books.get_many([book_id for _, book_ids in ids for book_id in book_ids])
         seen: set[int] = set()
@@ -330,9 +336,10 @@ class WorldInfoService:
                 if book_id not in seen and book_id in records:
                     seen.add(book_id)
                     books.append(SourcedBook(self._book(records[book_id]), source))
-        embedded = self._card_book(character, card)
-        if embedded is not None:
-            books.append(SourcedBook(embedded, "character"))
+        for record, parsed in ((character, card), *also):
+            embedded = self._card_book(record, parsed)
+            if embedded is not None:
+                books.append(SourcedBook(embedded, "character"))
         return books
 
     def test_world_info(self, books: Sequence[WorldBook], messages: Sequence[ScanMessage], text: str | None, *,

@@ -68,7 +68,7 @@ from tavern_tui.providers.base import endpoint_problem
 from tavern_tui.scripts.regex_scripts import ScriptSet
 from tavern_tui.service.compaction import CompactionService
 from tavern_tui.service.context import ServiceContext
-from tavern_tui.service.groups import cast_of
+from tavern_tui.service.groups import group_setting, joined_card
 from tavern_tui.service.inbox import ClaimedElsewhere, InboxService
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
@@ -292,7 +292,16 @@ class StepRunner:
                 record = uow.characters.get(view.character_id)
         spec = self.strategies.strategy_spec(strategy) if strategy else strategy_of(playthrough)
         card = self.library.card(record)
-        books = self.lore.effective_books(view.id, record, card, chat, preset_id=playthrough.preset_id)
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            group = group_setting(uow, playthrough_id)
+        # A group chat: every member's character lore applies (SillyTavern `getCharacterLore`).
+        others = [(member, self.library.card(member)) for member, _muted in (group.members if group else ())
+                  if member.id != record.id]
+        books = self.lore.effective_books(view.id, record, card, chat, preset_id=playthrough.preset_id, also=others)
+        card_data = card.data
+        if group is not None and group.mode:  # join: every member's card fields, one per line
+            cards = {record.id: card.data, **{member.id: parsed.data for member, parsed in others}}
+            card_data = {**card.data, **joined_card(group, record.id, cards, view.user_name)}
         limit = self.compaction.limit_for_preset(playthrough.preset_id)
         # The world-info budget is a share of this request's context (ST: % of max context);
         # with nothing said anywhere, the `[world_info]` table's max_context (default 4095) stays.
@@ -333,11 +342,9 @@ class StepRunner:
             macros.message_vars = message_vars if message_vars is not None else self.mvu.snapshot(playthrough_id, view)
         if macros is not None:  # Tavern Helper's character variables, `{{get_character_variable::…}}`
             macros.character_vars = tavern_helper_variables(card.data.get("extensions"))
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            cast = cast_of(uow, playthrough_id)
-        if macros is not None and cast is not None:  # a group chat: `{{group}}`, `{{notChar}}` …
-            macros.group, macros.group_not_muted = cast.group(), cast.not_muted()
-            macros.not_char = cast.not_char(card.name, view.user_name)
+        if macros is not None and group is not None:  # a group chat: `{{group}}`, `{{notChar}}` …
+            macros.group, macros.group_not_muted = group.cast.group(), group.cast.not_muted()
+            macros.not_char = group.cast.not_char(card.name, view.user_name)
         meta: dict[str, Any] = {
             "character_id": record.id, "character_sha256": record.original_sha256,
             "character_revision": record.revision, "playthrough_id": playthrough_id,
@@ -356,20 +363,20 @@ class StepRunner:
                 macros.preset_vars = tavern_helper_variables(preset.settings.get("extensions"))
             kind = {PROJECTION: PresetAssembler, SLOTS_FIRST: SlotsFirstAssembler,
                     ROLES_FIRST: RolesFirstAssembler}[spec.base]
-            return kind(preset, card.data, card.name, view.user_name, meta, omit=omitted_parameters(playthrough),
+            return kind(preset, card_data, card.name, view.user_name, meta, omit=omitted_parameters(playthrough),
                         world_info=self.lore.world_info_step(books, settings=lore_settings),
                         facts=facts, timed_state=timed, generation_type=generation.type,
                         continue_text=generation.continue_text, persona=persona, options=dict(spec.options),
                         snapshot=spec.snapshot(), authors_note=AuthorsNote.from_chat_metadata(chat_metadata),
                         chat_overrides=chat_overrides_from_metadata(chat_metadata), count=self.ctx.token_counter,
-                        memory=memory, macros=macros, limit=limit, policy=policy, group=cast is not None)
+                        memory=memory, macros=macros, limit=limit, policy=policy, group=group is not None)
         config: dict[str, Any] = {}
         if playthrough.preset_id is not None:  # a bound preset's parameters apply whatever the strategy
             preset, meta["preset"] = self.presets.preset_of(playthrough.preset_id)
             omit = omitted_parameters(playthrough)
             config = {k: v for k, v in preset.call_config().items() if k not in omit}
             meta["adjustments"] = preset.config_notes() + omit_notes(omit)
-        return BasicAssembler(card.data, card.name, view.user_name, meta,
+        return BasicAssembler(card_data, card.name, view.user_name, meta,
                               self.lore.world_info_step(books, settings=lore_settings), facts,
                               timed, generation.type, config, persona, memory, macros, limit, self.ctx.token_counter,
                               policy=policy)

@@ -119,3 +119,37 @@ async def test_a_projected_group_request_has_sillytaverns_group_prompts_and_name
     assert sent[-1] == ("system", "[Write the next reply only as Shodan.]")
     assert ("assistant", "Seraphina: Welcome.") in sent
     assert ("user", "Hello, Seraphina, Shodan.") in sent  # the person's line: {{group}} expanded, not named
+
+
+def _sent_text(request: Any) -> str:
+    return "\n".join(str(m["content"]) for m in request.json["messages"])
+
+
+async def test_every_members_character_lore_applies_whoever_speaks(looped: Tavern, server: LoopbackServer) -> None:
+    # SillyTavern's getCharacterLore reads every member's book in a group: Seraphina's embedded
+    # Eldoria book fires on "shadowfang" even when Shodan speaks.
+    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="manual",
+                                                  user_name="Ann")
+    await _round(looped, playthrough.id, "What are the shadowfang beasts?")
+    server.enqueue_sse(sse_chunks_for("Irrelevant."))
+    _ = [u async for u in looped.groups.speak(playthrough.id, "Shodan")]
+    sent = _sent_text(server.requests[0])
+    assert "Write Shodan's next reply" in sent
+    assert 'Ann: "What are Shadowfangs?"' in sent  # the entry's {{user}} filled in
+
+
+async def test_join_mode_sends_every_members_card_fields(looped: Tavern, server: LoopbackServer) -> None:
+    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list", mode="join",
+                                                  user_name="Ann")
+    looped.groups.set_muted("Glade", "Shodan", True)  # muted: its card is left out unless it speaks (mode 1)
+    server.enqueue_sse(sse_chunks_for("Welcome."))
+    await _round(looped, playthrough.id, "Hello.")
+    assert len(server.requests) == 1
+    assert "Shodan is a hyper-advanced" not in _sent_text(server.requests[0])
+    looped.groups.set_muted("Glade", "Shodan", False)
+    server.enqueue_sse(sse_chunks_for("Hello again."))
+    server.enqueue_sse(sse_chunks_for("Insect."))
+    await _round(looped, playthrough.id, "Hello?")
+    joined = _sent_text(server.requests[1])
+    # Each member's description with its own name filled in (the card says "{{char}} is a hyper-…").
+    assert "[Seraphina's Personality=" in joined and "Shodan is a hyper-advanced artificial-intelligence" in joined
