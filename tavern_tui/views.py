@@ -14,7 +14,8 @@ class ImportResult:
 
     Attributes:
         path: the file as given.
-        kind: "character", "world_book" or "chat" (then `id` is the new playthrough).
+        kind: "character", "world_book", "group" (then `id` is the group) or "chat" (then `id` is
+            the new playthrough).
         id: the stored id, None when the import failed.
         error: why it failed (names the file, field and reason), None on success.
         duplicate: the same bytes were imported before; `id` is the earlier one and nothing new was stored.

@@ -1,4 +1,5 @@
-"""Provides `sniff_kind`: tells which SillyTavern file a parsed JSON object is (card, world book, preset, chat).
+"""Provides `sniff_kind`: tells which SillyTavern file a parsed JSON object is (card, world book, preset,
+group, chat).
 
 Used so that a world book or preset handed to the card importer gets a clear "this is a world
 book, not a card" instead of being mistaken for a V1 card (a V1 card is just an object with
@@ -17,6 +18,7 @@ WORLD_BOOK = "world book"
 PRESET = "chat-completion preset"
 CHAT = "chat log"
 PERSONA = "persona"
+GROUP = "group"
 
 _PRESET_FIELDS = ("temperature", "top_p", "top_k", "frequency_penalty", "presence_penalty", "openai_max_context",
                   "openai_max_tokens", "main_prompt", "nsfw_prompt", "jailbreak_prompt", "squash_system_messages")
@@ -30,6 +32,9 @@ def sniff_kind(obj: Any) -> str | None:
 
     Rules, in order:
     - `spec` "chara_card_v2"/"chara_card_v3" → character card;
+    - a `members` list with `chat_id` or `activation_strategy` (a SillyTavern group definition,
+      `groups/<id>.json` as `src/endpoints/groups.js` writes it; it also has `chat_metadata`,
+      so it comes before the chat rule) → group;
     - `persona_descriptions` (a SillyTavern persona backup) → persona;
     - `spec` "lorebook_v3", `kind` "memory" (Agnai), `lorebookVersion` (NovelAI), or an
       `entries` dict/list (SillyTavern World Info, Chub and V2 character_book exports) → world book;
@@ -46,6 +51,8 @@ def sniff_kind(obj: Any) -> str | None:
     spec = obj.get("spec")
     if spec in ("chara_card_v2", "chara_card_v3"):
         return CARD
+    if isinstance(obj.get("members"), list) and ("chat_id" in obj or "activation_strategy" in obj):
+        return GROUP
     # Before the card fields: Agnai and Chub lorebooks carry `name` and `description` too.
     if isinstance(obj.get("persona_descriptions"), dict):
         return PERSONA

@@ -159,11 +159,21 @@ class ChatFileService:
             sessions, events = plan_chat(chat, name)
         except (FormatError, NotFound) as exc:
             return ImportResult(name, "chat", error=str(exc))
+        return self.store_chat(chat, payload, name, (record.id, record.name), sessions, events)
+
+    def store_chat(self, chat: ParsedChat, payload: bytes, name: str, character: tuple[int, str],
+                   sessions: list[PlannedSession], events: list[tuple[str, NewEvent]], *,
+                   group_id: int | None = None, label: str | None = None) -> ImportResult:
+        """Store a parsed chat's planned sessions and events (`plan_chat`) as a new playthrough of
+        `character` (id, name), playing group `group_id` when given, in one transaction; the
+        same bytes imported before store nothing (`duplicate`). `label` names the result
+        (default the character's name). Used by the solo and the group chat import."""
+        label = label or character[1]
         digest = hashlib.sha256(payload).hexdigest()
         with self.ctx.store.unit_of_work() as uow:
             earlier = uow.playthroughs.by_source_digest(digest)
         if earlier is not None:
-            return ImportResult(name, "chat", earlier.id, f"{record.name} #{earlier.id}", warnings=tuple(chat.warnings),
+            return ImportResult(name, "chat", earlier.id, f"{label} #{earlier.id}", warnings=tuple(chat.warnings),
                                 duplicate=True)
         user = chat.user_name or next((m.name for m in chat.messages if m.is_user and m.name), None) \
             or self.ctx.settings.user_name
@@ -172,12 +182,12 @@ class ChatFileService:
         # a date in the future (a clock gone wrong) counts as now.
         sent = [m.sent_at for m in chat.messages if m.sent_at is not None]
         played_at = min(max(sent), datetime.now(UTC)) if sent else None
-        created = self.ctx.store.import_playthrough(character_id=record.id, user_name=user, title=Path(name).stem,
+        created = self.ctx.store.import_playthrough(character_id=character[0], user_name=user, title=Path(name).stem,
                                                  meta=meta, sessions=sessions, events=events, head="root",
-                                                 played_at=played_at)
+                                                 played_at=played_at, group_id=group_id)
         # A new opening, as `PlaythroughService.new_playthrough`.
         self.strategies.apply_strategy(created.id, self.ctx.settings.default_strategy)
-        return ImportResult(name, "chat", created.id, f"{record.name} #{created.id}", warnings=tuple(chat.warnings))
+        return ImportResult(name, "chat", created.id, f"{label} #{created.id}", warnings=tuple(chat.warnings))
 
     def _chat_character(self, chat: ParsedChat, file: str, given: str | None) -> Any:
         wanted = given or chat.character_name or next(
@@ -198,6 +208,12 @@ class ChatFileService:
         Raises:
             NotFound: no such playthrough.
         """
+        header, pairs = self.export_lines(playthrough_id)
+        return write_chat_jsonl(header, [line for _message, line in pairs])
+
+    def export_lines(self, playthrough_id: int) -> tuple[dict[str, Any], list[tuple[SurfaceMessage, ChatLine]]]:
+        """What `export_chat` writes: the header (None-free dict) and each message with its line
+        (the group chat export adds each reply's speaker). Raises NotFound."""
         view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             record = uow.playthroughs.get(playthrough_id)
@@ -211,13 +227,14 @@ class ChatFileService:
         metadata = header.get("chat_metadata") if isinstance(header.get("chat_metadata"), dict) else {}
         if local or "variables" in metadata:
             header = {**header, "chat_metadata": {**metadata, "variables": local}}
-        lines: list[ChatLine] = []
+        pairs: list[tuple[SurfaceMessage, ChatLine]] = []
+        greetings = [substitute_names(g, card.name, view.user_name) for g in card.greetings]
         for message in derive_messages(self.ctx.store.events, view.session_id):
             if message.source == SYSTEM_PROMPT_SOURCE:
                 continue
-            lines.append(self._chat_line(len(lines) + 2, message, timeline, view.user_name, card.name,
-                                         [substitute_names(g, card.name, view.user_name) for g in card.greetings]))
-        return write_chat_jsonl(header, lines)
+            pairs.append((message, self._chat_line(len(pairs) + 2, message, timeline, view.user_name, card.name,
+                                                   greetings)))
+        return header, pairs
 
     def _chat_line(self, line_no: int, message: SurfaceMessage, timeline: Timeline, user: str, char: str,
                    greetings: list[str]) -> ChatLine:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tavern_tui.service.chat_files import ChatFileService
     from tavern_tui.service.chats import ChatService
     from tavern_tui.service.compaction import CompactionService
+    from tavern_tui.service.group_files import GroupFileService
     from tavern_tui.service.groups import GroupService
     from tavern_tui.service.imports import ImportService
     from tavern_tui.service.inbox import InboxService
@@ -105,6 +106,7 @@ class Tavern:
         mvu: MVU state records per message and swipe (`MvuService`, issue 18).
         tools: built-in and MCP tools, and the guard their calls go through (`ToolService`).
         groups: group chats' casts, their playthroughs and turn order (`GroupService`).
+        group_files: SillyTavern group definitions and group chats, imported and exported (`GroupFileService`).
 
     Every cache lives in one of the services, so it lasts as long as this `Tavern`.
 
@@ -257,11 +259,17 @@ class Tavern:
         return ChatFileService(self.ctx, self.library, self.playthroughs, self.strategies, self.timeline)
 
     @_area
+    def group_files(self) -> GroupFileService:
+        from tavern_tui.service.group_files import GroupFileService
+
+        return GroupFileService(self.ctx, self.groups, self.chat_files)
+
+    @_area
     def imports(self) -> ImportService:
         from tavern_tui.service.imports import ImportService
 
         return ImportService(self.library, self.lore, self.presets, self.persona, self.chat_files,
-                             scripts=self.scripts)
+                             scripts=self.scripts, group_files=self.group_files)
 
     def __repr__(self) -> str:
         return f"Tavern(db_url={without_credentials(self.settings.db_url)!r}, provider={self.provider_label!r})"

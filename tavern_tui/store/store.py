@@ -112,14 +112,17 @@ class Store:
 
     def import_playthrough(self, *, character_id: int, user_name: str, title: str, meta: str,
                            sessions: Sequence[PlannedSession], events: Sequence[tuple[str, NewEvent]],
-                           head: str, played_at: datetime | None = None) -> PlaythroughRecord:
+                           head: str, played_at: datetime | None = None,
+                           group_id: int | None = None) -> PlaythroughRecord:
         """Create a whole playthrough (its session tree and events) in one transaction: a
         failure stores none of it. Events are inserted in the order given (siblings of the
         timeline sort by it); each session's seqs run gaplessly from 1. `played_at`: when it
-        was last played (an imported chat's newest message; default now).
+        was last played (an imported chat's newest message; default now). `group_id`: the group
+        it plays (an imported group chat), in the same transaction.
 
         Raises:
             KeyError: an event or parent names a session not planned before it.
+            NotFound: no group `group_id` (nothing is kept).
             StoreError / SQLAlchemyError: the database refused it (nothing is kept).
         """
         now = datetime.now(UTC)
@@ -148,6 +151,8 @@ class Store:
                                   session_id=ids[sessions[0].key], meta=meta)
                 repo.adopt(list(ids.values()), record.id)
                 record = repo.set_head(record.id, ids[head])
+                if group_id is not None:
+                    GroupRepository(session).attach(record.id, group_id)
                 return repo.touch(record.id, played_at) if played_at is not None else record
         finally:
             session.close()

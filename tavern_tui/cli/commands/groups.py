@@ -7,9 +7,13 @@
     tavern group add|remove|mute|unmute GROUP CHARACTER
     tavern group strategy GROUP natural|list|manual|pooled
     tavern group speak GROUP MEMBER [--playthrough ID]
+    tavern group export GROUP [--out FILE]
 
 GROUP is a group's id or name; CHARACTER a character's id or name. A round is played with
 `tavern chat GROUP --say TEXT` (or `--playthrough ID`); `speak` has one member reply now.
+`export` writes the SillyTavern group definition (`groups/<id>.json`); `tavern import` reads one,
+and `tavern import CHAT.jsonl --group GROUP` a group chat; `tavern export PLAYTHROUGH --jsonl FILE`
+writes a group playthrough as a group chat.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, TextIO
 from tavern_tui.cli.context import open_async_service, open_service
 from tavern_tui.cli.diagnostics import EXIT_OK, step_failed
 from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.errors import TavernError
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
@@ -63,6 +68,10 @@ def add_group(commands: Commands) -> None:
     p_speak.add_argument("member", metavar="MEMBER", help="the member's name or character id")
     p_speak.add_argument("--playthrough", type=int, metavar="ID",
                          help="which playthrough of the group (default: newest)")
+    p_export = actions.add("export", cmd_group_export,
+                           help="write the group as a SillyTavern group definition (groups/<id>.json)")
+    p_export.add_argument("group", metavar="GROUP")
+    p_export.add_argument("--out", metavar="FILE", default="-", help="the file to write ('-', the default: stdout)")
 
 
 def _describe(group: GroupView) -> str:
@@ -129,10 +138,29 @@ def cmd_group_strategy(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
     return EXIT_OK
 
 
+def cmd_group_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Write the group's SillyTavern definition to `--out` (or stdout); its chats are exported
+    one by one with `tavern export PLAYTHROUGH --jsonl FILE`, named as its `chats` list them."""
+    with open_service(args) as tavern:
+        group = tavern.groups.group(args.group)
+        text = tavern.group_files.export_group(group.id)
+    if args.out == "-":
+        out.write(text + "\n")
+        return EXIT_OK
+    try:
+        with open(args.out, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise TavernError(f"{args.out}: cannot write the group: {exc.strerror}") from exc
+    chats = ", ".join(f"{p} as `group chats/<chat id>.jsonl`" for p in group.playthroughs)
+    err.write(f"wrote group {group.name} to {args.out}" + (f"; export its playthroughs {chats}" if chats else "")
+              + "\n")
+    return EXIT_OK
+
+
 async def _speak(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from tavern_tui.cli.commands.chat import _write_update
     from tavern_tui.engine.step import StepFailed, StepSettled
-    from tavern_tui.errors import TavernError
 
     async with open_async_service(args) as tavern:
         group = tavern.groups.group(args.group)

@@ -18,12 +18,16 @@ if TYPE_CHECKING:
 
 
 def add_import(commands: Commands) -> None:
-    """`tavern import PATH... [--character NAME] [--json]`."""
-    p_import = commands.add("import", cmd_import, help="import character cards, world books, presets, persona backups "
-                                                       "and SillyTavern chats (.jsonl)")
+    """`tavern import PATH... [--character NAME | --group GROUP] [--json]`."""
+    p_import = commands.add("import", cmd_import, help="import character cards, world books, presets, persona backups, "
+                                                       "SillyTavern chats (.jsonl), groups and group chats")
     p_import.add_argument("paths", nargs="+", metavar="PATH")
-    p_import.add_argument("--character", metavar="NAME", help="the character imported chats are with "
-                                                             "(default: the name in the chat file)")
+    whose = p_import.add_mutually_exclusive_group()
+    whose.add_argument("--character", metavar="NAME", help="the character imported chats are with "
+                                                          "(default: the name in the chat file)")
+    whose.add_argument("--group", metavar="GROUP",
+                       help="the group (id or name) imported chats are of: each becomes a playthrough of it "
+                            "(default for a group chat: the imported group that lists its file name)")
     p_import.add_argument("--json", action="store_true", help="print a JSON list of results")
 
 
@@ -54,8 +58,8 @@ def add_tree(commands: Commands) -> None:
 
 def add_export(commands: Commands) -> None:
     """`tavern export PLAYTHROUGH --jsonl FILE` or `tavern export CHARACTER --png|--json FILE`."""
-    p_export = commands.add("export", cmd_export, help="write a playthrough as a SillyTavern chat (.jsonl), "
-                                                       "or a character as a card (.png / .json)")
+    p_export = commands.add("export", cmd_export, help="write a playthrough as a SillyTavern chat (.jsonl; a group's "
+                                                       "as a group chat), or a character as a card (.png / .json)")
     p_export.add_argument("target", metavar="PLAYTHROUGH|CHARACTER",
                           help="a playthrough id with --jsonl; a character id or name with --png/--json")
     kinds = p_export.add_mutually_exclusive_group(required=True)
@@ -68,7 +72,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Import cards, world books, presets, personas and chats; exit 1 when any file failed or
     there was nothing to import."""
     with open_service(args) as tavern:
-        results = tavern.imports.import_paths(args.paths, character=args.character)
+        results = tavern.imports.import_paths(args.paths, character=args.character, group=args.group)
     if args.json:
         print_json(out, [r.to_json() for r in results])
     else:
@@ -192,15 +196,16 @@ def _export_card(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Write the playthrough's active path (with swipes) as SillyTavern JSONL, or a character's
-    card as SillyTavern writes one (`LibraryService.export_card`)."""
+    """Write the playthrough's active path (with swipes) as SillyTavern JSONL (a group's as a group
+    chat: `GroupFileService.export_chat`), or a character's card as SillyTavern writes one
+    (`LibraryService.export_card`)."""
     if args.jsonl is None:
         return _export_card(args, out, err)
     if not args.target.strip().isdigit():
         raise TavernError(f"--jsonl exports a playthrough: give its id, not {args.target!r} "
                           "(a character's card: --png FILE or --json FILE)")
     with open_service(args) as tavern:
-        text = tavern.chat_files.export_chat(int(args.target))
+        text = tavern.group_files.export_chat(int(args.target))
     if args.jsonl == "-":
         out.write(text)
     else:
