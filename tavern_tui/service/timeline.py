@@ -419,8 +419,12 @@ class TimelineService:
     @staticmethod
     def _inherit(uow: Any, parent: Any, child_id: int) -> None:
         """Copy onto a new branch playthrough what its parent plays with: the preset, the
-        applied strategy's name (its exact snapshot is in the meta `inherited_meta` copied) and
-        the chat-bound world books, in their order. Runs in the caller's transaction."""
+        applied strategy's name (its exact snapshot is in the meta `inherited_meta` copied), the
+        chat-bound world books, in their order, and the group it plays (a group chat's branch is
+        the same group's). Runs in the caller's transaction."""
+        group_id = uow.groups.group_of(parent.id)
+        if group_id is not None:
+            uow.groups.attach(child_id, group_id)
         uow.playthroughs.set_preset(child_id, parent.preset_id)
         uow.playthroughs.set_strategy(child_id, parent.strategy)
         for book_id in uow.bindings.books_for("playthrough", parent.id):

@@ -153,3 +153,18 @@ async def test_join_mode_sends_every_members_card_fields(looped: Tavern, server:
     joined = _sent_text(server.requests[1])
     # Each member's description with its own name filled in (the card says "{{char}} is a hyper-…").
     assert "[Seraphina's Personality=" in joined and "Shodan is a hyper-advanced artificial-intelligence" in joined
+
+
+async def test_a_branch_of_a_group_playthrough_plays_the_same_group(looped: Tavern, server: LoopbackServer) -> None:
+    group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list", user_name="Ann")
+    server.enqueue_sse(sse_chunks_for("Welcome."))
+    server.enqueue_sse(sse_chunks_for("Insect."))
+    await _round(looped, playthrough.id, "Hello.")
+    first_reply = looped.playthroughs.messages(playthrough.id)[-2]
+    branch = looped.timeline.branch_playthrough(playthrough.id, first_reply.ref)
+    assert looped.groups.group_of(branch.id) == looped.groups.group(group.id)
+    assert looped.groups.group(group.id).playthroughs == (playthrough.id, branch.id)
+    server.enqueue_sse(sse_chunks_for("And you?"))
+    server.enqueue_sse(sse_chunks_for("Silence."))
+    await _round(looped, branch.id, "Go on.")
+    assert [m.speaker for m in looped.playthroughs.messages(branch.id)[-3:]] == ["Ann", "Seraphina", "Shodan"]
