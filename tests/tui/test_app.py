@@ -108,7 +108,7 @@ async def test_escape_stops_the_reply_and_keeps_the_partial_text(corpus_tavern: 
         assert chat.status.state == "idle"
 
         await pilot.press("escape")  # not generating now: back to the home screen
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
 
 
 async def test_provider_error_shows_its_category(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
@@ -172,7 +172,7 @@ async def test_new_playthrough_key_makes_a_draft_that_the_first_line_plays(corpu
         chat = await open_seraphina(pilot)
         first = chat.playthrough_id
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
         sessions = corpus_tavern.store.events.all_session_ids()
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
@@ -200,7 +200,7 @@ async def test_enter_on_a_character_never_played_opens_a_draft_listed_on_home(co
         assert corpus_tavern.playthroughs.playthroughs(skynet.id) == []
         [draft] = corpus_tavern.openings.drafts(skynet.id)
         await pilot.press("escape")  # back: the draft stays
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
         await workers_idle(pilot)
         listing = app.screen.query_one("#playthroughs", OptionList)
         assert str(listing.get_option_at_index(0).prompt).startswith("draft · greeting 1/1 · not played yet")
@@ -208,7 +208,7 @@ async def test_enter_on_a_character_never_played_opens_a_draft_listed_on_home(co
         await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
         assert app.screen.draft_id == draft.id
         await pilot.press("f9")  # discard
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
         await workers_idle(pilot)
         assert corpus_tavern.openings.drafts() == []
 

@@ -139,7 +139,7 @@ async def test_esc_keeps_the_draft_and_a_restart_too(make_tavern: Callable[..., 
         pid = chat.playthrough_id
         await pilot.press(*"half a thought")
         await pilot.press("escape", "escape")  # back home (the first Esc only warns: text in the composer)
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
         assert tavern.inbox.draft(pid) == "half a thought"
         chat = await open_seraphina(pilot)
         await wait_until(pilot, lambda: chat.prompt.value == "half a thought")
@@ -196,13 +196,13 @@ async def test_up_with_nothing_queued_edits_the_last_sent_message(corpus_tavern:
         chat = await open_seraphina(pilot)
         await send(pilot, chat, "I am tierd")
         await pilot.press("up")
-        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen) and app.screen.is_mounted)
         editor = app.screen
         area = editor.query_one("#edit-text")
         assert area.text == "I am tierd"  # type: ignore[attr-defined]
         area.text = "I am tired"  # type: ignore[attr-defined]
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
         await workers_idle(pilot)
         await wait_until(pilot, lambda: "I am tired" in user_lines(chat))
         # The fork-preserving edit: a surface replacement, the original stays in the log.

@@ -140,7 +140,7 @@ async def test_f12_edits_the_focused_summary_else_the_one_chosen(
         # Focus inside the older summary (its originals' toggle): F12 edits that one.
         boxes[0].query_one(".originals", Collapsible).query_one("CollapsibleTitle").focus()
         await pilot.press("f12")
-        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen) and app.screen.is_mounted)
         assert app.screen.query_one(TextArea).text == "Early recap."
         app.screen.query_one(TextArea).text = "Early recap, edited."
         await pilot.press("ctrl+s")
@@ -149,12 +149,12 @@ async def test_f12_edits_the_focused_summary_else_the_one_chosen(
         # Focus in the prompt: F12 asks which one, the newest highlighted; choosing the other edits it.
         chat.prompt.focus()
         await pilot.press("f12")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChooseScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChooseScreen) and app.screen.is_mounted)
         options = app.screen.query_one(OptionList)
         assert options.option_count == 2 and options.highlighted == 1
         assert "Later recap." in str(options.get_option_at_index(1).prompt)
         await pilot.press("up", "enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen) and app.screen.is_mounted)
         assert app.screen.query_one(TextArea).text == "Early recap, edited."
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is chat)

@@ -63,7 +63,7 @@ async def test_the_tool_guard_buttons_move_with_the_arrow_keys(corpus_tavern: Ta
     async with app.run_test(size=SIZE) as pilot:
         answers: list[str | None] = []
         await app.push_screen(ToolAskScreen("roll_dice", "builtin", "low", {"sides": 6}), answers.append)
-        await wait_until(pilot, lambda: isinstance(app.screen, ToolAskScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ToolAskScreen) and app.screen.is_mounted)
 
         def focused() -> str | None:
             return app.focused.id if isinstance(app.focused, Button) else None

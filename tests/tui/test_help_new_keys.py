@@ -47,7 +47,7 @@ async def _help_text(pilot) -> str:  # type: ignore[no-untyped-def]
 
 async def _palette_names(pilot, query: str) -> list[str]:  # type: ignore[no-untyped-def]
     await pilot.press("ctrl+p")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, CommandPalette) and pilot.app.screen.is_mounted)
     await pilot.press(*query)
     results = pilot.app.screen.query_one(CommandList)
     await wait_until(pilot, lambda: results.option_count > 0 and results.highlighted == 0)
@@ -75,13 +75,13 @@ async def test_chat_help_footer_and_palette_have_state_and_the_cursor_keys(corpu
         assert _declared("ChatScreen") <= set(listed)
         assert (listed["chat.state"], listed["chat.cursor_expand"], listed["chat.cursor_trace"]) == ("^g", "x", "t")
         await pilot.press("f1")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.is_mounted)
         shown = await _help_text(pilot)
         assert "chat.state" in shown and "chat.cursor_expand" in shown and "Message" in shown
         await pilot.press("escape")
         assert any(name.startswith("State") for name in await _palette_names(pilot, "State"))
         await pilot.press("ctrl+g")  # the key itself opens the pane
-        await wait_until(pilot, lambda: isinstance(app.screen, StateScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, StateScreen) and app.screen.is_mounted)
         assert "state.refresh" in _listed(app.screen)
         assert any(name.startswith("Refresh") for name in await _palette_names(pilot, "Refresh"))
         await pilot.press("escape")
@@ -104,7 +104,7 @@ async def test_draft_keys_in_help_footer_and_palette(corpus_tavern: Tavern) -> N
         names = await _palette_names(pilot, "Discard")
         assert any(name.startswith("Discard draft") for name in names)
         await pilot.press("f1")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.is_mounted)
         shown = await _help_text(pilot)
         assert "draft.preview" in shown and "draft.swipe_left" in shown and "Greeting" in shown
 
@@ -121,7 +121,7 @@ async def test_tool_question_keys_and_x_opens_a_tool_line(tavern: Tavern, model:
         chat = pilot.app.screen
         await pilot.press(*"Burn my diary.")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ToolAskScreen))
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ToolAskScreen) and pilot.app.screen.is_mounted)
         ask = pilot.app.screen
         assert {"tool_ask.once": "o", "tool_ask.always": "a"}.items() <= _listed(ask).items()
         assert _listed(ask)["tool_ask.refuse"] == "esc r"

@@ -51,7 +51,7 @@ async def test_home_says_who_you_play_as_and_counts_played_and_summarised(
         listing.focus()
         listing.highlighted = next(i for i, p in enumerate(prompts(app)) if f"#{chat.id} " in p)
         await pilot.press("ctrl+y")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChooseScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChooseScreen) and app.screen.is_mounted)
         await pilot.press("down", "enter")
         await wait_until(pilot, lambda: corpus_tavern.playthroughs.playthrough(chat.id).user_name == "User")
         await workers_idle(pilot)

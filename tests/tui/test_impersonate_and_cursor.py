@@ -128,7 +128,7 @@ async def test_impersonate_direct_switched_in_settings_applies_without_a_restart
     async with app.run_test(size=SIZE) as pilot:
         chat = await _open_chat(pilot)
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen) and app.screen.is_mounted)
         app.screen.query_one("#impersonate-direct", Checkbox).value = True
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.screen is chat)
@@ -236,7 +236,7 @@ async def test_variant_and_branch_keys_on_a_middle_message(corpus_tavern: Tavern
         assert [b.text for b in branch.transcript.boxes] == [greeting, "First words", "First answer, again."]
         assert [m.content for m in corpus_tavern.playthroughs.messages(first)][-1] == "Second answer."
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
 
 
 async def test_trace_and_strategy_panes_stack_when_narrow(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
@@ -281,10 +281,10 @@ async def test_a_chat_whose_character_is_missing_offers_the_character_list(corpu
         await workers_idle(pilot)
         seraphina = corpus_tavern.library.find_character("Seraphina")
         await pilot.press("ctrl+o")
-        await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen) and app.screen.is_mounted)
         app.screen.query_one("#import-path", Input).value = f'"{chat_file}"'
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, CharacterPicker))
+        await wait_until(pilot, lambda: isinstance(app.screen, CharacterPicker) and app.screen.is_mounted)
         assert "Nobody" in str(app.screen.query_one("Static").content)
         listing = app.screen.query_one("#picker-list", OptionList)
         names = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]

@@ -59,7 +59,7 @@ async def highlight(pilot: Pilot[object], tavern: Tavern, name: str) -> None:
 
 async def search_for(pilot: Pilot[object], text: str) -> SearchScreen:
     await pilot.press("ctrl+f")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SearchScreen))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SearchScreen) and pilot.app.screen.is_mounted)
     screen = pilot.app.screen
     assert isinstance(screen, SearchScreen)
     await pilot.press(*text)
@@ -143,7 +143,7 @@ async def test_home_lists_titles_renames_and_archives_a_playthrough(
         assert prompts[0] == f"Where is the glade?\n#{pid} · 3 messages · just now"
         assert prompts[1].startswith("draft · greeting 1/1 · not played yet")
         await pilot.press("tab", "ctrl+e")
-        await wait_until(pilot, lambda: isinstance(app.screen, TextPrompt))
+        await wait_until(pilot, lambda: isinstance(app.screen, TextPrompt) and app.screen.is_mounted)
         field = app.screen.query_one(Input)
         assert field.value == "Where is the glade?"
         field.value = ""
@@ -191,7 +191,7 @@ async def test_the_card_screen_shows_every_field_edits_as_a_revision_and_archive
         assert str(card.query_one("#card-value", Static).render()).strip() == (notes or "(empty)").strip()
         fields.highlighted = [r.split(" ·")[0] for r in rows].index("Scenario")
         await pilot.press("e")
-        await wait_until(pilot, lambda: isinstance(app.screen, FieldEditor))
+        await wait_until(pilot, lambda: isinstance(app.screen, FieldEditor) and app.screen.is_mounted)
         app.screen.query_one(TextArea).text = "A dojo at dawn."
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: card.card is not None and card.card.character.revision == 1)
@@ -232,7 +232,7 @@ async def test_the_cards_own_lorebook_is_edited_in_the_world_book_pane(corpus_ta
         await pilot.pause()
         editor.query_one("#content", TextArea).text = "Edited in the pane."
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.is_mounted)
         await workers_idle(pilot)
         assert corpus_tavern.library.character(result.id).revision == 1  # type: ignore[arg-type]
         book, _ = corpus_tavern.lore.card_book(result.id)  # type: ignore[arg-type,misc]
@@ -242,7 +242,7 @@ async def test_the_cards_own_lorebook_is_edited_in_the_world_book_pane(corpus_ta
 async def _type_search(pilot: Pilot[object]) -> None:
     await workers_idle(pilot)
     await pilot.press("ctrl+f")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SearchScreen))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SearchScreen) and pilot.app.screen.is_mounted)
     await pilot.press(*"cormorant")
     screen = pilot.app.screen
     await wait_until(pilot, lambda: bool(screen.hits))  # type: ignore[attr-defined]

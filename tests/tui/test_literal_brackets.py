@@ -61,12 +61,12 @@ async def test_brackets_survive_in_every_widget(corpus_tavern: Tavern, scripted:
 
         # The branch tree: the variant previews are the messages' text.
         await pilot.press("f5")
-        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen) and app.screen.is_mounted)
         await workers_idle(pilot)
         await pilot.pause()
         assert "[Seraphina smiles]" in screen_text(app) and "[OOC: back in five]" in screen_text(app)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
 
         # A modal asking about a name with brackets.
         app.push_screen(ConfirmScreen(f"Archive {LINE}?", confirm="Archive"))
@@ -74,7 +74,7 @@ async def test_brackets_survive_in_every_widget(corpus_tavern: Tavern, scripted:
         question = app.screen.query_one("#confirm-question", Static)
         assert shows_all(str(question.render())) and shows_all(screen_text(app))
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
 
         # The trace pane: the request list and the detail of what was sent.
         trace = await open_trace(pilot)

@@ -122,7 +122,7 @@ async def test_no_store_call_runs_on_the_event_loop(corpus_tavern: Tavern, scrip
         await pilot.press("f5")
         await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen) and app.screen.loaded)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
         await pilot.press("f7")
         await wait_until(pilot, lambda: isinstance(app.screen, TraceScreen) and app.screen.loaded)
         elapsed = time.monotonic() - started

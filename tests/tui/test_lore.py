@@ -69,7 +69,7 @@ async def open_editor(pilot: Pilot[object], lore: LoreScreen, row: int) -> Entry
     lore.entries.focus()
     lore.entries.move_cursor(row=row)
     await pilot.press("enter")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, EntryEditor))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, EntryEditor) and pilot.app.screen.is_mounted)
     editor = pilot.app.screen
     assert isinstance(editor, EntryEditor)
     return editor

@@ -37,7 +37,7 @@ def _import(tavern: Tavern, path: Path) -> tuple[int, str]:
 async def _open_pane(pilot: Pilot[object]) -> LoreScreen:
     """Open Seraphina's chat, then the world-book pane over it, once its library is listed."""
     await open_character(pilot, "Seraphina")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen) and pilot.app.screen.is_mounted)
     await pilot.press("f2")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, LoreScreen) and pilot.app.screen.books.option_count > 0
                      and pilot.app.screen.entries.row_count == 4)

@@ -117,7 +117,7 @@ async def test_persona_modals_fit_80_columns(corpus_tavern: Tavern) -> None:
         await wait_until(pilot, lambda: pane.selected_entry is not None)
 
         await pilot.press("e")
-        await wait_until(pilot, lambda: isinstance(app.screen, PersonaEditor))
+        await wait_until(pilot, lambda: isinstance(app.screen, PersonaEditor) and app.screen.is_mounted)
         editor = app.screen
         await pilot.pause()
         box = editor.query_one("#persona-editor-box")

@@ -79,7 +79,7 @@ async def test_chat_footer_at_80_columns_shows_the_important_keys(corpus_tavern:
         assert "Esc stops a reply or goes back" in chat.prompt.placeholder
 
         await pilot.press("f5")  # a key the footer left out still works
-        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen) and app.screen.is_mounted)
 
 
 async def test_chat_footer_at_80_columns_shows_stop_while_a_reply_streams(corpus_tavern: Tavern,
@@ -120,14 +120,14 @@ async def test_the_command_palette_runs_a_chat_key_the_footer_left_out(corpus_ta
     async with app.run_test(size=NARROW) as pilot:
         await open_seraphina(pilot)
         await pilot.press("ctrl+p")
-        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.is_mounted)
         await pilot.press(*"Tree")
         results = app.screen.query_one(CommandList)
         # The palette searches in the background: wait until "Tree" (F5) leads the results.
         await wait_until(pilot, lambda: results.option_count > 0 and results.highlighted == 0
                          and str(results.get_option_at_index(0).prompt).startswith("Tree"))
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen) and app.screen.is_mounted)
 
 
 async def test_persona_footer_at_80_columns_keeps_affirm_and_decline(corpus_tavern: Tavern) -> None:
@@ -185,14 +185,14 @@ async def test_world_book_and_tree_footers_at_80_columns(corpus_tavern: Tavern) 
     async with app.run_test(size=NARROW) as pilot:
         chat = await open_seraphina(pilot)
         await pilot.press("f2")
-        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.is_mounted)
         lore = app.screen
         await wait_until(pilot, lambda: {("t", "Test"), ("i", "Import"), ("esc", "Back")} <= footer_keys(lore))
         assert cut_keys(lore) == []
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is chat)
         await pilot.press("f5")
-        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen) and app.screen.is_mounted)
         tree = app.screen
         await wait_until(pilot, lambda: {("⏎", "Jump here"), ("r", "Roll back here"), ("b", "New playthrough"),
                                          ("esc", "Back")} <= footer_keys(tree))

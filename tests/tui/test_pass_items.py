@@ -52,7 +52,7 @@ async def test_message_actions_on_a_middle_message(corpus_tavern: Tavern, script
         await pilot.press("y")  # copy (OSC 52 through Textual's clipboard)
         assert app.clipboard == "First answer."
         await pilot.press("e")
-        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen) and app.screen.is_mounted)
         app.screen.query_one("#edit-text").text = "First answer, rewritten."
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: any(b.text == "First answer, rewritten." for b in chat.transcript.boxes))
@@ -106,7 +106,7 @@ async def test_import_picker_with_a_quoted_path_and_several_files(corpus_tavern:
         await workers_idle(pilot)
         before = home.highlighted_character.id
         await pilot.press("ctrl+o")
-        await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen) and app.screen.is_mounted)
         field = app.screen.query_one("#import-path", Input)
         field.value = f"'{folder}/ai card.json' {str(folder / 'hogwarts book.json').replace(' ', chr(92) + ' ')}"
         await pilot.press("enter")
@@ -127,7 +127,7 @@ async def test_a_folder_of_presets_gives_one_warnings_toast(corpus_tavern: Taver
     async with app.run_test(size=SIZE) as pilot:
         await workers_idle(pilot)
         await pilot.press("ctrl+o")
-        await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen) and app.screen.is_mounted)
         app.screen.query_one("#import-path", Input).value = str(folder)
         await pilot.press("enter")
         await wait_until(pilot, lambda: any(n.title == "Import" for n in app.notices), timeout=20)

@@ -72,7 +72,7 @@ def test_settings(snap_compare, corpus_tavern: Tavern, size: tuple[int, int]) ->
     async def open_settings(pilot: Pilot[object]) -> None:
         await workers_idle(pilot)
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, SettingsScreen))
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, SettingsScreen) and pilot.app.screen.is_mounted)
         pilot.app.screen.query_one("#settings-title").update("Settings · saved to config.toml")
         await workers_idle(pilot)
         await pilot.pause()
@@ -85,7 +85,7 @@ def test_help(snap_compare, corpus_tavern: Tavern, size: tuple[int, int]) -> Non
     async def open_help(pilot: Pilot[object]) -> None:
         await workers_idle(pilot)
         await pilot.press("f1")
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, HelpScreen) and pilot.app.screen.is_mounted)
         await pilot.pause()
 
     assert snap_compare(_app(corpus_tavern), terminal_size=size, run_before=open_help)
@@ -98,7 +98,7 @@ def test_import_picker(snap_compare, corpus_tavern: Tavern, corpus_dir, monkeypa
     async def open_import(pilot: Pilot[object]) -> None:
         await workers_idle(pilot)
         await pilot.press("ctrl+o")
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ImportScreen))
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ImportScreen) and pilot.app.screen.is_mounted)
         await pilot.pause(1.0)  # the tree reads the folder in its own worker
 
     assert snap_compare(_app(corpus_tavern), terminal_size=size, run_before=open_import)

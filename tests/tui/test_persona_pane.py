@@ -71,7 +71,7 @@ async def settle(pilot: Pilot[object], screen: PersonaScreen, loads: int) -> Non
 
 async def open_editor(pilot: Pilot[object], key: str) -> PersonaEditor:
     await pilot.press(key)
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, PersonaEditor))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, PersonaEditor) and pilot.app.screen.is_mounted)
     editor = pilot.app.screen
     assert isinstance(editor, PersonaEditor)
     return editor
@@ -225,7 +225,7 @@ async def test_add_edit_remove_and_history_from_home(corpus_tavern: Tavern) -> N
         await wait_until(pilot, lambda: app.screen is screen)
 
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
 
 
 async def test_a_stale_version_writes_nothing_and_reloads(corpus_tavern: Tavern) -> None:
@@ -286,7 +286,7 @@ async def test_the_chat_binding_is_shown_and_closes_back(corpus_tavern: Tavern) 
         assert any(b.id == "chat.persona" and b.key == "f8" for _, b, *_ in chat.active_bindings.values())
         await open_pane(pilot, "f8")
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
 
 
 @pytest.mark.usefixtures("no_cursor_blink")

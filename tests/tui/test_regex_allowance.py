@@ -31,7 +31,7 @@ async def test_regex_scripts_are_allowed_once_and_shape_the_transcript(corpus_ta
         assert "6 embedded regex script(s)" in str(app.screen.query_one("#confirm-question").content)
         await pilot.press("y")
         await wait_until(pilot, lambda: corpus_tavern.scripts.allowed(result.id))
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await send(pilot, chat, "你好")

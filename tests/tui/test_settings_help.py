@@ -43,7 +43,7 @@ async def test_settings_configure_an_endpoint_and_use_it_without_a_restart(
         async with app.run_test(size=SIZE) as pilot:
             await workers_idle(pilot)
             await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen))
+            await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen) and app.screen.is_mounted)
             settings = app.screen
             settings.query_one("#base-url", Input).value = server.base_url
             settings.query_one("#api-key", Input).value = KEY
@@ -57,7 +57,7 @@ async def test_settings_configure_an_endpoint_and_use_it_without_a_restart(
             assert settings.query_one("#model", Input).value == "beta-13b"
             assert KEY not in screen_text(app)  # the key field is masked
             await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+            await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
             # Applied at once: the next step streams from the endpoint just configured.
             assert isinstance(tavern.provider, OpenAICompatProvider)
             assert tavern.settings.provider.base_url == server.base_url
@@ -88,7 +88,7 @@ async def test_a_bad_number_in_settings_is_named_and_nothing_is_saved(corpus_tav
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen) and app.screen.is_mounted)
         app.screen.query_one("#wi-depth", Input).value = "-3"
         await pilot.press("ctrl+s")
         await pilot.pause()
@@ -107,7 +107,7 @@ async def test_help_lists_every_binding_of_each_screen_from_the_bindings(corpus_
         await workers_idle(pilot)
         home = app.screen
         await pilot.press("f1")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.is_mounted)
         listed = {row.binding_id for rows in help_rows(home).values() for row in rows}
         assert _declared("HomeScreen") <= listed and {"app.help", "app.settings", "app.quit"} <= listed
         await pilot.pause()
@@ -120,7 +120,7 @@ async def test_help_lists_every_binding_of_each_screen_from_the_bindings(corpus_
         await pilot.press("?")  # typed into the composer: not the help
         assert not isinstance(app.screen, HelpScreen) and chat.prompt.value == "?"
         await pilot.press("f1")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.is_mounted)
         rows = help_rows(chat)
         listed = {row.binding_id for group in rows.values() for row in group}
         assert _declared("ChatScreen") <= listed  # Stop too, though nothing streams ("not now")
@@ -129,11 +129,11 @@ async def test_help_lists_every_binding_of_each_screen_from_the_bindings(corpus_
         assert "Swipe" in rows  # the binding's own group
         await pilot.press("escape")
         await pilot.press("f2")
-        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.is_mounted)
         lore = app.screen
         app.set_focus(None)
         await pilot.press("?")  # nothing focused: `?` opens the help
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.is_mounted)
         listed = {row.binding_id for group in help_rows(lore).values() for row in group}
         assert _declared("LoreScreen") <= listed
 
@@ -153,7 +153,7 @@ async def test_typing_on_home_filters_the_characters(corpus_tavern: Tavern) -> N
         await pilot.press("escape")
         assert home.filter == "" and listing.option_count == everyone
         await pilot.press("ctrl+n")  # the command key still starts a playthrough (an opening draft, issue 20)
-        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.is_mounted)
 
 
 async def test_esc_stays_while_the_composer_holds_text_and_keeps_the_draft(corpus_tavern: Tavern) -> None:
@@ -167,14 +167,14 @@ async def test_esc_stays_while_the_composer_holds_text_and_keeps_the_draft(corpu
         await pilot.pause()
         assert app.screen is chat  # a stray Esc while typing does not leave
         await pilot.press("escape")  # a second one does
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
         assert corpus_tavern.inbox.draft(chat.playthrough_id) == "half a thought"
         await open_character(pilot, "Seraphina")
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.prompt.value)
         chat = app.screen
         chat.prompt.value = ""
         await pilot.press("escape")  # empty composer: back at once
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
 
 
 async def test_a_theme_chosen_is_remembered_across_runs(make_tavern: Callable[..., Tavern],
@@ -202,13 +202,13 @@ async def test_theme_picked_in_settings_is_saved_and_applied(corpus_tavern: Tave
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen) and app.screen.is_mounted)
         app.screen.query_one("#theme", Select).value = "tavern-high-contrast"
         app.screen.query_one("#timestamps", Checkbox).value = True
         await pilot.pause()
         assert app.theme == "tavern-high-contrast"  # previewed
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
         assert app.theme == "tavern-high-contrast" and corpus_tavern.settings.tui.timestamps
     saved = load_settings()
     assert saved.tui.theme == "tavern-high-contrast" and saved.tui.timestamps
@@ -229,4 +229,4 @@ async def test_a_remapped_key_works_and_a_bad_one_is_reported(corpus_tavern: Tav
         listing = app.screen.query_one("#characters", OptionList)
         await wait_until(pilot, lambda: listing.option_count > 0)
         await pilot.press("ctrl+e")  # the action's new key
-        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.is_mounted)

@@ -64,9 +64,9 @@ async def test_state_pane_shows_the_change_and_the_status_names_a_refusal(
         assert changes[0] == "理.好感度: 15 → 20  (她很开心)"
         assert changes[1].startswith("refused _.insert('user', 'x', 1);//试试: SCHEMA VIOLATION")
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
         await pilot.press("ctrl+p")
         await pilot.press(*"State")
         await pilot.pause(0.2)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, StateScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, StateScreen) and app.screen.is_mounted)

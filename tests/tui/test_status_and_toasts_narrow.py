@@ -45,7 +45,7 @@ async def test_a_long_refusal_is_cut_with_an_ellipsis_and_kept_whole_in_the_noti
         assert kept[0].text.splitlines()[1].startswith("• " + REFUSED)
         assert "Cannot assign new key 'y'" in kept[0].text.splitlines()[2]
         await pilot.press("ctrl+l")
-        await wait_until(pilot, lambda: isinstance(app.screen, NoticesScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, NoticesScreen) and app.screen.is_mounted)
         assert "Cannot assign new key 'y'" in screen_text(app)
 
 

@@ -136,7 +136,7 @@ async def test_a_refusal_lets_the_chat_play_without_the_scripts(corpus_tavern: T
         await wait_until(pilot, lambda: asked(app))
         assert scripted.requests == []
         await pilot.press("n")  # refused: the scripts stay off, and the chat can be played
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await send(pilot, chat, "你好")

@@ -75,7 +75,7 @@ async def open_editor(pilot: Pilot[object], screen: StrategyScreen, name: str) -
     """Highlight strategy `name` and press c; the editor once it shows."""
     await highlight(pilot, screen.strategies, name)
     await pilot.press("c")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, StrategyEditor))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, StrategyEditor) and pilot.app.screen.is_mounted)
     editor = pilot.app.screen
     assert isinstance(editor, StrategyEditor)
     return editor
@@ -105,7 +105,7 @@ async def choose(pilot: Pilot[object], editor: StrategyEditor, option: str, valu
 async def save(pilot: Pilot[object]) -> None:
     """Ctrl+S in the editor, then wait until it closed."""
     await pilot.press("ctrl+s")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, StrategyScreen))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, StrategyScreen) and pilot.app.screen.is_mounted)
 
 
 async def test_preview_apply_bind_and_back(corpus_tavern: Tavern, default_preset: int) -> None:

@@ -108,7 +108,7 @@ async def test_the_guard_asks_refuse_then_always(tavern: Tavern, model: ToolMode
     async with TavernApp(tavern).run_test(size=SIZE) as pilot:
         chat = await open_seraphina(pilot)
         await send(pilot, chat, "Burn my diary.", wait=False)
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ToolAskScreen))
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ToolAskScreen) and pilot.app.screen.is_mounted)
         assert "burn_notes" in str(pilot.app.screen.query_one("#tool-ask-what").content)
         assert '"which": "diary"' in str(pilot.app.screen.query_one("#tool-ask-arguments").content)
         await pilot.press("escape")  # refuse
@@ -118,7 +118,7 @@ async def test_the_guard_asks_refuse_then_always(tavern: Tavern, model: ToolMode
         assert refusal["role"] == "tool" and "refused" in json.loads(refusal["content"])["refused"]
 
         await send(pilot, chat, "Burn the letters.", wait=False)
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ToolAskScreen))
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ToolAskScreen) and pilot.app.screen.is_mounted)
         await pilot.click("#always")
         await wait_until(pilot, lambda: len(model.requests) == 4 and not chat.generating)
         assert notes.ran == [{"which": "letters"}]

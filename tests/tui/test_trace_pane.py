@@ -141,14 +141,14 @@ async def test_no_requests_yet(corpus_tavern: Tavern) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await open_seraphina(pilot)
         await pilot.press("f7")
-        await wait_until(pilot, lambda: isinstance(app.screen, TraceScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, TraceScreen) and app.screen.is_mounted)
         screen = app.screen
         assert isinstance(screen, TraceScreen)
         await pilot.pause()
         assert screen.requests.option_count == 0
         assert "No requests yet" in str(screen.query_one("#trace-empty", Static).content)
         await pilot.press("enter", "v", "escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
 
 
 @pytest.mark.usefixtures("no_cursor_blink")

@@ -188,7 +188,7 @@ async def test_new_playthrough_from_a_message_opens_it(corpus_tavern: Tavern, sc
         marks = {v.preview: v.branches for v in corpus_tavern.timeline.timeline(first).variants}
         assert marks["hello"] == (branch.playthrough_id,)
         await pilot.press("escape")  # the branch replaced the chat: back goes home
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
 
 
 async def test_impersonate_then_enter_on_the_empty_prompt_answers(corpus_tavern: Tavern,
@@ -374,7 +374,8 @@ async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: Sc
         await pilot.press("up", "up")
         assert tree_screen.current.preview == "Reply one."
         await pilot.press("e")
-        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        # (the modal is pushed before it composes: wait for its editor, not only the screen)
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen) and bool(app.screen.query(TextArea)))
         editor = app.screen.query_one(TextArea)
         assert editor.text == "Reply one."
         editor.text = "Reply one, rewritten by me."
@@ -386,7 +387,8 @@ async def test_edit_and_delete_from_the_tree(corpus_tavern: Tavern, scripted: Sc
         await pilot.press("down", "down")  # "Reply two."
         assert tree_screen.current.preview == "Reply two."
         await pilot.press("d")  # asks first (SillyTavern asks before deleting)
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))  # y must reach the question
+        # y must reach the question
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         await pilot.press("y")
         await wait_until(pilot, lambda: tree_screen.current is not None and tree_screen.current.deleted)
         await pilot.press("escape")

@@ -9,6 +9,7 @@ from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.draft import DraftScreen
+from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tests.tui.conftest import ScriptedProvider, open_character, wait_until, workers_idle
 
@@ -57,8 +58,9 @@ async def test_tree_and_draft_footers_keep_a_space_between_keys_and_labels(
         expected = "← → Alternatives ⏎ Jump here esc Back" if size[0] >= 120 else "⏎ Jump here esc Back"
         assert expected in tree and "Alternatives⏎" not in tree, tree
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
         await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
         await open_character(pilot, "Skynet", playthrough=False)
         await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
         await workers_idle(pilot)

@@ -22,7 +22,7 @@ async def import_in_the_app(app: TavernApp, pilot, path: Path) -> str:  # type: 
     """Import `path` through ctrl+o and return the summary line."""
     before = len([n for n in app.notices if n.title == "Import"])
     await pilot.press("ctrl+o")
-    await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen))
+    await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen) and app.screen.is_mounted)
     app.screen.query_one("#import-path", Input).value = str(path)
     await pilot.press("enter")
     await wait_until(pilot, lambda: len([n for n in app.notices if n.title == "Import"]) > before, timeout=20)
@@ -55,7 +55,7 @@ async def test_notifications_open_at_the_newest_entry(corpus_tavern: Tavern) -> 
         for n in range(30):
             app.record_notice("warning", f"Notice {n}", f"line one of {n}\nline two of {n}")
         await pilot.press("ctrl+l")
-        await wait_until(pilot, lambda: isinstance(app.screen, NoticesScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, NoticesScreen) and app.screen.is_mounted)
         log = app.screen.query_one(RichLog)
         await wait_until(pilot, lambda: log.max_scroll_y > 0)
         await pilot.pause()
@@ -68,7 +68,7 @@ async def test_the_import_placeholder_fits_80_columns(corpus_tavern: Tavern) -> 
     async with app.run_test(size=(80, 24)) as pilot:
         await workers_idle(pilot)
         await pilot.press("ctrl+o")
-        await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ImportScreen) and app.screen.is_mounted)
         await pilot.pause()
         field = app.screen.query_one("#import-path", Input)
         placeholder = str(field.placeholder)

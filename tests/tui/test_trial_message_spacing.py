@@ -67,7 +67,7 @@ async def test_messages_are_one_blank_row_apart_after_sending_editing_and_a_bran
         await wait_until(pilot, lambda: chat.cursor_message is not None
                          and chat.cursor_message.content == "What happened 1?")
         await pilot.press("e")
-        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen) and app.screen.is_mounted)
         app.screen.query_one("#edit-text").text = "What happened, really?"  # type: ignore[attr-defined]
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.screen is chat and "What happened, really?"

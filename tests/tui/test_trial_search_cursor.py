@@ -50,7 +50,7 @@ async def test_a_search_hit_opens_with_the_cursor_on_that_message(
     async with app.run_test(size=SIZE) as pilot:
         await workers_idle(pilot)
         await pilot.press("ctrl+f")
-        await wait_until(pilot, lambda: isinstance(app.screen, SearchScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, SearchScreen) and app.screen.is_mounted)
         search = app.screen
         assert isinstance(search, SearchScreen)
         await pilot.press(*query)

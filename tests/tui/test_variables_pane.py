@@ -54,7 +54,7 @@ async def test_palette_opens_variables_with_their_history(corpus_tavern: Tavern,
         await wait_until(pilot, lambda: "mood" in str(pane.now.content))
         assert 'mood = "calm"' in str(pane.now.content)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
 
 
 COUNTER = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
