@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -41,8 +42,9 @@ def _queued(env: dict[str, str]) -> list[dict[str, object]]:
     return json.loads(listed.stdout)
 
 
-def _streaming_first(server: LoopbackServer, env: dict[str, str]) -> subprocess.Popen[str]:
-    server.enqueue_sse(sse_chunks_for(REPLY_A, pieces=40), delay=0.25)  # ~10 s of streaming
+def _streaming_first(server: LoopbackServer, env: dict[str, str], gate: threading.Event) -> subprocess.Popen[str]:
+    # Streams until the test opens `gate` (the others queue meanwhile, however slow the machine).
+    server.enqueue_sse(sse_chunks_for(REPLY_A, pieces=40), delay=0.01, gate=gate, gate_after=3)
     first = _start(["chat", "Seraphina", "--playthrough", "1", "--say", "A: are we safe here?"], env)
     _wait_for(lambda: bool(server.requests) or first.poll() is not None, "process 1's request")
     assert first.poll() is None, first.communicate()
@@ -55,12 +57,14 @@ def test_two_queued_says_both_print_the_reply_to_their_batch(cli_env: dict[str, 
     assert _run(["chat", "Seraphina", "--new", "--say", "hello"], cli_env).returncode == 0  # demo provider
     with LoopbackServer() as server:
         env = {**cli_env, "TAVERN_API_BASE": server.base_url, "TAVERN_MODEL": "loop-1"}
-        first = _streaming_first(server, env)
+        gate = threading.Event()
+        first = _streaming_first(server, env, gate)
         server.enqueue_sse(sse_chunks_for(REPLY_BATCH, pieces=2))
         second = _start(["chat", "Seraphina", "--playthrough", "1", "--say", "B: is the glade safe?"], env)
         _wait_for(lambda: len(_queued(cli_env)) == 1, "B queued")
         third = _start(["chat", "Seraphina", "--playthrough", "1", "--say", "C: and the river?"], env)
         _wait_for(lambda: len(_queued(cli_env)) == 2, "C queued")
+        gate.set()
         out1, err1 = first.communicate(timeout=120)
         out2, err2 = second.communicate(timeout=120)
         out3, err3 = third.communicate(timeout=120)
@@ -84,11 +88,13 @@ def test_a_say_stopped_while_it_waits_says_its_line_is_left(cli_env: dict[str, s
     assert _run(["chat", "Seraphina", "--new", "--say", "hello"], cli_env).returncode == 0
     with LoopbackServer() as server:
         env = {**cli_env, "TAVERN_API_BASE": server.base_url, "TAVERN_MODEL": "loop-1"}
-        first = _streaming_first(server, env)
+        gate = threading.Event()
+        first = _streaming_first(server, env, gate)
         second = _start(["chat", "Seraphina", "--playthrough", "1", "--say", "B: is the glade safe?"], env)
         _wait_for(lambda: len(_queued(cli_env)) == 1, "B queued")
         second.send_signal(signal.SIGTERM)
         out2, err2 = second.communicate(timeout=60)
+        gate.set()
         out1, err1 = first.communicate(timeout=120)
     assert first.returncode == 0 and out1.strip() == REPLY_A, err1
     assert out2.strip() == ""

@@ -54,6 +54,8 @@ class _Script:
     body: bytes = b""
     seconds: float = 0.0
     abort: bool = False
+    gate: threading.Event | None = None
+    gate_after: int = 1
 
 
 def _bytes(piece: bytes | str) -> bytes:
@@ -256,7 +258,11 @@ class _Handler(BaseHTTPRequestHandler):
         headers.update(script.headers)
         self._head(script.status, headers)
         try:
-            for chunk in script.chunks:
+            for sent, chunk in enumerate(script.chunks):
+                if script.gate is not None and sent == script.gate_after:
+                    while not script.gate.wait(0.05):  # held open until the test lets it go on
+                        if self.server.owner._stopping.is_set():
+                            return
                 if script.delay and self.server.owner._stopping.wait(script.delay):
                     break
                 if chunk:
@@ -347,6 +353,8 @@ class LoopbackServer:
         done: bool = True,
         *,
         abort: bool = False,
+        gate: threading.Event | None = None,
+        gate_after: int = 1,
     ) -> None:
         """Script an event-stream answer.
 
@@ -359,9 +367,12 @@ class LoopbackServer:
             done: append `data: [DONE]\\n\\n` as a last piece.
             abort: close the socket after the pieces without the terminating chunk, so the
                 client sees a broken connection rather than a clean end.
+            gate: when given, the stream stops after `gate_after` pieces until the test sets it
+                (a reply that streams until something else has happened, however slow the machine).
         """
         pieces = [_bytes(c) for c in chunks] + ([b"data: [DONE]\n\n"] if done else [])
-        self._scripts.put(_Script("sse", status, dict(headers or {}), pieces, delay, abort=abort))
+        self._scripts.put(_Script("sse", status, dict(headers or {}), pieces, delay, abort=abort, gate=gate,
+                                  gate_after=gate_after))
 
     def _record_get(self, request: RecordedRequest) -> None:
         with self._lock:
