@@ -221,7 +221,7 @@ class GroupService:
 
     # --- playing -----------------------------------------------------------------------------
 
-    def _turn_state(self, playthrough_id: int) -> tuple[GroupView, list[Said], str]:
+    def turn_state(self, playthrough_id: int) -> tuple[GroupView, list[Said], str]:
         """(the group, the chat as the turn order reads it, the round's seed). Runs SQL: call it in
         a worker. Raises TavernError when the playthrough plays no group."""
         group = self.group_of(playthrough_id)
@@ -247,7 +247,7 @@ class GroupService:
         """
         if self._steps is None or self._inbox is None:
             raise TavernError("this service cannot run steps")
-        group, chat, seed = await asyncio.to_thread(self._turn_state, playthrough_id)
+        group, chat, seed = await asyncio.to_thread(self.turn_state, playthrough_id)
         ids = self.next_speakers(group, chat, text, seed=seed)
         if not ids:
             if text.strip():
@@ -265,6 +265,39 @@ class GroupService:
                 async for update in updates:
                     yield update
 
+    def upcoming(self, playthrough_id: int) -> tuple[GroupView | None, list[str] | None]:
+        """(the playthrough's group, the names of the members an empty line would have speak
+        next). The names are None in natural order (a random draw: no guess to show) and in
+        manual order. Runs SQL: call it in a worker."""
+        group = self.group_of(playthrough_id)
+        if group is None or group.strategy not in ("list", "pooled"):
+            return group, None
+        _group, chat, seed = self.turn_state(playthrough_id)
+        names = {m.character_id: m.name for m in group.members}
+        return group, [names[i] for i in self.next_speakers(group, chat, "", seed=seed)]
+
+    async def play_queued(self, playthrough_id: int) -> AsyncIterator[MemberTurn | LineQueued | Any]:
+        """A round answering the lines waiting in the inbox (typed while another round ran): the
+        members the turn order picks for them, the first taking the lines as its input (`speak`);
+        `LineQueued` when nobody would reply. Raises as `play_round`."""
+        if self._inbox is None:
+            raise TavernError("this service cannot run steps")
+        inbox = self._inbox()
+
+        def plan() -> tuple[str, list[int]]:
+            group, chat, seed = self.turn_state(playthrough_id)
+            text = "\n".join(item.text for item in inbox.pending(playthrough_id))
+            return text, self.next_speakers(group, chat, text, seed=seed)
+
+        text, ids = await asyncio.to_thread(plan)
+        if not ids:
+            yield LineQueued(text)
+            return
+        for member in ids:
+            async with aclosing(self.speak(playthrough_id, member)) as updates:
+                async for update in updates:
+                    yield update
+
     async def speak(self, playthrough_id: int, character: str | int) -> AsyncIterator[MemberTurn | Any]:
         """One member replies now, whatever the turn order (SillyTavern's "speak now", a manual
         group's way forward, a muted member too); lines waiting in the inbox are its input.
@@ -275,7 +308,7 @@ class GroupService:
         """
         if self._steps is None or self._inbox is None:
             raise TavernError("this service cannot run steps")
-        group, _chat, _seed = await asyncio.to_thread(self._turn_state, playthrough_id)
+        group, _chat, _seed = await asyncio.to_thread(self.turn_state, playthrough_id)
         member = next((m for m in group.members if str(character).strip().casefold()
                        in (str(m.character_id), m.name.casefold())), None)
         if member is None:

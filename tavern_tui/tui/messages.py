@@ -67,6 +67,16 @@ class ReplySettled(Message):
     total_tokens: int | None = None
     content: str = ""
     """The settled text (an impersonation for the composer is not on the surface to re-read)."""
+    event: object = None
+    """The stored reply event (a group member's reply is settled in its box with it)."""
+
+
+@dataclass
+class RoundUpdate(Message):
+    """A group round's own update (`MemberTurn`: who speaks next; `LineQueued`: nobody replies),
+    posted by the chat's generation worker between the steps' updates."""
+
+    update: object
 
 
 @dataclass

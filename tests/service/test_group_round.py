@@ -168,3 +168,21 @@ async def test_a_branch_of_a_group_playthrough_plays_the_same_group(looped: Tave
     server.enqueue_sse(sse_chunks_for("Silence."))
     await _round(looped, branch.id, "Go on.")
     assert [m.speaker for m in looped.playthroughs.messages(branch.id)[-3:]] == ["Ann", "Seraphina", "Shodan"]
+
+
+async def test_upcoming_names_and_queued_lines_answered_by_the_turn_order(looped: Tavern,
+                                                                         server: LoopbackServer) -> None:
+    group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list", user_name="Ann")
+    assert looped.groups.upcoming(playthrough.id) == (looped.groups.group(group.id), ["Seraphina", "Shodan"])
+    looped.groups.set_strategy("Glade", "natural")
+    assert looped.groups.upcoming(playthrough.id)[1] is None  # a random draw: nothing to show
+    looped.groups.set_strategy("Glade", "list")
+
+    looped.inbox.add(playthrough.id, "Typed while another round ran.")
+    server.enqueue_sse(sse_chunks_for("Welcome."))
+    server.enqueue_sse(sse_chunks_for("Insect."))
+    turns = [u.name async for u in looped.groups.play_queued(playthrough.id) if isinstance(u, MemberTurn)]
+    assert turns == ["Seraphina", "Shodan"] and looped.inbox.pending(playthrough.id) == []
+    shown = looped.playthroughs.messages(playthrough.id)[-3:]
+    assert [(m.speaker, m.content) for m in shown] == [
+        ("Ann", "Typed while another round ran."), ("Seraphina", "Welcome."), ("Shodan", "Insect.")]

@@ -29,6 +29,7 @@ from tavern_tui.engine.step import (
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, SecretRefused, TavernError
 from tavern_tui.service import MessageView, PlaythroughView, Tavern
+from tavern_tui.service.groups import LineQueued, MemberTurn
 from tavern_tui.tui.labels import event_label, markup_literal, summary_title
 from tavern_tui.tui.messages import (
     PlaythroughChosen,
@@ -38,6 +39,7 @@ from tavern_tui.tui.messages import (
     ReplyReasoning,
     ReplySettled,
     ReplyStarted,
+    RoundUpdate,
     ToolRan,
     TurnLimitHit,
     WorldBooksRequested,
@@ -46,6 +48,7 @@ from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.modals.tool_ask import ToolAskScreen
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.group_round import GROUP_ACTIONS, GROUP_BINDINGS, GroupChat
 from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
@@ -57,11 +60,12 @@ from tavern_tui.tui.screens.tree import TreeScreen
 from tavern_tui.tui.screens.variables import VariablesScreen
 from tavern_tui.tui.widgets.composer import Composer, InboxStrip
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
+from tavern_tui.tui.widgets.member_strip import MemberStrip
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.tui.widgets.status_line import StatusLine
 from tavern_tui.tui.widgets.transcript import WINDOW, Transcript
-from tavern_tui.views import InboxItemView, SwipeView
+from tavern_tui.views import GroupView, InboxItemView, SwipeView
 
 PLACEHOLDER = ("Say something as {user}… (Enter sends · shift+Enter or ctrl+J new line · "
                "Esc stops a reply or goes back)")
@@ -112,7 +116,7 @@ def describe_failure(error: BaseException | None) -> tuple[str, str]:
     return "internal", f"{type(error).__name__}: {error}" if error else "unknown failure"
 
 
-class ChatScreen(MessageCursor, TavernScreen[None]):
+class ChatScreen(MessageCursor, GroupChat, TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
     The composer is multi-line (`widgets.composer`): shift+Enter or ctrl+J starts a new line, a
@@ -129,7 +133,9 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
     F3 continues it, F4 has the model write the person's next line into the composer, to edit
     and send (`[tui] impersonate_direct`: posted at once; Enter on the empty prompt then answers
     it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset,
-    F7 the requests sent (trace), F8 the persona and its nominations. On a narrow terminal the
+    F7 the requests sent (trace), F8 the persona and its nominations. In a group chat
+    (`group_round`) a line plays a round, one reply per member the turn order picks; ctrl+b or
+    alt+N has a member speak now, ctrl+n mutes one. On a narrow terminal the
     footer leaves out the less used keys (`FOOTER_DROP`); the command palette lists them all.
 
     A turn with tools (issue 19) shows each call as one line (Enter or a click expands it to
@@ -183,11 +189,12 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
                 tooltip="Find a line in any chat, on any branch"),
         Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
         Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
+        *GROUP_BINDINGS,  # group chats only (hidden elsewhere): speak now, mute
     ]
 
     COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
 
-    FOOTER_DROP = ("quit", "load_earlier", "state", "persona", "trace", "strategy", "world_books", "tree")
+    FOOTER_DROP = ("quit", "load_earlier", "state", "persona", "trace", "strategy", "speak", "world_books", "tree")
     """The keys the footer hides first on a narrow terminal: the panes before the keys of play
     (issue 21 item 2: 80 columns keeps Swipe, Regen, Continue and Impersonate, and, while a reply
     streams, Stop); every key still works, the palette key says where help is (F1), and the
@@ -200,6 +207,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
     status = getters.query_one("#status", StatusLine)
     prompt = getters.query_one("#prompt", Composer)
     inbox_strip = getters.query_one("#inbox", InboxStrip)
+    members = getters.query_one("#members", MemberStrip)
 
     def __init__(self, tavern: Tavern, playthrough_id: int, *, typed: str = "", send: str = "",
                  focus: tuple[tuple[int, int], ...] = ()) -> None:
@@ -232,6 +240,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         yield ScreenTitle("", id="chat-title", markup=False)
         yield Transcript(id="transcript")
         yield InboxStrip(id="inbox")
+        yield MemberStrip(id="members")
         yield Composer(placeholder=PLACEHOLDER.format(user="you"), id="prompt", classes="pane")
         yield StatusLine(self.tavern.provider_label, id="status")
         yield FitFooter(drop=self.FOOTER_DROP)
@@ -252,14 +261,17 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
             self.prompt.insert(event.character)
             event.stop()
 
-    def _open(self) -> tuple[PlaythroughView, ChatState, str]:
+    def _open(self) -> tuple[PlaythroughView, ChatState, str, GroupView | None]:
         # In the worker: opening recovers an interrupted step and pins the persona (writes).
         view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
-        return view, self._read_state(view.message_count), self.tavern.inbox.draft(self.playthrough_id)
+        return (view, self._read_state(view.message_count), self.tavern.inbox.draft(self.playthrough_id),
+                self.tavern.groups.group_of(self.playthrough_id))
 
-    async def _opened(self, opened: tuple[PlaythroughView, ChatState, str]) -> None:
-        view, state, draft = opened
+    async def _opened(self, opened: tuple[PlaythroughView, ChatState, str, GroupView | None]) -> None:
+        view, state, draft, group = opened
         self.playthrough = view
+        await self.show_group(group)  # before the transcript: its boxes take the members' colours
+        self.refresh_members()
         self._update_title(view)
         self.prompt.placeholder = PLACEHOLDER.format(user=markup_literal(view.user_name))  # a str is markup
         if draft:  # the kept draft first, then whatever was typed while the chat opened
@@ -345,8 +357,9 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
             preset = f"preset #{view.preset_id}"
             self.call(self.tavern.presets.find_preset, str(view.preset_id), title="Cannot read the preset",
                       severity="warning", then=lambda found: self._preset_named(view, found.id, found.name))
+        name = self.group.name if self.group is not None else view.character_name
         self.query_one("#chat-title", Static).update(
-            f"{view.character_name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
+            f"{name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
         self.prompt.placeholder = PLACEHOLDER.format(user=markup_literal(view.user_name))  # a persona switch too
 
     def _preset_named(self, view: PlaythroughView, preset_id: int, name: str) -> None:
@@ -380,6 +393,8 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
             return None if self.generating else True
         if action == "cancel_queued":
             return self.is_mounted and bool(self.inbox_strip.items)
+        if action in GROUP_ACTIONS:
+            return self.group_allows(action, parameters)
         return True
 
     def _fetch(self, last: int) -> list[MessageView]:
@@ -466,7 +481,10 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
             return
         if not text and self.inbox_strip.items:
             # Queued lines left over (a stopped reply, a restart, another window): answer them.
-            self._start("send", lambda: self.tavern.steps.run_queued(self.playthrough_id))
+            self._start("send", self.queued_updates())
+            return
+        if not text and self.group is not None:  # the members go on by themselves
+            self._start("generate", self.round_updates(""))
             return
         if not text:
             # As SillyTavern: an empty send after the person's last line (e.g. an impersonated
@@ -488,8 +506,10 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
                       title="Cannot queue the message", then=lambda _: self._refresh_queue())
             return
         # Another window or command replying here: the text is queued and goes once that settles.
-        self._allowance.then(lambda: self._start("send", lambda: self.tavern.steps.send_or_queue(
-            self.playthrough_id, text, steer=event.steer, allow_secrets=allow, queued=self._queued_elsewhere), text))
+        updates = self.round_updates(text, allow) if self.group is not None else (
+            lambda: self.tavern.steps.send_or_queue(self.playthrough_id, text, steer=event.steer,
+                                                    allow_secrets=allow, queued=self._queued_elsewhere))
+        self._allowance.then(lambda: self._start("send", updates, text))
 
     def _give_back(self, text: str) -> None:
         """Put a text Enter took (the composer empties itself) back in the composer, before
@@ -607,6 +627,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
     def _start(self, generation: str, updates: Updates, text: str = "") -> None:
         """Run one step (`generation` names it for the transcript) in the generation worker."""
         self._reply = None
+        self.turn = None
         self._generation = generation
         self._started = False
         self._settled_text = ""
@@ -628,6 +649,9 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         async with aclosing(updates()) as stream:
             async for update in stream:
                 match update:
+                    case MemberTurn() | LineQueued():  # a group round: the next member's steps follow
+                        steps = 0
+                        self.post_message(RoundUpdate(update))
                     case StepStarted(user=event, claimed=claimed) if steps:
                         steps += 1
                         if claimed:  # steers claimed at the step boundary: shown, then the reply streams
@@ -650,7 +674,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
                     case ReasoningDelta(text=fragment):
                         self.post_message(ReplyReasoning(fragment))
                     case StepSettled(usage=usage, event=event):
-                        self.post_message(ReplySettled(usage.total_tokens if usage else None, event.content))
+                        self.post_message(ReplySettled(usage.total_tokens if usage else None, event.content, event))
 
     async def on_reply_started(self, message: ReplyStarted) -> None:
         """Show the person's message (a send) and a box to stream into.
@@ -675,7 +699,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
             mark = "writing your line… (it goes into the composer)" if self._into_composer else "writing…"
             box = MessageBox(self.playthrough.user_name, mark=mark, classes="-user -streaming")
         else:
-            box = MessageBox(self.playthrough.character_name, prefill, mark="writing…", classes="-assistant -streaming")
+            box = self.reply_box(prefill, like=last if message.generation in ("regenerate", "continue") else None)
         self._reply = await self.transcript.add(box)
 
     async def on_reply_called_tools(self, message: ReplyCalledTools) -> None:
@@ -698,7 +722,7 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
     async def on_reply_next_step(self, message: ReplyNextStep) -> None:
         """The turn goes on after its tool results: a new box streams its next reply."""
         if self.playthrough is not None:
-            self._reply = await self.transcript.add(MessageBox.streaming(self.playthrough.character_name))
+            self._reply = await self.transcript.add(self.reply_box())
 
     def on_turn_limit_hit(self, message: TurnLimitHit) -> None:
         """Say the step limit, once (the results name it too)."""
@@ -726,9 +750,11 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
         if self._reply is not None:
             await self._reply.append_reasoning(message.text)
 
-    def on_reply_settled(self, message: ReplySettled) -> None:
-        """The reply is stored; the worker's end (below) reconciles the transcript."""
+    async def on_reply_settled(self, message: ReplySettled) -> None:
+        """The reply is stored; the worker's end (below) reconciles the transcript (a group
+        member's box is settled at once: the next member's streams under it)."""
         self._settled_text = message.content
+        await self.settle_member(message.event)
 
     @on(Worker.StateChanged)
     async def _worker_changed(self, event: Worker.StateChanged) -> None:
@@ -782,8 +808,9 @@ class ChatScreen(MessageCursor, TavernScreen[None]):
             await self._show_state(state)
             # Queued while it streamed: the next step claims the batch now (not after a stop
             # or a failure: the person decides then; the next Enter sends them with its text).
-            if worker.state == WorkerState.SUCCESS and state.queued:
-                self._start("send", lambda: self.tavern.steps.run_queued(self.playthrough_id))
+            if worker.state == WorkerState.SUCCESS and state.queued and self._started:
+                self._start("send", self.queued_updates())
+        self.refresh_members()  # who speaks next changed
 
     async def _impersonated_to_composer(self, worker: Worker[None], stored: MessageView | None) -> None:
         """An impersonation for the composer ended: its line goes after what the composer holds

@@ -27,9 +27,18 @@ from tavern_tui.tui.modals.import_screen import (
     summarise,
 )
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.home_groups import (
+    group_details,
+    group_id_of,
+    group_matches,
+    group_option_id,
+    group_playthroughs,
+    group_prompt,
+    latest_or_new,
+)
 from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import OpeningView, distinct_labels
+from tavern_tui.views import GroupView, OpeningView, distinct_labels
 
 DRAFT_PREFIX = "d"
 """Option ids of opening drafts in the playthroughs list start with it (playthroughs are bare ids)."""
@@ -42,7 +51,8 @@ EMPTY_TEXT = ("No characters yet.\n\n"
 
 class HomeScreen(TavernScreen[None]):
     """Lists characters (Enter: latest playthrough, else its newest opening draft, else a new
-    draft) and their playthroughs and drafts (a draft is marked as such, issue 20).
+    draft) and their playthroughs and drafts (a draft is marked as such, issue 20); then the
+    group chats (`home_groups`: Enter opens the newest playthrough of the group, else a new one).
 
     Posts `PlaythroughChosen` for the app to open; imports run in a thread worker.
     """
@@ -79,6 +89,7 @@ class HomeScreen(TavernScreen[None]):
         self._characters: dict[int, CharacterView] = {}
         self._typed_ahead: list[str] | None = None  # keys typed while a chat is being opened
         self._all: list[CharacterView] = []  # every character; the list shows those matching the filter
+        self._groups: list[GroupView] = []  # every group, listed after the characters
         self._playthroughs: dict[int, PlaythroughView] = {}  # the highlighted character's, as listed
         self.filter = ""
         """What was typed on this screen: the characters list shows the names (or tags, creator)
@@ -107,9 +118,9 @@ class HomeScreen(TavernScreen[None]):
 
     def on_mount(self) -> None:
         # Start on the character played last, so reopening the app shows where the person left off.
-        def read() -> tuple[list[CharacterView], int | None]:
+        def read() -> tuple[list[CharacterView], int | None, list[GroupView]]:
             recent = self.tavern.playthroughs.playthroughs(limit=1)
-            return self._read_characters(), recent[0].character_id if recent else None
+            return self._read_characters(), recent[0].character_id if recent else None, self.tavern.groups.groups()
 
         self.call(read, title="Cannot read the characters", group="characters",
                   then=lambda found: self._show_characters(*found))
@@ -136,7 +147,7 @@ class HomeScreen(TavernScreen[None]):
 
     def _set_filter(self, text: str) -> None:
         self.filter = text
-        self._show_characters(self._all, None)
+        self._show_characters(self._all, None, self._groups)
 
     def action_clear_filter(self) -> None:
         """Esc: show every character again."""
@@ -176,7 +187,16 @@ class HomeScreen(TavernScreen[None]):
     def highlighted_character(self) -> CharacterView | None:
         """The character under the cursor, if any."""
         option = self.query_one("#characters", OptionList).highlighted_option
-        return self._characters.get(int(option.id)) if option and option.id else None
+        if option is None or not option.id or group_id_of(option.id) is not None:
+            return None
+        return self._characters.get(int(option.id))
+
+    @property
+    def highlighted_group(self) -> GroupView | None:
+        """The group under the cursor, if any."""
+        option = self.query_one("#characters", OptionList).highlighted_option
+        wanted = group_id_of(option.id if option else None)
+        return next((g for g in self._groups if g.id == wanted), None)
 
     def refresh_characters(self, select: int | None = None) -> None:
         """Re-read the characters in a worker, keeping the cursor on the same one.
@@ -184,25 +204,34 @@ class HomeScreen(TavernScreen[None]):
         Args:
             select: id of a character to put the cursor on instead.
         """
-        self.call(self._read_characters, title="Cannot read the characters", group="characters",
-                  then=lambda characters: self._show_characters(characters, select))
+        def read() -> tuple[list[CharacterView], list[GroupView]]:
+            return self._read_characters(), self.tavern.groups.groups()
+
+        self.call(read, title="Cannot read the characters", group="characters",
+                  then=lambda found: self._show_characters(found[0], select, found[1]))
 
     def _read_characters(self) -> list[CharacterView]:
         return self.tavern.library.characters(include_archived=self.show_archived)
 
-    def _show_characters(self, characters: list[CharacterView], select: int | None) -> None:
+    def _show_characters(self, characters: list[CharacterView], select: int | None,
+                         groups: list[GroupView] | None = None) -> None:
         self._all = list(characters)
+        self._groups = list(groups) if groups is not None else self._groups
         self.set_class(not characters, "-empty")
         listing = self.query_one("#characters", OptionList)
-        current = select if select is not None else getattr(self.highlighted_character, "id", None)
+        group = self.highlighted_group
+        current = str(select) if select is not None else (
+            group_option_id(group) if group else str(getattr(self.highlighted_character, "id", "")))
         characters = [c for c in characters if self._matches(c)]
+        shown_groups = [g for g in self._groups if group_matches(g, self.filter.casefold().strip())]
         self._characters = {c.id: c for c in characters}
         listing.border_title = Content(f"Characters · {self.filter!r} ({len(characters)}/{len(self._all)}) · Esc clears"
                                 if self.filter else "Characters")
         labels = distinct_labels(self._all)  # characters sharing a name show their file and id
-        listing.set_options(Option(self._character_prompt(c, labels[c.id]), id=str(c.id)) for c in characters)
-        if characters:
-            ids = [c.id for c in characters]
+        listing.set_options([*(Option(self._character_prompt(c, labels[c.id]), id=str(c.id)) for c in characters),
+                             *(Option(group_prompt(g), id=group_option_id(g)) for g in shown_groups)])
+        if characters or shown_groups:
+            ids = [str(c.id) for c in characters] + [group_option_id(g) for g in shown_groups]
             listing.highlighted = ids.index(current) if current in ids else 0
         self.refresh_playthroughs()
 
@@ -229,6 +258,9 @@ class HomeScreen(TavernScreen[None]):
         listing = self.query_one("#playthroughs", OptionList)
         details = self.query_one("#character-details", Static)
         character = self.highlighted_character
+        if character is None and self.highlighted_group is not None:
+            self._refresh_group_playthroughs(self.highlighted_group)
+            return
         if character is None:  # none at all, or the filter matches none: no one's playthroughs stay up
             listing.clear_options()
             details.update("")
@@ -240,6 +272,22 @@ class HomeScreen(TavernScreen[None]):
         self.call(self._read_playthroughs, character.id, title="Cannot read the playthroughs",
                   group="playthroughs", exclusive=True,
                   then=lambda found: self._show_playthroughs(character, *found))
+
+    def _refresh_group_playthroughs(self, group: GroupView) -> None:
+        def show(found: list[PlaythroughView]) -> None:
+            if self.highlighted_group is None or self.highlighted_group.id != group.id:
+                return  # the cursor moved on
+            now = self._now()
+            self._playthroughs = {p.id: p for p in found}
+            listing = self.query_one("#playthroughs", OptionList)
+            listing.set_options(Option(self._playthrough_prompt(p, now), id=str(p.id)) for p in found)
+            if found:
+                listing.highlighted = 0
+            listing.border_title = Content(f"Playthroughs of {group.name}")
+            self.query_one("#character-details", Static).update(group_details(group))
+
+        self.call(group_playthroughs, self.tavern, group.id, self.show_archived, title="Cannot read the playthroughs",
+                  group="playthroughs", exclusive=True, then=show)
 
     def _read_playthroughs(self, character_id: int) -> tuple[list[PlaythroughView], list[OpeningView]]:
         # In the worker: the character's playthroughs, then its opening drafts.
@@ -282,6 +330,12 @@ class HomeScreen(TavernScreen[None]):
 
     @on(OptionList.OptionSelected, "#characters")
     def _character_selected(self, event: OptionList.OptionSelected) -> None:
+        group_id = group_id_of(event.option.id)
+        if group_id is not None:  # a group: its newest playthrough, else a new one
+            self._typed_ahead = []
+            self.call(latest_or_new, self.tavern, group_id, title="Cannot open the group", then=self._choose,
+                      failed=lambda _: self._stop_typing_ahead())
+            return
         character = self._characters.get(int(event.option.id or 0))
         if character is None:
             return
@@ -326,7 +380,11 @@ class HomeScreen(TavernScreen[None]):
 
     def action_new_playthrough(self) -> None:
         """Make an opening draft of the highlighted character and open it."""
-        character = self.highlighted_character
+        character, group = self.highlighted_character, self.highlighted_group
+        if group is not None:  # a new chat with the same cast
+            self.call(self.tavern.groups.new_playthrough, group.id, title="Cannot start a playthrough",
+                      then=lambda created: self._choose(created.id))
+            return
         if character is None:
             self.notify("Import a character first (press ctrl+o).", severity="warning")
             return

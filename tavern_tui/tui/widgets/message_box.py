@@ -17,8 +17,10 @@ from tavern_tui.service import MessageView
 from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.tui.labels import message_classes, message_mark
 from tavern_tui.tui.widgets.chat_markdown import ChatMarkdown, ChatRichMarkdown
+from tavern_tui.tui.widgets.member_colours import member_class, member_css
 
 _STATE_CLASSES = ("-streaming", "-partial", "-stopped", "-error")
+
 _FENCE = ("```", "~~~")
 
 
@@ -105,6 +107,7 @@ class MessageBox(Vertical):
     | `-summary` | a summary node: its mark says what it covers; `.originals` (collapsed) expands to them |
     | `-tool` | a tool result, one line (`roll_dice 2d6+1 → [3, 5] + 1 = 9`); `.tool-call` expands to the rest |
     | `-calls-only` | a reply that only called tools (no text): hidden, its tool lines stand for it |
+    | `member-1` … `member-5` | a group member's reply: its speaker label in the member's colour (`MEMBER_PALETTE`) |
 
     | child class | part |
     | --- | --- |
@@ -160,6 +163,7 @@ class MessageBox(Vertical):
 
     MessageBox.-user .speaker { color: $speaker-user; }
     MessageBox.-system .speaker { color: $speaker-system; }
+    """ + member_css("MessageBox.{cls} .speaker") + """
 
     MessageBox .extras { width: 1fr; text-align: right; color: $text-muted; }
 
@@ -211,6 +215,16 @@ class MessageBox(Vertical):
         self._reasoning_stream: MarkdownStream | None = None
         self.view: MessageView | None = None
         """The stored message shown here; None while a reply is still streaming."""
+
+    def set_member(self, position: int | None) -> None:
+        """Colour the speaker label as the group member at `position` (0-based); None: no member
+        colour (a one-character chat, the person, a system line)."""
+        wanted = member_class(position) if position is not None else None
+        stale = [c for c in self.classes if c.startswith("member-") and c != wanted]
+        if stale:
+            self.remove_class(*stale)
+        if wanted is not None:
+            self.add_class(wanted)
 
     @classmethod
     def from_view(cls, view: MessageView) -> MessageBox:
@@ -416,6 +430,9 @@ class MessageBox(Vertical):
             await self.mount_all([_part_widget(view, part) for part in rest], after=body)
         self._content = view.shown
         self.add_class(*message_classes(view))
+        if view.speaker != self._speaker:  # a reply streamed under a name it was not stored under
+            self._speaker = view.speaker
+            self.query_one(".speaker", Label).update(view.speaker)
         self.set_mark(mark if mark is not None else message_mark(view))
 
 

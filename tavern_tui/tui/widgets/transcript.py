@@ -43,6 +43,9 @@ class Transcript(VerticalScroll):
     Attributes:
         fetch: `fetch(n)` returns the newest n messages (`tavern.playthroughs.messages(pid, last=n)`);
             it is run in a thread. None when `show` is always given the whole list.
+        member_of: `member_of(message)` is the 0-based place in its group of the member who wrote
+            a reply (its speaker colour, `MessageBox.set_member`), None for no member colour; None
+            in a one-character chat. Called on the event loop: no I/O.
 
     | child id | part |
     | --- | --- |
@@ -86,6 +89,7 @@ class Transcript(VerticalScroll):
         self.window = window
         self.max_mounted = max(max_mounted, 2 * window)
         self.fetch: Callable[[int], list[MessageView]] | None = None
+        self.member_of: Callable[[MessageView], int | None] | None = None
         self._messages: list[MessageView] = []
         self._offset = 0  # messages older than _messages[0] that are not held
         self._first = 0  # index in _messages of the first mounted message
@@ -166,7 +170,11 @@ class Transcript(VerticalScroll):
     _update_earlier = _update_markers
 
     def _boxes_for(self, messages: Sequence[MessageView]) -> list[MessageBox]:
-        return [MessageBox.from_view(m) for m in messages]
+        boxes = [MessageBox.from_view(m) for m in messages]
+        if self.member_of is not None:
+            for box, message in zip(boxes, messages, strict=True):
+                box.set_member(self.member_of(message))
+        return boxes
 
     async def show(self, messages: Sequence[MessageView], total: int | None = None) -> None:
         """Replace the transcript with `messages` (the newest ones; `total` counts them all),
@@ -200,6 +208,8 @@ class Transcript(VerticalScroll):
         for box, message in zip(boxes, tail):
             if not _shows(box, message):
                 break
+            if self.member_of is not None:  # a reply streamed before its speaker was known
+                box.set_member(self.member_of(message))
             common += 1
         self._messages = list(messages)
         self._first = start
@@ -216,6 +226,8 @@ class Transcript(VerticalScroll):
         stale, fresh = boxes[common:], list(tail[common:])
         # Same count (a swipe): show the new messages in the boxes already there.
         while stale and fresh and await stale[0].show_view(fresh[0]):
+            if self.member_of is not None:
+                stale[0].set_member(self.member_of(fresh[0]))
             stale.pop(0)
             fresh.pop(0)
         if stale:
