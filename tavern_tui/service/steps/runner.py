@@ -1,0 +1,521 @@
+"""Provides `StepRunner`: every engine step of a playthrough (send, reply, regenerate, continue,
+impersonate), what runs after one settles (MVU's commit, belief learning), and the entry points of
+its dry runs, which it delegates to `Previews` (the assembler comes from `Assembling`, the
+variants' forks from `Forks`).
+
+Rules: SillyTavern behaviour followed (format-digest §d): impersonate writes the person's line.
+The async steps run no SQL on the event loop (the TUI awaits them there): each one's synchronous
+prelude (checks, forks, head moves, the assembler, the wait for the key indexes) runs in one
+`asyncio.to_thread` call, and the step itself awaits its log through `engine.log.ThreadedLog`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import replace
+from typing import Any
+
+from tavern_tui.assembly.strategies import PROJECTION
+from tavern_tui.engine.log import COMPOSER_SOURCE, replacement_event
+from tavern_tui.engine.step import (
+    CallNotPrepared,
+    Generation,
+    InboxEmpty,
+    StepBusy,
+    StepFailed,
+    StepOptions,
+    StepSettled,
+    StepUpdate,
+    run_step,
+)
+from tavern_tui.errors import TavernError
+from tavern_tui.lore.result import ActivationResult
+from tavern_tui.providers.base import endpoint_problem
+from tavern_tui.service.compaction import CompactionService
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.inbox import ClaimedElsewhere, InboxService
+from tavern_tui.service.library import LibraryService
+from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.mvu import MvuService
+from tavern_tui.service.persona import PersonaService
+from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.presets import PresetService
+from tavern_tui.service.scripts import ScriptService
+from tavern_tui.service.steps.assembling import Assembling
+from tavern_tui.service.steps.forks import Forks
+from tavern_tui.service.steps.preview import Previews
+from tavern_tui.service.strategies import StrategyService
+from tavern_tui.service.timeline import TimelineService
+from tavern_tui.service.tools import ToolService
+from tavern_tui.service.variables import VariableService
+from tavern_tui.text.names import substitute_names
+from tavern_tui.views import InboxItemView, PlaythroughView
+
+logger = logging.getLogger(__name__)
+
+IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user}}, using the chat history so far "
+                        "as a guideline for the writing style of {{user}}. Don't write as or describe actions of "
+                        "{{char}}.]")
+"""SillyTavern's default `impersonation_prompt` (format-digest §c utility prompts)."""
+
+
+class StepRunner:
+    """Engine steps and their dry runs (`tavern.steps`), composed of `Assembling` (`assembling`: the
+    assembler and what it reads), `Previews` (`previews`: the dry runs) and `Forks` (`forks`: the
+    variants' preludes).
+
+    Args:
+        ctx: the shared settings, store and provider.
+        library, playthroughs, lore, persona, presets, strategies: what a step's assembler
+            reads (card, playthrough, books, persona section, preset, strategy).
+        timeline: the forks a regenerate or continue starts from.
+        variables: the macro variables a step starts from (issue 17; None: a fresh context).
+        compaction: the context limit every request fits and the summaries auto-compaction
+            writes (issue 16).
+        inbox: the queued batch a step claims (previews include it; None: previews see none).
+        mvu: MVU state (issue 18): initialised before a step, bound as the macros' message variables, and
+            committed from each settled reply (None: no MVU state).
+        tools: the tools a turn offers and runs (issue 19; None or none configured: no tools).
+    """
+
+    def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
+                 lore: WorldInfoService, persona: PersonaService, presets: PresetService,
+                 strategies: StrategyService, timeline: TimelineService,
+                 variables: VariableService | None = None, compaction: CompactionService | None = None, *,
+                 inbox: InboxService | None = None, mvu: MvuService | None = None,
+                 tools: ToolService | None = None, scripts: ScriptService | None = None) -> None:
+        self.ctx = ctx
+        self.mvu = mvu
+        self.scripts = scripts
+        self.variables = variables
+        self.library = library
+        self.playthroughs = playthroughs
+        self.lore = lore
+        self.persona = persona
+        self.presets = presets
+        self.strategies = strategies
+        self.timeline = timeline
+        self.inbox = inbox
+        self.tools = tools
+        self.compaction = compaction or CompactionService(ctx, playthroughs, presets)
+        self.assembling = Assembling(ctx, library, playthroughs, lore, persona, presets, strategies, timeline,
+                                     variables, self.compaction, inbox=inbox, mvu=mvu, scripts=scripts)
+        self.previews = Previews(ctx, self.assembling, library, playthroughs, lore, persona, self.compaction,
+                                 variables=variables, mvu=mvu, tools=tools)
+        self.forks = Forks(ctx, timeline)
+        self.last_mvu: dict[int, Any] = {}  # playthrough → the MVU commit of its last settled reply (MvuView | None)
+
+    # -- the dry runs (`Previews`) --------------------------------------------------------
+
+    def estimate_tokens(self, playthrough_id: int) -> int:
+        """Estimated prompt tokens of the next request without new input (the status line
+        figure): the total of `preview` (`Previews.estimate_tokens`)."""
+        return self.previews.estimate_tokens(playthrough_id)
+
+    def context_gauge(self, playthrough_id: int) -> dict[str, Any]:
+        """The status line's context gauge for the next request without new input (issue 16;
+        `Previews.context_gauge`)."""
+        return self.previews.context_gauge(playthrough_id)
+
+    def preview(self, playthrough_id: int, text: str = "", *, strategy: str | None = None) -> dict[str, Any]:
+        """The exact request the next step would send if `text` were sent now (seed 000: the
+        same code path as a step, no provider call, nothing stored; `Previews.preview`)."""
+        return self.previews.preview(playthrough_id, text, strategy=strategy)
+
+    def preview_selection(self, playthrough_id: int, text: str = "", *, strategy: str | None = None,
+                          preset: int | None | bool = False, lore: Sequence[int] = ()) -> dict[str, Any]:
+        """`preview` with other selections, binding nothing, plus the tools the request would
+        carry (issue 20 item 3; `Previews.preview_selection`)."""
+        return self.previews.preview_selection(playthrough_id, text, strategy=strategy, preset=preset, lore=lore)
+
+    def preview_draft(self, draft_id: int, text: str = "") -> dict[str, Any]:
+        """The request an opening draft's first send would make (seed 000 §7; `Previews.preview_draft`)."""
+        return self.previews.preview_draft(draft_id, text)
+
+    def world_info_preview(self, playthrough_id: int, text: str = "", *,
+                           rng: Callable[[], float] | None = None) -> ActivationResult:
+        """Which entries would fire if `text` were sent now in this playthrough, and why (a dry
+        run; `Previews.world_info_preview`)."""
+        return self.previews.world_info_preview(playthrough_id, text, rng=rng)
+
+    def warm_world_info(self, playthrough_id: int) -> int:
+        """Get this playthrough's world info ready before the first send, then freeze the heap
+        (`Previews.warm_world_info`; `release_heap` undoes the freeze). Returns how many entries
+        the dry run activated."""
+        return self.previews.warm_world_info(playthrough_id)
+
+    @staticmethod
+    def release_heap() -> None:
+        """Undo `warm_world_info`'s freeze (when its chat closes; `Previews.release_heap`)."""
+        Previews.release_heap()
+
+    def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
+                   view: PlaythroughView | None = None, *, pin_persona: bool = False,
+                   pending: Sequence[str] = ()) -> Any:
+        """`Assembling.assembler`: the one place a step gets its assembler (tests replace it)."""
+        return self.assembling.assembler(playthrough_id, generation, strategy, view, pin_persona=pin_persona,
+                                         pending=pending)
+
+    # -- sending ----------------------------------------------------------------------------
+
+    async def send(self, playthrough_id: int, text: str, *, allow_secrets: bool = False,
+                   speaker: int | None = None) -> AsyncIterator[StepUpdate]:
+        """Send the person's text and stream the reply (one engine step on the head session).
+
+        Args:
+            allow_secrets: the person confirmed a secret-looking text (`check_message`).
+            speaker: the character who replies, when not the playthrough's own (a group member:
+                its card is `{{char}}` and the reply is stored under its name).
+
+        Yields:
+            `StepStarted`, `TextDelta`/`ReasoningDelta`…, `StepSettled` (engine.step).
+
+        Raises:
+            TavernError: empty text.
+            SecretRefused: the text holds the configured API key, or a secret without
+                `allow_secrets` (`check_message`); nothing is stored or sent.
+            StepBusy: another process is replying in this playthrough right now.
+            StepFailed: the provider failed or the stream was cut; the partial reply is kept as an attempt.
+            asyncio.CancelledError: cancelled by the caller; the partial reply is kept first.
+        """
+        if not text.strip():
+            raise TavernError("nothing to send: the message is empty")
+        self.playthroughs.check_message(text, allow_secrets=allow_secrets)
+        generation = await asyncio.to_thread(self.forks.spoken_by, Generation(), speaker)
+        async with aclosing(self._step(playthrough_id, text, generation)) as steps:
+            async for update in steps:
+                yield update
+
+    async def send_or_queue(self, playthrough_id: int, text: str, *, steer: bool = False, allow_secrets: bool = False,
+                            queued: Callable[[InboxItemView], object] | None = None) -> AsyncIterator[StepUpdate]:
+        """`send`, unless a step is under way in this playthrough in another window or command
+        (`InboxService.step_in_progress`, or `send` refusing as busy): then the text is queued
+        (a durable inbox insert; `queued` is told), the running step is waited for, and a step
+        claims the queue (`run_queued`) and streams. The queue-instead-of-fail of issue 15,
+        in this one function, on today's busy detection.
+
+        Raises:
+            ClaimedElsewhere: another window or command claimed the queued text meanwhile.
+            TavernError / SecretRefused / StepFailed / CancelledError: as `send` (a cancel
+                while waiting leaves the text queued).
+        """
+        assert self.inbox is not None, "send_or_queue needs the inbox service"
+        if not await asyncio.to_thread(self.inbox.step_in_progress, playthrough_id):
+            updates = self.send(playthrough_id, text, allow_secrets=allow_secrets)
+            try:
+                first = await anext(updates)
+            except StepBusy:  # it started elsewhere between the check and the send
+                await updates.aclose()
+            else:
+                async with aclosing(updates):
+                    yield first
+                    async for update in updates:
+                        yield update
+                return
+        item = await asyncio.to_thread(self.inbox.add, playthrough_id, text, steer=steer,
+                                       allow_secrets=allow_secrets)
+        if queued is not None:
+            queued(item)
+        while True:
+            await self.inbox.wait_settled(playthrough_id)
+            pending = await asyncio.to_thread(self.inbox.pending, playthrough_id)
+            if all(p.id != item.id for p in pending):
+                raise ClaimedElsewhere(f"the queued message {item.id} was sent by another tavern window or "
+                                       "command; its reply is there")
+            updates = self.run_queued(playthrough_id)
+            try:
+                first = await anext(updates)
+            except (StepBusy, InboxEmpty):  # another process got there first: wait for its step
+                await updates.aclose()
+                continue
+            async with aclosing(updates):
+                yield first
+                async for update in updates:
+                    yield update
+            return
+
+    async def run_queued(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Answer what waits in the inbox: one step that claims the whole pending batch (steers
+        first, then next-turn items, one `user/message` each, in order) before assembly. The
+        chat calls it when a reply settles with items queued; `tavern chat --say` after waiting.
+
+        Raises:
+            InboxEmpty: nothing is pending (nothing is written).
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        async with aclosing(self._step(playthrough_id, None, Generation(), claim=True)) as steps:
+            async for update in steps:
+                yield update
+
+    # -- one step ---------------------------------------------------------------------------
+
+    def _prepare_step(self, playthrough_id: int, generation: Generation, text: str | None = None,
+                      claim: bool = False) -> tuple[PlaythroughView, Any, dict[str, Any] | None]:
+        """(the playthrough, the assembler) of a step about to run; marks the playthrough played.
+        Called in a worker thread: it runs SQL, reads (and on first use parses) the books, and
+        waits for the key indexes, which the chat's warm-up (another worker thread) may hold for
+        a while on a big book.
+
+        The request is fitted once here, before anything of the step is stored: one that cannot
+        fit is refused now (issue 16: refused before sending, nothing half-stored). Returns
+        (the playthrough, the assembler, that fit's `context` record).
+
+        Raises:
+            NotFound: no such playthrough. PersonaCapExceeded: as `_assembler`.
+            ContextOverflow / PromptTooLarge: the request cannot fit the context.
+        """
+        view = self.playthroughs.playthrough(playthrough_id)
+        with self.ctx.store.unit_of_work() as uow:
+            uow.playthroughs.touch(playthrough_id)
+        if generation.author_id is not None:  # a group member speaks: its card, book and scripts
+            view = replace(view, character_id=generation.author_id, character_name=generation.author_name)
+        if self.mvu is not None:  # MVU initialises before the first generation (initCheck on GENERATION_STARTED)
+            self.mvu.ensure_initialised(playthrough_id)
+        # The batch the step will claim (engine `step.claim.claim_inbox`: the pending items, steers first,
+        # then `text`), read now; an item queued between here and the claim is fitted again by
+        # the assembler in the step's own build, which refuses the same way.
+        claimed = self.assembling.batch(playthrough_id, text or "") if text is not None or claim else []
+        assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True, pending=claimed)
+        self.lore.index_cache.wait_free()
+        history = self.assembling.surface(view.session_id)
+        if getattr(assembler, "strategy", None) == PROJECTION:
+            fitted = assembler.build(history, claimed)[1].get("context")
+        else:
+            fitted = assembler(history, claimed).meta.get("context")
+        return view, assembler, fitted
+
+    async def _prepared(self, playthrough_id: int, text: str | None, generation: Generation,
+                        claim: bool) -> tuple[PlaythroughView, Any, Generation]:
+        """(the playthrough, the assembler, the generation as the person's persona) of a step
+        about to run, fitted: `_prepare_step` off the event loop, auto-compacted while history
+        would be dropped. A step that cannot be prepared keeps the person's text queued."""
+        problem = endpoint_problem(self.ctx.settings.provider.base_url)
+        if problem is not None:  # nothing can be sent: admit nothing, keep the text queued
+            raise await asyncio.to_thread(self._kept_after_failure, playthrough_id, text, problem)
+        # Off the event loop, so the screen keeps answering (and keeps what is typed).
+        try:
+            view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,
+                                                              text, claim)
+        except TavernError:
+            raise  # a refusal that names its cause (a fit, a cap, a busy chat): the caller keeps the text
+        except Exception as exc:  # noqa: BLE001 - anything a card's content broke in the build
+            raise await asyncio.to_thread(self._kept_after_failure, playthrough_id, text, exc) from exc
+        # The person writes under the persona the chat plays as now; their lines keep its name.
+        playing = await asyncio.to_thread(self.persona.playthrough_persona, playthrough_id)
+        generation = replace(generation, speaker=view.user_name, persona=playing.id)
+        rounds = 0
+        while fitted and fitted.get("dropped_messages") and self.ctx.settings.auto_compact and rounds < 3:
+            # Auto-compaction: summarise the oldest block instead of dropping it, then fit again. The
+            # summary itself takes room, so a message or two may still not fit: those are summarised
+            # into it too (a few rounds at most).
+            rounds += 1
+            first_kept = _parse_ref(fitted.get("first_kept"))
+            await self.compaction.compact(playthrough_id, until=first_kept, keep=0 if first_kept is None else None)
+            view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,
+                                                              text, claim)
+        return view, assembler, generation
+
+    async def _step(self, playthrough_id: int, text: str | None, generation: Generation, *,
+                    claim: bool = False, hide_reply: bool = False) -> AsyncIterator[StepUpdate]:
+        """One engine step on the playthrough's head session (send, regenerate, continue,
+        impersonate; `claim`: the inbox's pending batch is its input; `hide_reply`: the settled
+        reply is taken off the surface at once and neither MVU nor consolidation reads it)."""
+        view, assembler, generation = await self._prepared(playthrough_id, text, generation, claim)
+        # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
+        options = StepOptions(generation=generation, stale_after=self.ctx.stale_after, claim=claim,
+                              claims=self.ctx.store.claims, refresh=self.assembling.context_refresh(assembler),
+                              **self._turn_tools(playthrough_id))
+        steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text, options=options)
+        last: StepSettled | None = None  # the turn's final reply: state and learning wait for the lease's release
+        async with aclosing(steps):
+            try:
+                async for update in steps:
+                    if isinstance(update, StepSettled) and hide_reply:
+                        # Off the surface before anything reads it; the request's trace keeps it.
+                        hide = replacement_event([update.event.ref], None, source=COMPOSER_SOURCE)
+                        await asyncio.to_thread(self.ctx.store.events.append, update.event.session_id, [hide])
+                        yield update
+                        continue
+                    if isinstance(update, StepSettled) and not update.calls:
+                        last = update  # the last update of the turn: `run_step` ends (and frees the step) next
+                        continue
+                    if isinstance(update, StepSettled):  # a tool call follows: its results build on this state
+                        await self._commit_mvu(playthrough_id, view.session_id, update)
+                    yield update
+            except StepFailed as exc:
+                raise _with_omit_step(exc, playthrough_id) from exc.cause
+            except CallNotPrepared as exc:  # nothing admitted; the engine put the claimed input back
+                raise TavernError(_not_sent(exc.problem, kept=exc.kept)) from exc
+        if last is not None:
+            # After the step's lease is released: MVU's commit (compare-and-set, retried on a moved base)
+            # and belief learning (perhaps a second model call) no longer tell another window "busy".
+            await self._commit_mvu(playthrough_id, view.session_id, last)
+            await self._consolidate_quietly(playthrough_id)
+            yield last
+
+    def _kept_after_failure(self, playthrough_id: int, text: str | None, exc: BaseException | str) -> TavernError:
+        """The error for a step that cannot be prepared (a card, book or template that broke the
+        build, or `exc` as text: an endpoint that cannot be reached as configured), after the
+        person's `text` is queued in the inbox, durable, so nothing typed is lost: the next step
+        (or `tavern inbox`) sends it."""
+        if isinstance(exc, str):
+            reason = exc
+        else:
+            logger.error("preparing a step of playthrough %s failed", playthrough_id, exc_info=exc)
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
+        if text is None or self.inbox is None:
+            return TavernError(_not_sent(reason, kept=False))
+        try:  # already checked by `send`: the by-value key check still runs in `add`
+            self.inbox.add(playthrough_id, text, allow_secrets=True)
+        except Exception:  # noqa: BLE001 - the store itself failed: say the text was not kept
+            logger.exception("queueing the unsent message of playthrough %s failed", playthrough_id)
+            return TavernError(f"the request could not be built ({reason}); nothing was sent or kept")
+        return TavernError(_not_sent(reason, kept=True))
+
+    def _turn_tools(self, playthrough_id: int) -> dict[str, Any]:
+        """`StepOptions`' tool fields for this playthrough (issue 19): the toolbox, the step
+        limit, and the steers claimed at each step boundary (`InboxService.claim_at_step_boundary`,
+        in a worker thread). Empty when no tool is configured: a plain one-step turn."""
+        toolbox = self.tools.toolbox(playthrough_id) if self.tools is not None else None
+        if toolbox is None or self.tools is None:
+            return {}
+        inbox = self.inbox
+
+        async def at_boundary() -> tuple[Any, list[Any]]:
+            if inbox is None:
+                return None, []
+            return await asyncio.to_thread(inbox.claim_at_step_boundary, playthrough_id)
+
+        return {"tools": toolbox, "max_steps": self.tools.max_steps, "at_boundary": at_boundary}
+
+    # -- after a reply settles --------------------------------------------------------------
+
+    async def _commit_mvu(self, playthrough_id: int, session_id: int, settled: StepSettled) -> None:
+        """Commit the settled reply's MVU commands (issue 18), off the event loop; a failure is logged and
+        never fails the step (the reply is stored; the state stays at the record before it)."""
+        if self.mvu is None:
+            return
+        try:
+            self.last_mvu[playthrough_id] = await asyncio.to_thread(
+                self.mvu.commit_reply, playthrough_id, settled.event.session_id, settled.event)
+        except Exception:  # noqa: BLE001 - state is best effort once the reply is kept
+            logger.exception("MVU commit failed for playthrough %s", playthrough_id)
+
+    async def _consolidate_quietly(self, playthrough_id: int) -> None:
+        """Learn from what the person just said, off the event loop (the UI's thread); a failure
+        is logged, never fails the step it follows. The model extractor runs only when
+        configured and the provider is a real model."""
+        try:
+            if self.ctx.settings.belief_extractor == "model" and not getattr(self.ctx.provider, "placeholder", False):
+                await self.persona.consolidate_with_model(playthrough_id)
+            else:
+                await asyncio.to_thread(self.persona.consolidate, playthrough_id)
+        except Exception:  # noqa: BLE001 - learning is best effort; the reply is already stored
+            logger.exception("belief consolidation failed for playthrough %s", playthrough_id)
+
+    # -- generating variants (their preludes: `Forks`) ------------------------------------
+
+    async def regenerate(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Generate a new variant of the last reply (a swipe right past the end, `--swipe`):
+        a fork before the reply, then one step without new input. When the chat ends with the
+        person's message (no reply yet, or the last one failed), it just generates the reply.
+
+        Raises:
+            TavernError: the last message is the greeting (swipes move among greetings instead).
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        generation = await asyncio.to_thread(self.forks.for_regenerate, playthrough_id)
+        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+            async for update in steps:
+                yield update
+
+    async def generate(self, playthrough_id: int, *, speaker: int | None = None,
+                       claim: bool = False) -> AsyncIterator[StepUpdate]:
+        """Have the model speak without new input, whatever the chat ends with: an empty chat
+        (the model speaks first), the greeting, or its own last reply (SillyTavern's Send with
+        an empty box is `Generate('normal')`; nothing is fabricated as the person's turn).
+        `speaker`: as `send` (the next member of a group round); `claim`: the inbox's pending
+        lines are the step's input (a group's line that waited for a member to be asked).
+
+        Raises:
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        generation = await asyncio.to_thread(self.forks.spoken_by, Generation(), speaker)
+        async with aclosing(self._step(playthrough_id, None, generation, claim=claim)) as steps:
+            async for update in steps:
+                yield update
+
+    async def reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Answer the person's last line without new input: SillyTavern's Send with an empty box
+        after the person's message (e.g. an impersonated one) is `Generate('normal')`, so world
+        info `triggers` and the trace see a normal generation, not a regenerate.
+
+        Raises:
+            TavernError: the chat does not end with the person's message.
+            StepBusy / StepFailed / CancelledError: as `send`.
+        """
+        await asyncio.to_thread(self.forks.check_reply, playthrough_id)
+        async with aclosing(self._step(playthrough_id, None, Generation())) as steps:
+            async for update in steps:
+                yield update
+
+    async def continue_reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+        """Extend the last reply (SillyTavern "continue"): the reply is sent as the last
+        assistant message with the continue nudge after it, and the result, the original text
+        plus the new, becomes a sibling variant of it (the original stays one swipe away).
+
+        Raises:
+            TavernError: the chat does not end with a reply.
+        """
+        generation = await asyncio.to_thread(self.forks.for_continue, playthrough_id)
+        async with aclosing(self._step(playthrough_id, None, generation)) as steps:
+            async for update in steps:
+                yield update
+
+    async def impersonate(self, playthrough_id: int, *, into_composer: bool = False) -> AsyncIterator[StepUpdate]:
+        """Have the model write the person's next line (SillyTavern "impersonate").
+
+        By default it is stored as `user/message` with origin agent (DESIGN.md), then the person
+        may send or edit it. With `into_composer` (SillyTavern's own behaviour: the line lands in
+        the send box, `#send_textarea`, not in the chat) the settled line is hidden from the chat
+        at once (a `surface/replaced` delete, source `COMPOSER_SOURCE`): the caller puts
+        `StepSettled.event.content` in its composer, and what the person then sends is theirs.
+        The request and its reply stay in the trace either way.
+
+        Yields / raises: as `send` (no text of the person's, so no `SecretRefused`).
+        """
+        _greetings, char, user = await asyncio.to_thread(self.timeline.greetings, playthrough_id)
+        generation = Generation("impersonate", instruction=substitute_names(IMPERSONATION_PROMPT, char, user))
+        async with aclosing(self._step(playthrough_id, None, generation, hide_reply=into_composer)) as steps:
+            async for update in steps:
+                yield update
+
+
+def _parse_ref(text: object) -> tuple[int, int] | None:
+    """"12:7" → (12, 7); None for anything else."""
+    session, _, seq = str(text or "").partition(":")
+    return (int(session), int(seq)) if session.isdigit() and seq.isdigit() else None
+
+
+def _not_sent(reason: str, *, kept: bool) -> str:
+    """The message of a step refused before anything was admitted: `reason` (what to fix), that
+    nothing was sent, and, when `kept`, where the person's input waits."""
+    if not kept:
+        return f"the request could not be built ({reason}); nothing was sent"
+    return (f"the request could not be built ({reason}); nothing was sent, and your message is kept in the "
+            "queue (`tavern inbox`, or above the message box): it goes with the next step")
+
+
+def _with_omit_step(exc: StepFailed, playthrough_id: int) -> StepFailed:
+    """A step failed on a call parameter the fallback never drops (the provider's message names
+    it and `tavern omit-param PLAYTHROUGH NAME`): the same failure with this playthrough's number
+    in the command, so the one step past it can be copied as it is. Anything else unchanged."""
+    cause = exc.cause
+    if not (cause.param and "tavern omit-param PLAYTHROUGH" in str(cause)):
+        return exc
+    message = str(cause).replace("tavern omit-param PLAYTHROUGH", f"tavern omit-param {playthrough_id}")
+    named = type(cause)(message, status=cause.status, param=cause.param)
+    return StepFailed(named, exc.attempt)
