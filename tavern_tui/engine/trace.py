@@ -144,7 +144,8 @@ def request_message_of(event: Event, index: int | None) -> dict[str, Any] | None
                                                     if isinstance(r, dict))]
         if not isinstance(array, list) or not 0 <= index < len(array):
             return None
-        return array[index]
+        found = array[index]
+        return found if isinstance(found, dict) else None
     if event.kind == EventKind.SURFACE_REPLACED:
         message = body.get("message")
         if not isinstance(message, dict):
@@ -173,7 +174,7 @@ def verify(record: dict[str, Any],
     digest = record.get("tools") if isinstance(record.get("tools"), dict) else None
     header = tuple(record.get("header") or ())
     wants_tools = bool(digest and digest.get("names")) and len(header) == 2
-    events = read(sorted({m.ref for m in sent} | ({header} if wants_tools else set())))  # type: ignore[arg-type]
+    events = read(sorted({m.ref for m in sent} | ({header} if wants_tools else set())))
     checks: list[MessageCheck] = []
     rebuilt: list[dict[str, Any] | None] = []
     for position, entry in enumerate(sent):
@@ -191,7 +192,7 @@ def verify(record: dict[str, Any],
     tools, status = None, "none"
     if wants_tools:
         assert digest is not None
-        event = events.get(header)  # type: ignore[call-overload]
+        event = events.get(header)
         kept = (event.body.get("tools") or {}).get("offered") if event is not None else None
         if event is None:
             status = "missing"

@@ -8,7 +8,7 @@ Rules: DESIGN.md "One step"; a cancel or a provider error mid-stream keeps what 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
 from tavern_tui.engine.log import AsyncSessionLog, SessionLog, awaited_log, until_done
@@ -21,7 +21,7 @@ from tavern_tui.engine.step.stream import Reply
 from tavern_tui.engine.step.turn import TurnStep
 from tavern_tui.engine.step.types import Assembler
 from tavern_tui.engine.step.updates import StepStarted, StepUpdate
-from tavern_tui.engine.stream import Provider
+from tavern_tui.engine.stream import Provider, ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError
 
 
@@ -34,7 +34,7 @@ async def run_single(
     options: StepOptions,
     lease: Lease | None,
     turn: TurnStep | None = None,
-) -> AsyncIterator[StepUpdate]:
+) -> AsyncGenerator[StepUpdate, None]:
     """Run one step for the user's `text` and stream its progress.
 
     Every log call is awaited, one after another, each complete before the next (a cancel
@@ -89,7 +89,7 @@ async def run_single(
         # aclosing: a consumer that stops early closes the provider's HTTP response at once.
         async with aclosing(provider.stream(opened.request)) as stream:
             async for event in stream:
-                if await reply.take(event):
+                if await reply.take(event) and isinstance(event, TextDelta | ReasoningDelta):
                     yield event
     except (asyncio.CancelledError, GeneratorExit) as stop:
         # A cancel while the attempt is written waits for it; raised after it, unless this

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
@@ -36,7 +36,7 @@ async def tool_turn(
     options: StepOptions,
     lease: Lease | None,
     tools: ToolRunner,
-) -> AsyncIterator[StepUpdate]:
+) -> AsyncGenerator[StepUpdate, None]:
     """A turn with tools (seed 000 §1: "tool-call → tool-role tool/result → perhaps the next
     step"): a step; when its reply asks for tools, each call runs (`tools.run`) and its
     `tool/result` is stored; the steers queued meanwhile are claimed (`options.at_boundary`); then
