@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from tavern_tui.engine.stream import CallContext, ChatRequest, Finished, StreamEvent, TextDelta, Usage
@@ -95,7 +95,7 @@ class DemoProvider:
         no endpoint (`engine.stream.prepare_call`)."""
         return CallContext(self.name, model or self.model, "", dict(config))
 
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         """Stream one reply; the queue is popped at call time, not at first iteration.
 
         Also records `request` in `self.requests` (tests assert what the engine sent).
@@ -104,7 +104,7 @@ class DemoProvider:
         text = self._queue.popleft() if self._queue else canned_reply(request)
         return self._play(text, request)
 
-    async def _play(self, text: str, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def _play(self, text: str, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         for piece in _PIECE.findall(text):
             await asyncio.sleep(self.delay)
             yield TextDelta(piece)

@@ -31,7 +31,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -396,7 +396,7 @@ class OpenAICompatProvider:
                  for name, value in config.items()}
         return CallContext(self.name, model or self.settings.model, endpoint_of(self.settings.base_url), shown)
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         """Stream one completion.
 
         Call-config fallback (seed 000 §3: "Preset fallback omits only a rejected active preset
@@ -447,7 +447,8 @@ class OpenAICompatProvider:
             raise
         yield Attempts(tuple(dict(a) for a in attempts))
 
-    async def _attempted(self, request: ChatRequest, attempts: list[dict[str, Any]]) -> AsyncIterator[StreamEvent]:
+    async def _attempted(self, request: ChatRequest,
+                         attempts: list[dict[str, Any]]) -> AsyncGenerator[StreamEvent, None]:
         """`stream` without its `Attempts` events: the attempts loop, each recorded in `attempts`."""
         # By value: the key and the base URL's credentials, however a server echoes them.
         secrets = [s for s in (self.settings.key, *url_credentials(self.settings.base_url)) if s]
@@ -536,7 +537,7 @@ class OpenAICompatProvider:
             record["retry_delay"] = delay
             await asyncio.sleep(delay)
 
-    async def _parse(self, response: httpx.Response, secrets: list[str]) -> AsyncIterator[StreamEvent]:
+    async def _parse(self, response: httpx.Response, secrets: list[str]) -> AsyncGenerator[StreamEvent, None]:
         """Dispatch on Content-Type: a JSON completion or an event stream."""
         content_type = response.headers.get("content-type", "").lower()
         if content_type.startswith("application/json"):
@@ -551,7 +552,7 @@ class OpenAICompatProvider:
         async for event in self._parse_sse(chunks, content_type, secrets):
             yield event
 
-    async def _parse_sse(self, chunks: Any, content_type: str, secrets: list[str]) -> AsyncIterator[StreamEvent]:
+    async def _parse_sse(self, chunks: Any, content_type: str, secrets: list[str]) -> AsyncGenerator[StreamEvent, None]:
         decoder = SSEDecoder()
         state = _StreamState()
         async for chunk in chunks:

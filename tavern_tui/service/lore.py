@@ -336,8 +336,8 @@ class WorldInfoService:
                 if book_id not in seen and book_id in records:
                     seen.add(book_id)
                     books.append(SourcedBook(self._book(records[book_id]), source))
-        for record, parsed in ((character, card), *also):
-            embedded = self._card_book(record, parsed)
+        for member, parsed in ((character, card), *also):
+            embedded = self._card_book(member, parsed)
             if embedded is not None:
                 books.append(SourcedBook(embedded, "character"))
         return books
