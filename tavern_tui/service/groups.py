@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -234,7 +234,7 @@ class GroupService:
         return group, said(messages, group.members[0].character_id), seed
 
     async def play_round(self, playthrough_id: int, text: str = "", *,
-                         allow_secrets: bool = False) -> AsyncIterator[MemberTurn | LineQueued | Any]:
+                         allow_secrets: bool = False) -> AsyncGenerator[MemberTurn | LineQueued | Any, None]:
         """One line from the person (or none: the members go on by themselves), then one step per
         member the group's turn order picks, each a normal step with its own trace; every reply
         is history for the next member. Yields a `MemberTurn` before each member's step, then
@@ -276,7 +276,7 @@ class GroupService:
         names = {m.character_id: m.name for m in group.members}
         return group, [names[i] for i in self.next_speakers(group, chat, "", seed=seed)]
 
-    async def play_queued(self, playthrough_id: int) -> AsyncIterator[MemberTurn | LineQueued | Any]:
+    async def play_queued(self, playthrough_id: int) -> AsyncGenerator[MemberTurn | LineQueued | Any, None]:
         """A round answering the lines waiting in the inbox (typed while another round ran): the
         members the turn order picks for them, the first taking the lines as its input (`speak`);
         `LineQueued` when nobody would reply. Raises as `play_round`."""
@@ -298,7 +298,7 @@ class GroupService:
                 async for update in updates:
                     yield update
 
-    async def speak(self, playthrough_id: int, character: str | int) -> AsyncIterator[MemberTurn | Any]:
+    async def speak(self, playthrough_id: int, character: str | int) -> AsyncGenerator[MemberTurn | Any, None]:
         """One member replies now, whatever the turn order (SillyTavern's "speak now", a manual
         group's way forward, a muted member too); lines waiting in the inbox are its input.
 

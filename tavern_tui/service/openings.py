@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -312,7 +312,7 @@ class OpeningService:
         return self.playthroughs.playthrough(created.id)
 
     async def send_first(self, draft_id: int, text: str, *, allow_secrets: bool = False,
-                         started: Any = None) -> AsyncIterator[StepUpdate]:
+                         started: Any = None) -> AsyncGenerator[StepUpdate, None]:
         """`begin`, then send `text` in the new playthrough (one step) and stream the reply.
         `started(view)` is told the playthrough as soon as it exists.
 

@@ -11,7 +11,7 @@ import asyncio
 import bisect
 import hashlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from datetime import datetime
 from typing import Any
@@ -304,7 +304,7 @@ class TraceService:
                 "omitted": dict(record.get("omitted") or {}), "messages": result.messages, "checks": checks,
                 "body": body}
 
-    async def replay(self, trace_id: str, *, model: str | None = None) -> AsyncIterator[StepUpdate]:
+    async def replay(self, trace_id: str, *, model: str | None = None) -> AsyncGenerator[StepUpdate, None]:
         """Send a recorded request again, byte for byte (the messages rebuilt by `verify` and the
         recorded config), to the same model or `model`, as a new sibling of the reply it
         produced; the new trace names the one replayed (`replay_of`).

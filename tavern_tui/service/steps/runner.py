@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
@@ -162,7 +162,7 @@ class StepRunner:
     # -- sending ----------------------------------------------------------------------------
 
     async def send(self, playthrough_id: int, text: str, *, allow_secrets: bool = False,
-                   speaker: int | None = None) -> AsyncIterator[StepUpdate]:
+                   speaker: int | None = None) -> AsyncGenerator[StepUpdate, None]:
         """Send the person's text and stream the reply (one engine step on the head session).
 
         Args:
@@ -190,7 +190,8 @@ class StepRunner:
                 yield update
 
     async def send_or_queue(self, playthrough_id: int, text: str, *, steer: bool = False, allow_secrets: bool = False,
-                            queued: Callable[[InboxItemView], object] | None = None) -> AsyncIterator[StepUpdate]:
+                            queued: Callable[[InboxItemView], object] | None = None,
+                            ) -> AsyncGenerator[StepUpdate, None]:
         """`send`, unless a step is under way in this playthrough in another window or command
         (`InboxService.step_in_progress`, or `send` refusing as busy): then the text is queued
         (a durable inbox insert; `queued` is told), the running step is waited for, and a step
@@ -237,7 +238,7 @@ class StepRunner:
                     yield update
             return
 
-    async def run_queued(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+    async def run_queued(self, playthrough_id: int) -> AsyncGenerator[StepUpdate, None]:
         """Answer what waits in the inbox: one step that claims the whole pending batch (steers
         first, then next-turn items, one `user/message` each, in order) before assembly. The
         chat calls it when a reply settles with items queued; `tavern chat --say` after waiting.
@@ -319,7 +320,7 @@ class StepRunner:
         return view, assembler, generation
 
     async def _step(self, playthrough_id: int, text: str | None, generation: Generation, *,
-                    claim: bool = False, hide_reply: bool = False) -> AsyncIterator[StepUpdate]:
+                    claim: bool = False, hide_reply: bool = False) -> AsyncGenerator[StepUpdate, None]:
         """One engine step on the playthrough's head session (send, regenerate, continue,
         impersonate; `claim`: the inbox's pending batch is its input; `hide_reply`: the settled
         reply is taken off the surface at once and neither MVU nor consolidation reads it)."""
@@ -418,7 +419,7 @@ class StepRunner:
 
     # -- generating variants (their preludes: `Forks`) ------------------------------------
 
-    async def regenerate(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+    async def regenerate(self, playthrough_id: int) -> AsyncGenerator[StepUpdate, None]:
         """Generate a new variant of the last reply (a swipe right past the end, `--swipe`):
         a fork before the reply, then one step without new input. When the chat ends with the
         person's message (no reply yet, or the last one failed), it just generates the reply.
@@ -433,7 +434,7 @@ class StepRunner:
                 yield update
 
     async def generate(self, playthrough_id: int, *, speaker: int | None = None,
-                       claim: bool = False) -> AsyncIterator[StepUpdate]:
+                       claim: bool = False) -> AsyncGenerator[StepUpdate, None]:
         """Have the model speak without new input, whatever the chat ends with: an empty chat
         (the model speaks first), the greeting, or its own last reply (SillyTavern's Send with
         an empty box is `Generate('normal')`; nothing is fabricated as the person's turn).
@@ -448,7 +449,7 @@ class StepRunner:
             async for update in steps:
                 yield update
 
-    async def reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+    async def reply(self, playthrough_id: int) -> AsyncGenerator[StepUpdate, None]:
         """Answer the person's last line without new input: SillyTavern's Send with an empty box
         after the person's message (e.g. an impersonated one) is `Generate('normal')`, so world
         info `triggers` and the trace see a normal generation, not a regenerate.
@@ -462,7 +463,7 @@ class StepRunner:
             async for update in steps:
                 yield update
 
-    async def continue_reply(self, playthrough_id: int) -> AsyncIterator[StepUpdate]:
+    async def continue_reply(self, playthrough_id: int) -> AsyncGenerator[StepUpdate, None]:
         """Extend the last reply (SillyTavern "continue"): the reply is sent as the last
         assistant message with the continue nudge after it, and the result, the original text
         plus the new, becomes a sibling variant of it (the original stays one swipe away).
@@ -475,7 +476,8 @@ class StepRunner:
             async for update in steps:
                 yield update
 
-    async def impersonate(self, playthrough_id: int, *, into_composer: bool = False) -> AsyncIterator[StepUpdate]:
+    async def impersonate(self, playthrough_id: int, *,
+                          into_composer: bool = False) -> AsyncGenerator[StepUpdate, None]:
         """Have the model write the person's next line (SillyTavern "impersonate").
 
         By default it is stored as `user/message` with origin agent (DESIGN.md), then the person
