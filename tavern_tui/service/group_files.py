@@ -141,7 +141,7 @@ class GroupFileService:
         except FormatError as exc:
             return ImportResult(name, "group", error=str(exc))
         with self.ctx.store.unit_of_work(write=False) as uow:
-            earlier = next((r for r in uow.groups.list() if _st(r).get("id") == group.id), None)
+            earlier = next((r for r in uow.groups.all() if _st(r).get("id") == group.id), None)
             characters = uow.characters.all()
         if earlier is not None:
             return ImportResult(name, "group", earlier.id, earlier.name, duplicate=True)
@@ -225,7 +225,7 @@ class GroupFileService:
     def _chat_group(self, query: str | int | None, file: str) -> tuple[GroupRecord, list[CharacterRecord]]:
         """The group a chat goes into, and every character. Raises NotFound."""
         with self.ctx.store.unit_of_work(write=False) as uow:
-            records = uow.groups.list()
+            records = uow.groups.all()
             characters = uow.characters.all()
         if query is not None:
             found = self.groups.group(query)

@@ -110,7 +110,7 @@ class GroupService:
             NotFound: nothing matches (the message lists the groups' names).
         """
         with self.ctx.store.unit_of_work(write=False) as uow:
-            records = uow.groups.list()
+            records = uow.groups.all()
             found = self._match(records, query)
             return self._view(found, uow.groups.playthroughs(found.id))
 
@@ -129,7 +129,7 @@ class GroupService:
     def groups(self) -> list[GroupView]:
         """Every group, oldest first, with its playthroughs."""
         with self.ctx.store.unit_of_work(write=False) as uow:
-            pairs = [(r, uow.groups.playthroughs(r.id)) for r in uow.groups.list()]
+            pairs = [(r, uow.groups.playthroughs(r.id)) for r in uow.groups.all()]
         return [self._view(record, ids) for record, ids in pairs]
 
     def group_of(self, playthrough_id: int) -> GroupView | None:
@@ -181,7 +181,7 @@ class GroupService:
         """Apply one cast change ("add", "remove", "mute", "unmute") to the group `query` names."""
         member = self.library.find_character(character).id if character is not None else None
         with self.ctx.store.unit_of_work() as uow:
-            record = self._match(uow.groups.list(), query)
+            record = self._match(uow.groups.all(), query)
             cast = list(record.members)
             index = next((i for i, m in enumerate(cast) if m.character_id == member), None)
             if change == "add":
@@ -215,7 +215,7 @@ class GroupService:
         """Change the turn order ("natural", "list", "manual", "pooled"). Raises ValueError, NotFound."""
         parsed = int(Strategy.parse(strategy))
         with self.ctx.store.unit_of_work() as uow:
-            record = self._match(uow.groups.list(), group)
+            record = self._match(uow.groups.all(), group)
             uow.groups.update(replace(record, strategy=parsed))
         return self.group(record.id)
 

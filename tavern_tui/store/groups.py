@@ -84,7 +84,7 @@ class GroupRepository:
         """The group. Raises NotFound."""
         return _record(self._row(group_id))
 
-    def list(self) -> list[GroupRecord]:
+    def all(self) -> list[GroupRecord]:
         """Every group, oldest first."""
         return [_record(row) for row in self._session.scalars(select(GroupRow).order_by(GroupRow.id))]
 
