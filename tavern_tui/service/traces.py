@@ -324,7 +324,7 @@ class TraceService:
             async for update in steps:
                 yield update
 
-    def _prepare_replay(self, trace_id: str, model: str | None) -> tuple[int, Assembly]:
+    def _prepare_replay(self, trace_id: str, model: str | None) -> tuple[int, Assembly, dict[str, Any]]:
         """`replay`'s prelude, in a worker thread: verify the trace, fork before its reply and
         move the playthrough's head onto the fork (last, once the fork is complete).
 
