@@ -159,8 +159,10 @@ class GroupService:
         if not members:
             raise TavernError("a group needs at least one member (--member CHARACTER)")
         ids = [self.library.find_character(query).id for query in members]
-        if len(set(ids)) != len(ids):
-            raise TavernError("a character is named twice among the members")
+        twice = sorted({query for query, id_ in zip(members, ids, strict=True) if ids.count(id_) > 1})
+        if twice:
+            raise TavernError(f"a character is named twice among the members: {', '.join(twice)}")
+        self._check_name(name.strip())
         record = GroupRecord(0, name.strip(), tuple(GroupMemberRecord(i) for i in ids),
                              int(Strategy.parse(strategy)), _mode(mode), allow_self_responses)
         playthrough = self.playthroughs.new_playthrough(ids[0], user_name=user_name)
@@ -168,6 +170,18 @@ class GroupService:
             stored = uow.groups.add(record)
             uow.groups.attach(playthrough.id, stored.id)
         return self.group(stored.id), playthrough
+
+    def _check_name(self, name: str) -> None:
+        """Refuse a name another group or a character has: `tavern chat NAME` and `tavern group`
+        commands find a group by it. Raises TavernError."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            taken = any(r.name.casefold() == name.casefold() for r in uow.groups.all())
+            character = any(c.name.casefold() == name.casefold() for c in uow.characters.all())
+        if taken:
+            raise TavernError(f"a group named {name!r} exists already; give this one another name")
+        if character:
+            raise TavernError(f"a character is named {name!r}; give the group another name "
+                              "(`tavern chat NAME` would open the character)")
 
     def new_playthrough(self, group: str | int, *, user_name: str | None = None) -> PlaythroughView:
         """Another playthrough of the group (a new chat with the same cast). Raises NotFound."""

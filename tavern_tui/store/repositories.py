@@ -296,10 +296,11 @@ class PlaythroughRepository:
     def list(self, character_id: int | None = None, limit: int | None = None, *,
              include_archived: bool = False) -> list[PlaythroughRecord]:
         """Playthroughs, most recently played first (then newest id first); archived ones only
-        with `include_archived`."""
+        with `include_archived`. A character's (`character_id`) are its one-character chats: a
+        group chat, whose character is its first member, is listed under its group."""
         query = select(Playthrough).order_by(Playthrough.updated_at.desc(), Playthrough.id.desc())
         if character_id is not None:
-            query = query.where(Playthrough.character_id == character_id)
+            query = query.where(Playthrough.character_id == character_id, Playthrough.group_id.is_(None))
         if not include_archived:
             query = query.where(Playthrough.archived_at.is_(None))
         if limit is not None:

@@ -66,3 +66,20 @@ def test_next_speakers_follow_the_groups_order(tavern: Tavern, corpus_dir: Path)
     first = tavern.groups.next_speakers(natural, [user], "Sensei, a question.", seed="p1:3")
     assert first[0] == ids[2] and ids[1] not in first
     assert tavern.groups.next_speakers(natural, [user], "Sensei, a question.", seed="p1:3") == first
+
+
+def test_a_group_name_is_its_own_and_a_members_solo_chats_stay_apart(tavern: Tavern, corpus_dir: Path) -> None:
+    _cast(tavern, corpus_dir)
+    group, playthrough = tavern.groups.new_group("Glade", ["Seraphina", "Shodan"])
+    with pytest.raises(TavernError, match="a group named 'glade' exists already"):
+        tavern.groups.new_group("glade", ["Shodan"])
+    with pytest.raises(TavernError, match="a character is named 'Shodan'"):
+        tavern.groups.new_group("Shodan", ["Seraphina"])
+    with pytest.raises(TavernError, match="named twice among the members: Shodan"):
+        tavern.groups.new_group("Twice", ["Shodan", "Shodan"])
+    # The group's chat is not Seraphina's: her chats list none, and `tavern chat Seraphina` starts a solo one.
+    seraphina = tavern.library.find_character("Seraphina").id
+    assert tavern.playthroughs.playthroughs(seraphina) == []
+    solo = tavern.playthroughs.resolve(seraphina)
+    assert solo.id != playthrough.id and tavern.groups.group_of(solo.id) is None
+    assert [p.id for p in tavern.playthroughs.playthroughs()] == [solo.id, playthrough.id]

@@ -94,7 +94,7 @@ def cmd_group_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         return print_json(out, {"group": group.to_json(), "playthrough": playthrough.to_json()})
     out.write(f"{_describe(group)}\n"
-              f"playthrough {playthrough.id}: `tavern chat {playthrough.id} --say TEXT` plays a round\n")
+              f"playthrough {playthrough.id}: `tavern chat {group.name!r} --say TEXT` plays a round\n")
     return EXIT_OK
 
 
