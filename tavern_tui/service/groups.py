@@ -165,7 +165,7 @@ class GroupService:
         self._check_name(name.strip())
         record = GroupRecord(0, name.strip(), tuple(GroupMemberRecord(i) for i in ids),
                              int(Strategy.parse(strategy)), _mode(mode), allow_self_responses)
-        playthrough = self.playthroughs.new_playthrough(ids[0], user_name=user_name)
+        playthrough = self.playthroughs.new_playthrough(ids[0], user_name=user_name, member=True)
         with self.ctx.store.unit_of_work() as uow:
             stored = uow.groups.add(record)
             uow.groups.attach(playthrough.id, stored.id)
@@ -186,7 +186,8 @@ class GroupService:
     def new_playthrough(self, group: str | int, *, user_name: str | None = None) -> PlaythroughView:
         """Another playthrough of the group (a new chat with the same cast). Raises NotFound."""
         found = self.group(group)
-        playthrough = self.playthroughs.new_playthrough(found.members[0].character_id, user_name=user_name)
+        playthrough = self.playthroughs.new_playthrough(found.members[0].character_id, user_name=user_name,
+                                                        member=True)
         with self.ctx.store.unit_of_work() as uow:
             uow.groups.attach(playthrough.id, found.id)
         return playthrough

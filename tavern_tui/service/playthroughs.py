@@ -247,11 +247,13 @@ class PlaythroughService:
         found = self.playthroughs(character_id, limit=1)
         return found[0] if found else None
 
-    def new_playthrough(self, character_id: int, *, user_name: str | None = None) -> PlaythroughView:
+    def new_playthrough(self, character_id: int, *, user_name: str | None = None,
+                        member: bool = False) -> PlaythroughView:
         """Start a playthrough: a new session opened with the card's greeting as an opening
         reference (role assistant, origin engine; seed 000 §3). A card without a greeting opens
         empty. The persona revision is pinned and `settings.default_strategy` applied
-        (preset-slots-first unless configured).
+        (preset-slots-first unless configured). `member`: a group chat's, whose greeting keeps
+        its speaker (`name`, `character_id`) as a member's reply does.
 
         Raises:
             NotFound: no such character.
@@ -266,7 +268,10 @@ class PlaythroughService:
         greetings = card.greetings
         if greetings and greetings[0].strip():
             text = substitute_names(greetings[0], card.name, user)
-            admit_opening(log, session_id, text, {"greeting_index": 0, "greetings": len(greetings)})
+            meta: dict[str, Any] = {"greeting_index": 0, "greetings": len(greetings)}
+            if member:
+                meta.update(name=card.name, character_id=character_id)
+            admit_opening(log, session_id, text, meta)
         with self.ctx.store.unit_of_work() as uow:
             created = uow.playthroughs.add(character_id=character_id, title="", user_name=user, session_id=session_id)
         self.persona.pin_persona(created.id)

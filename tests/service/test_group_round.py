@@ -186,3 +186,18 @@ async def test_upcoming_names_and_queued_lines_answered_by_the_turn_order(looped
     shown = looped.playthroughs.messages(playthrough.id)[-3:]
     assert [(m.speaker, m.content) for m in shown] == [
         ("Ann", "Typed while another round ran."), ("Seraphina", "Welcome."), ("Shodan", "Insect.")]
+
+
+async def test_the_greeting_is_the_first_members_in_every_members_request(looped: Tavern,
+                                                                         server: LoopbackServer) -> None:
+    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list",
+                                                  user_name="Ann")
+    looped.strategies.apply_strategy(playthrough.id, "projection")
+    server.enqueue_sse(sse_chunks_for("Welcome."))
+    server.enqueue_sse(sse_chunks_for("Insect."))
+    await _round(looped, playthrough.id, "Hello.")
+    greeting = looped.playthroughs.messages(playthrough.id)[0]
+    assert greeting.speaker == "Seraphina" and greeting.source == "opening"
+    sent = [m["content"] for m in server.requests[1].json["messages"] if m["role"] == "assistant"]
+    # Seraphina's card's first_mes begins "*You wake with a start" (the corpus card).
+    assert sent[0].startswith("Seraphina: *You wake with a start")
