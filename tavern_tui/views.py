@@ -296,6 +296,8 @@ class VariantView:
     branches: tuple[int, ...] = ()
     summarised: bool = False
     summary_of: tuple[int, int] | None = None
+    speaker: str | None = None
+    """A group member's name on its reply (None: the role's usual name)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern tree --json`."""
@@ -306,7 +308,8 @@ class VariantView:
                 "siblings_refs": None, "active": self.active, "preview": self.preview, "children": self.children,
                 "edited": self.edited, "deleted": self.deleted, "partial": self.partial,
                 "branches": list(self.branches), "summarised": self.summarised,
-                "summary_of": list(self.summary_of) if self.summary_of else None}
+                "summary_of": list(self.summary_of) if self.summary_of else None,
+                **({"speaker": self.speaker} if self.speaker else {})}
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,13 @@ def inherited_meta(parent_meta: str, parent_id: int, ref: Ref) -> dict[str, Any]
     return meta
 
 
+def _member_name(body: dict[str, Any] | None) -> str | None:
+    """The group member a reply's body names (`name` beside its `character_id`); None otherwise."""
+    if isinstance(body, dict) and isinstance(body.get("character_id"), int) and isinstance(body.get("name"), str):
+        return body["name"] or None
+    return None
+
+
 def branch_title(parent_title: str, mark: str = " (branch)") -> str:
     """A branch playthrough's title: its parent's, marked once, cut with "…" to fit `MAX_TITLE`."""
     base = parent_title.removesuffix(mark)
@@ -170,7 +177,8 @@ class TimelineService:
                                      len(variant.children), on_path is not None and on_path.edited,
                                      on_path is not None and on_path.deleted,
                                      row.kind == EventKind.ASSISTANT_ATTEMPT, tuple(links.get(ref, ())),
-                                     summarised=on_path is not None and on_path.summary is not None))
+                                     summarised=on_path is not None and on_path.summary is not None,
+                                     speaker=_member_name(row.body)))
             if ref in closing:  # the summary node, once, right after the last message it folds
                 summary = shown[ref].summary
                 assert summary is not None and summary.message is not None

@@ -201,3 +201,14 @@ async def test_the_greeting_is_the_first_members_in_every_members_request(looped
     sent = [m["content"] for m in server.requests[1].json["messages"] if m["role"] == "assistant"]
     # Seraphina's card's first_mes begins "*You wake with a start" (the corpus card).
     assert sent[0].startswith("Seraphina: *You wake with a start")
+
+
+async def test_the_tree_names_each_members_reply(looped: Tavern, server: LoopbackServer) -> None:
+    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list", user_name="Ann")
+    server.enqueue_sse(sse_chunks_for("Welcome."))
+    server.enqueue_sse(sse_chunks_for("Insect."))
+    await _round(looped, playthrough.id, "Hello.")
+    variants = looped.timeline.timeline(playthrough.id).variants
+    assert [(v.role, v.speaker, v.preview) for v in variants][-3:] == [
+        ("user", None, "Hello."), ("assistant", "Seraphina", "Welcome."), ("assistant", "Shodan", "Insect.")]
+    assert variants[-1].to_json()["speaker"] == "Shodan"

@@ -160,7 +160,9 @@ class VariantTree(Tree[VariantView]):
 
     def speaker(self, variant: VariantView) -> str:
         """The name shown for `variant`'s speaker (the person's, the character's, Summary or System)."""
-        return "Summary" if variant.summary_of is not None else self._names.get(variant.role, "System")
+        if variant.summary_of is not None:
+            return "Summary"
+        return variant.speaker or self._names.get(variant.role, "System")
 
     def render_label(self, node: TreeNode[VariantView], base_style: Style, style: Style) -> Text:
         variant = node.data
