@@ -275,3 +275,17 @@ def test_group_chat_snapshot(snap_compare, corpus_tavern: Tavern, scripted: Scri
         await pilot.pause()
 
     assert snap_compare(TavernApp(corpus_tavern), terminal_size=SIZE, run_before=play)
+
+
+async def test_ctrl_k_on_a_group_says_a_group_has_no_card(corpus_tavern: Tavern) -> None:
+    _glade(corpus_tavern)
+    async with TavernApp(corpus_tavern).run_test(size=SIZE) as pilot:
+        await workers_idle(pilot)
+        listing = pilot.app.screen.query_one("#characters", OptionList)
+        target = next(i for i in range(listing.option_count)
+                      if str(listing.get_option_at_index(i).prompt).split("\n")[0] == "Glade")
+        while listing.highlighted != target:
+            await pilot.press("down" if (listing.highlighted or 0) < target else "up")
+        await pilot.press("ctrl+k")
+        await wait_until(pilot, lambda: any("A group has no card" in n.message for n in pilot.app._notifications))
+        assert not any("Import a character first" in n.message for n in pilot.app._notifications)

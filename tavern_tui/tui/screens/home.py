@@ -393,6 +393,9 @@ class HomeScreen(TavernScreen[None]):
     def action_card(self) -> None:
         """ctrl+k: the highlighted character's card screen."""
         character = self.highlighted_character
+        if character is None and self.highlighted_group is not None:
+            self.notify("A group has no card of its own: highlight one of its members for theirs.")
+            return
         if character is None:
             self.notify("Import a character first (press ctrl+o).", severity="warning")
             return
