@@ -57,6 +57,10 @@ def test_chat_with_a_group_prints_each_members_reply_after_its_name(cli_env: dic
     assert played.stdout == "Seraphina: Welcome, traveller.\nShodan: Insect.\n"
     assert len(server.requests) == 2
 
+    server.enqueue_sse(sse_chunks_for("Pathetic."))
+    swiped = run_cli(["chat", "Glade", "--swipe"], cli_env)  # the last reply's member is asked again
+    assert (swiped.returncode, swiped.stdout) == (0, "Shodan: Pathetic.\n"), swiped.stderr
+
     server.enqueue_sse(sse_chunks_for("Still here."))
     spoke = run_cli(["group", "speak", "Glade", "Seraphina"], cli_env)
     assert (spoke.returncode, spoke.stdout) == (0, "Seraphina: Still here.\n")

@@ -153,9 +153,11 @@ async def _run_step(tavern: Tavern, playthrough_id: int, args: argparse.Namespac
     if group and (args.say is not None or args.generate):
         updates = tavern.groups.play_round(playthrough_id, args.say or "", allow_secrets=args.allow_secrets)
     elif args.swipe:
-        updates = tavern.steps.regenerate(playthrough_id)
+        updates = _named(tavern.steps.regenerate(playthrough_id), args, out) if group else \
+            tavern.steps.regenerate(playthrough_id)
     elif args.continue_:
-        updates = tavern.steps.continue_reply(playthrough_id)
+        updates = _named(tavern.steps.continue_reply(playthrough_id), args, out) if group else \
+            tavern.steps.continue_reply(playthrough_id)
     elif args.impersonate:
         updates = tavern.steps.impersonate(playthrough_id)
     elif args.reply:
@@ -224,6 +226,20 @@ def _write_update(update: Any, args: argparse.Namespace, out: TextIO, err: TextI
         err.flush()
     elif isinstance(update, TurnLimitReached):
         err.write(f"[tools] {update.message}\n")
+
+
+async def _named(updates: AsyncIterator[Any], args: argparse.Namespace, out: TextIO) -> AsyncIterator[Any]:
+    """A group chat's swipe or continue: the member's name before its reply, as a round prints it."""
+    from contextlib import aclosing
+
+    from tavern_tui.engine.step import StepStarted
+
+    async with aclosing(updates) as stream:  # closed with us: a cancel settles the step at once
+        async for update in stream:
+            if isinstance(update, StepStarted) and update.generation.author_name and not args.json:
+                out.write(f"{update.generation.author_name}: ")
+                out.flush()
+            yield update
 
 
 def _group_playthrough(tavern: Tavern, args: argparse.Namespace) -> int | None:
