@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -219,8 +219,15 @@ class GroupFileService:
             if event.kind == EventKind.ASSISTANT_MESSAGE and line in speakers:
                 _tag(event, speakers[line], cast.names)
         first = record.members[0].character_id
-        return self.chat_files.store_chat(chat, payload, name, (first, cast.names[first]), sessions, events,
-                                          group_id=record.id, label=record.name)
+        result = self.chat_files.store_chat(chat, payload, name, (first, cast.names[first]), sessions, events,
+                                            group_id=record.id, label=record.name)
+        members = {m.character_id for m in record.members}
+        strangers = sorted({c.name for c in characters if c.id in set(speakers.values()) - members})
+        if strangers and result.error is None:  # kept (a member since removed?), but said
+            note = (f"{', '.join(strangers)} wrote replies here but "
+                    f"{'is' if len(strangers) == 1 else 'are'} not in {record.name!r}; kept under their names")
+            result = replace(result, warnings=(*result.warnings, note))
+        return result
 
     def _chat_group(self, query: str | int | None, file: str) -> tuple[GroupRecord, list[CharacterRecord]]:
         """The group a chat goes into, and every character. Raises NotFound."""

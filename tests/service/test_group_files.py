@@ -125,3 +125,14 @@ def test_a_group_made_here_exports_its_chat_with_each_speakers_card_file(tavern:
 ])
 def test_a_group_definition_is_sniffed_before_the_chat_and_card_rules(obj: dict, kind: str) -> None:
     assert sniff_kind(obj) == kind
+
+
+def test_a_chat_imported_into_a_group_without_one_of_its_speakers_says_so(tavern: Tavern, corpus_dir: Path,
+                                                                          tmp_path: Path) -> None:
+    _cast(tavern, corpus_dir)
+    tavern.imports.import_paths([corpus_dir / "cards" / "skynet_v1_legacy.png"])
+    tavern.groups.new_group("Machines", ["Shodan", "Skynet"])
+    _definition, chat_file = _write(tmp_path)  # Seraphina's and Shodan's lines
+    [result] = tavern.imports.import_paths([chat_file], group="Machines")
+    assert result.error is None
+    assert result.warnings == ("Seraphina wrote replies here but is not in 'Machines'; kept under their names",)
