@@ -58,6 +58,7 @@ class LineQueued:
 
     text: str
 
+
 MODES = {"swap": 0, "join": 1}
 """Card modes by name, as SillyTavern's `group_generation_mode` numbers them."""
 
