@@ -258,9 +258,11 @@ async def test_the_tester_in_a_chat_previews_the_next_message(corpus_tavern: Tav
         await pilot.press("c", "p")
         pid = chat.playthrough_id
         character_id = corpus_tavern.playthroughs.playthrough(pid).character_id
-        assert set(bindings_of(corpus_tavern, staging)) == {f"character:{character_id}", f"playthrough:{pid}"}
-        prompt = str(lore.books.get_option_at_index(0).prompt)
-        assert prompt == "● eldoria_st_staging\n  4 entries · this character\n  this playthrough"
+        await wait_until(pilot, lambda: set(bindings_of(corpus_tavern, staging))  # bound in workers
+                         == {f"character:{character_id}", f"playthrough:{pid}"})
+        # (the list is read again in a worker after each binding: wait for the second one's line)
+        await wait_until(pilot, lambda: str(lore.books.get_option_at_index(0).prompt)
+                         == "● eldoria_st_staging\n  4 entries · this character\n  this playthrough")
         # the bound book now takes part in the preview
         await wait_until(pilot, lambda: any(line.startswith(("✗ eldoria_st_staging#", "✓ eldoria_st_staging#"))
                                             for line in lore.tester.decisions.lines))
