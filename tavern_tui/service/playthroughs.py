@@ -191,10 +191,11 @@ class PlaythroughService:
         return self.playthrough(playthrough_id)
 
     def playthroughs(self, character_id: int | None = None, limit: int | None = None, *,
-                     include_archived: bool = False) -> list[PlaythroughView]:
-        """Playthroughs, most recently played first (archived ones only with `include_archived`)."""
+                     include_archived: bool = False, group_id: int | None = None) -> list[PlaythroughView]:
+        """Playthroughs, most recently played first (archived ones only with `include_archived`):
+        a character's one-character chats, a group's chats (`group_id`), or all."""
         with self.ctx.store.unit_of_work(write=False) as uow:
-            records = uow.playthroughs.list(character_id, limit, include_archived=include_archived)
+            records = uow.playthroughs.list(character_id, limit, include_archived=include_archived, group_id=group_id)
             names = {c.id: c.name for c in uow.characters.all()}
             personas, default = _persona_names(uow)
         counts = {r.head_session_id: self._message_count(r.head_session_id) for r in records}

@@ -294,11 +294,13 @@ class PlaythroughRepository:
         return _playthrough(row)
 
     def list(self, character_id: int | None = None, limit: int | None = None, *,
-             include_archived: bool = False) -> list[PlaythroughRecord]:
+             include_archived: bool = False, group_id: int | None = None) -> list[PlaythroughRecord]:
         """Playthroughs, most recently played first (then newest id first); archived ones only
         with `include_archived`. A character's (`character_id`) are its one-character chats: a
-        group chat, whose character is its first member, is listed under its group."""
+        group chat, whose character is its first member, is listed under its group (`group_id`)."""
         query = select(Playthrough).order_by(Playthrough.updated_at.desc(), Playthrough.id.desc())
+        if group_id is not None:
+            query = query.where(Playthrough.group_id == group_id)
         if character_id is not None:
             query = query.where(Playthrough.character_id == character_id, Playthrough.group_id.is_(None))
         if not include_archived:

@@ -83,3 +83,4 @@ def test_a_group_name_is_its_own_and_a_members_solo_chats_stay_apart(tavern: Tav
     solo = tavern.playthroughs.resolve(seraphina)
     assert solo.id != playthrough.id and tavern.groups.group_of(solo.id) is None
     assert [p.id for p in tavern.playthroughs.playthroughs()] == [solo.id, playthrough.id]
+    assert [p.id for p in tavern.playthroughs.playthroughs(group_id=group.id)] == [playthrough.id]

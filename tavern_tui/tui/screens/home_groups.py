@@ -55,13 +55,11 @@ def group_details(group: GroupView) -> str:
 
 def group_playthroughs(tavern: Any, group_id: int, include_archived: bool = False) -> list[PlaythroughView]:
     """The group's playthroughs, most recently played first. Call it in a worker."""
-    group = tavern.groups.group(group_id)
-    views = [tavern.playthroughs.playthrough(pid) for pid in group.playthroughs]
-    return sorted((v for v in views if include_archived or not v.archived), key=lambda v: v.updated_at, reverse=True)
+    return tavern.playthroughs.playthroughs(group_id=group_id, include_archived=include_archived)  # type: ignore[no-any-return]
 
 
 def latest_or_new(tavern: Any, group_id: int) -> int:
     """The id of the group's most recently played playthrough (not archived), else of a new one
     (`GroupService.new_playthrough`). Call it in a worker."""
-    found = group_playthroughs(tavern, group_id)
+    found = tavern.playthroughs.playthroughs(group_id=group_id, limit=1)
     return found[0].id if found else tavern.groups.new_playthrough(group_id).id
