@@ -47,11 +47,6 @@ focused composer would otherwise take it."""
 GROUP_ACTIONS = frozenset(b.action.split("(", 1)[0] for b in GROUP_BINDINGS)
 
 
-def upcoming(tavern: Any, playthrough_id: int) -> tuple[GroupView | None, list[str] | None]:
-    """`GroupService.upcoming`: the group and who an empty line would have speak next. Call it in a worker."""
-    return tavern.groups.upcoming(playthrough_id)  # type: ignore[no-any-return]
-
-
 async def queued_round(tavern: Any, playthrough_id: int) -> AsyncIterator[Any]:
     """The step or round answering the lines waiting in the inbox: a one-character chat's queued
     step, a group's `GroupService.play_queued`."""
@@ -92,7 +87,7 @@ class GroupChat:
     def refresh_members(self) -> None:
         """Re-read the group and who speaks next (in a worker), then show them in the strip."""
         if self.group is not None:
-            self.call(upcoming, self.tavern, self.playthrough_id, title="Cannot read the group",  # type: ignore[attr-defined]
+            self.call(self.tavern.groups.upcoming, self.playthrough_id, title="Cannot read the group",  # type: ignore[attr-defined]
                       severity="warning", group="members", exclusive=True,
                       then=lambda found: self.show_group(*found))
 
