@@ -32,7 +32,7 @@ async def open_seraphina(pilot: Pilot[object]) -> ChatScreen:
     """From the home screen, open Seraphina's chat and wait until its transcript is shown."""
     await open_character(pilot, "Seraphina")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
-                     and bool(pilot.app.screen.transcript.boxes))
+                     and pilot.app.screen.is_mounted and bool(pilot.app.screen.transcript.boxes))
     screen = pilot.app.screen
     assert isinstance(screen, ChatScreen)
     return screen
@@ -158,7 +158,8 @@ async def test_reopening_shows_the_playthrough_and_its_messages(make_tavern: Cal
         # The title (its first line, issue 20 item 4), then id, message count and last played.
         assert str(playthroughs.get_option_at_index(0).prompt) == f"hello\n#{pid} · 3 messages · just now"
         await pilot.press("tab", "enter")  # focus the playthroughs, open the highlighted one
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         assert app.screen.playthrough_id == pid
         assert [b.text for b in app.screen.transcript.boxes] == texts
         assert texts[-1] == "Welcome back."
@@ -182,7 +183,8 @@ async def test_new_playthrough_key_makes_a_draft_that_the_first_line_plays(corpu
         assert [d.character_id for d in corpus_tavern.openings.drafts()] == [seraphina.id]
         scripted.enqueue("Welcome, traveller.")
         await pilot.press(*"Hello", "enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.playthrough_id != first)
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and app.screen.playthrough_id != first)
         chat = app.screen
         await wait_until(pilot, lambda: [b.text for b in chat.transcript.boxes][-2:]
                          == ["Hello", "Welcome, traveller."])

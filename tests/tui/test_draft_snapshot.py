@@ -38,7 +38,7 @@ def test_impersonated_line_in_the_composer(snap_compare, corpus_tavern: Tavern, 
     async def ready(pilot: Pilot[object]) -> None:
         await open_character(pilot, "Seraphina")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
-                         and bool(pilot.app.screen.transcript.boxes))
+                         and pilot.app.screen.is_mounted and bool(pilot.app.screen.transcript.boxes))
         chat = pilot.app.screen
         await workers_idle(pilot)
         await pilot.press("f4")

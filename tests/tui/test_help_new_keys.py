@@ -61,7 +61,8 @@ async def test_chat_help_footer_and_palette_have_state_and_the_cursor_keys(corpu
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=(140, 36)) as pilot:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         await workers_idle(pilot)
         # 140 columns: State is in the footer; at 120 the footer is full and it gives way first.
@@ -117,7 +118,7 @@ async def test_tool_question_keys_and_x_opens_a_tool_line(tavern: Tavern, model:
     async with TavernApp(tavern).run_test(size=WIDE) as pilot:
         await open_character(pilot, "Seraphina")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
-                         and bool(pilot.app.screen.transcript.boxes))
+                         and pilot.app.screen.is_mounted and bool(pilot.app.screen.transcript.boxes))
         chat = pilot.app.screen
         await pilot.press(*"Burn my diary.")
         await pilot.press("enter")

@@ -34,7 +34,7 @@ def _direct(tavern: Tavern, direct: bool) -> None:
 async def _open_chat(pilot) -> ChatScreen:  # type: ignore[no-untyped-def]
     await open_character(pilot, "Seraphina")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
-                     and bool(pilot.app.screen.transcript.boxes))
+                     and pilot.app.screen.is_mounted and bool(pilot.app.screen.transcript.boxes))
     await workers_idle(pilot)
     return pilot.app.screen
 
@@ -229,7 +229,8 @@ async def test_variant_and_branch_keys_on_a_middle_message(corpus_tavern: Tavern
         await pilot.press("alt+up", "alt+up", "alt+up")
         assert chat.cursor_message is not None and chat.cursor_message.content == "First answer, again."
         await pilot.press("b")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.playthrough_id != first
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and app.screen.playthrough_id != first
                          and bool(app.screen.transcript.boxes))
         await workers_idle(pilot)
         branch = app.screen

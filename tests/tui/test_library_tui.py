@@ -81,7 +81,8 @@ async def test_search_from_home_opens_the_hit_on_its_branch_at_that_message(
         shown = str(results.get_option_at_index(0).prompt)
         assert "another branch" in shown and "Seraphina: A cormorant nests under the gallery." in shown
         await pilot.press("down", "enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.cursor_ref is not None)
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and app.screen.cursor_ref is not None)
         chat = app.screen
         assert isinstance(chat, ChatScreen) and chat.playthrough_id == pid
         # The branch was switched to the one holding the line, and the cursor sits on it.
@@ -98,7 +99,8 @@ async def test_search_from_a_chat_and_archived_chats_only_with_the_toggle(
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Shodan")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         assert app.screen.playthrough_id == other
         assert app.screen.focused is app.screen.prompt  # ctrl+f is not the composer's: priority binding
         screen = await search_for(pilot, word)
@@ -109,7 +111,8 @@ async def test_search_from_a_chat_and_archived_chats_only_with_the_toggle(
         assert screen.query_one("#search-archived", Checkbox).value
         assert [h.playthrough_id for h in screen.hits] == [pid] and screen.hits[0].archived
         await pilot.press("down", "enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.playthrough_id == pid)
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and app.screen.playthrough_id == pid)
         # The hit's chat took the place of the chat the search was opened over (Esc goes home).
         assert [type(s) for s in app.screen_stack[1:]] == [HomeScreen, ChatScreen]
 

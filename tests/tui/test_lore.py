@@ -208,7 +208,8 @@ async def test_opening_a_chat_prepares_its_world_info_in_a_worker(corpus_tavern:
     assert not cache._cache
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Seraphina")  # her card carries the 4-entry Eldoria book
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(cache._cache))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(cache._cache))
         await app.workers.wait_for_complete()
         [index] = cache._cache.values()  # built without a send: by the chat's warm-up
         assert isinstance(index, FastIndex) and gc.get_freeze_count() > 0
@@ -219,7 +220,8 @@ async def test_the_tester_in_a_chat_previews_the_next_message(corpus_tavern: Tav
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         await pilot.press("f2")
         await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.tester.result is not None)
@@ -353,6 +355,7 @@ async def test_leaving_the_chat_releases_the_frozen_heap(corpus_tavern: Tavern) 
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and gc.get_freeze_count() > 0)
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and gc.get_freeze_count() > 0)
         await pilot.press("escape")  # back home: the chat screen is gone, so is the freeze holding it
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and gc.get_freeze_count() == 0)

@@ -29,7 +29,7 @@ SIZE = (120, 40)
 async def _chat_with_two_exchanges(pilot, scripted: ScriptedProvider) -> ChatScreen:  # type: ignore[no-untyped-def]
     await open_character(pilot, "Seraphina")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
-                     and bool(pilot.app.screen.transcript.boxes))
+                     and pilot.app.screen.is_mounted and bool(pilot.app.screen.transcript.boxes))
     chat = pilot.app.screen
     for line, reply in (("First words", "First answer."), ("Second words", "Second answer.")):
         scripted.enqueue(reply)

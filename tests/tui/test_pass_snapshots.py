@@ -51,7 +51,7 @@ def test_chat_with_timestamps(snap_compare, corpus_tavern: Tavern, scripted: Scr
     async def chat(pilot: Pilot[object]) -> None:
         await open_character(pilot, "Seraphina")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
-                         and bool(pilot.app.screen.transcript.boxes))
+                         and pilot.app.screen.is_mounted and bool(pilot.app.screen.transcript.boxes))
         screen = pilot.app.screen
         await pilot.press(*"Where am I?")
         await pilot.press("enter")

@@ -63,7 +63,8 @@ async def test_settings_configure_an_endpoint_and_use_it_without_a_restart(
             assert tavern.settings.provider.base_url == server.base_url
             assert tavern.provider_label.endswith("beta-13b")
             await open_character(pilot, "Seraphina")
-            await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+            await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                            and app.screen.is_mounted and bool(app.screen.transcript.boxes))
             chat = app.screen
             await pilot.press(*"Hi there")
             await pilot.press("enter")
@@ -115,7 +116,8 @@ async def test_help_lists_every_binding_of_each_screen_from_the_bindings(corpus_
         assert "Keys · Home" in shown and "^n" in shown and "New playthrough" in shown and "home.import" in shown
         await pilot.press("escape")
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         await pilot.press("?")  # typed into the composer: not the help
         assert not isinstance(app.screen, HelpScreen) and chat.prompt.value == "?"
@@ -160,7 +162,8 @@ async def test_esc_stays_while_the_composer_holds_text_and_keeps_the_draft(corpu
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         await pilot.press(*"half a thought")
         await pilot.press("escape")
@@ -170,7 +173,8 @@ async def test_esc_stays_while_the_composer_holds_text_and_keeps_the_draft(corpu
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
         assert corpus_tavern.inbox.draft(chat.playthrough_id) == "half a thought"
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.prompt.value)
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and app.screen.prompt.value)
         chat = app.screen
         chat.prompt.value = ""
         await pilot.press("escape")  # empty composer: back at once

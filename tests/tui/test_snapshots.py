@@ -26,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("no_cursor_blink")
 async def _chat_with_one_exchange(pilot: Pilot[object]) -> None:
     await open_character(pilot, "Seraphina")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
-                     and bool(pilot.app.screen.transcript.boxes))
+                     and pilot.app.screen.is_mounted and bool(pilot.app.screen.transcript.boxes))
     chat = pilot.app.screen
     await pilot.press(*"Where am I?")
     await pilot.press("enter")
@@ -78,7 +78,7 @@ def test_lore_screen_in_a_chat_with_the_tester(snap_compare, corpus_tavern: Tave
     async def _test_in_the_lore_pane(pilot: Pilot[object]) -> None:
         await open_character(pilot, "Seraphina")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
-                         and bool(pilot.app.screen.transcript.boxes))
+                         and pilot.app.screen.is_mounted and bool(pilot.app.screen.transcript.boxes))
         await pilot.press("f2")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, LoreScreen)
                          and pilot.app.screen.tester.result is not None)

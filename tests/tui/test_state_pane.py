@@ -42,7 +42,8 @@ async def test_state_pane_shows_the_change_and_the_status_names_a_refusal(
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "青空 理")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await pilot.press("ctrl+right")  # the second greeting

@@ -29,7 +29,8 @@ async def test_a_long_refusal_is_cut_with_an_ellipsis_and_kept_whole_in_the_noti
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=NARROW) as pilot:
         await open_character(pilot, "青空 理")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await pilot.press("ctrl+right")  # the second greeting
@@ -56,7 +57,8 @@ async def test_a_long_toast_stays_off_the_composer_at_80_columns(corpus_tavern: 
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=NARROW, notifications=True) as pilot:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await send(pilot, chat, "hello")

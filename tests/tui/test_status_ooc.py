@@ -16,7 +16,8 @@ async def test_the_status_line_shows_ooc_only_while_it_is_on(corpus_tavern: Tave
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=(120, 30)) as pilot:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.status.ooc)
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and app.screen.status.ooc)
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         assert chat.status.line.split("  ·  ")[:2] == [corpus_tavern.provider_label, "OOC"]

@@ -43,7 +43,8 @@ async def test_the_status_page_is_one_line_under_the_reply(corpus_tavern: Tavern
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "青空 理")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await send(pilot, chat, "你好")
@@ -93,7 +94,8 @@ async def test_the_draft_asks_before_the_first_request(corpus_tavern: Tavern, sc
         await wait_until(pilot, lambda: "<UpdateVariable>" not in str(draft.query_one("#draft-greeting-text").render())
                          and "_.set(" not in str(draft.query_one("#draft-greeting-text").render()))
         await pilot.press(*"你好", "enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and len(scripted.requests) == 1)
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and len(scripted.requests) == 1)
         chat = app.screen
         await wait_until(pilot, lambda: not chat.generating and chat.transcript.boxes[-1].text == "理安静地听着。")
         sent = "\n".join(str(m.get("content", "")) for m in scripted.requests[0].messages)

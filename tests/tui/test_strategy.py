@@ -18,7 +18,7 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.strategy.editor import StrategyEditor
 from tavern_tui.tui.screens.strategy.labels import PREVIEW_LABEL, preview_content
-from tests.tui.conftest import wait_until
+from tests.tui.conftest import wait_until, workers_idle
 from tests.tui.test_app import SIZE, open_seraphina
 
 DEFAULT_PRESET = "st_openai_default_staging"
@@ -106,6 +106,7 @@ async def save(pilot: Pilot[object]) -> None:
     """Ctrl+S in the editor, then wait until it closed."""
     await pilot.press("ctrl+s")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, StrategyScreen) and pilot.app.screen.is_mounted)
+    await workers_idle(pilot)  # the list and the notice come from the save's worker and the refresh after it
 
 
 async def test_preview_apply_bind_and_back(corpus_tavern: Tavern, default_preset: int) -> None:
@@ -251,6 +252,7 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         # Enter applies it
         await pilot.press("enter")
         await wait_until(pilot, lambda: corpus_tavern.strategies.applied_strategy(pid).name == "lean")
+        await workers_idle(pilot)  # the list is relabelled by a worker after the apply
         assert corpus_tavern.strategies.applied_strategy(pid) == corpus_tavern.strategies.strategy_spec("lean", 1)
         assert f"Applied lean v1 to #{pid}: the next steps use it." in notes(seen)
         assert applied_lines(screen.strategies) == ["lean · v1 · preset-slots-first |   ● applied"]
@@ -274,6 +276,7 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         # Enter applies the version listed
         await pilot.press("enter")
         await wait_until(pilot, lambda: corpus_tavern.strategies.applied_strategy(pid).version == 2)
+        await workers_idle(pilot)  # the list is relabelled by a worker after the apply
         assert line_of(screen.strategies, "lean") == "lean · v2 · preset-slots-first\n  ● applied\n  examples=system"
 
 

@@ -180,7 +180,8 @@ async def test_new_playthrough_from_a_message_opens_it(corpus_tavern: Tavern, sc
         await pilot.press("up")
         assert tree_screen.current.preview == "hello"
         await pilot.press("b")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.playthrough_id != first
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and app.screen.playthrough_id != first
                          and bool(app.screen.transcript.boxes))
         branch = app.screen
         assert shown(branch) == [greeting, "hello"]

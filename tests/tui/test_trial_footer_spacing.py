@@ -28,7 +28,8 @@ async def test_chat_footer_keeps_a_space_between_entries(corpus_tavern: Tavern, 
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=size) as pilot:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         await workers_idle(pilot)
         await pilot.pause()
         text = footer_text(app)
@@ -48,7 +49,8 @@ async def test_tree_and_draft_footers_keep_a_space_between_keys_and_labels(
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=size) as pilot:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         await pilot.press("f5")
         await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen) and app.screen.loaded)
         await workers_idle(pilot)

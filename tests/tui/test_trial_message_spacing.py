@@ -49,7 +49,8 @@ async def test_messages_are_one_blank_row_apart_after_sending_editing_and_a_bran
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Skynet")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and len(app.screen.transcript.boxes) == 5)
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and len(app.screen.transcript.boxes) == 5)
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await settle(pilot)

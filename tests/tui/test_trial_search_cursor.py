@@ -57,7 +57,8 @@ async def test_a_search_hit_opens_with_the_cursor_on_that_message(
         await wait_until(pilot, lambda: bool(search.hits))
         assert search.query_one("#search-results", OptionList).option_count >= 1
         await pilot.press("down", "enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.cursor_ref is not None)
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and app.screen.cursor_ref is not None)
         chat = app.screen
         assert isinstance(chat, ChatScreen) and chat.playthrough_id == pid
         assert chat.cursor_message is not None and chat.cursor_message.content == expected
@@ -78,7 +79,8 @@ async def test_page_to_ref_finds_a_message_read_further_back(corpus_tavern: Tave
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         await workers_idle(pilot)
         transcript = app.screen.transcript
         assert target.ref not in {b.view.ref for b in transcript.boxes if b.view is not None}

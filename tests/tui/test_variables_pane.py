@@ -31,7 +31,8 @@ async def test_palette_opens_variables_with_their_history(corpus_tavern: Tavern,
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Tally")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await send(pilot, chat, "first")
@@ -82,7 +83,8 @@ async def test_a_turn_counter_card_counts_five_turns_a_swipe_and_a_restart(
     app = TavernApp(tavern)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Counter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         for n in range(1, 6):
@@ -111,7 +113,8 @@ async def test_a_turn_counter_card_counts_five_turns_a_swipe_and_a_restart(
     app = TavernApp(again)
     async with app.run_test(size=SIZE) as pilot:
         await open_character(pilot, "Counter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
+                                        and app.screen.is_mounted and bool(app.screen.transcript.boxes))
         chat = app.screen
         assert isinstance(chat, ChatScreen) and chat.playthrough_id == pid
         assert chat.transcript.boxes[-1].text == "Reply 5."  # the variant shown when it closed
