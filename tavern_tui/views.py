@@ -402,6 +402,8 @@ class TraceView:
         omitted: call-config fields this request left out → the provider's reason.
         assembled_tokens: the request's own token count when it was assembled (its context
             fit's `used`: the app's estimate or tokenizer, not the provider's), or None.
+        speaker: the group member the request was written for (its reply's `name`); None
+            outside a group chat, and while the reply is not stored yet.
     """
 
     id: str
@@ -422,6 +424,7 @@ class TraceView:
     retry_of: str | None = None
     omitted: dict[str, str] = field(default_factory=dict)
     assembled_tokens: int | None = None
+    speaker: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern trace list --json`."""
@@ -429,7 +432,8 @@ class TraceView:
                 "provider": self.provider, "model": self.model, "strategy": self.strategy,
                 "generation": self.generation, "messages": self.messages, "config": self.config,
                 "attempts": self.attempts, "usage": self.usage, "latency_ms": self.latency_ms, "reply": self.reply,
-                "outcome": self.outcome, "attempt": self.attempt, "retry_of": self.retry_of, "omitted": self.omitted}
+                "outcome": self.outcome, "attempt": self.attempt, "retry_of": self.retry_of, "omitted": self.omitted,
+                "speaker": self.speaker}
 
 
 @dataclass(frozen=True, slots=True)

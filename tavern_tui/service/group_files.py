@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tavern_tui.engine.events import EventKind, NewEvent
+from tavern_tui.engine.step import OPENING_SOURCE
 from tavern_tui.errors import FormatError, NotFound, SecretRefused, TavernError
 from tavern_tui.formats.chatlog import ChatLine, ParsedChat, write_chat_jsonl
 from tavern_tui.formats.groups import (
@@ -38,6 +39,7 @@ from tavern_tui.service.groups import GroupService
 from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.store.groups import GroupMemberRecord, GroupRecord
 from tavern_tui.store.repositories import CharacterRecord
+from tavern_tui.text.names import substitute_names
 from tavern_tui.views import ImportResult
 
 ST_DATA = "st"
@@ -263,11 +265,14 @@ class GroupFileService:
         header, pairs = self.chat_files.export_lines(playthrough_id)
         avatars = member_avatars(record, characters)
         first = record.members[0].character_id
+        own = self.groups.playthroughs.playthrough(playthrough_id)
         lines = []
         for message, line in pairs:
             if message.role == "assistant" and not line.is_system:
                 speaker = message.body.get("character_id")
                 speaker = speaker if isinstance(speaker, int) else first
+                if message.source == OPENING_SOURCE and speaker != own.character_id and speaker in characters:
+                    self._member_greetings(line, message.body, characters[speaker], own.user_name)
                 avatar = avatars.get(speaker) or (characters[speaker].source_name if speaker in characters else None)
                 if avatar and not isinstance(line.raw.get("original_avatar"), str):
                     line.raw["original_avatar"] = avatar
@@ -276,6 +281,20 @@ class GroupFileService:
             return write_chat_jsonl(header, lines)
         return write_group_chat(lines, header.get("chat_metadata") if isinstance(header.get("chat_metadata"), dict)
                                 else {})
+
+
+    def _member_greetings(self, line: ChatLine, body: Mapping[str, Any], member: CharacterRecord, user: str) -> None:
+        """A later member's greeting swipes among its own card's greetings (`export_lines` gave it
+        the playthrough's character's), the one shown at its `greeting_index`."""
+        card = self.groups.library.card(member)
+        greetings = [substitute_names(g, card.name, user) for g in card.greetings]
+        index = body.get("greeting_index", 0)
+        swipes = list(greetings) if len(greetings) > 1 else [line.mes]
+        chosen = index if isinstance(index, int) and 0 <= index < len(swipes) else 0
+        info = line.swipe_info[line.swipe_id] if line.swipe_id < len(line.swipe_info) else {}
+        swipes[chosen] = line.mes
+        line.swipes, line.swipe_id, line.swipe_info = swipes, chosen, [dict(info) for _ in swipes]
+        line.had_swipes = len(swipes) > 1
 
 
 def chat_id(playthrough: Any, group_name: str) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from tavern_tui.assembly.group_order import GroupCast, Member, Said, Strategy, speakers
+from tavern_tui.engine.step import admit_opening
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -167,10 +168,30 @@ class GroupService:
         record = GroupRecord(0, name.strip(), tuple(GroupMemberRecord(i) for i in ids),
                              int(Strategy.parse(strategy)), _mode(mode), allow_self_responses)
         playthrough = self.playthroughs.new_playthrough(ids[0], user_name=user_name, member=True)
+        playthrough = self._greet(playthrough, ids[1:])
         with self.ctx.store.unit_of_work() as uow:
             stored = uow.groups.add(record)
             uow.groups.attach(playthrough.id, stored.id)
         return self.group(stored.id), playthrough
+
+    def _greet(self, playthrough: PlaythroughView, members: Sequence[int]) -> PlaythroughView:
+        """Post each of `members`' greetings after the first member's (`new_playthrough` posted
+        that one), in member order, each under its speaker: SillyTavern `getGroupChat` pushes
+        every member's first message into a new group chat, muted ones too, and skips a member
+        without one. Each is an opening reference whose swipes are its member's greetings.
+        Returns the playthrough as it is now."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            records = [uow.characters.get(member) for member in members]
+        for record in records:
+            card = self.library.card(record)
+            greetings = card.greetings
+            if not greetings or not greetings[0].strip():
+                continue  # "No first message"
+            admit_opening(self.ctx.store.events, playthrough.session_id,
+                          substitute_names(greetings[0], card.name, playthrough.user_name),
+                          {"greeting_index": 0, "greetings": len(greetings), "name": card.name,
+                           "character_id": record.id})
+        return self.playthroughs.playthrough(playthrough.id)
 
     def _check_name(self, name: str) -> None:
         """Refuse a name another group or a character has: `tavern chat NAME` and `tavern group`
@@ -189,6 +210,7 @@ class GroupService:
         found = self.group(group)
         playthrough = self.playthroughs.new_playthrough(found.members[0].character_id, user_name=user_name,
                                                         member=True)
+        playthrough = self._greet(playthrough, [m.character_id for m in found.members[1:]])
         with self.ctx.store.unit_of_work() as uow:
             uow.groups.attach(playthrough.id, found.id)
         return playthrough

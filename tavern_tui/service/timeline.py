@@ -44,6 +44,12 @@ def _preview(text: str) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
+def _member(body: dict[str, Any]) -> int | None:
+    """The group member an opening's body names (`character_id`); None for a one-character chat's."""
+    member = body.get("character_id")
+    return member if isinstance(member, int) and not isinstance(member, bool) else None
+
+
 def inherited_meta(parent_meta: str, parent_id: int, ref: Ref) -> dict[str, Any]:
     """A branch's meta: a copy of its parent's (the strategy snapshot, the persona pin, the
     call parameters left out, an imported chat's header and chat_metadata; not the imported
@@ -213,16 +219,17 @@ class TimelineService:
                         and row.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT))
         return SwipeView(last, timeline.position(last), can_generate=can_generate)
 
-    def greetings(self, playthrough_id: int) -> tuple[list[str], str, str]:
-        """(the card's greetings, the character's name, the user's name) of a playthrough."""
+    def greetings(self, playthrough_id: int, character_id: int | None = None) -> tuple[list[str], str, str]:
+        """(the card's greetings, the character's name, the user's name) of a playthrough; of
+        the member `character_id` when given (a group chat's greeting is its member's)."""
         view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work(write=False) as uow:
-            card = self.library.card(uow.characters.get(view.character_id))
+            card = self.library.card(uow.characters.get(character_id or view.character_id))
         return card.greetings, card.name, view.user_name
 
     def _greeting_position(self, playthrough_id: int, ref: Ref) -> tuple[int, int]:
-        greetings, _char, _user = self.greetings(playthrough_id)
         body = self.ctx.store.events.bodies([ref]).get(ref, {})
+        greetings, _char, _user = self.greetings(playthrough_id, _member(body))
         index = body.get("greeting_index", 0)
         return (index if isinstance(index, int) else 0), max(1, len(greetings))
 
@@ -366,7 +373,8 @@ class TimelineService:
                         step: int) -> SwipeView:
         assert state.ref is not None
         index = state.position[0] - 1 + step
-        greetings, char, user = self.greetings(playthrough_id)
+        member = _member(self.ctx.store.events.bodies([state.ref]).get(state.ref, {}))
+        greetings, char, user = self.greetings(playthrough_id, member)
         if index < 0 or index >= len(greetings):
             return state
         roots = timeline.siblings(state.ref)
@@ -376,12 +384,18 @@ class TimelineService:
             if row.source == OPENING_SOURCE and bodies.get(root, {}).get("greeting_index", 0) == index:
                 self.set_head(playthrough_id, timeline.session_for(root, members))
                 return self.swipe_state(playthrough_id)
-        with self.ctx.store.unit_of_work() as uow:
-            root_session = uow.playthroughs.get(playthrough_id).root_session_id
-        origin_session = self.ctx.store.events.ancestry(root_session)[0][0]
-        session_id = self.fork(playthrough_id, None, root_session=origin_session)
-        admit_opening(self.ctx.store.events, session_id, substitute_names(greetings[index], char, user),
-                      {"greeting_index": index, "greetings": len(greetings)})
+        parent = timeline.variants[state.ref].parent  # a group's later greeting: after the earlier ones
+        if parent is None:
+            with self.ctx.store.unit_of_work() as uow:
+                root_session = uow.playthroughs.get(playthrough_id).root_session_id
+            origin_session = self.ctx.store.events.ancestry(root_session)[0][0]
+            session_id = self.fork(playthrough_id, None, root_session=origin_session)
+        else:
+            session_id = self.fork(playthrough_id, parent, timeline)
+        meta: dict[str, Any] = {"greeting_index": index, "greetings": len(greetings)}
+        if member is not None:  # a group member's greeting keeps its speaker
+            meta.update(name=char, character_id=member)
+        admit_opening(self.ctx.store.events, session_id, substitute_names(greetings[index], char, user), meta)
         self.set_head(playthrough_id, session_id)
         return self.swipe_state(playthrough_id)
 

@@ -140,7 +140,10 @@ class TraceService:
                          attempts, reply.get("usage") if number >= len(attempts) else None, latency,
                          _ref_text(settled.ref) if settled is not None else None, outcome, number,
                          _ref_text(tuple(retry_of)) if isinstance(retry_of, list) else None,
-                         dict(body.get("omitted") or {}), used if isinstance(used, int) else None)
+                         dict(body.get("omitted") or {}), used if isinstance(used, int) else None,
+                         # A group member's reply (or attempt) names its speaker, as the step wrote it.
+                         str(reply["name"]) if isinstance(reply.get("character_id"), int) and reply.get("name")
+                         else None)
 
     def traces(self, playthrough_id: int | None = None, *, session_id: int | None = None) -> list[TraceView]:
         """Recorded requests, oldest first: of one playthrough, one session, or all."""

@@ -66,3 +66,13 @@ def test_chat_with_a_group_prints_each_members_reply_after_its_name(cli_env: dic
     assert (spoke.returncode, spoke.stdout) == (0, "Seraphina: Still here.\n")
     verified = run_cli(["trace", "verify", "--all"], cli_env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_muting_a_muted_member_or_unmuting_an_unmuted_one_says_so(cli_env: dict[str, str]) -> None:
+    assert run_cli(["group", "new", "Glade", "--member", "Seraphina", "--member", "Shodan"], cli_env).returncode == 0
+    unmuted = run_cli(["group", "unmute", "Glade", "Shodan"], cli_env)
+    assert (unmuted.returncode, unmuted.stdout) == (0, "Shodan is not muted in 'Glade': nothing changed\n")
+    assert run_cli(["group", "mute", "Glade", "Shodan"], cli_env).returncode == 0
+    again = run_cli(["group", "mute", "Glade", "Shodan"], cli_env)
+    assert (again.returncode, again.stdout) == (0, "Shodan is muted already in 'Glade': nothing changed\n")
+    assert json.loads(run_cli(["group", "list", "--json"], cli_env).stdout)[0]["members"][1]["muted"] is True

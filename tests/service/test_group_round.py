@@ -188,19 +188,21 @@ async def test_upcoming_names_and_queued_lines_answered_by_the_turn_order(looped
         ("Ann", "Typed while another round ran."), ("Seraphina", "Welcome."), ("Shodan", "Insect.")]
 
 
-async def test_the_greeting_is_the_first_members_in_every_members_request(looped: Tavern,
-                                                                         server: LoopbackServer) -> None:
+async def test_each_members_greeting_is_in_every_members_request(looped: Tavern, server: LoopbackServer) -> None:
     _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list",
                                                   user_name="Ann")
     looped.strategies.apply_strategy(playthrough.id, "projection")
     server.enqueue_sse(sse_chunks_for("Welcome."))
     server.enqueue_sse(sse_chunks_for("Insect."))
     await _round(looped, playthrough.id, "Hello.")
-    greeting = looped.playthroughs.messages(playthrough.id)[0]
-    assert greeting.speaker == "Seraphina" and greeting.source == "opening"
-    sent = [m["content"] for m in server.requests[1].json["messages"] if m["role"] == "assistant"]
-    # Seraphina's card's first_mes begins "*You wake with a start" (the corpus card).
-    assert sent[0].startswith("Seraphina: *You wake with a start")
+    greetings = looped.playthroughs.messages(playthrough.id)[:2]
+    assert [(g.speaker, g.source) for g in greetings] == [("Seraphina", "opening"), ("Shodan", "opening")]
+    for request in server.requests:
+        sent = [m["content"] for m in request.json["messages"] if m["role"] == "assistant"]
+        # The corpus cards' first_mes: Seraphina's begins "*You wake with a start", Shodan's
+        # "*It had been a hard-fought battle"; SillyTavern's getGroupChat posts both, in member order.
+        assert sent[0].startswith("Seraphina: *You wake with a start")
+        assert sent[1].startswith("Shodan: *It had been a hard-fought battle")
 
 
 async def test_the_tree_names_each_members_reply(looped: Tavern, server: LoopbackServer) -> None:

@@ -315,13 +315,14 @@ class _Playthrough:
 
 
 class _LongChat:
-    """The two calls the tree screen makes (`playthroughs.playthrough`, `timeline.timeline`), for a
-    5,000-message chat."""
+    """The calls the tree screen makes (`playthroughs.playthrough`, `timeline.timeline`, and
+    `groups.group_of` for its title: not a group chat), for a 5,000-message chat."""
 
     def __init__(self) -> None:
         self.timeline_view = _chain(5000, fork_at=10)
         self.playthroughs = SimpleNamespace(playthrough=self.playthrough)
         self.timeline = SimpleNamespace(timeline=self._timeline)
+        self.groups = SimpleNamespace(group_of=lambda _playthrough_id: None)
 
     def playthrough(self, playthrough_id: int) -> _Playthrough:
         return _Playthrough(playthrough_id)
@@ -412,8 +413,8 @@ async def test_ctrl_delete_deletes_just_the_shown_swipe(corpus_tavern: Tavern, s
             await pilot.press("ctrl+right")
             await settled(pilot, chat, reply)
         await pilot.press("ctrl+left")
-        await wait_until(pilot, lambda: shown(chat)[-1] == "Reply two.")
-        assert chat.status.swipe == "swipe 2/3"
+        # the transcript and the status line are redrawn by separate callbacks: wait for both
+        await wait_until(pilot, lambda: shown(chat)[-1] == "Reply two." and chat.status.swipe == "swipe 2/3")
         await pilot.press("ctrl+delete")
         await wait_until(pilot, lambda: chat.status.swipe == "swipe 1/2")
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Reply one."]

@@ -125,9 +125,25 @@ def cmd_group_change(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         elif args.group_action == "remove":
             group = tavern.groups.remove_member(args.group, args.character)
         else:
-            group = tavern.groups.set_muted(args.group, args.character, args.group_action == "mute")
+            muted = args.group_action == "mute"
+            already = _already(tavern.groups.group(args.group), tavern.library.find_character(args.character).id,
+                               muted)
+            if already:
+                out.write(already + "\n")
+                return EXIT_OK
+            group = tavern.groups.set_muted(args.group, args.character, muted)
     out.write(_describe(group) + "\n")
     return EXIT_OK
+
+
+def _already(group: GroupView, character_id: int, muted: bool) -> str:
+    """The one line saying a mute (or unmute) changes nothing, "" when it does (or the character
+    is no member: `set_muted` then says so)."""
+    member = next((m for m in group.members if m.character_id == character_id), None)
+    if member is None or member.muted != muted:
+        return ""
+    state = "muted already" if muted else "not muted"
+    return f"{member.name} is {state} in {group.name!r}: nothing changed"
 
 
 def cmd_group_strategy(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

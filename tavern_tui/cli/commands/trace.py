@@ -58,9 +58,10 @@ def _trace_line(t: TraceView) -> str:
     tokens = (t.usage or {}).get("total_tokens")
     latency = f"{t.latency_ms} ms" if t.latency_ms is not None else "-"
     retries = f"  attempt {t.attempt} (retry of {t.retry_of})" if t.retry_of else ""
+    speaker = f"  for {t.speaker}" if t.speaker else ""  # a group chat: the member it was written for
     return (f"{t.id:>9}  {t.submitted_at[:19]}  {t.model or t.provider:<18} {t.strategy:<18} "
             f"{t.messages:>3} msgs  {tokens if tokens is not None else '-':>6} tok  {latency:>8}  "
-            f"{t.outcome}{retries}")
+            f"{t.outcome}{retries}{speaker}")
 
 
 def cmd_trace_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -100,8 +101,9 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         return print_json(out, shown)
     view = shown["view"]
+    speaker = f" · for {view['speaker']}" if view.get("speaker") else ""  # a group chat's member
     out.write(f"HISTORY (sent {view['submitted_at']}) · trace {shown['id']} · {view['provider']} · {view['model']} · "
-              f"strategy {view['strategy']} · {view['outcome']}\n")
+              f"strategy {view['strategy']} · {view['outcome']}{speaker}\n")
     stages = (shown.get("timing") or {}).get("stages")
     if stages:
         from tavern_tui.engine.step import stages_text

@@ -17,13 +17,15 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
+from rich.cells import cell_len
 from textual.binding import Binding
 
 from tavern_tui.service.groups import LineQueued, MemberTurn
+from tavern_tui.tui.labels import clip
 from tavern_tui.tui.messages import RoundUpdate
 from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.widgets.message_box import MessageBox
-from tavern_tui.views import GroupView, MessageView
+from tavern_tui.views import GroupMemberView, GroupView, MessageView
 
 _GROUP = Binding.Group("Group chat")
 
@@ -31,10 +33,19 @@ NOBODY_REPLIES = ("Nobody replies on their own in this group: your line waits un
                   "(alt+N or ctrl+b speaks now).")
 """The notice of a round in which no member replies (a manual group, every member muted)."""
 
+ROUND_RUNNING = "A reply is being written: wait for it (Esc stops it), then ctrl+b asks a member."
+"""The notice of ctrl+b or alt+N pressed while a round runs."""
+
+ALL_MUTED = "Every member is muted: ctrl+n unmutes one, or alt+N asks member N anyway."
+"""The notice of ctrl+b when no member is unmuted (the picker lists unmuted members)."""
+
+SPEAK_ID = "chat.group_speak_"
+"""The binding ids of alt+N are this and N."""
+
 GROUP_BINDINGS = [
     Binding("ctrl+b", "speak", "Speak", id="chat.group_speak", group=_GROUP,
-            tooltip="Group chat: choose a member who replies now, whatever the turn order"),
-    *(Binding(f"alt+{n}", f"speak_member({n})", f"Speak now: member {n}", id=f"chat.group_speak_{n}",
+            tooltip="Group chat: choose a member who replies now, whatever the turn order (inside tmux: ctrl+b twice)"),
+    *(Binding(f"alt+{n}", f"speak_member({n})", f"Speak now: member {n}", id=f"{SPEAK_ID}{n}",
               show=False, priority=True, group=_GROUP,
               tooltip=f"Group chat: member {n} of the strip above the composer replies now")
       for n in range(1, 10)),
@@ -45,6 +56,38 @@ GROUP_BINDINGS = [
 focused composer would otherwise take it."""
 
 GROUP_ACTIONS = frozenset(b.action.split("(", 1)[0] for b in GROUP_BINDINGS)
+
+
+def speak_number(binding: Binding) -> int | None:
+    """The member number alt+N asks (N), None for any other binding."""
+    ident = binding.id or ""
+    return int(ident.removeprefix(SPEAK_ID)) if ident.startswith(SPEAK_ID) else None
+
+
+def progress_detail(name: str, position: int, count: int, room: int | None) -> str:
+    """The status line's detail while member `position` of `count` replies, within `room` cells
+    (None: unknown, the whole text): the progress "(1 of 2)" stays, the words give way first
+    ("Seraphina replies (1 of 2)", "Seraphina (1 of 2)", "Sera… (1 of 2)", "(1 of 2)")."""
+    progress = f"({position} of {count})"
+    whole = f"{name} replies {progress}"
+    if room is None or cell_len(whole) <= room:
+        return whole
+    if cell_len(f"{name} {progress}") <= room:
+        return f"{name} {progress}"
+    left = room - len(progress) - 1
+    return f"{clip(name, left)} {progress}" if left >= 4 else progress
+
+
+def next_choice(members: list[GroupMemberView], upcoming: list[str] | None, last: int | None) -> int:
+    """Which of `members` (the unmuted ones, in order) the speak picker highlights: the first of
+    `upcoming` (the turn order's next speakers, list and pooled order) among them, else the member
+    after `last` (the character id of the latest reply), else the first."""
+    names = [m.name for m in members]
+    for name in upcoming or ():
+        if name in names:
+            return names.index(name)
+    ids = [m.character_id for m in members]
+    return (ids.index(last) + 1) % len(ids) if last in ids else 0
 
 
 async def queued_round(tavern: Any, playthrough_id: int) -> AsyncIterator[Any]:
@@ -74,7 +117,26 @@ class GroupChat:
         self.group = group
         self.transcript.member_of = self.member_of if group is not None else None  # type: ignore[attr-defined]
         await self.members.show(group, names)  # type: ignore[attr-defined]
+        self._fit_speak_keys()
         self.refresh_bindings()  # type: ignore[attr-defined]
+
+    _speak_keys: dict[str, list[Binding]] | None = None
+    """The screen's alt+N bindings as declared (`_fit_speak_keys` leaves out those past the cast)."""
+
+    def _fit_speak_keys(self) -> None:
+        """Keep alt+N only for the group's members, so the help (F1), the palette and the keys
+        offer no alt+3…9 in a two-member group; a one-character chat keeps them all (hidden)."""
+        bindings = self._bindings.key_to_bindings  # type: ignore[attr-defined]
+        if self._speak_keys is None:
+            self._speak_keys = {key: list(found) for key, found in bindings.items()
+                                if any(speak_number(b) is not None for b in found)}
+        count = len(self.group.members) if self.group is not None else len(self._speak_keys)
+        for key, found in self._speak_keys.items():
+            kept = [b for b in found if (speak_number(b) or 0) <= count]
+            if kept:
+                bindings[key] = kept
+            else:
+                bindings.pop(key, None)
 
     def member_of(self, view: MessageView) -> int | None:
         """The 0-based place in the group of the member who wrote `view` (a reply without a
@@ -125,7 +187,11 @@ class GroupChat:
         if isinstance(update, MemberTurn):
             self.turn = update
             if update.count > 1:
-                self.status.detail = f"{update.name} replies ({update.position} of {update.count})"  # type: ignore[attr-defined]
+                status = self.status  # type: ignore[attr-defined]
+                status.detail = ""  # the line without a detail: what room is left for one
+                width = status.content_size.width
+                room = width - cell_len(f"{status.line} — ") if width > 0 else None
+                status.detail = progress_detail(update.name, update.position, update.count, room)
         elif isinstance(update, LineQueued):
             self.notify(NOBODY_REPLIES, title="Your line waits", timeout=8)  # type: ignore[attr-defined]
             self._refresh_queue()  # type: ignore[attr-defined]
@@ -144,17 +210,23 @@ class GroupChat:
 
     def group_allows(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """check_action for the group keys: hidden outside a group chat (and alt+N past the
-        cast), dimmed while a reply streams."""
+        cast); while a reply streams ctrl+b and alt+N stay live to say why they wait, the mute
+        key is dimmed."""
         if self.group is None:
             return False
         if action == "speak_member" and parameters and not 1 <= int(parameters[0]) <= len(self.group.members):  # type: ignore[call-overload]
             return False
+        if action in ("speak", "speak_member"):
+            return True  # while a round runs the key says why it waits (`ROUND_RUNNING`)
         return None if self.generating else True  # type: ignore[attr-defined]
 
     def action_speak_member(self, number: int) -> None:
         """Member `number` (as the strip numbers them) replies now, whatever the turn order (a
         muted one too); lines waiting in the inbox are its input."""
-        if self.group is None or self.generating or not 1 <= number <= len(self.group.members):  # type: ignore[attr-defined]
+        if self.group is None or not 1 <= number <= len(self.group.members):
+            return
+        if self.generating:  # type: ignore[attr-defined]
+            self.notify(ROUND_RUNNING, title="Not now", severity="warning")  # type: ignore[attr-defined]
             return
         member = self.group.members[number - 1]
         self._start("speak", lambda: self.tavern.groups.speak(self.playthrough_id, member.character_id))  # type: ignore[attr-defined]
@@ -167,9 +239,35 @@ class GroupChat:
         self.app.push_screen(ChooseScreen(title, labels),  # type: ignore[attr-defined]
                              lambda index: then(index + 1) if index is not None else None)
 
+    def _last_speaker(self) -> int | None:
+        """The character id of the newest reply shown (None: none, or not a member's)."""
+        for box in reversed(self.transcript.boxes):  # type: ignore[attr-defined]
+            view = box.view
+            if view is not None and view.role == "assistant":
+                position = self.member_of(view)
+                return self.group.members[position].character_id if self.group and position is not None else None
+        return None
+
     def action_speak(self) -> None:
-        """Choose a member who replies now (alt+N asks member N at once)."""
-        self._choose_member("Who speaks now?", self.action_speak_member)
+        """Choose an unmuted member who replies now, the next speaker highlighted (alt+N asks
+        member N at once, a muted one too). While a round runs, a notice says to wait."""
+        group = self.group
+        if group is None:
+            return
+        if self.generating:  # type: ignore[attr-defined]
+            self.notify(ROUND_RUNNING, title="Not now", severity="warning")  # type: ignore[attr-defined]
+            return
+        numbered = [(n, m) for n, m in enumerate(group.members, 1) if not m.muted]
+        if not numbered:
+            self.notify(ALL_MUTED, title="Nobody to ask", severity="warning")  # type: ignore[attr-defined]
+            return
+        choices = [m for _n, m in numbered]
+        selected = next_choice(choices, self.members.upcoming, self._last_speaker())  # type: ignore[attr-defined]
+        labels = [f"{n} · {m.name}" for n, m in numbered]
+        self.app.push_screen(  # type: ignore[attr-defined]
+            ChooseScreen("Who speaks now?", labels, hint="Enter: this member replies now · Esc cancels",
+                         selected=selected),
+            lambda index: self.action_speak_member(numbered[index][0]) if index is not None else None)
 
     def action_mute_member(self) -> None:
         """Choose a member to mute (it no longer replies on its own) or unmute."""

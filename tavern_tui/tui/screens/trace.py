@@ -56,16 +56,20 @@ OUTCOME_STYLES = {"ok": "", "failed": "$error", "stopped": "$warning", "open": "
 
 
 def request_prompt(view: TraceView, verified: bool | None, now: datetime) -> Content:
-    """A request's list lines: when, the model and its verification mark; then tokens, latency,
-    strategy (and the generation when not a plain send) and outcome."""
+    """A request's list lines: when, the model and its verification mark; then (in a group chat)
+    the member it was written for ("for Shodan"), tokens, latency, strategy (and the generation
+    when not a plain send) and outcome."""
     moment = moment_of(view.submitted_at)
     when = relative_time(moment, now) if moment is not None else "?"
     mark, mark_style = MARKS[verified]
     strategy = view.strategy.removeprefix("preset-")  # the list is narrow: "slots-first" says it
     kind = strategy if view.generation in ("", "normal") else f"{strategy} · {view.generation}"
+    facts = f"{request_tokens(view)} · {duration(view.latency_ms)} · {kind} · "
+    second = (("\n  ", "dim"), (f"for {view.speaker}", "bold"), (f" · {facts}", "dim")) if view.speaker else (
+        (f"\n  {facts}", "dim"),)
     return Content.assemble(
         (when, "bold"), "  ", clip(view.model or view.provider or "?", MODEL_WIDTH), "  ", (mark, mark_style),
-        (f"\n  {request_tokens(view)} · {duration(view.latency_ms)} · {kind} · ", "dim"),
+        *second,
         (view.outcome, OUTCOME_STYLES.get(view.outcome, "") or "dim"))
 
 
@@ -299,17 +303,19 @@ class TraceScreen(TavernScreen[bool]):
         yield Footer()
 
     def on_mount(self) -> None:
-        def read() -> tuple[PlaythroughView, list[TraceView]]:
-            return (self.tavern.playthroughs.playthrough(self.playthrough_id),
-                    self.tavern.traces.traces(self.playthrough_id))
+        def read() -> tuple[PlaythroughView, list[TraceView], str]:
+            view = self.tavern.playthroughs.playthrough(self.playthrough_id)
+            group = self.tavern.groups.group_of(self.playthrough_id)
+            return view, self.tavern.traces.traces(self.playthrough_id), group.name if group else view.character_name
 
         self.call(read, title="Cannot show the requests", then=lambda found: self._show_list(*found),
                   failed=lambda _: self.dismiss(False))
 
-    def _show_list(self, view: PlaythroughView, traces: list[TraceView]) -> None:
+    def _show_list(self, view: PlaythroughView, traces: list[TraceView], name: str) -> None:
+        """Show the requests; `name` is what the playthrough plays (a group's name, else its character's)."""
         self.views = {t.id: t for t in traces}
         self.query_one("#trace-title", Static).update(
-            f"Requests · {view.character_name} #{view.id} · {plural(len(traces), 'request')} sent · "
+            f"Requests · {name} #{view.id} · {plural(len(traces), 'request')} sent · "
             "history read back from the log")
         ordered = newest_first(traces)
         self.requests.set_options(self._option(t) for t in ordered)
@@ -409,7 +415,8 @@ class TraceScreen(TavernScreen[bool]):
             with self.app.batch_update():
                 await self.detail.remove_children()
                 await self.detail.mount_all(widgets)
-            self.detail.border_subtitle = f"request at {event_label(trace_id)}"
+            speaker = self.views[trace_id].speaker  # a group chat: the member it was written for
+            self.detail.border_subtitle = f"request at {event_label(trace_id)}{f' · for {speaker}' if speaker else ''}"
             self.detail.scroll_home(animate=False)
             self.shown_id = trace_id
 

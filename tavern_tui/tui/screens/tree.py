@@ -275,18 +275,20 @@ class TreeScreen(TavernScreen[int | None]):
         """(Re)read the playthrough and its timeline in a worker, then rebuild the tree; the cursor
         goes to `cursor`, else the last message; `loaded` is False until then."""
         self.loaded = False
-        def read() -> tuple[PlaythroughView, TimelineView]:
-            return (self.tavern.playthroughs.playthrough(self.playthrough_id),
-                    self.tavern.timeline.timeline(self.playthrough_id))
+        def read() -> tuple[PlaythroughView, TimelineView, str]:
+            view = self.tavern.playthroughs.playthrough(self.playthrough_id)
+            group = self.tavern.groups.group_of(self.playthrough_id)  # a group chat's title names the group
+            name = group.name if group else view.character_name
+            return view, self.tavern.timeline.timeline(self.playthrough_id), name
 
         self.call(read, title="Cannot show the branches", then=lambda loaded: self._show(*loaded, cursor),
                   failed=lambda _: self.dismiss(None))
 
-    def _show(self, view: PlaythroughView, timeline: TimelineView, cursor: Ref | None) -> None:
+    def _show(self, view: PlaythroughView, timeline: TimelineView, name: str, cursor: Ref | None) -> None:
         forks = sum(1 for v in timeline.variants if v.position[1] > 1 and v.position[0] == 1)
         messages = sum(1 for v in timeline.variants if v.summary_of is None)
         self.query_one("#tree-title", Static).update(
-            f"Branches · {view.character_name} #{view.id} · {plural(messages, 'message')}"
+            f"Branches · {name} #{view.id} · {plural(messages, 'message')}"
             f" · {plural(forks, 'branch point')}")
         self.tree.show(timeline, {"user": view.user_name, "assistant": view.character_name})
         self.tree.focus()

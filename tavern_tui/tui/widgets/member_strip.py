@@ -14,10 +14,11 @@ from tavern_tui.views import GroupView
 def next_line(group: GroupView, upcoming: list[str] | None) -> str:
     """What the strip says about the next round of an empty line: the turn order by name, and for
     list and pooled order the members who would speak ("list order · next: Seraphina, Shodan").
-    Natural order draws at random (no guess is shown); manual order waits to be asked."""
+    Natural order draws at random (no guess is shown); manual order waits to be asked (ctrl+b, which
+    works in every terminal; alt+N does not reach an app in tmux)."""
     name = STRATEGY_NAMES.get(group.strategy, group.strategy)
     if group.strategy == "manual":
-        return f"{name} · alt+N asks member N"
+        return f"{name} · ctrl+b asks a member"
     if group.strategy == "natural" or upcoming is None:
         return name
     return f"{name} · next: {', '.join(upcoming) if upcoming else 'nobody'}"
