@@ -1,5 +1,5 @@
-"""Provides one agent step: submit → inbox → claim → assemble → prepare → refresh context → admit →
-header → stream → settle.
+"""Provides one agent step: submit → inbox → claim → assemble → pre-step → request → prepare →
+refresh context → admit → header → stream → settle.
 
 Rules: seed 000 §1 and §5 and DESIGN.md "One step". World info and prompt building happen in
 the `Assembler` the caller passes (the engine knows nothing of SillyTavern formats); it sees the
@@ -12,11 +12,12 @@ threads), so a database log never blocks the event loop.
 One module a stage, in the order a step runs them:
 - `run`: `run_step`, the entry point; holds the lease (`lease`) around a step or a tool turn.
 - `opening`: the stages up to the sent request: `recovery` (recover or refuse), `claim`,
-  `assemble`, `prepare` (the provider validates the call config and binds its adapter; a failure
-  admits nothing and puts the input back), `refresh` (the runtime context read again, clearing
+  `assemble`, `prestep` (hooks accept, replace or reject the proposed input; a rejection admits
+  nothing and puts the input back), `request` (hooks own the call config alone), `prepare` (the
+  provider validates the call config and binds its adapter; a failure admits nothing and puts the
+  input back), `refresh` (the runtime context read again, clearing
   recorded), `admit`, `header` (with `request/context`), `freeze` (the frozen request and its trace
-  record). The stages DESIGN names but the code does not have yet (pre-step, request config) go
-  between `assemble` and `prepare`.
+  record).
 - `single`: one step: the opening, `stream` (deltas and checkpoints), `settle`.
 - `tools` and `turn`: a turn with tools and a step's place in it.
 - `types`, `updates`, `errors`, `options`, `timing`: what the stages share.
@@ -26,7 +27,9 @@ from tavern_tui.engine.step.admit import admit_opening, context_events
 from tavern_tui.engine.step.errors import CallNotPrepared, InboxEmpty, StepBusy, StepFailed
 from tavern_tui.engine.step.lease import Claim, StepClaims
 from tavern_tui.engine.step.options import CHECKPOINT_EVERY, BoundaryClaim, StepOptions
+from tavern_tui.engine.step.prestep import InputRejected, PreStepHook, Proposed, Rejection
 from tavern_tui.engine.step.recovery import INTERRUPTED_REASON, OpenStep, open_step, recover_interrupted
+from tavern_tui.engine.step.request import RequestHook
 from tavern_tui.engine.step.run import run_step
 from tavern_tui.engine.step.settle import SETTLE_TRIES
 from tavern_tui.engine.step.timing import STAGES, stages_text
@@ -68,7 +71,12 @@ __all__ = [
     "ContextSnapshot",
     "Generation",
     "InboxEmpty",
+    "InputRejected",
     "OpenStep",
+    "PreStepHook",
+    "Proposed",
+    "Rejection",
+    "RequestHook",
     "StepBusy",
     "StepClaims",
     "StepFailed",

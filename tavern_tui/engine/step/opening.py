@@ -1,9 +1,8 @@
 """Provides a step's opening, stage by stage, up to the request it sends: recover or refuse →
-claim → assemble → prepare → refresh context → admit → header (and `request/context`) → frozen
-request → trace record.
+claim → assemble → pre-step → request (call config) → prepare → refresh context → admit → header
+(and `request/context`) → frozen request → trace record.
 
-Rules: DESIGN.md "One step" and seed 000 §1. The stages not built yet (pre-step, request config)
-go between assemble and prepare, each a function of its own module.
+Rules: DESIGN.md "One step" and seed 000 §1.
 """
 
 from __future__ import annotations
@@ -13,15 +12,17 @@ from dataclasses import dataclass, field
 from tavern_tui.engine.events import Event
 from tavern_tui.engine.log import AsyncSessionLog
 from tavern_tui.engine.step.admit import admit
-from tavern_tui.engine.step.assemble import assemble_claimed
+from tavern_tui.engine.step.assemble import assemble_claimed, put_back
 from tavern_tui.engine.step.claim import claim_input
 from tavern_tui.engine.step.freeze import freeze_request, record_trace
 from tavern_tui.engine.step.header import context_record, write_header
 from tavern_tui.engine.step.lease import Claim, Lease
 from tavern_tui.engine.step.options import StepOptions
 from tavern_tui.engine.step.prepare import prepare_adapter
+from tavern_tui.engine.step.prestep import pre_step
 from tavern_tui.engine.step.recovery import recover_or_refuse
 from tavern_tui.engine.step.refresh import refresh_context
+from tavern_tui.engine.step.request import request_config
 from tavern_tui.engine.step.timing import Stopwatch
 from tavern_tui.engine.step.turn import TurnStep
 from tavern_tui.engine.step.types import Assembler
@@ -45,11 +46,13 @@ async def open_request(log: AsyncSessionLog, session_id: int, provider: Provider
                        text: str | None, options: StepOptions, lease: Lease | None = None,
                        turn: TurnStep | None = None) -> Opened:
     """A step's opening, in order: recover a stale step or refuse a live one; the inbox insert
-    and claim (one compare-and-append); assemble on history plus the claimed batch; prepare the
-    call (the provider validates the config and binds its adapter); refresh the runtime context;
+    and claim (one compare-and-append); assemble on history plus the claimed batch; pre-step (the
+    hooks accept, replace or reject the proposed input); request (the hooks set the call config);
+    prepare the call (the provider validates the config and binds its adapter); refresh the runtime context;
     admit system, the refreshed context and the batch; records, the request header and
     `request/context`; the trace record. Returns what the stream needs. An assembler, prepare or
-    refresh that raises puts the claimed batch back in the inbox (nothing was admitted). With a
+    refresh that raises, or a pre-step or request hook, puts the claimed batch back in the inbox
+    (nothing was admitted). With a
     `lease`, it is taken first (one atomic insert) and released again if the opening fails.
 
     Raises:
@@ -57,6 +60,7 @@ async def open_request(log: AsyncSessionLog, session_id: int, provider: Provider
             (nothing is written).
         InboxEmpty: `options.claim` without `text` and nothing pending (nothing is written).
         CallNotPrepared: the provider refused the call config (nothing admitted, input kept).
+        InputRejected: a pre-step hook rejected the input (nothing admitted, input kept).
     """
     held = await lease.take(session_id, options.stale_after) if lease is not None else None
     try:
@@ -77,6 +81,14 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     watch.lap("claim")
     assembly = await assemble_claimed(log, session_id, assemble, claimed)
     watch.lap("assemble")
+    assembly = await pre_step(log, session_id, assembly, claimed, options.generation, options.pre_step_hooks)
+    watch.lap("pre_step")
+    try:
+        assembly = request_config(assembly, options.request_hooks)
+    except BaseException:
+        await put_back(log, session_id, claimed)
+        raise
+    watch.lap("request")
     call = await prepare_adapter(log, session_id, provider, assembly, claimed)
     watch.lap("prepare")
     refreshed = await refresh_context(log, session_id, assembly, claimed, options.refresh)

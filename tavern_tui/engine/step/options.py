@@ -10,12 +10,17 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from tavern_tui.engine.events import Event
 from tavern_tui.engine.inbox import PendingItem
 from tavern_tui.engine.step.lease import StepClaims
 from tavern_tui.engine.step.types import ContextRefresh, Generation
 from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS, ToolRunner
+
+if TYPE_CHECKING:  # the stages' modules import these options: hook types only for the checker
+    from tavern_tui.engine.step.prestep import PreStepHook
+    from tavern_tui.engine.step.request import RequestHook
 
 CHECKPOINT_EVERY = 0.1
 """Seconds between `stream/checkpoint` events at most while text arrives (coalesced: one per
@@ -57,6 +62,10 @@ class StepOptions:
             the log directly.
         refresh: re-reads the runtime context before admission (the refresh stage); None: the
             assembler's proposed snapshot is admitted as it is.
+        pre_step_hooks: the pre-step stage's hooks, in order: each accepts, replaces or rejects
+            the proposed input (`prestep.PreStepHook`).
+        request_hooks: the request stage's hooks, in order: each may set the call config
+            (`request.RequestHook`), nothing else.
     """
 
     generation: Generation = Generation()
@@ -70,3 +79,5 @@ class StepOptions:
     max_steps: int = DEFAULT_MAX_STEPS
     at_boundary: BoundaryClaim | None = None
     refresh: ContextRefresh | None = None
+    pre_step_hooks: tuple[PreStepHook, ...] = ()
+    request_hooks: tuple[RequestHook, ...] = ()

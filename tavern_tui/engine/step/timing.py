@@ -9,9 +9,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-STAGES = ("claim", "assemble", "prepare", "refresh", "admit", "record", "first_byte", "stream")
+STAGES = ("claim", "assemble", "pre_step", "request", "prepare", "refresh", "admit", "record", "first_byte", "stream")
 """The stages a step's `timing.stages` names, in order (milliseconds each): the lease, recovery and
-inbox claim; assembling the request; preparing the call (the provider validates the config and binds
+inbox claim; assembling the request; the pre-step hooks on the proposed input; the request
+hooks on the call config; preparing the call (the provider validates the config and binds
 its adapter); re-reading the runtime context; admitting the input (and system/context); writing the request's
 records, header and trace record; waiting for the first token after the request went out; streaming
 from the first token to the last. Recorded with every settled reply and attempt so `tavern trace show`

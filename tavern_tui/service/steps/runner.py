@@ -24,6 +24,7 @@ from tavern_tui.engine.step import (
     CallNotPrepared,
     Generation,
     InboxEmpty,
+    InputRejected,
     StepBusy,
     StepFailed,
     StepOptions,
@@ -350,6 +351,8 @@ class StepRunner:
                 raise _with_omit_step(exc, playthrough_id) from exc.cause
             except CallNotPrepared as exc:  # nothing admitted; the engine put the claimed input back
                 raise TavernError(_not_sent(exc.problem, kept=exc.kept)) from exc
+            except InputRejected as exc:  # a pre-step hook said no: nothing admitted, the input put back
+                raise TavernError(_not_sent(exc.reason, kept=exc.kept)) from exc
         if last is not None:
             # After the step's lease is released: MVU's commit (compare-and-set, retried on a moved base)
             # and belief learning (perhaps a second model call) no longer tell another window "busy".
