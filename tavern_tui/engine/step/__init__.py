@@ -24,6 +24,7 @@ One module a stage, in the order a step runs them:
 """
 
 from tavern_tui.engine.step.admit import admit_opening, context_events
+from tavern_tui.engine.step.assemble import Prebuilt
 from tavern_tui.engine.step.errors import CallNotPrepared, InboxEmpty, StepBusy, StepFailed
 from tavern_tui.engine.step.lease import Claim, StepClaims
 from tavern_tui.engine.step.options import CHECKPOINT_EVERY, BoundaryClaim, StepOptions
@@ -73,6 +74,7 @@ __all__ = [
     "InboxEmpty",
     "InputRejected",
     "OpenStep",
+    "Prebuilt",
     "PreStepHook",
     "Proposed",
     "Rejection",

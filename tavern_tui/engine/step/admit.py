@@ -44,14 +44,16 @@ def context_events(history: list[SurfaceMessage], context: tuple[tuple[str, str]
 
 
 async def admit(log: AsyncSessionLog, session_id: int, assembly: Assembly, claimed: Claimed,
-                generation: Generation, context: tuple[tuple[str, str], ...] | None = None) -> tuple[Event, ...]:
+                generation: Generation, context: tuple[tuple[str, str], ...] | None = None
+                ) -> tuple[tuple[Event, ...], list[Event]]:
     """Append, in one batch: the system section when it differs from the effective one, the
     context not admitted yet (`context`, the refreshed snapshot; None: the assembly's proposed
     one), and one `user/message` per claimed item (as the assembler expanded it, `Assembly.input`;
     its `claim` key resolves the claim, engine.inbox).
 
     Returns:
-        The stored `user/message` of each claimed item, in order (empty for none).
+        (the stored `user/message` of each claimed item, in order (empty for none); every event
+        stored, in order).
     """
     history, batch, claim_event = claimed.history, claimed.batch, claimed.event
     admitted: list[NewEvent] = []
@@ -65,5 +67,5 @@ async def admit(log: AsyncSessionLog, session_id: int, assembly: Assembly, claim
     admitted += [NewEvent(EventKind.USER_MESSAGE, "user", {"content": content, CLAIM_KEY: claim_event.seq,
                                                            **generation.speaker_fields()},
                           item.origin) for item, content in zip(batch, contents) if claim_event is not None]
-    stored = await log.append(session_id, admitted)
-    return tuple(stored[len(stored) - len(batch):]) if batch else ()
+    stored = await log.append(session_id, admitted) if admitted else []
+    return (tuple(stored[len(stored) - len(batch):]) if batch else ()), stored

@@ -1,6 +1,7 @@
 """Provides the assemble stage of a step's opening: the caller's `Assembler` on the history plus
-the claimed batch; and `put_back`, which returns the claimed batch to the inbox when a stage
-before admission fails.
+the claimed batch; `Prebuilt`, an assembler whose build was made ahead (in a worker, to check the
+fit) and is sent as it is; and `put_back`, which returns the claimed batch to the inbox when a
+stage before admission fails.
 
 Rules: DESIGN.md "One step" (world info scans durable history plus the claimed batch; the
 engine knows nothing of SillyTavern formats).
@@ -8,10 +9,51 @@ engine knows nothing of SillyTavern formats).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from tavern_tui.engine.inbox import change_async, restore_splices
-from tavern_tui.engine.log import AsyncSessionLog
+from tavern_tui.engine.log import AsyncSessionLog, SurfaceMessage
 from tavern_tui.engine.step.claim import Claimed
 from tavern_tui.engine.step.types import Assembler, Assembly
+
+
+class Prebuilt:
+    """An `Assembler` holding one build made ahead: called with the same history (every message
+    equal, field by field) and the same claimed texts, it returns that `Assembly` instead of building again,
+    so the request fitted in the worker is the one sent and the build runs once per step (DESIGN.md
+    "One step": assemble once, off the loop). Other inputs (a line queued meanwhile, another
+    process's message, a tool turn's later step) are built by the wrapped assembler. Every other
+    attribute is the wrapped assembler's.
+
+    Args:
+        assembler: the assembler that made `assembly`.
+        history: the surface it was built on.
+        claimed: the claimed texts it was built with.
+        assembly: what it built.
+    """
+
+    def __init__(self, assembler: Assembler, history: Sequence[SurfaceMessage], claimed: Sequence[str],
+                 assembly: Assembly) -> None:
+        self.assembler = assembler
+        self.key = (_history_key(history), tuple(claimed))
+        self.assembly: Assembly | None = assembly
+        self.builds = 0
+        """How many times a build was needed after all (the inputs had changed)."""
+
+    def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
+        made, self.assembly = self.assembly, None  # used once: a later call (a tool step) builds
+        if made is not None and (_history_key(history), tuple(claimed)) == self.key:
+            return made
+        self.builds += 1
+        return self.assembler(history, claimed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.assembler, name)
+
+
+def _history_key(history: Sequence[SurfaceMessage]) -> tuple[SurfaceMessage, ...]:
+    return tuple(history)  # compared field by field: ref, text, body, origin, time
 
 
 async def assemble_claimed(log: AsyncSessionLog, session_id: int, assemble: Assembler, claimed: Claimed) -> Assembly:

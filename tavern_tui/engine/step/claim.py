@@ -32,6 +32,8 @@ class Claimed:
         transaction: the turn's tool calls and results, sent as stored (`turn.with_transaction`).
         applied: the context identifiers that applied at the last step (`types.applied_context`);
             None when no step recorded them.
+        events: the surface events `history` was derived from (the freeze extends them with what
+            the opening stores next instead of reading the surface again).
     """
 
     event: Event | None
@@ -39,6 +41,7 @@ class Claimed:
     history: list[SurfaceMessage] = field(default_factory=list)
     transaction: list[SurfaceMessage] = field(default_factory=list)
     applied: tuple[str, ...] | None = None
+    events: list[Event] = field(default_factory=list)
 
 
 async def claim_input(log: AsyncSessionLog, session_id: int, text: str | None, options: StepOptions,
@@ -53,11 +56,14 @@ async def claim_input(log: AsyncSessionLog, session_id: int, text: str | None, o
     """
     claim_event: Event | None = None
     batch: list[PendingItem] = []
+    stored: list[Event] = []
     if turn is not None and turn.steers is not None:
         claim_event, batch = turn.steers  # claimed at the turn's step boundary
     elif text is not None or options.claim:
-        claim_event, batch = await claim_inbox(log, session_id, text, options, surface)
-    events = await log.surface_events(session_id)
+        claim_event, batch, stored = await claim_inbox(log, session_id, text, options, surface)
+    events = extended(surface, session_id, stored) if surface is not None and stored else None
+    if events is None:  # something else was written since `surface` was read: read it again
+        events = await log.surface_events(session_id)
     history = surface_of(events)
     # A later step of a tool turn: a projection rebuilds history from text, so the turn's calls
     # and results go to the request as they are (`with_transaction`), not through the assembler.
@@ -65,13 +71,27 @@ async def claim_input(log: AsyncSessionLog, session_id: int, text: str | None, o
     if transaction:
         kept = {m.ref for m in transaction}
         history = [m for m in history if m.ref not in kept]
-    return Claimed(claim_event, batch, history, transaction, applied_context(events))
+    return Claimed(claim_event, batch, history, transaction, applied_context(events), events)
+
+
+def extended(surface: list[Event], session_id: int, stored: list[Event]) -> list[Event] | None:
+    """The surface after the claim wrote `stored`, without reading it again: `surface` plus
+    `stored` when they directly follow the session's newest event in it (nothing else was written
+    in between); None when they do not (or the surface holds no event of the session itself).
+    The step's opening reads the surface once this way (DESIGN.md "One step")."""
+    own = [event.seq for event in surface if event.session_id == session_id]
+    if not own or stored[0].seq != max(own) + 1:
+        return None
+    if any(b.seq != a.seq + 1 for a, b in zip(stored, stored[1:], strict=False)):
+        return None
+    return surface + stored
 
 
 async def claim_inbox(log: AsyncSessionLog, session_id: int, text: str | None, options: StepOptions,
-                      surface: list[Event] | None) -> tuple[Event | None, list[PendingItem]]:
+                      surface: list[Event] | None) -> tuple[Event | None, list[PendingItem], list[Event]]:
     """Queue `text` (if any) and claim the pending batch, in one compare-and-append; a claim a
     crash left unadmitted (older than `options.stale_after`) is put back first, so it is in the batch.
+    Returns (the claim event, the claimed items, every event the claim stored).
 
     Raises:
         StepBusy: another process's claim is not admitted yet (it is opening a step now).
@@ -85,7 +105,7 @@ async def claim_inbox(log: AsyncSessionLog, session_id: int, text: str | None, o
     claim_event, batch = plan.claimed(stored)
     if claim_event is None:
         raise InboxEmpty("nothing is queued in this playthrough's inbox")
-    return claim_event, batch
+    return claim_event, batch, stored
 
 
 def inbox_trace(claimed: Claimed) -> dict[str, Any]:

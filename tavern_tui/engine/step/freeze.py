@@ -12,7 +12,7 @@ from typing import Any
 
 from tavern_tui.engine.events import Event
 from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, AsyncSessionLog, SurfaceMessage, sent_to_model, surface_of
-from tavern_tui.engine.step.claim import Claimed, inbox_trace
+from tavern_tui.engine.step.claim import Claimed, extended, inbox_trace
 from tavern_tui.engine.step.header import Header
 from tavern_tui.engine.step.options import StepOptions
 from tavern_tui.engine.step.turn import TurnStep, turn_trace, with_transaction
@@ -24,10 +24,13 @@ Messages = list[dict[str, Any]]
 
 
 async def freeze_request(log: AsyncSessionLog, session_id: int, assembly: Assembly, header: Header,
-                         claimed: Claimed, admitted: tuple[Event, ...]) -> tuple[Messages, list[SentMessage]]:
+                         claimed: Claimed, admitted: tuple[Event, ...],
+                         written: list[Event] | None = None) -> tuple[Messages, list[SentMessage]]:
     """The messages sent and what each is: a projected request as the assembler built it (a tool
-    turn's transaction put back), else the model-visible surface read now, less `assembly.omit`,
-    rewritten messages replaced, then the request-only messages.
+    turn's transaction put back), else the model-visible surface now, less `assembly.omit`,
+    rewritten messages replaced, then the request-only messages. The surface now is the claim's
+    (`claimed.events`) plus `written`, what the opening stored since, when nothing else was written
+    in between (`claim.extended`); else it is read again.
 
     Returns:
         (the request's messages, one `SentMessage` each, in the same order).
@@ -35,8 +38,10 @@ async def freeze_request(log: AsyncSessionLog, session_id: int, assembly: Assemb
     if assembly.request is not None:
         return _projected(assembly, header, claimed)
     extra = header.extra
-    surface = [m for m in surface_of(await log.surface_events(session_id))
-               if sent_to_model(m) and m.ref not in assembly.omit]
+    events = extended(claimed.events, session_id, written) if claimed.events and written else None
+    if events is None:
+        events = await log.surface_events(session_id)
+    surface = [m for m in surface_of(events) if sent_to_model(m) and m.ref not in assembly.omit]
     messages = [_rewritten(m, assembly.rewrite) for m in surface] + extra
     # A rewritten message points at its sent text in the request/assembly record (after `append`).
     slot = {tuple(r["ref"]): len(extra) + i for i, r in enumerate(header.rewritten)}

@@ -33,6 +33,7 @@ class Header:
         rewritten: `{"ref", "message"}` per surface message sent rewritten (after `extra` in
             the record's `append`).
         tools: the OpenAI `tools` array offered (empty outside a tool turn).
+        stored: every event the header stage stored, in order.
     """
 
     event: Event
@@ -42,6 +43,7 @@ class Header:
     rewritten: list[dict[str, Any]] = field(default_factory=list)
     tools: tuple[dict[str, Any], ...] = ()
     context_event: Event | None = None
+    stored: tuple[Event, ...] = ()
 
 
 def context_record(call: CallContext, refreshed: dict[str, Any]) -> NewEvent:
@@ -79,7 +81,7 @@ async def write_header(log: AsyncSessionLog, session_id: int, provider: Provider
     assembly_event = next((e for e in stored if e.kind == EventKind.REQUEST_ASSEMBLY), None)
     context_event = stored[-1] if context is not None else None
     return Header(stored[-1 - len(after)], assembly_event, model, extra, rewritten,
-                  turn.tools if turn is not None else (), context_event)
+                  turn.tools if turn is not None else (), context_event, tuple(stored))
 
 
 def _projection_record(assembly: Assembly, claimed: tuple[Event, ...], generation: Generation) -> NewEvent:

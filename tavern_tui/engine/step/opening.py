@@ -93,11 +93,12 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     watch.lap("prepare")
     refreshed = await refresh_context(log, session_id, assembly, claimed, options.refresh)
     watch.lap("refresh")
-    admitted = await admit(log, session_id, assembly, claimed, options.generation, refreshed.context)
+    admitted, stored = await admit(log, session_id, assembly, claimed, options.generation, refreshed.context)
     watch.lap("admit")
     header = await write_header(log, session_id, provider, assembly, admitted, options.generation, turn,
                                 context_record(call, refreshed.to_json()))
-    messages, sent = await freeze_request(log, session_id, assembly, header, claimed, admitted)
+    messages, sent = await freeze_request(log, session_id, assembly, header, claimed, admitted,
+                                          [*stored, *header.stored])
     trace_event = await record_trace(log, session_id, provider, assembly, header, sent, claimed, options, turn)
     watch.lap("record")
     request = ChatRequest(messages, header.model, dict(assembly.config), tuple(header.tools))

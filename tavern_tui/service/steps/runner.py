@@ -25,6 +25,7 @@ from tavern_tui.engine.step import (
     Generation,
     InboxEmpty,
     InputRejected,
+    Prebuilt,
     StepBusy,
     StepFailed,
     StepOptions,
@@ -284,10 +285,11 @@ class StepRunner:
         self.lore.index_cache.wait_free()
         history = self.assembling.surface(view.session_id)
         if getattr(assembler, "strategy", None) == PROJECTION:
-            fitted = assembler.build(history, claimed)[1].get("context")
-        else:
-            fitted = assembler(history, claimed).meta.get("context")
-        return view, assembler, fitted
+            return view, assembler, assembler.build(history, claimed)[1].get("context")
+        # The build fitted here is the one the step sends (`Prebuilt`): the opening's assemble
+        # stage gets it back when nothing changed in between, instead of building again on the loop.
+        assembly = assembler(history, claimed)
+        return view, Prebuilt(assembler, history, claimed, assembly), assembly.meta.get("context")
 
     async def _prepared(self, playthrough_id: int, text: str | None, generation: Generation,
                         claim: bool) -> tuple[PlaythroughView, Any, Generation]:
