@@ -1,7 +1,8 @@
 """The long fuzz run: every importer (CHARX archives included) and the SSE decoder on many generated
 hostile inputs (`tests/support/fuzzing.py`, the classes the fault trial found), and a first step's
 request built for cards carrying the trial's hostile contents (regex bombs, deep macros, endless
-templates, unclosed MVU commands, a YAML alias bomb), reporting inputs tried,
+templates, unclosed MVU commands, a YAML alias bomb; each build within its evaluation budget,
+`lore.eval_budget`, counted when it ran out), reporting inputs tried,
 crashes (an exception out of the import), hangs (an input taking over `HANG_SECONDS`) and the
 peak memory of the process. Crashing and hanging inputs are written to `fuzz-findings/` in the
 work folder's parent (kept for turning into regression cases in tests/formats/test_fuzz.py).
@@ -9,6 +10,7 @@ work folder's parent (kept for turning into regression cases in tests/formats/te
     python -m benchmarks fuzz                    # TAVERN_FUZZ_EXAMPLES inputs per target (default 300)
     TAVERN_FUZZ_EXAMPLES=5000 python -m benchmarks fuzz
     TAVERN_FUZZ_TARGETS=hostile_card_step,charx python -m benchmarks fuzz   # only these targets
+    TAVERN_FUZZ_CONTEXT=1000000 python -m benchmarks fuzz   # hostile requests fitted to a huge context
 
 Target: 0 crashes and 0 hangs.
 """
@@ -49,7 +51,10 @@ def fuzz(workdir: Path) -> dict[str, object]:
     from tests.support.fuzzing import CORPUS, hostile_card, importer_inputs, sse_inputs
 
     examples = int(os.environ.get("TAVERN_FUZZ_EXAMPLES", "300"))
-    tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'fuzz.db'}"))
+    # TAVERN_FUZZ_CONTEXT: the context the hostile cards' requests are fitted to (default 0: the app's
+    # default, 4095); a large one (1000000) makes every build go to the end instead of stopping at the fit.
+    context = int(os.environ.get("TAVERN_FUZZ_CONTEXT", "0"))
+    tavern = Tavern(Settings(db_url=f"sqlite:///{workdir / 'fuzz.db'}", max_context=context))
     tavern.imports.import_paths([CORPUS / "cards" / "seraphina_chara_ccv3.png"])  # chats need their character
     totals = {"inputs": 0, "crashes": 0, "hangs": 0}
     per_target: dict[str, str] = {}
@@ -100,6 +105,8 @@ def fuzz(workdir: Path) -> dict[str, object]:
 
         run(target, call, strategy)
 
+    budget_used_up = [0]  # hostile builds whose evaluation budget ran out (`lore.eval_budget`)
+
     def play(data: bytes) -> None:
         # A hostile card imported, then the request its first step would make built (macros, world
         # info keys, templates, MVU): every bound must hold here, never a crash or a hang.
@@ -111,9 +118,14 @@ def fuzz(workdir: Path) -> dict[str, object]:
             return
         pid = tavern.playthroughs.new_playthrough(result.id).id
         try:
-            tavern.steps.preview(pid, "hello there")
+            request = tavern.steps.preview(pid, "hello there")
         except TavernError as exc:  # a clear refusal (e.g. the card cannot fit the context) is an answer
             assert str(exc) and "Traceback" not in str(exc)
+            return
+        # Built: with the over-budget parts refused (and named) when the evaluation budget ran out.
+        stopped = [a for a in request["adjustments"] if a.startswith("evaluation stopped")]
+        budget_used_up[0] += bool(stopped)
+        assert all("evaluation budget of one request build" in a for a in stopped)
 
     run("hostile_card_step", play, hostile_card())
 
@@ -129,6 +141,7 @@ def fuzz(workdir: Path) -> dict[str, object]:
     return {**totals, "seconds": round(time.perf_counter() - started, 1), "peak_rss_mib": round(peak_mib),
             "per_target_inputs/crashes/hangs": " ".join(f"{k}={v}" for k, v in per_target.items()),
             "slowest_input_s": " ".join(f"{k}={v:.2f}" for k, v in slowest.items()),
+            "hostile_builds_over_eval_budget": budget_used_up[0],
             "ratio": totals["crashes"] + totals["hangs"]}
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tavern_tui.assembly.attribution import join_spans, locate, span
-from tavern_tui.assembly.macros import MacroContext, substitute, substitute_readonly
+from tavern_tui.assembly.macros import MacroContext, substitute, substitute_in, substitute_readonly
 from tavern_tui.assembly.policy import POLICY_KIND, RP_POLICY
 from tavern_tui.assembly.worldinfo import CardFacts, WorldInfoStep, decisions_record, scan_context
 from tavern_tui.engine.events import NewEvent
@@ -207,11 +207,11 @@ def expand_card(card: dict[str, Any], persona: str, ctx: MacroContext) -> dict[s
                   scenario=text("scenario"), persona=persona, mes_examples_raw=text("mes_example"),
                   first_message=text("first_mes"), char_prompt=text("system_prompt"),
                   char_instruction=text("post_history_instructions"))
-    out = {key: substitute(text(key), raw) if text(key) else ""
+    out = {key: substitute_in(text(key), raw, key) if text(key) else ""
            for key in ("description", "personality", "scenario")}
-    out["persona"] = substitute(persona, raw) if persona else ""
-    out["first_mes"] = substitute(text("first_mes"), raw) if text("first_mes") else ""
-    out["mes_example"] = substitute(text("mes_example"), raw) if text("mes_example") else ""
+    out["persona"] = substitute_in(persona, raw, "persona") if persona else ""
+    out["first_mes"] = substitute_in(text("first_mes"), raw, "first_mes") if text("first_mes") else ""
+    out["mes_example"] = substitute_in(text("mes_example"), raw, "mes_example") if text("mes_example") else ""
     return out
 
 
@@ -254,16 +254,26 @@ def expand_lore(lore: Buckets, ctx: MacroContext) -> Buckets:
     """Activated world info with macros expanded in every entry's text, bucket by bucket in prompt order
     (SillyTavern substitutes an entry's content when it activates). Variables in `ctx` change in place.
     `entries` (attribution only) are expanded read-only, so each can still be found in its bucket."""
-    def sub(text: str) -> str:
-        return substitute(text, ctx) if text else text
+    def sub(text: str, where: str) -> str:
+        return substitute_in(text, ctx, f"world info {where}") if text else text
 
-    expanded = Buckets(before=sub(lore.before), after=sub(lore.after), an_top=[sub(t) for t in lore.an_top],
-                       an_bottom=[sub(t) for t in lore.an_bottom],
-                       at_depth={k: sub(v) for k, v in lore.at_depth.items()},
-                       examples_top=[sub(t) for t in lore.examples_top],
-                       examples_bottom=[sub(t) for t in lore.examples_bottom],
-                       outlets={k: sub(v) for k, v in lore.outlets.items()})
-    expanded.entries.update({bucket: [(book, uid, title, substitute_readonly(text, ctx))
+    expanded = Buckets(before=sub(lore.before, "before the character"), after=sub(lore.after, "after the character"),
+                       an_top=[sub(t, "at the author's note top") for t in lore.an_top],
+                       an_bottom=[sub(t, "at the author's note bottom") for t in lore.an_bottom],
+                       at_depth={k: sub(v, f"at depth {k[0] if isinstance(k, tuple) else k}")
+                                 for k, v in lore.at_depth.items()},
+                       examples_top=[sub(t, "before the examples") for t in lore.examples_top],
+                       examples_bottom=[sub(t, "after the examples") for t in lore.examples_bottom],
+                       outlets={k: sub(v, f"outlet {k}") for k, v in lore.outlets.items()})
+    deadline = ctx.budget.deadline
+
+    def readonly(book: str, uid: object, text: str) -> str:
+        if deadline is None:
+            return substitute_readonly(text, ctx)
+        with deadline.part(f"book '{book}' entry {uid} content"):
+            return substitute_readonly(text, ctx)
+
+    expanded.entries.update({bucket: [(book, uid, title, readonly(book, uid, text))
                                       for book, uid, title, text in items]
                              for bucket, items in lore.entries.items()})
     return expanded
@@ -285,6 +295,15 @@ def stage_variables(start: MacroContext, used: MacroContext, meta: dict[str, Any
     staged = staged if staged is not None else StagedWrites()
     staged.stage(VARIABLES_PART, change)
     return staged.event()
+
+
+def expand_input(claimed: list[str], used: MacroContext) -> list[str]:
+    """The person's typed input with its macros expanded against `used` (SillyTavern: when it is sent;
+    its variable writes land in `used`). It is their own text, so the build's evaluation budget
+    (`MacroBudget.deadline`) never refuses it and what they typed is never replaced by a refusal
+    marker; the per-call macro limits still hold."""
+    own = replace(used, budget=replace(used.budget, deadline=None))
+    return [substitute(text, own) for text in claimed]
 
 
 def working_context(base: MacroContext | None) -> tuple[MacroContext, MacroContext]:
@@ -348,12 +367,13 @@ class BasicAssembler:
             used.lazy = {}
         # The person's input is expanded once, in its own step (SillyTavern: when it is sent), before
         # world info scans it.
-        claimed = [substitute(text, used) for text in claimed]
+        claimed = expand_input(claimed, used)
         if self.world_info is not None and self.world_info.books:
             facts = self.facts or CardFacts(self.char, self.user)
             result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state,
                                                       self.generation_type,
-                                                      expand_key=lambda key: substitute(key, used)))
+                                                      expand_key=lambda key: substitute(key, used),
+                                                      deadline=used.budget.deadline))
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)

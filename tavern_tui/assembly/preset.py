@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavern_tui.assembly.attribution import join_spans, shift
-from tavern_tui.assembly.basic import memory_context, stage_variables, working_context
+from tavern_tui.assembly.basic import expand_input, memory_context, stage_variables, working_context
 from tavern_tui.assembly.fit import ContextFit, ContextLimit, fit_native
 from tavern_tui.assembly.macros import MacroContext, substitute
 from tavern_tui.assembly.memo import per_list
@@ -157,12 +157,13 @@ class PresetAssembler:
             used.lazy = {}
         # ST order: the input is expanded when sent, before world info scans it and the prompt is built
         # (the builder then expands the card fields, the activated world info and the prompts, in that order).
-        claimed = [substitute(text, used) for text in claimed]
+        claimed = expand_input(claimed, used)
         self.expanded_input = tuple(claimed) if claimed else None
         if self.world_info is not None and self.world_info.books:
             facts = self.facts or CardFacts(self.char, self.user)
             result = self.world_info.run(scan_context(history, claimed, facts, self.timed_state, self.generation_type,
-                                                      expand_key=lambda key: substitute(key, used)))
+                                                      expand_key=lambda key: substitute(key, used),
+                                                      deadline=used.budget.deadline))
             lore = result.buckets
             meta["world_info"] = decisions_record(result)
             records = (self.world_info.state_event(result),)

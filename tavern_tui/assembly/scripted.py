@@ -13,6 +13,9 @@ roles-first) without changing it:
   placed at a depth, else none), then its templates, one evaluation per entry.
 - Templates elsewhere (card fields, preset prompts, the input): through `MacroContext.templates`,
   after the macros of each text. Their failures go to `meta["templates"]`.
+- Every build has one evaluation budget (`lore.eval_budget.EvalBudget`) that its macros,
+  templates, world-info keys and regex scripts share; what it refused is named in
+  `meta["evaluation_budget"]` and in `meta["adjustments"]`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from typing import Any
 from tavern_tui.assembly.macros import MacroContext, substitute_readonly
 from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
 from tavern_tui.engine.step import CONTEXT_SOURCES
+from tavern_tui.lore.eval_budget import EVAL_BUILD_BUDGET, EvalBudget
 from tavern_tui.lore.model import Position
+from tavern_tui.lore.regex_budget import REGEX_STEP_BUDGET, step_budget
 from tavern_tui.lore.result import ActivatedEntry
 from tavern_tui.scripts.regex_scripts import Placement, Regexed, ScriptSet
 from tavern_tui.scripts.templates import TemplateRunner, apply_writes, template_snapshot
@@ -124,19 +129,25 @@ class ScriptedAssembler:
     text): the history uses it before the regex scripts run, and the request sends it."""
     mvu_facts: dict[str, Any] | None = None
     """The MVU state the request is built from, for the trace (`meta["mvu"]`)."""
+    eval_seconds: float = EVAL_BUILD_BUDGET
+    """The evaluation budget of each build, in seconds of CPU time (`lore.eval_budget`)."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def _prepared(self, history: list[SurfaceMessage], claimed: list[str]) -> tuple[Any, list, dict, dict, Any]:
+    def _prepared(self, history: list[SurfaceMessage], claimed: list[str],
+                  budget: EvalBudget) -> tuple[Any, list, dict, dict, Any]:
         inner = self.inner
         base = getattr(inner, "macros", None) or MacroContext()
+        # This build's macros draw on their own counts and on the build's evaluation budget.
+        base = replace(base, budget=replace(base.budget, deadline=budget))
         named = replace(base, char=getattr(inner, "char", base.char), user=getattr(inner, "user", base.user))
 
         def macros(text: str) -> str:
             return substitute_readonly(text, named) if "{{" in text else text
 
-        stage = TemplateStage(message_vars=self.message_vars) if self.templates else None
+        stage = TemplateStage(runner=TemplateRunner(deadline=budget),
+                              message_vars=self.message_vars) if self.templates else None
         continuing = getattr(inner, "generation_type", "normal") == "continue"
         mvu_rewrite: dict[tuple[int, int], dict[str, Any]] = {}
         if self.message_texts:
@@ -148,16 +159,17 @@ class ScriptedAssembler:
                     mvu_rewrite[message.ref] = {**message.to_request(), "content": text}
                 derived.append(message)
             history = derived
-        rewritten, rewrite, applied = (prompt_history(history, self.scripts, inputs=len(claimed),
-                                                      continuing=continuing, macros=macros)
-                                       if self.scripts else (history, {}, []))
+        with budget.part("regex scripts on the chat history"):
+            rewritten, rewrite, applied = (prompt_history(history, self.scripts, inputs=len(claimed),
+                                                          continuing=continuing, macros=macros)
+                                           if self.scripts else (history, {}, []))
         rewrite = {**mvu_rewrite, **rewrite}
         changes: dict[str, Any] = {}
-        if stage is not None:
-            changes["macros"] = replace(base, templates=stage)
+        if stage is not None or hasattr(inner, "macros"):
+            changes["macros"] = replace(base, templates=stage) if stage is not None else base
         world_info = getattr(inner, "world_info", None)
         if world_info is not None and (self.scripts or stage is not None):
-            changes["world_info"] = replace(world_info, content_hook=self._entry_hook(stage, macros))
+            changes["world_info"] = replace(world_info, content_hook=self._entry_hook(stage, macros, budget))
         info: dict[str, Any] = {}
         if self.mvu_facts is not None:
             info["mvu"] = {**self.mvu_facts, "derived_texts": sorted(list(ref) for ref in mvu_rewrite)}
@@ -165,51 +177,67 @@ class ScriptedAssembler:
             info["regex_scripts"] = {"applied": applied, "blocked": list(self.scripts.blocked)}
         return (replace(inner, **changes) if changes else inner), rewritten, rewrite, info, stage
 
-    def _entry_hook(self, stage: TemplateStage | None,
-                    macros: Callable[[str], str]) -> Callable[[ActivatedEntry], str]:
+    def _entry_hook(self, stage: TemplateStage | None, macros: Callable[[str], str],
+                    budget: EvalBudget) -> Callable[[ActivatedEntry], str]:
         scripts = self.scripts
         base = getattr(self.inner, "macros", None) or MacroContext()
 
         def hook(entry: ActivatedEntry) -> str:
             text = entry.content
-            if scripts:
-                depth = entry.depth if entry.position == Position.AT_DEPTH else None
-                text = scripts.for_prompt(text, Placement.WORLD_INFO, depth, macros=macros).text
-            if stage is not None and "<%" in text:
-                where = f"world info: {entry.book}/{entry.uid}" + (f" ({entry.comment})" if entry.comment else "")
-                text = stage.render(text, base, where, stage_writes=False)
+            where = f"world info: {entry.book}/{entry.uid}" + (f" ({entry.comment})" if entry.comment else "")
+            with budget.part(f"book '{entry.book}' entry {entry.uid} content"):
+                if scripts:
+                    depth = entry.depth if entry.position == Position.AT_DEPTH else None
+                    text = scripts.for_prompt(text, Placement.WORLD_INFO, depth, macros=macros).text
+                if stage is not None and "<%" in text:
+                    text = stage.render(text, base, where, stage_writes=False)
             return text
 
         return hook
 
     @staticmethod
-    def _finish(meta: dict[str, Any], info: dict[str, Any], stage: TemplateStage | None) -> None:
+    def _finish(meta: dict[str, Any], info: dict[str, Any], stage: TemplateStage | None, budget: EvalBudget) -> None:
         meta.update(info)
         if stage is not None:
             if stage.runner.evaluations or stage.runner.failures:
                 meta["templates"] = stage.report()
             stage.runner.close()
+        meta["evaluation_budget"] = budget.to_json()
+        if budget.refused:  # named where the person looks: the preview's and the trace's adjustments
+            meta["adjustments"] = [*(meta.get("adjustments") or ()), budget.summary()]
+
+    def _budget(self) -> EvalBudget:
+        """A full evaluation budget for one build (`lore.eval_budget`), naming the card."""
+        char = getattr(self.inner, "char", "")
+        return EvalBudget(self.eval_seconds, owner=f"the card '{char}'" if char else "")
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Any:
         """The wrapped assembler's `Assembly`, built from the prompt-side history, with `rewrite`
-        set for the messages the scripts changed."""
-        inner, rewritten, rewrite, info, stage = self._prepared(history, claimed)
-        try:
-            assembly = inner(rewritten, claimed)
-        finally:
-            if stage is not None:
-                stage.runner.close()
+        set for the messages the scripts changed. Every untrusted evaluation of the build (macros,
+        templates, world-info keys, regex scripts) shares one `EvalBudget` of `eval_seconds`."""
+        budget = self._budget()
+        # One regex budget for every search of the build (scripts and world-info keys), within it.
+        with step_budget(REGEX_STEP_BUDGET, budget):
+            inner, rewritten, rewrite, info, stage = self._prepared(history, claimed, budget)
+            try:
+                assembly = inner(rewritten, claimed)
+            finally:
+                if stage is not None:
+                    stage.runner.close()
         meta = dict(assembly.meta)
-        self._finish(meta, info, stage)
+        self._finish(meta, info, stage, budget)
         return replace(assembly, meta=meta, rewrite=rewrite)
 
     def build(self, history: list[SurfaceMessage], claimed: list[str]) -> Any:
-        """A projecting assembler's `build`, on the prompt-side history (its request holds the text)."""
-        inner, rewritten, _rewrite, info, stage = self._prepared(history, claimed)
-        try:
-            built, meta, records = inner.build(rewritten, claimed)
-        finally:
-            if stage is not None:
-                stage.runner.close()
-        self._finish(meta, info, stage)
+        """A projecting assembler's `build`, on the prompt-side history (its request holds the text),
+        within one `EvalBudget` as `__call__`."""
+        budget = self._budget()
+        with step_budget(REGEX_STEP_BUDGET, budget):
+            inner, rewritten, _rewrite, info, stage = self._prepared(history, claimed, budget)
+            try:
+                built, meta, records = inner.build(rewritten, claimed)
+            finally:
+                if stage is not None:
+                    stage.runner.close()
+        self._finish(meta, info, stage, budget)
         return built, meta, records

@@ -19,6 +19,7 @@ from tavern_tui.engine.log import PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, Surf
 from tavern_tui.lore.activation import activate, prime, recursion_contents
 from tavern_tui.lore.buckets import build_buckets
 from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
+from tavern_tui.lore.eval_budget import EvalBudget
 from tavern_tui.lore.matching import IndexCache
 from tavern_tui.lore.model import Position
 from tavern_tui.lore.result import ActivatedEntry, ActivationResult, Decision
@@ -72,10 +73,12 @@ _scanned: tuple[Sequence[SurfaceMessage], tuple[str, str], tuple[ScanMessage, ..
 
 def scan_context(history: Sequence[SurfaceMessage], claimed: Sequence[str], facts: CardFacts,
                  timed_state: TimedState, generation_type: str = "normal",
-                 expand_key: Callable[[str], str] | None = None) -> ActivationContext:
+                 expand_key: Callable[[str], str] | None = None,
+                 deadline: EvalBudget | None = None) -> ActivationContext:
     """The activation context of a step: visible history (no system section, no placeholder
     replies, no failed empty attempts) plus the claimed input as the newest message;
-    `expand_key` expands macros in keys (`ActivationContext.expand_key`).
+    `expand_key` expands macros in keys (`ActivationContext.expand_key`); `deadline` is the
+    build's evaluation budget (`ActivationContext.deadline`).
 
     The scan messages of the last history list seen are kept (the same list object, as the
     service hands out while the log is unchanged: a preview, the gauge and a step's preflight
@@ -96,7 +99,7 @@ def scan_context(history: Sequence[SurfaceMessage], claimed: Sequence[str], fact
         character_description=facts.description, character_personality=facts.personality,
         character_depth_prompt=facts.depth_prompt, scenario=facts.scenario, creator_notes=facts.creator_notes,
         character_file=facts.character_file, character_tags=facts.tags, generation_type=generation_type,
-        timed_state=timed_state, expand_key=expand_key)
+        timed_state=timed_state, expand_key=expand_key, deadline=deadline)
 
 
 def decisions_record(result: ActivationResult) -> dict[str, Any]:

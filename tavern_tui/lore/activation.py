@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 from tavern_tui.lore.admission import admit
 from tavern_tui.lore.buckets import build_buckets
@@ -80,7 +81,9 @@ def activate(
     """
     roll = rng or (lambda: random.random() * 100)
     # One regex time budget for the whole step, across every book (issue 23 item 8).
-    with step_budget(regex_budget) as budget:
+    # Within the build's whole evaluation budget when there is one.
+    named = ctx.deadline.part("world-info keys") if ctx.deadline is not None else nullcontext()
+    with step_budget(regex_budget, ctx.deadline) as budget, named:
         plan = build_plan(books, ctx, settings, index_factory)
         result = _loop(RunState(plan, ctx, settings, roll, token_counter))
     result.regex_budget = budget.to_json()

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavern_tui.lore.eval_budget import EvalBudget
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.timed import TimedState
 
@@ -91,6 +92,8 @@ class ActivationContext:
         expand_key: the macro engine for keys that still hold a macro once `{{char}}`/`{{user}}` are
             filled (SillyTavern substitutes every key before matching; issue 17); it must not change
             variables. None = names only.
+        deadline: the build's whole evaluation budget (`lore.eval_budget.EvalBudget`): key macros
+            and regex searches stop when it is used up. None = only their own limits.
     """
 
     messages: Sequence[ScanMessage] = ()
@@ -110,6 +113,7 @@ class ActivationContext:
     chat_length: int | None = None
     timed_state: TimedState = field(default_factory=TimedState)
     expand_key: Callable[[str], str] | None = field(default=None, compare=False)
+    deadline: EvalBudget | None = field(default=None, compare=False)
 
     @property
     def effective_chat_length(self) -> int:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 
 from tavern_tui.lore.buffer import ExtraFlags, Segment
 from tavern_tui.lore.context import EXTRA_SOURCES, ActivationContext, SourcedBook
+from tavern_tui.lore.eval_budget import EvalBudget
 from tavern_tui.lore.jsregex import JS_SPACE_CLASS, js_trim
 from tavern_tui.lore.matching import (
     CompiledKey,
@@ -259,6 +260,14 @@ the same 5,000-entry book's plan at once from two workers, and building it twice
 (GIL-bound, ~1 s each) doubles the wait for both; the second waits and takes the first's."""
 
 
+def _expand_within(expand_key: Callable[[str], str], key: str, where: str, deadline: EvalBudget | None) -> str:
+    """`expand_key(key)`, named `where` in the build's evaluation budget (its refusals)."""
+    if deadline is None:
+        return expand_key(key)
+    with deadline.part(where):
+        return expand_key(key)
+
+
 def clear_plan_cache() -> None:
     """Forget every cached plan (e.g. after editing a book in place, which callers should not do)."""
     with _plans_lock:
@@ -278,10 +287,14 @@ def build_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext,
         expand_key = ctx.expand_key
         raw = dict.fromkeys(k for s in sourced for e in s.book.entries for k in (*e.key, *e.keysecondary)
                             if "{{" in k and "{{" in substitute_names(k, ctx.char_name, ctx.user_name))
+        owners: dict[str, str] = {}
         if raw:
-            raw = dict.fromkeys(k for e, _, _ in order_books(books, settings.character_strategy)
-                                for k in (*e.key, *e.keysecondary) if k in raw)
-        dynamic = tuple((k, expand_key(k)) for k in raw)
+            for e, book, _ in order_books(books, settings.character_strategy):
+                for k in (*e.key, *e.keysecondary):
+                    if k in raw and k not in owners:
+                        owners[k] = f"book '{book.name}' entry {e.uid} key"
+            raw = dict.fromkeys(owners)
+        dynamic = tuple((k, _expand_within(expand_key, k, owners[k], ctx.deadline)) for k in raw)
         known = dict(dynamic)
         ctx = replace(ctx, expand_key=lambda k: known[k] if k in known else expand_key(k))
     token = (tuple((id(s.book), s.source) for s in sourced), ctx.char_name, ctx.user_name,
@@ -324,11 +337,18 @@ def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, 
     shapes: dict[Shape, Shape] = {}
     entries: list[Prepared] = []
 
+    expanded: dict[str, str] = {}
+
     def expand(key: str) -> str:
-        named = substitute_names(key, ctx.char_name, ctx.user_name)
-        if ctx.expand_key is not None and "{{" in named:
-            named = ctx.expand_key(key)  # the whole engine (names included)
-        return js_trim(named)
+        # Once per distinct key: a key shared by many entries (a 2 MB expansion of
+        # `{{newline::1000}}` × 2000 in each of 27 entries) is expanded and trimmed once.
+        done = expanded.get(key)
+        if done is None:
+            named = substitute_names(key, ctx.char_name, ctx.user_name)
+            if ctx.expand_key is not None and "{{" in named:
+                named = ctx.expand_key(key)  # the whole engine (names included)
+            done = expanded[key] = js_trim(named)
+        return done
 
     for pos, (entry, book, source) in enumerate(ordered):
         case = settings.case_sensitive if entry.case_sensitive is None else entry.case_sensitive

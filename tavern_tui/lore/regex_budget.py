@@ -22,6 +22,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from tavern_tui.lore.eval_budget import EvalBudget
+
 T = TypeVar("T")
 
 REGEX_STEP_BUDGET = 1.0
@@ -43,12 +45,15 @@ class StepBudget:
         seconds: the budget. spent: seconds charged so far.
         skipped: searches refused because the budget was spent.
         timeouts: searches that ran out of time (their own limit or the budget's rest).
+        deadline: the build's whole evaluation budget (`lore.eval_budget`), or None: a search is
+            also given at most what is left of it, and skipped once it is used up.
     """
 
     seconds: float
     spent: float = 0.0
     skipped: int = 0
     timeouts: int = 0
+    deadline: EvalBudget | None = field(default=None, repr=False)
     _started: list[float] = field(default_factory=list, repr=False)
 
     @property
@@ -66,13 +71,17 @@ _CURRENT: ContextVar[StepBudget | None] = ContextVar("tavern_regex_budget", defa
 
 
 @contextmanager
-def step_budget(seconds: float = REGEX_STEP_BUDGET) -> Iterator[StepBudget]:
-    """Run one step's world info with a regex budget of `seconds` (nested calls share the outer one)."""
+def step_budget(seconds: float = REGEX_STEP_BUDGET, deadline: EvalBudget | None = None) -> Iterator[StepBudget]:
+    """Run one step's regex searches (world info, regex scripts) with a budget of `seconds`, and
+    within the build's `deadline` when given (nested calls share the outer one; an outer budget
+    without a deadline takes this one's)."""
     outer = _CURRENT.get()
     if outer is not None:
+        if outer.deadline is None:
+            outer.deadline = deadline
         yield outer
         return
-    budget = StepBudget(seconds)
+    budget = StepBudget(seconds, deadline=deadline)
     token = _CURRENT.set(budget)
     try:
         yield budget
@@ -83,7 +92,7 @@ def step_budget(seconds: float = REGEX_STEP_BUDGET) -> Iterator[StepBudget]:
 def budget_skipping() -> bool:
     """Whether the current step's budget is spent (searches are being skipped)."""
     budget = _CURRENT.get()
-    return budget is not None and budget.exhausted
+    return budget is not None and (budget.exhausted or (budget.deadline is not None and budget.deadline.over))
 
 
 @contextmanager
@@ -100,8 +109,13 @@ def charged(limit: float) -> Iterator[float]:
         yield limit
         return
     left = budget.seconds - budget.spent
+    deadline = budget.deadline
+    if deadline is not None:
+        left = min(left, deadline.left())
     if left <= 0:
         budget.skipped += 1
+        if deadline is not None and deadline.exhausted():
+            deadline.refuse("regex searches skipped")
         raise BudgetSpent("the step's regex time budget is used up")
     start = time.thread_time()
     try:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tavern_tui.lore.eval_budget import EXHAUSTED, EvalBudget
+
 ENGINE_CHOICE = """mini-racer (V8) over quickjs: quickjs 1.19.4 (last release 2023-11) ships wheels only
 for CPython 3.11/3.12 on x86_64 (no aarch64, no 3.13: a C build otherwise); mini-racer 0.14.1
 (2026-02) ships py3-none wheels for manylinux x86_64 and aarch64, so every Python 3.11+. Both stop
@@ -166,6 +168,9 @@ class TemplateRunner:
     time_limit: float = TIME_LIMIT
     memory_limit: int = MEMORY_LIMIT
     budget: float = STEP_BUDGET
+    deadline: EvalBudget | None = None
+    """The build's whole evaluation budget (`lore.eval_budget`): a template gets at most
+    what is left of it, its run is charged to it, and none runs once it is used up."""
     spent: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)
     evaluations: int = 0
@@ -211,6 +216,10 @@ class TemplateRunner:
             rendered = self._render(text, snapshot)
         if rendered.error:
             self.failures.append((where, rendered.error))
+            deadline = self.deadline
+            if rendered.error == EXHAUSTED and deadline is not None:
+                with deadline.part(deadline.where or where):
+                    deadline.refuse("template not run")
         return rendered
 
     def _render(self, text: str, snapshot: dict[str, dict[str, Any]]) -> Rendered:
@@ -219,8 +228,11 @@ class TemplateRunner:
         if len(text) > MAX_TEMPLATE:
             return Rendered(marker("template too long"), error="template too long")
         left = self.budget - self.spent
+        deadline = self.deadline
+        if deadline is not None and deadline.exhausted():
+            return Rendered(marker("evaluation budget used up"), error=EXHAUSTED)
         # Whole milliseconds: V8 reads a timeout of 0 as none at all, so less than 1 ms left is used up.
-        timeout_ms = int(min(self.time_limit, left) * 1000)
+        timeout_ms = int(min(self.time_limit, left, deadline.left() if deadline is not None else left) * 1000)
         if timeout_ms < 1:
             return Rendered(marker("template time budget used up"), error="template time budget used up")
         try:
@@ -247,7 +259,10 @@ class TemplateRunner:
             self.close()
             return Rendered(marker("engine error"), error=f"engine error: {type(error).__name__}")
         finally:
-            self.spent += time.perf_counter() - started
+            took = time.perf_counter() - started
+            self.spent += took
+            if deadline is not None:  # V8 ran on its own thread: not in this thread's CPU time
+                deadline.charge(took)
         try:
             result = json.loads(raw)
         except (TypeError, ValueError):

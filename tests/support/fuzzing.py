@@ -168,9 +168,11 @@ HOSTILE_TEXTS = [
     "{{if 1}}" * 300 + "x" + "{{/if}}" * 300, "{{setvar::v::" * 500 + "x" + "}}" * 500,
     "{{newline::1000}}" * 2000, "<% while (true) {} %>", "<%= 'a'.repeat(1e9) %>",
     "_.set(" * 5000, "[InitVar]\na: &a [1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b]",
+    "{{if 1}}" * 5000 + "x{{/if}}",
 ]
 """Contents the reliability trial found costly or crashing (regex bombs, deep macros, endless templates,
-unclosed MVU commands, a YAML alias bomb), put into a card's fields and its book's keys and entries."""
+unclosed MVU commands, a YAML alias bomb), and 5,000 unpaired `{{if}}` openers (each once searched
+to the end of the text for its closer), put into a card's fields and its book's keys and entries."""
 
 
 @st.composite
@@ -178,7 +180,7 @@ def hostile_card(draw: st.DrawFn) -> bytes:
     """The corpus's V3 card with hostile texts in its description, greeting and book keys/contents."""
     card = _load("cards/ai_v3_with_book.json")
     data = card["data"]
-    for field in ("description", "first_mes", "scenario"):
+    for field in ("description", "first_mes", "scenario", "personality", "mes_example"):
         if draw(st.booleans()):
             data[field] = draw(st.sampled_from(HOSTILE_TEXTS))
     for entry in (data.get("character_book") or {}).get("entries") or []:

@@ -24,7 +24,9 @@ Safety limits (ours, not ST's): nesting deeper than `parser.MAX_DEPTH` stays tex
 characters produced and `MAX_CALLS` macro evaluations per call — past either, evaluation stops, `LIMIT_MARKER`
 is inserted and the rest is left as written; every call sharing one context (a step) draws on one
 `MacroBudget` (`STEP_CALLS`, `STEP_EXPANSION`, `STEP_REPARSE` in all), so a costly field repeated in
-every book key and entry is bounded per step too; dice N ≤ 100, M ≤ 1000; `{{newline::N}}`/`{{space::N}}` N ≤ 1000.
+every book key and entry is bounded per step too, and in time by the build's evaluation budget
+(`MacroBudget.deadline`, `lore.eval_budget`: past it the marker says the budget is used up); dice
+N ≤ 100, M ≤ 1000; `{{newline::N}}`/`{{space::N}}` N ≤ 1000.
 Nothing is ever executed or `eval`-ed.
 
 Modules: `parser` (the grammar), `context` (`MacroContext`, `MacroBudget`), `registry` (the definitions'
@@ -42,10 +44,12 @@ from tavern_tui.assembly.macros.engine import (
     history_expander,
     is_falsy,
     substitute,
+    substitute_in,
     substitute_readonly,
     trim_scoped,
 )
 from tavern_tui.assembly.macros.moment import humanize_duration, moment_format
 
 __all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MacroBudget", "MacroContext", "history_expander",
-           "humanize_duration", "is_falsy", "moment_format", "substitute", "substitute_readonly", "trim_scoped"]
+           "humanize_duration", "is_falsy", "moment_format", "substitute", "substitute_in",
+           "substitute_readonly", "trim_scoped"]

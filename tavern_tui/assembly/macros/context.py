@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from tavern_tui.lore.eval_budget import EvalBudget
+
 __all__ = ["STEP_CALLS", "STEP_EXPANSION", "STEP_REPARSE", "MacroBudget", "MacroContext"]
 
 
@@ -26,11 +28,15 @@ class MacroBudget:
     """The macro work left to every `substitute()` call sharing one `MacroContext` (copies made with
     `dataclasses.replace` share it): a step expands dozens of fields, book keys and contents, each
     under the per-call limits, so a card repeating a costly field everywhere is bounded per step
-    too. Counts: macro evaluations, characters produced, characters re-parsed. Ours, not ST's."""
+    too. Counts: macro evaluations, characters produced, characters re-parsed; and the time of the
+    build (`deadline`). Ours, not ST's."""
 
     calls: int = STEP_CALLS
     produced: int = STEP_EXPANSION
     reparsed: int = STEP_REPARSE
+    deadline: EvalBudget | None = None
+    """The build's whole evaluation budget (`lore.eval_budget`): once it is used up,
+    evaluation stops as at a limit here (reason `EXHAUSTED`). None: only the counts."""
 
 
 @dataclass

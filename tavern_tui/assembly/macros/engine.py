@@ -27,7 +27,7 @@ from tavern_tui.assembly.macros.jsvalues import js_string, to_number, var_add, v
 from tavern_tui.assembly.macros.moment import aware, humanize_duration, moment_format
 from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
 from tavern_tui.assembly.macros.registry import DEFS as _DEFS
-from tavern_tui.assembly.macros.registry import ELSE_MARKER, EXTERNAL, POST_PASSES
+from tavern_tui.assembly.macros.registry import ELSE_MARKER, EXTERNAL, POST_PASSES, PairingTooCostly
 from tavern_tui.assembly.macros.registry import Scope as _Scope
 from tavern_tui.assembly.macros.registry import args_valid as _args_valid
 from tavern_tui.assembly.macros.registry import macro as _macro
@@ -35,16 +35,18 @@ from tavern_tui.assembly.macros.registry import pair_scopes as _pair_scopes
 from tavern_tui.assembly.macros.registry import raw_inner as _raw_inner
 from tavern_tui.assembly.macros.registry import split_else as _split_else
 from tavern_tui.assembly.macros.seeded import seedrandom, string_hash
+from tavern_tui.lore.eval_budget import EXHAUSTED
 from tavern_tui.text.dice import parse_dice
 
 __all__ = ["LIMIT_MARKER", "MAX_CALLS", "MAX_EXPANSION", "MAX_NESTING", "STEP_CALLS", "STEP_EXPANSION",
            "STEP_REPARSE", "MacroBudget", "MacroContext", "history_expander", "is_falsy", "substitute",
-           "substitute_readonly", "trim_scoped"]
+           "substitute_in", "substitute_readonly", "trim_scoped"]
 
 
 MAX_EXPANSION = 8_000_000  # characters macros may produce per substitute() call (ours)
 MAX_CALLS = 400_000  # macro evaluations per substitute() call (ours): bounds the time of any template
 MAX_REPARSE = 1_000_000  # characters re-parsed by nested evaluation per substitute() call (ours): ~0.5 s of parsing
+MAX_PAIR_WORK = 1_000_000  # steps searching closing tags per substitute() call (ours): ~0.3 s
 MAX_NESTING = 64  # macros evaluated inside one another (scoped blocks, arguments, resolve), as the parser's MAX_DEPTH
 LIMIT_MARKER = "[macro evaluation stopped: {reason}]"
 _MAX_REPEAT = 1000  # {{newline::N}}, {{space::N}} (ours)
@@ -104,6 +106,16 @@ def substitute(text: str, ctx: MacroContext) -> str:
     if ctx.templates is not None and ("<%" in out or getattr(ctx.templates, "pending", None)):
         out = ctx.templates(out, ctx)
     return out
+
+
+def substitute_in(text: str, ctx: MacroContext, where: str) -> str:
+    """`substitute`, with `where` (e.g. "description") naming the text in the refusals of the build's
+    evaluation budget (`MacroBudget.deadline`, `lore.eval_budget`)."""
+    deadline = ctx.budget.deadline
+    if deadline is None:
+        return substitute(text, ctx)
+    with deadline.part(where):
+        return substitute(text, ctx)
 
 
 def substitute_readonly(text: str, ctx: MacroContext) -> str:
@@ -200,6 +212,7 @@ class _Evaluator:
         self.calls = 0
         self.depth = 0
         self.reparsed = 0
+        self.pair_work = [MAX_PAIR_WORK]
         self.original_used = False
         self._text_hash: int | None = None
         self.pure = True  # no macro that reads state beyond the card, the names and the chat id ran
@@ -207,37 +220,63 @@ class _Evaluator:
         self._astral = False
 
     def run(self) -> str:
+        deadline = self.ctx.budget.deadline
+        if deadline is not None and deadline.over and "{{" in self.raw_text:
+            # The build's evaluation budget is spent: refused before parsing (the text stays as written).
+            return self._stopped(EXHAUSTED) + self.raw_text
         text = _LEGACY_TIME.sub(lambda m: "{{time::" + m.group(1) + "}}", self.raw_text)
         for pattern, repl in _LEGACY_MARKERS:
             text = pattern.sub(repl, text)
         self.top_text = text
         self._astral = not text.isascii() and _ASTRAL.search(text) is not None
-        items, too_deep = parse_document(text)
+        items, too_deep = parse_document(text, self._stop)
         if too_deep:
             self.ctx.limits_hit.add("nesting too deep")
         parts: list[str] = []
-        for item, scoped, keep_raw in _pair_scopes(items):
+        try:
+            paired = self._paired(items)
+        except _Limit as stop:
+            return _post(self._stopped(stop.reason) + text)
+        for item, scoped, keep_raw in paired:
             try:
                 parts.append(self._eval_entry(item, scoped, keep_raw, text, 0))
             except _Limit as stop:  # the rest stays as written, after a marker
-                self.ctx.limits_hit.add(stop.reason)
-                parts.append(LIMIT_MARKER.format(reason=stop.reason))
+                parts.append(self._stopped(stop.reason))
                 parts.append(text[item.start:])
                 break
         return _post("".join(parts))
+
+    @property
+    def _stop(self) -> Callable[[], bool] | None:
+        """What the parser asks to stop early: the build's evaluation budget is used up."""
+        deadline = self.ctx.budget.deadline
+        return deadline.exhausted if deadline is not None else None
+
+    def _stopped(self, reason: str) -> str:
+        """Record that a limit stopped this evaluation (`limits_hit`, and the build's evaluation
+        budget's refusals when it was that one); the marker to put where it stopped."""
+        self.ctx.limits_hit.add(reason)
+        deadline = self.ctx.budget.deadline
+        if reason == EXHAUSTED and deadline is not None:
+            with deadline.part(deadline.where or f"the text starting {self.raw_text[:30]!r}"):
+                deadline.refuse("macros stopped")
+        return LIMIT_MARKER.format(reason=reason)
 
     # -- documents ------------------------------------------------------------------------------------------
     def _charge_parse(self, size: int) -> None:
         """Count `size` characters of nested re-parsing: each nested block re-parses its content, so
         64 nested `{{if}}` around a megabyte would parse 64 megabytes."""
         self.reparsed += size
-        self.ctx.budget.reparsed -= size
-        if self.reparsed > MAX_REPARSE or self.ctx.budget.reparsed < 0:
+        budget = self.ctx.budget
+        budget.reparsed -= size
+        if self.reparsed > MAX_REPARSE or budget.reparsed < 0:
             raise _Limit("nested blocks too large")
+        if budget.deadline is not None and budget.deadline.exhausted():
+            raise _Limit(EXHAUSTED)
 
     def _eval_text_into(self, text: str, base: int, parts: list[str]) -> None:
         self._charge_parse(len(text))
-        items, too_deep = parse_document(text)
+        items, too_deep = parse_document(text, self._stop)
         if too_deep:
             self.ctx.limits_hit.add("nesting too deep")
         self._eval_items(items, text, base, parts)
@@ -249,8 +288,19 @@ class _Evaluator:
         return _post("".join(parts))
 
     def _eval_items(self, items: list[Text | Macro], s: str, base: int, parts: list[str]) -> None:
-        for item, scoped, keep_raw in _pair_scopes(items):
+        for item, scoped, keep_raw in self._paired(items):
             parts.append(self._eval_entry(item, scoped, keep_raw, s, base))
+
+    def _paired(self, items: list[Text | Macro]) -> list[tuple[Text | Macro, _Scope | None, bool]]:
+        """`pair_scopes` within this call's pairing work (`MAX_PAIR_WORK`) and the build's evaluation
+        budget (checked once a sibling list: scoped blocks nest up to `MAX_NESTING` lists deep)."""
+        deadline = self.ctx.budget.deadline
+        if deadline is not None and deadline.exhausted():
+            raise _Limit(EXHAUSTED)
+        try:
+            return _pair_scopes(items, self.pair_work)
+        except PairingTooCostly:
+            raise _Limit("too many scoped blocks to pair") from None
 
     def _eval_entry(self, item: Text | Macro, scoped: _Scope | None, keep_raw: bool, s: str, base: int) -> str:
         if isinstance(item, Text) or keep_raw:
@@ -273,6 +323,10 @@ class _Evaluator:
             raise _Limit("too many macro calls")
         if self.spent > MAX_EXPANSION or budget.produced < 0:
             raise _Limit("output too large")
+        deadline = budget.deadline
+        # The clock is read every 64 calls (a call is ~2 µs; reading it costs a fraction of that).
+        if deadline is not None and (deadline.over or (not budget.calls & 63 and deadline.exhausted())):
+            raise _Limit(EXHAUSTED)
 
     def _eval_macro(self, m: Macro, s: str, base: int, scoped: _Scope | None) -> str:
         self._count()

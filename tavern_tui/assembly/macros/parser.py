@@ -24,6 +24,7 @@ in a broken one still resolve (MacroCstWalker flattens incomplete macros the sam
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["MAX_DEPTH", "Arg", "Macro", "Text", "parse_document"]
@@ -88,11 +89,13 @@ class _Fail(Exception):
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, stop: Callable[[], bool] | None = None) -> None:
         self.s = text
         self.n = len(text)
         self.memo: dict[int, Macro | None] = {}
         self.too_deep = False
+        self.stop = stop
+        self.nodes = 0
 
     # -- documents ----------------------------------------------------------------------------------------
     def document(self, lo: int, hi: int) -> list[Text | Macro]:
@@ -113,6 +116,9 @@ class _Parser:
                 items.append(Text(text_start, p))
             items.append(node)
             pos = text_start = node.end
+            self.nodes += 1
+            if self.stop is not None and not self.nodes & 255 and self.stop():
+                break  # the caller's time is up: the rest stays text (its evaluation stops too)
         if hi > text_start:
             items.append(Text(text_start, hi))
         return items
@@ -276,8 +282,10 @@ def _clip(items: list[Text | Macro], lo: int, hi: int) -> list[Text | Macro]:
     return out
 
 
-def parse_document(text: str) -> tuple[list[Text | Macro], bool]:
-    """Parse `text` into top-level nodes; the flag says whether some nesting was deeper than `MAX_DEPTH`."""
-    parser = _Parser(text)
+def parse_document(text: str, stop: Callable[[], bool] | None = None) -> tuple[list[Text | Macro], bool]:
+    """Parse `text` into top-level nodes; the flag says whether some nesting was deeper than `MAX_DEPTH`.
+    `stop` is asked every 256 top-level nodes or so: once it answers true, the rest of `text` is one
+    `Text` node (the caller's evaluation budget is spent, `lore.eval_budget`)."""
+    parser = _Parser(text, stop)
     items = parser.document(0, len(text))
     return items, parser.too_deep

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from tavern_tui.assembly.macros.context import MacroContext
 
 __all__ = ["DEFS", "ELSE_MARKER", "EXTERNAL", "POST_PASSES", "Def", "Scope", "args_valid", "can_accept_scope", "macro",
-           "pair_scopes", "raw_inner", "split_else"]
+           "PairingTooCostly", "pair_scopes", "raw_inner", "split_else"]
 
 # core-macros.js ELSE_MARKER: what {{else}} prints; removed by a post-processor wherever it is left over.
 ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
@@ -79,34 +79,62 @@ class Scope:
     end: int
 
 
-def pair_scopes(items: list[Text | Macro]) -> list[tuple[Text | Macro, Scope | None, bool]]:
+def _closer(infos: list[tuple[int, Macro, str]], k: int, stop: int, matched: set[int], work: list[int] | None) -> int:
+    """The item index of the closing tag pairing the opener `infos[k]` (searched up to `infos[stop]`), or -1;
+    the steps taken are charged to `work`."""
+    depth, close, target = 1, -1, infos[k][2]
+    steps = 0
+    for j in range(k + 1, stop):
+        index2, other, name = infos[j]
+        steps += 1
+        if name != target or index2 in matched:
+            continue
+        if other.closing:
+            depth -= 1
+            if depth == 0:
+                close = index2
+                break
+        elif can_accept_scope(other):
+            depth += 1
+    if work is not None:
+        work[0] -= steps
+        if work[0] < 0:
+            raise PairingTooCostly()
+    return close
+
+
+class PairingTooCostly(Exception):
+    """`pair_scopes` used up the work it was given (`work`): too many unpaired openers to search."""
+
+
+def pair_scopes(items: list[Text | Macro], work: list[int] | None = None,
+                ) -> list[tuple[Text | Macro, Scope | None, bool]]:
     """MacroCstWalker #processScopedMacros over one sibling list: pair the outermost `{{x}}…{{/x}}`.
 
     Returns (item, scoped content items or None, keep raw) with the paired content and closing tags removed.
     A pair whose opener cannot take one more argument stays as written (both tags); so do stray closing tags.
+    Only openers whose name has a closing tag later in the list are searched for their closer; `work`
+    (`[steps left]`, shared by the caller's calls) bounds the searching, ours: each opener left unpaired
+    searches to the end of the list, so thousands of them would cost their square.
+
+    Raises:
+        PairingTooCostly: `work` ran out.
     """
-    infos = [(i, it) for i, it in enumerate(items) if isinstance(it, Macro) and it.name]
-    if not any(it.closing for _, it in infos):
+    infos = [(i, it, it.name.lower()) for i, it in enumerate(items) if isinstance(it, Macro) and it.name]
+    last_close: dict[str, int] = {}
+    for k, (_, it, name) in enumerate(infos):
+        if it.closing:
+            last_close[name] = k
+    if not last_close:
         return [(it, None, False) for it in items]
     matched: set[int] = set()
     keep_raw: set[int] = set()
     inside: set[int] = set()
     pairs: dict[int, int] = {}
-    for k, (index, it) in enumerate(infos):
-        if it.closing or index in matched or index in inside:
+    for k, (index, it, target) in enumerate(infos):
+        if it.closing or index in matched or index in inside or last_close.get(target, -1) < k:
             continue
-        depth, close = 1, -1
-        target = it.name.lower()
-        for index2, other in infos[k + 1:]:
-            if other.name.lower() != target or index2 in matched:
-                continue
-            if other.closing:
-                depth -= 1
-                if depth == 0:
-                    close = index2
-                    break
-            elif can_accept_scope(other):
-                depth += 1
+        close = _closer(infos, k, last_close[target] + 1, matched, work)
         if close < 0:
             continue
         matched.update((index, close))
@@ -115,7 +143,7 @@ def pair_scopes(items: list[Text | Macro]) -> list[tuple[Text | Macro, Scope | N
             continue
         pairs[index] = close
         inside.update(range(index + 1, close))
-    for index, it in infos:
+    for index, it, _ in infos:
         if it.closing and index not in matched:
             keep_raw.add(index)
     out: list[tuple[Text | Macro, Scope | None, bool]] = []

@@ -56,7 +56,7 @@ from typing import Any
 
 from tavern_tui.assembly.attribution import shift
 from tavern_tui.assembly.basic import expand_lore, split_examples
-from tavern_tui.assembly.macros import MacroContext, substitute
+from tavern_tui.assembly.macros import MacroContext, substitute, substitute_in
 from tavern_tui.assembly.policy import POLICY_KIND, RP_POLICY
 from tavern_tui.assembly.sillytavern.budget import (
     REPLY_PRIMING,
@@ -157,13 +157,14 @@ class _Builder:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def sub(self, text: str, original: str | None = None) -> str:
+    def sub(self, text: str, original: str | None = None, where: str = "") -> str:
         """`text` with its macros expanded against the build's context (`original` = what
-        `{{original}}` stands for); "" for empty text. The helpers expand macros through it."""
+        `{{original}}` stands for; `where` names it in the build's evaluation budget's refusals);
+        "" for empty text. The helpers expand macros through it."""
         if not text:
             return ""
         ctx = self.ctx if original is None else replace(self.ctx, original=original)
-        return substitute(text, ctx)
+        return substitute_in(text, ctx, where) if where else substitute(text, ctx)
 
     def _overridden(self, key: str) -> bool:
         """The chat overrides the card's `key` (ST: `chat_metadata[key] || card[key]`)."""
@@ -199,10 +200,10 @@ class _Builder:
             outlets=dict(inputs.lore.outlets) or base.outlets,
         )
         self.ctx = ctx  # `sub` reads it: the card fields are expanded against the raw ones
-        fields = {name: self.sub(getattr(ctx, name))
+        fields = {name: self.sub(getattr(ctx, name), where=name)
                   for name in ("description", "personality", "scenario", "persona", "char_depth_prompt",
                                "first_message")}
-        examples_raw = self.sub(self._card_text("mes_example"))
+        examples_raw = self.sub(self._card_text("mes_example"), where="mes_example")
         blocks = split_examples(examples_raw)
         formatted = "".join(f"<START>\n{block}\n" for block in blocks)
         return replace(ctx, **fields, mes_examples=formatted, mes_examples_raw=examples_raw)
@@ -246,7 +247,7 @@ class _Builder:
 
     def _prompt_content(self, prompt: PresetPrompt) -> str:
         """A non-marker prompt's text, with the card overrides of main / jailbreak."""
-        content = self.sub(prompt.content)
+        content = self.sub(prompt.content, where=f"preset prompt '{prompt.identifier}'")
         for ident, key in (("main", "system_prompt"), ("jailbreak", "post_history_instructions")):
             card_text = self._card_text(key)
             if prompt.identifier != ident or not card_text.strip():
@@ -258,7 +259,7 @@ class _Builder:
                 self.adjustments.append(f"{label} not used: '{ident}' forbids overrides")
             else:
                 self.adjustments.append(f"{label} replaced {ident} (forbid_overrides off)")
-                content = self.sub(card_text, original=content)
+                content = self.sub(card_text, original=content, where=key)
         return content
 
     # -- the build ----------------------------------------------------------------------------
