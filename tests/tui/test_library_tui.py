@@ -248,7 +248,8 @@ async def _type_search(pilot: Pilot[object]) -> None:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, SearchScreen) and pilot.app.screen.is_mounted)
     await pilot.press(*"cormorant")
     screen = pilot.app.screen
-    await wait_until(pilot, lambda: bool(screen.hits))  # type: ignore[attr-defined]
+    # Each key restarts the search's short timer; an earlier word's hits may show first.
+    await wait_until(pilot, lambda: screen._timer is None and bool(screen.hits))  # type: ignore[attr-defined]
     await workers_idle(pilot)
     await pilot.pause()
 

@@ -1,0 +1,320 @@
+"""Provides `ChatScreen`: one playthrough's transcript, the prompt, and the streamed reply.
+
+The screen holds the layout, the keys and the navigation to the panes; its parts are mixins,
+one a module, each naming the narrow interface it uses:
+
+- `opening` (`ChatOpening`): opening the playthrough, and the title;
+- `reading` (`ChatState`, `ChatReading`): what the chat shows of the database, and the token gauge;
+- `sending` (`ChatSending`): what Enter does with the composer's text, and the draft;
+- `queue` (`QueueEditing`): the inbox strip and editing a queued line;
+- `reply` (`ReplyFlow`): one step, streamed into the transcript and reconciled when it ends;
+- `compaction` (`Compaction`): compacting the playthrough and editing its summaries;
+- and, beside the package, `message_cursor` (`MessageCursor`) and `group_round` (`GroupChat`).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import events, getters
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.timer import Timer
+
+from tavern_tui.service import PlaythroughView, Tavern
+from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
+from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.chat.compaction import Compaction
+from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, ChatOpening
+from tavern_tui.tui.screens.chat.queue import QueueEditing
+from tavern_tui.tui.screens.chat.reading import HELD, TOKEN_DELAY, ChatReading, ChatState
+from tavern_tui.tui.screens.chat.reply import GENERATION, WATCH_EVERY, ReplyFlow, Updates, describe_failure
+from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, secret_label
+from tavern_tui.tui.screens.group_round import GROUP_ACTIONS, GROUP_BINDINGS, GroupChat
+from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
+from tavern_tui.tui.screens.persona import PersonaScreen
+from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
+from tavern_tui.tui.screens.state import StateScreen
+from tavern_tui.tui.screens.strategy import StrategyScreen
+from tavern_tui.tui.screens.trace import TraceScreen
+from tavern_tui.tui.screens.tree import TreeScreen
+from tavern_tui.tui.screens.variables import VariablesScreen
+from tavern_tui.tui.widgets.composer import Composer, InboxStrip
+from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
+from tavern_tui.tui.widgets.member_strip import MemberStrip
+from tavern_tui.tui.widgets.message_box import MessageBox
+from tavern_tui.tui.widgets.screen_title import ScreenTitle
+from tavern_tui.tui.widgets.status_line import StatusLine
+from tavern_tui.tui.widgets.transcript import Transcript
+
+__all__ = ["DRAFT_DELAY", "ESC_AGAIN", "GENERATION", "HELD", "PLACEHOLDER", "TOKEN_DELAY", "WATCH_EVERY",
+           "ChatScreen", "ChatState", "Updates", "describe_failure", "secret_label"]
+
+ESC_AGAIN = 2.0
+"""Seconds in which a second Esc goes back although the composer holds text."""
+
+_SWIPE = Binding.Group("Swipe")
+
+
+class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending, QueueEditing, ReplyFlow,
+                 Compaction, TavernScreen[None]):
+    """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
+
+    The composer is multi-line (`widgets.composer`): shift+Enter or ctrl+J starts a new line, a
+    paste keeps every line. While a reply streams, Enter queues the text in the playthrough's
+    durable inbox and alt+Enter queues it as a steer; the queued items show above the composer,
+    numbered. When the reply settles, the next step claims them all (steers first). ↑ on the
+    empty composer edits the last queued item (↑ again the one before; Enter saves it, Esc
+    leaves it as it was), or the last message you sent when nothing is queued; F9 cancels the
+    item being edited (or the last one). The draft is kept per playthrough in the database, so
+    Esc, other screens and restarts keep it.
+
+    Keys: ctrl+←/ctrl+→ swipe the last message (→ past the last reply generates a new one;
+    with text in the prompt they move by word instead), ctrl+r regenerates the last reply,
+    F3 continues it, F4 has the model write the person's next line into the composer, to edit
+    and send (`[tui] impersonate_direct`: posted at once; Enter on the empty prompt then answers
+    it), F5 opens the branch tree, F2 the world books, F6 the strategy and preset,
+    F7 the requests sent (trace), F8 the persona and its nominations. In a group chat
+    (`group_round`) a line plays a round, one reply per member the turn order picks; ctrl+b or
+    alt+N has a member speak now, ctrl+n mutes one. On a narrow terminal the
+    footer leaves out the less used keys (`FOOTER_DROP`); the command palette lists them all.
+
+    A turn with tools (issue 19) shows each call as one line (Enter or a click expands it to
+    its arguments and result) and streams the next step's reply in a new box; a call the config
+    does not allow is asked about in `ToolAskScreen` (allow once / always / refuse).
+
+    Every step runs in one async worker that only posts Messages; the handlers (`ReplyFlow`)
+    touch widgets. Every other service call runs in a thread worker (`TavernScreen.call`). Whatever
+    the outcome, the stored messages are re-read afterwards, so what is shown is what the
+    database holds (a stopped or failed reply stays visible, marked).
+    """
+
+    DEFAULT_CSS = """
+    /* Toasts sit top-right, under the title: bottom-right (Textual's place) covers the composer. */
+    ChatScreen ToastRack { dock: top; align: right top; margin-bottom: 0; margin-top: 1; max-height: 60%; }
+    ChatScreen.-narrow Toast { max-width: 75%; }
+    """
+
+    BINDINGS = [
+        *CURSOR_BINDINGS,  # the message cursor (alt+↑/↓, then e d b c [ ] y t; its Esc first)
+        Binding("escape", "stop", "Stop", id="chat.stop"),
+        Binding("escape", "back", "Back", id="chat.back", show=False),  # the prompt says so; room for F8
+        Binding("ctrl+o", "load_earlier", "Earlier messages", id="chat.load_earlier"),
+        # Priority, because the focused prompt binds ctrl+←/→ to word moves; check_action hands
+        # them back to it while the prompt holds text.
+        Binding("ctrl+left", "swipe(-1)", "Swipe ←", id="chat.swipe_left", priority=True, group=_SWIPE),
+        Binding("ctrl+right", "swipe(1)", "Swipe →", id="chat.swipe_right", priority=True, group=_SWIPE),
+        Binding("ctrl+r", "regenerate", "Regen", id="chat.regenerate", tooltip="Regenerate the last reply"),
+        # F-keys, not ctrl+e/ctrl+w…: Input keeps those for editing the line.
+        Binding("f3", "continue", "Continue", id="chat.continue"),
+        Binding("f4", "impersonate", "Impersonate", id="chat.impersonate"),
+        Binding("f5", "tree", "Tree", id="chat.tree", tooltip="Branches: every variant"),
+        Binding("f2", "world_books", "Lore", id="chat.world_books", tooltip="World books"),
+        Binding("f6", "strategy", "Strategy", id="chat.strategy"),
+        Binding("f7", "trace", "Trace", id="chat.trace"),
+        Binding("f8", "persona", "Persona", id="chat.persona"),
+        Binding("f9", "cancel_queued", "Cancel queued", id="chat.cancel_queued"),
+        # Not in the footer (it is full at 80 columns); the command palette lists them.
+        Binding("ctrl+delete", "delete_swipe", "Delete swipe", id="chat.delete_swipe", show=False,
+                tooltip="Delete the shown swipe of the last reply, keeping the others"),
+        Binding("f11", "variables", "Variables", id="chat.variables", show=False,
+                tooltip="Macro variables and their history"),
+        Binding("ctrl+g", "state", "State", id="chat.state",
+                tooltip="MVU state: stat_data and what the last reply changed"),
+        Binding("f10", "compact", "Compact", id="chat.compact", show=False,
+                tooltip="Summarise the oldest messages into one summary (the originals stay in the log)"),
+        Binding("f12", "edit_summary", "Edit summary", id="chat.edit_summary", show=False,
+                tooltip="Edit a summary (the focused one, else choose)"),
+        # Priority: the focused composer must not take it (issue 20: ctrl+f is the search everywhere).
+        Binding("ctrl+f", "app.search", "Search", id="chat.search", show=False, priority=True,
+                tooltip="Find a line in any chat, on any branch"),
+        Binding("pageup", "scroll_transcript(-1)", "Page up", id="chat.page_up", show=False),
+        Binding("pagedown", "scroll_transcript(1)", "Page down", id="chat.page_down", show=False),
+        *GROUP_BINDINGS,  # group chats only (hidden elsewhere): speak now, mute
+    ]
+
+    COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
+
+    FOOTER_DROP = ("quit", "load_earlier", "state", "persona", "trace", "strategy", "speak", "world_books", "tree")
+    """The keys the footer hides first on a narrow terminal: the panes before the keys of play
+    (issue 21 item 2: 80 columns keeps Swipe, Regen, Continue and Impersonate, and, while a reply
+    streams, Stop); every key still works, the palette key says where help is (F1), and the
+    command palette (ctrl+p) lists them by name."""
+
+    generating: reactive[bool] = reactive(False, bindings=True)
+    """True while a reply streams; switches Esc between Stop and Back."""
+
+    transcript = getters.query_one("#transcript", Transcript)
+    status = getters.query_one("#status", StatusLine)
+    prompt = getters.query_one("#prompt", Composer)
+    inbox_strip = getters.query_one("#inbox", InboxStrip)
+    members = getters.query_one("#members", MemberStrip)
+
+    def __init__(self, tavern: Tavern, playthrough_id: int, *, typed: str = "", send: str = "",
+                 focus: tuple[tuple[int, int], ...] = ()) -> None:
+        super().__init__(tavern, playthrough_id)
+        self._focus = focus  # a search hit's (session, seq) refs: the cursor goes to the first shown
+        self._typed = typed  # keys typed on the home screen while this chat was being opened
+        self._send_on_open = send  # an opening draft's first line (issue 20), sent once the chat is shown
+        self.playthrough_id: int = playthrough_id
+        self.playthrough: PlaythroughView | None = None
+        self._reply: MessageBox | None = None
+        self._generation = "send"
+        self._started = False  # the running step got as far as ReplyStarted
+        self._before: set[tuple[int, int]] = set()  # refs shown when the step began
+        self._prompt_empty = True
+        self._token_timer: Timer | None = None
+        self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
+        self._editing: str | None = None  # id of the queued item the composer is editing
+        self._preset_names: dict[int, str] = {}  # preset id → name, for the title
+        self._held_draft = ""  # the draft put aside while a queued item is edited
+        self._draft_timer: Timer | None = None
+        self._watch: Timer | None = None
+        self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
+        self._esc_armed = False  # Esc was pressed once with text in the composer (issue 21 item 4)
+        self._into_composer = False  # the running impersonation fills the composer (issue 21 item 3)
+        self._settled_text = ""  # the text of the step's settled reply (ReplySettled)
+        # The card's regex-script question (asked once per character per run): sends wait for the answer.
+        self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
+
+    def compose(self) -> ComposeResult:
+        yield ScreenTitle("", id="chat-title", markup=False)
+        yield Transcript(id="transcript")
+        yield InboxStrip(id="inbox")
+        yield MemberStrip(id="members")
+        yield Composer(placeholder=PLACEHOLDER.format(user="you"), id="prompt", classes="pane")
+        yield StatusLine(self.tavern.provider_label, id="status")
+        yield FitFooter(drop=self.FOOTER_DROP)
+
+    def on_mount(self) -> None:
+        self.tavern.tools.set_asker(self._ask_tool)  # the guard asks here (the CLI refuses instead)
+        # Focus first: keys typed while the screen is pushed and the chat is read land here.
+        self.prompt.focus()
+        if self._typed:
+            self.prompt.insert(self._typed)
+        self.call(self._open, title="Cannot open the playthrough", then=self._opened, failed=lambda _: self.dismiss())
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key with nothing focused (the screen is still being set up) goes into
+        the composer rather than being lost."""
+        if self.focused is None and event.is_printable and event.character and self.is_mounted:
+            self.prompt.focus()
+            self.prompt.insert(event.character)
+            event.stop()
+
+    def on_unmount(self) -> None:
+        self.tavern.tools.set_asker(None)
+        self.tavern.steps.release_heap()  # no I/O (gc.unfreeze): the warm-up froze the heap with this screen in it
+
+    def settings_changed(self) -> None:
+        """The settings screen saved (issue 21 item 1): show the new provider and the labels asked for."""
+        self.status.provider = self.tavern.provider_label
+        for box in self.transcript.boxes:
+            box.show_extras()
+
+    def watch_generating(self, generating: bool) -> None:
+        self.set_class(generating, "-generating")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in CURSOR_ACTIONS:
+            return self.cursor_allows(action)
+        if action == "stop":
+            return self.generating
+        if action == "back":
+            return not self.generating
+        if action == "load_earlier":
+            return self.is_mounted and self.transcript.earlier_count > 0
+        if action == "swipe":
+            # None (shown dimmed) also lets the key fall through to the prompt's word move.
+            return None if self.generating or not self._prompt_empty else True
+        if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona", "delete_swipe",
+                      "state"):
+            return None if self.generating else True
+        if action == "cancel_queued":
+            return self.is_mounted and bool(self.inbox_strip.items)
+        if action in GROUP_ACTIONS:
+            return self.group_allows(action, parameters)
+        return True
+
+    # -- actions --------------------------------------------------------------------------
+
+    def action_tree(self) -> None:
+        """Open the branch tree of this playthrough; the chat reloads when it closes."""
+        self.app.push_screen(TreeScreen(self.tavern, self.playthrough_id), self._tree_closed)
+
+    def _tree_closed(self, playthrough_id: int | None) -> None:
+        if playthrough_id is not None and playthrough_id != self.playthrough_id:
+            # A new playthrough from a message: it replaces this chat (Esc there goes home).
+            self.dismiss()
+            self.app.post_message(PlaythroughChosen(playthrough_id))
+            return
+        self._reload()
+
+    def action_strategy(self) -> None:
+        """Open the strategy and preset pane; the title is re-read when it closes."""
+        self.app.push_screen(StrategyScreen(self.tavern, self.playthrough_id), lambda _: self._update_title())
+
+    def action_trace(self) -> None:
+        """Open the requests this playthrough sent; the chat reloads when Enter there jumped."""
+        self.app.push_screen(TraceScreen(self.tavern, self.playthrough_id), self._trace_closed)
+
+    def _trace_closed(self, jumped: bool | None) -> None:
+        if jumped:
+            self._reload()
+
+    def action_persona(self) -> None:
+        """Open the persona pane on this playthrough; the title is re-read when it closes (the name may change)."""
+        self.app.push_screen(PersonaScreen(self.tavern, self.playthrough_id), lambda _: self._update_title())
+
+    def action_state(self) -> None:
+        """Open the state pane (issue 18): MVU's stat_data and what the last reply changed."""
+        self.app.push_screen(StateScreen(self.tavern, self.playthrough_id))
+
+    def action_variables(self) -> None:
+        """Open the variables pane (issue 17): the variables now and their history per message."""
+        self.app.push_screen(VariablesScreen(self.tavern, self.playthrough_id))
+
+    def action_stop(self) -> None:
+        """Leave the edit of a queued item, or else cancel the streaming reply; the service
+        keeps the text received so far."""
+        if self._editing is not None:
+            self._leave_edit()
+            return
+        self.workers.cancel_group(self, GENERATION)
+
+    def action_world_books(self) -> None:
+        """Open the world-book pane on this playthrough (bindings here, tester on this chat)."""
+        self.post_message(WorldBooksRequested(self.playthrough_id))
+
+    def action_back(self) -> None:
+        """Leave the edit of a queued item, or else return to the home screen; the draft is
+        written first (Esc never throws typed text away). With text in the composer the first
+        Esc only says so; a second one within `ESC_AGAIN` seconds goes back."""
+        if self._editing is not None:
+            self._leave_edit()
+            return
+        if self.prompt.value.strip() and not self._esc_armed:
+            # Issue 21 item 4: Esc with text in the composer does not leave (a stray Esc while
+            # typing); a second Esc does, and the text is kept as the draft either way.
+            self._esc_armed = True
+            self.set_timer(ESC_AGAIN, lambda: setattr(self, "_esc_armed", False))
+            self.notify("Esc again goes back (your text is kept as a draft).", timeout=ESC_AGAIN)
+            return
+        self._esc_armed = False
+        if self._draft_timer is not None:
+            self._draft_timer.stop()
+        self.call(self.tavern.inbox.save_draft, self.playthrough_id, self.prompt.value, title="Cannot keep the draft",
+                  then=lambda _: self.dismiss(), failed=lambda _: self.dismiss())
+
+    async def action_load_earlier(self) -> None:
+        """Mount the previous window of messages above the first one."""
+        await self.transcript.load_earlier()
+        self.refresh_bindings()
+
+    def action_scroll_transcript(self, direction: int) -> None:
+        """Page the transcript while the prompt keeps focus."""
+        if direction < 0:
+            self.transcript.scroll_page_up()
+        else:
+            self.transcript.scroll_page_down()

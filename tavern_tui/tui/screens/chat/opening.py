@@ -1,0 +1,135 @@
+"""Provides `ChatOpening`, the chat screen's opening: the playthrough is read (and an interrupted
+step recovered) in a worker, then the group, title, kept draft, inbox and transcript are shown,
+world info is warmed after first paint, the card's script question is asked, an opening draft's
+line is sent and a search hit is paged to; and the title, re-read when a pane changed it.
+
+Mixed into `ChatScreen` (before `TavernScreen`). The narrow interface to the chat: `tavern`,
+`playthrough_id`, `playthrough`, `transcript`, `status`, `prompt`, `inbox_strip`, `group`,
+`show_group`, `refresh_members` (`GroupChat`), `_show_cursor` (`MessageCursor`), `call`,
+`_read_state`, `_fetch`, `_update_tokens` (`ChatReading`), `_start` (`ReplyFlow`), `_allowance`,
+and the state the screen's `__init__` sets: `_focus`, `_send_on_open` and `_preset_names`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual import work
+from textual.message_pump import MessagePump
+from textual.widgets import Static
+
+from tavern_tui.errors import TavernError
+from tavern_tui.service import PlaythroughView
+from tavern_tui.tui.labels import markup_literal
+from tavern_tui.tui.screens.chat.reading import ChatState
+from tavern_tui.views import GroupView
+
+PLACEHOLDER = ("Say something as {user}… (Enter sends · shift+Enter or ctrl+J new line · "
+               "Esc stops a reply or goes back)")
+"""The composer's hint (issue 15: both newline keys named)."""
+
+
+class ChatOpening(MessagePump):
+    """Mixed into the chat screen: opening the playthrough, and its title."""
+
+    def _open(self) -> tuple[PlaythroughView, ChatState, str, GroupView | None]:
+        # In the worker: opening recovers an interrupted step and pins the persona (writes).
+        view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
+        return (view, self._read_state(view.message_count), self.tavern.inbox.draft(self.playthrough_id),
+                self.tavern.groups.group_of(self.playthrough_id))
+
+    async def _opened(self, opened: tuple[PlaythroughView, ChatState, str, GroupView | None]) -> None:
+        view, state, draft, group = opened
+        self.playthrough = view
+        await self.show_group(group)  # before the transcript: its boxes take the members' colours
+        self.refresh_members()
+        self._update_title(view)
+        self.prompt.placeholder = PLACEHOLDER.format(user=markup_literal(view.user_name))  # a str is markup
+        if draft:  # the kept draft first, then whatever was typed while the chat opened
+            typed = self.prompt.value
+            self.prompt.value = f"{draft}\n{typed}" if typed else draft
+        self.inbox_strip.show(state.queued)
+        self.transcript.fetch = self._fetch
+        await self.transcript.show(state.messages, view.message_count)
+        self._update_tokens()
+        self.status.swipe = state.swipe
+        self.status.ooc = view.ooc  # read with the view, off the loop
+        self.refresh_bindings()
+        self.call_after_refresh(self._warm_world_info)  # the transcript paints first (issue 22)
+        self._allowance.check(view.character_id, view.character_name)  # before any send goes out
+        self._send_opening_line()
+        if self._focus:
+            refs, self._focus = self._focus, ()
+            self.call(self._index_of, refs, title="Cannot find the message",
+                      then=lambda found, refs=refs: self._focus_message(found, refs))
+
+    def _index_of(self, refs: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
+        # In the worker: where the message is on the (now active) path, as (index, total).
+        messages = self.tavern.playthroughs.messages(self.playthrough_id)
+        where = {message.ref: index for index, message in enumerate(messages)}
+        found = next((where[ref] for ref in refs if ref in where), None)
+        return None if found is None else (found, len(messages))
+
+    async def _focus_message(self, found: tuple[int, int] | None, refs: tuple[tuple[int, int], ...]) -> None:
+        """Page the transcript to a search hit and put the message cursor on it (found by its ref:
+        the stored message count the transcript numbers from can be off)."""
+        if found is None:
+            self.notify("That message is not on this chat's path any more.", severity="warning")
+            return
+        box = await self.transcript.page_to_ref(refs)
+        if box is not None:
+            self._show_cursor(box)
+            self.transcript.scroll_box_into_view(box, top=True)
+
+    def _scripts_allowed(self, done: Callable[[], None]) -> None:
+        async def reshow(state: ChatState) -> None:
+            await self._reshow(state)
+            done()  # a held send starts after the rebuild, never inside it
+
+        self.call(self._read_state, title="Cannot read the chat", then=reshow, failed=lambda _: done())
+
+    async def _reshow(self, state: ChatState) -> None:
+        # Every message may now show differently (display scripts): rebuild the window.
+        await self.transcript.show(state.messages, state.total)
+
+    def _send_opening_line(self) -> None:
+        """Send the line an opening draft's first send was given (its checks passed before the
+        draft became this playthrough), once, as Enter on it would."""
+        text, self._send_on_open = self._send_on_open, ""
+        if text:
+            self._allowance.then(lambda: self._start(
+                "send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=True), text))
+
+    @work(thread=True, exclusive=True, group="lore", exit_on_error=False, description="prepare world info")
+    def _warm_world_info(self) -> None:
+        # Builds the books' key indexes after first paint, so the first send does not pay for it.
+        try:
+            self.tavern.steps.warm_world_info(self.playthrough_id)
+        except TavernError:
+            pass  # a broken book is reported by the step that uses it
+
+    def _update_title(self, view: PlaythroughView | None = None) -> None:
+        """Show the playthrough's character, person, strategy and preset in the title (re-read
+        from the service when `view` is not given)."""
+        if view is None:
+            self.call(self.tavern.playthroughs.playthrough, self.playthrough_id, title="Cannot read the playthrough",
+                      then=self._update_title)
+            return
+        self.playthrough = view
+        if view.preset_id is None:
+            preset = "default preset"
+        elif self._preset_names.get(view.preset_id):
+            preset = f"preset {self._preset_names[view.preset_id]}"
+        else:  # its name is read in a worker; the id stands in until then
+            preset = f"preset #{view.preset_id}"
+            self.call(self.tavern.presets.find_preset, str(view.preset_id), title="Cannot read the preset",
+                      severity="warning", then=lambda found: self._preset_named(view, found.id, found.name))
+        name = self.group.name if self.group is not None else view.character_name
+        self.query_one("#chat-title", Static).update(
+            f"{name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
+        self.prompt.placeholder = PLACEHOLDER.format(user=markup_literal(view.user_name))  # a persona switch too
+
+    def _preset_named(self, view: PlaythroughView, preset_id: int, name: str) -> None:
+        self._preset_names[preset_id] = name or f"#{preset_id}"
+        if self.playthrough is view:  # not replaced by a newer read meanwhile
+            self._update_title(view)

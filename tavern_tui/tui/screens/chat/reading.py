@@ -1,0 +1,96 @@
+"""Provides `ChatState` and `ChatReading`, the chat screen's reads: what the chat shows of the
+database (the newest messages, the message count, the swipe indicator and the inbox), read in one
+worker run and shown by syncing the transcript; and the status line's token gauge, recomputed
+after a quiet moment.
+
+Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is. The narrow interface to
+the chat: `tavern`, `playthrough_id`, `transcript`, `status`, `call`, `_show_queue`
+(`QueueEditing`) and `_token_timer`, which the screen's `__init__` sets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from textual import work
+from textual.message_pump import MessagePump
+
+from tavern_tui.errors import TavernError
+from tavern_tui.service import MessageView
+from tavern_tui.tui.widgets.transcript import WINDOW
+from tavern_tui.views import InboxItemView
+
+TOKEN_DELAY = 0.3
+"""Seconds of quiet before the status line's token estimate is recomputed."""
+
+HELD = 4 * WINDOW
+"""Messages read when the chat opens or reloads; older ones are read as you scroll up."""
+
+
+@dataclass(frozen=True)
+class ChatState:
+    """What the chat shows of the database, read in one worker run: the newest messages, the
+    playthrough's message count and the swipe indicator ("" when there is nothing to swipe)."""
+
+    messages: list[MessageView]
+    total: int
+    swipe: str
+    queued: list[InboxItemView] = field(default_factory=list)
+    """The playthrough's inbox, in claim order (steers first)."""
+
+
+class ChatReading(MessagePump):
+    """Mixed into the chat screen: reading what the chat shows, and showing it."""
+
+    def _fetch(self, last: int) -> list[MessageView]:
+        """The newest `last` messages (one bounded read, however long the chat); call it in a worker
+        (the transcript calls it when Ctrl+O mounts earlier messages)."""
+        return self.tavern.playthroughs.messages(self.playthrough_id, last=last)
+
+    def _read_state(self, total: int | None = None) -> ChatState:
+        """Read what the chat shows (call it in a worker); `total` is the message count when the
+        caller has just read it. Raises the service's `TavernError`."""
+        messages = self._fetch(HELD)
+        if total is None:
+            total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
+        queued = self.tavern.inbox.pending(self.playthrough_id)
+        try:
+            state = self.tavern.timeline.swipe_state(self.playthrough_id)
+        except TavernError:
+            return ChatState(messages, total, "", queued)
+        shown, count = state.position
+        swipe = "" if state.ref is None or count <= 1 else \
+            f"{'greeting' if state.greeting else 'swipe'} {shown}/{count}"
+        return ChatState(messages, total, swipe, queued)
+
+    def _update_tokens(self) -> None:
+        # Debounced: the estimate reads the whole history, and a burst of swipes should repaint
+        # first and count once.
+        if self._token_timer is not None:
+            self._token_timer.stop()
+        self._token_timer = self.set_timer(TOKEN_DELAY, self._estimate_tokens)
+
+    @work(thread=True, exclusive=True, group="tokens", exit_on_error=False, description="estimate tokens")
+    def _estimate_tokens(self) -> None:
+        # Reads the whole history: off the UI thread, so a swipe repaints before it is done.
+        try:
+            gauge: dict | None = self.tavern.steps.context_gauge(self.playthrough_id)
+        except TavernError:
+            gauge = None
+        self.app.call_from_thread(setattr, self.status, "tokens", gauge["tokens"] if gauge else None)
+        self.app.call_from_thread(setattr, self.status, "gauge", gauge)
+
+    def _reload(self) -> None:
+        """Re-read what the database holds (after a swipe or the tree) in a worker, then show it."""
+        self.call(self._read_state, title="Cannot read the chat", then=self._show_state)
+
+    async def _show_state(self, state: ChatState) -> None:
+        """Show what the database holds now, rebuilding the transcript only where it differs."""
+        earlier = self.transcript.earlier_count
+        with self.app.batch_update():  # one layout pass for the boxes and the counter
+            await self.transcript.sync(state.messages, state.total)
+            self._update_tokens()
+            self.status.swipe = state.swipe
+            self._show_queue(state.queued)
+            if (self.transcript.earlier_count > 0) != (earlier > 0):
+                self.refresh_bindings()  # "Earlier messages" came or went (the footer recomposes)
