@@ -224,7 +224,7 @@ class ChatFileService:
                                         "create_date": format_send_date(view.created_at), "chat_metadata": {}}
         # chat_metadata.variables = the local variables at the head (kept as imported, then as changed).
         local = local_variables_of(self.ctx.store.events.surface_events(view.session_id))
-        metadata = header.get("chat_metadata") if isinstance(header.get("chat_metadata"), dict) else {}
+        metadata = found if isinstance(found := header.get("chat_metadata"), dict) else {}
         if local or "variables" in metadata:
             header = {**header, "chat_metadata": {**metadata, "variables": local}}
         pairs: list[tuple[SurfaceMessage, ChatLine]] = []
@@ -256,7 +256,7 @@ class ChatFileService:
                 sibling_body = timeline.variants[sibling].row.body or {}
                 swipes.append(message.content if sibling == raw_ref else str(sibling_body.get("content") or ""))
                 infos.append(_info(body if sibling == raw_ref else sibling_body, message))
-        imported = body.get("imported") if isinstance(body.get("imported"), dict) else {}
+        imported = found if isinstance(found := body.get("imported"), dict) else {}
         extra = dict(body.get("extra") or {}) if isinstance(body.get("extra"), dict) else {}
         if body.get("reasoning") and "reasoning" not in extra:
             extra["reasoning"] = body["reasoning"]

@@ -162,17 +162,17 @@ class CompactionService:
             return view.session_id, chosen, limit
         count = self.ctx.token_counter
         room = limit.limit - message_cost(count, self._prompt(view.character_name, view.user_name)) - 3
-        used, cut = 0, 0
+        used, taken = 0, 0
         for message in chosen:
             cost = message_cost(count, self._line(message, view.character_name, view.user_name)) \
                 if sent_to_model(message) else 0
             if used + cost > room:
                 break
-            used, cut = used + cost, cut + 1
-        if cut == 0:
+            used, taken = used + cost, taken + 1
+        if taken == 0:
             raise TavernError(f"the oldest message alone does not fit the summary request's context of "
                               f"{limit.limit} tokens; raise the context")
-        return view.session_id, chosen[:cut], limit
+        return view.session_id, chosen[:taken], limit
 
     def _prompt(self, char: str, user: str) -> str:
         return substitute_names(self.ctx.settings.summary_prompt or DEFAULT_SUMMARY_PROMPT, char, user)
@@ -279,7 +279,8 @@ class CompactionService:
                 "generation": "summary", "assembly": {"strategy": "summary", "context": context}})])
         sent = [SentMessage(m["role"], "request-only", assembly.ref, i, message_hash(m))
                 for i, m in enumerate(messages)]
-        meta = {"covers": sum(covers_of(m) for m in range_), "first": list(targets[0]),
+        covers = sum(covers_of(m) for m in range_)
+        meta = {"covers": covers, "first": list(targets[0]),
                 "last": list(targets[-1]),
                 "from": range_[0].created_at.isoformat(), "to": range_[-1].created_at.isoformat(),
                 "targets": len(targets)}
@@ -289,7 +290,7 @@ class CompactionService:
             NewEvent(EventKind.SURFACE_REPLACED, "system", {
                 "targets": [list(t) for t in targets], "request": list(header.ref),
                 "message": {"role": "system", "content": text, "summary": meta}}, Origin.ENGINE, SUMMARY_SOURCE)])
-        return Compaction(summary.ref, meta["covers"], targets, _ref(trace.ref), text)
+        return Compaction(summary.ref, covers, targets, _ref(trace.ref), text)
 
     def edit_summary(self, playthrough_id: int, ref: tuple[int, int], text: str) -> tuple[int, int]:
         """Replace a visible summary node with the person's text (a replacement of it, still a
@@ -321,7 +322,8 @@ class CompactionService:
         originals in its place (`surface_of` would show them replaced; this reads the log)."""
         log = self.ctx.store.events
         out: list[SurfaceMessage] = []
-        pending = [tuple(summary.ref)]
+        session_id, seq = summary.ref
+        pending = [(session_id, seq)]
         seen: set[tuple[int, int]] = set()
         while pending:
             ref = pending.pop(0)

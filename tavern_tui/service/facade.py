@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar, cast, overload
 
 from tavern_tui.config import Settings
 from tavern_tui.engine.stream import Provider
@@ -57,13 +57,19 @@ class _area(Generic[T]):  # noqa: N801 - used as a decorator, like functools.cac
         self._name = build.__name__
         self.__doc__ = build.__doc__
 
-    def __get__(self, instance: Tavern | None, owner: type | None = None) -> T:
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _area[T]: ...
+
+    @overload
+    def __get__(self, instance: Tavern, owner: type | None = None) -> T: ...
+
+    def __get__(self, instance: Tavern | None, owner: type | None = None) -> T | _area[T]:
         if instance is None:
-            return self  # type: ignore[return-value]
+            return self
         with instance._areas_lock:  # re-entrant: an area builds the areas it calls
             if self._name not in instance.__dict__:
                 instance.__dict__[self._name] = self._build(instance)
-            return instance.__dict__[self._name]  # type: ignore[no-any-return]
+            return cast(T, instance.__dict__[self._name])  # what `_build` returned for this name
 
 
 def make_provider(settings: Settings) -> Provider:

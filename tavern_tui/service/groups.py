@@ -64,7 +64,7 @@ MODES = {"swap": 0, "join": 1}
 """Card modes by name, as SillyTavern's `group_generation_mode` numbers them."""
 
 
-def talkativeness_of(data: dict) -> float | None:
+def talkativeness_of(data: dict[str, Any]) -> float | None:
     """A card's talkativeness (`extensions.talkativeness`, SillyTavern's `Number(...)`); None when
     unset or not a number (the group order then uses 0.5)."""
     value = (data.get("extensions") or {}).get("talkativeness") if isinstance(data, dict) else None

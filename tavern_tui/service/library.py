@@ -156,7 +156,7 @@ class LibraryService:
         data = card.data
         book = card.character_book
         known = {*CARD_TEXT_FIELDS, *CARD_LIST_FIELDS, "extensions", "character_book"}
-        extensions = data.get("extensions") if isinstance(data.get("extensions"), dict) else {}
+        extensions = found if isinstance(found := data.get("extensions"), dict) else {}
         return CardView(self._character_view(record), card.spec_version, card.container,
                         {f: str(data.get(f) or "") for f in CARD_TEXT_FIELDS},
                         tuple(str(g) for g in data.get("alternate_greetings") or []),

@@ -461,7 +461,7 @@ def card_books(card: Any) -> tuple[list[InitBook], str | None]:
     if not isinstance(book, dict):
         return [], None
     name = str(book.get("name") or card.name)
-    entries = book.get("entries") if isinstance(book.get("entries"), list) else []
+    entries = found if isinstance(found := book.get("entries"), list) else []
     return [InitBook(name, tuple((str(e.get("comment") or ""), str(e.get("content") or ""))
                                  for e in entries if isinstance(e, dict)))], name
 

@@ -218,7 +218,7 @@ class OpeningService:
             spec = self.strategies.strategy_spec(self.ctx.settings.default_strategy).snapshot()
         with self.ctx.store.unit_of_work() as uow:
             created = uow.openings.add(character_id=found.id, greeting_index=greeting or 0,
-                                       preset_id=None if preset_id is False else preset_id,  # type: ignore[arg-type]
+                                       preset_id=None if preset_id is False else preset_id,
                                        strategy=spec, lore=books or [], user_name=chosen.name if chosen else "",
                                        persona_id=chosen.id if chosen else None)
         return self._view(created)

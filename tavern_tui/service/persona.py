@@ -101,8 +101,9 @@ def _customer_text(event: Any) -> str | None:
     if event.kind == EventKind.SURFACE_REPLACED:
         message = event.body.get("message")
         if isinstance(message, dict) and message.get("role") == "user" and \
-                is_customer("user", parse_origin(message.get("origin"))) and isinstance(message.get("content"), str):
-            return message["content"]
+                is_customer("user", parse_origin(message.get("origin"))) and \
+                isinstance(content := message.get("content"), str):
+            return content
     return None
 
 

@@ -498,7 +498,7 @@ def _tool_facts(body: dict[str, Any], role: str) -> tuple[tuple[dict[str, Any], 
     calls = tuple(c for c in calls if isinstance(c, dict)) if role == "assistant" and isinstance(calls, list) else ()
     if role != "tool":
         return calls, None
-    detail = body.get("detail") if isinstance(body.get("detail"), dict) else {}
+    detail = found if isinstance(found := body.get("detail"), dict) else {}
     result = {"toolCallId": body.get("toolCallId"), "name": body.get("name"), "arguments": body.get("arguments"),
               "status": body.get("status"), "summary": detail.get("summary"), "reason": detail.get("reason")}
     return calls, result

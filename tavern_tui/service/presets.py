@@ -15,7 +15,8 @@ from typing import Any
 from tavern_tui.assembly.strategies import BUILTINS, COMPAT, StrategySpec
 from tavern_tui.engine.events import NewEvent, canonical_json
 from tavern_tui.errors import FormatError, TavernError
-from tavern_tui.formats.presets import ParsedPreset, export_preset, parse_preset
+from tavern_tui.formats.preset_model import ParsedPreset
+from tavern_tui.formats.presets import export_preset, parse_preset
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.store.repositories import PlaythroughRecord

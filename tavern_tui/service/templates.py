@@ -41,10 +41,10 @@ class TemplateView:
 def template_view(record: TemplateRecord) -> TemplateView:
     """`record` as a view (unknown or malformed fields read as absent)."""
     data = record.data
-    strategy = data.get("strategy") if isinstance(data.get("strategy"), dict) else {}
+    strategy = found if isinstance(found := data.get("strategy"), dict) else {}
     preset = data.get("preset_id")
     persona = data.get("persona_id")
-    lore = data.get("lore") if isinstance(data.get("lore"), list) else []
+    lore = found_lore if isinstance(found_lore := data.get("lore"), list) else []
     return TemplateView(record.name, str(strategy.get("name") or ""), preset if isinstance(preset, int) else None,
                         tuple(b for b in lore if isinstance(b, int)), persona if isinstance(persona, int) else None,
                         record.updated_at)

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import Any, cast
 
-from tavern_tui.engine.events import EventKind, Origin
+from tavern_tui.engine.events import EventKind, NewEvent, Origin
 from tavern_tui.engine.inbox import move_pending
 from tavern_tui.engine.log import (
     EDIT_SOURCE,
     SUMMARY_SOURCE,
     SYSTEM_PROMPT_SOURCE,
+    SurfaceMessage,
     derive_messages,
     inspect,
     replacement_event,
@@ -281,7 +282,7 @@ class TimelineService:
         rows = {r.ref: r for r in log.variant_rows({sid: None for sid in {ref[0] for ref in candidates}})}
         kept = set(timeline.path_to(at))
         moved: dict[Ref, Ref] = {}  # a carried edit's ref → its copy's ref in the (empty) fork
-        events = []
+        events: list[NewEvent] = []
         for ref in sorted(candidates, key=lambda r: rows[r].order if r in rows else 0):
             replacement = candidates[ref]
             if not set(replacement.targets) <= kept:
@@ -454,14 +455,15 @@ class TimelineService:
 
     # -- edits --------------------------------------------------------------------------
 
-    def _surface_message(self, playthrough_id: int, ref: Ref):  # type: ignore[no-untyped-def]
+    def _surface_message(self, playthrough_id: int, ref: Ref) -> tuple[PlaythroughView, list[SurfaceMessage], int]:
         """(view, chat surface without the system section, index of the message shown for
         `ref`). Raises NotFound when the head does not show it."""
         view = self.playthroughs.playthrough(playthrough_id)
         # A variant the head shows edited is on the surface as its (newest) replacement.
         timeline, _members = self.variant_tree(playthrough_id)
-        newest = timeline.newest_replacement(tuple(ref))  # type: ignore[arg-type]
-        shown = newest.ref if newest is not None else tuple(ref)
+        key = cast(Ref, tuple(ref))  # a caller may pass the ref as a JSON list
+        newest = timeline.newest_replacement(key)
+        shown = newest.ref if newest is not None else key
         surface = [m for m in derive_messages(self.ctx.store.events, view.session_id, include_failed=True)
                    if m.source != SYSTEM_PROMPT_SOURCE]
         for index, message in enumerate(surface):
@@ -523,7 +525,7 @@ class TimelineService:
         self._touch(playthrough_id)
         return len(targets)
 
-    def last_message(self, playthrough_id: int):  # type: ignore[no-untyped-def]
+    def last_message(self, playthrough_id: int) -> tuple[PlaythroughView, SurfaceMessage | None]:
         """(the playthrough's view, the last message its chat shows or None), one bounded read."""
         view = self.playthroughs.playthrough(playthrough_id)
         log = self.ctx.store.events

@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
 from tavern_tui.assembly.worldinfo import LORE_STATE_KIND
@@ -115,7 +115,7 @@ class TraceService:
     def _trace_view(self, trace: Event, settled: Event | None) -> TraceView:
         body = trace.body
         reply = settled.body if settled is not None else {}
-        timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else {}
+        timing = found if isinstance(found := reply.get("timing"), dict) else {}
         latency = None
         if timing.get("first_byte") and timing.get("submitted"):
             delta = datetime.fromisoformat(timing["first_byte"]) - datetime.fromisoformat(timing["submitted"])
@@ -132,7 +132,7 @@ class TraceService:
         else:
             outcome = "ok"
         retry_of = body.get("retry_of")
-        context = body.get("context") if isinstance(body.get("context"), dict) else {}
+        context = recorded if isinstance(recorded := body.get("context"), dict) else {}
         used = context.get("used")
         return TraceView(_ref_text(trace.ref), trace.session_id, str(body.get("submitted_at", "")),
                          str(body.get("provider", "")), str(body.get("model", "")), str(body.get("strategy", "")),
@@ -166,9 +166,9 @@ class TraceService:
         header_ref = tuple(event.body.get("header", ()))
         context_ref = tuple(event.body.get("request_context") or ())
         wanted = [r for r in (header_ref, context_ref) if len(r) == 2]
-        found = self.ctx.store.events.events_at(wanted) if wanted else {}  # type: ignore[arg-type]
-        header = found.get(header_ref)  # type: ignore[call-overload]
-        call = found.get(context_ref)  # type: ignore[call-overload]
+        found = self.ctx.store.events.events_at(wanted) if wanted else {}
+        header = found.get(header_ref)
+        call = found.get(context_ref)
         assembly = header.body.get("assembly", {}) if header is not None else {}
         reply = settled.body if settled is not None else {}
         variables = dict(assembly.get("variables") or {})
@@ -178,7 +178,7 @@ class TraceService:
         bodies = self.ctx.store.events.events_at(sorted({tuple(m["ref"]) for m in sent if len(m.get("ref", ())) == 2}))
         # Lines of an imported chat are history as read-only records: the trace says which were sent.
         imported = [i for i, m in enumerate(sent)
-                    if (found := bodies.get(tuple(m.get("ref", ())))) is not None and found.body.get("imported")]
+                    if (line := bodies.get(tuple(m.get("ref", ())))) is not None and line.body.get("imported")]
         return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
                 "imported": imported,
                 "attribution": self._attribution(event.body, assembly),
@@ -208,9 +208,10 @@ class TraceService:
                      if e.seq > settled.seq and isinstance(e.body.get("mvu"), dict)]
             reply = next((i for i, e in enumerate(later) if e.body.get("origin") == "reply"
                           and tuple(e.body["mvu"].get("message") or ()) == settled.ref), None)
+            replied = later[reply] if reply is not None else None
             for event in later[:reply + 1] if reply is not None else []:
                 part = event.body["mvu"]
-                if event.body.get("origin") == "user" or event is later[reply]:
+                if event.body.get("origin") == "user" or event is replied:
                     commits.append({"ref": list(event.ref), "origin": event.body.get("origin"),
                                     "message": part.get("message"), "base": part.get("base"),
                                     "stat_data_sha256": _stat_sha(part.get("record")),
@@ -240,10 +241,10 @@ class TraceService:
         spans for a projected request; a history, input or context message is one part."""
         result = verify(record, self.ctx.store.events.events_at)
         sent = record.get("messages", [])
-        events = self.ctx.store.events.events_at(sorted({tuple(m["ref"]) for m in sent}))  # type: ignore[misc]
+        events = self.ctx.store.events.events_at(sorted({tuple(m["ref"]) for m in sent}))
         spans: list[Any] = []
         for entry, message in zip(sent, result.messages):
-            event = events.get(tuple(entry["ref"]))  # type: ignore[call-overload]
+            event = events.get(tuple(entry["ref"]))
             if message is None or event is None:
                 spans.append(None)
             elif entry.get("index") is not None:
@@ -298,7 +299,8 @@ class TraceService:
         model = str(record.get("model") or "")
         omitted = dict(record.get("omitted") or {})
         sent_tools = () if "tools" in omitted else (result.tools or ())  # a retry the server made without them
-        body = (wire_body(model, list(result.messages), result.config, sent_tools)  # type: ignore[arg-type]
+        # `sendable`: every message verified, so none of them is None.
+        body = (wire_body(model, cast("list[dict[str, Any]]", list(result.messages)), result.config, sent_tools)
                 if result.sendable else None)
         return {"id": trace_id, "ok": result.ok, "tools": result.tools, "tools_status": result.tools_status,
                 "provider": str(record.get("provider", "")), "model": model,
@@ -390,6 +392,6 @@ class TraceService:
         """Verify every recorded request, oldest first (reads each referenced body once)."""
         events = self._trace_events()
         wanted = sorted({tuple(m["ref"]) for e in events for m in e.body.get("messages", [])})
-        stored = self.ctx.store.events.events_at(wanted)  # type: ignore[arg-type]
+        stored = self.ctx.store.events.events_at(wanted)
         return [(_ref_text(e.ref), verify(e.body, lambda refs: {r: stored[r] for r in refs if r in stored}))
                 for e in events]

@@ -7,7 +7,7 @@ the lease is released, which is the caller's: `run_step` frees it when it ends).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
@@ -32,7 +32,7 @@ async def run_step(
     *,
     options: StepOptions | None = None,
     **overrides: Any,
-) -> AsyncIterator[StepUpdate]:
+) -> AsyncGenerator[StepUpdate, None]:
     """Run one step (`single.run_single`) holding the step's claim (`options.claims`, when given)
     from its opening to its settlement: a second step in the playthrough meanwhile gets
     `StepBusy`, and a killed owner's claim is taken over by the next step at once. With

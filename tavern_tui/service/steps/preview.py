@@ -64,7 +64,8 @@ class Previews:
         self.variables = variables
         self.mvu = mvu
         self.tools = tools
-        self._primed: dict[int, tuple] = {}  # playthrough → the books (and names) its warm-up primed
+        # playthrough → the books (id, entry count) and the names its warm-up primed
+        self._primed: dict[int, tuple[tuple[tuple[int, int], ...], str, str]] = {}
 
     def estimate_tokens(self, playthrough_id: int) -> int:
         """Estimated prompt tokens of the next request without new input (the status line
@@ -269,7 +270,7 @@ class Previews:
         # Reopening the chat with the same book revisions (the lore service keeps one parsed
         # book per revision) finds them primed and their heap collected already: only the dry
         # run over the history is redone (issue 22: not per chat open).
-        books = tuple((id(getattr(b, "book", b)), len(getattr(b, "book", b).entries)) for b in step.books)
+        books = tuple((id(b.book), len(b.book.entries)) for b in step.books)
         primed = (books, ctx.char_name, ctx.user_name)
         if self._primed.get(playthrough_id) != primed:
             step.prime(ctx)
