@@ -207,3 +207,10 @@ def screen_text(app: object) -> str:
     for line, text in re.findall(r'<text [^>]*clip-path="url\(#terminal-\d+-line-(\d+)\)">([^<]*)</text>', svg):
         rows.setdefault(int(line), []).append(html.unescape(text).replace("\xa0", " "))
     return "\n".join("".join(rows[n]) for n in sorted(rows))
+
+
+async def search_settled(pilot: Pilot[object], screen: object) -> None:
+    """Wait until the search screen has searched its whole query: each key restarts a short
+    timer, and an earlier word's search (a worker) may show its hits first."""
+    await wait_until(pilot, lambda: screen._timer is None)  # type: ignore[attr-defined]
+    await workers_idle(pilot)

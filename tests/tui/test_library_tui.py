@@ -23,7 +23,7 @@ from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.screens.search import SearchScreen
-from tests.tui.conftest import ScriptedProvider, open_character, wait_until, workers_idle
+from tests.tui.conftest import ScriptedProvider, open_character, search_settled, wait_until, workers_idle
 
 SIZE = (120, 40)
 
@@ -63,6 +63,7 @@ async def search_for(pilot: Pilot[object], text: str) -> SearchScreen:
     screen = pilot.app.screen
     assert isinstance(screen, SearchScreen)
     await pilot.press(*text)
+    await search_settled(pilot, screen)
     await wait_until(pilot, lambda: bool(screen.hits) or "Nothing" in str(
         screen.query_one("#search-status", Static).render()))
     return screen
@@ -248,8 +249,8 @@ async def _type_search(pilot: Pilot[object]) -> None:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, SearchScreen) and pilot.app.screen.is_mounted)
     await pilot.press(*"cormorant")
     screen = pilot.app.screen
-    # Each key restarts the search's short timer; an earlier word's hits may show first.
-    await wait_until(pilot, lambda: screen._timer is None and bool(screen.hits))  # type: ignore[attr-defined]
+    await search_settled(pilot, screen)
+    await wait_until(pilot, lambda: bool(screen.hits))  # type: ignore[attr-defined]
     await workers_idle(pilot)
     await pilot.pause()
 

@@ -12,7 +12,7 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.search import SearchScreen
 from tavern_tui.tui.widgets.transcript import WINDOW
-from tests.tui.conftest import ScriptedProvider, open_character, wait_until, workers_idle
+from tests.tui.conftest import ScriptedProvider, open_character, search_settled, wait_until, workers_idle
 
 SIZE = (120, 40)
 
@@ -54,6 +54,7 @@ async def test_a_search_hit_opens_with_the_cursor_on_that_message(
         search = app.screen
         assert isinstance(search, SearchScreen)
         await pilot.press(*query)
+        await search_settled(pilot, search)
         await wait_until(pilot, lambda: bool(search.hits))
         assert search.query_one("#search-results", OptionList).option_count >= 1
         await pilot.press("down", "enter")
