@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from tavern_tui.service import CharacterView, ImportResult, PlaythroughView, Tavern
@@ -36,7 +36,7 @@ from tavern_tui.tui.screens.home_groups import (
     group_prompt,
     latest_or_new,
 )
-from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
+from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import GroupView, OpeningView, distinct_labels
 
@@ -114,7 +114,7 @@ class HomeScreen(TavernScreen[None]):
                 details.border_title = "Card"
                 details.border_subtitle = "^k whole card"
                 yield details
-        yield Footer()
+        yield FitFooter()
 
     def on_mount(self) -> None:
         # Start on the character played last, so reopening the app shows where the person left off.

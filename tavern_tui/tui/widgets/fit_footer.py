@@ -59,6 +59,7 @@ class FitFooter(Footer):
         super().__init__(id=id, classes=classes, compact=compact, show_command_palette=show_command_palette)
         self.drop = tuple(drop)
         self._compacted = False  # the compact style was taken for room (not asked for)
+        self._compacted_at = 0  # the footer's width when it took the compact style for room
         self._pending = False  # a recompose is queued for after the next refresh
         self._shown: tuple | None = None  # what the keys were last built from
 
@@ -107,7 +108,9 @@ class FitFooter(Footer):
         self.fit()
 
     def on_resize(self) -> None:
-        if self._compacted:
+        # Wider than when the compact style was taken for room: try the roomy one again. Not on
+        # every resize: each switch restyles every key (the first resize comes right after mount).
+        if self._compacted and self.size.width > self._compacted_at:
             self.compact = self._compacted = False
             self.call_after_refresh(self.fit)
             return
@@ -127,6 +130,7 @@ class FitFooter(Footer):
             # (issue 21 item 2: at 80 columns more keys stay). A resize starts roomy again.
             # Until then keys are hidden by the roomy widths: no frame shows a key cut at the edge.
             self.compact = self._compacted = True
+            self._compacted_at = self.size.width
             self.call_after_refresh(self.fit)
         shown = list(items)
         for item in self._drop_order(items):
