@@ -30,11 +30,13 @@ N ≤ 100, M ≤ 1000; `{{newline::N}}`/`{{space::N}}` N ≤ 1000.
 Nothing is ever executed or `eval`-ed.
 
 Modules: `parser` (the grammar), `context` (`MacroContext`, `MacroBudget`), `registry` (the definitions'
-registry, scoped-block pairing), `engine` (`substitute`, the evaluator, the macro definitions), `jsvalues`
-(JavaScript value semantics for the variable store), `moment` (moment.js formatting and durations).
+table and the `@macro` decorator that fills it), `scopes` (scoped-block pairing, the `{{else}}` split),
+`evaluator` (the walk, the limits and budgets, pre/post-processors), `handlers` (the macros, one module a
+responsibility; importing it completes the table), `engine` (`substitute` and its variants, the history
+cache), `jsvalues` (JavaScript value semantics for the variable store), `moment` (moment.js formatting and
+durations), `seeded` (`{{pick}}`'s seed), `mvu_macros` (the MVU macros' helpers, from `handlers.mvu`).
 """
 
-from tavern_tui.assembly.macros import mvu_macros  # noqa: F401, I001 - registers the MVU variable macros
 from tavern_tui.assembly.macros.engine import (
     LIMIT_MARKER,
     MAX_CALLS,

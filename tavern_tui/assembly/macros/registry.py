@@ -1,32 +1,38 @@
-"""Provides the macro definitions' registry (`DEFS`, filled by `engine` and `mvu_macros` through `macro`)
-and the pairing of scoped blocks (`{{if}}…{{/if}}`) over one sibling list of the parse.
+"""Provides the macro definitions' table (`DEFS`), the `macro` decorator that fills it, the post-passes
+(`POST_PASSES`, filled by `post_pass`) and the arity and type checks.
 
-Rule source: SillyTavern 1.18 `MacroRegistry.js` (arity, list arguments, `delayArgResolution`) and
-`MacroCstWalker.js` (#processScopedMacros, #canAcceptScopedContent, the `{{else}}` split).
+Every handler is a function `(evaluator, name, args, macro, base, scoped) -> str | None` (None: leave the
+macro as written) in `macros.handlers`, registered by `@macro(...)` on its definition; importing
+`macros.handlers` (which `macros.evaluator` does) fills the table.
+
+Rule source: SillyTavern 1.18 `MacroRegistry.js` (names and aliases, arity, list arguments, `strictArgs`,
+integer-typed arguments, `delayArgResolution`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tavern_tui.assembly.macros.parser import Macro, Text, parse_document
+from tavern_tui.assembly.macros.parser import Macro
 
 if TYPE_CHECKING:
     from tavern_tui.assembly.macros.context import MacroContext
+    from tavern_tui.assembly.macros.evaluator import Evaluator
 
-__all__ = ["DEFS", "ELSE_MARKER", "EXTERNAL", "POST_PASSES", "Def", "Scope", "args_valid", "can_accept_scope", "macro",
-           "PairingTooCostly", "pair_scopes", "raw_inner", "split_else"]
+    Handler = Callable[[Evaluator, str, list[str], Macro, int, bool], str | None]
+    """(evaluator, the definition's primary name, arguments, the macro, offset of its text, scoped) → text, or
+    None to leave the macro as written."""
 
-# core-macros.js ELSE_MARKER: what {{else}} prints; removed by a post-processor wherever it is left over.
-ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
+__all__ = ["DEFS", "POST_PASSES", "Def", "args_valid", "macro", "macros", "post_pass", "types_valid", "whole"]
 
 
 @dataclass(frozen=True, slots=True)
 class Def:
     name: str  # primary name
-    fn: str  # handler method
+    fn: Handler
     min: int = 0
     max: int = 0
     list: bool = False
@@ -36,22 +42,50 @@ class Def:
 
 
 DEFS: dict[str, Def] = {}
-EXTERNAL: dict[str, Callable[[MacroContext, list[str]], str | None]] = {}
-"""Handlers defined outside this module by `fn` name (`macros.mvu_macros`): (context, arguments) → text, or None
-to leave the macro as written."""
+"""Every macro by lower-case name (aliases included), filled by `macro` as `macros.handlers` is imported."""
 
 POST_PASSES: list[Callable[[str, MacroContext], str]] = []
 """Text passes run on every `substitute` result (and every expanded history message) after SillyTavern's
-macros: Tavern Helper's "macro-like" replacements that need the text around them (`macros.mvu_macros`:
+macros: Tavern Helper's "macro-like" replacements that need the text around them (`handlers.mvu`:
 `{{format_*_variable::path}}` indents by its line's prefix). Each returns its input unchanged when it has
 nothing to do."""
 
 
-def macro(*names: str, fn: str, **kw: object) -> None:
-    """Register a macro under its names (case-insensitive); `fn` names an `_Evaluator` method or an `EXTERNAL`."""
-    d = Def(names[0], fn, **kw)  # type: ignore[arg-type]
-    for n in names:
-        DEFS[n.lower()] = d
+def macro(*names: str, min: int = 0, max: int = 0, list: bool = False, strict: bool = True,
+          ints: tuple[int, ...] = (), delay: bool = False) -> Callable[[Handler], Handler]:
+    """Decorator: register the handler as one macro under `names` (case-insensitive; the first is the name
+    the handler is given), with its arity (`min`…`max` arguments, or `min` or more when `list`), `strict`
+    arity, integer-typed positions `ints` and `delay` (raw argument text, MacroRegistry delayArgResolution).
+    A name registers once (so no import order decides which handler a name has)."""
+
+    def register(fn: Handler) -> Handler:
+        d = Def(names[0], fn, min, max, list, strict, ints, delay)
+        for n in names:
+            if n.lower() in DEFS:
+                raise ValueError(f"macro {n!r} is registered twice")
+            DEFS[n.lower()] = d
+        return fn
+
+    return register
+
+
+def macros(groups: Iterable[tuple[str, ...]], *, min: int = 0, max: int = 0,
+           ints: tuple[int, ...] = ()) -> Callable[[Handler], Handler]:
+    """Decorator: `macro(*group, …)` for each group of names (one definition a group, as for the
+    card fields or the instruct sequences)."""
+
+    def register(fn: Handler) -> Handler:
+        for group in groups:
+            macro(*group, min=min, max=max, ints=ints)(fn)
+        return fn
+
+    return register
+
+
+def post_pass(fn: Callable[[str, MacroContext], str]) -> Callable[[str, MacroContext], str]:
+    """Decorator: add `fn` to `POST_PASSES`."""
+    POST_PASSES.append(fn)
+    return fn
 
 
 def args_valid(d: Def, n: int) -> bool:
@@ -61,137 +95,22 @@ def args_valid(d: Def, n: int) -> bool:
     return n >= d.min
 
 
-def can_accept_scope(m: Macro) -> bool:
-    """MacroCstWalker #canAcceptScopedContent: unknown ⇒ yes; list macros ⇒ no; else one more arg must fit."""
-    d = DEFS.get(m.name.lower())
-    if d is None:
-        return True
-    if d.list:
-        return False
-    return d.min <= len(m.args) + 1 <= d.max
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
-@dataclass(slots=True)
-class Scope:
-    """A paired block's content: the sibling items between the tags and where the closing tag starts."""
-
-    items: list[Text | Macro]
-    end: int
-
-
-def _closer(infos: list[tuple[int, Macro, str]], k: int, stop: int, matched: set[int], work: list[int] | None) -> int:
-    """The item index of the closing tag pairing the opener `infos[k]` (searched up to `infos[stop]`), or -1;
-    the steps taken are charged to `work`."""
-    depth, close, target = 1, -1, infos[k][2]
-    steps = 0
-    for j in range(k + 1, stop):
-        index2, other, name = infos[j]
-        steps += 1
-        if name != target or index2 in matched:
-            continue
-        if other.closing:
-            depth -= 1
-            if depth == 0:
-                close = index2
-                break
-        elif can_accept_scope(other):
-            depth += 1
-    if work is not None:
-        work[0] -= steps
-        if work[0] < 0:
-            raise PairingTooCostly()
-    return close
+def types_valid(d: Def, args: list[str]) -> bool:
+    """MacroRegistry validateArgTypes with strictArgs: the `integer` positions hold whole numbers."""
+    for pos in d.ints:
+        if pos < len(args) and not _INTEGER.fullmatch(args[pos].strip()):
+            return False
+    return True
 
 
-class PairingTooCostly(Exception):
-    """`pair_scopes` used up the work it was given (`work`): too many unpaired openers to search."""
-
-
-def pair_scopes(items: list[Text | Macro], work: list[int] | None = None,
-                ) -> list[tuple[Text | Macro, Scope | None, bool]]:
-    """MacroCstWalker #processScopedMacros over one sibling list: pair the outermost `{{x}}…{{/x}}`.
-
-    Returns (item, scoped content items or None, keep raw) with the paired content and closing tags removed.
-    A pair whose opener cannot take one more argument stays as written (both tags); so do stray closing tags.
-    Only openers whose name has a closing tag later in the list are searched for their closer; `work`
-    (`[steps left]`, shared by the caller's calls) bounds the searching, ours: each opener left unpaired
-    searches to the end of the list, so thousands of them would cost their square.
-
-    Raises:
-        PairingTooCostly: `work` ran out.
-    """
-    infos = [(i, it, it.name.lower()) for i, it in enumerate(items) if isinstance(it, Macro) and it.name]
-    last_close: dict[str, int] = {}
-    for k, (_, it, name) in enumerate(infos):
-        if it.closing:
-            last_close[name] = k
-    if not last_close:
-        return [(it, None, False) for it in items]
-    matched: set[int] = set()
-    keep_raw: set[int] = set()
-    inside: set[int] = set()
-    pairs: dict[int, int] = {}
-    for k, (index, it, target) in enumerate(infos):
-        if it.closing or index in matched or index in inside or last_close.get(target, -1) < k:
-            continue
-        close = _closer(infos, k, last_close[target] + 1, matched, work)
-        if close < 0:
-            continue
-        matched.update((index, close))
-        if not can_accept_scope(it):
-            keep_raw.update((index, close))
-            continue
-        pairs[index] = close
-        inside.update(range(index + 1, close))
-    for index, it, _ in infos:
-        if it.closing and index not in matched:
-            keep_raw.add(index)
-    out: list[tuple[Text | Macro, Scope | None, bool]] = []
-    skip_until = -1
-    for i, it in enumerate(items):
-        if i <= skip_until:
-            continue
-        if i in pairs:
-            close = pairs[i]
-            out.append((it, Scope(items[i + 1:close], items[close].start), False))
-            skip_until = close
-        else:
-            out.append((it, None, i in keep_raw))
-    return out
-
-
-def raw_inner(m: Macro, s: str, spans: list[tuple[int, int, str]]) -> str:
-    """MacroCstWalker rawInner: the text between the braces with each argument replaced by its value.
-
-    A scoped content lies after the opener's `}}`, so (as in ST) the text up to it, `}}` included, is kept.
-    """
-    out: list[str] = []
-    cursor = m.inner_start
-    for start, end, value in sorted(spans):
-        if start > cursor:
-            out.append(s[cursor:start])
-        out.append(value)
-        cursor = end
-    if cursor < m.inner_end:
-        out.append(s[cursor:m.inner_end])
-    return "".join(out)
-
-
-def split_else(content: str) -> tuple[str, str | None]:
-    """core-macros.js splitOnTopLevelElse: split at the first `{{else}}` outside nested block `{{if}}`s."""
-    if "else" not in content.lower():  # (no else macro: skip the parse)
-        return content, None
-    items, _ = parse_document(content)
-    depth = 0
-    for it in items:
-        if not isinstance(it, Macro) or not it.name:
-            continue
-        if it.name == "if" and not it.closing and len(it.args) == 1:
-            depth += 1
-        elif it.name == "if" and it.closing:
-            depth -= 1
-        elif it.name == "else" and depth == 0:
-            return content[:it.start], content[it.end:]
-    return content, None
-
-
+def whole(text: str) -> int:
+    """A macro's whole-number argument (digits, perhaps signed, as its pattern checked). Past 16
+    digits it is beyond any limit here (and beyond a JS number's exact range), so it reads as
+    ±10**16 rather than making Python parse thousands of digits (which it refuses past 4,300)."""
+    digits = text.strip().lstrip("+-")
+    if len(digits) > 16:
+        return -(10**16) if text.strip().startswith("-") else 10**16
+    return int(text)
