@@ -175,6 +175,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._esc_armed = False  # Esc was pressed once with text in the composer (issue 21 item 4)
         self._into_composer = False  # the running impersonation fills the composer (issue 21 item 3)
         self._settled_text = ""  # the text of the step's settled reply (ReplySettled)
+        self._sent_text = ""  # the person's line a send started with (given back when it is refused)
         # The card's regex-script question (asked once per character per run): sends wait for the answer.
         self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
 

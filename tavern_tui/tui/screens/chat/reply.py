@@ -133,6 +133,7 @@ class ReplyFlow(MessagePump):
         self._generation = generation
         self._started = False
         self._settled_text = ""
+        self._sent_text = text
         if generation != "impersonate":
             self._into_composer = False
         self._before = {box.view.ref for box in self.transcript.boxes if box.view is not None}
@@ -286,10 +287,14 @@ class ReplyFlow(MessagePump):
             self._watch_elsewhere()
             mark = None
         elif refused:
-            # Not applicable here (continue without a reply…): a plain word, not an error state.
+            # Not applicable here (continue without a reply…, a line that cannot fit): a plain
+            # word, not an error state. A refused line not kept in the queue goes back into the
+            # composer: nothing typed is lost.
             self.status.state, self.status.detail = "idle", ""
             self.notify(str(worker.error), title=f"Cannot {self._generation}", severity="warning")
             mark = None
+            if self._sent_text and (state is None or all(item.text != self._sent_text for item in state.queued)):
+                self._give_back(self._sent_text)
         elif worker.state == WorkerState.ERROR:
             category, text = describe_failure(worker.error)
             self.status.state, self.status.detail = "error", f"{category}: {text}"
