@@ -265,6 +265,20 @@ def test_a_macro_writing_the_key_into_a_variable_writes_nothing(keyed, macro: st
     assert "a variable holding the configured API key was not written" in ctx.limits_hit
 
 
+@pytest.mark.parametrize("shorthand", ["{{.note = %s}}", "{{$note = %s}}", "{{.note += %s}}", "{{.note ||= %s}}",
+                                       "{{$note ??= %s}}"])
+def test_a_variable_shorthand_writing_the_key_writes_nothing(keyed, shorthand: str) -> None:
+    # SillyTavern 1.18's `{{.name = value}}` forms write variables like {{setvar}}: refused alike.
+    from tavern_tui.assembly.macros import substitute
+
+    tavern, _model, pid, _db = keyed
+    ctx = tavern.variables.macro_context(tavern.playthroughs.playthrough(pid).session_id)
+    substitute(shorthand % KEY + "{{.mood = calm}}", ctx)
+    written = {**ctx.local_vars, **ctx.global_vars}
+    assert "note" not in written and written["mood"] == "calm"
+    assert "a variable holding the configured API key was not written" in ctx.limits_hit
+
+
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_an_mvu_update_holding_the_key_commits_nothing(form: str, tmp_path: Path, corpus_dir: Path) -> None:
     # A state tool's commands (or a reply's, or a macro's output in them) writing the key into MVU state:

@@ -110,13 +110,18 @@ class _Shorthand:
         self.read()
         return var_get(self.store, self.name)
 
+    def write(self, value: str) -> None:
+        """Store `value`, unless it holds the configured API key (as `setvar` refuses it)."""
+        if not _refused(self.ev, self.name, value):
+            self.store[self.name] = value
+
 
 def _falsy(v: object) -> bool:  # `!val || isFalseBoolean(normalize(val))`
     return v == "" or v == 0 or v != v or js_string(v).strip().lower() in FALSE
 
 
 def _assign(v: _Shorthand) -> str:
-    v.store[v.name] = v.value()
+    v.write(v.value())
     return ""
 
 
@@ -127,7 +132,8 @@ def _step(v: _Shorthand, by: int) -> str:
 
 def _add(v: _Shorthand) -> str:
     v.read()
-    var_add(v.store, v.name, v.value())
+    if not _refused(v.ev, v.name, v.value()):
+        var_add(v.store, v.name, v.value())
     return ""
 
 
@@ -152,7 +158,7 @@ def _nullish(v: _Shorthand) -> str:
 def _or_assign(v: _Shorthand) -> str:
     current = v.get()
     if _falsy(current):
-        v.store[v.name] = v.value()
+        v.write(v.value())
         return v.value()
     return js_string(current)
 
@@ -160,7 +166,7 @@ def _or_assign(v: _Shorthand) -> str:
 def _nullish_assign(v: _Shorthand) -> str:
     v.read()
     if v.name not in v.store:
-        v.store[v.name] = v.value()
+        v.write(v.value())
         return v.value()
     return js_string(var_get(v.store, v.name))
 
