@@ -54,6 +54,8 @@ async def test_a_send_builds_its_request_once_and_sends_that_build(tavern: Taver
     assert [made.builds for made in Recorded.made] == [0, 0]  # the assemble stage built nothing more
     assert [made.assembly for made in Recorded.made] == [None, None]  # each handed to its step
     assert settled.event.content == "Rest now."
+    # The trace's assemble stage is the time the build ahead took (not the 0 ms of handing it over).
+    assert settled.event.body["timing"]["stages"]["assemble"] == Recorded.made[1].build_ms > 0
     assert [m.content for m in tavern.playthroughs.messages(seraphina)][-2:] == ["thank you", "Rest now."]
 
 

@@ -9,6 +9,7 @@ engine knows nothing of SillyTavern formats).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,16 +35,28 @@ class Prebuilt:
     """
 
     def __init__(self, assembler: Assembler, history: Sequence[SurfaceMessage], claimed: Sequence[str],
-                 assembly: Assembly) -> None:
+                 assembly: Assembly, build_ms: float = 0.0) -> None:
         self.assembler = assembler
         self.key = (_history_key(history), tuple(claimed))
         self.assembly: Assembly | None = assembly
+        self.build_ms = build_ms
+        """Milliseconds the build ahead took (the step's `assemble` stage when it is sent as it is)."""
+        self.used = False
+        """Whether the last call returned the build made ahead."""
         self.builds = 0
         """How many times a build was needed after all (the inputs had changed)."""
 
+    @classmethod
+    def build(cls, assembler: Assembler, history: list[SurfaceMessage], claimed: list[str]) -> Prebuilt:
+        """Build now (timed) and keep the build for the step."""
+        started = time.perf_counter()
+        assembly = assembler(history, claimed)
+        return cls(assembler, history, claimed, assembly, round((time.perf_counter() - started) * 1000, 1))
+
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         made, self.assembly = self.assembly, None  # used once: a later call (a tool step) builds
-        if made is not None and (_history_key(history), tuple(claimed)) == self.key:
+        self.used = made is not None and (_history_key(history), tuple(claimed)) == self.key
+        if made is not None and self.used:
             return made
         self.builds += 1
         return self.assembler(history, claimed)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from tavern_tui.engine.events import Event
 from tavern_tui.engine.log import AsyncSessionLog
 from tavern_tui.engine.step.admit import admit
-from tavern_tui.engine.step.assemble import assemble_claimed, put_back
+from tavern_tui.engine.step.assemble import Prebuilt, assemble_claimed, put_back
 from tavern_tui.engine.step.claim import claim_input
 from tavern_tui.engine.step.freeze import freeze_request, record_trace
 from tavern_tui.engine.step.header import context_record, write_header
@@ -81,6 +81,8 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     watch.lap("claim")
     assembly = await assemble_claimed(log, session_id, assemble, claimed)
     watch.lap("assemble")
+    if isinstance(assemble, Prebuilt) and assemble.used:  # built ahead, off the loop: that is the stage's time
+        watch.laps["assemble"] = assemble.build_ms
     assembly = await pre_step(log, session_id, assembly, claimed, options.generation, options.pre_step_hooks)
     watch.lap("pre_step")
     try:

@@ -288,8 +288,9 @@ class StepRunner:
             return view, assembler, assembler.build(history, claimed)[1].get("context")
         # The build fitted here is the one the step sends (`Prebuilt`): the opening's assemble
         # stage gets it back when nothing changed in between, instead of building again on the loop.
-        assembly = assembler(history, claimed)
-        return view, Prebuilt(assembler, history, claimed, assembly), assembly.meta.get("context")
+        prebuilt = Prebuilt.build(assembler, history, claimed)
+        assert prebuilt.assembly is not None
+        return view, prebuilt, prebuilt.assembly.meta.get("context")
 
     async def _prepared(self, playthrough_id: int, text: str | None, generation: Generation,
                         claim: bool) -> tuple[PlaythroughView, Any, Generation]:
