@@ -98,6 +98,22 @@ async def test_a_bad_number_in_settings_is_named_and_nothing_is_saved(corpus_tav
     assert not (isolated_profile / "config" / "config.toml").exists()
 
 
+async def test_an_endpoint_url_that_is_not_http_is_refused_at_save(corpus_tavern: Tavern,
+                                                                   isolated_profile: Path) -> None:
+    # httpx sends only to http(s) URLs with a host: `ftp://x` would fail at the first send.
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen) and app.screen.is_mounted)
+        app.screen.query_one("#base-url", Input).value = "ftp://x"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: any("Endpoint URL" in n.text for n in app.notices))
+        assert isinstance(app.screen, SettingsScreen)
+        assert any("Endpoint URL: the endpoint URL 'ftp://x' must start with http:// or https://" in n.text
+                   for n in app.notices)
+    assert not (isolated_profile / "config" / "config.toml").exists()
+
+
 def _declared(owner: str) -> set[str]:
     return {b.binding.id for b in all_bindings() if b.owner == owner and not b.binding.system}
 

@@ -24,7 +24,7 @@ from tavern_tui import paths
 from tavern_tui.config import BELIEF_EXTRACTORS, Settings, TuiSettings
 from tavern_tui.config.store import keyring_available, save_config
 from tavern_tui.errors import FormatError
-from tavern_tui.providers.base import ProviderSettings
+from tavern_tui.providers.base import ProviderSettings, endpoint_problem
 from tavern_tui.service import Tavern
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter
@@ -149,7 +149,11 @@ class SettingsScreen(TavernScreen[bool]):
         current = self.tavern.settings.provider
         typed_key = self.query_one("#api-key", Input).value
         key = "" if self.query_one("#clear-key", Checkbox).value else (typed_key or current.key)
-        return ProviderSettings(base_url=self.query_one("#base-url", Input).value.strip(),
+        base_url = self.query_one("#base-url", Input).value.strip()
+        problem = endpoint_problem(base_url)
+        if problem is not None:  # refused here, not at the first send
+            raise ValueError(f"Endpoint URL: {problem.split(';')[0]}")
+        return ProviderSettings(base_url=base_url,
                                 model=self.query_one("#model", Input).value.strip(), api_key=key,
                                 timeout=self._number("#timeout", "Timeout", float, current.timeout))
 
