@@ -309,9 +309,13 @@ class MvuService:
             if planned is None:
                 return False
             message, result = planned
+            # What could not be read ([InitVar] entries that failed or were refused, e.g. a YAML
+            # alias bomb) is kept with the record, so the state pane and the trace say why it is short.
+            refused = [{"command": "initial variables", "reason": error} for error in result.errors]
+            refused += [r.to_json() for r in result.greeting.refused] if result.greeting else []
             part = commit_part(message, None, result.record, init=True,
                                changes=[c.to_json() for c in result.greeting.changes] if result.greeting else [],
-                               refused=[r.to_json() for r in result.greeting.refused] if result.greeting else [])
+                               refused=refused)
             if self._append(view.session_id, events, part) is not None:
                 return True
         raise StoreBusy("the MVU state of this chat kept changing while it was initialised; try again")

@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from tavern_tui.mvu.commands import (
     _COMMAND,
@@ -155,3 +156,31 @@ def test_anchor_bomb_in_initvar_and_json_patch_stays_small() -> None:
         "repeat their anchor); refused\"]",
         "[]",
     ]
+
+
+def test_a_refused_initvar_entry_is_named_with_the_initial_record(tmp_path: Path, corpus_dir: Path) -> None:
+    # The chat's state pane and trace read the record's commit: an [InitVar] entry refused at
+    # initialisation (here an alias bomb) must say so there, not only in `tavern mvu init`.
+    import json
+
+    from tavern_tui.config import Settings
+    from tavern_tui.service import Tavern
+    from tests.conftest import ScriptedModel
+
+    card = json.loads((corpus_dir / "cards" / "ai_v3_with_book.json").read_text(encoding="utf-8"))
+    entries = card["data"]["character_book"]["entries"]
+    entries[0].update(comment="[InitVar] bomb", enabled=False, content=_anchor_bomb())
+    path = tmp_path / "bomb.json"
+    path.write_text(json.dumps(card, ensure_ascii=False), encoding="utf-8")
+    tavern = Tavern(Settings(db_url=f"sqlite:///{tmp_path / 't.db'}"), provider=ScriptedModel(delay=0))
+    try:
+        [result] = tavern.imports.import_paths([path])
+        pid = tavern.playthroughs.new_playthrough(result.id).id  # type: ignore[arg-type]
+        assert tavern.mvu.ensure_initialised(pid)
+        head = tavern.mvu.head(pid)
+        assert head.committed and head.record is not None
+        assert head.refused == [{"command": "initial variables",
+                                 "reason": "world book '爱', entry '[InitVar] bomb': YAML: expands to more than "
+                                           "200000 values (YAML aliases repeat their anchor); refused"}]
+    finally:
+        tavern.close()
