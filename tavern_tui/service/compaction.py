@@ -155,8 +155,10 @@ class CompactionService:
             end = len(chat) - (DEFAULT_KEEP if keep is None else max(0, keep))
         chosen = chat[:max(0, end)]
         if len([m for m in chosen if sent_to_model(m)]) < 2 and not any(m.source == SUMMARY_SOURCE for m in chosen):
-            raise TavernError(f"nothing to compact in playthrough {playthrough_id}: {len(chat)} visible messages, "
-                              f"{len(chat) - len(chosen)} kept; lower --keep or name a later --through")
+            asked = keep is not None or point is not None  # the CLI's --keep / --through
+            raise TavernError(f"nothing to compact in playthrough {playthrough_id} yet: of its {len(chat)} visible "
+                              f"messages the newest {len(chat) - len(chosen)} stay as they are, which leaves fewer "
+                              f"than 2 to summarise" + ("; lower --keep or name a later --through" if asked else ""))
         limit = self.limit_for(playthrough_id)
         if not cut:
             return view.session_id, chosen, limit
