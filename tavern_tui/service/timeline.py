@@ -526,10 +526,14 @@ class TimelineService:
         return len(targets)
 
     def last_message(self, playthrough_id: int) -> tuple[PlaythroughView, SurfaceMessage | None]:
-        """(the playthrough's view, the last message its chat shows or None), one bounded read."""
+        """(the playthrough's view, the last message its chat shows or None), one bounded read.
+
+        A reply that failed before its first token counts, as the chat shows it (`playthroughs.messages`:
+        "Shodan error · network"): a swipe or continue of it asks the member who failed, whose
+        `character_id` and `name` its `assistant/attempt` body keeps, not the one who spoke before it."""
         view = self.playthroughs.playthrough(playthrough_id)
         log = self.ctx.store.events
-        shown = tail(log, inspect(log, view.session_id), 1)  # one bounded read, however long the chat
+        shown = tail(log, inspect(log, view.session_id), 1, include_failed=True)  # one bounded read
         return view, (shown[-1] if shown else None)
 
 

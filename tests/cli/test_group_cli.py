@@ -68,6 +68,23 @@ def test_chat_with_a_group_prints_each_members_reply_after_its_name(cli_env: dic
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
+def test_a_swipe_of_a_failed_members_reply_asks_that_member(cli_env: dict[str, str],
+                                                            server: LoopbackServer) -> None:
+    assert run_cli(["group", "new", "Duo", "--member", "Seraphina", "--member", "Shodan",
+                    "--strategy", "list"], cli_env).returncode == 0
+    server.enqueue_sse(sse_chunks_for("Welcome."))
+    for _ in range(4):  # Shodan's request (and its retries) meet a broken connection
+        server.enqueue_sse([], done=False, abort=True)
+    played = run_cli(["chat", "Duo", "--say", "Hello."], cli_env)
+    assert played.returncode != 0 and played.stdout.startswith("Seraphina: Welcome.\n")
+    server.clear()
+
+    server.enqueue_sse(sse_chunks_for("Pathetic."))
+    swiped = run_cli(["chat", "Duo", "--swipe"], cli_env)  # Shodan failed: Shodan is asked again
+    assert (swiped.returncode, swiped.stdout) == (0, "Shodan: Pathetic.\n"), swiped.stderr
+    assert "Write Shodan's next reply" in server.requests[-1].json["messages"][0]["content"]
+
+
 def test_muting_a_muted_member_or_unmuting_an_unmuted_one_says_so(cli_env: dict[str, str]) -> None:
     assert run_cli(["group", "new", "Glade", "--member", "Seraphina", "--member", "Shodan"], cli_env).returncode == 0
     unmuted = run_cli(["group", "unmute", "Glade", "Shodan"], cli_env)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tavern_tui.config import Settings
+from tavern_tui.engine.step import StepFailed, StepSettled
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
 from tavern_tui.service.groups import LineQueued, MemberTurn
@@ -85,6 +86,39 @@ async def test_a_swipe_of_the_second_members_reply_asks_the_same_member(looped: 
     assert swipe is not None
     previous = looped.playthroughs.messages(playthrough.id)[-1]
     assert (previous.speaker, previous.content) == ("Shodan", "Insect.")
+
+
+async def test_a_swipe_of_a_failed_members_reply_asks_the_member_who_failed(looped: Tavern,
+                                                                           server: LoopbackServer) -> None:
+    """Shodan's reply fails before its first token (a broken connection: an empty
+    `assistant/attempt`, shown as "Shodan error · network"): ctrl+r / `--swipe` asks Shodan
+    again, not Seraphina who spoke before it, and the failed attempt stays a swipe away."""
+    _group, playthrough = looped.groups.new_group("Duo", ["Seraphina", "Shodan"], strategy="list", user_name="Ann")
+    ids = {m.name: m.character_id for m in looped.groups.group("Duo").members}
+    server.enqueue_sse(sse_chunks_for("Welcome."))
+    for _ in range(4):  # the provider's retries each meet a broken connection
+        server.enqueue_sse([], done=False, abort=True)
+    with pytest.raises(StepFailed):
+        await _round(looped, playthrough.id, "Hello.")
+    server.clear()
+    failed = looped.playthroughs.messages(playthrough.id)[-1]
+    assert (failed.role, failed.speaker, failed.content, failed.character_id, failed.partial) == (
+        "assistant", "Shodan", "", ids["Shodan"], True)
+    asked = len(server.requests)
+
+    server.enqueue_sse(sse_chunks_for("Pathetic creature."))
+    settled = [u async for u in looped.steps.regenerate(playthrough.id) if isinstance(u, StepSettled)]
+    assert len(server.requests) == asked + 1
+    assert "Write Shodan's next reply" in _system(server.requests[-1])
+    assert "Write Seraphina's next reply" not in _system(server.requests[-1])
+    assert settled[-1].event.body["character_id"] == ids["Shodan"]
+    shown = looped.playthroughs.messages(playthrough.id)[-3:]
+    assert [(m.role, m.speaker, m.content, m.character_id) for m in shown] == [
+        ("user", "Ann", "Hello.", None), ("assistant", "Seraphina", "Welcome.", ids["Seraphina"]),
+        ("assistant", "Shodan", "Pathetic creature.", ids["Shodan"])]
+    assert looped.timeline.swipe_state(playthrough.id).position == (2, 2)  # the failed one is swipe 1
+    trace = looped.traces.traces(playthrough.id)[-1]
+    assert trace.to_json()["speaker"] == "Shodan"
 
 
 async def test_manual_order_queues_the_line_until_a_member_is_asked(looped: Tavern, server: LoopbackServer) -> None:

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import asyncio
 
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 
+from tavern_tui.errors import NetworkError
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.screens.chat import TOKEN_DELAY, ChatScreen
 from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.home import HomeScreen
+from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tests.tui.conftest import GATE, ScriptedProvider, screen_text, started_on, wait_until, workers_idle
 from tests.tui.test_narrow import CHAT_KEYS, NARROW, cut_keys, footer_keys
@@ -107,6 +109,42 @@ async def test_a_regenerated_reply_keeps_its_members_name_and_colour(corpus_tave
         await workers_idle(pilot)
         assert _replies(chat) == [("Seraphina", "member-1", "Welcome."), ("Shodan", "member-2", "Pathetic creature.")]
         assert "Write Shodan's next reply" in _system(scripted.requests[-1])
+
+
+async def test_a_regenerated_failed_reply_asks_the_member_who_failed(corpus_tavern: Tavern,
+                                                                     scripted: ScriptedProvider) -> None:
+    _glade(corpus_tavern)
+    scripted.enqueue("Welcome.")
+    scripted.enqueue(NetworkError("connection reset"))  # Shodan's reply fails before its first token
+    scripted.enqueue("Pathetic creature.")
+    async with TavernApp(corpus_tavern).run_test(size=SIZE) as pilot:
+        chat = await open_group(pilot)
+        await say(pilot, chat, "Hello.", 2)
+        failed = chat.transcript.boxes[-1].view
+        assert failed is not None and (failed.speaker, failed.content, failed.partial) == ("Shodan", "", True)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: _replies(chat)[-1:] == [("Shodan", "member-2", "Pathetic creature.")]
+                         and not chat.generating)
+        await workers_idle(pilot)
+        assert _replies(chat) == [("Seraphina", "member-1", "Welcome."), ("Shodan", "member-2", "Pathetic creature.")]
+        assert "Write Shodan's next reply" in _system(scripted.requests[-1])
+        assert "Write Seraphina's next reply" not in _system(scripted.requests[-1])
+        assert corpus_tavern.traces.traces(chat.playthrough_id)[-1].speaker == "Shodan"  # the trace row's "for Shodan"
+
+
+async def test_f2_in_a_group_chat_names_the_group(corpus_tavern: Tavern) -> None:
+    pid = _glade(corpus_tavern)
+    async with TavernApp(corpus_tavern).run_test(size=SIZE) as pilot:
+        await open_group(pilot)
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, LoreScreen)
+                         and pilot.app.screen.tester.result is not None)
+        lore = pilot.app.screen
+        assert isinstance(lore, LoreScreen)
+        assert str(lore.query_one("#lore-title", Static).content) == (
+            f"World books · Glade #{pid} · Enter on an entry edits it")
+        assert str(lore.tester.border_title) == f"Tester · the next message in Glade #{pid}"
+        assert "Seraphina" not in screen_text(pilot.app).splitlines()[0]
 
 
 async def test_mute_dims_a_member_and_the_next_round_skips_it(corpus_tavern: Tavern,

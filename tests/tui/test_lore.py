@@ -359,3 +359,26 @@ async def test_leaving_the_chat_releases_the_frozen_heap(corpus_tavern: Tavern) 
                                         and app.screen.is_mounted and gc.get_freeze_count() > 0)
         await pilot.press("escape")  # back home: the chat screen is gone, so is the freeze holding it
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and gc.get_freeze_count() == 0)
+
+
+async def test_the_tester_in_a_chat_uses_the_context_the_step_uses(corpus_tavern: Tavern, scripted: object,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The endpoint says 8192 tokens of context (none configured): a step's world-info budget is
+    its share of 8192, and the tester's, for the same chat, is the same (not a share of the
+    `[world_info]` table's default 4095)."""
+    monkeypatch.setattr(scripted, "context_window", lambda: (8192, "endpoint:/props"), raising=False)
+    playthrough = corpus_tavern.playthroughs.new_playthrough(
+        corpus_tavern.library.find_character("Seraphina").id)
+    step_budget = corpus_tavern.steps.preview(playthrough.id)["world_info"]["budget"]
+    assert step_budget == 2048  # 25 % of the endpoint's 8192
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_character(pilot, "Seraphina")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and bool(app.screen.transcript.boxes))
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.tester.result is not None)
+        lore = app.screen
+        assert isinstance(lore, LoreScreen) and lore.playthrough_id == playthrough.id
+        assert lore.tester.result is not None and lore.tester.result.budget == step_budget
+        assert f" of {step_budget} budget tokens" in lore.tester.totals
+

@@ -238,10 +238,7 @@ class Assembling:
         card = self.library.card(record)
         group, books, card_data = self._cast(view, playthrough, record, card, chat)
         limit = self.compaction.limit_for_preset(playthrough.preset_id)
-        # The world-info budget is a share of this request's context (ST: % of max context);
-        # with nothing said anywhere, the `[world_info]` table's max_context (default 4095) stays.
-        lore_settings = (self.ctx.settings.world_info if limit.source == "default"
-                         else replace(self.ctx.settings.world_info, max_context=limit.max_context))
+        lore_settings = self.lore_settings(limit)
         events = self.surface_events(view.session_id) if view.session_id else []
         timed = per_list(events, "steps.timed_state", lambda: timed_state_of(events))
         # The variables the step starts from (issue 17); the assembler stages what its macros change.
@@ -265,6 +262,21 @@ class Assembling:
         if spec.base != COMPAT:
             return self._preset_assembler(spec, inputs)
         return self._compat_assembler(inputs)
+
+    def lore_settings(self, limit: Any) -> Any:
+        """The world-info settings of a request with context `limit` (`CompactionService.limit_for_preset`):
+        the budget is a share of this request's context (ST: % of max context); with nothing said
+        anywhere, the `[world_info]` table's max_context (default 4095) stays."""
+        world_info = self.ctx.settings.world_info
+        return world_info if limit.source == "default" else replace(world_info, max_context=limit.max_context)
+
+    def step_lore(self, view: PlaythroughView, playthrough: PlaythroughRecord, record: Any,
+                  card: Any) -> tuple[list[Any], Any]:
+        """(the books a step of this playthrough scans, its world-info settings): the world-book
+        tester previews with exactly what a step uses (a group's other members' books, the preset's,
+        the budget from the context the endpoint reports)."""
+        _group, books, _card_data = self._cast(view, playthrough, record, card, None)
+        return books, self.lore_settings(self.compaction.limit_for_preset(playthrough.preset_id))
 
     def _cast(self, view: PlaythroughView, playthrough: PlaythroughRecord, record: Any, card: Any,
               chat: Sequence[int] | None) -> tuple[Any, list[Any], dict[str, Any]]:

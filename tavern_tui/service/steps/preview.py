@@ -237,12 +237,14 @@ class Previews:
         view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             record = uow.characters.get(view.character_id)
+            playthrough = uow.playthroughs.get(playthrough_id)
         card = self.library.card(record)
         events = self.ctx.store.events.surface_events(view.session_id)
         history = derive_messages(self.ctx.store.events, view.session_id)
         ctx = scan_context(history, self.assembling.batch(playthrough_id, text),
                            self.lore.facts(record, card, view.user_name), timed_state_of(events))
-        return self.lore.world_info_step(self.lore.effective_books(view.id, record, card), rng), ctx
+        books, settings = self.assembling.step_lore(view, playthrough, record, card)  # as a step scans
+        return self.lore.world_info_step(books, rng, settings=settings), ctx
 
     def warm_world_info(self, playthrough_id: int) -> int:
         """Get this playthrough's world info ready before the first send (the chat screen calls

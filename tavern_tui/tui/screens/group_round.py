@@ -13,7 +13,7 @@ while `@on` needs a widget or screen class). The narrow interface to the chat: `
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -35,9 +35,6 @@ NOBODY_REPLIES = ("Nobody replies on their own in this group: your line waits un
 
 ROUND_RUNNING = "A reply is being written: wait for it (Esc stops it), then ctrl+b asks a member."
 """The notice of ctrl+b or alt+N pressed while a round runs."""
-
-ALL_MUTED = "Every member is muted: ctrl+n unmutes one, or alt+N asks member N anyway."
-"""The notice of ctrl+b when no member is unmuted (the picker lists unmuted members)."""
 
 SPEAK_ID = "chat.group_speak_"
 """The binding ids of alt+N are this and N."""
@@ -78,16 +75,23 @@ def progress_detail(name: str, position: int, count: int, room: int | None) -> s
     return f"{clip(name, left)} {progress}" if left >= 4 else progress
 
 
-def next_choice(members: list[GroupMemberView], upcoming: list[str] | None, last: int | None) -> int:
-    """Which of `members` (the unmuted ones, in order) the speak picker highlights: the first of
-    `upcoming` (the turn order's next speakers, list and pooled order) among them, else the member
-    after `last` (the character id of the latest reply), else the first."""
-    names = [m.name for m in members]
+def next_choice(members: Sequence[GroupMemberView], upcoming: list[str] | None, last: int | None) -> int:
+    """Which of `members` (every member, in order, muted ones too) the speak picker highlights,
+    among the unmuted ones: the first of `upcoming` (the turn order's next speakers, list and
+    pooled order), else the first after `last` (the character id of the latest reply, muted or
+    not), wrapping round, else the first. When every member is muted, the same among them all."""
+    open_ = [n for n, m in enumerate(members) if not m.muted] or list(range(len(members)))
+    if not open_:
+        return 0
     for name in upcoming or ():
-        if name in names:
-            return names.index(name)
+        hit = next((n for n in open_ if members[n].name == name), None)
+        if hit is not None:
+            return hit
     ids = [m.character_id for m in members]
-    return (ids.index(last) + 1) % len(ids) if last in ids else 0
+    if last in ids:
+        after = ids.index(last)
+        return next((n for n in open_ if n > after), open_[0])
+    return open_[0]
 
 
 async def queued_round(tavern: Any, playthrough_id: int) -> AsyncIterator[Any]:
@@ -249,25 +253,22 @@ class GroupChat:
         return None
 
     def action_speak(self) -> None:
-        """Choose an unmuted member who replies now, the next speaker highlighted (alt+N asks
-        member N at once, a muted one too). While a round runs, a notice says to wait."""
+        """Choose a member who replies now, muted ones too, marked "(muted)" (SillyTavern lets a
+        muted member be forced to speak), numbered as the strip numbers them; the next speaker
+        among the unmuted is highlighted (`next_choice`); alt+N asks member N at once. While a
+        round runs, a notice says to wait."""
         group = self.group
         if group is None:
             return
         if self.generating:  # type: ignore[attr-defined]
             self.notify(ROUND_RUNNING, title="Not now", severity="warning")  # type: ignore[attr-defined]
             return
-        numbered = [(n, m) for n, m in enumerate(group.members, 1) if not m.muted]
-        if not numbered:
-            self.notify(ALL_MUTED, title="Nobody to ask", severity="warning")  # type: ignore[attr-defined]
-            return
-        choices = [m for _n, m in numbered]
-        selected = next_choice(choices, self.members.upcoming, self._last_speaker())  # type: ignore[attr-defined]
-        labels = [f"{n} · {m.name}" for n, m in numbered]
+        selected = next_choice(group.members, self.members.upcoming, self._last_speaker())  # type: ignore[attr-defined]
+        labels = [f"{n} · {m.name}" + (" (muted)" if m.muted else "") for n, m in enumerate(group.members, 1)]
         self.app.push_screen(  # type: ignore[attr-defined]
             ChooseScreen("Who speaks now?", labels, hint="Enter: this member replies now · Esc cancels",
                          selected=selected),
-            lambda index: self.action_speak_member(numbered[index][0]) if index is not None else None)
+            lambda index: self.action_speak_member(index + 1) if index is not None else None)
 
     def action_mute_member(self) -> None:
         """Choose a member to mute (it no longer replies on its own) or unmute."""

@@ -42,6 +42,11 @@ FILTER_DEBOUNCE = 0.1
 CARD_BOOK_NOTE = "The card's own book always applies here"
 """Shown in a chat's pane: the embedded book is part of every step but cannot be bound."""
 
+Opened = tuple[PlaythroughView, int | None, tuple[int, str] | None, str]
+"""What the pane reads of the chat it opens from: the playthrough, its card's book entries (None: no
+book), its preset (id, name; None: the built-in default) and what it plays (a group's name, else
+its character's)."""
+
 
 class LoreScreen(TavernScreen[None]):
     """World books: the library (left), the highlighted book's entries, and the tester (right).
@@ -84,6 +89,8 @@ class LoreScreen(TavernScreen[None]):
         """The character in view (the chat's, or the card screen's): its card's own book is listed too."""
         self._start_on_card = character_id is not None and playthrough_id is None  # opened from the card screen
         self.character_name = ""
+        self.chat_name = ""
+        """What the chat in view plays: a group's name (a group chat), else its character's."""
         self.preset: tuple[int, str] | None = None
         """The (id, name) of the preset the playthrough in view uses; None: the built-in default."""
         self.views: dict[int, WorldBookView] = {}
@@ -123,34 +130,35 @@ class LoreScreen(TavernScreen[None]):
             return
         pid = self.playthrough_id
 
-        def read() -> tuple[PlaythroughView, int | None, tuple[int, str] | None] | TavernError:
+        def read() -> Opened | TavernError:
             try:
                 playthrough = self.tavern.playthroughs.playthrough(pid)
                 preset_id = playthrough.preset_id  # a preset's books apply while the chat uses it
                 preset = None if preset_id is None else (preset_id,
                                                          self.tavern.presets.find_preset(str(preset_id)).name)
-                return playthrough, self.tavern.library.character(playthrough.character_id).book_entries, preset
+                group = self.tavern.groups.group_of(pid)  # a group chat's titles name the group
+                return (playthrough, self.tavern.library.character(playthrough.character_id).book_entries, preset,
+                        group.name if group is not None else playthrough.character_name)
             except TavernError as exc:  # the pane still opens, on the library alone
                 return exc
 
         self.call(read, title="Cannot open the playthrough", then=self._opened)
 
-    def _opened(self, opened: tuple[PlaythroughView, int | None, tuple[int, str] | None] | TavernError | None
-                ) -> None:
+    def _opened(self, opened: Opened | TavernError | None) -> None:
         title = "World books · Enter on an entry edits it"
         if isinstance(opened, TavernError):
             self.notify(str(opened), title="Cannot open the playthrough", severity="error")
             self.playthrough_id = None
         elif opened is not None:
-            playthrough, card_entries, self.preset = opened
+            playthrough, card_entries, self.preset, self.chat_name = opened
             self.character_id, self.character_name = playthrough.character_id, playthrough.character_name
-            title = f"World books · {playthrough.title} · Enter on an entry edits it"
+            title = f"World books · {self.chat_name} #{playthrough.id} · Enter on an entry edits it"
             self._show_card_book_note(card_entries)
         self.set_class(self.playthrough_id is not None, "-in-chat")
         self.query_one("#lore-title", Static).update(title)
         if self.playthrough_id is not None:
             pid = self.playthrough_id
-            self.tester.border_title = Content(f"Tester · the next message in {self.character_name} #{pid}")
+            self.tester.border_title = Content(f"Tester · the next message in {self.chat_name} #{pid}")
             self.tester.set_runner(lambda text: self.tavern.steps.world_info_preview(pid, text))
         self.refresh_library()
         self.refresh_bindings()
