@@ -234,6 +234,15 @@ class PlaythroughService:
             self._counts[key] = count
         return count
 
+    def revision(self, playthrough_id: int) -> tuple[int, int]:
+        """(the head session, its last seq): changes whenever anything is written to the chat as
+        shown — a message, a swipe or branch jump, a queued line, a compaction — by this process or
+        another (a second window, `tavern chat --say`). Two short reads; a chat screen polls it to
+        follow other writers. Raises NotFound."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            session = uow.playthroughs.get(playthrough_id).head_session_id
+        return session, self.ctx.store.events.head_seq(session)
+
     def playthrough(self, playthrough_id: int) -> PlaythroughView:
         """One playthrough. Raises NotFound."""
         with self.ctx.store.unit_of_work(write=False) as uow:

@@ -28,7 +28,7 @@ from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.chat.compaction import Compaction
 from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, ChatOpening
 from tavern_tui.tui.screens.chat.queue import QueueEditing
-from tavern_tui.tui.screens.chat.reading import HELD, TOKEN_DELAY, ChatReading, ChatState
+from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, TOKEN_DELAY, ChatReading, ChatState
 from tavern_tui.tui.screens.chat.reply import GENERATION, WATCH_EVERY, ReplyFlow, Updates, describe_failure
 from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, secret_label
 from tavern_tui.tui.screens.group_round import GROUP_ACTIONS, GROUP_BINDINGS, GroupChat
@@ -171,6 +171,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._held_draft = ""  # the draft put aside while a queued item is edited
         self._draft_timer: Timer | None = None
         self._watch: Timer | None = None
+        self._revision: tuple[int, int] | None = None  # the chat's revision as last shown (`_follow_tick`)
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
         self._esc_armed = False  # Esc was pressed once with text in the composer (issue 21 item 4)
         self._into_composer = False  # the running impersonation fills the composer (issue 21 item 3)
@@ -195,6 +196,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         if self._typed:
             self.prompt.insert(self._typed)
         self.call(self._open, title="Cannot open the playthrough", then=self._opened, failed=lambda _: self.dismiss())
+        self.set_interval(FOLLOW_EVERY, self._follow_tick)  # what other windows write shows here too
 
     def on_key(self, event: events.Key) -> None:
         """A printable key with nothing focused (the screen is still being set up) goes into

@@ -49,6 +49,7 @@ class ChatOpening(MessagePump):
             typed = self.prompt.value
             self.prompt.value = f"{draft}\n{typed}" if typed else draft
         self.inbox_strip.show(state.queued)
+        self._revision = state.revision  # what other windows write after this is followed
         self.transcript.fetch = self._fetch
         await self.transcript.show(state.messages, view.message_count)
         self._update_tokens()

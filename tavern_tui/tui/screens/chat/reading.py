@@ -4,8 +4,10 @@ worker run and shown by syncing the transcript; and the status line's token gaug
 after a quiet moment.
 
 Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is. The narrow interface to
-the chat: `tavern`, `playthrough_id`, `transcript`, `status`, `call`, `_show_queue`
-(`QueueEditing`) and `_token_timer`, which the screen's `__init__` sets.
+the chat: `tavern`, `playthrough_id`, `transcript`, `status`, `call`, `generating`, `_show_queue`
+(`QueueEditing`), `_watch` (`ReplyFlow`), and `_token_timer` and `_revision`, which the screen's
+`__init__` sets. While the chat is open and idle it follows what other windows or commands write
+to it (`FOLLOW_EVERY`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from tavern_tui.errors import TavernError
 from tavern_tui.service import MessageView
 from tavern_tui.tui.widgets.transcript import WINDOW
 from tavern_tui.views import InboxItemView
+
+FOLLOW_EVERY = 2.0
+"""Seconds between checks for what other windows or commands wrote to the open chat."""
 
 TOKEN_DELAY = 0.3
 """Seconds of quiet before the status line's token estimate is recomputed."""
@@ -37,6 +42,8 @@ class ChatState:
     swipe: str
     queued: list[InboxItemView] = field(default_factory=list)
     """The playthrough's inbox, in claim order (steers first)."""
+    revision: tuple[int, int] | None = None
+    """The playthrough's revision when this was read (`PlaythroughService.revision`)."""
 
 
 class ChatReading(MessagePump):
@@ -50,6 +57,7 @@ class ChatReading(MessagePump):
     def _read_state(self, total: int | None = None) -> ChatState:
         """Read what the chat shows (call it in a worker); `total` is the message count when the
         caller has just read it. Raises the service's `TavernError`."""
+        revision = self.tavern.playthroughs.revision(self.playthrough_id)  # first: a later write shows as newer
         messages = self._fetch(HELD)
         if total is None:
             total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
@@ -57,11 +65,11 @@ class ChatReading(MessagePump):
         try:
             state = self.tavern.timeline.swipe_state(self.playthrough_id)
         except TavernError:
-            return ChatState(messages, total, "", queued)
+            return ChatState(messages, total, "", queued, revision)
         shown, count = state.position
         swipe = "" if state.ref is None or count <= 1 else \
             f"{'greeting' if state.greeting else 'swipe'} {shown}/{count}"
-        return ChatState(messages, total, swipe, queued)
+        return ChatState(messages, total, swipe, queued, revision)
 
     def _update_tokens(self) -> None:
         # Debounced: the estimate reads the whole history, and a burst of swipes should repaint
@@ -84,8 +92,22 @@ class ChatReading(MessagePump):
         """Re-read what the database holds (after a swipe or the tree) in a worker, then show it."""
         self.call(self._read_state, title="Cannot read the chat", then=self._show_state)
 
+    def _follow_tick(self) -> None:
+        """Every `FOLLOW_EVERY` s while nothing runs here: ask (in a worker) whether another window
+        or command wrote to this chat since it was read; `_followed` re-reads it if so."""
+        if self.generating or self._watch is not None or self._revision is None:
+            return
+        self.call(self.tavern.playthroughs.revision, self.playthrough_id, title="Cannot read the chat",
+                  group="follow", exclusive=True, then=self._followed)
+
+    def _followed(self, revision: tuple[int, int]) -> None:
+        if revision != self._revision and not self.generating and self._revision is not None:
+            self._revision = None  # one reload at a time; the reload sets it again
+            self._reload()
+
     async def _show_state(self, state: ChatState) -> None:
         """Show what the database holds now, rebuilding the transcript only where it differs."""
+        self._revision = state.revision
         earlier = self.transcript.earlier_count
         with self.app.batch_update():  # one layout pass for the boxes and the counter
             await self.transcript.sync(state.messages, state.total)

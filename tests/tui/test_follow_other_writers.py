@@ -1,0 +1,35 @@
+"""An open, idle chat shows what another window or command writes to it (a `tavern chat --say`,
+a second app), without a key pressed: it polls the playthrough's revision and re-reads on a change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tavern_tui.service import Tavern
+from tavern_tui.tui.app import TavernApp
+from tests.conftest import ScriptedModel
+from tests.tui.conftest import ScriptedProvider, wait_until
+from tests.tui.test_app import SIZE, open_seraphina
+
+
+def shown(chat: object) -> list[str]:
+    return [b.text for b in chat.transcript.boxes]  # type: ignore[attr-defined]
+
+
+async def test_a_reply_written_by_another_process_shows_in_the_open_chat(
+        make_tavern: Callable[..., Tavern], scripted: ScriptedProvider) -> None:
+    here = make_tavern(scripted)
+    other_model = ScriptedModel(delay=0)
+    elsewhere = make_tavern(other_model, import_corpus=False)  # the same database, as a second process
+    app = TavernApp(here)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        greeting = shown(chat)
+        other_model.enqueue("*She looks up from the fire.* You came back.")
+        [_ async for _ in elsewhere.steps.send(chat.playthrough_id, "Hello from the other window")]
+        await wait_until(pilot, lambda: shown(chat) == [*greeting, "Hello from the other window",
+                                                        "*She looks up from the fire.* You came back."])
+        # And a line queued elsewhere shows in the inbox strip.
+        elsewhere.inbox.add(chat.playthrough_id, "queued over there")
+        await wait_until(pilot, lambda: "queued over there" in str(chat.inbox_strip.content))
+    assert scripted.requests == []  # this window sent nothing
