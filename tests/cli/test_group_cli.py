@@ -66,6 +66,10 @@ def test_chat_with_a_group_prints_each_members_reply_after_its_name(cli_env: dic
     assert (spoke.returncode, spoke.stdout) == (0, "Seraphina: Still here.\n")
     verified = run_cli(["trace", "verify", "--all"], cli_env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+    # The tree names each member's reply by its speaker, as the chat does.
+    tree = run_cli(["tree", "1"], cli_env).stdout
+    assert "assistant/agent Seraphina: Welcome, traveller." in tree
+    assert "1/2 assistant/agent Shodan: Insect." in tree and "2/2 assistant/agent Shodan: Pathetic." in tree
 
 
 def test_a_swipe_of_a_failed_members_reply_asks_that_member(cli_env: dict[str, str],

@@ -173,7 +173,7 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                                                       ("partial", v.partial), ("summarised", v.summarised)) if on)
         links = "".join(f" -> playthrough {b}" for b in v.branches)
         out.write(f"{mark} {'  ' * depth}{v.ref[0]}:{v.ref[1]} "
-                  f"{counter}{v.role}/{v.origin}: {v.preview}{flags}{links}\n")
+                  f"{counter}{v.role}/{v.origin}{f' {v.speaker}' if v.speaker else ''}: {v.preview}{flags}{links}\n")
     return EXIT_OK
 
 
