@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,12 @@ from tests.support.loopback import LoopbackServer
 
 # The corpus sits beside the repository: <parent>/shared/corpus (SOURCES.md lists the files);
 # TAVERN_TEST_CORPUS points elsewhere (a clone in another folder).
+# A CI environment that sets PYTHONDONTWRITEBYTECODE makes every `python -m tavern_tui` the tests
+# start (the kill, lock, signal and CLI process tests) compile the package from source again, about
+# 0.4 s of CPU each: the suite's processes keep bytecode caches (the git-ignored __pycache__).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 CORPUS_DIR = Path(os.environ.get("TAVERN_TEST_CORPUS")
                   or Path(__file__).resolve().parents[1].parent / "shared" / "corpus")
 
