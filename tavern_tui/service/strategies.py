@@ -14,6 +14,7 @@ from tavern_tui.assembly.strategies import BASES, BUILTINS, StrategySpec, check_
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.presets import PresetService, strategy_of
+from tavern_tui.store.persona import StrategyRecord
 
 __all__ = ["STRATEGIES", "StrategyService", "strategy_of"]
 
@@ -43,7 +44,7 @@ class StrategyService:
         """The built-in strategies, then the newest version of every saved one."""
         with self.ctx.store.unit_of_work() as uow:
             saved = uow.strategies.latest()
-        return [*BUILTINS.values(), *saved]
+        return [*BUILTINS.values(), *(_spec(r) for r in saved)]
 
     def strategy_spec(self, name: str, version: int | None = None) -> StrategySpec:
         """A strategy by name (a given version, else the newest).
@@ -54,7 +55,8 @@ class StrategyService:
         if name in BUILTINS and version in (None, 1):
             return BUILTINS[name]
         with self.ctx.store.unit_of_work() as uow:
-            spec = uow.strategies.get(name, version)
+            found = uow.strategies.get(name, version)
+        spec = _spec(found) if found is not None else None
         if spec is None:
             names = ", ".join(s.name for s in self.strategies())
             which = f"{name!r} version {version}" if version is not None else repr(name)
@@ -77,7 +79,8 @@ class StrategyService:
             raise TavernError(f"{name!r} is built in and read-only; save a copy under another name")
         spec = StrategySpec(name, expected_version + 1, base, check_options(base, options, f"strategy {name!r}"))
         with self.ctx.store.unit_of_work() as uow:
-            return uow.strategies.add(spec, expected_version)
+            return _spec(uow.strategies.add(StrategyRecord(spec.name, spec.version, spec.base, spec.options),
+                                            expected_version))
 
     def apply_strategy(self, playthrough_id: int, strategy: str, version: int | None = None) -> StrategySpec:
         """Apply a strategy to a playthrough: later steps use this exact version (its snapshot is
@@ -103,3 +106,7 @@ class StrategyService:
             record = uow.playthroughs.get(playthrough_id)
         return strategy_of(record)
 
+
+def _spec(record: StrategyRecord) -> StrategySpec:
+    """A stored strategy version as the assembly reads it."""
+    return StrategySpec(record.name, record.version, record.base, record.options)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tavern_tui.assembly.strategies import StrategySpec
 from tavern_tui.errors import Conflict, NotFound
 from tavern_tui.persona.model import Belief, PersonaDocument, PersonaEntry, Support, principal_for
 from tavern_tui.store.models import (
@@ -275,6 +276,18 @@ class BeliefRepository:
         self._session.flush()
 
 
+@dataclass(frozen=True, slots=True)
+class StrategyRecord:
+    """One saved strategy version as stored: name, version (from 1), base placement and its
+    options (the service turns it into an `assembly.strategies.StrategySpec`; the store knows no
+    assembly types)."""
+
+    name: str
+    version: int
+    base: str
+    options: dict[str, Any]
+
+
 class StrategyRepository:
     """Saved strategy versions (the built-in ones are not stored)."""
 
@@ -282,10 +295,10 @@ class StrategyRepository:
         self._session = session
 
     @staticmethod
-    def _spec(row: StrategyRow) -> StrategySpec:
-        return StrategySpec(row.name, row.version, row.base, json.loads(row.options))
+    def _spec(row: StrategyRow) -> StrategyRecord:
+        return StrategyRecord(row.name, row.version, row.base, json.loads(row.options))
 
-    def latest(self) -> list[StrategySpec]:
+    def latest(self) -> list[StrategyRecord]:
         """The newest version of every saved strategy, by name."""
         newest = (select(StrategyRow.name, func.max(StrategyRow.version).label("v"))
                   .group_by(StrategyRow.name).subquery())
@@ -294,7 +307,7 @@ class StrategyRepository:
             .order_by(StrategyRow.name))
         return [self._spec(r) for r in rows]
 
-    def get(self, name: str, version: int | None = None) -> StrategySpec | None:
+    def get(self, name: str, version: int | None = None) -> StrategyRecord | None:
         """One version (None = the newest), or None when there is no such strategy/version."""
         query = select(StrategyRow).where(StrategyRow.name == name)
         query = query.where(StrategyRow.version == version) if version is not None else \
@@ -302,8 +315,8 @@ class StrategyRepository:
         row = self._session.scalars(query).first()
         return self._spec(row) if row is not None else None
 
-    def add(self, spec: StrategySpec, expected_version: int) -> StrategySpec:
-        """Store `spec` as the next version of its name.
+    def add(self, spec: StrategyRecord, expected_version: int) -> StrategyRecord:
+        """Store `spec` (its version is ignored) as the next version of its name.
 
         Raises:
             Conflict: the newest stored version is not `expected_version` (0 = a new name).
