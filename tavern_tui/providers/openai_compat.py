@@ -43,15 +43,19 @@ from tavern_tui.engine.stream import (
     ChatRequest,
     ConfigAdjusted,
     Finished,
-    ReasoningDelta,
     StreamEvent,
-    TextDelta,
-    ToolCall,
     ToolCalls,
-    Usage,
 )
 from tavern_tui.errors import BadRequestError, CallConfigError, ProviderError, ServerError
 from tavern_tui.providers.base import ProviderSettings, endpoint_of, endpoint_problem
+from tavern_tui.providers.chunks import (
+    CallAccumulator,
+    MalformedStream,
+    StreamState,
+    json_object,
+    message_events,
+    usage_of,
+)
 from tavern_tui.providers.errors import (
     RejectedParameter,
     classify_http_error,
@@ -61,7 +65,7 @@ from tavern_tui.providers.errors import (
     rejected_parameter,
 )
 from tavern_tui.providers.shield import ReplyShield
-from tavern_tui.providers.sse import ServerSentEvent, SSEDecoder
+from tavern_tui.providers.sse import SSEDecoder
 from tavern_tui.text.secret_values import REDACTED, holds_secret, url_credentials
 
 __all__ = ["OpenAICompatProvider", "wire_body", "retry_delay", "RETRY_CAP", "MAX_CONFIG_FALLBACKS", "OMIT_HINT",
@@ -142,23 +146,6 @@ def rejects_tools(status: int, raw: bytes, secrets: list[str]) -> str | None:
     if _NO_TOOLS.search(text):
         return redact(f"{status}: " + " ".join(text.split())[:200], secrets)
     return None
-
-
-def _message_events(message: dict[str, Any]) -> list[StreamEvent]:
-    """Reasoning then text from a streamed `delta` or a whole `message` (both carry the same fields)."""
-    events: list[StreamEvent] = []
-    # Prefer `reasoning_content` (DeepSeek, vLLM); `reasoning` (OpenRouter, Ollama) may duplicate it.
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    if isinstance(reasoning, str) and reasoning:
-        events.append(ReasoningDelta(reasoning))
-    content = message.get("content")
-    if isinstance(content, str) and content:
-        events.append(TextDelta(content))
-    return events
-
-
-class _MalformedStream(Exception):
-    """The body was not the expected format; becomes a (non-retried) ServerError."""
 
 
 def retry_delay(attempt: int, headers: Mapping[str, str] | None, backoff: float, *, cap: float = RETRY_CAP) -> float:
@@ -497,7 +484,7 @@ class OpenAICompatProvider:
                                     yield ConfigAdjusted(dict(requested), dict(effective), dict(omitted))
                                 yielded = True
                                 yield event
-                    except (ProviderError, _MalformedStream, httpx.HTTPError):
+                    except (ProviderError, MalformedStream, httpx.HTTPError):
                         for event in shield.flush():  # what arrived before the error is kept
                             yielded = True
                             yield event
@@ -508,7 +495,7 @@ class OpenAICompatProvider:
             except httpx.HTTPError as exc:
                 error = from_httpx_exception(exc, secrets=secrets)
                 error.__cause__, error.__suppress_context__ = exc, True
-            except _MalformedStream as exc:
+            except MalformedStream as exc:
                 record["error"] = "server"
                 record["message"] = redact(str(exc), secrets)
                 raise ServerError(redact(str(exc), secrets)) from None
@@ -554,7 +541,7 @@ class OpenAICompatProvider:
 
     async def _parse_sse(self, chunks: Any, content_type: str, secrets: list[str]) -> AsyncGenerator[StreamEvent, None]:
         decoder = SSEDecoder()
-        state = _StreamState()
+        state = StreamState()
         async for chunk in chunks:
             for sse in decoder.feed(chunk):
                 for event in state.take(sse, secrets):
@@ -569,7 +556,7 @@ class OpenAICompatProvider:
                     yield event
         if not state.arrived:
             kind = content_type.split(";")[0].strip() or "no Content-Type"
-            raise _MalformedStream(
+            raise MalformedStream(
                 f"The endpoint answered {kind} without any chat-completion chunk — "
                 "check that the base URL ends at the API root (often …/v1)"
             )
@@ -585,161 +572,24 @@ class OpenAICompatProvider:
 
         A complete JSON body is as final as `[DONE]`, so `Finished.saw_done` is True.
         """
-        obj = _json_object(raw.decode("utf-8", errors="replace"))
+        obj = json_object(raw.decode("utf-8", errors="replace"))
         if obj.get("error"):
             raise classify_stream_error(obj, secrets=secrets)
         choices = obj.get("choices") or []
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise _MalformedStream("The endpoint answered JSON without `choices`")
+            raise MalformedStream("The endpoint answered JSON without `choices`")
         choice = choices[0]
         message = choice.get("message") or {}
-        events = _message_events(message if isinstance(message, dict) else {})
-        whole = _CallAccumulator()
+        events = message_events(message if isinstance(message, dict) else {})
+        whole = CallAccumulator()
         whole.feed(message.get("tool_calls") if isinstance(message, dict) else None)
         if whole.complete():
             events.append(ToolCalls(whole.complete()))
-        usage = _usage(obj.get("usage"))
+        usage = usage_of(obj.get("usage"))
         if usage is not None:
             events.append(usage)
         events.append(Finished(choice.get("finish_reason"), saw_done=True))
         return events
-
-
-class _StreamState:
-    """What the SSE parser has learnt so far: done flag, finish reason, usage."""
-
-    def __init__(self) -> None:
-        self.done = False
-        self.arrived = False
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
-        self.calls = _CallAccumulator()
-
-    def tool_calls(self) -> tuple[ToolCall, ...]:
-        """The tool calls accumulated so far, complete, in index order."""
-        return self.calls.complete()
-
-    def take(self, sse: ServerSentEvent, secrets: list[str]) -> list[StreamEvent]:
-        """Events for one SSE event; raises the classified error for an in-band error."""
-        data = sse.data.strip()
-        if data == "[DONE]":
-            self.done = True
-            return []
-        if not data:
-            return []
-        if sse.event == "error":
-            try:
-                obj = json.loads(data)
-            except ValueError:
-                obj = {"message": data}
-            raise classify_stream_error(obj if isinstance(obj, dict) else {"message": data}, secrets=secrets)
-        obj = _json_object(data)
-        if obj.get("error") or _bare_error(obj):
-            raise classify_stream_error(obj, secrets=secrets)
-        self.arrived = True
-        usage = _usage(obj.get("usage"))
-        if usage is not None:
-            self.usage = usage  # servers with continuous usage send it on every chunk; keep the last
-        choices = obj.get("choices")
-        if not choices or not isinstance(choices, list):
-            return []
-        choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
-        if choice is None:
-            return []
-        if choice.get("finish_reason"):
-            self.finish_reason = choice["finish_reason"]
-        delta = choice.get("delta")
-        if not isinstance(delta, dict):
-            delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        self.calls.feed(delta.get("tool_calls"))
-        return _message_events(delta)
-
-
-MAX_TOOL_CALLS = 32
-"""Tool calls kept from one reply at most (an untrusted stream never grows this without bound)."""
-
-MAX_TOOL_ARGUMENTS = 256 * 1024
-"""Characters of one call's streamed arguments kept at most; the rest is dropped (the arguments
-then fail to parse and the model gets an error result)."""
-
-
-class _CallAccumulator:
-    """OpenAI streamed `delta.tool_calls` put together: each fragment names its call by `index`
-    (several calls may interleave); the first fragment of a call carries `id` and
-    `function.name`, later ones append to `function.arguments`. A whole (non-streamed)
-    message's `tool_calls` go through the same path, each entry one complete fragment."""
-
-    def __init__(self) -> None:
-        self._calls: dict[int, dict[str, Any]] = {}
-
-    def feed(self, fragments: Any) -> None:
-        if not isinstance(fragments, list):
-            return
-        for position, fragment in enumerate(fragments):
-            if not isinstance(fragment, dict):
-                continue
-            index = fragment.get("index", position)
-            if not isinstance(index, int) or isinstance(index, bool):
-                continue
-            call = self._calls.get(index)
-            if call is None:
-                if len(self._calls) >= MAX_TOOL_CALLS:
-                    continue
-                call = self._calls[index] = {"id": "", "name": "", "arguments": []}
-                call["size"] = 0
-            if isinstance(fragment.get("id"), str) and fragment["id"]:
-                call["id"] = fragment["id"]
-            function = fragment.get("function")
-            if isinstance(function, dict):
-                if isinstance(function.get("name"), str) and function["name"]:
-                    # Some servers repeat the name on every fragment; others split it (rare): keep whole.
-                    if not call["name"] or not call["arguments"]:
-                        call["name"] = function["name"] if call["name"] in ("", function["name"]) \
-                            else call["name"] + function["name"]
-                arguments = function.get("arguments")
-                if isinstance(arguments, str) and arguments and call["size"] < MAX_TOOL_ARGUMENTS:
-                    piece = arguments[:MAX_TOOL_ARGUMENTS - call["size"]]
-                    call["arguments"].append(piece)
-                    call["size"] += len(piece)
-                elif isinstance(arguments, dict):  # a few servers send parsed arguments
-                    call["arguments"].append(json.dumps(arguments, ensure_ascii=False))
-
-    def complete(self) -> tuple[ToolCall, ...]:
-        return tuple(ToolCall(c["id"], c["name"], "".join(c["arguments"]), i)
-                     for i, c in sorted(self._calls.items()) if c["name"])
-
-
-def _bare_error(obj: dict[str, Any]) -> bool:
-    """An error object sent without the `{"error": …}` wrapper: vLLM's `{"object": "error",
-    "message", "type", "code"}`, or any chunk with no `choices` that carries a string `message`
-    and a `type` or `code` (llama.cpp's `{"code": 400, "message": …, "type":
-    "exceed_context_size_error"}`)."""
-    if obj.get("object") == "error":
-        return True
-    return ("choices" not in obj and isinstance(obj.get("message"), str)
-            and ("type" in obj or "code" in obj))
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        preview = " ".join(text.split())[:80]
-        raise _MalformedStream(f"The endpoint sent a stream line that is not JSON: {preview!r}") from None
-    if not isinstance(obj, dict):
-        raise _MalformedStream(f"The endpoint sent JSON that is not an object: {type(obj).__name__}")
-    return obj
-
-
-def _usage(value: Any) -> Usage | None:
-    if not isinstance(value, dict):
-        return None
-
-    def count(key: str) -> int | None:
-        n = value.get(key)
-        return n if isinstance(n, int) and not isinstance(n, bool) else None
-
-    return Usage(count("prompt_tokens"), count("completion_tokens"), count("total_tokens"))
 
 
 async def _once(raw: bytes) -> AsyncIterator[bytes]:
