@@ -17,16 +17,14 @@ from tavern_tui.store.eventlog import EventLog
 from tavern_tui.store.groups import GroupRepository
 from tavern_tui.store.leases import StepLeases
 from tavern_tui.store.models import EventRow, SessionRow
+from tavern_tui.store.openings import DraftRepository, OpeningRepository, RegexRepository
 from tavern_tui.store.persona import BeliefRepository, PersonaRepository, StrategyRepository
 from tavern_tui.store.repositories import (
     BindingRepository,
     CharacterRepository,
-    DraftRepository,
-    OpeningRepository,
     PlaythroughRecord,
     PlaythroughRepository,
     PresetRepository,
-    RegexRepository,
     WorldBookRepository,
 )
 from tavern_tui.store.search import MessageSearch
