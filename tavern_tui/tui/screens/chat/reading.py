@@ -102,7 +102,9 @@ class ChatReading(MessagePump):
 
     def _followed(self, revision: tuple[int, int]) -> None:
         if revision != self._revision and not self.generating and self._revision is not None:
-            self._revision = None  # one reload at a time; the reload sets it again
+            # Seen now, so the next tick does not reload again; the reload's own read sets the
+            # revision it shows (a failed reload leaves following on, not stopped).
+            self._revision = revision
             self._reload()
 
     async def _show_state(self, state: ChatState) -> None:
