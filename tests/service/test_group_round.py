@@ -6,31 +6,14 @@ every request of the round verifies against its trace."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tavern_tui.config import Settings
 from tavern_tui.engine.step import StepFailed, StepSettled
-from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
 from tavern_tui.service.groups import LineQueued, MemberTurn
 from tests.support.loopback import LoopbackServer, sse_chunks_for
-
-
-@pytest.fixture
-async def looped(server: LoopbackServer, db_url: str, corpus_dir: Path) -> AsyncIterator[Tavern]:
-    settings = Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1", timeout=10))
-    service = Tavern(settings)
-    results = service.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png",
-                                            corpus_dir / "cards" / "shodan_v2_pure.png"])
-    assert all(r.ok for r in results)
-    try:
-        yield service
-    finally:
-        await service.aclose()
 
 
 async def _round(service: Tavern, pid: int, text: str = "") -> list[Any]:
