@@ -43,6 +43,7 @@ from tavern_tui.tui.screens.persona.labels import (
 from tavern_tui.tui.screens.persona.snapshot import PersonaSnapshot, read_snapshot
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
+from tavern_tui.tui.widgets.table_rows import fill_rows
 
 
 class PersonaScreen(TavernScreen[None]):
@@ -228,12 +229,11 @@ class PersonaScreen(TavernScreen[None]):
 
     def _fill_entries(self, doc: PersonaDocument, rendered: RenderedPersona | None, keep: int | None) -> None:
         table = self.entries
-        table.clear()
-        for entry in doc.entries:
-            # A str cell is markup: the person's text goes in as Text.
-            table.add_row(str(entry.id), Text(clip(entry.text, TEXT_WIDTH)), Text(provenance_label(entry)),
-                          entry.sensitivity,
-                          _marks_cell(entry_marks(entry, rendered)), key=str(entry.id))
+        # A str cell is markup: the person's text goes in as Text.
+        fill_rows(table, ((str(entry.id), [str(entry.id), Text(clip(entry.text, TEXT_WIDTH)),
+                                           Text(provenance_label(entry)), entry.sensitivity,
+                                           _marks_cell(entry_marks(entry, rendered))])
+                          for entry in doc.entries))
         table.border_subtitle = "empty: nothing is sent · a adds an entry" if not doc.entries else \
             plural(len(doc.entries), "entry", "entries")
         ids = [e.id for e in doc.entries]
@@ -242,10 +242,10 @@ class PersonaScreen(TavernScreen[None]):
 
     def _fill_nominations(self, nominations: Sequence[Belief], keep: int | None) -> None:
         table = self.nomination_table
-        table.clear()
-        for belief in nominations:
-            table.add_row(str(belief.id), Text(clip(belief.statement, TEXT_WIDTH)), f"{belief.confidence:.2f}",
-                          str(belief.corroborations), belief.sensitivity, key=str(belief.id))
+        fill_rows(table, ((str(belief.id), [str(belief.id), Text(clip(belief.statement, TEXT_WIDTH)),
+                                            f"{belief.confidence:.2f}", str(belief.corroborations),
+                                            belief.sensitivity])
+                          for belief in nominations))
         table.border_subtitle = plural(len(nominations), "outstanding nomination") if nominations else "none"
         ids = [b.id for b in nominations]
         if keep in ids:
