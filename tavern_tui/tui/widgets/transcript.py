@@ -65,17 +65,14 @@ class Transcript(VerticalScroll):
     }
 
     /* One blank row after every message, however its body is drawn: a stored body (a Static)
-       ends on its last line, while a body still drawn by Markdown (a reply streamed, a line sent
-       in this run) ends with its last block's margin, which is taken off here. */
+       ends on its last line, and a body still drawn by Markdown (a reply streamed, a line sent
+       in this run) ends on its last block without that block's margin. */
     Transcript > MessageBox {
         margin-bottom: 1;
     }
 
-    /* MarkdownBlock, not `*`: an order rule whose last part is `*` makes every widget of the app
-       restyle its siblings on each mount (Textual marks each candidate node `_has_order_style`). */
-    Transcript > MessageBox > ChatMarkdown.message-body > MarkdownBlock:last-child {
-        margin-bottom: 0;
-    }
+    /* A Markdown body's last block has no bottom margin: ChatMarkdown sets that on the block
+       (no order rule such as :last-child, which restyles every sibling on each mount). */
 
     Transcript #earlier, Transcript #later {
         height: 1;
