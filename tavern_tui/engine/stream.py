@@ -159,17 +159,13 @@ class CallContext:
 
 def prepare_call(provider: Provider, model: str, config: Mapping[str, Any]) -> CallContext:
     """Validate the call config and bind the adapter, before anything of a step is admitted
-    (seed 000 §1 `prepareCall()`; DESIGN.md "One step"): the provider's optional `prepare`, or,
-    for a provider without one, its name, `model` (else its own) and `config` as they are.
+    (seed 000 §1 `prepareCall()`; DESIGN.md "One step"): `provider.prepare(model, config)`.
 
     Raises:
         CallConfigError: the provider cannot make this call as configured (its message says
             what to fix).
     """
-    prepare = getattr(provider, "prepare", None)  # optional: the protocol's docstring declares it
-    if prepare is not None:
-        return prepare(model, config)  # type: ignore[no-any-return]
-    return CallContext(provider.name, model or provider.model, "", dict(config))
+    return provider.prepare(model, config)
 
 
 @runtime_checkable
@@ -178,15 +174,35 @@ class Provider(Protocol):
 
     `name` labels the provider in the status line and the trace ("openai-compatible", "demo").
     `model` is the model id it will use when the request names none.
-    An optional `placeholder = True` marks a provider whose replies no model wrote (the offline
-    demo): the engine stores them with origin engine and never sends them to a model.
-    An optional `prepare(model, config) -> CallContext` validates the call config and binds the
-    adapter before a step admits anything, raising `CallConfigError` naming what to fix
-    (`prepare_call`; a provider without it accepts every config).
+    `placeholder` and `prepare` are described on their own below; `BaseProvider` gives the
+    usual answers (not a placeholder, every config accepted), so a provider subclasses it and
+    overrides only what it needs.
     """
 
     name: str
     model: str
+    placeholder: bool
+    """True for a provider whose replies no model wrote (the offline demo): the engine stores
+    them with origin engine and source "placeholder", never sends them to a model, and the
+    services that need a real model (compaction, the model belief extractor) refuse or skip it.
+    False for a provider that talks to a model."""
+
+    def prepare(self, model: str, config: Mapping[str, Any]) -> CallContext:
+        """Validate the call config and bind the adapter, before a step admits anything
+        (`prepare_call`). No network is used.
+
+        Args:
+            model: the model id the request asks for ("" = the provider's own `model`).
+            config: the call parameters to send besides messages/model/stream; not modified.
+
+        Returns:
+            The adapter context (`CallContext`) the step records; never a credential.
+
+        Raises:
+            CallConfigError: the provider cannot make this call as configured; the message
+                names what to fix and where (the settings, a preset).
+        """
+        ...
 
     def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         """Stream one completion (an async generator, so the engine can `aclose()` it early).
@@ -197,3 +213,25 @@ class Provider(Protocol):
             ProviderError: a subclass classifying the failure, before or during the stream.
         """
         ...
+
+
+class BaseProvider:
+    """The `Provider` members most providers share: a subclass sets `name` and `model` and
+    defines `stream`, and overrides `placeholder` or `prepare` only when it differs.
+
+    Attributes:
+        name: the provider's label (set by the subclass).
+        model: its default model id (set by the subclass, as a class or instance attribute).
+        placeholder: False: its replies are a model's.
+    """
+
+    name: str
+    model: str
+    placeholder: bool = False
+
+    def prepare(self, model: str, config: Mapping[str, Any]) -> CallContext:
+        """Accept every call config: the adapter context with this provider's `name`, `model`
+        (else its own `model`), no endpoint ("") and a copy of `config` as given. Never raises
+        `CallConfigError`: a provider that validates its config overrides this.
+        """
+        return CallContext(self.name, model or self.model, "", dict(config))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from typing import Any
 
-from tavern_tui.engine.stream import CallContext, ChatRequest, Finished, StreamEvent, TextDelta, Usage
+from tavern_tui.engine.stream import BaseProvider, ChatRequest, Finished, StreamEvent, TextDelta, Usage
 
 __all__ = ["DemoProvider", "DEMO_LABEL", "canned_reply"]
 
@@ -64,7 +64,7 @@ def _rough_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
-class DemoProvider:
+class DemoProvider(BaseProvider):
     """Streams canned or scripted replies without any network.
 
     Args:
@@ -73,7 +73,8 @@ class DemoProvider:
 
     `stream()` pops the next reply queued with `enqueue`, else uses `canned_reply`. It
     yields the text in word-sized `TextDelta`s, then `Usage` (rough counts: ~4 characters
-    per token) and `Finished("stop")`. `asyncio.CancelledError` is never caught.
+    per token) and `Finished("stop")`. `asyncio.CancelledError` is never caught. It accepts
+    every call config (`BaseProvider.prepare`: nothing is sent anywhere, so no endpoint).
     """
 
     name = "demo"
@@ -89,11 +90,6 @@ class DemoProvider:
     def enqueue(self, *replies: str) -> None:
         """Script exact replies: each later `stream()` call uses the next one, in order."""
         self._queue.extend(replies)
-
-    def prepare(self, model: str, config: Mapping[str, Any]) -> CallContext:
-        """Accept any call config (nothing is sent anywhere): the adapter context of a demo call,
-        no endpoint (`engine.stream.prepare_call`)."""
-        return CallContext(self.name, model or self.model, "", dict(config))
 
     def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         """Stream one reply; the queue is popped at call time, not at first iteration.

@@ -39,6 +39,7 @@ import httpx
 
 from tavern_tui.engine.stream import (
     Attempts,
+    BaseProvider,
     CallContext,
     ChatRequest,
     ConfigAdjusted,
@@ -232,7 +233,7 @@ def _get_json(url: str, headers: dict[str, str], timeout: float) -> Any:
         return None
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(BaseProvider):
     """Streams chat completions from an OpenAI-compatible endpoint over httpx.
 
     Args:
@@ -252,6 +253,7 @@ class OpenAICompatProvider:
             "config": dict (the call config this attempt sent), "omitted": dict[str, str]
             (fields left out of `config` so far → the provider's reason; a moved field's
             reason ends with "→ <new field>")}`.
+        placeholder: False (`BaseProvider`): its replies are the model's.
     """
 
     name = "openai-compatible"

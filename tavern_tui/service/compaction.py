@@ -29,7 +29,7 @@ from tavern_tui.engine.log import (
     derive_messages,
     sent_to_model,
 )
-from tavern_tui.engine.stream import ChatRequest, TextDelta
+from tavern_tui.engine.stream import ChatRequest, Provider, TextDelta
 from tavern_tui.engine.trace import SentMessage, message_hash, trace_record
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
@@ -221,7 +221,7 @@ class CompactionService:
                 message do not fit together). ProviderError: the model failed (that part is
                 not stored).
         """
-        if getattr(self.ctx.provider, "placeholder", False):
+        if self.ctx.provider.placeholder:
             raise TavernError("compaction needs a model: the offline demo provider cannot summarise; configure "
                               "TAVERN_API_BASE / TAVERN_MODEL (or [provider] in the config file)")
         view = await asyncio.to_thread(self.playthroughs.playthrough, playthrough_id)
@@ -242,7 +242,7 @@ class CompactionService:
                         len(whole))
             messages = self.summary_messages(range_, view.character_name, view.user_name)
             provider = self.ctx.provider
-            model = getattr(provider, "model", "") or ""
+            model = provider.model
             submitted = datetime.now(UTC).isoformat()
             parts: list[str] = []
             async for event in provider.stream(ChatRequest(messages, model, {})):
@@ -267,7 +267,7 @@ class CompactionService:
         return self.plan(playthrough_id, through, keep, until, cut=False)[1]
 
     def _record(self, session_id: int, range_: Sequence[SurfaceMessage], messages: list[dict[str, Any]], text: str,
-                limit: ContextLimit, provider: Any, model: str, submitted: str) -> Compaction:
+                limit: ContextLimit, provider: Provider, model: str, submitted: str) -> Compaction:
         """Write the summary request's records, its trace and the summary node."""
         log = self.ctx.store.events
         targets = tuple(m.ref for m in range_)
@@ -277,7 +277,7 @@ class CompactionService:
                 "messages": messages, "parts": [{"source": "summary_prompt"}, {"source": "transcript"}],
                 "generation": "summary"}),
             NewEvent(EventKind.REQUEST_HEADER, None, {
-                "provider": getattr(provider, "name", ""), "model": model, "config": {}, "stream": True,
+                "provider": provider.name, "model": model, "config": {}, "stream": True,
                 "generation": "summary", "assembly": {"strategy": "summary", "context": context}})])
         sent = [SentMessage(m["role"], "request-only", assembly.ref, i, message_hash(m))
                 for i, m in enumerate(messages)]
@@ -287,7 +287,7 @@ class CompactionService:
                 "from": range_[0].created_at.isoformat(), "to": range_[-1].created_at.isoformat(),
                 "targets": len(targets)}
         trace, summary = log.append(session_id, [
-            trace_record(header, getattr(provider, "name", ""), model, strategy="summary", generation="summary",
+            trace_record(header, provider.name, model, strategy="summary", generation="summary",
                          config={}, submitted_at=submitted, context=context, sent=sent),
             NewEvent(EventKind.SURFACE_REPLACED, "system", {
                 "targets": [list(t) for t in targets], "request": list(header.ref),

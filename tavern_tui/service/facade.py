@@ -283,7 +283,7 @@ class Tavern:
     @property
     def provider_label(self) -> str:
         """"<provider> · <model>" for status lines; never contains the API key."""
-        model = getattr(self.provider, "model", "") or "default model"
+        model = self.provider.model or "default model"
         return f"{self.provider.name} · {model}"
 
     async def apply_settings(self, settings: Settings) -> None:

@@ -23,12 +23,12 @@ from tavern_tui.engine.step import (
     recover_interrupted,
     run_step,
 )
-from tavern_tui.engine.stream import Attempts, ChatRequest, Finished, ReasoningDelta, TextDelta, Usage
+from tavern_tui.engine.stream import Attempts, BaseProvider, ChatRequest, Finished, ReasoningDelta, TextDelta, Usage
 from tavern_tui.engine.trace import TRACE_REQUEST
 from tavern_tui.errors import RateLimitError
 
 
-class ScriptedProvider:
+class ScriptedProvider(BaseProvider):
     """Yields the scripted events; can stop at a gate to let the test cancel mid-stream."""
 
     name = "scripted"
@@ -245,7 +245,7 @@ async def test_placeholder_replies_are_shown_but_never_sent_to_a_model() -> None
     log = MemoryLog()
     sid = log.create_session()
     demo = ScriptedProvider([TextDelta("[demo] canned"), Finished("stop")])
-    demo.placeholder = True  # type: ignore[attr-defined]
+    demo.placeholder = True
     updates = await _run(log, sid, demo, RecordingAssembler(), "hello")
     settled = updates[-1]
     assert isinstance(settled, StepSettled)

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.engine.memory import MemoryLog
 from tavern_tui.engine.step import Assembly, run_step
-from tavern_tui.engine.stream import ChatRequest, Finished, TextDelta, ToolCall, ToolCalls
+from tavern_tui.engine.stream import BaseProvider, ChatRequest, Finished, TextDelta, ToolCall, ToolCalls
 from tavern_tui.engine.tooling import INTERRUPTED_CALL, ToolOutcome
 
 
-class Scripted:
+class Scripted(BaseProvider):
     name = "scripted"
     model = "m"
 

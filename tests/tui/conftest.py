@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, TextArea
 
 from tavern_tui.config import Settings
-from tavern_tui.engine.stream import ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
+from tavern_tui.engine.stream import BaseProvider, ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
 from tavern_tui.service import Tavern
 from tests.conftest import seed_database
 
@@ -30,7 +30,7 @@ class Think:
     text: str
 
 
-class ScriptedProvider:
+class ScriptedProvider(BaseProvider):
     """A provider whose replies are scripts: strings are text deltas, `Think` reasoning deltas,
     `GATE` waits for `gate`, an exception is raised where it stands."""
 

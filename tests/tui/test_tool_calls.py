@@ -14,7 +14,16 @@ import pytest
 from textual.widgets import Collapsible
 
 from tavern_tui.config import Settings, ToolSettings
-from tavern_tui.engine.stream import ChatRequest, Finished, StreamEvent, TextDelta, ToolCall, ToolCalls, Usage
+from tavern_tui.engine.stream import (
+    BaseProvider,
+    ChatRequest,
+    Finished,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCalls,
+    Usage,
+)
 from tavern_tui.service import Tavern
 from tavern_tui.tools import Toolbox, ToolSpec
 from tavern_tui.tools.builtin import RollDice
@@ -24,7 +33,7 @@ from tests.tui.conftest import wait_until
 from tests.tui.test_app import SIZE, open_seraphina, send
 
 
-class ToolModel:
+class ToolModel(BaseProvider):
     """Replies from scripts: each a list of `TextDelta`/`ToolCalls` events."""
 
     name = "scripted"

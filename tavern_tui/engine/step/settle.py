@@ -70,7 +70,7 @@ class Author:
         """A placeholder provider's text is the engine's (source "placeholder"); an impersonation
         is a user line the model wrote (origin agent, source "impersonation"); else the model's
         reply."""
-        placeholder = bool(getattr(provider, "placeholder", False))
+        placeholder = provider.placeholder
         origin, source = (Origin.ENGINE, PLACEHOLDER_SOURCE) if placeholder else (None, None)
         impersonate = generation.type == "impersonate"
         if impersonate and not placeholder:

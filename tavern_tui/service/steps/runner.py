@@ -416,7 +416,7 @@ class StepRunner:
         is logged, never fails the step it follows. The model extractor runs only when
         configured and the provider is a real model."""
         try:
-            if self.ctx.settings.belief_extractor == "model" and not getattr(self.ctx.provider, "placeholder", False):
+            if self.ctx.settings.belief_extractor == "model" and not self.ctx.provider.placeholder:
                 await self.persona.consolidate_with_model(playthrough_id)
             else:
                 await asyncio.to_thread(self.persona.consolidate, playthrough_id)
