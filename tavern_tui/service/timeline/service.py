@@ -1,5 +1,6 @@
 """Provides `TimelineService`: swipes, edit, delete, rollback, branches, the variant tree, and
-the forks and head moves the generating steps (`service.steps`) build on.
+the forks and head moves the generating steps (`service.steps`) build on. It builds the tree's
+view with `tree` and carries edits into forks and a branch's selections with `forks`.
 
 Rules: seed 000 §1.1 and DESIGN.md "The session log": every one of these is a fork of a
 session or a surface replacement; nothing is rewritten and every variant stays reachable.
@@ -14,7 +15,7 @@ import json
 import threading
 from typing import Any, cast
 
-from tavern_tui.engine.events import EventKind, NewEvent, Origin
+from tavern_tui.engine.events import EventKind, Origin
 from tavern_tui.engine.inbox import move_pending
 from tavern_tui.engine.log import (
     EDIT_SOURCE,
@@ -27,56 +28,21 @@ from tavern_tui.engine.log import (
     tail,
 )
 from tavern_tui.engine.step import OPENING_SOURCE, admit_opening
-from tavern_tui.engine.timeline import SWIPE_DELETED, Ref, Timeline, VariantRow
+from tavern_tui.engine.timeline import SWIPE_DELETED, Ref, Timeline
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
-from tavern_tui.service.playthroughs import MAX_TITLE, PlaythroughService
-from tavern_tui.service.shown import shown_on_path
+from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.timeline.forks import branch_title, carry_replacements, inherit, inherited_meta
+from tavern_tui.service.timeline.tree import branch_links, timeline_view
 from tavern_tui.text.names import substitute_names
-from tavern_tui.views import PlaythroughView, SwipeView, TimelineView, VariantView
-
-PREVIEW_CHARS = 80
-"""Characters of text a tree node shows."""
-
-
-def _preview(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+from tavern_tui.views import PlaythroughView, SwipeView, TimelineView
 
 
 def _member(body: dict[str, Any]) -> int | None:
     """The group member an opening's body names (`character_id`); None for a one-character chat's."""
     member = body.get("character_id")
     return member if isinstance(member, int) and not isinstance(member, bool) else None
-
-
-def inherited_meta(parent_meta: str, parent_id: int, ref: Ref) -> dict[str, Any]:
-    """A branch's meta: a copy of its parent's (the strategy snapshot, the persona pin, the
-    call parameters left out, an imported chat's header and chat_metadata; not the imported
-    file's name and hash) with where it branched from. An unreadable parent meta gives just the branch point."""
-    try:
-        meta = json.loads(parent_meta or "{}")
-    except ValueError:
-        meta = {}
-    meta = dict(meta) if isinstance(meta, dict) else {}
-    # The imported file's name and hash stay the parent's alone: a re-import finds the parent.
-    meta = {k: v for k, v in meta.items() if k not in ("source", "sha256")}
-    meta.update({"branch_of": parent_id, "from": list(ref)})
-    return meta
-
-
-def _member_name(body: dict[str, Any] | None) -> str | None:
-    """The group member a reply's body names (`name` beside its `character_id`); None otherwise."""
-    if isinstance(body, dict) and isinstance(body.get("character_id"), int) and isinstance(body.get("name"), str):
-        return body["name"] or None
-    return None
-
-
-def branch_title(parent_title: str, mark: str = " (branch)") -> str:
-    """A branch playthrough's title: its parent's, marked once, cut with "…" to fit `MAX_TITLE`."""
-    base = parent_title.removesuffix(mark)
-    return (base if len(base) + len(mark) <= MAX_TITLE else base[:MAX_TITLE - len(mark) - 1] + "…") + mark
 
 
 class TimelineService:
@@ -151,57 +117,8 @@ class TimelineService:
         timeline, _members = self.variant_tree(playthrough_id, bodies=True)
         with self.ctx.store.unit_of_work(write=False) as uow:
             branches = uow.playthroughs.children_of(list(timeline.sessions))
-        links: dict[Ref, list[int]] = {}
-        for child_id, root in branches:
-            chain = self.ctx.store.events.ancestry(root)
-            if child_id != playthrough_id and len(chain) >= 2:
-                parent_sid, fork_seq = chain[-2]  # the parent, through the branch's fork point
-                at = timeline.end_of(parent_sid, fork_seq)
-                if at is not None:
-                    links.setdefault(at, []).append(child_id)
-        shown = shown_on_path(timeline)
-        depth_of = {ref: index for index, ref in enumerate(timeline.path)}
-        covered: dict[Ref, list[Ref]] = {}  # summary ref → the path messages it folds, oldest first
-        for ref in timeline.path:
-            summary = shown[ref].summary
-            if summary is not None:
-                covered.setdefault(summary.ref, []).append(ref)
-        closing = {refs[-1]: summary for summary, refs in covered.items()}  # last message → its summary
-        views: list[VariantView] = []
-        siblings: dict[Ref, list[Ref]] = {}
-
-        def visit(ref: Ref, depth: int) -> None:
-            variant = timeline.variants[ref]
-            row = variant.row
-            on_path = shown.get(ref) if ref in timeline.active else None
-            text = on_path.text if on_path is not None else str((row.body or {}).get("content") or "")
-            natural = {"user": "customer", "assistant": "agent"}
-            origin = row.origin.value if row.origin else natural.get(row.role or "", "engine")
-            sibs = timeline.siblings(ref)
-            siblings[ref] = sibs
-            views.append(VariantView(ref, variant.parent, depth, row.role or "system", origin, row.source, row.kind,
-                                     (sibs.index(ref) + 1, len(sibs)), ref in timeline.active, _preview(text),
-                                     len(variant.children), on_path is not None and on_path.edited,
-                                     on_path is not None and on_path.deleted,
-                                     row.kind == EventKind.ASSISTANT_ATTEMPT, tuple(links.get(ref, ())),
-                                     summarised=on_path is not None and on_path.summary is not None,
-                                     speaker=_member_name(row.body)))
-            if ref in closing:  # the summary node, once, right after the last message it folds
-                summary = shown[ref].summary
-                assert summary is not None and summary.message is not None
-                refs = covered[closing[ref]]
-                views.append(VariantView(summary.ref, ref, depth, "system", "engine", SUMMARY_SOURCE,
-                                         str(EventKind.SURFACE_REPLACED), (1, 1), True,
-                                         _preview(str(summary.message.get("content") or "")), 0,
-                                         summary_of=(depth_of[refs[0]] + 1, depth_of[refs[-1]] + 1)))
-
-        # Iterative depth-first walk: a 5,000-message chat is 5,000 levels deep.
-        stack: list[tuple[Ref, int]] = [(r, 0) for r in reversed(timeline.roots)]
-        while stack:
-            ref, depth = stack.pop()
-            visit(ref, depth)
-            stack.extend((child, depth + 1) for child in reversed(timeline.variants[ref].children))
-        return TimelineView(playthrough_id, timeline.head_session, views, list(timeline.path), siblings)
+        links = branch_links(self.ctx.store.events, timeline, branches, playthrough_id)
+        return timeline_view(playthrough_id, timeline, links)
 
     def swipe_state(self, playthrough_id: int) -> SwipeView:
         """The swipe counter of the chat's last message (`n/m`)."""
@@ -262,39 +179,8 @@ class TimelineService:
         else:
             session_id = log.create_session(at[0], at[1], playthrough_id)
         if timeline is not None and at is not None:
-            self._carry_replacements(session_id, at, timeline)
+            carry_replacements(self.ctx.store.events, session_id, at, timeline)
         return session_id
-
-    def _carry_replacements(self, session_id: int, at: Ref, timeline: Timeline) -> None:
-        """Copy into a new fork the edits and deletes the head shows that were made after the
-        fork point but concern messages up to `at` (an edit of an edit follows its first edit)."""
-        log = self.ctx.store.events
-        bounds = dict(log.ancestry(session_id))
-        candidates = {}
-        for replacement in timeline.replacements.values():
-            rsid, rseq = replacement.ref
-            upto = bounds.get(rsid, -1) if rsid in bounds else -1
-            if upto is None or (upto is not None and upto >= rseq):
-                continue  # already on the fork's surface
-            candidates[replacement.ref] = replacement
-        if not candidates:
-            return
-        rows = {r.ref: r for r in log.variant_rows({sid: None for sid in {ref[0] for ref in candidates}})}
-        kept = set(timeline.path_to(at))
-        moved: dict[Ref, Ref] = {}  # a carried edit's ref → its copy's ref in the (empty) fork
-        events: list[NewEvent] = []
-        for ref in sorted(candidates, key=lambda r: rows[r].order if r in rows else 0):
-            replacement = candidates[ref]
-            if not set(replacement.targets) <= kept:
-                continue
-            kept.add(ref)  # a later edit of this edit targets its ref…
-            moved[ref] = (session_id, len(events) + 1)  # …which in the fork is the copy's
-            row = rows.get(ref)
-            targets = [moved.get(target, target) for target in replacement.targets]
-            events.append(replacement_event(targets, replacement.message, row.origin if row else None,
-                                            row.source if row and row.source else EDIT_SOURCE))
-        if events:
-            log.append(session_id, events)
 
     def select_variant(self, playthrough_id: int, ref: Ref) -> PlaythroughView:
         """Show a variant: the head moves to the session that ends at its newest continuation
@@ -417,7 +303,7 @@ class TimelineService:
         fork of this one ending at `ref`; the tree of this playthrough links to it.
 
         The child inherits the parent's selections (seed 000 §3 `agent/created`: a child
-        inherits its parent's strategy selection; issue 20 item 2): see `_inherit`. Variables
+        inherits its parent's strategy selection; issue 20 item 2): see `forks.inherit`. Variables
         come with the fork (its surface is the parent's up to `ref`). Each is a copy: the
         child's later changes never touch the parent.
 
@@ -436,22 +322,8 @@ class TimelineService:
                                            user_name=parent.user_name, session_id=session_id,
                                            meta=json.dumps(inherited_meta(parent.meta, playthrough_id, ref),
                                                            ensure_ascii=False))
-            self._inherit(uow, parent, created.id)
+            inherit(uow, parent, created.id)
         return self.playthroughs.playthrough(created.id)
-
-    @staticmethod
-    def _inherit(uow: Any, parent: Any, child_id: int) -> None:
-        """Copy onto a new branch playthrough what its parent plays with: the preset, the
-        applied strategy's name (its exact snapshot is in the meta `inherited_meta` copied), the
-        chat-bound world books, in their order, and the group it plays (a group chat's branch is
-        the same group's). Runs in the caller's transaction."""
-        group_id = uow.groups.group_of(parent.id)
-        if group_id is not None:
-            uow.groups.attach(child_id, group_id)
-        uow.playthroughs.set_preset(child_id, parent.preset_id)
-        uow.playthroughs.set_strategy(child_id, parent.strategy)
-        for book_id in uow.bindings.books_for("playthrough", parent.id):
-            uow.bindings.bind(book_id, "playthrough", child_id)
 
     # -- edits --------------------------------------------------------------------------
 
@@ -535,6 +407,3 @@ class TimelineService:
         log = self.ctx.store.events
         shown = tail(log, inspect(log, view.session_id), 1, include_failed=True)  # one bounded read
         return view, (shown[-1] if shown else None)
-
-
-__all__ = ["TimelineService", "VariantRow"]
