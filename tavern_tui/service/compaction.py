@@ -5,8 +5,12 @@ Rules: issue 16 and seed 000 §1.1. The limit follows `assembly.fit.resolve_limi
 preset, config, endpoint report, default). A compaction asks the model for a recap of a
 contiguous range of the oldest visible messages and records it as one `surface/replaced`
 event (origin engine, source `SUMMARY_SOURCE`) obscuring exactly that range; the originals stay
-in the log. The request is traced like a step's (`request/assembly` + `request/header` +
-`trace/request`, generation "summary"), written only once the summary arrived, so a failed
+in the log. Each summary request runs through a step's stages (DESIGN.md "One step", engine
+`step.aside`): it holds the playthrough's step lease (one step at a time: a step meanwhile is
+refused as busy, and so is the request while a step runs), the provider prepares the call before
+anything is written, and it is traced like a step's (`request/assembly` + `request/header` +
+`request/context` + `trace/request`, generation "summary", with the stream's HTTP attempts, a
+record per retry, and the stage times), written only once the summary arrived, so a failed
 compaction stores nothing. A summary is a surface node: it can be edited (a replacement of it,
 still a summary) and summarised again with later messages. A fork made before the compaction
 does not see it (its surface stops at the fork point); one made after does.
@@ -29,14 +33,19 @@ from tavern_tui.engine.log import (
     derive_messages,
     sent_to_model,
 )
-from tavern_tui.engine.stream import ChatRequest, Provider, TextDelta
+from tavern_tui.engine.step.aside import Streamed, held_step, prepare_aside, stream_text
+from tavern_tui.engine.step.errors import CallNotPrepared
+from tavern_tui.engine.step.header import context_record
+from tavern_tui.engine.step.stream import retry_records
+from tavern_tui.engine.step.timing import Stopwatch
+from tavern_tui.engine.stream import CallContext, ChatRequest, Provider
 from tavern_tui.engine.trace import SentMessage, message_hash, trace_record
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService
 from tavern_tui.text.names import substitute_names
-from tavern_tui.views import MessageView
+from tavern_tui.views import MessageView, PlaythroughView
 
 DEFAULT_SUMMARY_PROMPT = (
     "Summarise the roleplay transcript below as a factual recap, in the third person and the past tense. "
@@ -218,48 +227,85 @@ class CompactionService:
         Raises:
             NotFound / TavernError: as `plan`; the provider is the offline demo (a placeholder
                 cannot summarise); a part that cannot grow (the summary so far and the next
-                message do not fit together). ProviderError: the model failed (that part is
-                not stored).
+                message do not fit together); the provider refused the call as configured (its
+                `prepare`: the message says what to fix; that part is not sent nor stored).
+                StepBusy: a step (or another compaction) holds the playthrough's step lease (that
+                part is not sent nor stored). ProviderError: the model failed (that part is not
+                stored).
         """
         if self.ctx.provider.placeholder:
             raise TavernError("compaction needs a model: the offline demo provider cannot summarise; configure "
                               "TAVERN_API_BASE / TAVERN_MODEL (or [provider] in the config file)")
         view = await asyncio.to_thread(self.playthroughs.playthrough, playthrough_id)
         whole = await asyncio.to_thread(self._whole_range, playthrough_id, through, keep, until)
-        last_ref = whole[-1].ref
-        position = {m.ref: i for i, m in enumerate(whole)}
         received = 0
+
+        def on_text(text: str) -> None:
+            nonlocal received
+            received += len(text)
+            if progress is not None:
+                progress(received)
+
         done: Compaction | None = None
         requests = 0
         while True:
-            session_id, range_, limit = await asyncio.to_thread(self.plan, playthrough_id, last_ref, None, None)
+            done = await self._summarise_part(playthrough_id, view, whole, done, on_part, on_text)
+            requests += 1
+            if done.targets[-1] == whole[-1].ref:
+                break
+        return replace(done, targets=tuple(m.ref for m in whole), requests=requests)
+
+    async def _summarise_part(self, playthrough_id: int, view: PlaythroughView, whole: Sequence[SurfaceMessage],
+                              done: Compaction | None, on_part: Callable[[int, int], None] | None,
+                              on_text: Callable[[str], None]) -> Compaction:
+        """One summary request of `compact`, through a step's stages (engine `step.aside`), each timed
+        (`Stopwatch`): `claim` (the playthrough's step lease, held until its records are written:
+        a step meanwhile gets `StepBusy`, as this request does while a step runs), `assemble` (the
+        part, `plan`, and its messages), `prepare` (the provider validates the call before
+        anything is written), then `first_byte` and `stream`; then its records (`_record`).
+
+        Raises:
+            StepBusy: a step (or another compaction) holds the playthrough's lease; nothing is written.
+            TavernError: as `compact`; the provider refused the call (`_prepare`); an empty summary.
+            ProviderError: the model failed (nothing of this part is stored).
+        """
+        watch = Stopwatch()
+        async with held_step(self.ctx.store.events, view.session_id, self.ctx.store.claims, self.ctx.stale_after):
+            watch.lap("claim")
+            session_id, range_, limit = await asyncio.to_thread(self.plan, playthrough_id, whole[-1].ref, None, None)
             if done is not None and len(range_) < 2:
                 raise TavernError(f"the summary so far and the next message do not fit one summary request of "
-                                  f"{limit.limit} tokens; {done.covers} messages are summarised, raise the context "
-                                  f"to summarise the rest")
+                                  f"{limit.limit} tokens; {done.covers} messages are summarised, raise the "
+                                  f"context to summarise the rest")
             if on_part is not None:
+                position = {m.ref: i for i, m in enumerate(whole)}
                 on_part(position.get(range_[0].ref, 0) if done is None else position.get(range_[1].ref, 0),
                         len(whole))
             messages = self.summary_messages(range_, view.character_name, view.user_name)
+            watch.lap("assemble")
             provider = self.ctx.provider
             model = provider.model
-            submitted = datetime.now(UTC).isoformat()
-            parts: list[str] = []
-            async for event in provider.stream(ChatRequest(messages, model, {})):
-                if isinstance(event, TextDelta):
-                    parts.append(event.text)
-                    received += len(event.text)
-                    if progress is not None:
-                        progress(received)
-            text = "".join(parts).strip()
+            call = self._prepare(provider, model)
+            watch.lap("prepare")
+            streamed = await stream_text(provider, ChatRequest(messages, model, {}), watch.laps, on_text=on_text)
+            text = streamed.text.strip()
             if not text:
                 raise TavernError("the model returned an empty summary; nothing more was recorded")
-            done = await asyncio.to_thread(self._record, session_id, range_, messages, text, limit, provider, model,
-                                           submitted)
-            requests += 1
-            if range_[-1].ref == last_ref:
-                break
-        return replace(done, targets=tuple(m.ref for m in whole), requests=requests)
+            return await asyncio.to_thread(self._record, session_id, range_, messages, text, limit, provider, model,
+                                           call, streamed)
+
+    @staticmethod
+    def _prepare(provider: Provider, model: str) -> CallContext:
+        """The summary request's prepare stage (`prepare_aside`), before anything is written.
+
+        Raises:
+            TavernError: the provider refused the call (`CallNotPrepared`); the message names what to fix.
+        """
+        try:
+            return prepare_aside(provider, model, {})
+        except CallNotPrepared as exc:
+            raise TavernError(f"the summary request could not be built ({exc.problem}); nothing was sent or "
+                              "recorded") from exc
 
     def _whole_range(self, playthrough_id: int, through: tuple[int, int] | None, keep: int | None,
                      until: tuple[int, int] | None) -> list[SurfaceMessage]:
@@ -267,18 +313,22 @@ class CompactionService:
         return self.plan(playthrough_id, through, keep, until, cut=False)[1]
 
     def _record(self, session_id: int, range_: Sequence[SurfaceMessage], messages: list[dict[str, Any]], text: str,
-                limit: ContextLimit, provider: Provider, model: str, submitted: str) -> Compaction:
-        """Write the summary request's records, its trace and the summary node."""
+                limit: ContextLimit, provider: Provider, model: str, call: CallContext,
+                streamed: Streamed) -> Compaction:
+        """Write the summary request's records (`request/assembly`, `request/header`,
+        `request/context`), its trace (one record a provider request: retries after the first,
+        `stream.retry_records`) and the summary node, which settles the request."""
         log = self.ctx.store.events
         targets = tuple(m.ref for m in range_)
         context = {"limit": limit.limit, "source": limit.source, "summarised": len(targets)}
-        assembly, header = log.append(session_id, [
+        assembly, header, call_event = log.append(session_id, [
             NewEvent(EventKind.REQUEST_ASSEMBLY, None, {
                 "messages": messages, "parts": [{"source": "summary_prompt"}, {"source": "transcript"}],
                 "generation": "summary"}),
             NewEvent(EventKind.REQUEST_HEADER, None, {
                 "provider": provider.name, "model": model, "config": {}, "stream": True,
-                "generation": "summary", "assembly": {"strategy": "summary", "context": context}})])
+                "generation": "summary", "assembly": {"strategy": "summary", "context": context}}),
+            context_record(call, None)])
         sent = [SentMessage(m["role"], "request-only", assembly.ref, i, message_hash(m))
                 for i, m in enumerate(messages)]
         covers = sum(covers_of(m) for m in range_)
@@ -286,12 +336,19 @@ class CompactionService:
                 "last": list(targets[-1]),
                 "from": range_[0].created_at.isoformat(), "to": range_[-1].created_at.isoformat(),
                 "targets": len(targets)}
-        trace, summary = log.append(session_id, [
-            trace_record(header, provider.name, model, strategy="summary", generation="summary",
-                         config={}, submitted_at=submitted, context=context, sent=sent),
-            NewEvent(EventKind.SURFACE_REPLACED, "system", {
-                "targets": [list(t) for t in targets], "request": list(header.ref),
-                "message": {"role": "system", "content": text, "summary": meta}}, Origin.ENGINE, SUMMARY_SOURCE)])
+        first = trace_record(header, provider.name, model, strategy="summary", generation="summary", config={},
+                             submitted_at=streamed.timing["submitted"], context=context, sent=sent,
+                             request_context=list(call_event.ref), timing=streamed.timing,
+                             **({"attempts": streamed.attempts} if streamed.attempts else {}))
+        node = NewEvent(EventKind.SURFACE_REPLACED, "system", {
+            "targets": [list(t) for t in targets], "request": list(header.ref),
+            "message": {"role": "system", "content": text, "summary": meta}}, Origin.ENGINE, SUMMARY_SOURCE)
+        if len(streamed.attempts) < 2:  # the one request: its trace and the summary in one batch
+            trace, summary = log.append(session_id, [first, node])
+        else:  # the retries' records name the first one's ref: it is stored first
+            trace = log.append(session_id, [first])[0]
+            retries = retry_records(trace, streamed.attempts, datetime.now(UTC).isoformat())
+            summary = log.append(session_id, [*retries, node])[-1]
         return Compaction(summary.ref, covers, targets, _ref(trace.ref), text)
 
     def edit_summary(self, playthrough_id: int, ref: tuple[int, int], text: str) -> tuple[int, int]:

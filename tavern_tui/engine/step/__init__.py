@@ -20,6 +20,8 @@ One module a stage, in the order a step runs them:
   record).
 - `single`: one step: the opening, `stream` (deltas and checkpoints), `settle`.
 - `tools` and `turn`: a turn with tools and a step's place in it.
+- `aside`: the lease, prepare and stream stages for a request beside the steps (a compaction's
+  summary request), which writes its own records once its text arrived.
 - `types`, `updates`, `errors`, `options`, `timing`: what the stages share.
 """
 

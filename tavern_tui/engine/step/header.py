@@ -46,11 +46,17 @@ class Header:
     stored: tuple[Event, ...] = ()
 
 
-def context_record(call: CallContext, refreshed: dict[str, Any]) -> NewEvent:
+def context_record(call: CallContext, refreshed: dict[str, Any] | None) -> NewEvent:
     """The step's `request/context` record: `{"adapter": CallContext.to_json(), "context":
     {"applied", "changed", "cleared"}}` (the refreshed runtime context, `refresh.Refreshed`).
-    Never a credential: the adapter context holds none (`CallContext`)."""
-    return NewEvent(EventKind.REQUEST_CONTEXT, None, {"adapter": call.to_json(), "context": refreshed})
+    `refreshed` None (a request beside the steps, which admits no runtime context: a
+    compaction's summary) leaves `context` out, so the next step still compares its context with
+    the last step's (`types.applied_context`). Never a credential: the adapter context holds none
+    (`CallContext`)."""
+    body: dict[str, Any] = {"adapter": call.to_json()}
+    if refreshed is not None:
+        body["context"] = refreshed
+    return NewEvent(EventKind.REQUEST_CONTEXT, None, body)
 
 
 async def write_header(log: AsyncSessionLog, session_id: int, provider: Provider, assembly: Assembly,

@@ -9,12 +9,13 @@ provider request, retries included).
 
 from __future__ import annotations
 
-import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind, NewEvent
 from tavern_tui.engine.log import AsyncSessionLog
 from tavern_tui.engine.step.options import StepOptions
+from tavern_tui.engine.step.timing import StreamTiming
 from tavern_tui.engine.step.types import CONFIG_ADJUSTED
 from tavern_tui.engine.stream import (
     Attempts,
@@ -44,10 +45,10 @@ class Reply:
         self.context: dict[str, Any] = {}
         if options.generation.continues is not None:
             self.context["continues"] = list(options.generation.continues)
-        self.timing: dict[str, Any] = {"submitted": options.now().isoformat()}
+        self.clock = StreamTiming(stages, options.now)  # the request goes out now
+        self.timing: dict[str, Any] = self.clock.timing
         self.context["timing"] = self.timing
-        self.stages = self.timing["stages"] = dict(stages)
-        self.sent_at = time.perf_counter()  # the request goes out now; first_byte and stream count from here
+        self.stages = self.clock.stages
         self.attempts: list[dict[str, Any]] = []  # this stream's HTTP attempts (`Attempts` events)
         self.retries_recorded = False
         self.parts: list[str] = []
@@ -92,9 +93,7 @@ class Reply:
             await self._adjusted(event)
         if not isinstance(event, (TextDelta, ReasoningDelta)):
             return False
-        if "first_byte" not in self.timing:
-            self.timing["first_byte"] = self.options.now().isoformat()
-            self.stages["first_byte"] = round((time.perf_counter() - self.sent_at) * 1000, 1)
+        self.clock.first_byte()
         await self._checkpoint()
         return True
 
@@ -126,9 +125,7 @@ class Reply:
     def finish(self) -> None:
         """The stream ended: the stream stage's time, the last byte's, and the stream's attempts
         (status, config, omissions; never credentials) go with the settled reply, for the trace."""
-        if "first_byte" in self.stages:
-            self.stages["stream"] = round((time.perf_counter() - self.sent_at) * 1000 - self.stages["first_byte"], 1)
-        self.timing["last_byte"] = self.options.now().isoformat()
+        self.clock.finish()
         if self.attempts:
             self.context["attempts"] = [dict(a) for a in self.attempts]
 
@@ -140,8 +137,28 @@ class Reply:
         stream's own (`Attempts` events), never the provider's shared state."""
         if len(self.attempts) < 2:
             return
-        first, now = self.trace_event.body, self.options.now
-        await self.log.append(self.session_id, [NewEvent(TRACE_REQUEST, None, {
-            **first, "attempt": n, "retry_of": list(self.trace_event.ref), "config": dict(attempt.get("config") or {}),
-            "omitted": dict(attempt.get("omitted") or {}), "submitted_at": now().isoformat()})
-            for n, attempt in enumerate(self.attempts[1:], start=2)])
+        await self.log.append(self.session_id,
+                              retry_records(self.trace_event, self.attempts, self.options.now().isoformat()))
+
+
+def retry_records(first: Event, attempts: Sequence[Mapping[str, Any]], submitted_at: str) -> list[NewEvent]:
+    """One more `trace/request` record per retry after the first request (seed 000 §4: a trace
+    record per provider request, retries included), for a step's stream (`Reply.record_retries`)
+    and a request outside a step alike (a compaction's summary request).
+
+    Args:
+        first: the stored trace record of the first request; each retry's record is its body (the
+            same message references and hashes) less `timing` and `attempts` (the whole
+            request's, kept with the first alone), with the attempt's own call config and
+            omissions, `attempt` n (from 2) and `retry_of` the first record's ref.
+        attempts: the stream's HTTP attempts (`Attempts.records`), the first request's first.
+        submitted_at: ISO time stamped on the retries' records.
+
+    Returns:
+        The records to append, in attempt order; empty when the first request was the only one.
+    """
+    body = {key: value for key, value in first.body.items() if key not in ("timing", "attempts")}
+    return [NewEvent(TRACE_REQUEST, None, {
+        **body, "attempt": n, "retry_of": list(first.ref), "config": dict(attempt.get("config") or {}),
+        "omitted": dict(attempt.get("omitted") or {}), "submitted_at": submitted_at})
+        for n, attempt in enumerate(attempts[1:], start=2)]

@@ -1,4 +1,5 @@
-"""Provides the stages a step times (`STAGES`), their one-line text, and the stopwatch.
+"""Provides the stages a step times (`STAGES`), their one-line text, the stopwatch, and the
+timing of a request from the moment it goes out (`StreamTiming`).
 
 Rules: DESIGN.md "One step" (each stage timed in the trace, done once per step).
 """
@@ -6,7 +7,8 @@ Rules: DESIGN.md "One step" (each stage timed in the trace, done once per step).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 STAGES = ("claim", "assemble", "pre_step", "request", "prepare", "refresh", "admit", "record", "first_byte", "stream")
@@ -39,3 +41,37 @@ class Stopwatch:
         now = time.perf_counter()
         self.laps[name] = round((now - self._last) * 1000, 1)
         self._last = now
+
+
+class StreamTiming:
+    """A request's `timing` from the moment it goes out (built then): `{"submitted", "stages",
+    "first_byte", "last_byte"}`, the times ISO 8601 and `stages` the stage milliseconds
+    (`STAGES`): the ones given, then `first_byte` (from the request going out to the first text or
+    reasoning) and `stream` (from there to the last byte). A step's stream stage (`stream.Reply`)
+    and a request outside a step (`aside.stream_text`) keep their timing with it, so both read the
+    same in the trace.
+
+    Args:
+        stages: the stages timed before the request went out (copied).
+        now: wall-clock UTC time (`StepOptions.now`).
+    """
+
+    def __init__(self, stages: Mapping[str, float], now: Callable[[], datetime]) -> None:
+        self.now = now
+        self.timing: dict[str, Any] = {"submitted": now().isoformat()}
+        self.stages: dict[str, float] = dict(stages)
+        self.timing["stages"] = self.stages
+        self.sent_at = time.perf_counter()  # first_byte and stream count from here
+
+    def first_byte(self) -> None:
+        """The first text or reasoning arrived now (later calls change nothing)."""
+        if "first_byte" in self.timing:
+            return
+        self.timing["first_byte"] = self.now().isoformat()
+        self.stages["first_byte"] = round((time.perf_counter() - self.sent_at) * 1000, 1)
+
+    def finish(self) -> None:
+        """The stream ended now: the `stream` stage (when a first byte came) and `last_byte`."""
+        if "first_byte" in self.stages:
+            self.stages["stream"] = round((time.perf_counter() - self.sent_at) * 1000 - self.stages["first_byte"], 1)
+        self.timing["last_byte"] = self.now().isoformat()

@@ -102,10 +102,11 @@ class Generation:
 
 def applied_context(events: Sequence[Event]) -> tuple[str, ...] | None:
     """The context identifiers that applied at the last step on this surface: the `applied` list of
-    its newest `request/context` record; None when the surface has none (a chat from before the
-    record: the context messages on the surface then stand for it)."""
+    its newest `request/context` record that has a `context` (one without is a request beside
+    the steps, a compaction's summary, which admits none: skipped); None when the surface has none
+    (a chat from before the record: the context messages on the surface then stand for it)."""
     for event in reversed(events):
-        if event.kind == EventKind.REQUEST_CONTEXT:
+        if event.kind == EventKind.REQUEST_CONTEXT and "context" in event.body:
             context = event.body.get("context")
             applied = context.get("applied") if isinstance(context, dict) else None
             return tuple(str(i) for i in applied) if isinstance(applied, list) else ()
