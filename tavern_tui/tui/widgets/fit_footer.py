@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from itertools import pairwise
 
+from rich.cells import cell_len
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.geometry import Size
 from textual.screen import Screen
@@ -24,6 +25,13 @@ ProviderSource = type[Provider] | Callable[[], type[Provider]]
 
 Item = tuple[Widget, ...]
 """What the footer shows or hides as one: a key, or a key group with its label."""
+
+_COMPACT_AT: dict[tuple[object, ...], int] = {}
+"""Keys (a signature's `_shape`) → the widest footer they needed the compact style at: a new
+footer with those keys at that width or narrower starts compact instead of restyling every key
+after its first fit (~45 ms on each chat screen opened)."""
+
+_CACHE_MAX = 2048
 
 
 class FitFooter(Footer):
@@ -97,7 +105,12 @@ class FitFooter(Footer):
         if signature == shown and self.children:
             return
         self._shown = signature
-        if shown is not None and self.children and _shape(signature) is not None and _shape(signature) == _shape(shown):
+        shape = _shape(signature)
+        if not self.children and not self.compact and shape is not None \
+                and self.size.width <= _COMPACT_AT.get(shape, -1):
+            self.compact = self._compacted = True  # before the keys mount: nothing to restyle
+            self._compacted_at = self.size.width
+        if shown is not None and self.children and shape is not None and shape == _shape(shown):
             enabled = {(entry[0], entry[1]): entry[4] for entry in signature[0]}
             for key in self.query(FooterKey):
                 if (key.key, key.action) in enabled:
@@ -131,6 +144,11 @@ class FitFooter(Footer):
             # Until then keys are hidden by the roomy widths: no frame shows a key cut at the edge.
             self.compact = self._compacted = True
             self._compacted_at = self.size.width
+            shape = _shape(self._shown) if self._shown is not None else None
+            if shape is not None:
+                if len(_COMPACT_AT) >= _CACHE_MAX:
+                    _COMPACT_AT.clear()
+                _COMPACT_AT[shape] = max(self.size.width, _COMPACT_AT.get(shape, -1))
             self.call_after_refresh(self.fit)
         shown = list(items)
         for item in self._drop_order(items):
@@ -186,13 +204,39 @@ def _actions(item: Item) -> set[str]:
     return {key.action for key in _keys(item)}
 
 
+def _content_width(widget: Widget, container: Size, viewport: Size) -> int:
+    """The width a footer widget's content takes, in cells.
+
+    Keys, labels and key groups are worked out from their text and the paddings they are drawn
+    with now, as `FooterKey.render` lays them out (textual is pinned): measuring them through
+    `get_content_width` renders each one (~0.5 ms a key, every fit of every screen opened), and
+    right after the compact style is toggled it still answers with the old style's width.
+    Anything else is measured."""
+    if isinstance(widget, FooterKey):
+        if not widget.description:
+            return cell_len(widget.key_display)
+        key = widget.get_component_styles("footer-key--key").padding
+        description = widget.get_component_styles("footer-key--description").padding
+        return (key.left + cell_len(widget.key_display) + key.right
+                + description.left + cell_len(widget.description) + description.right)
+    if isinstance(widget, FooterLabel):
+        return cell_len(str(widget.content))
+    if isinstance(widget, KeyGroup):
+        shown = tuple(child for child in widget.children if child.display)
+        if not shown:
+            return 0
+        width, left, right = _outer_width(shown, container, viewport)
+        return left + width + right
+    return widget.get_content_width(container, viewport)
+
+
 def _outer_width(item: Item, container: Size, viewport: Size) -> tuple[int, int, int]:
     """(width, left margin, right margin) of an item as the horizontal layout places it."""
     width = 0
     margins: list[tuple[int, int]] = []
     for widget in item:
         styles = widget.styles
-        width += widget.get_content_width(container, viewport) + styles.gutter.width
+        width += _content_width(widget, container, viewport) + styles.gutter.width
         margins.append((styles.margin.left, styles.margin.right))
     # Inside an item the margins between its widgets collapse as between any two.
     width += sum(max(right, left) for (_, right), (left, _) in pairwise(margins))
