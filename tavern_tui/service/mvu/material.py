@@ -1,0 +1,77 @@
+"""Provides `MvuMaterial`: what a playthrough's MVU state is initialised and updated from (its card's
+greetings, the [InitVar] books in MVU's order, the macros replies are expanded with) and the initial record
+planned for its surface; `expander`, the macro expansion MVU's commands are read through.
+
+Rules: `tavern_tui.mvu` (initialisation); MVU's book order (variable_init.ts:222-237)
+and where the first record goes (initCheck, :192-195).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from tavern_tui.assembly.macros import MacroContext, substitute_readonly
+from tavern_tui.engine.step import OPENING_SOURCE
+from tavern_tui.mvu import InitBook, has_mvu_material, initial_record
+from tavern_tui.service.context import ServiceContext
+from tavern_tui.service.library import LibraryService
+from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.playthroughs import PlaythroughService
+from tavern_tui.service.variables import VariableService
+
+
+def expander(macros: MacroContext) -> Any:
+    """`text → text` with `macros` substituted (read-only: a macro that sets a variable sets nothing)."""
+    return lambda text: substitute_readonly(text, macros)
+
+
+class MvuMaterial:
+    """A playthrough's MVU material, read from its card, books and variables.
+
+    Args:
+        ctx: the store. library, lore: the card and its books. playthroughs: heads. variables: the macro
+            variables macros in [InitVar] contents and replies are expanded with.
+    """
+
+    def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
+                 lore: WorldInfoService, variables: VariableService) -> None:
+        self.ctx = ctx
+        self.library = library
+        self.playthroughs = playthroughs
+        self.lore = lore
+        self.variables = variables
+
+    def material(self, playthrough_id: int) -> tuple[Any, list[InitBook], str | None, list[str], MacroContext]:
+        """(the playthrough's view, its [InitVar] books in MVU's order, the primary book's name, the card's
+        greetings, the macros)."""
+        view = self.playthroughs.playthrough(playthrough_id)
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            character = uow.characters.get(view.character_id)
+        card = self.library.card(character)
+        books = self.lore.effective_books(view.id, character, card)
+        # MVU's order (variable_init.ts:222-237): global books, the character's primary, its additional ones.
+        embedded = [b for b in books if b.source == "character"][-1:] if card.data.get("character_book") else []
+        ordered = ([b for b in books if b.source == "global"] + embedded
+                   + [b for b in books if b.source == "character" and b not in embedded])
+        init_books = [InitBook(b.book.name, tuple((e.comment, e.content) for e in b.book.entries)) for b in ordered]
+        primary = embedded[0].book.name if embedded else None
+        macros = replace(self.variables.macro_context(view.session_id, f"playthrough-{playthrough_id}"),
+                         user=view.user_name, char=view.character_name)
+        return view, init_books, primary, list(card.greetings), macros
+
+    def planned_init(self, playthrough_id: int, surface: list[Any]) -> tuple[tuple[int, int], Any] | None:
+        """(the message the initial record belongs to, `initial_record`'s result) for a surface with no record
+        yet; None without MVU material or a message to hold it."""
+        _view, books, primary, greetings, macros = self.material(playthrough_id)
+        if not has_mvu_material(books, greetings):
+            return None
+        shown = [m for m in surface if m.role in ("user", "assistant")]
+        if not shown:
+            return None  # MVU needs a message to hold the record (initCheck: "需要有开场白")
+        expand = expander(macros)
+        if len(shown) == 1 and shown[0].source == OPENING_SOURCE:
+            result = initial_record(books, shown[0].content, primary_book=primary, substitute=expand)
+        else:  # more than the greeting: loaded onto the last message, no greeting commands (:192-195)
+            result = initial_record(books, "", primary_book=primary, substitute=expand, check_material=False)
+        return (shown[-1].ref, result) if result is not None else None
