@@ -59,6 +59,16 @@ def _stat_sha(record: Any) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _request_facts(reply: dict[str, Any], first: Event) -> tuple[dict[str, Any], list[Any]]:
+    """(timing, HTTP attempts) of a request: the settling event's (a step's reply or attempt carries
+    them), else those its first attempt's trace record carries (a compaction's summary request keeps
+    its own, `service.compaction`: its summary node carries neither). Empty when neither has them."""
+    own = first.body
+    timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else own.get("timing")
+    attempts = reply.get("attempts") or own.get("attempts")
+    return (dict(timing) if isinstance(timing, dict) else {}), (list(attempts) if isinstance(attempts, list) else [])
+
+
 class TraceService:
     """Recorded requests: list, show, verify, replay (`tavern.traces`).
 
@@ -112,15 +122,30 @@ class TraceService:
                 result[trace.ref] = listed[index]
         return result
 
-    def _trace_view(self, trace: Event, settled: Event | None) -> TraceView:
+    def _firsts(self, traces: list[Event]) -> dict[tuple[int, int], Event]:
+        """trace ref → the record of its request's first attempt: the trace itself, or the record its
+        `retry_of` names (a retry's record leaves the whole request's `timing` and `attempts` to the
+        first, `stream.retry_records`)."""
+        known = {t.ref: t for t in traces}
+        named = {tuple(r) for t in traces if isinstance(r := t.body.get("retry_of"), list) and len(r) == 2}
+        wanted = sorted(named - known.keys())
+        if wanted:
+            known.update((ref, e) for ref, e in self.ctx.store.events.events_at(wanted).items()
+                         if e.kind == TRACE_REQUEST)
+        result: dict[tuple[int, int], Event] = {}
+        for trace in traces:
+            retry_of = trace.body.get("retry_of")
+            result[trace.ref] = known.get(tuple(retry_of), trace) if isinstance(retry_of, list) else trace
+        return result
+
+    def _trace_view(self, trace: Event, settled: Event | None, first: Event | None = None) -> TraceView:
         body = trace.body
         reply = settled.body if settled is not None else {}
-        timing = found if isinstance(found := reply.get("timing"), dict) else {}
+        timing, attempts = _request_facts(reply, first if first is not None else trace)
         latency = None
         if timing.get("first_byte") and timing.get("submitted"):
             delta = datetime.fromisoformat(timing["first_byte"]) - datetime.fromisoformat(timing["submitted"])
             latency = int(delta.total_seconds() * 1000)
-        attempts = list(reply.get("attempts", []))
         number = int(body.get("attempt") or 1)
         if number < len(attempts):  # a retry followed: this request was refused
             this = attempts[number - 1]
@@ -149,7 +174,8 @@ class TraceService:
         """Recorded requests, oldest first: of one playthrough, one session, or all."""
         events = self._trace_events(playthrough_id, session_id)
         settled = self._settlements(events)
-        return [self._trace_view(e, settled.get(e.ref)) for e in events]
+        firsts = self._firsts(events)
+        return [self._trace_view(e, settled.get(e.ref), firsts[e.ref]) for e in events]
 
     def trace(self, trace_id: str) -> dict[str, Any]:
         """One trace in full: the record (message sources, refs, hashes), the header it
@@ -163,6 +189,7 @@ class TraceService:
         event = self._trace_event(trace_id)
         ref = event.ref
         settled = self._settlements([event]).get(ref)
+        first = self._firsts([event])[ref]
         header_ref = tuple(event.body.get("header", ()))
         context_ref = tuple(event.body.get("request_context") or ())
         wanted = [r for r in (header_ref, context_ref) if len(r) == 2]
@@ -179,14 +206,15 @@ class TraceService:
         # Lines of an imported chat are history as read-only records: the trace says which were sent.
         imported = [i for i, m in enumerate(sent)
                     if (line := bodies.get(tuple(m.get("ref", ())))) is not None and line.body.get("imported")]
-        return {"id": trace_id, "view": self._trace_view(event, settled).to_json(), "record": event.body,
+        timing, _attempts = _request_facts(reply, first)
+        return {"id": trace_id, "view": self._trace_view(event, settled, first).to_json(), "record": event.body,
                 "imported": imported,
                 "attribution": self._attribution(event.body, assembly),
                 "world_info": assembly.get("world_info"), "resources": {k: assembly.get(k) for k in (
                     "character_id", "character_sha256", "character_revision", "preset", "world_books")
                     if k in assembly},
                 "persona": assembly.get("persona"),
-                "adjustments": assembly.get("adjustments", []), "timing": reply.get("timing"),
+                "adjustments": assembly.get("adjustments", []), "timing": timing or None,
                 "context": event.body.get("context") or assembly.get("context"),
                 "request_context": call.body if call is not None else None,
                 "config_adjusted": reply.get("config"), "variables": variables or None,
@@ -380,7 +408,7 @@ class TraceService:
     def _trace_view_of(self, trace_id: str) -> TraceView:
         event = self._trace_event(trace_id)
         ref = event.ref
-        return self._trace_view(event, self._settlements([event]).get(ref))
+        return self._trace_view(event, self._settlements([event]).get(ref), self._firsts([event])[ref])
 
     def _playthrough_of_session(self, session_id: int) -> int:
         found = self.ctx.store.events.playthrough_of(session_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from tavern_tui.engine.step.types import applied_context
 from tavern_tui.errors import TavernError
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
+from tests.support.cli import run_cli
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 SUMMARY_STAGES = {"claim", "assemble", "prepare", "first_byte", "stream"}
@@ -167,3 +169,54 @@ async def test_a_summary_request_records_its_stages_and_adapter_context(  # type
     step = service.traces.trace(service.traces.traces(pid)[-1].id)
     assert step["request_context"]["context"]["cleared"] == []
     assert set(step["timing"]["stages"]) >= {"claim", "prepare", "record", "first_byte", "stream"}
+
+
+async def test_trace_list_and_show_give_a_retried_summary_requests_stages_and_outcome(  # type: ignore[no-untyped-def]
+        live, server: LoopbackServer, db_url: str, isolated_profile: Path) -> None:
+    # The summary node that settles the request carries no timing or attempts: the trace record's own are shown.
+    service, pid, _ = live
+    server.enqueue_json(503, {"error": {"message": "overloaded"}}, headers={"Retry-After": "0.01"})
+    server.enqueue_sse(sse_chunks_for("Ann and Seraphina crossed the glade."))
+    done = await service.compaction.compact(pid, keep=4)
+    first, retry = service.traces.traces(pid)
+    assert first.id == done.trace
+    assert (first.outcome, retry.outcome) == ("retried (503)", "ok")  # as a retried step's requests read
+    for view in (first, retry):  # the whole request's attempts, as a step's reply gives both its requests
+        assert [a["status"] for a in view.attempts] == [503, 200] and view.latency_ms is not None
+    for trace_id in (first.id, retry.id):  # a retry's record leaves the stage times to the first request's
+        assert set(service.traces.trace(trace_id)["timing"]["stages"]) == SUMMARY_STAGES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAVERN_")} | {"TAVERN_HOME": str(isolated_profile)}
+
+    def cli(*args: str) -> str:
+        ran = run_cli(["--db", db_url, "trace", *args], env)
+        assert ran.returncode == 0, ran.stderr
+        return ran.stdout
+
+    rows = cli("list", "--playthrough", str(pid)).splitlines()[1:]  # after the header
+    assert [row.split()[0] for row in rows] == [first.id, retry.id]
+    assert rows[0].endswith("  retried (503)") and " ms  retried" in rows[0]  # a latency, not "-"
+    assert rows[1].endswith(f"  ok  attempt 2 (retry of {first.id})")
+    listed = json.loads(cli("list", "--playthrough", str(pid), "--json"))
+    assert [t["outcome"] for t in listed] == ["retried (503)", "ok"]
+    for trace_id in (first.id, retry.id):
+        lines = cli("show", trace_id).splitlines()
+        stages = next(line for line in lines if line.startswith("stages: "))
+        assert stages.startswith("stages: claim ") and all(f"{name.replace('_', ' ')} " in stages
+                                                           for name in SUMMARY_STAGES)
+        attempts = [json.loads(line.removeprefix("attempt: ")) for line in lines if line.startswith("attempt: ")]
+        assert [a["status"] for a in attempts] == [503, 200]
+    assert "strategy summary · retried (503)" in cli("show", first.id).splitlines()[0]
+    shown = json.loads(cli("show", first.id, "--json"))
+    assert set(shown["timing"]["stages"]) == SUMMARY_STAGES and shown["view"]["outcome"] == "retried (503)"
+
+
+async def test_a_single_summary_request_lists_as_ok_with_its_stages(  # type: ignore[no-untyped-def]
+        live, server: LoopbackServer) -> None:
+    service, pid, _ = live
+    server.enqueue_sse(sse_chunks_for("The walk so far."))
+    done = await service.compaction.compact(pid, keep=4)
+    (view,) = service.traces.traces(pid)
+    assert (view.id, view.outcome, [a["status"] for a in view.attempts]) == (done.trace, "ok", [200])
+    assert view.latency_ms is not None and view.reply is not None
+    assert set(service.traces.trace(view.id)["timing"]["stages"]) == SUMMARY_STAGES
