@@ -173,6 +173,15 @@ async def _open_interactive(app: Any, pilot: Any, playthrough: int) -> tuple[Any
     return screen, tti, settled
 
 
+def _key(pilot: Any, key: str, character: str | None = None) -> None:
+    """Send one key to the app through its driver, as a terminal's arrives, without waiting."""
+    from textual import events
+
+    event = events.Key(key, character)
+    event.set_sender(pilot.app)
+    pilot.app._driver.send_message(event)
+
+
 async def _type(pilot: Any, screen: Any, chars: str, gap: float = 0.0) -> list[float]:
     """Press each character; ms from the key to the composer holding it (painted on the next
     refresh, at most a frame later).
@@ -180,16 +189,11 @@ async def _type(pilot: Any, screen: Any, chars: str, gap: float = 0.0) -> list[f
     The key goes in through the driver, as a terminal's does. Not `pilot.press`: that also waits
     for every widget of the screen to run out of messages and for animations to end, which
     during a stream is the stream's time, not the key's (it read 2-2.6 s at 200 tok/s)."""
-    from textual import events
-
-    app = pilot.app
     times = []
     for ch in chars:
         want = screen.prompt.value + ch
         t0 = time.perf_counter()
-        key = events.Key(ch, ch)
-        key.set_sender(app)
-        app._driver.send_message(key)
+        _key(pilot, ch, ch)
         await _until(pilot, lambda want=want: screen.prompt.value == want)
         times.append((time.perf_counter() - t0) * 1000)
         if gap:
@@ -343,14 +347,18 @@ def stream_render(workdir: Path, rates: tuple[float, ...] = (50.0, 200.0, 0.0)) 
 
 def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, object]:
     """B9: a server with a fixed 300 ms time to first byte; Enter → first visible token − 300 ms,
-    and last chunk → the reply settled on screen (stored: the events are committed before)."""
+    and last chunk → the reply settled on screen (stored: the events are committed before). Also
+    `turn_end`: last chunk → the step over (the state's commit and belief learning done, the
+    keys live again)."""
     from benchmarks.fixtures import start_db
     from benchmarks.paced_sse import PacedServer, Script, tokenize
     from tavern_tui.tui.app import TavernApp
 
     db, ids = start_db()
     tokens = tokenize("*She smiles.* The road north is long, but we can rest at the mill tonight. " * 3)
-    before, after = [], []
+    before: list[float] = []
+    after: list[float] = []
+    turn_end: list[float] = []
     with PacedServer() as server:
         tavern = _tavern(db, server.base_url)
 
@@ -365,14 +373,17 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
                     with PaintLog() as paints:
                         screen.prompt.value = f"Where do we sleep? ({n})"
                         t_enter = time.perf_counter()
-                        await pilot.press("enter")
+                        _key(pilot, "enter")  # not pilot.press: it waits for the screen to go quiet
                         await _until(pilot, lambda: bool(paints.appends) and paints.appends[-1][1] > 0, 30)
                         first = next(t for t, c in paints.appends if c > 0)
+                        await _until(pilot, lambda: screen._reply is None and screen.status.state == "idle", 30)
+                        shown = time.perf_counter()
                         await _until(pilot, lambda: not screen.generating and screen.status.state == "idle", 30)
-                        settled = time.perf_counter()
+                        ended = time.perf_counter()
                     if n:
                         before.append((first - t_enter - ttfb) * 1000)
-                        after.append((settled - script.done_at) * 1000)
+                        after.append((shown - script.done_at) * 1000)
+                        turn_end.append((ended - script.done_at) * 1000)
 
         try:
             asyncio.run(run())
@@ -381,4 +392,5 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
     b, a = statistics.median(before), statistics.median(after)
     return {"runs": runs, "before_first_byte_median_ms": round(b, 1), "before_max_ms": round(max(before), 1),
             "after_last_byte_median_ms": round(a, 1), "after_max_ms": round(max(after), 1),
+            "turn_end_median_ms": round(statistics.median(turn_end), 1),
             "ratio_before": round(b / 40, 2), "ratio_after": round(a / 50, 2)}

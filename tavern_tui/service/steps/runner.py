@@ -359,9 +359,19 @@ class StepRunner:
         if last is not None:
             # After the step's lease is released: MVU's commit (compare-and-set, retried on a moved base)
             # and belief learning (perhaps a second model call) no longer tell another window "busy".
-            await self._commit_mvu(playthrough_id, view.session_id, last)
-            await self._consolidate_quietly(playthrough_id)
-            yield last
+            # They start now and the settled reply goes out while they run (the screen shows it at
+            # once); the turn ends when they are done, so the next step builds on the new state. A
+            # caller that stops listening (Esc, a closed window) does not stop them.
+            after = asyncio.ensure_future(self._after_settle(playthrough_id, view.session_id, last))
+            try:
+                yield last
+            finally:
+                await asyncio.shield(after)
+
+    async def _after_settle(self, playthrough_id: int, session_id: int, settled: StepSettled) -> None:
+        """The settled reply's MVU commit, then belief learning (each logs its own failure)."""
+        await self._commit_mvu(playthrough_id, session_id, settled)
+        await self._consolidate_quietly(playthrough_id)
 
     def _kept_after_failure(self, playthrough_id: int, text: str | None, exc: BaseException | str) -> TavernError:
         """The error for a step that cannot be prepared (a card, book or template that broke the

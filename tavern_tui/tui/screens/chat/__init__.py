@@ -159,6 +159,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._send_on_open = send  # an opening draft's first line (issue 20), sent once the chat is shown
         self.playthrough_id: int = playthrough_id
         self.playthrough: PlaythroughView | None = None
+        self._plain = False  # messages show as stored (`ChatState.plain`): a reply may settle early
         self._reply: MessageBox | None = None
         self._generation = "send"
         self._started = False  # the running step got as far as ReplyStarted

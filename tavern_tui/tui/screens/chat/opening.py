@@ -50,6 +50,7 @@ class ChatOpening(MessagePump):
             self.prompt.value = f"{draft}\n{typed}" if typed else draft
         self.inbox_strip.show(state.queued)
         self._revision = state.revision  # what other windows write after this is followed
+        self._plain = state.plain
         self.transcript.fetch = self._fetch
         await self.transcript.show(state.messages, view.message_count)
         self._update_tokens()
@@ -83,6 +84,8 @@ class ChatOpening(MessagePump):
             self.transcript.scroll_box_into_view(box, top=True)
 
     def _scripts_allowed(self, done: Callable[[], None]) -> None:
+        self._plain = False  # the card's display scripts shape every reply from now on
+
         async def reshow(state: ChatState) -> None:
             await self._reshow(state)
             done()  # a held send starts after the rebuild, never inside it
@@ -92,6 +95,7 @@ class ChatOpening(MessagePump):
     async def _reshow(self, state: ChatState) -> None:
         # Every message may now show differently (display scripts): rebuild the window.
         await self.transcript.show(state.messages, state.total)
+        self._plain = state.plain
 
     def _send_opening_line(self) -> None:
         """Send the line an opening draft's first send was given (its checks passed before the

@@ -44,6 +44,9 @@ class ChatState:
     """The playthrough's inbox, in claim order (steers first)."""
     revision: tuple[int, int] | None = None
     """The playthrough's revision when this was read (`PlaythroughService.revision`)."""
+    plain: bool = False
+    """No message shows other than stored (no MVU state, no allowed card scripts): a
+    settled reply's stored text is what the chat will show, so it may be shown at once."""
 
 
 class ChatReading(MessagePump):
@@ -62,14 +65,17 @@ class ChatReading(MessagePump):
         if total is None:
             total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
         queued = self.tavern.inbox.pending(self.playthrough_id)
+        playthrough = self.playthrough or self.tavern.playthroughs.playthrough(self.playthrough_id)
+        plain = (all(m.display is None for m in messages) and not self.tavern.scripts.allowed(playthrough.character_id)
+                 and self.tavern.mvu.head(self.playthrough_id, playthrough).record is None)
         try:
             state = self.tavern.timeline.swipe_state(self.playthrough_id)
         except TavernError:
-            return ChatState(messages, total, "", queued, revision)
+            return ChatState(messages, total, "", queued, revision, plain)
         shown, count = state.position
         swipe = "" if state.ref is None or count <= 1 else \
             f"{'greeting' if state.greeting else 'swipe'} {shown}/{count}"
-        return ChatState(messages, total, swipe, queued, revision)
+        return ChatState(messages, total, swipe, queued, revision, plain)
 
     def _update_tokens(self) -> None:
         # Debounced: the estimate reads the whole history, and a burst of swipes should repaint
@@ -110,6 +116,7 @@ class ChatReading(MessagePump):
     async def _show_state(self, state: ChatState) -> None:
         """Show what the database holds now, rebuilding the transcript only where it differs."""
         self._revision = state.revision
+        self._plain = state.plain
         earlier = self.transcript.earlier_count
         with self.app.batch_update():  # one layout pass for the boxes and the counter
             await self.transcript.sync(state.messages, state.total)

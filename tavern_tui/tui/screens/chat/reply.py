@@ -257,7 +257,22 @@ class ReplyFlow(MessagePump):
         """The reply is stored; the worker's end (below) reconciles the transcript (a group
         member's box is settled at once: the next member's streams under it)."""
         self._settled_text = message.content
+        if self.turn is None and self._plain and self._generation in ("send", "regenerate"):
+            await self._settle_now(message.event)
         await self.settle_member(message.event)
+
+    async def _settle_now(self, event: object) -> None:
+        """Show a stored reply as settled at once in a chat that shows messages as stored (`_plain`):
+        the state's commit and belief learning still run before the step ends (the keys wait for
+        them), the reply need not. The step's end reconciles the transcript as after any step."""
+        if self._reply is None or event is None or self.playthrough is None:
+            return
+        view = self.tavern.playthroughs.view_of(event, self.playthrough.character_name,  # type: ignore[arg-type]
+                                                self.playthrough.user_name)
+        await self._reply.settle(view)
+        self._before.add(view.ref)
+        self._reply = None
+        self.status.state = "idle"
 
     # -- the end of the step ----------------------------------------------------------------
 
