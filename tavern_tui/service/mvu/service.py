@@ -33,11 +33,7 @@ class MvuService:
     def __init__(self, ctx: ServiceContext, library: LibraryService, playthroughs: PlaythroughService,
                  lore: WorldInfoService, variables: VariableService) -> None:
         self.ctx = ctx
-        self.library = library
-        self.playthroughs = playthroughs
-        self.lore = lore
-        self.variables = variables
-        self.material = MvuMaterial(ctx, library, playthroughs, lore, variables)
+        self.material = MvuMaterial(ctx, library, playthroughs, lore, variables)  # holds the rest
 
         def surface(session_id: int) -> list[Event]:  # resolved on each use: a stand-in set on this service is seen
             return self.surface_events(session_id)
