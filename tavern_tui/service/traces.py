@@ -419,7 +419,9 @@ class TraceService:
     def verify_all(self) -> list[tuple[str, Verification]]:
         """Verify every recorded request, oldest first (reads each referenced body once)."""
         events = self._trace_events()
-        wanted = sorted({tuple(m["ref"]) for e in events for m in e.body.get("messages", [])})
+        # The bodies each request sent and its header (where the tools array it offered is kept).
+        wanted = sorted({tuple(m["ref"]) for e in events for m in e.body.get("messages", [])}
+                        | {tuple(e.body["header"]) for e in events if e.body.get("header")})
         stored = self.ctx.store.events.events_at(wanted)
         return [(_ref_text(e.ref), verify(e.body, lambda refs: {r: stored[r] for r in refs if r in stored}))
                 for e in events]

@@ -41,6 +41,9 @@ async def test_export_and_replay_send_the_tools_array_sent(db_url: str, server: 
         shown = tavern.traces.request_bodies(trace_id)
         assert shown["tools_status"] == "ok" and shown["tools"] == sent["tools"]
         assert shown["body"] == sent  # the whole body as posted, tools included
+    # Verifying every request at once reads each header's tools array too (it once reported them missing).
+    verdicts = dict(tavern.traces.verify_all())
+    assert [(verdicts[i].ok, verdicts[i].tools_status) for i in ids] == [(True, "ok"), (True, "ok")]
 
     # Replay of the second step (the one answering the tool result): the same array again.
     server.enqueue_sse(sse_chunks_for("You still act first."))
