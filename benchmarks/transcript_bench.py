@@ -313,7 +313,8 @@ def stream_render(workdir: Path, rates: tuple[float, ...] = (50.0, 200.0, 0.0)) 
                         screen.prompt.value = f"Tell me the way north ({n})."
                         await pilot.press("enter")
                         meter.start()
-                        await _until(pilot, lambda: bool(paints.appends) or (screen.generating and screen._reply is not None), 60)
+                        await _until(pilot, lambda: bool(paints.appends)
+                                     or (screen.generating and screen._reply is not None), 60)
                         keys: list[float] = []
                         while screen.generating and not script.done_at:
                             keys += await _type(pilot, screen, "x", gap=0.1)
