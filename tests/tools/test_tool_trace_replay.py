@@ -44,6 +44,8 @@ async def test_export_and_replay_send_the_tools_array_sent(db_url: str, server: 
     # Verifying every request at once reads each header's tools array too (it once reported them missing).
     verdicts = dict(tavern.traces.verify_all())
     assert [(verdicts[i].ok, verdicts[i].tools_status) for i in ids] == [(True, "ok"), (True, "ok")]
+    # The request answered with tool calls only is timed by them (it had no text to time it by).
+    assert {"first_byte", "stream"} <= set(tavern.traces.trace(ids[0])["timing"]["stages"])
 
     # Replay of the second step (the one answering the tool result): the same array again.
     server.enqueue_sse(sse_chunks_for("You still act first."))

@@ -87,6 +87,7 @@ class Reply:
             self.usage = event
         elif isinstance(event, ToolCalls):
             self.calls = event.calls  # complete: the provider yields them once, at the end
+            self.clock.first_byte()  # a reply that only calls tools has no text to time it by
         elif isinstance(event, Finished):
             self.finished = event
         elif isinstance(event, ConfigAdjusted):

@@ -47,7 +47,8 @@ class StreamTiming:
     """A request's `timing` from the moment it goes out (built then): `{"submitted", "stages",
     "first_byte", "last_byte"}`, the times ISO 8601 and `stages` the stage milliseconds
     (`STAGES`): the ones given, then `first_byte` (from the request going out to the first text or
-    reasoning) and `stream` (from there to the last byte). A step's stream stage (`stream.Reply`)
+    reasoning, or to the tool calls of a reply that has neither) and `stream` (from there to the
+    last byte). A step's stream stage (`stream.Reply`)
     and a request outside a step (`aside.stream_text`) keep their timing with it, so both read the
     same in the trace.
 
@@ -64,7 +65,7 @@ class StreamTiming:
         self.sent_at = time.perf_counter()  # first_byte and stream count from here
 
     def first_byte(self) -> None:
-        """The first text or reasoning arrived now (later calls change nothing)."""
+        """The first text, reasoning or tool calls arrived now (later calls change nothing)."""
         if "first_byte" in self.timing:
             return
         self.timing["first_byte"] = self.now().isoformat()
