@@ -39,12 +39,15 @@ async def open_seraphina(pilot: Pilot[object]) -> ChatScreen:
 
 
 async def send(pilot: Pilot[object], chat: ChatScreen, text: str, *, wait: bool = True) -> None:
-    """Type `text` into the prompt, press Enter and (by default) wait until the step has ended."""
+    """Type `text` into the prompt, press Enter and (by default) wait until the step has ended.
+
+    Waits on the workers' states, not `workers.wait_for_complete()`: that raises when a worker
+    it waits on fails, so a test of a failing reply broke or not by when the step ended."""
     await pilot.press(*text)
     assert chat.prompt.value == text
     await pilot.press("enter")
     if wait:
-        await pilot.app.workers.wait_for_complete()
+        await workers_idle(pilot, timeout=30)
         await wait_until(pilot, lambda: not chat.generating)
 
 
