@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -24,31 +23,16 @@ from tavern_tui.mvu import MVU_PART, commit_part, extract_commands, mvu_head, up
 from tavern_tui.mvu.jsutil import clone
 from tavern_tui.mvu.records import mvu_commits
 from tavern_tui.mvu.update import Refusal, UpdateOutcome
-from tavern_tui.service.context import ServiceContext
-from tavern_tui.service.mvu.material import MvuMaterial, expander
+from tavern_tui.service.mvu.material import MvuPart, expander
 from tavern_tui.service.mvu.views import CAS_TRIES, MIN_REPLY, MvuView
-from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.secrets import configured_secrets
 from tavern_tui.text.secret_values import holds_secret
 
 logger = logging.getLogger(__name__)
 
 
-class MvuCommits:
-    """Commits MVU records (`MvuService`'s committing half).
-
-    Args:
-        ctx: the store, settings and provider (the configured API key is refused). playthroughs: heads.
-        material: the card's MVU material.
-        surface: `session id → surface_events`, resolved on each use (`MvuService.surface_events`).
-    """
-
-    def __init__(self, ctx: ServiceContext, playthroughs: PlaythroughService, material: MvuMaterial,
-                 surface: Callable[[int], list[Event]]) -> None:
-        self.ctx = ctx
-        self.playthroughs = playthroughs
-        self.material = material
-        self.surface_events = surface
+class MvuCommits(MvuPart):
+    """Commits MVU records (`MvuService`'s committing half; the configured API key is refused)."""
 
     def ensure_initialised(self, playthrough_id: int) -> bool:
         """Commit the initial record when the head has MVU material and no record yet (before a generation).

@@ -8,10 +8,12 @@ and where the first record goes (initCheck, :192-195).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from tavern_tui.assembly.macros import MacroContext, substitute_readonly
+from tavern_tui.engine.events import Event
 from tavern_tui.engine.step import OPENING_SOURCE
 from tavern_tui.mvu import InitBook, has_mvu_material, initial_record
 from tavern_tui.service.context import ServiceContext
@@ -75,3 +77,15 @@ class MvuMaterial:
         else:  # more than the greeting: loaded onto the last message, no greeting commands (:192-195)
             result = initial_record(books, "", primary_book=primary, substitute=expand, check_material=False)
         return (shown[-1].ref, result) if result is not None else None
+
+
+class MvuPart:
+    """What each half of `MvuService` (reading, committing) works from: the card's MVU `material`
+    (which also holds the store and the playthroughs' heads) and `surface`, `session id →
+    surface_events`, resolved on each use (`MvuService.surface_events`)."""
+
+    def __init__(self, material: MvuMaterial, surface: Callable[[int], list[Event]]) -> None:
+        self.material = material
+        self.ctx = material.ctx
+        self.playthroughs = material.playthroughs
+        self.surface_events = surface

@@ -19,10 +19,8 @@ from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.mvu import MVU_PART, mvu_head, snapshot_variables, update_variables
 from tavern_tui.mvu.records import mvu_commits
 from tavern_tui.mvu.update import message_after_update
-from tavern_tui.service.context import ServiceContext
-from tavern_tui.service.mvu.material import MvuMaterial, expander
+from tavern_tui.service.mvu.material import MvuMaterial, MvuPart, expander
 from tavern_tui.service.mvu.views import MvuBound, MvuView, stat_hash
-from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.store.eventlog import EventLog
 
 
@@ -52,20 +50,11 @@ def surface_events(log: EventLog, session_id: int) -> list[Event]:
     return out
 
 
-class MvuReading:
-    """Reads MVU records (`MvuService`'s reading half).
+class MvuReading(MvuPart):
+    """Reads MVU records (`MvuService`'s reading half)."""
 
-    Args:
-        ctx: the store. playthroughs: heads. material: the card's MVU material.
-        surface: `session id → surface_events`, resolved on each use (`MvuService.surface_events`).
-    """
-
-    def __init__(self, ctx: ServiceContext, playthroughs: PlaythroughService, material: MvuMaterial,
-                 surface: Callable[[int], list[Event]]) -> None:
-        self.ctx = ctx
-        self.playthroughs = playthroughs
-        self.material = material
-        self.surface_events = surface
+    def __init__(self, material: MvuMaterial, surface: Callable[[int], list[Event]]) -> None:
+        super().__init__(material, surface)
         # playthrough → (log version, head): previews rebuild the prompt on every keystroke, and the log's
         # version changes with every append (a binding changed meanwhile shows at the next event)
         self._heads: dict[int, tuple[Any, MvuView]] = {}

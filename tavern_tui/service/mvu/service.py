@@ -38,8 +38,8 @@ class MvuService:
         def surface(session_id: int) -> list[Event]:  # resolved on each use: a stand-in set on this service is seen
             return self.surface_events(session_id)
 
-        self.reading = MvuReading(ctx, playthroughs, self.material, surface)
-        self.commits = MvuCommits(ctx, playthroughs, self.material, surface)
+        self.reading = MvuReading(self.material, surface)
+        self.commits = MvuCommits(self.material, surface)
 
     # -- reading -----------------------------------------------------------------------------------------
     def surface_events(self, session_id: int) -> list[Event]:
