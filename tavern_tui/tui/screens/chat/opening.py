@@ -35,7 +35,7 @@ class ChatOpening(MessagePump):
     def _open(self) -> tuple[PlaythroughView, ChatState, str, GroupView | None]:
         # In the worker: opening recovers an interrupted step and pins the persona (writes).
         view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
-        return (view, self._read_state(view.message_count), self.tavern.inbox.draft(self.playthrough_id),
+        return (view, self._read_state(view), self.tavern.inbox.draft(self.playthrough_id),
                 self.tavern.groups.group_of(self.playthrough_id))
 
     async def _opened(self, opened: tuple[PlaythroughView, ChatState, str, GroupView | None]) -> None:

@@ -20,7 +20,7 @@ from textual.message_pump import MessagePump
 from tavern_tui.errors import TavernError
 from tavern_tui.service import MessageView
 from tavern_tui.tui.widgets.transcript import WINDOW
-from tavern_tui.views import InboxItemView
+from tavern_tui.views import InboxItemView, PlaythroughView
 
 FOLLOW_EVERY = 2.0
 """Seconds between checks for what other windows or commands wrote to the open chat."""
@@ -57,17 +57,18 @@ class ChatReading(MessagePump):
         (the transcript calls it when Ctrl+O mounts earlier messages)."""
         return self.tavern.playthroughs.messages(self.playthrough_id, last=last)
 
-    def _read_state(self, total: int | None = None) -> ChatState:
-        """Read what the chat shows (call it in a worker); `total` is the message count when the
-        caller has just read it. Raises the service's `TavernError`."""
+    def _read_state(self, view: PlaythroughView | None = None) -> ChatState:
+        """Read what the chat shows (call it in a worker); `view` is the playthrough when the
+        caller has just read it (its message count is current), else it is read here. Raises the
+        service's `TavernError`."""
         revision = self.tavern.playthroughs.revision(self.playthrough_id)  # first: a later write shows as newer
         messages = self._fetch(HELD)
-        if total is None:
-            total = self.tavern.playthroughs.playthrough(self.playthrough_id).message_count
+        if view is None:
+            view = self.tavern.playthroughs.playthrough(self.playthrough_id)
+        total = view.message_count
         queued = self.tavern.inbox.pending(self.playthrough_id)
-        playthrough = self.playthrough or self.tavern.playthroughs.playthrough(self.playthrough_id)
-        plain = (all(m.display is None for m in messages) and not self.tavern.scripts.allowed(playthrough.character_id)
-                 and self.tavern.mvu.head(self.playthrough_id, playthrough).record is None)
+        plain = (all(m.display is None for m in messages) and not self.tavern.scripts.allowed(view.character_id)
+                 and self.tavern.mvu.head(self.playthrough_id, view).record is None)
         try:
             state = self.tavern.timeline.swipe_state(self.playthrough_id)
         except TavernError:
