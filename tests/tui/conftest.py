@@ -11,6 +11,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from textual.message import Message
+from textual.notifications import Notification, Notify
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, TextArea
 
@@ -151,6 +153,27 @@ async def wait_until(pilot: Pilot[object], predicate: Callable[[], bool], timeou
         if loop.time() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await pilot.pause(0.01)
+
+
+def notifications(seen: list[Message]) -> list[Notification]:
+    """Every notification a `message_hook` list has seen so far (the app dispatches `Notify` in
+    its own task: a check of one waits for it, see `noted`)."""
+    return [m.notification for m in seen if isinstance(m, Notify)]
+
+
+def notes(seen: list[Message]) -> list[str]:
+    """Every notification's message text a `message_hook` list has seen so far."""
+    return [n.message for n in notifications(seen)]
+
+
+async def noted(pilot: Pilot[object], seen: list[Message], match: str | Callable[[str], bool]) -> str:
+    """Wait until a notification equal to `match` (or one it accepts) has been seen; return it.
+
+    The app dispatches `Notify` in its own task, so a screen can finish the work that notified
+    (a reload, say) before the app has handled the notification: a check waits for it."""
+    accept = match if callable(match) else match.__eq__
+    await wait_until(pilot, lambda: any(accept(n) for n in notes(seen)))
+    return next(n for n in notes(seen) if accept(n))
 
 
 async def open_character(pilot: Pilot[object], name: str, *, playthrough: bool = True) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from textual.message import Message
-from textual.notifications import Notify
 from textual.pilot import Pilot
 from textual.widgets import Collapsible, Label, OptionList
 
@@ -18,7 +17,7 @@ from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.draft import DraftScreen
 from tavern_tui.tui.screens.home import EMPTY_TEXT, HomeScreen
 from tavern_tui.tui.widgets.transcript import MAX_MOUNTED, WINDOW
-from tests.tui.conftest import GATE, ScriptedProvider, Think, open_character, wait_until, workers_idle
+from tests.tui.conftest import GATE, ScriptedProvider, Think, notifications, open_character, wait_until, workers_idle
 
 SIZE = (120, 40)
 
@@ -127,8 +126,8 @@ async def test_provider_error_shows_its_category(corpus_tavern: Tavern, scripted
         assert box.text == "Hel" and box.has_class("-error") and mark_of(box) == "error · authentication"
         last = corpus_tavern.playthroughs.messages(chat.playthrough_id)[-1]
         assert last.partial and last.content == "Hel" and last.error == "Invalid API key"
-        notes = [m.notification for m in seen if isinstance(m, Notify)]
-        assert any("authentication" in n.message and n.severity == "error" for n in notes)
+        await wait_until(pilot, lambda: any("authentication" in n.message and n.severity == "error"
+                                            for n in notifications(seen)))
 
         scripted.enqueue("Better now.")  # the next send works and clears the error state
         await send(pilot, chat, "again")
@@ -307,6 +306,7 @@ async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], cor
         assert not home.has_class("-empty")
         listing = home.query_one("#characters", OptionList)
         assert listing.option_count == 1 and str(listing.get_option_at_index(0).prompt).startswith("Seraphina")
-        notes = [m.notification for m in seen if isinstance(m, Notify)]
-        assert any(n.message == "Imported 1 character" for n in notes)  # one line by kind (issue 21 item 5)
-        assert any("/nowhere/missing.png" in n.message and n.severity == "error" for n in notes)
+        await wait_until(pilot, lambda: any(n.message == "Imported 1 character"  # one line by kind
+                                            for n in notifications(seen)))
+        await wait_until(pilot, lambda: any("/nowhere/missing.png" in n.message and n.severity == "error"
+                                            for n in notifications(seen)))

@@ -25,7 +25,7 @@ from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import CARD_BOOK_NOTE, EMPTY_TEXT, LoreScreen
 from tavern_tui.tui.widgets.decision_list import SKIPPED_SHOWN, DecisionList
 from tavern_tui.tui.widgets.entry_table import EntryTable
-from tests.tui.conftest import open_character, wait_until, workers_idle
+from tests.tui.conftest import noted, notes, open_character, wait_until, workers_idle
 
 SIZE = (120, 40)
 TITLES = ["eldoria", "shadowfang", "glade", "power"]
@@ -43,10 +43,6 @@ def column(table: EntryTable, index: int) -> list[str]:
     """One column of the table as shown, top to bottom."""
     return [str(table.get_row_at(row)[index]) for row in range(table.row_count)]
 
-
-def notes(seen: list[Message]) -> list[str]:
-    """Every notification's message text so far."""
-    return [m.notification.message for m in seen if isinstance(m, Notify)]
 
 
 def bindings_of(tavern: Tavern, book_id: int) -> tuple[str, ...]:
@@ -174,7 +170,7 @@ async def test_g_binds_the_book_globally_and_again_unbinds_it(corpus_tavern: Tav
         await pilot.press("g")  # the binding and the list's refresh run in workers
         await wait_until(pilot, lambda: "4 entries · global" in str(lore.books.get_option_at_index(0).prompt))
         assert bindings_of(corpus_tavern, staging) == ("global",)
-        assert "eldoria_st_staging is now bound globally (every chat)." in notes(seen)
+        await noted(pilot, seen, "eldoria_st_staging is now bound globally (every chat).")
 
         await pilot.press("c", "p")  # no chat here: there is no character or playthrough to bind to
         await workers_idle(pilot)
@@ -268,7 +264,7 @@ async def test_the_tester_in_a_chat_previews_the_next_message(corpus_tavern: Tav
         # the bound book now takes part in the preview
         await wait_until(pilot, lambda: any(line.startswith(("✗ eldoria_st_staging#", "✓ eldoria_st_staging#"))
                                             for line in lore.tester.decisions.lines))
-        assert any("now bound to Seraphina" in n for n in notes(seen))
+        await noted(pilot, seen, lambda n: "now bound to Seraphina" in n)
 
 
 async def import_from_the_pane(pilot: Pilot[object], path: Path) -> LoreScreen:
@@ -291,7 +287,7 @@ async def test_importing_a_book_from_the_pane(corpus_tavern: Tavern, staging: in
         lore = await import_from_the_pane(pilot, corpus_dir / "worldbooks" / "hogwarts_agnai_memory.json")
         await wait_until(pilot, lambda: lore.books.option_count == 2
                          and lore.entries.border_title == "hogwarts_agnai_memory")
-        assert "Imported 1 world book: hogwarts_agnai_memory" in notes(seen)  # the file's name, as in SillyTavern
+        await noted(pilot, seen, "Imported 1 world book: hogwarts_agnai_memory")  # the file's name, as in SillyTavern
 
 
 async def test_a_book_imported_with_a_warning_says_so(corpus_tavern: Tavern, staging: int, tmp_path: Path) -> None:
@@ -325,7 +321,7 @@ async def test_an_empty_library_says_how_to_import(corpus_tavern: Tavern) -> Non
         assert empty.display and str(empty.content) == EMPTY_TEXT and not lore.entries.display
         assert lore.tester.totals == "Import a world book to test it (press i)."
         await pilot.press("g")
-        assert "No book selected." in notes(seen)
+        await noted(pilot, seen, "No book selected.")
 
 
 class _Host(App[None]):

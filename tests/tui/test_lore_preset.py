@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from textual.message import Message
-from textual.notifications import Notify
 from textual.pilot import Pilot
 
 from tavern_tui.service import Tavern, WorldBookView
@@ -15,13 +14,10 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.labels import binding_labels
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.lore import LoreScreen
-from tests.tui.conftest import open_character, wait_until, workers_idle
+from tests.tui.conftest import noted, notes, open_character, wait_until, workers_idle
 
 SIZE = (120, 40)
 
-
-def _notes(seen: list[Message]) -> list[str]:
-    return [m.notification.message for m in seen if isinstance(m, Notify)]
 
 
 def _bindings(tavern: Tavern, book_id: int) -> tuple[str, ...]:
@@ -66,12 +62,12 @@ async def test_p_binds_the_book_to_the_chats_preset_and_again_unbinds_it(corpus_
         await wait_until(pilot, lambda: "this preset" in str(lore.books.get_option_at_index(0).prompt))
         assert _bindings(corpus_tavern, book_id) == (f"preset:{preset_id}",)
         assert str(lore.books.get_option_at_index(0).prompt) == "● eldoria_st_staging\n  4 entries · this preset"
-        assert (f"eldoria_st_staging is now bound to the preset {preset_name} "
-                f"(every chat that uses {preset_name}).") in _notes(seen)
+        await noted(pilot, seen, f"eldoria_st_staging is now bound to the preset {preset_name} "
+                                 f"(every chat that uses {preset_name}).")
 
         await pilot.press("P")
         await wait_until(pilot, lambda: f"eldoria_st_staging is no longer bound to the preset {preset_name}."
-                         in _notes(seen))
+                         in notes(seen))
         assert _bindings(corpus_tavern, book_id) == ()
 
 
@@ -84,7 +80,7 @@ async def test_p_on_a_chat_with_the_default_preset_says_how_to_choose_one(corpus
         lore = await _open_pane(pilot)
         assert lore.preset is None
         await pilot.press("P")
-        await wait_until(pilot, lambda: any("built-in default preset" in n for n in _notes(seen)))
+        await wait_until(pilot, lambda: any("built-in default preset" in n for n in notes(seen)))
         await workers_idle(pilot)
         assert _bindings(corpus_tavern, book_id) == ()
 

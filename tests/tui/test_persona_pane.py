@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 from textual.message import Message
-from textual.notifications import Notify
 from textual.pilot import Pilot
 from textual.widgets import Checkbox, Input, Select
 
@@ -20,16 +19,12 @@ from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.persona.editor import PersonaEditor
 from tavern_tui.tui.screens.persona.history import PersonaHistoryScreen
-from tests.tui.conftest import wait_until
+from tests.tui.conftest import noted, notes, wait_until
 from tests.tui.test_app import SIZE, open_seraphina
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwx1234"
 """Shaped like an OpenAI API key: the persona refuses it."""
 
-
-def notes(seen: list[Message]) -> list[str]:
-    """Every notification's message text so far."""
-    return [m.notification.message for m in seen if isinstance(m, Notify)]
 
 
 def rows(table: object) -> list[list[str]]:
@@ -102,7 +97,8 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
         loads = screen.loads
         await pilot.press("y")
         await settle(pilot, screen, loads)
-        [affirmed] = [n for n in notes(seen) if n.startswith("Affirmed:")]
+        affirmed = await noted(pilot, seen, lambda n: n.startswith("Affirmed:"))
+        assert len([n for n in notes(seen) if n.startswith("Affirmed:")]) == 1
         first, note = affirmed.split("\n")
         assert first == f"Affirmed: {name.statement} (persona v1)"
         # ADR-0079 d4: affirming copies the statement only; the pane says how to set the name
@@ -118,7 +114,7 @@ async def test_affirm_and_decline_nominations_from_the_chat(corpus_tavern: Taver
         loads = screen.loads
         await pilot.press("n")
         await settle(pilot, screen, loads)
-        assert f"Declined: {jazz.statement} (never nominated again)" in notes(seen)
+        await noted(pilot, seen, f"Declined: {jazz.statement} (never nominated again)")
         declined = corpus_tavern.persona.belief(jazz.id)
         assert declined.declined and not declined.nominated
         assert corpus_tavern.persona.nominations() == [] and rows(screen.nomination_table) == []
@@ -178,7 +174,7 @@ async def test_add_edit_remove_and_history_from_home(corpus_tavern: Tavern) -> N
         await settle(pilot, screen, loads)
         [entry] = corpus_tavern.persona.persona().entries
         assert (entry.text, entry.provenance, entry.sensitivity) == ("Sam plays the cello.", "owner", "high")
-        assert f"Added entry {entry.id}: persona is now v1." in notes(seen)
+        await noted(pilot, seen, f"Added entry {entry.id}: persona is now v1.")
         assert rows(screen.entries) == [[str(entry.id), "Sam plays the cello.", "owner", "high", "left out"]]
 
         # e: edit the text; the whole list is written with the ids kept
@@ -206,7 +202,7 @@ async def test_add_edit_remove_and_history_from_home(corpus_tavern: Tavern) -> N
         await pilot.press("y")
         await settle(pilot, screen, loads)
         assert corpus_tavern.persona.persona().entries == () and corpus_tavern.persona.persona().version == 3
-        assert f"Removed entry {entry.id}: persona is now v3." in notes(seen)
+        await noted(pilot, seen, f"Removed entry {entry.id}: persona is now v3.")
         assert rows(screen.entries) == []
 
         # h: every revision, newest first; the highlighted one's entries read-only
@@ -242,8 +238,8 @@ async def test_a_stale_version_writes_nothing_and_reloads(corpus_tavern: Tavern)
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.screen is screen)
         await settle(pilot, screen, loads)
-        assert any("Nothing was written: the persona changed since this pane read it (v0, now v1)" in n
-                   for n in notes(seen))
+        await noted(pilot, seen, lambda n: "Nothing was written: the persona changed since this pane read it "
+                                          "(v0, now v1)" in n)
         assert corpus_tavern.persona.persona() == behind  # nothing written
         assert screen.version == 1 and [r[1] for r in rows(screen.entries)] == ["Written elsewhere."]
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from textual.message import Message
-from textual.notifications import Notify
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Select, Static
 
@@ -18,7 +17,7 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.strategy.editor import StrategyEditor
 from tavern_tui.tui.screens.strategy.labels import PREVIEW_LABEL, preview_content
-from tests.tui.conftest import wait_until, workers_idle
+from tests.tui.conftest import noted, notes, wait_until, workers_idle
 from tests.tui.test_app import SIZE, open_seraphina
 
 DEFAULT_PRESET = "st_openai_default_staging"
@@ -32,10 +31,6 @@ def default_preset(corpus_tavern: Tavern, corpus_dir: Path) -> int:
     assert result.ok and result.kind == "preset"
     return result.id  # type: ignore[return-value]
 
-
-def notes(seen: list[Message]) -> list[str]:
-    """Every notification's message text so far."""
-    return [m.notification.message for m in seen if isinstance(m, Notify)]
 
 
 def lines(listing: OptionList) -> list[str]:
@@ -157,7 +152,7 @@ async def test_preview_apply_bind_and_back(corpus_tavern: Tavern, default_preset
         await wait_until(pilot, lambda: corpus_tavern.strategies.applied_strategy(pid).name == "projection")
         assert corpus_tavern.strategies.applied_strategy(pid) == BUILTINS["projection"]
         assert corpus_tavern.playthroughs.playthrough(pid).strategy == "projection"
-        assert f"Applied projection v1 to #{pid}: the next steps use it." in notes(seen)
+        await noted(pilot, seen, f"Applied projection v1 to #{pid}: the next steps use it.")
         assert applied_lines(strategies) == ["projection · v1 · built in |   ● applied"]
         assert "applied: projection v1" in str(screen.query_one("#strategy-title", Static).content)
         await pilot.press("enter")  # again: nothing to do
@@ -200,7 +195,7 @@ async def test_service_errors_are_notifications(corpus_tavern: Tavern, monkeypat
         await highlight(pilot, screen.strategies, "bogus")
         await wait_until(pilot, lambda: screen.shown_key == ("bogus", 1, None))
         assert screen.preview_text.startswith("No preview: unknown strategy 'bogus'")
-        assert any("unknown strategy 'bogus'" in note for note in notes(seen))
+        await noted(pilot, seen, lambda note: "unknown strategy 'bogus'" in note)
 
         monkeypatch.setattr(corpus_tavern.strategies, "apply_strategy", refuse)
         await pilot.press("enter")
@@ -241,7 +236,7 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
                                                                                {"examples": "omit"})
         assert corpus_tavern.strategies.applied_strategy(pid) == before
         assert corpus_tavern.playthroughs.playthrough(pid).strategy == SLOTS_FIRST
-        assert "Saved lean v1 — not applied; press Enter to apply" in notes(seen)
+        await noted(pilot, seen, "Saved lean v1 — not applied; press Enter to apply")
         assert line_of(screen.strategies, "lean") == "lean · v1 · preset-slots-first\n  examples=omit"
         assert applied_lines(screen.strategies) == ["preset-slots-first · v1 · built in |   ● applied"]
         # the saved version is highlighted (the list focused) and previewed
@@ -254,7 +249,7 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         await wait_until(pilot, lambda: corpus_tavern.strategies.applied_strategy(pid).name == "lean")
         await workers_idle(pilot)  # the list is relabelled by a worker after the apply
         assert corpus_tavern.strategies.applied_strategy(pid) == corpus_tavern.strategies.strategy_spec("lean", 1)
-        assert f"Applied lean v1 to #{pid}: the next steps use it." in notes(seen)
+        await noted(pilot, seen, f"Applied lean v1 to #{pid}: the next steps use it.")
         assert applied_lines(screen.strategies) == ["lean · v1 · preset-slots-first |   ● applied"]
 
         # c on a saved strategy edits it: the same name saves its next version, still not applied
@@ -267,7 +262,7 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
                                                                                {"examples": "system"})
         assert corpus_tavern.strategies.applied_strategy(pid) == StrategySpec("lean", 1, SLOTS_FIRST,
                                                                                {"examples": "omit"})
-        assert "Saved lean v2 — not applied; press Enter to apply" in notes(seen)
+        await noted(pilot, seen, "Saved lean v2 — not applied; press Enter to apply")
         assert line_of(screen.strategies, "lean") == \
             "lean · v2 · preset-slots-first\n  ● v1 applied · v2 saved, not applied\n  examples=system"
         assert "applied: lean v1" in str(screen.query_one("#strategy-title", Static).content)

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from textual.message import Message
-from textual.notifications import Notify
 from textual.pilot import Pilot
 from textual.widgets import Collapsible, Static
 
@@ -17,16 +16,12 @@ from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.trace import HISTORY_LABEL, TraceScreen
 from tavern_tui.views import TraceView
-from tests.tui.conftest import ScriptedProvider, wait_until
+from tests.tui.conftest import ScriptedProvider, notes, wait_until
 from tests.tui.test_app import SIZE, open_seraphina, send
 
 QUESTION = "Tell me about the forest of Eldoria"
 """Fires Seraphina's book entry "eldoria" on its key in the input (checked in the test)."""
 
-
-def notes(seen: list[Message]) -> list[str]:
-    """Every notification's message text so far."""
-    return [m.notification.message for m in seen if isinstance(m, Notify)]
 
 
 def listed(screen: TraceScreen) -> list[str]:

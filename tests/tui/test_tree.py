@@ -9,7 +9,6 @@ from types import SimpleNamespace
 
 from textual.app import App
 from textual.message import Message
-from textual.notifications import Notify
 from textual.pilot import Pilot
 
 from tavern_tui.service import Tavern
@@ -20,7 +19,7 @@ from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.tree import TreeScreen, VariantTree, placements
 from tavern_tui.views import TimelineView, VariantView
-from tests.tui.conftest import ScriptedProvider, wait_until, workers_idle
+from tests.tui.conftest import ScriptedProvider, notifications, wait_until, workers_idle
 from tests.tui.test_app import SIZE, open_seraphina, send
 
 
@@ -230,8 +229,8 @@ async def test_continue_and_regenerate_keys(corpus_tavern: Tavern, scripted: Scr
         await pilot.press("ctrl+r")  # only the greeting: it swipes among greetings, no reply to redo
         await pilot.app.workers.wait_for_complete()
         await wait_until(pilot, lambda: not chat.generating)
-        notes = [m.notification for m in seen if isinstance(m, Notify)]
-        assert any(n.title == "Cannot regenerate" and n.severity == "warning" for n in notes)
+        await wait_until(pilot, lambda: any(n.title == "Cannot regenerate" and n.severity == "warning"
+                                            for n in notifications(seen)))
         assert chat.status.state == "idle" and shown(chat) == [greeting] and not scripted.requests
 
         await send(pilot, chat, "hello")
