@@ -91,6 +91,44 @@ def _fine_idle_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(textual._wait, "SLEEP_IDLE", 0.004 / 20)
 
 
+@pytest.fixture(autouse=True)
+def _no_unseen_frames(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """Headless, Textual composes every frame's lines and then drops them (`App._display` returns
+    when headless): about a third of a TUI test's CPU. Here the top screen's refresh keeps its
+    bookkeeping (dirty regions cleared, the mouse-over updated) without composing lines nobody
+    sees. Layout, messages, focus and every widget's state run as they do in a terminal;
+    `export_screenshot` (the SVG snapshots) still renders in full, and the last screen of every
+    test is composed once as it closes. Snapshot tests compose every frame, as a terminal does:
+    some widgets settle what they show while drawing (a text area's scroll bar)."""
+    if "snap_compare" in request.fixturenames:
+        return
+    from textual.app import App
+    from textual.screen import Screen
+
+    real = Screen._compositor_refresh
+
+    def refresh(self: Screen) -> None:
+        app = self.app
+        if not (app.is_headless and self is app.screen and not app.is_inline):
+            real(self)
+            return
+        self._compositor._dirty_regions.clear()
+        self._dirty_widgets.clear()
+        app._update_mouse_over(self)
+
+    monkeypatch.setattr(Screen, "_compositor_refresh", refresh)
+
+    real_shutdown = App._shutdown
+
+    async def shutdown(self: App[object]) -> None:
+        # The last screen is composed once, so a widget that cannot render still fails its test.
+        if self.is_headless and self._screen_stack and self._running:
+            self.screen._compositor.render_update(full=True, screen_stack=self._background_screens)
+        await real_shutdown(self)
+
+    monkeypatch.setattr(App, "_shutdown", shutdown)
+
+
 @pytest.fixture
 def scripted() -> ScriptedProvider:
     """A fresh scripted provider."""

@@ -149,7 +149,8 @@ async def test_persona_modals_fit_80_columns(corpus_tavern: Tavern) -> None:
 
 def visible_line(tree: VariantTree, ref: tuple[int, int]) -> str:
     """The tree line of `ref`'s node as drawn (cropped to the tree's width and scroll)."""
-    return tree.render_line(tree.nodes[ref].line - tree.scroll_offset.y).text
+    row = tree.nodes[ref].line - tree.scroll_offset.y
+    return tree.render_lines(Region(0, row, tree.size.width, 1))[0].text
 
 
 async def chat_with_a_long_question_and_a_stopped_reply(pilot: Pilot[object],
