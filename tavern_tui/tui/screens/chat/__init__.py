@@ -217,9 +217,6 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         for box in self.transcript.boxes:
             box.show_extras()
 
-    def watch_generating(self, generating: bool) -> None:
-        self.set_class(generating, "-generating")
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in CURSOR_ACTIONS:
             return self.cursor_allows(action)
