@@ -33,11 +33,13 @@ def stored(tavern: Tavern, chat: ChatScreen) -> list[str]:
     return [m.content for m in tavern.playthroughs.messages(chat.playthrough_id)]
 
 
-async def settled(pilot: Pilot[object], chat: ChatScreen, last: str) -> None:
-    """Wait until the step has ended and the chat's last box shows `last`."""
+async def settled(pilot: Pilot[object], chat: ChatScreen, last: str, swipe: str | None = None) -> None:
+    """Wait until the step has ended and the chat's last box shows `last` (and, given `swipe`,
+    the status line that swipe counter: the transcript and the status line are updated by
+    separate awaits of one read, so one can be seen before the other)."""
     await pilot.app.workers.wait_for_complete()
     await wait_until(pilot, lambda: not chat.generating and bool(chat.transcript.boxes)
-                     and chat.transcript.boxes[-1].text == last)
+                     and chat.transcript.boxes[-1].text == last and swipe in (None, chat.status.swipe))
 
 
 async def open_tree(pilot: Pilot[object]) -> TreeScreen:
@@ -66,17 +68,16 @@ async def test_swipe_back_continue_then_jump_to_another_swipe_in_the_tree(corpus
 
         for count, reply in enumerate(("Reply two.", "Reply three.", "Reply four."), start=2):
             await pilot.press("ctrl+right")  # past the last reply: generates a new one
-            await settled(pilot, chat, reply)
+            await settled(pilot, chat, reply, f"swipe {count}/{count}")
             assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", reply]
-            assert chat.status.swipe == f"swipe {count}/{count}"
             assert f"swipe {count}/{count}" in chat.status.line
         assert len(scripted.requests) == 4
 
         for count, reply in ((3, "Reply three."), (2, "Reply two.")):
             await pilot.press("ctrl+left")
-            await wait_until(pilot, lambda reply=reply: shown(chat)[-1] == reply)
+            await wait_until(pilot, lambda reply=reply, count=count: shown(chat)[-1] == reply
+                             and chat.status.swipe == f"swipe {count}/4")
             assert stored(corpus_tavern, chat) == [greeting, "hello", reply]
-            assert chat.status.swipe == f"swipe {count}/4"
         assert len(scripted.requests) == 4  # swiping among stored replies asks the model nothing
 
         await send(pilot, chat, "next")
@@ -92,9 +93,9 @@ async def test_swipe_back_continue_then_jump_to_another_swipe_in_the_tree(corpus
         assert tree_screen.current.preview == "Reply three." and tree_screen.current.position == (3, 4)
         assert not tree.nodes[tree_screen.current.ref].allow_expand  # nothing followed swipe 3
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.screen is chat and shown(chat)[-1] == "Reply three.")
+        await wait_until(pilot, lambda: app.screen is chat and shown(chat)[-1] == "Reply three."
+                         and chat.status.swipe == "swipe 3/4")
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Reply three."]
-        assert chat.status.swipe == "swipe 3/4"
 
         # jumping to the message after swipe 2 brings its branch back, newest continuation and all
         tree_screen = await open_tree(pilot)
@@ -235,17 +236,14 @@ async def test_continue_and_regenerate_keys(corpus_tavern: Tavern, scripted: Scr
 
         await send(pilot, chat, "hello")
         await pilot.press("f3")
-        await settled(pilot, chat, "Reply one. And more.")
+        await settled(pilot, chat, "Reply one. And more.", "swipe 2/2")  # the original is one swipe left
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Reply one. And more."]
-        assert chat.status.swipe == "swipe 2/2"  # the original is one swipe left
 
         await pilot.press("ctrl+r")
-        await settled(pilot, chat, "Fresh reply.")
+        await settled(pilot, chat, "Fresh reply.", "swipe 3/3")
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Fresh reply."]
-        assert chat.status.swipe == "swipe 3/3"
         await pilot.press("ctrl+left", "ctrl+left")
-        await wait_until(pilot, lambda: shown(chat)[-1] == "Reply one.")
-        assert chat.status.swipe == "swipe 1/3"
+        await wait_until(pilot, lambda: shown(chat)[-1] == "Reply one." and chat.status.swipe == "swipe 1/3")
 
 
 async def test_continuing_the_greeting_extends_it_in_place(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
@@ -255,10 +253,9 @@ async def test_continuing_the_greeting_extends_it_in_place(corpus_tavern: Tavern
         chat = await open_seraphina(pilot)
         greeting = stored(corpus_tavern, chat)[0]
         await pilot.press("f3")
-        await settled(pilot, chat, greeting + " She smiles.")
+        await settled(pilot, chat, greeting + " She smiles.", "swipe 2/2")
         [box] = chat.transcript.boxes
         assert box.view == corpus_tavern.playthroughs.messages(chat.playthrough_id)[0] and not box.has_class("-partial")
-        assert chat.status.swipe == "swipe 2/2"
 
 
 async def test_ctrl_arrows_move_by_word_while_the_prompt_has_text(corpus_tavern: Tavern,
@@ -415,11 +412,11 @@ async def test_ctrl_delete_deletes_just_the_shown_swipe(corpus_tavern: Tavern, s
         # the transcript and the status line are redrawn by separate callbacks: wait for both
         await wait_until(pilot, lambda: shown(chat)[-1] == "Reply two." and chat.status.swipe == "swipe 2/3")
         await pilot.press("ctrl+delete")
-        await wait_until(pilot, lambda: chat.status.swipe == "swipe 1/2")
+        await wait_until(pilot, lambda: chat.status.swipe == "swipe 1/2" and shown(chat)[-1] == "Reply one.")
         assert shown(chat) == stored(corpus_tavern, chat) == [greeting, "hello", "Reply one."]
         await pilot.press("ctrl+right")
-        await wait_until(pilot, lambda: shown(chat)[-1] == "Reply three.")
-        assert chat.status.swipe == "swipe 2/2"  # the deleted swipe is gone, the others stay
+        # the deleted swipe is gone, the others stay
+        await wait_until(pilot, lambda: shown(chat)[-1] == "Reply three." and chat.status.swipe == "swipe 2/2")
 
 
 async def test_enter_on_the_empty_prompt_after_the_greeting_lets_the_model_speak(corpus_tavern: Tavern,
