@@ -13,6 +13,8 @@ from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.modals.choose import ChooseScreen
+from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.home import HomeScreen
 from tests.service.test_played_counts_and_names import write_imported
 from tests.tui.conftest import ScriptedProvider, open_character, wait_until, workers_idle
 
@@ -38,7 +40,10 @@ async def test_home_says_who_you_play_as_and_counts_played_and_summarised(
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_character(pilot, "Seraphina", playthrough=False)
-        await pilot.press("escape")  # Enter opened a chat: back to home, the character highlighted
+        # Enter opened a chat (pushed once its playthrough is read): back to home, the character highlighted
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
         await workers_idle(pilot)
         await wait_until(pilot, lambda: len(prompts(app)) == 2)
         compacted = next(p for p in prompts(app) if f"#{played} " in p)
