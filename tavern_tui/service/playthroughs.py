@@ -1,7 +1,7 @@
-"""Provides `PlaythroughService`: the playthroughs (list, read, start, open), their messages, the
-check every message the person writes passes before it is stored, and the workflows the front
-ends share: picking the playthrough to play (`resolve`) and binding a preset, books and a
-strategy to it (`apply_selection`).
+"""Provides `PlaythroughService`: the playthroughs (list, read, start, open), their messages (how
+each looks is `message_views`'), the check every message the person writes passes before it is
+stored, and the workflows the front ends share: picking the playthrough to play (`resolve`) and
+binding a preset, books and a strategy to it (`apply_selection`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from dataclasses import replace
 from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind
-from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
-from tavern_tui.engine.step import INTERRUPTED_REASON, admit_opening, open_step, recover_interrupted
+from tavern_tui.engine.log import SUMMARY_SOURCE, SurfaceMessage
+from tavern_tui.engine.step import admit_opening, recover_interrupted
 from tavern_tui.errors import SecretRefused, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
+from tavern_tui.service.message_views import as_shown, event_view, message_view, surface_views
 from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
 from tavern_tui.service.roleplay import ooc_of
@@ -29,7 +30,6 @@ from tavern_tui.store.repositories import PlaythroughRecord
 from tavern_tui.text.names import substitute_names
 from tavern_tui.views import MessageView, PlaythroughView, PresetView, WorldBookView
 
-PLACEHOLDER = "<StatusPlaceHolderImpl/>"  # mvu.update.PLACEHOLDER, not imported: the chat opens without MVU's parsers
 logger = logging.getLogger(__name__)
 
 CHAT_SECRET_KINDS = ("api_key", "bearer_token", "private_key", "jwt")
@@ -303,42 +303,21 @@ class PlaythroughService:
         return view
 
     def _message_view(self, message: SurfaceMessage, char: str, user: str) -> MessageView:
-        origin = message.effective_origin
-        if message.role == "user":
-            # The name it was written under (an imported line's, or the persona's then), so a
-            # later rename or switch relabels no old line (issue 20 item 6; SillyTavern keeps `name`).
-            written = message.body.get("speaker") or message.body.get("name")
-            speaker = written if isinstance(written, str) and written.strip() else user
-        elif message.role == "assistant":
-            # A group member's reply keeps the name it was written under (as a user line does).
-            named = message.body.get("name") if isinstance(message.body.get("character_id"), int) else None
-            speaker = named if isinstance(named, str) and named else char
-        elif message.role == "tool":
-            speaker = str(message.body.get("name") or "tool")
-        else:
-            speaker = "System"
-        error = message.body.get("error")
-        error = error if isinstance(error, dict) else {}
-        return MessageView(message.ref, message.role, origin.value if origin else "engine", message.origin is None,
-                           message.kind, message.source, message.content, speaker, message.created_at,
-                           str(message.body.get("reasoning") or ""), message.partial,
-                           str(error["message"]) if "message" in error else None,
-                           str(error["category"]) if "category" in error else None,
-                           summary if isinstance(summary := message.body.get("summary"), dict) else None,
-                           *_tool_facts(message.body, message.role),
-                           character_id=cid if isinstance(cid := message.body.get("character_id"), int) else None)
+        """One surface message as the chat shows it (`message_views.message_view`; compaction shows
+        its summaries through it)."""
+        return message_view(message, char, user)
 
     def view_of(self, event: Event, char: str, user: str) -> MessageView:
         """A just-stored event as the chat shows it (a step's reply with tool calls, a tool
         result: issue 19); no database read, so a screen may call it on its event loop."""
-        message = SurfaceMessage(event.ref, event.kind, event.role or "system", event.content, event.origin,
-                                 event.source, event.created_at, event.body)
-        return self._message_view(message, char, user)
+        return event_view(event, char, user)
 
     def messages(self, playthrough_id: int, *, include_system: bool = False,
                  last: int | None = None) -> list[MessageView]:
         """The playthrough's messages in order (its head session's surface), including replies
-        that failed before any text arrived (`partial`, with `error`), which the model never sees.
+        that failed before any text arrived (`partial`, with `error`), which the model never sees,
+        and a reply a killed process left open (`message_views.left_open`), each with the text
+        MVU and the character's regex scripts display (`message_views.as_shown`).
 
         Args:
             include_system: also return the system section sent to the model (hidden in the chat).
@@ -346,40 +325,9 @@ class PlaythroughService:
                 the system section is never among them.
         """
         view = self.playthrough(playthrough_id)
-        if last is not None:
-            log = self.ctx.store.events
-            recent = tail(log, inspect(log, view.session_id), last, include_failed=True)
-            views = [self._message_view(m, view.character_name, view.user_name) for m in recent]
-        else:
-            surface = derive_messages(self.ctx.store.events, view.session_id, include_failed=True)
-            views = [self._message_view(m, view.character_name, view.user_name) for m in surface
-                     if include_system or m.source != SYSTEM_PROMPT_SOURCE]
-        views += self._left_open(view)
-        if self.mvu_texts is not None:
-            texts = self.mvu_texts(playthrough_id)
-            if texts:
-                views = [replace(v, display=texts[v.ref]) if v.ref in texts else v for v in views]
-        # Both windows end at the newest message, so display depths count from the end of the window.
-        views = self.display(view.character_id, views) if self.display is not None else views
-        # A status placeholder no script drew is an unknown tag: SillyTavern's sanitiser shows nothing for it.
-        return [replace(v, display=v.display.replace(PLACEHOLDER, "").rstrip())
-                if v.display is not None and PLACEHOLDER in v.display else v for v in views]
-
-    def _left_open(self, view: PlaythroughView) -> list[MessageView]:
-        """A reply a killed process left mid-stream, shown as the partial it will be settled as
-        (`recover_interrupted`'s text and reason) before anything settles it: a read, no write, so
-        `show`, `export` and every window see it at once. [] when no step is open, or a live
-        process still owns it."""
-        step = open_step(self.ctx.store.events, view.session_id)
-        if step is None or self.ctx.store.claims.held(view.session_id, self.ctx.stale_after):
-            return []
-        text = "".join(str(e.body.get("content", "")) for e in step.checkpoints)
-        thought = "".join(str(e.body.get("reasoning", "")) for e in step.checkpoints)
-        ref = step.checkpoints[-1].ref if step.checkpoints else (view.session_id, 0)
-        why = {"category": "interrupted", "message": f"{INTERRUPTED_REASON}; the text that had arrived is kept"}
-        message = SurfaceMessage(ref, EventKind.ASSISTANT_ATTEMPT.value, "assistant", text, None, None,
-                                 step.last_activity, {"recovered": True, "reasoning": thought, "error": why})
-        return [self._message_view(message, view.character_name, view.user_name)]
+        views = surface_views(self.ctx, view, include_system=include_system, last=last)
+        texts = self.mvu_texts(playthrough_id) if self.mvu_texts is not None else None
+        return as_shown(views, view.character_id, texts, self.display)
 
     def _configured_keys(self) -> list[str]:
         """The configured credentials (API keys, base-URL user and password), long enough to look for."""
@@ -499,15 +447,3 @@ def _persona_names(uow: Any) -> tuple[dict[int, str], int]:
     names = {persona_id: uow.personas.current(principal).name for persona_id, principal, _d, _data in rows}
     default = next((r[0] for r in rows if r[2]), rows[0][0] if rows else 0)
     return names, default
-
-
-def _tool_facts(body: dict[str, Any], role: str) -> tuple[tuple[dict[str, Any], ...], dict[str, Any] | None]:
-    """(an assistant message's tool calls, a tool result's facts) for `MessageView` (issue 19)."""
-    calls = body.get("tool_calls")
-    calls = tuple(c for c in calls if isinstance(c, dict)) if role == "assistant" and isinstance(calls, list) else ()
-    if role != "tool":
-        return calls, None
-    detail = found if isinstance(found := body.get("detail"), dict) else {}
-    result = {"toolCallId": body.get("toolCallId"), "name": body.get("name"), "arguments": body.get("arguments"),
-              "status": body.get("status"), "summary": detail.get("summary"), "reason": detail.get("reason")}
-    return calls, result

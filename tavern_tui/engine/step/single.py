@@ -1,5 +1,6 @@
-"""Provides one step without the turn around it: the opening, then the stream, then the
-settlement, each awaited to its end.
+"""Provides one step without the turn around it: the opening, then the stream (`_stream`: the
+deltas as they arrive, a stop or failure settled as an attempt), then the settlement, each awaited
+to its end.
 
 Rules: DESIGN.md "One step"; a cancel or a provider error mid-stream keeps what arrived as
 `assistant/attempt`.
@@ -21,20 +22,13 @@ from tavern_tui.engine.step.stream import Reply
 from tavern_tui.engine.step.turn import TurnStep
 from tavern_tui.engine.step.types import Assembler
 from tavern_tui.engine.step.updates import StepStarted, StepUpdate
-from tavern_tui.engine.stream import Provider, ReasoningDelta, TextDelta
+from tavern_tui.engine.stream import ChatRequest, Provider, ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError
 
 
-async def run_single(
-    log: SessionLog | AsyncSessionLog,
-    session_id: int,
-    provider: Provider,
-    assemble: Assembler,
-    text: str | None,
-    options: StepOptions,
-    lease: Lease | None,
-    turn: TurnStep | None = None,
-) -> AsyncGenerator[StepUpdate, None]:
+async def run_single(log: SessionLog | AsyncSessionLog, session_id: int, provider: Provider, assemble: Assembler,
+                     text: str | None, options: StepOptions, lease: Lease | None,
+                     turn: TurnStep | None = None) -> AsyncGenerator[StepUpdate, None]:
     """Run one step for the user's `text` and stream its progress.
 
     Every log call is awaited, one after another, each complete before the next (a cancel
@@ -85,9 +79,27 @@ async def run_single(
     if early_cancel is not None:
         await until_done(settle_early_cancel(reply, author))
         raise early_cancel
+    # aclosing: a consumer that stops early closes the stream stage (and the provider's response) at once.
+    async with aclosing(_stream(reply, author, provider, opened.request)) as deltas:
+        async for delta in deltas:
+            yield delta
+    yield await settle_reply(reply, author, provider, opened.model, offers_tools=turn is not None)
+
+
+async def _stream(reply: Reply, author: Author, provider: Provider,
+                  request: ChatRequest) -> AsyncGenerator[TextDelta | ReasoningDelta, None]:
+    """The stream stage of `run_single`: the provider's deltas as they arrive (each kept by
+    `reply` first), then the stream checked complete.
+
+    Raises:
+        StepFailed: the provider failed, or the stream was cut off; what arrived is stored as
+            `assistant/attempt`.
+        asyncio.CancelledError / GeneratorExit: a cancel, or a consumer that stopped early; what
+            arrived is stored as a cancelled attempt first.
+    """
     try:
         # aclosing: a consumer that stops early closes the provider's HTTP response at once.
-        async with aclosing(provider.stream(opened.request)) as stream:
+        async with aclosing(provider.stream(request)) as stream:
             async for event in stream:
                 if await reply.take(event) and isinstance(event, TextDelta | ReasoningDelta):
                     yield event
@@ -107,4 +119,3 @@ async def run_single(
     reply.finish()
     if reply.cut_off():
         raise await settle_cut_off(reply, author)
-    yield await settle_reply(reply, author, provider, opened.model, offers_tools=turn is not None)

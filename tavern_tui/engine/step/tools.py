@@ -1,5 +1,6 @@
 """Provides the turn with tools: a step; when its reply asks for tools, each call runs and its
-`tool/result` is stored; the steers queued meanwhile are claimed; then the next step.
+`tool/result` is stored; the steers queued meanwhile are claimed; then the next step. `tool_turn`
+runs the steps; `_answer_calls` is the stage between two of them (the results, the steers).
 
 Rules: seed 000 §1 ("tool-call → tool-role tool/result → perhaps the next step") and §5
 (next-step items are claimed between steps).
@@ -11,7 +12,7 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tavern_tui.engine.inbox import NEXT_STEP, ClaimPending, ClaimPlan, change_async
@@ -27,16 +28,9 @@ from tavern_tui.engine.stream import Provider, ToolCall
 from tavern_tui.engine.tooling import ToolOutcome, ToolRunner, pending_calls, result_event, result_summary
 
 
-async def tool_turn(
-    log: SessionLog | AsyncSessionLog,
-    session_id: int,
-    provider: Provider,
-    assemble: Assembler,
-    text: str | None,
-    options: StepOptions,
-    lease: Lease | None,
-    tools: ToolRunner,
-) -> AsyncGenerator[StepUpdate, None]:
+async def tool_turn(log: SessionLog | AsyncSessionLog, session_id: int, provider: Provider, assemble: Assembler,
+                    text: str | None, options: StepOptions, lease: Lease | None,
+                    tools: ToolRunner) -> AsyncGenerator[StepUpdate, None]:
     """A turn with tools (seed 000 §1: "tool-call → tool-role tool/result → perhaps the next
     step"): a step; when its reply asks for tools, each call runs (`tools.run`) and its
     `tool/result` is stored; the steers queued meanwhile are claimed (`options.at_boundary`); then
@@ -66,28 +60,52 @@ async def tool_turn(
                 yield update
         if settled is None or not settled.calls or started is None:
             return
-        calls = settled.calls
-        done: set[str] = set()
-        results: list[dict[str, Any]] = []
         reached = _limit_reached(limit) if turn.step >= limit else None
-        try:
-            for call in calls:
-                outcome = _not_run(reached) if reached is not None else await _run_call(tools, call)
-                stored = (await settling(alog, session_id, [result_event(call, outcome)]))[0]
-                done.add(call.id)
-                results.append(result_summary(stored.ref, stored.body))
-                yield ToolResultStored(stored, call, outcome)
-            if reached is not None:
-                yield reached
-                return
-            steers = await _claim_steers(alog, session_id, options)
-        except (asyncio.CancelledError, GeneratorExit):
-            await until_done(_answer_cancelled(alog, session_id, pending_calls(calls, done)))
-            raise
+        boundary = _Boundary()
+        async with aclosing(_answer_calls(alog, session_id, tools, settled.calls, reached, options,
+                                          boundary)) as answers:
+            async for answer in answers:
+                yield answer
+        if reached is not None:
+            return
         turn = TurnStep(turn.step + 1, await tools.offered(), turn.first or started.trace, started.trace,
-                        tuple(results), steers)
+                        tuple(boundary.results), boundary.steers)
         step_text = None  # no continue text, no one-off instruction, nothing more to claim
         step_options = replace(options, generation=Generation(options.generation.type), claim=False)
+
+
+@dataclass(slots=True)
+class _Boundary:
+    """What a step's calls leave for the next step (`_answer_calls` fills it in): the stored
+    results' summaries, in order, and the steers claimed at the boundary."""
+
+    results: list[dict[str, Any]] = field(default_factory=list)
+    steers: Steers | None = None
+
+
+async def _answer_calls(log: AsyncSessionLog, session_id: int, tools: ToolRunner, calls: tuple[ToolCall, ...],
+                        reached: TurnLimitReached | None, options: StepOptions,
+                        boundary: _Boundary) -> AsyncGenerator[ToolResultStored | TurnLimitReached, None]:
+    """The stage between two steps of `tool_turn`: each of the settled reply's `calls` run (or,
+    with the turn's limit `reached`, answered "not run", then `reached` yielded) and its
+    `tool/result` stored and yielded; then the steers queued meanwhile claimed (`_claim_steers`).
+    The results' summaries and the steers go in `boundary`. A cancel, or a consumer that stops
+    early, first answers each call not run yet "cancelled" (`_answer_cancelled`)."""
+    done: set[str] = set()
+    try:
+        for call in calls:
+            outcome = _not_run(reached) if reached is not None else await _run_call(tools, call)
+            stored = (await settling(log, session_id, [result_event(call, outcome)]))[0]
+            done.add(call.id)
+            boundary.results.append(result_summary(stored.ref, stored.body))
+            yield ToolResultStored(stored, call, outcome)
+        if reached is not None:
+            yield reached
+            return
+        boundary.steers = await _claim_steers(log, session_id, options)
+    except (asyncio.CancelledError, GeneratorExit):
+        await until_done(_answer_cancelled(log, session_id, pending_calls(calls, done)))
+        raise
 
 
 def _limit_reached(limit: int) -> TurnLimitReached:

@@ -1,7 +1,8 @@
 """Provides `StepRunner`: every engine step of a playthrough (send, reply, regenerate, continue,
-impersonate), what runs after one settles (MVU's commit, belief learning), and the entry points of
-its dry runs, which it delegates to `Previews` (the assembler comes from `Assembling`, the
-variants' forks from `Forks`).
+impersonate), when what follows a settled one runs (MVU's commit, belief learning: `Settling`),
+and the entry points of its dry runs, which it delegates to `Previews` (the assembler comes from
+`Assembling`, the variants' forks from `Forks`, the errors of a failed or refused step from
+`failures`).
 
 Rules: SillyTavern behaviour followed (format-digest §d): impersonate writes the person's line.
 The async steps run no SQL on the event loop (the TUI awaits them there): each one's synchronous
@@ -12,7 +13,6 @@ prelude (checks, forks, head moves, the assembler, the wait for the key indexes)
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
@@ -47,16 +47,16 @@ from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import PresetService
 from tavern_tui.service.scripts import ScriptService
 from tavern_tui.service.steps.assembling import Assembling
+from tavern_tui.service.steps.failures import kept_after_failure, not_sent, with_omit_step
 from tavern_tui.service.steps.forks import Forks
 from tavern_tui.service.steps.preview import Previews
+from tavern_tui.service.steps.settling import Settling
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.service.tools import ToolService
 from tavern_tui.service.variables import VariableService
 from tavern_tui.text.names import substitute_names
 from tavern_tui.views import InboxItemView, PlaythroughView
-
-logger = logging.getLogger(__name__)
 
 IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user}}, using the chat history so far "
                         "as a guideline for the writing style of {{user}}. Don't write as or describe actions of "
@@ -66,8 +66,8 @@ IMPERSONATION_PROMPT = ("[Write your next reply from the point of view of {{user
 
 class StepRunner:
     """Engine steps and their dry runs (`tavern.steps`), composed of `Assembling` (`assembling`: the
-    assembler and what it reads), `Previews` (`previews`: the dry runs) and `Forks` (`forks`: the
-    variants' preludes).
+    assembler and what it reads), `Previews` (`previews`: the dry runs), `Forks` (`forks`: the
+    variants' preludes) and `Settling` (`settling`: MVU's commit and belief learning after a reply).
 
     Args:
         ctx: the shared settings, store and provider.
@@ -108,7 +108,12 @@ class StepRunner:
         self.previews = Previews(ctx, self.assembling, library, playthroughs, lore, persona, self.compaction,
                                  variables=variables, mvu=mvu, tools=tools)
         self.forks = Forks(ctx, timeline)
-        self.last_mvu: dict[int, Any] = {}  # playthrough → the MVU commit of its last settled reply (MvuView | None)
+        self.settling = Settling(ctx, persona, mvu)
+
+    @property
+    def last_mvu(self) -> dict[int, Any]:
+        """Playthrough → the MVU commit of its last settled reply (MvuView | None; `Settling.last_mvu`)."""
+        return self.settling.last_mvu
 
     # -- the dry runs (`Previews`) --------------------------------------------------------
 
@@ -299,7 +304,7 @@ class StepRunner:
         would be dropped. A step that cannot be prepared keeps the person's text queued."""
         problem = endpoint_problem(self.ctx.settings.provider.base_url)
         if problem is not None:  # nothing can be sent: admit nothing, keep the text queued
-            raise await asyncio.to_thread(self._kept_after_failure, playthrough_id, text, problem)
+            raise await asyncio.to_thread(kept_after_failure, self.inbox, playthrough_id, text, problem)
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
         try:
             view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,
@@ -307,7 +312,7 @@ class StepRunner:
         except TavernError:
             raise  # a refusal that names its cause (a fit, a cap, a busy chat): the caller keeps the text
         except Exception as exc:  # noqa: BLE001 - anything a card's content broke in the build
-            raise await asyncio.to_thread(self._kept_after_failure, playthrough_id, text, exc) from exc
+            raise await asyncio.to_thread(kept_after_failure, self.inbox, playthrough_id, text, exc) from exc
         # The person writes under the persona the chat plays as now; their lines keep its name.
         playing = await asyncio.to_thread(self.persona.playthrough_persona, playthrough_id)
         generation = replace(generation, speaker=view.user_name, persona=playing.id)
@@ -348,49 +353,25 @@ class StepRunner:
                         last = update  # the last update of the turn: `run_step` ends (and frees the step) next
                         continue
                     if isinstance(update, StepSettled):  # a tool call follows: its results build on this state
-                        await self._commit_mvu(playthrough_id, view.session_id, update)
+                        await self.settling.commit_mvu(playthrough_id, update)
                     yield update
             except StepFailed as exc:
-                raise _with_omit_step(exc, playthrough_id) from exc.cause
+                raise with_omit_step(exc, playthrough_id) from exc.cause
             except CallNotPrepared as exc:  # nothing admitted; the engine put the claimed input back
-                raise TavernError(_not_sent(exc.problem, kept=exc.kept)) from exc
+                raise TavernError(not_sent(exc.problem, kept=exc.kept)) from exc
             except InputRejected as exc:  # a pre-step hook said no: nothing admitted, the input put back
-                raise TavernError(_not_sent(exc.reason, kept=exc.kept)) from exc
+                raise TavernError(not_sent(exc.reason, kept=exc.kept)) from exc
         if last is not None:
             # After the step's lease is released: MVU's commit (compare-and-set, retried on a moved base)
             # and belief learning (perhaps a second model call) no longer tell another window "busy".
             # They start now and the settled reply goes out while they run (the screen shows it at
             # once); the turn ends when they are done, so the next step builds on the new state. A
             # caller that stops listening (Esc, a closed window) does not stop them.
-            after = asyncio.ensure_future(self._after_settle(playthrough_id, view.session_id, last))
+            after = asyncio.ensure_future(self._after_settle(playthrough_id, last))
             try:
                 yield last
             finally:
                 await asyncio.shield(after)
-
-    async def _after_settle(self, playthrough_id: int, session_id: int, settled: StepSettled) -> None:
-        """The settled reply's MVU commit, then belief learning (each logs its own failure)."""
-        await self._commit_mvu(playthrough_id, session_id, settled)
-        await self._consolidate_quietly(playthrough_id)
-
-    def _kept_after_failure(self, playthrough_id: int, text: str | None, exc: BaseException | str) -> TavernError:
-        """The error for a step that cannot be prepared (a card, book or template that broke the
-        build, or `exc` as text: an endpoint that cannot be reached as configured), after the
-        person's `text` is queued in the inbox, durable, so nothing typed is lost: the next step
-        (or `tavern inbox`) sends it."""
-        if isinstance(exc, str):
-            reason = exc
-        else:
-            logger.error("preparing a step of playthrough %s failed", playthrough_id, exc_info=exc)
-            reason = f"{type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
-        if text is None or self.inbox is None:
-            return TavernError(_not_sent(reason, kept=False))
-        try:  # already checked by `send`: the by-value key check still runs in `add`
-            self.inbox.add(playthrough_id, text, allow_secrets=True)
-        except Exception:  # noqa: BLE001 - the store itself failed: say the text was not kept
-            logger.exception("queueing the unsent message of playthrough %s failed", playthrough_id)
-            return TavernError(f"the request could not be built ({reason}); nothing was sent or kept")
-        return TavernError(_not_sent(reason, kept=True))
 
     def _turn_tools(self, playthrough_id: int) -> dict[str, Any]:
         """`StepOptions`' tool fields for this playthrough (issue 19): the toolbox, the step
@@ -408,30 +389,16 @@ class StepRunner:
 
         return {"tools": toolbox, "max_steps": self.tools.max_steps, "at_boundary": at_boundary}
 
-    # -- after a reply settles --------------------------------------------------------------
+    # -- after a reply settles (`Settling`) ------------------------------------------------
 
-    async def _commit_mvu(self, playthrough_id: int, session_id: int, settled: StepSettled) -> None:
-        """Commit the settled reply's MVU commands (issue 18), off the event loop; a failure is logged and
-        never fails the step (the reply is stored; the state stays at the record before it)."""
-        if self.mvu is None:
-            return
-        try:
-            self.last_mvu[playthrough_id] = await asyncio.to_thread(
-                self.mvu.commit_reply, playthrough_id, settled.event.session_id, settled.event)
-        except Exception:  # noqa: BLE001 - state is best effort once the reply is kept
-            logger.exception("MVU commit failed for playthrough %s", playthrough_id)
+    async def _after_settle(self, playthrough_id: int, settled: StepSettled) -> None:
+        """The settled reply's MVU commit, then belief learning (each logs its own failure)."""
+        await self.settling.commit_mvu(playthrough_id, settled)
+        await self._consolidate_quietly(playthrough_id)
 
     async def _consolidate_quietly(self, playthrough_id: int) -> None:
-        """Learn from what the person just said, off the event loop (the UI's thread); a failure
-        is logged, never fails the step it follows. The model extractor runs only when
-        configured and the provider is a real model."""
-        try:
-            if self.ctx.settings.belief_extractor == "model" and not self.ctx.provider.placeholder:
-                await self.persona.consolidate_with_model(playthrough_id)
-            else:
-                await asyncio.to_thread(self.persona.consolidate, playthrough_id)
-        except Exception:  # noqa: BLE001 - learning is best effort; the reply is already stored
-            logger.exception("belief consolidation failed for playthrough %s", playthrough_id)
+        """`Settling.consolidate_quietly`: the one place a step's belief learning starts (tests replace it)."""
+        await self.settling.consolidate_quietly(playthrough_id)
 
     # -- generating variants (their preludes: `Forks`) ------------------------------------
 
@@ -516,24 +483,3 @@ def _parse_ref(text: object) -> tuple[int, int] | None:
     """"12:7" → (12, 7); None for anything else."""
     session, _, seq = str(text or "").partition(":")
     return (int(session), int(seq)) if session.isdigit() and seq.isdigit() else None
-
-
-def _not_sent(reason: str, *, kept: bool) -> str:
-    """The message of a step refused before anything was admitted: `reason` (what to fix), that
-    nothing was sent, and, when `kept`, where the person's input waits."""
-    if not kept:
-        return f"the request could not be built ({reason}); nothing was sent"
-    return (f"the request could not be built ({reason}); nothing was sent, and your message is kept in the "
-            "queue (`tavern inbox`, or above the message box): it goes with the next step")
-
-
-def _with_omit_step(exc: StepFailed, playthrough_id: int) -> StepFailed:
-    """A step failed on a call parameter the fallback never drops (the provider's message names
-    it and `tavern omit-param PLAYTHROUGH NAME`): the same failure with this playthrough's number
-    in the command, so the one step past it can be copied as it is. Anything else unchanged."""
-    cause = exc.cause
-    if not (cause.param and "tavern omit-param PLAYTHROUGH" in str(cause)):
-        return exc
-    message = str(cause).replace("tavern omit-param PLAYTHROUGH", f"tavern omit-param {playthrough_id}")
-    named = type(cause)(message, status=cause.status, param=cause.param)
-    return StepFailed(named, exc.attempt)
