@@ -1,4 +1,9 @@
-"""Provides `HomeScreen`: the imported characters, the highlighted one's playthroughs, import."""
+"""Provides `HomeScreen`: the imported characters, the highlighted one's playthroughs, import.
+
+The screen lists, filters and opens; its parts live beside it: `home_rows` (the list entries and
+the card pane's text), `home_groups` (group chats in the lists), `home_playthroughs` (the
+playthrough actions: new, rename, play as, archive) and `home_import` (the card import flow).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from rich.text import Text
-from textual import events, on, work
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -15,17 +20,9 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tavern_tui.service import CharacterView, ImportResult, PlaythroughView, Tavern
-from tavern_tui.tui.labels import character_summary, draft_summary, relative_time
-from tavern_tui.tui.messages import DraftChosen, ImportFinished, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.modals.import_screen import (
-    CharacterPicker,
-    ImportScreen,
-    import_results,
-    notify_failures,
-    notify_warnings,
-    summarise,
-)
+from tavern_tui.service import CharacterView, PlaythroughView, Tavern
+from tavern_tui.tui.labels import draft_summary
+from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.home_groups import (
     group_details,
@@ -36,12 +33,18 @@ from tavern_tui.tui.screens.home_groups import (
     group_prompt,
     latest_or_new,
 )
+from tavern_tui.tui.screens.home_import import HomeImport
+from tavern_tui.tui.screens.home_playthroughs import HomePlaythroughs
+from tavern_tui.tui.screens.home_rows import (
+    DRAFT_PREFIX,
+    character_details,
+    character_matches,
+    character_prompt,
+    playthrough_prompt,
+)
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import GroupView, OpeningView, distinct_labels
-
-DRAFT_PREFIX = "d"
-"""Option ids of opening drafts in the playthroughs list start with it (playthroughs are bare ids)."""
 
 EMPTY_TEXT = ("No characters yet.\n\n"
               "Import a character card (.png or .json) with `tavern import FILE`,\n"
@@ -49,12 +52,13 @@ EMPTY_TEXT = ("No characters yet.\n\n"
 """What the home screen says when nothing is imported."""
 
 
-class HomeScreen(TavernScreen[None]):
+class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
     """Lists characters (Enter: latest playthrough, else its newest opening draft, else a new
     draft) and their playthroughs and drafts (a draft is marked as such, issue 20); then the
     group chats (`home_groups`: Enter opens the newest playthrough of the group, else a new one).
 
-    Posts `PlaythroughChosen` for the app to open; imports run in a thread worker.
+    Posts `PlaythroughChosen` for the app to open. Mixed in: the playthrough actions
+    (`HomePlaythroughs`) and the card import, run in a thread worker (`HomeImport`).
     """
 
     # No single letters: typing filters the character list (issue 21 item 4), so every command
@@ -159,14 +163,6 @@ class HomeScreen(TavernScreen[None]):
             return bool(self.filter)
         return True
 
-    def _matches(self, character: CharacterView) -> bool:
-        needle = self.filter.casefold().strip()
-        if not needle:
-            return True
-        if needle.startswith("#") and len(needle) > 1:  # tags only (SillyTavern filters by tag apart)
-            return any(tag.casefold().startswith(needle[1:]) for tag in character.tags)
-        return any(needle in text.casefold() for text in (character.name, character.creator or "", *character.tags))
-
     def _choose(self, playthrough_id: int) -> None:
         typed = "".join(self._typed_ahead or [])
         self._typed_ahead = None
@@ -222,36 +218,19 @@ class HomeScreen(TavernScreen[None]):
         group = self.highlighted_group
         current = str(select) if select is not None else (
             group_option_id(group) if group else str(getattr(self.highlighted_character, "id", "")))
-        characters = [c for c in characters if self._matches(c)]
-        shown_groups = [g for g in self._groups if group_matches(g, self.filter.casefold().strip())]
+        needle = self.filter.casefold().strip()
+        characters = [c for c in characters if character_matches(c, needle)]
+        shown_groups = [g for g in self._groups if group_matches(g, needle)]
         self._characters = {c.id: c for c in characters}
         listing.border_title = Content(f"Characters · {self.filter!r} ({len(characters)}/{len(self._all)}) · Esc clears"
                                 if self.filter else "Characters")
         labels = distinct_labels(self._all)  # characters sharing a name show their file and id
-        listing.set_options([*(Option(self._character_prompt(c, labels[c.id]), id=str(c.id)) for c in characters),
+        listing.set_options([*(Option(character_prompt(c, labels[c.id]), id=str(c.id)) for c in characters),
                              *(Option(group_prompt(g), id=group_option_id(g)) for g in shown_groups)])
         if characters or shown_groups:
             ids = [str(c.id) for c in characters] + [group_option_id(g) for g in shown_groups]
             listing.highlighted = ids.index(current) if current in ids else 0
         self.refresh_playthroughs()
-
-    @staticmethod
-    def _character_prompt(character: CharacterView, label: str | None = None) -> Text:
-        prompt = Text(label or character.name, style="bold")
-        if character.archived:
-            prompt.append(" · archived", style="dim italic")
-        prompt.append("\n" + character_summary(character), style="dim")
-        return prompt
-
-    @staticmethod
-    def _playthrough_prompt(playthrough: PlaythroughView, now: datetime) -> Text:
-        # The title first (issue 20 item 4: given, else the first line, else the date), then the facts.
-        prompt = Text(playthrough.chat_title, style="bold")
-        prompt.append("\n" + played_summary(playthrough, now), style="dim")
-        names = names_line(playthrough)
-        if names:
-            prompt.append("\n" + names, style="dim")
-        return prompt
 
     def refresh_playthroughs(self) -> None:
         """Show the highlighted character's playthroughs, most recently played first."""
@@ -280,7 +259,7 @@ class HomeScreen(TavernScreen[None]):
             now = self._now()
             self._playthroughs = {p.id: p for p in found}
             listing = self.query_one("#playthroughs", OptionList)
-            listing.set_options(Option(self._playthrough_prompt(p, now), id=str(p.id)) for p in found)
+            listing.set_options(Option(playthrough_prompt(p, now), id=str(p.id)) for p in found)
             if found:
                 listing.highlighted = 0
             listing.border_title = Content(f"Playthroughs of {group.name}")
@@ -302,27 +281,14 @@ class HomeScreen(TavernScreen[None]):
         details = self.query_one("#character-details", Static)
         now = self._now()
         self._playthroughs = {p.id: p for p in found}
-        listing.set_options([*(Option(self._playthrough_prompt(p, now), id=str(p.id)) for p in found),
+        listing.set_options([*(Option(playthrough_prompt(p, now), id=str(p.id)) for p in found),
                              *(Option(draft_summary(d, now), id=f"{DRAFT_PREFIX}{d.id}") for d in drafts or [])])
         if found or drafts:
             listing.highlighted = 0
         else:
             listing.add_option(Option("No playthroughs yet: Enter on the character starts one", disabled=True))
         listing.border_title = Content(f"Playthroughs of {character.name}")  # a str is markup
-        details.update(self._details(character))
-
-    @staticmethod
-    def _details(character: CharacterView) -> str:
-        lines = [f"from {character.source_name}"]
-        if character.creator:
-            lines.append(f"by {character.creator}")
-        if character.tags:
-            lines.append("tags: " + ", ".join(character.tags))
-        description = " ".join(character.description.split())
-        if description:
-            lines.append("")
-            lines.append(description if len(description) <= 400 else description[:399].rstrip() + "…")
-        return "\n".join(lines)
+        details.update(character_details(character))
 
     @on(OptionList.OptionHighlighted, "#characters")
     def _character_highlighted(self) -> None:
@@ -378,18 +344,6 @@ class HomeScreen(TavernScreen[None]):
     def _stop_typing_ahead(self) -> None:
         self._typed_ahead = None
 
-    def action_new_playthrough(self) -> None:
-        """Make an opening draft of the highlighted character and open it."""
-        character, group = self.highlighted_character, self.highlighted_group
-        if group is not None:  # a new chat with the same cast
-            self.call(self.tavern.groups.new_playthrough, group.id, title="Cannot start a playthrough",
-                      then=lambda created: self._choose(created.id))
-            return
-        if character is None:
-            self.notify("Import a character first (press ctrl+o).", severity="warning")
-            return
-        self._start_playthrough(character)
-
     def action_card(self) -> None:
         """ctrl+k: the highlighted character's card screen."""
         character = self.highlighted_character
@@ -403,101 +357,6 @@ class HomeScreen(TavernScreen[None]):
 
         self.app.push_screen(CardScreen(self.tavern, character.id))
 
-    @property
-    def highlighted_playthrough(self) -> PlaythroughView | None:
-        """The playthrough under the playthroughs list's cursor (not a draft), if any."""
-        option = self.query_one("#playthroughs", OptionList).highlighted_option
-        if option is None or not option.id or option.id.startswith(DRAFT_PREFIX):
-            return None
-        return self._playthroughs.get(int(option.id))
-
-    def action_rename_playthrough(self) -> None:
-        """ctrl+e: ask for the highlighted playthrough's title (empty: back to the default one)."""
-        chat = self.highlighted_playthrough
-        if chat is None:
-            self.notify("Highlight a playthrough first (Tab to the playthroughs list).", severity="warning")
-            return
-        from tavern_tui.tui.modals.text_prompt import TextPrompt
-
-        def answered(title: str | None) -> None:
-            if title is None or title.strip() == chat.chat_title:
-                return
-            self.call(self.tavern.playthroughs.rename, chat.id, title, title="Cannot rename the playthrough",
-                      then=lambda view: self._renamed(view))
-
-        self.app.push_screen(TextPrompt(f"Rename {chat.title}", "New title (empty: its first line, else its date):",
-                                        chat.chat_title), answered)
-
-    def _renamed(self, view: PlaythroughView) -> None:
-        self.notify(f"#{view.id} is now {view.chat_title!r}.", title="Renamed")
-        self.refresh_playthroughs()
-
-    def action_play_as(self) -> None:
-        """ctrl+y: choose the name the highlighted playthrough's new lines are written under (an
-        imported chat: the persona's or the file's; old lines keep theirs)."""
-        chat = self.highlighted_playthrough
-        if chat is None:
-            self.notify("Highlight a playthrough first (Tab to the playthroughs list).", severity="warning")
-            return
-        from tavern_tui.tui.modals.choose import ChooseScreen
-
-        def choose(names: tuple[str, str]) -> None:
-            default, imported = names
-            if not imported or imported == default:
-                self.notify(f"#{chat.id} plays as {chat.user_name}; its lines were all written under that name. "
-                            "The persona (F8) names you in new playthroughs.", title="Play as")
-                return
-            labels = [f"{default} · your persona's name (the default)", f"{imported} · the imported chat's name"]
-            self.app.push_screen(ChooseScreen(f"New lines of {chat.title} are written as…", labels,
-                                              hint="Lines already written keep their name · Enter chooses · Esc "
-                                                   "cancels", selected=1 if chat.user_name == imported else 0),
-                                 lambda index: picked(index, imported))
-
-        def picked(index: int | None, imported: str) -> None:
-            if index is not None:
-                self.call(self.tavern.playthroughs.play_as, chat.id, imported if index == 1 else "",
-                          title="Cannot change the name", then=self._named)
-
-        self.call(self.tavern.playthroughs.name_choices, chat.id, title="Cannot read the names", then=choose)
-
-    def _named(self, view: PlaythroughView) -> None:
-        self.notify(f"#{view.id}: new lines are written as {view.user_name}.", title="Play as")
-        self.refresh_playthroughs()
-
-    def action_archive_playthrough(self) -> None:
-        """ctrl+a: archive the highlighted playthrough after a yes (hidden, nothing deleted), or
-        bring an archived one back."""
-        chat = self.highlighted_playthrough
-        if chat is None:
-            self.notify("Highlight a playthrough first (Tab to the playthroughs list).", severity="warning")
-            return
-        if chat.archived:
-            self.call(self.tavern.playthroughs.archive, chat.id, False, title="Cannot unarchive the playthrough",
-                      then=lambda view: self._archived(view))
-            return
-        from tavern_tui.tui.modals.confirm import ConfirmScreen
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.call(self.tavern.playthroughs.archive, chat.id, True, title="Cannot archive the playthrough",
-                          then=lambda view: self._archived(view))
-
-        self.app.push_screen(ConfirmScreen(f"Archive {chat.title} ({chat.chat_title})?\n\nIt leaves the lists; "
-                                           "nothing is deleted. ctrl+u shows archived ones, ctrl+a there brings "
-                                           "it back.", confirm="Archive"), answered)
-
-    def _archived(self, view: PlaythroughView) -> None:
-        self.notify(f"#{view.id} {view.chat_title!r} " + ("archived (ctrl+u shows it)." if view.archived
-                                                          else "is back in the lists."), title="Archive")
-        self.refresh_playthroughs()
-
-    def action_toggle_archived(self) -> None:
-        """ctrl+u: list archived characters and playthroughs too, or hide them again."""
-        self.show_archived = not self.show_archived
-        self.notify("Archived ones are listed (marked)." if self.show_archived else "Archived ones are hidden.",
-                    timeout=2)
-        self.refresh_characters()
-
     def action_world_books(self) -> None:
         """Open the world-book pane (the library, no playthrough)."""
         self.post_message(WorldBooksRequested())
@@ -510,70 +369,3 @@ class HomeScreen(TavernScreen[None]):
     def action_refresh(self) -> None:
         """Re-read characters and playthroughs."""
         self.refresh_characters()
-
-    def action_import_cards(self) -> None:
-        """Ask for a path, then import it in a thread worker."""
-        def chosen(path: str | None) -> None:
-            if path:
-                self.notify(f"Importing {path}…", timeout=2)
-                self._import(path)
-
-        self.app.push_screen(ImportScreen(), chosen)
-
-    @work(thread=True, group="import", exit_on_error=False, description="import cards")
-    def _import(self, path: str, character: str | None = None) -> None:
-        # Runs off the UI thread: reads files and writes SQLite, then hands the results back.
-        self.post_message(import_results(self.tavern, path, "character", character))
-
-    def on_import_finished(self, message: ImportFinished) -> None:
-        """Refresh the lists and say in one line what each file became ("Imported 4 world books,
-        1 chat"); failures and warnings in one toast each, in full on ctrl+l. The cursor moves
-        only to a character that is new; a chat whose character is missing asks for it."""
-        new_characters = [r for r in message.results if r.ok and not r.duplicate and r.kind == "character"]
-        self.refresh_characters(select=new_characters[0].id if new_characters else None)
-        if message.results:
-            line, severity = summarise(message.results)
-            self.notify(line, title="Import", severity=severity)  # type: ignore[arg-type]
-        notify_failures(self, message.results)
-        notify_warnings(self, message.results)
-        for result in message.results:
-            if result.needs_character:
-                self._ask_character(result)
-        if not message.results:
-            self.notify("No .png, .json or .jsonl files found there.", title="Import", severity="warning")
-
-    def _ask_character(self, result: ImportResult) -> None:
-        """Offer the character list for a chat whose character is not in the library, then
-        import it again with the one picked (the CLI's `--character`)."""
-        characters = [(c.id, c.name) for c in self._all]
-        if not characters:
-            self.notify(result.error or result.path, title="Import failed", severity="error", timeout=10)
-            return
-
-        def picked(character_id: int | None) -> None:
-            if character_id is not None:
-                self._import(result.path, str(character_id))
-
-        self.app.push_screen(CharacterPicker(result.path, result.error or "", characters), picked)
-
-
-def played_summary(playthrough: PlaythroughView, now: datetime) -> str:
-    """"#3 · 2,000 messages · 1,989 summarised · 5 min ago": what was played (a summary's
-    originals counted, not the summary), and how much of it a summary now stands for."""
-    played = playthrough.played_count or playthrough.message_count
-    parts = [f"#{playthrough.id}", f"{played:,} message{'' if played == 1 else 's'}"]
-    if playthrough.summarised_count:
-        parts.append(f"{playthrough.summarised_count:,} summarised")
-    parts.append(relative_time(playthrough.updated_at, now))
-    if playthrough.archived:
-        parts.append("archived")
-    return " · ".join(parts)
-
-
-def names_line(playthrough: PlaythroughView) -> str:
-    """"you play as Ada (imported lines: User) · ctrl+y" for an imported chat whose own name for
-    the person is not the one new lines get; "" otherwise."""
-    imported = playthrough.imported_user
-    if not imported or imported == playthrough.user_name:
-        return ""
-    return f"you play as {playthrough.user_name} (imported lines: {imported}) · ctrl+y changes"

@@ -18,13 +18,13 @@ from textual.widgets import Collapsible, Footer, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import WorkerCancelled, WorkerFailed
 
-from tavern_tui.assembly.attribution import breakdown_text, describe
-from tavern_tui.engine.step import stages_text
+from tavern_tui.assembly.attribution import describe
 from tavern_tui.engine.trace import Verification
 from tavern_tui.errors import TavernError
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, event_label, plural, relative_time
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.trace_facts import facts_content
 from tavern_tui.tui.screens.trace_requests import duration, moment_of, newest_first, request_tokens
 from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
@@ -87,117 +87,6 @@ def verification_line(verification: Verification | None) -> Content:
 def mismatch_summary(verification: Verification) -> str:
     """"message 2 changed, message 4 missing" (1-based positions)."""
     return ", ".join(f"message {c.position + 1} {c.status}" for c in verification.checks if c.status != "ok")
-
-
-def decision_text(decision: Mapping[str, Any]) -> str:
-    """"✓ Eldoria#1 shadowfang — key: key 'shadowfang' found in the input" (as the lore pane
-    words a decision, from its stored JSON)."""
-    mark = "✓" if decision.get("fired") else "✗"
-    comment = f" {decision['comment']}" if decision.get("comment") else ""
-    detail = f": {decision['detail']}" if decision.get("detail") else ""
-    return (f"{mark} {decision.get('book', '?')}#{decision.get('uid', '?')}{comment} "
-            f"— {decision.get('reason', '?')}{detail}")
-
-
-def _pairs(mapping: Mapping[str, Any] | None) -> str:
-    return ", ".join(f"{k}={v}" for k, v in (mapping or {}).items())
-
-
-def _section(title: str, *rest: str | Content | tuple[str, str]) -> Content:
-    return Content.assemble((f"{title}  ", "bold"), *rest)
-
-
-def facts_content(view: TraceView, trace: Mapping[str, Any]) -> Content:
-    """Everything after the messages: world info, config requested vs effective, attempts,
-    usage, timing, resources and adjustments."""
-    parts: list[Content] = []
-    world_info = trace.get("world_info")
-    if isinstance(world_info, Mapping):
-        fired: Sequence[Mapping[str, Any]] = world_info.get("fired") or []
-        skipped: Sequence[Mapping[str, Any]] = world_info.get("skipped") or []
-        no_match: Mapping[str, Sequence[Any]] = world_info.get("no_match") or {}
-        unmatched = sum(len(uids) for uids in no_match.values())
-        budget = f"{world_info.get('tokens_used', '?')} of {world_info.get('budget', '?')} budget tokens"
-        parts.append(_section("world info", f"{len(fired)} fired · {len(skipped)} skipped · "
-                              f"{unmatched} without a match · {budget}",
-                              (" · over budget" if world_info.get("overflowed") else "", "$wi-over-budget")))
-        parts.extend(Content.styled(f"  {decision_text(d)}", "$wi-fired") for d in fired)
-        parts.extend(Content.styled(f"  {decision_text(d)}",
-                                    "$wi-over-budget" if d.get("reason") == "over_budget" else "$wi-skipped")
-                     for d in skipped)
-    else:
-        parts.append(_section("world info", ("not recorded for this request", "dim")))
-
-    requested = (trace.get("record") or {}).get("config", view.config)
-    adjusted = trace.get("config_adjusted") or {}
-    parts.append(_section("config requested", _pairs(requested) or ("none (the provider's defaults)", "dim")))
-    if adjusted:
-        effective = adjusted.get("effective")
-        parts.append(_section("config effective", ("same as requested", "dim") if effective == requested
-                              else (_pairs(effective) or ("none", "dim"))))
-        omitted = adjusted.get("omitted") or []
-        parts.append(_section("omitted", ", ".join(map(str, omitted)) if omitted else ("nothing", "dim")))
-
-    record: Mapping[str, Any] = trace.get("record") or {}
-    tools = record.get("tools")
-    if isinstance(tools, Mapping) and tools.get("names"):  # a step of a turn with tools (issue 19)
-        parts.append(_section("tools offered", ", ".join(map(str, tools["names"])),
-                              (f" (schemas sha256 {str(tools.get('sha256'))[:12]}…)", "dim")))
-        turn = record.get("turn")
-        if isinstance(turn, Mapping) and int(turn.get("step") or 1) > 1 and turn.get("first"):
-            parts.append(_section("turn step", f"{turn['step']}, after the tool results below",
-                                  (f" (first request {turn['first'][0]}:{turn['first'][1]})", "dim")))
-        for result in record.get("tool_results") or []:
-            why = f": {result['reason']}" if result.get("reason") else ""
-            parts.append(Content(f"  result {result.get('name')} [{result.get('status')}]{why}"))
-
-    attempts = view.attempts
-    parts.append(_section("attempts", str(len(attempts)) if attempts else ("one, no retries recorded", "dim")))
-    for number, attempt in enumerate(attempts, start=1):
-        detail = " · ".join(f"{k} {_pairs(v) if isinstance(v, Mapping) else v}" for k, v in attempt.items()
-                            if v not in (None, "", [], {}))
-        parts.append(Content(f"  {number}. {detail}"))
-
-    usage = view.usage
-    parts.append(_section("usage", ("not reported", "dim") if not usage else
-                          f"{usage.get('prompt_tokens', '?')} prompt + {usage.get('completion_tokens', '?')} "
-                          f"completion = {usage.get('total_tokens', '?')} tokens"))
-
-    timing = trace.get("timing")
-    submitted = moment_of(timing.get("submitted")) if isinstance(timing, Mapping) else None
-    if submitted is None:
-        parts.append(_section("timing", ("not recorded", "dim")))
-    else:
-        assert isinstance(timing, Mapping)
-        steps = ["submitted"]
-        for key, label in (("first_byte", "first byte"), ("last_byte", "last byte")):
-            moment = moment_of(timing.get(key))
-            steps.append(f"{label} " + ("—" if moment is None else
-                                         f"+{duration((moment - submitted).total_seconds() * 1000)}"))
-        stages = timing.get("stages")
-        parts.append(_section("timing", " → ".join(steps)
-                              + (f"\nstages: {stages_text(stages)}" if isinstance(stages, Mapping) and stages else "")))
-
-    resources: Mapping[str, Any] = trace.get("resources") or {}
-    books = [f"{b.get('name', '?')} ({b.get('source', '?')}, {plural(int(b.get('entries', 0)), 'entry', 'entries')})"
-             for b in resources.get("world_books") or [] if isinstance(b, Mapping)]
-    used = [f"character #{resources['character_id']}"] if resources.get("character_id") is not None else []
-    if resources.get("preset"):
-        preset = resources["preset"]
-        used.append(f"preset {preset.get('name', preset) if isinstance(preset, Mapping) else preset}")
-    if books:
-        used.append("books: " + "; ".join(books))
-    parts.append(_section("resources", " · ".join(used) if used else ("none recorded", "dim")))
-
-    attribution: Mapping[str, Any] = trace.get("attribution") or {}
-    if attribution.get("breakdown"):
-        parts.append(_section("tokens by category", breakdown_text(dict(attribution["breakdown"])),
-                              (f" ({attribution.get('counter')})", "dim")))
-
-    adjustments: Sequence[str] = trace.get("adjustments") or []
-    parts.append(_section("adjustments", "" if adjustments else ("none", "dim")))
-    parts.extend(Content(f"  · {adjustment}") for adjustment in adjustments)
-    return Content("\n").join(parts)
 
 
 def _role_style(role: str) -> str:
