@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tavern_tui.config import Settings
 from tavern_tui.service import Tavern
-from tests.conftest import ScriptedModel
+from tests.conftest import ScriptedModel, seed_database
 
 CARD = ('{"spec":"chara_card_v2","spec_version":"2.0","data":{"name":"Mira","first_mes":"Hello.",'
         '"alternate_greetings":["Hi there."]}}')
@@ -84,9 +84,11 @@ def _apply(tavern: Tavern, pid: int, op: str, arg: object, branches: list[int]) 
 @pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
-def test_every_variant_stays_reachable_and_no_event_changes(ops: list[tuple[str, object]]) -> None:
+def test_every_variant_stays_reachable_and_no_event_changes(database_templates: dict[str, Path],
+                                                            ops: list[tuple[str, object]]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "t.sqlite3"
+        seed_database(database_templates["empty"], f"sqlite:///{db}")  # migrated once, copied per example
         tavern = Tavern(Settings(db_url=f"sqlite:///{db}"), provider=ScriptedModel(delay=0))
         try:
             card = Path(folder) / "mira.json"
