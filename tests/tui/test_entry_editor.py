@@ -143,8 +143,8 @@ async def test_an_unexpected_failure_is_shown_and_the_editor_stays_usable(tavern
     async with editing(tavern, book_id) as run:
         editor = await run.open(0)
         editor.query_one("#title", Input).value = "harbour"
-        await run.pilot.press("ctrl+s")
-        await run.pilot.pause()
+        await run.pilot.press("ctrl+s")  # the save (and its failure) runs in a worker
+        await wait_until(run.pilot, lambda: error_of(editor) != "")
         assert run.app.screen is editor
         assert error_of(editor) == "Not saved: RuntimeError: database is locked"
         assert not editor.saving and not save_button(editor).disabled

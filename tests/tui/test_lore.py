@@ -132,6 +132,8 @@ async def test_editing_an_entry_saves_the_book(corpus_tavern: Tavern, staging: i
         assert saved.key == ["shadowfang", "beast", "monster", "monsters", "beasts", "wolfkin"]
         assert saved.position is Position.AT_DEPTH and saved.depth == 2
         assert saved.content and saved.uid == 1 and saved.comment == "[Lore] shadowfang"  # the rest is kept
+        # the pane re-reads the book in a worker after the save: wait for its table to show it
+        await wait_until(pilot, lambda: str(lore.entries.get_row_at(1)[1]) == "[Lore] shadowfang")
         row = lore.entries.get_row_at(1)
         assert (str(row[1]) == "[Lore] shadowfang" and str(row[2]) == "shadowfang, beast +4"
                 and str(row[4]) == "@D 2" and lore.entries.cursor_row == 1)
@@ -145,8 +147,8 @@ async def test_a_refused_save_keeps_the_editor_open_and_stores_nothing(corpus_ta
         editor = await open_editor(pilot, lore, row=1)
         editor.query_one("#uid", Input).value = "0"  # the uid of the first entry
         editor.query_one("#title", Input).value = "renamed"
-        await pilot.press("ctrl+s")
-        await pilot.pause()
+        await pilot.press("ctrl+s")  # the save (and its refusal) runs in a worker
+        await wait_until(pilot, lambda: str(editor.query_one("#editor-error", Static).content) != "")
         assert app.screen is editor
         error = str(editor.query_one("#editor-error", Static).content)
         assert error.startswith("Not saved:") and "duplicate uid 0" in error
