@@ -46,6 +46,10 @@ def test_import_json_lists_results_and_fails_on_a_broken_file(cli_env: dict[str,
     ok = _run(["import", str(corpus_dir / "cards")], cli_env)
     assert ok.returncode == 0
     assert ok.stdout.count("imported character") == 6 and "already imported" in ok.stdout
+    # Skynet was imported above: its line says so up front, with the id it already has
+    skynet = corpus_dir / "cards" / "skynet_v1_legacy.png"
+    assert f"already imported character {results[0]['id']}: Skynet  [{skynet}]\n" in ok.stdout
+    assert "(already imported)" not in ok.stdout
 
 
 def test_chat_against_a_loopback_server_then_a_new_process_reads_the_session(cli_env: dict[str, str],

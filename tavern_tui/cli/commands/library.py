@@ -80,12 +80,12 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if r.error:
                 err.write(f"error: {r.error}\n")
             else:
-                note = " (already imported)" if r.duplicate else ""
+                verb = "already imported" if r.duplicate else "imported"  # the stored one is kept as it was
                 kind = r.kind.replace("_", " ")
                 if r.kind == "persona":  # its id is the persona's new version, not a new record
-                    out.write(f"imported persona(s) {r.name}{note}  [{r.path}]\n")
+                    out.write(f"{verb} persona(s) {r.name}  [{r.path}]\n")
                 else:
-                    out.write(f"imported {kind} {r.id}: {r.name}{note}  [{r.path}]\n")
+                    out.write(f"{verb} {kind} {r.id}: {r.name}  [{r.path}]\n")
             for warning in r.warnings:
                 err.write(f"warning: {r.path}: {warning}\n")
         if len(results) > 1:
