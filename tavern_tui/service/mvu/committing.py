@@ -19,7 +19,7 @@ from tavern_tui.engine.events import Event, EventKind, NewEvent
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.errors import StoreBusy, TavernError
-from tavern_tui.mvu import MVU_PART, commit_part, extract_commands, mvu_head, update_variables
+from tavern_tui.mvu import MVU_PART, commit_part, extract_commands, has_mvu_material, mvu_head, update_variables
 from tavern_tui.mvu.jsutil import clone
 from tavern_tui.mvu.records import mvu_commits
 from tavern_tui.mvu.update import Refusal, UpdateOutcome
@@ -37,13 +37,18 @@ class MvuCommits(MvuPart):
     def ensure_initialised(self, playthrough_id: int) -> bool:
         """Commit the initial record when the head has MVU material and no record yet (before a generation).
         Returns whether a record was committed now."""
-        view = self.playthroughs.playthrough(playthrough_id)
-        for _ in range(CAS_TRIES):
+        material = self.material.material(playthrough_id)
+        view, books, _primary, greetings, _macros = material
+        if not has_mvu_material(books, greetings):
+            return False  # no state to start: a long chat's surface (the costly read) is not read for nothing
+        for attempt in range(CAS_TRIES):
+            if attempt:  # another writer committed meanwhile: its variables may be in the macros now
+                material = self.material.material(playthrough_id)
             events = self.surface_events(view.session_id)
             surface = surface_of(events)
             if mvu_head(events, {m.ref for m in surface}).record is not None:
                 return False
-            planned = self.material.planned_init(playthrough_id, surface)
+            planned = self.material.planned_init(playthrough_id, surface, material)
             if planned is None:
                 return False
             message, result = planned

@@ -62,10 +62,13 @@ class MvuMaterial:
                          user=view.user_name, char=view.character_name)
         return view, init_books, primary, list(card.greetings), macros
 
-    def planned_init(self, playthrough_id: int, surface: list[Any]) -> tuple[tuple[int, int], Any] | None:
+    def planned_init(self, playthrough_id: int, surface: list[Any],
+                     material: tuple[Any, list[InitBook], str | None, list[str], MacroContext] | None = None,
+                     ) -> tuple[tuple[int, int], Any] | None:
         """(the message the initial record belongs to, `initial_record`'s result) for a surface with no record
-        yet; None without MVU material or a message to hold it."""
-        _view, books, primary, greetings, macros = self.material(playthrough_id)
+        yet; None without MVU material or a message to hold it. `material`: `material(playthrough_id)`
+        when the caller has just read it."""
+        _view, books, primary, greetings, macros = material if material is not None else self.material(playthrough_id)
         if not has_mvu_material(books, greetings):
             return None
         shown = [m for m in surface if m.role in ("user", "assistant")]
