@@ -153,8 +153,9 @@ async def test_preview_apply_bind_and_back(corpus_tavern: Tavern, default_preset
         assert corpus_tavern.strategies.applied_strategy(pid) == BUILTINS["projection"]
         assert corpus_tavern.playthroughs.playthrough(pid).strategy == "projection"
         await noted(pilot, seen, f"Applied projection v1 to #{pid}: the next steps use it.")
-        assert applied_lines(strategies) == ["projection · v1 · built in |   ● applied"]
-        assert "applied: projection v1" in str(screen.query_one("#strategy-title", Static).content)
+        # the list and the title are relabelled by a worker after the apply
+        await wait_until(pilot, lambda: applied_lines(strategies) == ["projection · v1 · built in |   ● applied"]
+                         and "applied: projection v1" in str(screen.query_one("#strategy-title", Static).content))
         await pilot.press("enter")  # again: nothing to do
         await wait_until(pilot, lambda: f"projection v1 is already applied to #{pid}." in notes(seen))
 
@@ -237,7 +238,8 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         assert corpus_tavern.strategies.applied_strategy(pid) == before
         assert corpus_tavern.playthroughs.playthrough(pid).strategy == SLOTS_FIRST
         await noted(pilot, seen, "Saved lean v1 — not applied; press Enter to apply")
-        assert line_of(screen.strategies, "lean") == "lean · v1 · preset-slots-first\n  examples=omit"
+        await wait_until(pilot, lambda: line_of(screen.strategies, "lean")
+                         == "lean · v1 · preset-slots-first\n  examples=omit")
         assert applied_lines(screen.strategies) == ["preset-slots-first · v1 · built in |   ● applied"]
         # the saved version is highlighted (the list focused) and previewed
         assert app.focused is screen.strategies and screen.highlighted_strategy == "lean"
@@ -263,8 +265,8 @@ async def test_copy_save_apply_and_next_version(corpus_tavern: Tavern) -> None:
         assert corpus_tavern.strategies.applied_strategy(pid) == StrategySpec("lean", 1, SLOTS_FIRST,
                                                                                {"examples": "omit"})
         await noted(pilot, seen, "Saved lean v2 — not applied; press Enter to apply")
-        assert line_of(screen.strategies, "lean") == \
-            "lean · v2 · preset-slots-first\n  ● v1 applied · v2 saved, not applied\n  examples=system"
+        await wait_until(pilot, lambda: line_of(screen.strategies, "lean")
+                         == "lean · v2 · preset-slots-first\n  ● v1 applied · v2 saved, not applied\n  examples=system")
         assert "applied: lean v1" in str(screen.query_one("#strategy-title", Static).content)
         await wait_until(pilot, lambda: screen.shown_key == ("lean", 2, None))
 
