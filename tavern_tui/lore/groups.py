@@ -78,23 +78,50 @@ def filter_by_inclusion_groups(
     if not grouped:
         return {}
     order = js_key_order(list(grouped))
-    losses: dict[int, GroupLoss] = {}
+    removal = _Removal(new_entries)
+    has_sticky = _keep_sticky_drop_cooling(grouped, order, is_sticky, is_cooling, removal)
+    unsettled = [name for name in order if not has_sticky[name]]
+    _drop_low_scores(grouped, unsettled, score, use_group_scoring, removal)
+    for name in unsettled:
+        group = grouped[name]
+        if name in active_groups:
+            removal.remove_all_but(name, group, None, f"group '{name}' already has an active entry")
+        elif len(group) > 1:
+            _pick_winner(name, group, roll, removal)
+    return removal.losses
 
-    def remove(entry: Prepared, loss: GroupLoss) -> None:
-        if entry in new_entries:
-            new_entries.remove(entry)
-            losses.setdefault(entry.pos, loss)
-        elif new_entries:  # JS splice(-1, 1): the last candidate goes instead
-            victim = new_entries.pop()
-            losses.setdefault(victim.pos, GroupLoss(loss.group, None, (
+
+class _Removal:
+    """Takes losers out of the loop's entries with SillyTavern's splice quirk, keeping the first
+    loss of each entry; shared by the three passes over the groups."""
+
+    def __init__(self, new_entries: list[Prepared]) -> None:
+        self.new_entries = new_entries
+        self.losses: dict[int, GroupLoss] = {}
+
+    def remove(self, entry: Prepared, loss: GroupLoss) -> None:
+        """Remove `entry`, or (already removed) the last candidate, as JS `splice(indexOf(e), 1)`."""
+        if entry in self.new_entries:
+            self.new_entries.remove(entry)
+            self.losses.setdefault(entry.pos, loss)
+        elif self.new_entries:  # JS splice(-1, 1): the last candidate goes instead
+            victim = self.new_entries.pop()
+            self.losses.setdefault(victim.pos, GroupLoss(loss.group, None, (
                 f"dropped by SillyTavern's inclusion-group quirk: uid {entry.entry.uid} was removed from "
                 f"group '{loss.group}' a second time, which removes the last candidate")))
 
-    def remove_all_but(name: str, group: list[Prepared], chosen: Prepared | None, detail: str) -> None:
+    def remove_all_but(self, name: str, group: list[Prepared], chosen: Prepared | None, detail: str) -> None:
+        """Remove every member of `group` but `chosen` (None = all of them)."""
         for entry in list(group):
             if entry is not chosen:
-                remove(entry, GroupLoss(name, chosen, detail))
+                self.remove(entry, GroupLoss(name, chosen, detail))
 
+
+def _keep_sticky_drop_cooling(grouped: dict[str, list[Prepared]], order: list[str],
+                              is_sticky: Callable[[Prepared], bool], is_cooling: Callable[[Prepared], bool],
+                              removal: _Removal) -> dict[str, bool]:
+    """ST `filterGroupsByTimedEffects`: a group with a sticky member keeps only those; cooling
+    members go. Returns whether each group had a sticky member (such groups skip the rest)."""
     has_sticky: dict[str, bool] = {}
     for name in order:
         group = grouped[name]
@@ -103,16 +130,20 @@ def filter_by_inclusion_groups(
         if sticky:
             for entry in group:
                 if entry not in sticky:
-                    remove(entry, GroupLoss(name, sticky[0],
-                                            f"lost group '{name}' to sticky uid {sticky[0].entry.uid}"))
+                    removal.remove(entry, GroupLoss(name, sticky[0],
+                                                    f"lost group '{name}' to sticky uid {sticky[0].entry.uid}"))
         for entry in [e for e in group if is_cooling(e)]:
-            remove(entry, GroupLoss(name, None, f"removed from group '{name}' while cooling down"))
+            removal.remove(entry, GroupLoss(name, None, f"removed from group '{name}' while cooling down"))
+    return has_sticky
 
-    for name in order:
+
+def _drop_low_scores(grouped: dict[str, list[Prepared]], names: list[str], score: Callable[[Prepared], int],
+                     use_group_scoring: bool, removal: _Removal) -> None:
+    """ST `filterGroupsByScoring`: scored members below their group's best score go (also out
+    of `grouped`, so the winner pass sees only the rest)."""
+    for name in names:
         group = grouped[name]
         if not use_group_scoring and not any(e.entry.use_group_scoring for e in group):
-            continue
-        if has_sticky[name]:
             continue
         scores = [score(e) for e in group]
         best = max(scores)
@@ -121,37 +152,27 @@ def filter_by_inclusion_groups(
             entry = group[i]
             scored = use_group_scoring if entry.entry.use_group_scoring is None else entry.entry.use_group_scoring
             if scored and scores[i] < best:
-                remove(entry, GroupLoss(name, None, f"lost group '{name}' on score {scores[i]} < best {best}"))
+                removal.remove(entry, GroupLoss(name, None, f"lost group '{name}' on score {scores[i]} < best {best}"))
                 del group[i]
                 del scores[i]
                 continue
             i += 1
 
-    for name in order:
-        group = grouped[name]
-        if has_sticky[name]:
-            continue
-        if name in active_groups:
-            remove_all_but(name, group, None, f"group '{name}' already has an active entry")
-            continue
-        if len(group) <= 1:
-            continue
-        prios = sorted((e for e in group if e.entry.group_override), key=lambda e: -e.entry.order)
-        if prios:
-            winner = prios[0]
-            remove_all_but(name, group, winner, f"lost group '{name}' to uid {winner.entry.uid} (priority)")
-            continue
-        weights = [DEFAULT_WEIGHT if e.entry.group_weight is None else e.entry.group_weight for e in group]
-        value = roll() / 100 * sum(weights)
-        running, winner_or_none = 0.0, None
-        for entry, weight in zip(group, weights):
-            running += weight
-            if value <= running:
-                winner_or_none = entry
-                break
-        if winner_or_none is None:
-            continue  # SillyTavern keeps every member when no one wins the roll
-        winner = winner_or_none
-        remove_all_but(name, group, winner,
-                       f"lost group '{name}' to uid {winner.entry.uid} (weighted roll {value:.1f} of {sum(weights):g})")
-    return losses
+
+def _pick_winner(name: str, group: list[Prepared], roll: Callable[[], float], removal: _Removal) -> None:
+    """One survivor of a contested group: the highest-order `groupOverride` member, else a
+    weighted roll (no winner on the roll keeps every member, as SillyTavern)."""
+    prios = sorted((e for e in group if e.entry.group_override), key=lambda e: -e.entry.order)
+    if prios:
+        winner = prios[0]
+        removal.remove_all_but(name, group, winner, f"lost group '{name}' to uid {winner.entry.uid} (priority)")
+        return
+    weights = [DEFAULT_WEIGHT if e.entry.group_weight is None else e.entry.group_weight for e in group]
+    value = roll() / 100 * sum(weights)
+    running = 0.0
+    for entry, weight in zip(group, weights):
+        running += weight
+        if value <= running:
+            removal.remove_all_but(name, group, entry, f"lost group '{name}' to uid {entry.entry.uid} "
+                                   f"(weighted roll {value:.1f} of {sum(weights):g})")
+            return

@@ -42,7 +42,7 @@ in `budget`:
    — ST's client sends it only to Claude; we send it for every source when it is set, merged in
    front of a continue prefill ("\\n\\n") instead of a second assistant message.
 8. `squash_system_messages`: consecutive system parts without a name are merged with "\\n",
-   except the new-chat and example-header lines.
+   except the new-chat and example-header lines (`squash`).
 9. `names_behavior` (CONTENT, COMPLETION, NONE, DEFAULT): `budget`.
 
 Pure: no I/O.
@@ -51,10 +51,9 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tavern_tui.assembly.attribution import shift
 from tavern_tui.assembly.basic import expand_lore, split_examples
 from tavern_tui.assembly.macros import MacroContext, substitute, substitute_in
 from tavern_tui.assembly.policy import POLICY_KIND, RP_POLICY
@@ -76,6 +75,7 @@ from tavern_tui.assembly.sillytavern.inputs import (
     PromptPart,
 )
 from tavern_tui.assembly.sillytavern.spans import attach_all
+from tavern_tui.assembly.sillytavern.squash import squash_system_messages
 from tavern_tui.formats.presets import ABSOLUTE, PresetPrompt
 
 __all__ = ["BuiltPrompt", "build_prompt", "to_messages"]
@@ -112,6 +112,16 @@ class BuiltPrompt:
     budget: int
     history_dropped: int
     token_counter: str = "estimate"
+
+
+@dataclass
+class _Order:
+    """The preset's order walked once (steps 1–3), before the chat is fitted around it."""
+
+    slots: list[PromptPart | str] = field(default_factory=list)  # parts, or chatHistory / dialogueExamples
+    absolute: list[AbsolutePrompt] = field(default_factory=list)  # in-chat prompts, placed by depth
+    seen_ids: set[str] = field(default_factory=set)
+    main_at: int | None = None  # where `main` is (or would be, when empty) among the slots
 
 
 def to_messages(parts: list[PromptPart]) -> list[dict[str, Any]]:
@@ -279,57 +289,104 @@ class _Builder:
                                 "the preset has no enabled personaDescription marker")
 
     def build(self) -> BuiltPrompt:
-        inputs, preset = self.inputs, self.preset
-        slots: list[PromptPart | str] = []  # parts, or "history" / "examples" placeholders
-        absolute: list[AbsolutePrompt] = []
-        seen_ids: set[str] = set()
-        main_at: int | None = None  # where `main` is (or would be, when empty) among the slots
-        for prompt in preset.enabled_prompts(self.generation):
+        """The request for the inputs, in the steps of the module docstring; called once.
+
+        Raises:
+            PromptTooLarge: the mandatory prompts need more tokens than the budget and the
+                inputs ask for a strict budget.
+        """
+        inputs = self.inputs
+        order = self._walk_order()
+        self._place_extras(order)
+        slots = order.slots
+        has_history = "chatHistory" in slots
+        continue_text = self.sub(inputs.continue_text) if self.generation == "continue" else ""
+        prefill_mode = bool(continue_text) and self.preset.continue_prefill
+        items, anchor = self._chat_items(order.absolute, has_history, "" if prefill_mode else continue_text)
+        tail = self._tail(anchor, continue_text if prefill_mode else "", has_history)
+        new_chat, group_nudge = self._chat_frame(has_history)
+        inputs_kept = [it for it in items if it.kind == "input"] if has_history else []
+        mandatory = [p for p in slots if isinstance(p, PromptPart)] + tail
+        mandatory += [new_chat] if new_chat else []
+        mandatory += [group_nudge] if group_nudge else []
+        mandatory += [it.part for it in inputs_kept]
+        mandatory += [it.part for it in items if it.kind == "summary"] if has_history else []
+        remaining = self._remaining(mandatory)
+        examples, chat, dropped = self._fit(items, inputs_kept, remaining, has_history,
+                                            "dialogueExamples" in slots)
+        parts: list[PromptPart] = []
+        for slot in slots:
+            if isinstance(slot, PromptPart):
+                parts.append(slot)
+            elif slot == "chatHistory":
+                parts += ([new_chat] if new_chat else []) + chat + ([group_nudge] if group_nudge else [])
+            else:
+                parts += examples
+        parts += tail
+        return self._finish(parts, dropped)
+
+    def _walk_order(self) -> _Order:
+        """Steps 1–3: the enabled prompts in order, as parts, placeholders and absolute prompts."""
+        order = _Order()
+        for prompt in self.preset.enabled_prompts(self.generation):
             ident = prompt.identifier
             if ident in ("chatHistory", "dialogueExamples"):
-                if ident not in seen_ids:
-                    slots.append(ident)
-                seen_ids.add(ident)
+                if ident not in order.seen_ids:
+                    order.slots.append(ident)
+                order.seen_ids.add(ident)
                 continue
-            if ident == "main" and main_at is None and prompt.injection_position != ABSOLUTE:
-                main_at = len(slots)
-            seen_ids.add(ident)
-            if ident in _FILLED_MARKERS:
-                content = self._marker(ident)
-                source = ("world_info" if ident.startswith("worldInfo")
-                          else "persona" if ident == "personaDescription" else "marker")
-                if not content.strip():
-                    continue
-            elif prompt.marker:
-                self.adjustments.append(f"marker '{ident}' skipped: SillyTavern fills no marker of that name")
+            if ident == "main" and order.main_at is None and prompt.injection_position != ABSOLUTE:
+                order.main_at = len(order.slots)
+            order.seen_ids.add(ident)
+            placed = self._order_content(prompt)
+            if placed is None:
                 continue
-            elif ident == NOTE_ID and inputs.authors_note is not None:
-                continue  # its settings apply to the Author's Note (`_place_note`)
-            elif ident in _ENGINE_PROMPTS:
-                self.adjustments.append(f"prompt '{ident}' skipped: SillyTavern uses it only for its own purpose")
-                continue
-            elif prompt.system_prompt and ident not in _BUILTIN_SENT and prompt.injection_position != ABSOLUTE:
-                self.adjustments.append(f"prompt '{ident}' skipped: SillyTavern places only its own built-in "
-                                        "system prompts (main, nsfw, jailbreak, enhanceDefinitions)")
-                continue
-            else:
-                content = self._prompt_content(prompt)
-                source = "preset"
-                if not content.strip():
-                    if ident == "main" and self._active("main") is None:
-                        self.adjustments.append("prompt 'main' skipped: disabled in the preset")
-                    else:
-                        self.adjustments.append(f"prompt '{ident}' skipped: empty")
-                    continue
+            content, source = placed
             if prompt.injection_position == ABSOLUTE:
-                absolute.append(AbsolutePrompt(ident, prompt.role, content, prompt.injection_depth,
-                                          prompt.injection_order))
+                order.absolute.append(AbsolutePrompt(ident, prompt.role, content, prompt.injection_depth,
+                                                     prompt.injection_order))
             else:
-                slots.append(PromptPart(prompt.role, content, source, ident))
-        self.in_chat.place_note(slots, absolute, main_at)
+                order.slots.append(PromptPart(prompt.role, content, source, ident))
+        return order
+
+    def _order_content(self, prompt: PresetPrompt) -> tuple[str, str] | None:
+        """An ordered prompt's (content, part source), or None when ST does not place it (the
+        adjustment says why, except for blank markers and the note's own settings)."""
+        ident = prompt.identifier
+        if ident in _FILLED_MARKERS:
+            content = self._marker(ident)
+            source = ("world_info" if ident.startswith("worldInfo")
+                      else "persona" if ident == "personaDescription" else "marker")
+            return (content, source) if content.strip() else None
+        if prompt.marker:
+            self.adjustments.append(f"marker '{ident}' skipped: SillyTavern fills no marker of that name")
+            return None
+        if ident == NOTE_ID and self.inputs.authors_note is not None:
+            return None  # its settings apply to the Author's Note (`place_note`)
+        if ident in _ENGINE_PROMPTS:
+            self.adjustments.append(f"prompt '{ident}' skipped: SillyTavern uses it only for its own purpose")
+            return None
+        if prompt.system_prompt and ident not in _BUILTIN_SENT and prompt.injection_position != ABSOLUTE:
+            self.adjustments.append(f"prompt '{ident}' skipped: SillyTavern places only its own built-in "
+                                    "system prompts (main, nsfw, jailbreak, enhanceDefinitions)")
+            return None
+        content = self._prompt_content(prompt)
+        if not content.strip():
+            if ident == "main" and self._active("main") is None:
+                self.adjustments.append("prompt 'main' skipped: disabled in the preset")
+            else:
+                self.adjustments.append(f"prompt '{ident}' skipped: empty")
+            return None
+        return content, "preset"
+
+    def _place_extras(self, order: _Order) -> None:
+        """The parts not placed by the order: the Author's Note, the persona without a marker,
+        the policy; and the notes on card / chat overrides the order leaves unused."""
+        slots, seen_ids = order.slots, order.seen_ids
+        self.in_chat.place_note(slots, order.absolute, order.main_at)
         if "personaDescription" not in seen_ids and self.ctx.persona.strip():
             self._place_persona(slots)
-        policy = self.sub(inputs.policy) if inputs.policy.strip() else ""
+        policy = self.sub(self.inputs.policy) if self.inputs.policy.strip() else ""
         if policy.strip():  # its own system part, the last before the chat (`assembly.policy`)
             at = slots.index("chatHistory") if "chatHistory" in slots else len(slots)
             slots.insert(at, PromptPart("system", policy.strip(), POLICY_KIND, RP_POLICY))
@@ -341,30 +398,33 @@ class _Builder:
             if self._overridden(key):
                 self.adjustments.append(f"chat {key} override used instead of the card's {key}")
 
-        has_history = "chatHistory" in slots
-        has_examples = "dialogueExamples" in slots
-        gen = self.generation
-        continue_text = self.sub(inputs.continue_text) if gen == "continue" else ""
-        prefill_mode = bool(continue_text) and preset.continue_prefill
-
-        # The chat: macros, names, then in-chat injections (anchored with the continued reply).
+    def _chat_items(self, absolute: list[AbsolutePrompt], has_history: bool,
+                    anchor_text: str) -> tuple[list[ChatItem], ChatItem | None]:
+        """The chat (macros, names) with its in-chat injections, and the continued reply that
+        anchors their depths (`anchor_text`; "" = none) but is not one of the items."""
         items = self.chat.history_items()
         if not has_history and items:
             self.adjustments.append("chat history not sent: the preset's order has no enabled 'chatHistory'")
         anchor = None
-        if continue_text and not prefill_mode:
-            anchor = ChatItem(PromptPart("assistant", continue_text, "continue", "continueMessage"), "anchor")
+        if anchor_text:
+            anchor = ChatItem(PromptPart("assistant", anchor_text, "continue", "continueMessage"), "anchor")
             items.append(anchor)
         items = self.in_chat.inject(items, absolute)
         if anchor is not None:
             items.remove(anchor)
+        return items, anchor
 
-        # Tail: continue (non-prefill), control prompts, prefill.
+    def _tail(self, anchor: ChatItem | None, prefill_text: str, has_history: bool) -> list[PromptPart]:
+        """Step 7, the parts after everything else: the continued reply and its nudge (`anchor`),
+        the impersonation prompt, the assistant prefill (merged with `prefill_text`, the reply
+        continued as a prefill)."""
+        preset, gen = self.preset, self.generation
         tail: list[PromptPart] = []
-        if continue_text and not prefill_mode:
+        if anchor is not None:
             if has_history:
-                nudge = _LAST_CHAT_MESSAGE.sub(lambda _m: continue_text.strip(), self.sub(preset.continue_nudge_prompt))
-                tail.append(anchor.part)  # type: ignore[union-attr]
+                text = anchor.part.content
+                nudge = _LAST_CHAT_MESSAGE.sub(lambda _m: text.strip(), self.sub(preset.continue_nudge_prompt))
+                tail.append(anchor.part)
                 if nudge.strip():
                     tail.append(PromptPart("system", nudge, "continue", "continueNudge"))
             else:
@@ -375,90 +435,68 @@ class _Builder:
             if text.strip():
                 tail.append(PromptPart("system", text, "impersonate", "impersonate"))
         prefill = self.sub(preset.assistant_impersonation if gen == "impersonate" else preset.assistant_prefill)
-        if prefill_mode:
-            text = continue_text if continue_text.endswith(" ") else continue_text + preset.continue_postfix
+        if prefill_text:
+            text = prefill_text if prefill_text.endswith(" ") else prefill_text + preset.continue_postfix
             if prefill.strip():
                 text = prefill + "\n\n" + text
             tail.append(PromptPart("assistant", text, "prefill", "continuePrefill"))
         elif prefill.strip():
             ident = "assistantImpersonation" if gen == "impersonate" else "assistantPrefill"
             tail.append(PromptPart("assistant", prefill, "prefill", ident))
+        return tail
 
-        # Mandatory prompts.
+    def _chat_frame(self, has_history: bool) -> tuple[PromptPart | None, PromptPart | None]:
+        """The new-chat line above the chat and the group nudge below it (None = not sent)."""
+        preset, group = self.preset, self.inputs.group
         new_chat: PromptPart | None = None
         group_nudge: PromptPart | None = None
         if has_history:
-            text = self.sub(preset.new_group_chat_prompt if inputs.group else preset.new_chat_prompt)
+            text = self.sub(preset.new_group_chat_prompt if group else preset.new_chat_prompt)
             if text.strip():
                 new_chat = PromptPart("system", text, "new_chat", "newMainChat")
-            nudge = self.sub(preset.group_nudge_prompt) if inputs.group and gen != "impersonate" else ""
+            nudge = self.sub(preset.group_nudge_prompt) if group and self.generation != "impersonate" else ""
             if nudge.strip():  # populateChatHistory: the last message of the chat history
                 group_nudge = PromptPart("system", nudge, "group_nudge", "groupNudge")
-        inputs_kept = [it for it in items if it.kind == "input"] if has_history else []
-        mandatory = [p for p in slots if isinstance(p, PromptPart)] + tail
-        mandatory += [new_chat] if new_chat else []
-        mandatory += [group_nudge] if group_nudge else []
-        mandatory += [it.part for it in inputs_kept]
-        mandatory += [it.part for it in items if it.kind == "summary"] if has_history else []
-        needed = REPLY_PRIMING + sum(self.chat.cost(p) for p in mandatory)
-        if needed > self.chat.budget and self.inputs.strict_budget:
-            raise PromptTooLarge(needed, self.chat.budget, preset.max_context, preset.max_tokens)
-        if needed > self.chat.budget:
-            self.adjustments.append(f"the prompts need {needed} tokens, over the preset's budget of "
-                                    f"{self.chat.budget}: sent whole (native delivery is not trimmed)")
-        remaining = max(0, self.chat.budget - needed)
+        return new_chat, group_nudge
 
-        # Examples first when pinned, then the chat, then (unpinned) examples.
+    def _remaining(self, mandatory: list[PromptPart]) -> int:
+        """Step 4: the budget left once the mandatory parts and the reply priming are counted."""
+        preset, budget = self.preset, self.chat.budget
+        needed = REPLY_PRIMING + sum(self.chat.cost(p) for p in mandatory)
+        if needed > budget and self.inputs.strict_budget:
+            raise PromptTooLarge(needed, budget, preset.max_context, preset.max_tokens)
+        if needed > budget:
+            self.adjustments.append(f"the prompts need {needed} tokens, over the preset's budget of "
+                                    f"{budget}: sent whole (native delivery is not trimmed)")
+        return max(0, budget - needed)
+
+    def _fit(self, items: list[ChatItem], inputs_kept: list[ChatItem], remaining: int, has_history: bool,
+             has_examples: bool) -> tuple[list[PromptPart], list[PromptPart], int]:
+        """Steps 4 and 6: (examples, chat, messages dropped) fitted into `remaining`; pinned
+        examples first, then the chat, then unpinned examples."""
         blocks = self.chat.example_blocks() if has_examples else []
         if not has_examples and self.chat.example_sources():
             self.adjustments.append("examples not sent: the preset's order has no enabled 'dialogueExamples'")
-        pinned = preset.settings.get("pin_examples") is True
+        pinned = self.preset.settings.get("pin_examples") is True
         examples: list[PromptPart] = []
         if pinned:
             examples, remaining = self.chat.fit_examples(blocks, remaining)
-
         chat: list[PromptPart] = []
         dropped = 0
         if has_history:
             chat, remaining, dropped = self.chat.fit_history(items, remaining, inputs_kept)
-
         if not pinned:
             examples, remaining = self.chat.fit_examples(blocks, remaining)
+        return examples, chat, dropped
 
-        parts: list[PromptPart] = []
-        for slot in slots:
-            if isinstance(slot, PromptPart):
-                parts.append(slot)
-            elif slot == "chatHistory":
-                parts += ([new_chat] if new_chat else []) + chat + ([group_nudge] if group_nudge else [])
-            else:
-                parts += examples
-        parts += tail
-
-        parts = attach_all(parts, preset, inputs.lore)  # attribution (metadata only)
+    def _finish(self, parts: list[PromptPart], dropped: int) -> BuiltPrompt:
+        """Attribution, the token count per source (before squashing), then step 8."""
+        parts = attach_all(parts, self.preset, self.inputs.lore)  # attribution (metadata only)
         tokens: dict[str, int] = {}
         for part in parts:
             tokens[part.source] = tokens.get(part.source, 0) + self.chat.cost(part)
-        if preset.squash_system_messages:
-            parts = _squash(parts)
+        if self.preset.squash_system_messages:
+            parts = squash_system_messages(parts)
         return BuiltPrompt(parts=parts, adjustments=self.adjustments, tokens=tokens, budget=self.chat.budget,
                            history_dropped=dropped, token_counter=str(getattr(self.inputs.count, "name", "custom")))
 
-
-def _squash(parts: list[PromptPart]) -> list[PromptPart]:
-    """ST `squashSystemMessages`: consecutive unnamed system parts merged with "\\n"; the new-chat
-    and example-header lines stay apart; empty system parts dropped."""
-    out: list[PromptPart] = []
-    last_squashable = False
-    for part in parts:
-        if part.role == "system" and not part.content:
-            continue
-        squashable = part.role == "system" and not part.name and part.source not in ("new_chat", "examples")
-        if squashable and out and last_squashable:
-            at = len(out[-1].content) + 1
-            out[-1] = replace(out[-1], content=out[-1].content + "\n" + part.content,
-                              spans=out[-1].spans + tuple(shift(part.spans, at)))
-        else:
-            out.append(part)
-            last_squashable = squashable
-    return out
