@@ -9,7 +9,6 @@ with the books bound to the playthrough's preset after the persona's; activation
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import logging
 import threading
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tavern_tui.engine.events import canonical_json
-from tavern_tui.errors import FormatError, TavernError
+from tavern_tui.errors import FormatError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.settings import WorldInfoSettings
@@ -26,7 +25,8 @@ from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.persona import persona_id_in
 from tavern_tui.service.secrets import configured_secrets, refuse_configured
-from tavern_tui.store.repositories import CharacterRecord, WorldBookRecord
+from tavern_tui.store.books import WorldBookRecord, WorldBookStamp
+from tavern_tui.store.repositories import CharacterRecord
 from tavern_tui.views import ImportResult, WorldBookView
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class WorldInfoService:
         self._index_cache: IndexCache | None = None
         self._index_lock = threading.Lock()
         self._parse_lock = threading.Lock()
-        self._books: dict[tuple[int, str], WorldBook] = {}
+        self._books: dict[tuple[int, str, str], WorldBook] = {}
         self._card_books: dict[tuple[int, int], WorldBook] = {}
         self._book_hashes: dict[int, str] = {}
 
@@ -104,10 +104,12 @@ class WorldInfoService:
         return self.library.store_import("world_book", "world_books", name, payload, warnings, name=book.name,
                                          data=canonical_json(to_st_json(book)))
 
-    def _book(self, record: WorldBookRecord) -> WorldBook:
+    def _book(self, record: WorldBookRecord | WorldBookStamp) -> WorldBook:
+        """The parsed book of a stored record or stamp, parsed once per (id, name, content hash):
+        a stamp's `data` is read only when no parsed copy is current."""
         from tavern_tui.formats.worldinfo import parse_world_book
 
-        key = (record.id, hashlib.sha256(record.data.encode("utf-8")).hexdigest())
+        key = (record.id, record.name, record.data_sha256)
         book = self._books.get(key)
         if book is None:
             # One parse at a time: the chat's world-info warm-up and its token gauge ask for the
@@ -115,10 +117,15 @@ class WorldInfoService:
             with self._parse_lock:
                 book = self._books.get(key)
                 if book is None:
-                    book = parse_world_book(record.data.encode("utf-8"), record.name)
+                    if isinstance(record, WorldBookRecord):
+                        data = record.data
+                    else:
+                        with self.ctx.store.unit_of_work(write=False) as uow:
+                            data = uow.world_books.data_of(record.id)
+                    book = parse_world_book(data.encode("utf-8"), record.name)
                     book.name = record.name
                     self._books[key] = book
-                    self._book_hashes[id(book)] = key[1]
+                    self._book_hashes[id(book)] = record.data_sha256
         return book
 
     def book_hash(self, book: WorldBook, character: CharacterRecord) -> str:
@@ -155,8 +162,11 @@ class WorldInfoService:
                 `save_world_book`; False returns the service's cached book, which must not be
                 changed (cheap: browsing a 3,000-entry book should not copy it each time).
         """
-        with self.ctx.store.unit_of_work() as uow:
-            book = self._book(uow.world_books.get(book_id))
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            stamp = uow.world_books.stamps([book_id]).get(book_id)
+        if stamp is None:
+            raise NotFound(f"no world book with id {book_id}")
+        book = self._book(stamp)
         return copy.deepcopy(book) if editable else book
 
     def save_world_book(self, book_id: int, book: WorldBook) -> WorldBookView:
@@ -327,8 +337,8 @@ class WorldInfoService:
             ids = [("chat", list(chat) if chat is not None else bound[0]), ("persona", bound[1]),
                    ("preset", bound[2]), ("global", bound[3]),
                    ("character", [book for books in bound[4:] for book in books])]
-            # Only the bound books: every step reads this, and a library can hold many large books.
-            records = uow.world_books.get_many([book_id for _, book_ids in ids for book_id in book_ids])
+            # Only the bound books' stamps: every step reads this, and a book can be megabytes.
+            records = uow.world_books.stamps([book_id for _, book_ids in ids for book_id in book_ids])
         seen: set[int] = set()
         books: list[SourcedBook] = []
         for source, book_ids in ids:

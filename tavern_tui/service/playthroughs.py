@@ -216,9 +216,9 @@ class PlaythroughService:
         if cached is not None:
             return cached
         log = self.ctx.store.events
-        shown = log.count_messages(head_session_id)  # outside the lock: SQL
-        summaries = [e for e in log.surface_events_of(head_session_id, [EventKind.SURFACE_REPLACED])
-                     if e.source == SUMMARY_SOURCE]
+        replaced = log.surface_events_of(head_session_id, [EventKind.SURFACE_REPLACED])  # outside the lock: SQL
+        shown = log.count_messages(head_session_id, replaced)
+        summaries = [e for e in replaced if e.source == SUMMARY_SOURCE]
         folded = {(int(t[0]), int(t[1])) for e in summaries for t in e.body.get("targets") or ()}
         played = shown + sum(len(e.body.get("targets") or ()) - 1 for e in summaries)
         summarised = 0

@@ -116,7 +116,7 @@ class PresetService:
                                                                       "sha256": None}
         return (self.parsed_preset(preset_record.data, preset_record.name),
                 {"id": preset_record.id, "name": preset_record.name,
-                 "sha256": hashlib.sha256(preset_record.data.encode("utf-8")).hexdigest()})
+                 "sha256": preset_record.data_sha256})
 
     def bind_preset(self, playthrough_id: int, preset_id: int | None) -> None:
         """Bind a preset to a playthrough (None: the built-in default). Binding is explicit and

@@ -212,10 +212,15 @@ class SurfaceReads:
         complete = len(rows) <= limit
         return [row_to_event(row) for row in rows[-limit:]], complete
 
-    def count_messages(self, session_id: int) -> int:
+    def count_messages(self, session_id: int, replaced: Sequence[Event] | None = None) -> int:
         """How many chat messages (user, assistant, attempts, shown system lines) a session's
         surface holds across its forks, counted on the index: a summary counts once for what it
-        replaced, a deleted message not at all."""
+        replaced, a deleted message not at all.
+
+        Args:
+            replaced: the session's `surface/replaced` events when the caller has read them
+                (`surface_events_of`); read here otherwise.
+        """
         chain = self._chain(session_id, None)
         kinds = [str(EventKind.USER_MESSAGE), str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT)]
         clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq <= upto) if upto is not None
@@ -223,28 +228,23 @@ class SurfaceReads:
         # System lines shown in the chat (an imported `is_system`), not the per-step system section.
         shown_system = and_(EVENTS.c.kind == str(EventKind.SYSTEM_MESSAGE), EVENTS.c.source != "system-prompt")
         with self._engine.connect() as conn:
+            # Two counts, not one with OR: the message kinds are counted on the (session, kind,
+            # seq) index alone; only the few system lines visit their rows for `source`.
             count = int(conn.execute(select(func.count()).select_from(EVENTS)
-                                     .where(or_(*clauses), or_(EVENTS.c.kind.in_(kinds), shown_system))).scalar_one())
-            # A summary shows as one message in place of its targets (issue 16): 1 − len(targets) each.
-            summaries = conn.execute(select(EVENTS.c.body).where(
-                or_(*clauses), EVENTS.c.kind == str(EventKind.SURFACE_REPLACED),
-                EVENTS.c.source == SUMMARY_SOURCE)).scalars().all()
-            # An impersonated line that went into the composer (one target each) was never shown.
-            composed = int(conn.execute(select(func.count()).select_from(EVENTS).where(
-                or_(*clauses), EVENTS.c.kind == str(EventKind.SURFACE_REPLACED),
-                EVENTS.c.source == COMPOSER_SOURCE)).scalar_one())
-            # Edits and deletes: a delete (no replacement message) takes its targets off the surface.
-            edits = conn.execute(select(EVENTS.c.body).where(
-                or_(*clauses), EVENTS.c.kind == str(EventKind.SURFACE_REPLACED),
-                EVENTS.c.source.not_in([SUMMARY_SOURCE, COMPOSER_SOURCE]))).scalars().all()
-        for body in summaries:
-            targets = json.loads(body).get("targets") or []
-            count += 1 - len(targets)
-        for body in edits:
-            change = json.loads(body)
-            if change.get("message") is None:
-                count -= len(change.get("targets") or [])
-        return count - composed
+                                     .where(or_(*clauses), EVENTS.c.kind.in_(kinds))).scalar_one())
+            count += int(conn.execute(select(func.count()).select_from(EVENTS)
+                                      .where(or_(*clauses), shown_system)).scalar_one())
+        if replaced is None:
+            replaced = self.surface_events_of(session_id, [EventKind.SURFACE_REPLACED])
+        for event in replaced:
+            targets = event.body.get("targets") or []
+            if event.source == SUMMARY_SOURCE:
+                count += 1 - len(targets)  # a summary shows as one message in place of its targets
+            elif event.source == COMPOSER_SOURCE:
+                count -= 1  # an impersonated line that went into the composer was never shown
+            elif event.body.get("message") is None:
+                count -= len(targets)  # a delete (no replacement) takes its targets off the surface
+        return count
 
     def version(self) -> tuple[int, int]:
         """(newest event id, newest session id): changes whenever anything is appended or forked

@@ -92,12 +92,16 @@ class WorldBook(_Resource, Base):
     """An imported world book (lorebook)."""
 
     __tablename__ = "world_books"
+    data_sha256: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    """SHA-256 of `data` (hex), written with it: the key of the parsed copy a step reuses."""
 
 
 class Preset(_Resource, Base):
     """An imported chat-completion preset."""
 
     __tablename__ = "presets"
+    data_sha256: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    """SHA-256 of `data` (hex), written with it (the trace names a preset by it)."""
 
 
 class Persona(Base):
@@ -191,7 +195,7 @@ class EventRow(Base):
         UniqueConstraint("session_id", "seq", name="uq_events_session_seq"),
         CheckConstraint("seq >= 1", name="seq_positive"),
         CheckConstraint(f"origin IS NULL OR origin IN {ORIGINS_SQL}", name="origin_closed_set"),
-        Index("ix_events_session_kind", "session_id", "kind"),
+        Index("ix_events_session_kind_seq", "session_id", "kind", "seq"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"))

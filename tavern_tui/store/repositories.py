@@ -22,7 +22,6 @@ from tavern_tui.store.models import (
     Playthrough,
     Preset,
     SessionRow,
-    WorldBook,
     WorldBookBinding,
     as_utc,
 )
@@ -105,7 +104,7 @@ class CharacterRepository:
         row = Character(name=name, spec=spec, spec_version=spec_version, source_name=source_name, original=original,
                         original_sha256=original_sha256, data=data, created_at=datetime.now(UTC))
         self._session.add(row)
-        _flush_unique(self._session, "character", original_sha256)
+        flush_unique(self._session, "character", original_sha256)
         return _character(row)
 
     def by_sha256(self, digest: str) -> CharacterRecord | None:
@@ -329,24 +328,7 @@ class PlaythroughRepository:
         return _playthrough(row)
 
 
-@dataclass(frozen=True, slots=True)
-class WorldBookRecord:
-    """A stored world book (`data`: its SillyTavern World Info JSON as canonical text), or a
-    preset (`data`: the preset's SillyTavern JSON)."""
-
-    id: int
-    name: str
-    source_name: str
-    original_sha256: str
-    data: str
-    created_at: datetime
-
-
-def _world_book(row: WorldBook | Preset) -> WorldBookRecord:
-    return WorldBookRecord(row.id, row.name, row.source_name, row.original_sha256, row.data, as_utc(row.created_at))
-
-
-def _flush_unique(session: Session, what: str, digest: str) -> None:
+def flush_unique(session: Session, what: str, digest: str) -> None:
     """Flush a new imported resource; the unique by-hash index (migration 0010) turns a lost
     race into `AlreadyStored` (the transaction must then roll back; the caller reads the winner).
 
@@ -360,76 +342,6 @@ def _flush_unique(session: Session, what: str, digest: str) -> None:
             raise AlreadyStored(f"this {what} file (sha256 {digest[:12]}…) was just stored by another process") \
                 from exc
         raise
-
-
-class WorldBookRepository:
-    """World books: add, find by file hash or name, list, replace the normalised data (an edit).
-    `PresetRepository` is the same over presets."""
-
-    model: type[WorldBook] | type[Preset] = WorldBook
-    what = "world book"
-
-    def __init__(self, session: Session) -> None:
-        self._session = session
-
-    def add(self, *, name: str, source_name: str, original: bytes, original_sha256: str, data: str) -> WorldBookRecord:
-        """Insert a world book and return it (flushed, not committed)."""
-        row = self.model(name=name, source_name=source_name, original=original, original_sha256=original_sha256,
-                        data=data, created_at=datetime.now(UTC))
-        self._session.add(row)
-        _flush_unique(self._session, self.what, original_sha256)
-        return _world_book(row)
-
-    def by_sha256(self, digest: str) -> WorldBookRecord | None:
-        """The book imported from a file with these exact bytes, if any."""
-        row = self._session.scalars(select(self.model).where(self.model.original_sha256 == digest)).first()
-        return _world_book(row) if row else None
-
-    def get(self, book_id: int) -> WorldBookRecord:
-        """One book. Raises NotFound."""
-        row = self._session.get(self.model, book_id)
-        if row is None:
-            raise NotFound(f"no {self.what} with id {book_id}")
-        return _world_book(row)
-
-    def get_many(self, book_ids: list[int]) -> dict[int, WorldBookRecord]:
-        """The books with these ids (missing ids are left out), by id."""
-        if not book_ids:
-            return {}
-        rows = self._session.scalars(select(self.model).where(self.model.id.in_(book_ids)))
-        return {row.id: _world_book(row) for row in rows}
-
-    def by_name(self, name: str) -> list[WorldBookRecord]:
-        """Books whose name equals `name`, case-insensitively, newest first."""
-        query = select(self.model).where(func.lower(self.model.name) == name.lower()).order_by(self.model.id.desc())
-        return [_world_book(row) for row in self._session.scalars(query)]
-
-    def names(self) -> list[str]:
-        """Every stored name (for "did you mean" hints), without loading the records."""
-        return list(self._session.scalars(select(self.model.name).distinct()))
-
-    def all(self) -> list[WorldBookRecord]:
-        """Every book, by name."""
-        query = select(self.model).order_by(self.model.name, self.model.id)
-        return [_world_book(r) for r in self._session.scalars(query)]
-
-    def replace_data(self, book_id: int, *, name: str, data: str) -> WorldBookRecord:
-        """Store an edited book (name and normalised JSON); the original file bytes stay. Raises NotFound."""
-        row = self._session.get(self.model, book_id)
-        if row is None:
-            raise NotFound(f"no {self.what} with id {book_id}")
-        row.name = name
-        row.data = data
-        self._session.flush()
-        return _world_book(row)
-
-
-class PresetRepository(WorldBookRepository):
-    """Chat-completion presets: the same operations as world books (`data` is the preset as
-    SillyTavern JSON, connection fields left out)."""
-
-    model = Preset
-    what = "preset"
 
 
 class BindingRepository:

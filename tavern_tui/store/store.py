@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tavern_tui.engine.events import NewEvent, body_hash, canonical_json
+from tavern_tui.store.books import PresetRepository, WorldBookRepository
 from tavern_tui.store.db import busy_error, is_busy, make_engine, upgrade, write_engine
 from tavern_tui.store.eventlog import EventLog
 from tavern_tui.store.groups import GroupRepository
@@ -24,8 +25,6 @@ from tavern_tui.store.repositories import (
     CharacterRepository,
     PlaythroughRecord,
     PlaythroughRepository,
-    PresetRepository,
-    WorldBookRepository,
 )
 from tavern_tui.store.search import MessageSearch
 from tavern_tui.store.templates import TemplateRepository

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tavern_tui.service import Tavern
 from tests.conftest import ScriptedModel
 
@@ -149,3 +151,30 @@ async def test_persona_lore_follows_the_persona_the_playthrough_plays_as(
 
     tavern.persona.use_persona(second.id)  # Bea becomes the default: the unlocked chat plays as her too
     assert _effective(tavern, as_default) == [("eldoria_st_staging", "persona")]
+
+
+def test_a_bound_books_data_is_read_once_until_it_is_edited(tavern: Tavern, corpus_dir: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from tavern_tui.store.books import WorldBookRepository
+
+    reads: list[int] = []
+    data_of = WorldBookRepository.data_of
+    monkeypatch.setattr(WorldBookRepository, "data_of", lambda self, book_id: reads.append(book_id) or
+                        data_of(self, book_id))
+    (shodan,) = _import(tavern, corpus_dir / "cards" / "shodan_v2_pure.png")
+    book = _tiny_book(tavern, "zeta")
+    playthrough = tavern.playthroughs.new_playthrough(shodan, user_name="Ada").id
+    tavern.lore.bind_world_book(book, "playthrough", playthrough)
+
+    assert _effective(tavern, playthrough) == [("zeta", "chat")]
+    assert _effective(tavern, playthrough) == [("zeta", "chat")]
+    assert reads == [book]  # the second step found its parsed copy by the stored stamp
+
+    edited = tavern.lore.world_book(book)
+    edited.entries[0].content = "About zeta, edited."
+    tavern.lore.save_world_book(book, edited)
+    view = tavern.playthroughs.playthrough(playthrough)
+    with tavern.store.unit_of_work(write=False) as uow:
+        record = uow.characters.get(view.character_id)
+    (sourced,) = tavern.lore.effective_books(playthrough, record, tavern.library.card(record))
+    assert [e.content for e in sourced.book.entries] == ["About zeta, edited."]
