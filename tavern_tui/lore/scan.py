@@ -17,7 +17,7 @@ from operator import attrgetter
 from tavern_tui.lore.context import ActivationContext
 from tavern_tui.lore.matching import KeyHits, refused_regex_key, regex_key_error
 from tavern_tui.lore.model import SelectiveLogic
-from tavern_tui.lore.prepare import Prepared
+from tavern_tui.lore.prepare import Prepared, Shape
 from tavern_tui.lore.regex_budget import budget_skipping
 from tavern_tui.lore.result import Reason
 from tavern_tui.lore.runstate import NO_MATCH_STAGE, RECURSION, Candidate, RunState
@@ -30,13 +30,35 @@ def scan(run: RunState, state: int) -> list[Candidate]:
     matching, so they are not walked one by one: only those owning a key found (or timed out)
     are; the others get their no-match decision. The rest go through the full filter chain.
     """
+    candidates, to_match, excluded = _walk_complex(run, state)
+    run.hits = run.match(to_match + excluded, state, bulk=True)
+    run.asked = {p.pos for p in to_match}
+    bulk = _bulk_simple(run, state)
+    run.asked.update(map(_POS, bulk))
+    if bulk:  # into scan order, so the key candidates come out in scan order
+        # (each part is: the complex entries were walked in order, each shape's bulk sorted)
+        to_match = sorted(to_match + bulk, key=_POS) if to_match or len(run.plan.simple) > 1 else bulk
+    for p in excluded:
+        found = run.hits[run.shape_token(p, state)]
+        key = next((text for text, k in p.primary if k is not None and k in found.matched), None)
+        if key is not None:
+            run.note(p, Reason.EXCLUDED_FROM_RECURSION,
+                     f"key '{key}' found at recursion step {run.step}, but the entry is excluded from recursion")
+    # SillyTavern fills one Set in scan order, whatever activated the entry.
+    keyed = _key_candidates(run, to_match, run.hits, state)  # in scan order
+    return sorted(candidates + keyed, key=_candidate_pos) if candidates else keyed
+
+
+def _walk_complex(run: RunState, state: int) -> tuple[list[Candidate], list[Prepared], list[Prepared]]:
+    """The filter chain over the complex entries, in scan order: (candidates that need no key,
+    entries left to key matching, entries excluded from recursion); the others get their decision."""
     candidates: list[Candidate] = []
     to_match: list[Prepared] = []
     excluded: list[Prepared] = []
-    ctx, timed, plan = run.ctx, run.timed, run.plan
-    complex_pos = run.complex_pos  # does not change during the scan (entries fire in `admission.admit`)
+    ctx, timed = run.ctx, run.timed
+    entries = run.plan.entries
     # Failed entries and the active entry of each (book, uid) are done with: not walked.
-    for p in [plan.entries[pos] for pos in sorted(complex_pos - run.done_pos)]:
+    for p in [entries[pos] for pos in sorted(run.complex_pos - run.done_pos)]:
         if p.key in run.activated:
             holder = run.activated[p.key][0]
             if holder is not p:  # two entries of one book share a uid: SillyTavern keeps one
@@ -76,10 +98,16 @@ def scan(run: RunState, state: int) -> list[Candidate]:
             run.note(p, Reason.NO_KEYS, "every primary key is blank")
         else:
             to_match.append(p)
-    run.hits = run.match(to_match + excluded, state, bulk=True)
-    run.asked = {p.pos for p in to_match}
-    bulk = []
-    decisions, entries = run.decisions, plan.entries
+    return candidates, to_match, excluded
+
+
+def _bulk_simple(run: RunState, state: int) -> list[Prepared]:
+    """The simple entries owning a key found (or timed out) in `run.hits`, each shape's sorted,
+    to go through key matching; the rest of the open ones get their no-match decision in bulk."""
+    bulk: list[Prepared] = []
+    plan = run.plan
+    entries = plan.entries
+    complex_pos = run.complex_pos  # does not change during the scan (entries fire in `admission.admit`)
     for shape, group in plan.simple.items():
         token = run.shape_token(group[0], state)
         found = run.hits[token]
@@ -100,35 +128,27 @@ def scan(run: RunState, state: int) -> list[Candidate]:
         else:
             todo = open_pos.difference(complex_pos, interesting, run.settled)
         run.open[shape] = open_pos.intersection(interesting)
-        if not todo:
-            continue
-        if decisions:  # a decision below no-match (none arises today) gives way to the miss
-            for pos in [pos for pos in decisions if pos in todo]:
-                del decisions[pos]
-                run.stages[pos] = NO_MATCH_STAGE
-                run.settled.add(pos)
-        depth = run.depth_of(group[0])
-        templates = plan.no_match.get((shape, depth))
-        if templates is None:  # kept with the (cached) plan: built once per shape and depth
-            templates = plan.no_match[(shape, depth)] = {
-                p.pos: {**p.template, "fired": False, "reason": _NO_MATCH,
-                        "_detail": partial(_no_match, p.primary, depth)} for p in group}
-        # `note` in bulk: one group, no object per entry (Decision objects are built if read).
-        run.unmatched.append((todo, templates, run.step))
-    run.asked.update(map(_POS, bulk))
-    if bulk:  # into scan order, so the key candidates come out in scan order
-        # (each part is: the complex entries were walked in order, each shape's bulk sorted)
-        to_match = sorted(to_match + bulk, key=_POS) if to_match or len(plan.simple) > 1 else bulk
-    for p in excluded:
-        found = run.hits[run.shape_token(p, state)]
-        key = next((text for text, k in p.primary if k is not None and k in found.matched), None)
-        if key is not None:
-            run.note(p, Reason.EXCLUDED_FROM_RECURSION,
-                     f"key '{key}' found at recursion step {run.step}, but the entry is excluded from recursion")
-    # SillyTavern fills one Set in scan order, whatever activated the entry.
-    keyed = _key_candidates(run, to_match, run.hits, state)  # in scan order
-    return sorted(candidates + keyed, key=_candidate_pos) if candidates else keyed
+        if todo:
+            _note_misses(run, shape, group, todo)
+    return bulk
 
+
+def _note_misses(run: RunState, shape: Shape, group: list[Prepared], todo: Collection[int]) -> None:
+    """`note` in bulk for one shape's misses: one group, no object per entry (Decision objects
+    are built if read)."""
+    decisions, plan = run.decisions, run.plan
+    if decisions:  # a decision below no-match (none arises today) gives way to the miss
+        for pos in [pos for pos in decisions if pos in todo]:
+            del decisions[pos]
+            run.stages[pos] = NO_MATCH_STAGE
+            run.settled.add(pos)
+    depth = run.depth_of(group[0])
+    templates = plan.no_match.get((shape, depth))
+    if templates is None:  # kept with the (cached) plan: built once per shape and depth
+        templates = plan.no_match[(shape, depth)] = {
+            p.pos: {**p.template, "fired": False, "reason": _NO_MATCH,
+                    "_detail": partial(_no_match, p.primary, depth)} for p in group}
+    run.unmatched.append((todo, templates, run.step))
 
 def _key_candidates(run: RunState, entries: list[Prepared], hits: dict[tuple, KeyHits],
                     state: int) -> list[Candidate]:
