@@ -1,5 +1,5 @@
 """`python -m tavern_tui` runs the command line."""
 
-from tavern_tui.cli import main
+from tavern_tui.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

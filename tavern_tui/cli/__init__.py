@@ -31,8 +31,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from tavern_tui.cli.app import build_parser
-from tavern_tui.cli.diagnostics import configure_logging, run
+from tavern_tui.cli.startup import hold_collector, release_collector
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -41,8 +40,21 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     `argv` defaults to `sys.argv[1:]`, `out`/`err` to `sys.stdout`/`sys.stderr`; a usage error
     exits through argparse (`SystemExit(2)`), as `--help` and `--version` exit with 0.
     """
+    from tavern_tui.cli.app import build_parser
+    from tavern_tui.cli.diagnostics import configure_logging, run
+
     out = out or sys.stdout
     err = err or sys.stderr
     args = build_parser().parse_args(argv)
     configure_logging(bool(args.verbose), err)
     return run(args.run, args, out, err)
+
+
+def entry() -> int:
+    """The `tavern` process: `main` with the collector held while the modules load and the
+    service opens (`cli.startup`), released once the service is open or at the latest here."""
+    hold_collector()
+    try:
+        return main()
+    finally:
+        release_collector()

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING
 
+from tavern_tui.cli.startup import release_collector
 from tavern_tui.config import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -28,7 +29,9 @@ def settings(args: argparse.Namespace) -> Settings:
 def _open(args: argparse.Namespace) -> Tavern:
     from tavern_tui.service import Tavern
 
-    return Tavern(settings(args))
+    tavern = Tavern(settings(args))
+    release_collector()  # the heavy modules are loaded: collect normally from here
+    return tavern
 
 
 @contextmanager
