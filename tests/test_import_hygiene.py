@@ -90,9 +90,17 @@ def test_help_and_sessions_do_not_import_the_heavy_modules(tmp_path: Path) -> No
                            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
                            "    main(['--help'])\n" + _REPORT, db)
     assert helped == set()
-    listed = _loaded_after("import io\nfrom tavern_tui.cli import main\n"
-                           "assert main(['sessions', '--json'], out=io.StringIO()) == 0\n" + _REPORT, db)
-    assert listed == set()
+    for command in (["sessions", "--json"], ["presets", "--json"], ["trace", "list", "--json"]):
+        listed = _loaded_after("import io\nfrom tavern_tui.cli import main\n"
+                               f"assert main({command!r}, out=io.StringIO()) == 0\n" + _REPORT, db)
+        assert (command, listed) == (command, set())
+
+
+def test_listing_traces_names_the_lore_record_as_the_lore_engine_does() -> None:
+    from tavern_tui.assembly.worldinfo import LORE_STATE_KIND
+    from tavern_tui.service.traces import _RECORD_KINDS
+
+    assert LORE_STATE_KIND in _RECORD_KINDS
 
 
 def test_the_tui_first_paint_does_not_import_the_heavy_modules(tmp_path: Path) -> None:

@@ -14,28 +14,28 @@ import json
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from datetime import datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
-from tavern_tui.assembly.worldinfo import LORE_STATE_KIND
 from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.state import STATE_KIND
-from tavern_tui.engine.step import Assembly, Generation, StepOptions, StepUpdate, run_step
 from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
 from tavern_tui.errors import NotFound, TavernError
-from tavern_tui.providers.openai_compat import wire_body
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
-from tavern_tui.service.tools import ToolService
-from tavern_tui.tools import RecordedOffer
 from tavern_tui.views import TraceView
+
+if TYPE_CHECKING:
+    from tavern_tui.engine.step import Assembly, StepUpdate
+    from tavern_tui.service.tools import ToolService
 
 _SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE),
                  str(EventKind.SURFACE_REPLACED))
 
-_RECORD_KINDS = frozenset({STATE_KIND, LORE_STATE_KIND, EventKind.REQUEST_ASSEMBLY})
+_RECORD_KINDS = frozenset({STATE_KIND, "lore/state", EventKind.REQUEST_ASSEMBLY})
+"""The records a step writes between its input and its request (`assembly.worldinfo.LORE_STATE_KIND`
+is "lore/state"; named here so listing traces does not load the lore engine)."""
 """Kinds a step appends in one batch with its request header (engine.step.header `write_header`)."""
 
 
@@ -267,6 +267,8 @@ class TraceService:
         rebuilt from today's state). Parts come from what was recorded with the request: the
         header's `system_parts` for the system section, the `request/assembly` event's per-message
         spans for a projected request; a history, input or context message is one part."""
+        from tavern_tui.assembly.attribution import attribute, default_parts, split_persona
+
         result = verify(record, self.ctx.store.events.events_at)
         sent = record.get("messages", [])
         events = self.ctx.store.events.events_at(sorted({tuple(m["ref"]) for m in sent}))
@@ -326,6 +328,8 @@ class TraceService:
                    "detail": c.detail} for c in result.checks]
         model = str(record.get("model") or "")
         omitted = dict(record.get("omitted") or {})
+        from tavern_tui.providers.wire import wire_body
+
         sent_tools = () if "tools" in omitted else (result.tools or ())  # a retry the server made without them
         # `sendable`: every message verified, so none of them is None.
         body = (wire_body(model, cast("list[dict[str, Any]]", list(result.messages)), result.config, sent_tools)
@@ -347,6 +351,8 @@ class TraceService:
             TavernError: the trace does not verify (a body changed or is missing), or it
                 produced no reply to branch from.
         """
+        from tavern_tui.engine.step import Generation, StepOptions, run_step
+
         # Off the event loop (the TUI awaits this there): every read, the fork and the head move.
         session_id, frozen, tools = await asyncio.to_thread(self._prepare_replay, trace_id, model)
         options = StepOptions(generation=Generation("regenerate"), stale_after=self.ctx.stale_after,
@@ -368,6 +374,9 @@ class TraceService:
         Raises:
             NotFound / TavernError: as `replay`.
         """
+        from tavern_tui.engine.step import Assembly
+        from tavern_tui.tools import RecordedOffer
+
         result = self.verify_trace(trace_id)
         if not result.sendable:
             bad = [f"message {c.position} {c.status}" for c in result.checks if c.status != "ok"]
