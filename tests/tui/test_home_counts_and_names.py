@@ -63,3 +63,27 @@ async def test_home_says_who_you_play_as_and_counts_played_and_summarised(
         await wait_until(pilot, lambda: any(n.text == f"#{chat.id}: new lines are written as User."
                                             for n in app.notices))
         assert await asyncio.to_thread(lambda: corpus_tavern.playthroughs.playthrough(chat.id).imported_user) == "User"
+
+
+async def test_home_reads_its_lists_once_at_start_and_again_after_a_chat(corpus_tavern: Tavern,
+                                                                          scripted: ScriptedProvider) -> None:
+    reads: list[bool] = []
+    characters = corpus_tavern.library.characters
+    corpus_tavern.library.characters = lambda **kw: reads.append(True) or characters(**kw)  # type: ignore[method-assign]
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: "Seraphina" in prompts_of(app, "#characters"))
+        await workers_idle(pilot)
+        assert len(reads) == 1
+        await open_character(pilot, "Seraphina")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        await wait_until(pilot, lambda: len(reads) == 2)  # coming back re-reads (counts changed)
+        await workers_idle(pilot)
+        assert len(reads) == 2
+
+
+def prompts_of(app: TavernApp, selector: str) -> str:
+    listing = app.screen.query_one(selector, OptionList)
+    return " ".join(str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count))

@@ -99,6 +99,8 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
         """What was typed on this screen: the characters list shows the names (or tags, creator)
         holding it, case-insensitively; "#word" matches tags only (a tag starting with it)."""
         self.show_archived = False
+        self._left = False
+        """Another screen was pushed over this one since it was shown (its lists may be stale)."""
         """ctrl+u: archived characters and playthroughs are listed too (marked)."""
 
     def compose(self) -> ComposeResult:
@@ -173,10 +175,14 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
         self._typed_ahead = None
         self.post_message(DraftChosen(draft_id, typed))
 
+    def on_screen_suspend(self) -> None:
+        self._left = True
+
     def on_screen_resume(self) -> None:
         self._typed_ahead = None
-        # Coming back from a chat: message counts and the order of playthroughs changed.
-        if self.is_mounted:
+        # Coming back from a chat: message counts and the order of playthroughs changed. (Not
+        # when first shown: `on_mount` reads them; a second read would cost the start a worker.)
+        if self.is_mounted and self._left:
             self.refresh_characters()
 
     @property
