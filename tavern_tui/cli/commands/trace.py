@@ -93,7 +93,6 @@ def cmd_trace_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tavern trace show`: one request's messages (source, ref, hash), resources, config and world info."""
-    from tavern_tui.assembly.attribution import breakdown_text, describe
     if args.bodies:
         return _show_bodies(args, out, err)
     with open_service(args) as tavern:
@@ -109,41 +108,9 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from tavern_tui.engine.step import stages_text
 
         out.write(f"stages: {stages_text(stages)}\n")
-    attribution = shown.get("attribution") or {}
-    parts_of = attribution.get("messages") or []
-    imported = set(shown.get("imported") or ())
-    for position, message in enumerate(shown["record"]["messages"]):
-        index = f"#{message['index']}" if message.get("index") is not None else ""
-        mark = "  (imported)" if position in imported else ""
-        out.write(f"  {position:>3} {message['role']:<9} {message['source']:<12} "
-                  f"{message['ref'][0]}:{message['ref'][1]}{index}  sha256 {message['sha256'][:16]}…{mark}\n")
-        parts = parts_of[position] if position < len(parts_of) else None
-        for part in parts or []:
-            out.write(f"        · {part['start']}-{part['end']} ~{part['tokens']} tok  {describe(part)}\n")
-    if attribution.get("breakdown"):
-        out.write(f"tokens by category ({attribution.get('counter')}): {breakdown_text(attribution['breakdown'])}\n")
+    _write_messages(shown, out)
     record = shown["record"]
-    if shown.get("context"):
-        context = shown["context"]
-        if "used" in context:
-            out.write(context_line(context) + "\n")
-        else:  # a compaction's summary request
-            out.write(f"summary request over {context.get('summarised')} messages (context {context.get('limit')} "
-                      f"tokens, {context.get('source')})\n")
-    snap = record.get("strategy_snapshot") or {}
-    if snap:
-        out.write(f"strategy {snap.get('name')} v{snap.get('version')} ({snap.get('base')}) "
-                  f"sha256 {str(snap.get('sha256'))[:16]}…\n")
-    resources = shown.get("resources") or {}
-    for book in resources.get("world_books") or []:
-        out.write(f"world book {book.get('name')} ({book.get('source')}, {book.get('entries')} entries) "
-                  f"sha256 {str(book.get('sha256'))[:16]}…\n")
-    persona = shown.get("persona") or {}
-    if persona:
-        rotation = persona.get("rotation")
-        turned = f", rotated from v{rotation['from']} ({rotation['reason']})" if rotation else ""
-        out.write(f"persona v{persona.get('version')}: {len(persona.get('entries', []))} entries, "
-                  f"{persona.get('tokens')} tokens{turned}\n")
+    _write_resources(shown, out)
     if record.get("retry_of"):
         session_id, seq = record["retry_of"]
         out.write(f"retry {record.get('attempt')} of {session_id}:{seq}; omitted: "
@@ -159,7 +126,58 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"config effective: {json.dumps(shown['config_adjusted'])}\n")
     for attempt in view["attempts"]:
         out.write(f"attempt: {json.dumps(attempt)}\n")
-    lore = shown.get("world_info") or {}
+    _write_world_info(shown.get("world_info") or {}, out)
+    _write_variables(shown.get("variables") or {}, out)
+    _write_mvu(shown.get("mvu"), out)
+    return EXIT_OK
+
+
+def _write_messages(shown: dict[str, Any], out: TextIO) -> None:
+    """One line per sent message (source, ref, hash), its attributed parts, the token breakdown."""
+    from tavern_tui.assembly.attribution import breakdown_text, describe  # on use: other commands skip it
+
+    attribution = shown.get("attribution") or {}
+    parts_of = attribution.get("messages") or []
+    imported = set(shown.get("imported") or ())
+    for position, message in enumerate(shown["record"]["messages"]):
+        index = f"#{message['index']}" if message.get("index") is not None else ""
+        mark = "  (imported)" if position in imported else ""
+        out.write(f"  {position:>3} {message['role']:<9} {message['source']:<12} "
+                  f"{message['ref'][0]}:{message['ref'][1]}{index}  sha256 {message['sha256'][:16]}…{mark}\n")
+        parts = parts_of[position] if position < len(parts_of) else None
+        for part in parts or []:
+            out.write(f"        · {part['start']}-{part['end']} ~{part['tokens']} tok  {describe(part)}\n")
+    if attribution.get("breakdown"):
+        out.write(f"tokens by category ({attribution.get('counter')}): {breakdown_text(attribution['breakdown'])}\n")
+
+
+def _write_resources(shown: dict[str, Any], out: TextIO) -> None:
+    """What the request was built with: the context use, strategy, world books and persona."""
+    if shown.get("context"):
+        context = shown["context"]
+        if "used" in context:
+            out.write(context_line(context) + "\n")
+        else:  # a compaction's summary request
+            out.write(f"summary request over {context.get('summarised')} messages (context {context.get('limit')} "
+                      f"tokens, {context.get('source')})\n")
+    snap = shown["record"].get("strategy_snapshot") or {}
+    if snap:
+        out.write(f"strategy {snap.get('name')} v{snap.get('version')} ({snap.get('base')}) "
+                  f"sha256 {str(snap.get('sha256'))[:16]}…\n")
+    resources = shown.get("resources") or {}
+    for book in resources.get("world_books") or []:
+        out.write(f"world book {book.get('name')} ({book.get('source')}, {book.get('entries')} entries) "
+                  f"sha256 {str(book.get('sha256'))[:16]}…\n")
+    persona = shown.get("persona") or {}
+    if persona:
+        rotation = persona.get("rotation")
+        turned = f", rotated from v{rotation['from']} ({rotation['reason']})" if rotation else ""
+        out.write(f"persona v{persona.get('version')}: {len(persona.get('entries', []))} entries, "
+                  f"{persona.get('tokens')} tokens{turned}\n")
+
+
+def _write_world_info(lore: dict[str, Any], out: TextIO) -> None:
+    """The world-info decisions of the step: fired and skipped entries, then the no-match count."""
     for decision in lore.get("fired", []):
         out.write(f"world info fired: {decision.get('book')}#{decision.get('uid')} [{decision.get('reason')}]: "
                   f"{decision.get('detail') or decision.get('reason')}\n")
@@ -169,7 +187,10 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     unmatched = sum(len(uids) for uids in lore.get("no_match", {}).values())
     if unmatched:
         out.write(f"world info: {unmatched} entries had no key match\n")
-    variables = shown.get("variables") or {}
+
+
+def _write_variables(variables: dict[str, Any], out: TextIO) -> None:
+    """The chat variables the step read, set and deleted, and the record that committed them."""
     if variables.get("read"):
         out.write("variables read: " + ", ".join(f"{scope} {name}" for scope, name in variables["read"]) + "\n")
     for verb, key in (("set", "set"), ("deleted", "deleted")):
@@ -178,8 +199,6 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     commit = variables.get("commit")
     if commit:
         out.write(f"variables committed in {commit['ref'][0]}:{commit['ref'][1]} sha256 {commit['sha256'][:16]}…\n")
-    _write_mvu(shown.get("mvu"), out)
-    return EXIT_OK
 
 
 def _ref(ref: Any) -> str:
