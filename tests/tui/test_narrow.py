@@ -218,3 +218,24 @@ async def test_typing_dims_the_swipe_keys_in_place_without_rebuilding_the_footer
         await pilot.press("backspace")
         await wait_until(pilot, lambda: not any(key.has_class("-disabled") for key in swipe_keys()))
         assert {id(key) for key in footer.query(FooterKey)} == before and swipe_shown(chat)
+
+
+async def test_stop_comes_and_goes_with_a_reply_without_rebuilding_the_footer(corpus_tavern: Tavern,
+                                                                              scripted: ScriptedProvider) -> None:
+    # Each rebuild mounted every key and laid the whole screen out again, twice a turn.
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=WIDE) as pilot:
+        chat = await open_seraphina(pilot)
+        footer = chat.query_one(Footer)
+        await send(pilot, chat, "hi")  # the first reply builds the Stop key once
+        await wait_until(pilot, lambda: not chat.generating and CHAT_KEYS | CHAT_EXTRA <= footer_keys(chat))
+        built = {id(key) for key in footer.query(FooterKey)}
+        scripted.enqueue("The forest ", GATE, "is quiet.")
+        await send(pilot, chat, "and now?", wait=False)
+        await wait_until(pilot, lambda: chat.generating and ("esc", "Stop") in footer_keys(chat))
+        assert {id(key) for key in footer.query(FooterKey)} == built
+        scripted.gate.set()
+        await app.workers.wait_for_complete()
+        await wait_until(pilot, lambda: not chat.generating and ("esc", "Stop") not in footer_keys(chat))
+        assert CHAT_KEYS | CHAT_EXTRA <= footer_keys(chat) and cut_keys(chat) == []
+        assert {id(key) for key in footer.query(FooterKey)} == built

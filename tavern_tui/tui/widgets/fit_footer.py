@@ -70,7 +70,9 @@ class FitFooter(Footer):
         self._compacted = False  # the compact style was taken for room (not asked for)
         self._compacted_at = 0  # the footer's width when it took the compact style for room
         self._pending = False  # a recompose is queued for after the next refresh
-        self._shown: tuple | None = None  # what the keys were last built from
+        self._shown: tuple | None = None  # what the keys show now
+        self._built: tuple | None = None  # what the key widgets were built from (may hold more keys)
+        self._absent: frozenset[tuple[str, str]] = frozenset()  # built keys not bound now: hidden
 
     def bindings_changed(self, screen: Screen) -> None:
         """Queue one rebuild however many times the bindings change before the next refresh
@@ -110,8 +112,11 @@ class FitFooter(Footer):
 
     async def recompose(self) -> None:
         """Rebuild the keys (`Footer` does so when the bindings change) unless they would come
-        out the same, then fit them. When only keys' enabled states changed (a reply starting
-        or settling dims and undims half the chat's keys), the keys are updated in place."""
+        out the same, then fit them. When the keys bound now are among those built (only
+        enabled states changed, as when a reply starts or settles, or a key went away, as Stop
+        does when it settles), the keys are updated in place: a key that went away stays built,
+        hidden, and shows again when it comes back (each rebuild mounted every key and re-laid
+        out the whole screen, twice a turn)."""
         self._pending = False
         signature, shown = self._signature(), self._shown
         if signature == shown and self.children:
@@ -122,15 +127,30 @@ class FitFooter(Footer):
                 and self.size.width <= _COMPACT_AT.get(shape, -1):
             self.compact = self._compacted = True  # before the keys mount: nothing to restyle
             self._compacted_at = self.size.width
-        if shown is not None and self.children and shape is not None and shape == _shape(shown):
-            enabled = {(entry[0], entry[1]): entry[4] for entry in signature[0]}
-            for key in self.query(FooterKey):
-                if (key.key, key.action) in enabled:
-                    key._disabled = not enabled[key.key, key.action]  # what a click checks
-                    key.set_class(key._disabled, "-disabled")
-        else:
+        if not (self.children and self._update_in_place(signature)):
             await super().recompose()
+            self._built, self._absent = signature, frozenset()
         self.fit()
+
+    def _update_in_place(self, signature: tuple) -> bool:
+        """Show `signature` with the keys built from `self._built`: enabled states set, keys not
+        bound now marked absent. False (nothing changed) when a key bound now was not built, the
+        order differs, or a key group would be shown in part: those need a rebuild."""
+        built = self._built
+        if built is None or _within_built(built, signature) is None:
+            return False
+        present = {(entry[0], entry[1]): entry[4] for entry in signature[0]}
+        absent = frozenset((entry[0], entry[1]) for entry in built[0]) - present.keys()
+        for item in self._items():
+            states = [(key.key, key.action) in absent for key in _keys(item)]
+            if any(states) and not all(states):
+                return False
+        for key in self.query(FooterKey):
+            if (key.key, key.action) in present:
+                key._disabled = not present[key.key, key.action]  # what a click checks
+                key.set_class(key._disabled, "-disabled")
+        self._absent = absent
+        return True
 
     def on_resize(self) -> None:
         # Wider than when the compact style was taken for room: try the roomy one again. Not on
@@ -142,8 +162,16 @@ class FitFooter(Footer):
         self.fit()
 
     def fit(self) -> None:
-        """Show every key that fits the footer's width, hiding the others in the order above."""
-        items = self._items()
+        """Show every key that fits the footer's width, hiding the others in the order above
+        (and the keys built but not bound now)."""
+        items = []
+        for item in self._items():
+            keys = _keys(item)
+            if keys and all((key.key, key.action) in self._absent for key in keys):
+                for widget in item:
+                    widget.display = False
+            else:
+                items.append(item)
         if not items:
             return
         container, viewport = self.size, self.app.size
@@ -196,6 +224,18 @@ class FitFooter(Footer):
         order.extend(item for item in rest if _keys(item) and all(key.has_class("-disabled") for key in _keys(item)))
         order.extend(item for item in rest if item not in order)
         return order
+
+
+def _within_built(built: tuple, signature: tuple) -> tuple | None:
+    """`signature`'s keys (without enabled states) when they are `built`'s in the same order
+    with some left out, and the palette flag is the same; None otherwise."""
+    if len(built) != 2 or len(signature) != 2 or built[1] != signature[1]:
+        return None
+    wanted = [entry[:4] + entry[5:] for entry in signature[0]]
+    remaining = iter(entry[:4] + entry[5:] for entry in built[0])
+    if all(any(entry == candidate for candidate in remaining) for entry in wanted):
+        return tuple(wanted), signature[1]
+    return None
 
 
 def _shape(signature: tuple) -> tuple | None:
