@@ -129,7 +129,9 @@ class StatusLine(Static):
         return "  ·  ".join(p for p in parts if p)
 
     def _render_line(self) -> None:
-        self.update(self.line)
+        # No layout: one row whatever the text (height 1, full width, cut with "…"), and a
+        # layout pass re-arranges the whole screen (a long transcript's every box) each time.
+        self.update(self.line, layout=False)
         # After the handler that set it: a toast it raises next is then already a notice.
         self.call_after_refresh(self._keep_if_cut)
 
