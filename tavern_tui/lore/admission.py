@@ -37,15 +37,7 @@ def admit(run: RunState, new: list[Candidate], state: int, earlier_tokens: int) 
     run.located = {}  # for `_locate`
     entries = [c[0] for c in new]
     if run.plan.grouping and any(p.group_names for p in entries):
-        info = {c[0].pos: c for c in new}
-        losses = filter_by_inclusion_groups(  # drops the losers from `entries`
-            entries, [held[0].entry.group for held in run.activated.values()],
-            lambda p: p.key in run.timed.sticky_active, lambda p: p.key in run.timed.cooldown_active,
-            lambda p: _score(run, p, info[p.pos], state), run.settings.use_group_scoring, run.roll)
-        for c in new:
-            if c[0].pos in losses:
-                run.note(c[0], Reason.GROUP_LOST, losses[c[0].pos].detail)
-        new = [info[p.pos] for p in entries]
+        new = _apply_groups(run, new, entries, state)
     ignoring = sum(1 for p in entries if p.ignore_budget) if run.plan.ignoring_budget else 0
     # SillyTavern `newContent`; the default estimate (bytes / 4) is summed from the entries'
     # cached sizes, any other counter re-counts the text (tokenizers are not additive).
@@ -96,6 +88,20 @@ def admit(run: RunState, new: list[Candidate], state: int, earlier_tokens: int) 
     return [p for p in entries if p.pos not in run.failed] if failed else entries
 
 
+def _apply_groups(run: RunState, new: list[Candidate], entries: list[Prepared], state: int) -> list[Candidate]:
+    """Inclusion groups over the loop's candidates: the losers leave `entries` (in place) with
+    their decision; returns the candidates left, in order."""
+    info = {c[0].pos: c for c in new}
+    losses = filter_by_inclusion_groups(  # drops the losers from `entries`
+        entries, [held[0].entry.group for held in run.activated.values()],
+        lambda p: p.key in run.timed.sticky_active, lambda p: p.key in run.timed.cooldown_active,
+        lambda p: _score(run, p, info[p.pos], state), run.settings.use_group_scoring, run.roll)
+    for c in new:
+        if c[0].pos in losses:
+            run.note(c[0], Reason.GROUP_LOST, losses[c[0].pos].detail)
+    return [info[p.pos] for p in entries]
+
+
 def _score(run: RunState, p: Prepared, candidate: Candidate, state: int) -> int:
     """SillyTavern `getScore`: raw primary hits (+ secondary hits for AND_ANY, or for AND_ALL
     when all found); 0 without primary keys."""
@@ -118,10 +124,16 @@ def _fire(run: RunState, firing: list[tuple[Candidate, float | None]]) -> None:
     """Activate this loop's admitted candidates, in order, each with its probability roll (or
     None): its decision (where its key was found) and the run's bookkeeping."""
     run.pending = [c for c, _ in firing]  # the keys `_locate` places
-    step = run.step
-    decisions, stages, done_pos, complex_pos = run.decisions, run.stages, run.done_pos, run.complex_pos
-    activated, located = run.activated, run.located
-    fired_bytes = 0
+    # Two passes: the decisions read only the buffer and earlier loops' entries, never what
+    # the bookkeeping of this loop changes.
+    _activate(run, _decide(run, firing))
+
+
+def _decide(run: RunState, firing: list[tuple[Candidate, float | None]]) -> list[tuple[Prepared, Decision]]:
+    """The fired decision of each admitted candidate, in order: its reason and detail, where
+    its key was found, its roll."""
+    step, activated, located = run.step, run.activated, run.located
+    out = []
     for c, value in firing:
         p, reason, first, token = c
         # `_note` inlined: a firing always goes further than any decision held (an entry fires
@@ -165,7 +177,19 @@ def _fire(run: RunState, firing: list[tuple[Candidate, float | None]]) -> None:
         values["_detail"] = detail
         decision = _NEW(Decision)
         decision.__dict__ = values
-        pos, key = p.pos, p.key
+        out.append((p, decision))
+    return out
+
+
+def _activate(run: RunState, fired: list[tuple[Prepared, Decision]]) -> None:
+    """The run's bookkeeping for the fired entries, in order: decisions, stages, positions now
+    walked one by one, the active entry of each (book, uid), the fired bytes."""
+    step = run.step
+    decisions, stages, done_pos, complex_pos = run.decisions, run.stages, run.done_pos, run.complex_pos
+    activated = run.activated
+    fired_bytes = 0
+    for p, decision in fired:
+        pos, key, reason = p.pos, p.key, decision.reason
         decisions[pos] = decision
         stages[pos] = FIRED_STAGE  # (not `settled`: its positions are `complex_pos` from now on)
         done_pos.add(pos)

@@ -256,16 +256,9 @@ class FastIndex:
         regex_ids, odd = self._regex_ids, self._odd
         rx_left = remaining & regex_ids
         odd_left = {k for k in remaining if k in odd} if odd else set()
-        head = remaining  # the keys looked for in the first `skip_to` texts
-        skip_to = 0
+        absent = self._absent_from(base, remaining, rx_left, odd_left) if base_pieces > 0 else None
+        head, skip_to = (remaining - absent, base_pieces) if absent else (remaining, 0)  # head: sought before skip_to
         texts_seen = self._texts
-        known = texts_seen.get(base) if base is not None and base_pieces > 0 else None
-        if known is not None:
-            atom_rx = rx_left & self._scopes[ATOM]
-            absent = (remaining - regex_ids - odd_left - known.keys) | (atom_rx & known.rx_false) \
-                | (atom_rx - candidates(self, known))
-            if absent:
-                head, skip_to = remaining - absent, base_pieces
         for position, text in enumerate(texts):
             if position < skip_to:
                 if not head:
@@ -291,15 +284,10 @@ class FastIndex:
                 if info.rx_true and not rx_wanted.isdisjoint(info.rx_true):
                     found = found or set()
                     found |= rx_wanted & info.rx_true
-                undecided = info.open
-                if undecided is None:
-                    undecided = info.open = candidates(self, info) - info.rx_true - info.rx_false
-                if not rx_wanted.isdisjoint(undecided):
-                    found = found or set()
-                    regex_hits(self, text, info, rx_wanted & undecided, found, set())  # keeps the verdicts
+                if info.open is None or not rx_wanted.isdisjoint(info.open):  # (else nothing to search)
+                    found = self._search_undecided(text, info, rx_wanted, found)
             if found:
-                for key_id in found:
-                    placed[key_id] = position
+                placed.update(dict.fromkeys(found, position))
                 remaining -= found
                 rx_left -= found
                 odd_left -= found
@@ -308,6 +296,29 @@ class FastIndex:
         if self._cached_chars > self.cache_chars:
             self._trim()
         return placed
+
+    def _absent_from(self, base: str | None, keys: set[int], rx_keys: set[int], odd_keys: set[int]) -> set[int] | None:
+        """The keys of `keys` no piece of `base` can hold, for `first_hits` to skip those pieces:
+        plain and ATOM-scope regex keys that `base`, asked about before, was found without.
+        None when `base` is not cached."""
+        known = self._texts.get(base) if base is not None else None
+        if known is None:
+            return None
+        atom_rx = rx_keys & self._scopes[ATOM]
+        return (keys - self._regex_ids - odd_keys - known.keys) | (atom_rx & known.rx_false) \
+            | (atom_rx - candidates(self, known))
+
+    def _search_undecided(self, text: str, info: Text, rx_wanted: set[int], found: set[int] | None) -> set[int] | None:
+        """`found` plus the keys of `rx_wanted` that `text` holds among its not yet decided
+        regex candidates (searched; the verdicts are kept with `info`, for the next step)."""
+        undecided = info.open
+        if undecided is None:
+            undecided = info.open = candidates(self, info) - info.rx_true - info.rx_false
+        if rx_wanted.isdisjoint(undecided):
+            return found
+        found = found or set()
+        regex_hits(self, text, info, rx_wanted & undecided, found, set())  # keeps the verdicts
+        return found
 
     def prime(self, texts: Iterable[str]) -> int:
         """Work out ahead of time the unit facts (plain keys found, prefilter literals present,
