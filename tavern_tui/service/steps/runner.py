@@ -156,7 +156,7 @@ class StepRunner:
 
     @staticmethod
     def release_heap() -> None:
-        """Undo `warm_world_info`'s freeze (when its chat closes; `Previews.release_heap`)."""
+        """After a chat closed: collect what it left and freeze the rest again (`Previews.release_heap`)."""
         Previews.release_heap()
 
     def _assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,

@@ -209,7 +209,11 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
 
     def on_unmount(self) -> None:
         self.tavern.tools.set_asker(None)
-        self.tavern.steps.release_heap()  # no I/O (gc.unfreeze): the warm-up froze the heap with this screen in it
+        # The warm-up froze the heap with this screen in it: once the screen is gone, collect it
+        # and freeze the rest again (`release_heap`), in a worker after the next screen painted.
+        app, release = self.app, self.tavern.steps.release_heap
+        app.call_after_refresh(lambda: app.run_worker(release, thread=True, group="heap", exclusive=True,
+                                                      exit_on_error=False))
 
     def settings_changed(self) -> None:
         """The settings screen saved (issue 21 item 1): show the new provider and the labels asked for."""
