@@ -96,3 +96,20 @@ async def test_the_steps_opening_reads_the_surface_once(tavern: Tavern, model: S
     assert len(reads) == 1  # read to recover or refuse; the claim extends it with what it stored
     await _send(tavern, seraphina, "thank you")
     assert len(reads) == 2
+
+
+async def test_a_send_in_a_chat_without_mvu_state_reads_no_surface_for_it(
+        tavern: Tavern, model: ScriptedModel, seraphina: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seraphina's card carries no MVU material: no record is ever made, so neither the request's
+    # MVU macros nor the reply's settlement has a record to read (each read the whole surface to
+    # find out, on every send: ~200 ms at 5,000 messages).
+    from tavern_tui.service.mvu.service import MvuService
+
+    reads: list[int] = []
+    real = MvuService.surface_events
+    monkeypatch.setattr(MvuService, "surface_events", lambda self, sid: reads.append(sid) or real(self, sid))
+    model.enqueue("Welcome, traveller, to the glade.")
+    settled = await _send(tavern, seraphina, "hello")
+    assert settled.event.content == "Welcome, traveller, to the glade."
+    assert reads == []
+    assert tavern.mvu.head(seraphina).record is None

@@ -82,7 +82,7 @@ class MvuCommits(MvuPart):
         Raises:
             StoreBusy: the base kept moving `CAS_TRIES` times.
         """
-        if message.kind != EventKind.ASSISTANT_MESSAGE:
+        if message.kind != EventKind.ASSISTANT_MESSAGE or not self.has_commits(session_id):
             return None
         text = str(message.body.get("content") or "")
         _view, _books, _primary, _greetings, macros = self.material.material(playthrough_id)

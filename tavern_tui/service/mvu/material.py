@@ -14,8 +14,9 @@ from typing import Any
 
 from tavern_tui.assembly.macros import MacroContext, substitute_readonly
 from tavern_tui.engine.events import Event
+from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.engine.step import OPENING_SOURCE
-from tavern_tui.mvu import InitBook, has_mvu_material, initial_record
+from tavern_tui.mvu import MVU_PART, InitBook, has_mvu_material, initial_record
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
@@ -92,3 +93,13 @@ class MvuPart:
         self.ctx = material.ctx
         self.playthroughs = material.playthroughs
         self.surface_events = surface
+
+    def has_commits(self, session_id: int) -> bool:
+        """Whether the session or any of its ancestors (past their fork points too: a fork inherits
+        the commit made just after its reply) holds an MVU commit. Every record starts as a commit
+        (the initial record), so without one there is no record to read or update. One read of the
+        rare `state/commit` events on the (session, kind) index, where reading the whole surface to
+        find out costs ~200 ms on a 5,000-message chat, MVU or not."""
+        log = self.ctx.store.events
+        sessions = [sid for sid, _upto in log.ancestry(session_id)]
+        return any(MVU_PART in event.body for event in log.events_of_kind([STATE_KIND], sessions))

@@ -16,7 +16,7 @@ from tavern_tui.assembly.memo import per_list
 from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import STATE_KIND
-from tavern_tui.mvu import MVU_PART, mvu_head, snapshot_variables, update_variables
+from tavern_tui.mvu import MVU_PART, has_mvu_material, mvu_head, snapshot_variables, update_variables
 from tavern_tui.mvu.records import mvu_commits
 from tavern_tui.mvu.update import message_after_update
 from tavern_tui.service.mvu.material import MvuMaterial, MvuPart, expander
@@ -78,6 +78,12 @@ class MvuReading(MvuPart):
         return head
 
     def _head(self, playthrough_id: int, view: Any) -> MvuView:
+        material = None
+        if not self.has_commits(view.session_id):
+            # No record yet: only the initial one could be shown, and only with MVU material.
+            material = self.material.material(playthrough_id)
+            if not has_mvu_material(material[1], material[3]):
+                return MvuView(playthrough_id, None)
         events = self.surface_events(view.session_id)
         snapshot = getattr(self.ctx.store.events, "surface_snapshot", None)
         if snapshot is not None:
@@ -92,7 +98,7 @@ class MvuReading(MvuPart):
             part = found.part or {}
             return MvuView(playthrough_id, found.record, True, found.message, list(part.get("changes") or []),
                            list(part.get("refused") or []), found.commit)
-        planned = self.material.planned_init(playthrough_id, surface)
+        planned = self.material.planned_init(playthrough_id, surface, material)
         if planned is None:
             return MvuView(playthrough_id, None)
         message, result = planned
