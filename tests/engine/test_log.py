@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from tavern_tui.engine.events import EventKind, NewEvent, Origin, effective_origin, is_agent, is_customer, parse_origin
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, derive_messages, inspect, page
+from tavern_tui.engine.log import (
+    SYSTEM_PROMPT_SOURCE,
+    SurfaceFold,
+    derive_messages,
+    inspect,
+    page,
+    replacement_event,
+    surface_of,
+)
 from tavern_tui.engine.memory import MemoryLog
 from tavern_tui.errors import OriginError
 
@@ -40,6 +48,31 @@ def test_surface_keeps_only_message_kinds_and_the_newest_system_section_first() 
     assert surface[0].ref == (sid, 9)
     assert [m.to_request() for m in surface[1:3]] == [{"role": "assistant", "content": "greeting"},
                                                        {"role": "user", "content": "hi"}]
+
+
+def test_a_fold_goes_on_from_any_point_as_deriving_the_whole_surface_again() -> None:
+    # The step derives its history at the claim and goes on from it after the opening stored its
+    # system section and input: at every split, the same surface as one derivation of it all.
+    log, sid = _log_with(
+        NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "greeting"}, Origin.ENGINE, "opening"),
+        NewEvent(EventKind.SYSTEM_MESSAGE, "system", {"content": "s1"}, source=SYSTEM_PROMPT_SOURCE),
+        NewEvent(EventKind.USER_MESSAGE, "user", {"content": "hi"}),
+        NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant", {"content": "Hello"}),
+        NewEvent(EventKind.USER_MESSAGE, "user", {"content": "typo"}),
+    )
+    log.append(sid, [replacement_event([(sid, 5)], {"role": "user", "content": "fixed"}),
+                     NewEvent(EventKind.ASSISTANT_ATTEMPT, "assistant", {"content": "", "error": {"category": "x"}}),
+                     NewEvent(EventKind.SYSTEM_MESSAGE, "system", {"content": "s2"}, source=SYSTEM_PROMPT_SOURCE),
+                     NewEvent(EventKind.USER_MESSAGE, "user", {"content": "again"})])
+    log.append(sid, [replacement_event([(sid, 3), (sid, 4)], None)])
+    events = log.surface_events(sid)
+    whole = surface_of(events)
+    assert [m.content for m in whole] == ["s2", "greeting", "fixed", "again"]
+    for split in range(len(events) + 1):
+        first = SurfaceFold().add(events[:split])
+        before = first.result()
+        assert first.copy().add(events[split:]).result() == whole
+        assert first.result() == before  # the copy went on; the fold it came from did not move
 
 
 def test_through_seq_pins_an_earlier_surface() -> None:

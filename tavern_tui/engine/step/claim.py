@@ -13,7 +13,7 @@ from typing import Any
 
 from tavern_tui.engine.events import Event
 from tavern_tui.engine.inbox import NEXT_TURN, ClaimPending, ClaimPlan, PendingItem, change_async
-from tavern_tui.engine.log import AsyncSessionLog, SurfaceMessage, surface_of
+from tavern_tui.engine.log import AsyncSessionLog, SurfaceFold, SurfaceMessage
 from tavern_tui.engine.step.errors import InboxEmpty, StepBusy
 from tavern_tui.engine.step.options import StepOptions
 from tavern_tui.engine.step.turn import TurnStep
@@ -34,6 +34,8 @@ class Claimed:
             None when no step recorded them.
         events: the surface events `history` was derived from (the freeze extends them with what
             the opening stores next instead of reading the surface again).
+        fold: the surface derived from `events` (the freeze goes on from it instead of deriving
+            the whole surface again); None when not derived here.
     """
 
     event: Event | None
@@ -42,6 +44,7 @@ class Claimed:
     transaction: list[SurfaceMessage] = field(default_factory=list)
     applied: tuple[str, ...] | None = None
     events: list[Event] = field(default_factory=list)
+    fold: SurfaceFold | None = None
 
 
 async def claim_input(log: AsyncSessionLog, session_id: int, text: str | None, options: StepOptions,
@@ -64,14 +67,15 @@ async def claim_input(log: AsyncSessionLog, session_id: int, text: str | None, o
     events = extended(surface, session_id, stored) if surface is not None and stored else None
     if events is None:  # something else was written since `surface` was read: read it again
         events = await log.surface_events(session_id)
-    history = surface_of(events)
+    fold = SurfaceFold().add(events)
+    history = fold.result()
     # A later step of a tool turn: a projection rebuilds history from text, so the turn's calls
     # and results go to the request as they are (`with_transaction`), not through the assembler.
     transaction = turn_transaction(history, turn.first) if turn is not None and turn.first is not None else []
     if transaction:
         kept = {m.ref for m in transaction}
         history = [m for m in history if m.ref not in kept]
-    return Claimed(claim_event, batch, history, transaction, applied_context(events), events)
+    return Claimed(claim_event, batch, history, transaction, applied_context(events), events, fold)
 
 
 def extended(surface: list[Event], session_id: int, stored: list[Event]) -> list[Event] | None:

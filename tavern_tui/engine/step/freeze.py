@@ -39,9 +39,11 @@ async def freeze_request(log: AsyncSessionLog, session_id: int, assembly: Assemb
         return _projected(assembly, header, claimed)
     extra = header.extra
     events = extended(claimed.events, session_id, written) if claimed.events and written else None
-    if events is None:
-        events = await log.surface_events(session_id)
-    surface = [m for m in surface_of(events) if sent_to_model(m) and m.ref not in assembly.omit]
+    if events is not None and claimed.fold is not None:  # go on from the claim's surface
+        derived = claimed.fold.copy().add(events[len(claimed.events):]).result()
+    else:
+        derived = surface_of(events if events is not None else await log.surface_events(session_id))
+    surface = [m for m in derived if sent_to_model(m) and m.ref not in assembly.omit]
     messages = [_rewritten(m, assembly.rewrite) for m in surface] + extra
     # A rewritten message points at its sent text in the request/assembly record (after `append`).
     slot = {tuple(r["ref"]): len(extra) + i for i, r in enumerate(header.rewritten)}
