@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tavern_tui import paths
-from tavern_tui.config.schema import flatten_keys, validate
+from tavern_tui.config.schema import ConfigProblem, flatten_keys, validate
 from tavern_tui.config.store import keyring_api_key
 from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.errors import FormatError
@@ -192,12 +192,89 @@ def default_db_url(env: Mapping[str, str] | None = None) -> str:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
+    """The config file's TOML ({} when there is none); a parse failure names the file."""
     if not path.is_file():
         return {}
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FormatError(str(path), f"not valid TOML: {exc}") from exc
+
+
+def _pick(source: Mapping[str, str], flag: str | None, env_name: str, file_value: Any, default: str = "") -> str:
+    """One setting by precedence: the flag, then the environment, then the file, then the default."""
+    if flag:
+        return flag
+    if source.get(env_name):
+        return source[env_name]
+    return str(file_value) if file_value not in (None, "") else default
+
+
+def _checked_file(path: Path) -> tuple[dict[str, Any], list[ConfigProblem]]:
+    """The config file and its schema findings; every wrongly typed key fails together, in one message."""
+    file = _read_config(path)
+    problems = validate(file, str(path))
+    wrong = [p for p in problems if p.error]
+    if wrong:
+        raise FormatError(str(path), "; ".join(f"{p.key}: expected {p.expected}" for p in wrong))
+    return file, problems
+
+
+def _provider_settings(
+    file: dict[str, Any], source: Mapping[str, str], path: Path,
+    base_url: str | None, model: str | None, api_key: str | None,
+) -> ProviderSettings:
+    """The endpoint from the flags, `TAVERN_API_BASE`/`_MODEL`/`_API_KEY` and `[provider]`."""
+    prov = file.get("provider", {})
+    if not isinstance(prov, dict):
+        raise FormatError(str(path), "must be a table", field="provider")
+    try:
+        timeout = float(prov.get("timeout", 60.0))
+    except (TypeError, ValueError) as exc:
+        raise FormatError(str(path), "must be a number of seconds", field="provider.timeout") from exc
+    return ProviderSettings(
+        base_url=_pick(source, base_url, "TAVERN_API_BASE", prov.get("base_url")),
+        model=_pick(source, model, "TAVERN_MODEL", prov.get("model")),
+        api_key=_pick(source, api_key, "TAVERN_API_KEY", prov.get("api_key")),
+        timeout=timeout,
+        keyring=keyring_api_key,  # asked only when the key is first needed (`ProviderSettings.key`)
+    )
+
+
+def _world_info_settings(file: dict[str, Any], path: Path) -> WorldInfoSettings:
+    """`[world_info]` read with SillyTavern's key names, its errors named by the table."""
+    lore = file.get("world_info", {})
+    if not isinstance(lore, dict):
+        raise FormatError(str(path), "must be a table", field="world_info")
+    try:
+        return WorldInfoSettings.from_st(lore)
+    except ValueError as exc:
+        raise FormatError(str(path), str(exc), field="world_info") from exc
+
+
+def _belief_extractor(file: dict[str, Any], source: Mapping[str, str], path: Path) -> str:
+    """`TAVERN_BELIEF_EXTRACTOR` or `belief_extractor`, checked against the known extractors."""
+    extractor = _pick(source, None, "TAVERN_BELIEF_EXTRACTOR", file.get("belief_extractor"), "rules")
+    if extractor not in BELIEF_EXTRACTORS:
+        raise FormatError(str(path), f"unknown belief extractor {extractor!r}; use one of "
+                          + ", ".join(BELIEF_EXTRACTORS), field="belief_extractor")
+    return extractor
+
+
+def _token_limits(file: dict[str, Any], path: Path) -> dict[str, int]:
+    """`max_context` and `max_tokens`; also checks the top-level switches and `summary_prompt`."""
+    limits: dict[str, int] = {}
+    for key in ("max_context", "max_tokens"):
+        value = file.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise FormatError(str(path), "must be a whole number of tokens (0 = unset)", field=key)
+        limits[key] = value
+    for key in ("probe_context", "auto_compact", "templates"):
+        if not isinstance(file.get(key, False), bool):
+            raise FormatError(str(path), "must be true or false", field=key)
+    if not isinstance(file.get("summary_prompt", ""), str):
+        raise FormatError(str(path), "must be a string", field="summary_prompt")
+    return limits
 
 
 def load_settings(
@@ -223,57 +300,13 @@ def load_settings(
     """
     source = env if env is not None else os.environ
     path = paths.config_file(dict(source))
-    file = _read_config(path)
-    problems = validate(file, str(path))
-    wrong = [p for p in problems if p.error]
-    if wrong:
-        raise FormatError(str(path), "; ".join(f"{p.key}: expected {p.expected}" for p in wrong))
-    prov = file.get("provider", {})
-    if not isinstance(prov, dict):
-        raise FormatError(str(path), "must be a table", field="provider")
-
-    def pick(flag: str | None, env_name: str, file_value: Any, default: str = "") -> str:
-        if flag:
-            return flag
-        if source.get(env_name):
-            return source[env_name]
-        return str(file_value) if file_value not in (None, "") else default
-
-    try:
-        timeout = float(prov.get("timeout", 60.0))
-    except (TypeError, ValueError) as exc:
-        raise FormatError(str(path), "must be a number of seconds", field="provider.timeout") from exc
-    provider = ProviderSettings(
-        base_url=pick(base_url, "TAVERN_API_BASE", prov.get("base_url")),
-        model=pick(model, "TAVERN_MODEL", prov.get("model")),
-        api_key=pick(api_key, "TAVERN_API_KEY", prov.get("api_key")),
-        timeout=timeout,
-        keyring=keyring_api_key,  # asked only when the key is first needed (`ProviderSettings.key`)
-    )
-    lore = file.get("world_info", {})
-    if not isinstance(lore, dict):
-        raise FormatError(str(path), "must be a table", field="world_info")
-    try:
-        world_info = WorldInfoSettings.from_st(lore)
-    except ValueError as exc:
-        raise FormatError(str(path), str(exc), field="world_info") from exc
-    extractor = pick(None, "TAVERN_BELIEF_EXTRACTOR", file.get("belief_extractor"), "rules")
-    if extractor not in BELIEF_EXTRACTORS:
-        raise FormatError(str(path), f"unknown belief extractor {extractor!r}; use one of "
-                          + ", ".join(BELIEF_EXTRACTORS), field="belief_extractor")
-    limits: dict[str, int] = {}
-    for key in ("max_context", "max_tokens"):
-        value = file.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise FormatError(str(path), "must be a whole number of tokens (0 = unset)", field=key)
-        limits[key] = value
-    for key in ("probe_context", "auto_compact", "templates"):
-        if not isinstance(file.get(key, False), bool):
-            raise FormatError(str(path), "must be true or false", field=key)
-    if not isinstance(file.get("summary_prompt", ""), str):
-        raise FormatError(str(path), "must be a string", field="summary_prompt")
+    file, problems = _checked_file(path)
+    provider = _provider_settings(file, source, path, base_url, model, api_key)
+    world_info = _world_info_settings(file, path)
+    extractor = _belief_extractor(file, source, path)
+    limits = _token_limits(file, path)
     roleplay = file.get("roleplay", {})
-    rp_policy = pick(None, "TAVERN_RP_POLICY", roleplay.get("policy") if isinstance(roleplay, dict) else None)
+    rp_policy = _pick(source, None, "TAVERN_RP_POLICY", roleplay.get("policy") if isinstance(roleplay, dict) else None)
     tui_table = file.get("tui", {})
     tui = TuiSettings(**{name: tui_table[name] for name in TuiSettings.__dataclass_fields__ if name in tui_table})
     return Settings(
@@ -283,16 +316,17 @@ def load_settings(
         probe_context=bool(file.get("probe_context", True)), auto_compact=bool(file.get("auto_compact", False)),
         summary_prompt=str(file.get("summary_prompt", "")),
         tools=_tool_settings(file, source, path),
-        db_url=pick(db_url, "TAVERN_DB_URL", file.get("db_url"), default_db_url(source)),
+        db_url=_pick(source, db_url, "TAVERN_DB_URL", file.get("db_url"), default_db_url(source)),
         provider=provider,
-        user_name=pick(None, "TAVERN_USER_NAME", file.get("user_name"), "User"),
+        user_name=_pick(source, None, "TAVERN_USER_NAME", file.get("user_name"), "User"),
         world_info=world_info,
         config_path=path,
         belief_extractor=extractor,
-        default_strategy=pick(None, "TAVERN_DEFAULT_STRATEGY", file.get("default_strategy"), "preset-slots-first"),
-        tokenizer=pick(None, "TAVERN_TOKENIZER", file.get("tokenizer"), ""),
-        memory_snapshot=pick(None, "TAVERN_MEMORY_SNAPSHOT", str(file.get("memory_snapshot", "")).lower(),
-                             "").lower() in ("1", "true", "yes"),
-        templates=pick(None, "TAVERN_TEMPLATES", str(file.get("templates", True)).lower(),
-                       "true").lower() not in ("0", "false", "no", "off"),
+        default_strategy=_pick(source, None, "TAVERN_DEFAULT_STRATEGY", file.get("default_strategy"),
+                               "preset-slots-first"),
+        tokenizer=_pick(source, None, "TAVERN_TOKENIZER", file.get("tokenizer"), ""),
+        memory_snapshot=_pick(source, None, "TAVERN_MEMORY_SNAPSHOT", str(file.get("memory_snapshot", "")).lower(),
+                              "").lower() in ("1", "true", "yes"),
+        templates=_pick(source, None, "TAVERN_TEMPLATES", str(file.get("templates", True)).lower(),
+                        "true").lower() not in ("0", "false", "no", "off"),
     )
