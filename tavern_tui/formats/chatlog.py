@@ -146,17 +146,41 @@ def parse_chat_jsonl(data: bytes, file: str) -> ParsedChat:
             message; `name` or `mes` not a string; `swipes` not a list of strings (field e.g.
             "line 4: swipes").
     """
+    warnings: list[str] = []
+    header, header_line, messages = _read_lines(_decode(data, file), file, warnings)
+    if header is None:  # only whitespace ASCII strip() keeps (U+2028, U+001C, …): no line to read
+        raise FormatError(file, "not a SillyTavern chat: it holds no JSON lines")
+    metadata = header.get("chat_metadata", {})
+    if not isinstance(metadata, dict):
+        warnings.append(f"line {header_line}: chat_metadata is a {type_name(metadata)}, not an object; using {{}}")
+        metadata = {}
+    create_date = header.get("create_date")
+    return ParsedChat(
+        header=header,
+        user_name=_header_name(header.get("user_name")),
+        character_name=_header_name(header.get("character_name")),
+        create_date=create_date if isinstance(create_date, str) else None,
+        chat_metadata=metadata,
+        messages=messages,
+        warnings=warnings,
+    )
+
+
+def _decode(data: bytes, file: str) -> str:
+    """The file's text without its BOM; empty or non-UTF-8 bytes fail, naming the bad byte's line."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if not data.strip():
         raise FormatError(file, "file is empty")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise FormatError(file, f"not UTF-8 text (bad byte at offset {exc.start})", f"line {line}") from None
 
-    warnings: list[str] = []
+
+def _read_lines(text: str, file: str, warnings: list[str]) -> tuple[dict | None, int, list[ChatLine]]:
+    """The header (None when no line holds JSON; {} when headerless), its line number and the messages."""
     header: dict | None = None
     header_line = 0
     messages: list[ChatLine] = []
@@ -177,23 +201,7 @@ def parse_chat_jsonl(data: bytes, file: str) -> ParsedChat:
             warnings.append(f"line {index}: no chat header (user_name, name or chat_metadata); "
                             "reading every line as a message")
         messages.append(_read_message(obj, index, file, warnings))
-
-    if header is None:  # only whitespace ASCII strip() keeps (U+2028, U+001C, …): no line to read
-        raise FormatError(file, "not a SillyTavern chat: it holds no JSON lines")
-    metadata = header.get("chat_metadata", {})
-    if not isinstance(metadata, dict):
-        warnings.append(f"line {header_line}: chat_metadata is a {type_name(metadata)}, not an object; using {{}}")
-        metadata = {}
-    create_date = header.get("create_date")
-    return ParsedChat(
-        header=header,
-        user_name=_header_name(header.get("user_name")),
-        character_name=_header_name(header.get("character_name")),
-        create_date=create_date if isinstance(create_date, str) else None,
-        chat_metadata=metadata,
-        messages=messages,
-        warnings=warnings,
-    )
+    return header, header_line, messages
 
 
 def write_chat_jsonl(header: dict, messages: list[ChatLine]) -> str:

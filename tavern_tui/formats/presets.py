@@ -93,15 +93,7 @@ def parse_preset(data: bytes, file: str, name: str | None = None) -> ParsedPrese
     if kind not in (None, PRESET) and "prompts" not in obj and "prompt_order" not in obj:
         raise FormatError(file, f"this is a {kind} file, not a chat-completion preset")
     warnings: list[str] = []
-    settings: dict[str, Any] = {}
-    ignored: list[str] = []
-    for key, value in obj.items():
-        if key in ("prompts", "prompt_order"):
-            continue
-        if is_connection_field(key):
-            ignored.append(key)
-        else:
-            settings[key] = copy.deepcopy(value)
+    settings, ignored = _split_settings(obj)
 
     prompts = _read_prompts(obj.get("prompts"), file, warnings)
     from_file = set(prompts)
@@ -111,21 +103,9 @@ def parse_preset(data: bytes, file: str, name: str | None = None) -> ParsedPrese
     _migrate_legacy(settings, prompts, from_file, warnings)
 
     orders = _read_orders(obj.get("prompt_order"), file, warnings)
-    order_source, order = "default", [OrderItem(ident, enabled) for ident, enabled in DEFAULT_ORDER]
-    for group_id in (GLOBAL_ORDER_ID, LEGACY_ORDER_ID):
-        if orders.get(group_id):
-            order_source, order = str(group_id), orders[group_id]
-            break
-    if order_source != str(GLOBAL_ORDER_ID) and orders:
-        used = f"group {order_source}" if order_source != "default" else "SillyTavern's default"
-        warnings.append(f"no usable prompt_order group {GLOBAL_ORDER_ID}; the {used} order is used")
+    order_source, order = _active_order(orders, warnings)
     _check_order(order, prompts, from_file, warnings)
-
-    for key, (setting_kind, default) in SETTINGS.items():
-        if key in settings:
-            _, problem = setting_value(setting_kind, settings[key], default)
-            if problem:
-                warnings.append(f"{key} {problem}; SillyTavern's default {default!r} is used")
+    _warn_bad_settings(settings, warnings)
 
     return ParsedPreset(
         name=name if name is not None else PurePath(file).stem,
@@ -137,6 +117,42 @@ def parse_preset(data: bytes, file: str, name: str | None = None) -> ParsedPrese
         ignored_connection_fields=ignored,
         warnings=warnings,
     )
+
+
+def _split_settings(obj: dict) -> tuple[dict[str, Any], list[str]]:
+    """The preset's settings (copied) apart from its connection fields, which are only named."""
+    settings: dict[str, Any] = {}
+    ignored: list[str] = []
+    for key, value in obj.items():
+        if key in ("prompts", "prompt_order"):
+            continue
+        if is_connection_field(key):
+            ignored.append(key)
+        else:
+            settings[key] = copy.deepcopy(value)
+    return settings, ignored
+
+
+def _active_order(orders: dict[int, list[OrderItem]], warnings: list[str]) -> tuple[str, list[OrderItem]]:
+    """The order PromptManager sends (group 100001, else 100000, else the default) and where it came from."""
+    order_source, order = "default", [OrderItem(ident, enabled) for ident, enabled in DEFAULT_ORDER]
+    for group_id in (GLOBAL_ORDER_ID, LEGACY_ORDER_ID):
+        if orders.get(group_id):
+            order_source, order = str(group_id), orders[group_id]
+            break
+    if order_source != str(GLOBAL_ORDER_ID) and orders:
+        used = f"group {order_source}" if order_source != "default" else "SillyTavern's default"
+        warnings.append(f"no usable prompt_order group {GLOBAL_ORDER_ID}; the {used} order is used")
+    return order_source, order
+
+
+def _warn_bad_settings(settings: dict[str, Any], warnings: list[str]) -> None:
+    """Warn of each known setting whose value SillyTavern would replace by its default; the value is kept."""
+    for key, (setting_kind, default) in SETTINGS.items():
+        if key in settings:
+            _, problem = setting_value(setting_kind, settings[key], default)
+            if problem:
+                warnings.append(f"{key} {problem}; SillyTavern's default {default!r} is used")
 
 
 def export_preset(preset: ParsedPreset) -> dict:

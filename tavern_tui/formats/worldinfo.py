@@ -109,17 +109,11 @@ def parse_world_book(data: bytes, file: str) -> WorldBook:
     obj = _load_json(data, file)
     stem = PurePath(file).stem or file
     if obj.get("spec") == "lorebook_v3":
-        if not isinstance(obj.get("data"), dict):
-            raise FormatError(file, f"lorebook_v3 data is a {type_name(obj.get('data'))}, not an object", "data")
-        extra = {k: copy.deepcopy(v) for k, v in obj.items() if k not in ("spec", "data")}
-        return _card_book(obj["data"], file, stem, "lorebook_v3", "data.", extra)
+        return _lorebook_v3(obj, file, stem)
     fmt = ("novelai" if "lorebookVersion" in obj else "agnai" if obj.get("kind") == "memory"
            else "risu" if obj.get("type") == "risu" else None)
     if fmt:
-        raws = FOREIGN[fmt](obj, file)
-        book = _book_fields(obj if fmt == "agnai" else {}, file, stem, "")
-        rest = {k: copy.deepcopy(v) for k, v in obj.items() if k not in BOOK_CONSUMED[fmt]}
-        return _finish(book, raws, file, fmt, {fmt: rest} if rest else {})
+        return _foreign_book(obj, file, stem, fmt)
     if "entries" not in obj:
         kind = sniff_kind(obj)
         if kind not in (None, WORLD_BOOK):
@@ -130,17 +124,7 @@ def parse_world_book(data: bytes, file: str) -> WorldBook:
         isinstance(e, dict) and ("key" in e or "uid" in e) for e in entries
     ):
         return _card_book(obj, file, stem, "card", "", {})
-    raws = []
-    hybrid = False
-    for where, index, key, raw in iter_objects(entries, "entries", file):
-        hybrid = hybrid or bool(_V2_MARKERS & raw.keys())
-        extra = {k: copy.deepcopy(v) for k, v in raw.items() if k not in _ST_NAMES}
-        fallback = index if key is None else _uid(key, file, where)
-        raws.append(RawEntry(where, raw, {}, extra, key if fallback is None else fallback))
-    book = _book_fields(obj, file, stem, "")
-    extra = {k: copy.deepcopy(v) for k, v in obj.items() if k not in _BOOK_FIELDS and k != "entries"}
-    return _finish(book, raws, file, "st+v2" if hybrid else "st", extra)
-
+    return _st_book(obj, file, stem)
 
 def from_character_book(book: dict, file: str, name: str) -> WorldBook:
     """Convert a card's `character_book` (V2/V3 spec shape) into a WorldBook ("card").
@@ -258,6 +242,36 @@ def _load_json(data: bytes, file: str) -> dict:
     if data.startswith(b"\x89PNG\r\n\x1a\n"):  # cards, NovelAI `naidata` images: not read here
         raise FormatError(file, "this is a PNG image (a character card?), not a world book JSON file")
     return load_json_object(data, file)
+
+
+def _lorebook_v3(obj: dict, file: str, stem: str) -> WorldBook:
+    """A `spec: "lorebook_v3"` file: its `data` is a character_book; the wrapper's other fields go to `extra`."""
+    if not isinstance(obj.get("data"), dict):
+        raise FormatError(file, f"lorebook_v3 data is a {type_name(obj.get('data'))}, not an object", "data")
+    extra = {k: copy.deepcopy(v) for k, v in obj.items() if k not in ("spec", "data")}
+    return _card_book(obj["data"], file, stem, "lorebook_v3", "data.", extra)
+
+
+def _foreign_book(obj: dict, file: str, stem: str, fmt: str) -> WorldBook:
+    """A NovelAI, Agnai or RisuAI book, converted; fields the converter does not read stay in `extra[fmt]`."""
+    raws = FOREIGN[fmt](obj, file)
+    book = _book_fields(obj if fmt == "agnai" else {}, file, stem, "")
+    rest = {k: copy.deepcopy(v) for k, v in obj.items() if k not in BOOK_CONSUMED[fmt]}
+    return _finish(book, raws, file, fmt, {fmt: rest} if rest else {})
+
+
+def _st_book(obj: dict, file: str, stem: str) -> WorldBook:
+    """SillyTavern World Info, "st+v2" when any entry carries Chub's V2 fields beside the ST ones."""
+    raws = []
+    hybrid = False
+    for where, index, key, raw in iter_objects(obj["entries"], "entries", file):
+        hybrid = hybrid or bool(_V2_MARKERS & raw.keys())
+        extra = {k: copy.deepcopy(v) for k, v in raw.items() if k not in _ST_NAMES}
+        fallback = index if key is None else _uid(key, file, where)
+        raws.append(RawEntry(where, raw, {}, extra, key if fallback is None else fallback))
+    book = _book_fields(obj, file, stem, "")
+    extra = {k: copy.deepcopy(v) for k, v in obj.items() if k not in _BOOK_FIELDS and k != "entries"}
+    return _finish(book, raws, file, "st+v2" if hybrid else "st", extra)
 
 
 def _book_fields(obj: dict, file: str, fallback_name: str, prefix: str) -> dict[str, Any]:
