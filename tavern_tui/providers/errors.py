@@ -443,26 +443,14 @@ def rejected_parameter(
         return None
     secret_list = [s for s in secrets if s]
     text = _text_of(body)
-    try:
-        parsed: Any = json.loads(text) if text.strip() else None
-    except ValueError:
-        parsed = None
+    parsed = _json_or_none(text)
     err = _error_object(parsed)
     if err is not None and _is_quota(err, message=False):
         return None
     # Matched as received (a short key masked inside a field name would hide it); only the
     # reason, which is kept and shown, is redacted.
     message = " ".join((_message_of(err) if err else text).split())
-    param = err.get("param") if err else None
-    field: str | None = None
-    if isinstance(param, str) and param.strip():
-        field = _field_name(param)
-        if field not in names:
-            return None  # the server blamed something else (messages, model, a dropped field)
-    if field is None:
-        field = next((f for f in _validation_fields(parsed) if f in names), None)
-    if field is None:
-        field = _named_in_text(message, names)
+    field = _blamed_field(err, parsed, message, names)
     if field is None:
         return None
     replacement = None
@@ -471,3 +459,24 @@ def rejected_parameter(
         replacement = match.group(1).lower()
     reason = f"{status}: {_shorten(redact(message, secret_list)) or '(no message)'}"
     return RejectedParameter(field, replacement, redact(reason, secret_list))
+
+
+def _json_or_none(text: str) -> Any:
+    """The body as JSON, or None: a plain-text error answer is still read, by its message."""
+    try:
+        return json.loads(text) if text.strip() else None
+    except ValueError:
+        return None
+
+
+def _blamed_field(err: Mapping[str, Any] | None, parsed: Any, message: str, names: list[str]) -> str | None:
+    """The candidate the answer blames: `error.param`, else validation entries, else the message text.
+
+    An `error.param` naming a non-candidate settles it: None, the answer is about something else.
+    """
+    param = err.get("param") if err else None
+    if isinstance(param, str) and param.strip():
+        field = _field_name(param)
+        return field if field in names else None  # the server blamed something else (messages, model, a dropped field)
+    field = next((f for f in _validation_fields(parsed) if f in names), None)
+    return field if field is not None else _named_in_text(message, names)
