@@ -347,18 +347,6 @@ async def test_a_huge_book_lists_every_fired_entry_and_counts_the_rest() -> None
         assert lines[-1] == f"… and {3000 - 6 - SKIPPED_SHOWN} more entries that did not fire"
 
 
-async def test_leaving_the_chat_releases_the_frozen_heap(corpus_tavern: Tavern) -> None:
-    import gc
-
-    app = TavernApp(corpus_tavern)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_character(pilot, "Seraphina")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
-                                        and app.screen.is_mounted and gc.get_freeze_count() > 0)
-        await pilot.press("escape")  # back home: the chat screen is gone, so is the freeze holding it
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and gc.get_freeze_count() == 0)
-
-
 async def test_the_tester_in_a_chat_uses_the_context_the_step_uses(corpus_tavern: Tavern, scripted: object,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The endpoint says 8192 tokens of context (none configured): a step's world-info budget is
