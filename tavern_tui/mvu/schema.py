@@ -34,67 +34,9 @@ def generate_schema(data: Any, old: dict[str, Any] | None = None, parent_recursi
     """`generateSchema(data, old, parentRecursiveExtensible)`. Mutates `data` as MVU does (removes `$meta`,
     `$arrayMeta` elements and the marker): pass a clone."""
     if isinstance(data, list):
-        extensible = False
-        recursive = parent_recursive
-        old_element: dict[str, Any] | None = None
-        template: Any = None
-        has_template = False
-        if old and old.get("type") == "array":
-            extensible = old.get("extensible") is True
-            recursive = old.get("recursiveExtensible") is True or parent_recursive
-            old_element = old.get("elementType")
-            if "template" in old:
-                template, has_template = old["template"], True
-        meta_at = next((i for i, item in enumerate(data) if _is_array_meta(item)), -1)
-        if meta_at != -1:
-            meta = data[meta_at]["$meta"] if isinstance(data[meta_at]["$meta"], dict) else {}
-            if meta.get("extensible") is not None:
-                extensible = meta["extensible"]
-            if meta.get("template") is not None:
-                template, has_template = meta["template"], True
-            del data[meta_at]
-        if EXTENSIBLE_MARKER in data:
-            extensible = True
-            data.remove(EXTENSIBLE_MARKER)
-        node: dict[str, Any] = {
-            "type": "array", "extensible": bool(extensible) or parent_recursive, "recursiveExtensible": recursive,
-            "elementType": generate_schema(data[0], old_element, recursive) if data else {"type": "any"}}
-        if has_template:
-            node["template"] = template
-        return node
+        return _array_schema(data, old, parent_recursive)
     if isinstance(data, dict):
-        old_extensible = False
-        old_recursive = parent_recursive
-        old_properties: dict[str, Any] | None = None
-        if old and old.get("type") == "object":
-            old_extensible = old.get("extensible") is True
-            old_recursive = old.get("recursiveExtensible") is True or parent_recursive
-            old_properties = old.get("properties")
-        meta = data.get("$meta") if isinstance(data.get("$meta"), dict) else None
-        node = {"type": "object", "properties": {},
-                "extensible": old_extensible or bool(meta and (meta.get("extensible") is True
-                                                                or meta.get("recursiveExtensible") is True))
-                or parent_recursive,
-                "recursiveExtensible": old_recursive or bool(meta and meta.get("recursiveExtensible") is True)}
-        if meta is not None and meta.get("template") is not None:
-            node["template"] = meta["template"]
-        elif old and old.get("type") == "object" and old.get("template"):
-            node["template"] = old["template"]
-        if "$meta" in data:
-            del data["$meta"]
-        for key in list(data):
-            old_child = (old_properties or {}).get(key)
-            child_recursive = node["extensible"] is not False and node["recursiveExtensible"]
-            child = generate_schema(data[key], old_child, bool(child_recursive))
-            required = not node["extensible"]
-            if meta is not None and isinstance(meta.get("required"), list) and key in meta["required"]:
-                required = True
-            if isinstance(old_child, dict) and old_child.get("required") is False:
-                required = False
-            elif isinstance(old_child, dict) and old_child.get("required") is True:
-                required = True
-            node["properties"][key] = {**child, "required": required}
-        return node
+        return _object_schema(data, old, parent_recursive)
     if isinstance(data, bool):
         return {"type": "boolean"}
     if isinstance(data, (int, float)):
@@ -102,6 +44,74 @@ def generate_schema(data: Any, old: dict[str, Any] | None = None, parent_recursi
     if isinstance(data, str):
         return {"type": "string"}
     return {"type": "any"}
+
+
+def _array_schema(data: list[Any], old: dict[str, Any] | None, parent_recursive: bool) -> dict[str, Any]:
+    """An array's node: the old node's flags and template, then the `$arrayMeta` element and the marker."""
+    extensible = False
+    recursive = parent_recursive
+    old_element: dict[str, Any] | None = None
+    template: Any = None
+    has_template = False
+    if old and old.get("type") == "array":
+        extensible = old.get("extensible") is True
+        recursive = old.get("recursiveExtensible") is True or parent_recursive
+        old_element = old.get("elementType")
+        if "template" in old:
+            template, has_template = old["template"], True
+    meta_at = next((i for i, item in enumerate(data) if _is_array_meta(item)), -1)
+    if meta_at != -1:
+        meta = data[meta_at]["$meta"] if isinstance(data[meta_at]["$meta"], dict) else {}
+        if meta.get("extensible") is not None:
+            extensible = meta["extensible"]
+        if meta.get("template") is not None:
+            template, has_template = meta["template"], True
+        del data[meta_at]
+    if EXTENSIBLE_MARKER in data:
+        extensible = True
+        data.remove(EXTENSIBLE_MARKER)
+    node: dict[str, Any] = {
+        "type": "array", "extensible": bool(extensible) or parent_recursive, "recursiveExtensible": recursive,
+        "elementType": generate_schema(data[0], old_element, recursive) if data else {"type": "any"}}
+    if has_template:
+        node["template"] = template
+    return node
+
+
+def _object_schema(data: dict[str, Any], old: dict[str, Any] | None, parent_recursive: bool) -> dict[str, Any]:
+    """An object's node: flags from the old node and `$meta`, each property marked required or not."""
+    old_extensible = False
+    old_recursive = parent_recursive
+    old_properties: dict[str, Any] | None = None
+    if old and old.get("type") == "object":
+        old_extensible = old.get("extensible") is True
+        old_recursive = old.get("recursiveExtensible") is True or parent_recursive
+        old_properties = old.get("properties")
+    meta = data.get("$meta") if isinstance(data.get("$meta"), dict) else None
+    node: dict[str, Any] = {"type": "object", "properties": {},
+            "extensible": old_extensible or bool(meta and (meta.get("extensible") is True
+                                                            or meta.get("recursiveExtensible") is True))
+            or parent_recursive,
+            "recursiveExtensible": old_recursive or bool(meta and meta.get("recursiveExtensible") is True)}
+    if meta is not None and meta.get("template") is not None:
+        node["template"] = meta["template"]
+    elif old and old.get("type") == "object" and old.get("template"):
+        node["template"] = old["template"]
+    if "$meta" in data:
+        del data["$meta"]
+    for key in list(data):
+        old_child = (old_properties or {}).get(key)
+        child_recursive = node["extensible"] is not False and node["recursiveExtensible"]
+        child = generate_schema(data[key], old_child, bool(child_recursive))
+        required = not node["extensible"]
+        if meta is not None and isinstance(meta.get("required"), list) and key in meta["required"]:
+            required = True
+        if isinstance(old_child, dict) and old_child.get("required") is False:
+            required = False
+        elif isinstance(old_child, dict) and old_child.get("required") is True:
+            required = True
+        node["properties"][key] = {**child, "required": required}
+    return node
 
 
 def schema_for_path(schema: dict[str, Any] | None, path: str) -> dict[str, Any] | None:

@@ -202,68 +202,19 @@ class _Run:
     def insert(self, c: Command, path: str) -> str | None:
         existing = self.stat if path == "" else lodash_get(self.stat, path)
         target_schema = schema_for_path(self.schema, path)
-        if existing is MISSING or (existing is not None and not _is_collection(existing)):
-            return self.refuse(c, f"Cannot assign into path '{path}' because it holds a primitive value "
-                                  f"({_typeof(existing)}). Operation skipped. {_reason(c)}")
-        if target_schema:
-            if target_schema.get("type") == "object" and target_schema.get("extensible") is False:
-                if len(c.args) == 2:
-                    return self.refuse(c, f"SCHEMA VIOLATION: Cannot merge data into non-extensible object at path "
-                                          f"'{path}'. {_reason(c)}")
-                key = js_string(parse_command_value(c.args[1]))
-                if key not in (target_schema.get("properties") or {}):
-                    return self.refuse(c, f"SCHEMA VIOLATION: Cannot assign new key '{key}' into non-extensible "
-                                          f"object at path '{path}'. {_reason(c)}")
-            elif target_schema.get("type") == "array" and target_schema.get("extensible") is not True:
-                return self.refuse(c, f"SCHEMA VIOLATION: Cannot assign elements into non-extensible array at path "
-                                      f"'{path}'. {_reason(c)}")
-        elif path != "" and not _truthy(lodash_get(self.stat, ".".join(to_path(path)[:-1]))):
-            return self.refuse(c, f"Cannot assign into non-existent path '{path}' without an extensible parent. "
-                                  f"{_reason(c)}")
+        why = self._insert_refusal(c, path, existing, target_schema)
+        if why:
+            return self.refuse(c, why)
         old = clone(existing)
         template = target_schema.get("template") if target_schema and target_schema.get("type") in (
             "array", "object") else None
         if len(c.args) == 2:
-            value = parse_command_value(c.args[1])
-            collection = self.stat if path == "" else lodash_get(self.stat, path)
-            if not _is_collection(collection):  # a null target: created, as MVU does
-                collection = [] if isinstance(value, list) else {}
-                lodash_set(self.stat, path, collection)
-            if isinstance(collection, list):
-                arr_template = template if target_schema and target_schema.get("type") == "array" else None
-                value = apply_template(value, arr_template, self.strict_template, self.concat)
-                collection.append(None if value is MISSING else value)
-                display = f"ASSIGNED {js_stringify(value)} into array '{path}' {_reason(c)}"
-            elif isinstance(value, dict):
-                lodash_merge(collection, value)
-                display = f"MERGED object {js_stringify(value)} into object '{path}' {_reason(c)}"
-            else:
-                kind = "array" if isinstance(value, list) else "non-object"
-                return self.refuse(c, f"Cannot merge {kind} into object at '{path}'")
+            arr_template = template if target_schema and target_schema.get("type") == "array" else None
+            display = self._append_or_merge(c, path, arr_template)
+            if display is None:
+                return None
         else:
-            value = parse_command_value(c.args[2])
-            key = parse_command_value(c.args[1])
-            collection = self.stat if path == "" else lodash_get(self.stat, path)
-            number = isinstance(key, (int, float)) and not isinstance(key, bool)
-            if isinstance(collection, list) and (number or key == "-"):
-                at = len(collection) if key == "-" else int(key)
-                label = "tail" if key in ("-", -1) else js_string(key)
-                value = apply_template(value, template, self.strict_template, self.concat)
-                if at < 0:
-                    at = max(0, len(collection) + at)  # Array.prototype.splice counts from the end
-                collection.insert(at, None if value is MISSING else value)
-                display = f"ASSIGNED {js_stringify(value)} into '{path}' at index {label} {_reason(c)}"
-            elif isinstance(collection, dict):
-                value = apply_template(value, template, self.strict_template, self.concat)
-                collection[js_string(key)] = None if value is MISSING else value
-                display = (f"ASSIGNED key '{js_string(key)}' with value {js_stringify(value)} into object '{path}' "
-                           f"{_reason(c)}")
-            else:  # a null target: MVU's "CREATED object" branch
-                collection = {}
-                lodash_set(self.stat, path, collection)
-                value = apply_template(value, template, self.strict_template, self.concat)
-                collection[js_string(key)] = None if value is MISSING else value
-                display = f"CREATED object at '{path}' and ASSIGNED key '{js_string(key)}' {_reason(c)}"
+            display = self._insert_keyed(c, path, template)
         new = self.stat if path.strip() == "" else lodash_get(self.stat, path)
         if target_schema is not None:
             fresh = generate_schema(clone(new), target_schema)
@@ -272,51 +223,83 @@ class _Run:
         self.changes.append(Change("insert", path, old, clone(new), c.reason, display))
         return display
 
+    def _insert_refusal(self, c: Command, path: str, existing: Any, target_schema: Any) -> str | None:
+        """Why MVU skips this insert (a primitive target, a schema forbidding it, no parent), or None."""
+        if existing is MISSING or (existing is not None and not _is_collection(existing)):
+            return (f"Cannot assign into path '{path}' because it holds a primitive value "
+                    f"({_typeof(existing)}). Operation skipped. {_reason(c)}")
+        if target_schema:
+            if target_schema.get("type") == "object" and target_schema.get("extensible") is False:
+                if len(c.args) == 2:
+                    return (f"SCHEMA VIOLATION: Cannot merge data into non-extensible object at path "
+                            f"'{path}'. {_reason(c)}")
+                key = js_string(parse_command_value(c.args[1]))
+                if key not in (target_schema.get("properties") or {}):
+                    return (f"SCHEMA VIOLATION: Cannot assign new key '{key}' into non-extensible "
+                            f"object at path '{path}'. {_reason(c)}")
+            elif target_schema.get("type") == "array" and target_schema.get("extensible") is not True:
+                return (f"SCHEMA VIOLATION: Cannot assign elements into non-extensible array at path "
+                        f"'{path}'. {_reason(c)}")
+        elif path != "" and not _truthy(lodash_get(self.stat, ".".join(to_path(path)[:-1]))):
+            return f"Cannot assign into non-existent path '{path}' without an extensible parent. {_reason(c)}"
+        return None
+
+    def _append_or_merge(self, c: Command, path: str, template: Any) -> str | None:
+        """`_.insert(path, value)`: append to an array or merge an object into an object; None when refused."""
+        value = parse_command_value(c.args[1])
+        collection = self.stat if path == "" else lodash_get(self.stat, path)
+        if not _is_collection(collection):  # a null target: created, as MVU does
+            collection = [] if isinstance(value, list) else {}
+            lodash_set(self.stat, path, collection)
+        if isinstance(collection, list):
+            value = apply_template(value, template, self.strict_template, self.concat)
+            collection.append(None if value is MISSING else value)
+            return f"ASSIGNED {js_stringify(value)} into array '{path}' {_reason(c)}"
+        if isinstance(value, dict):
+            lodash_merge(collection, value)
+            return f"MERGED object {js_stringify(value)} into object '{path}' {_reason(c)}"
+        kind = "array" if isinstance(value, list) else "non-object"
+        return self.refuse(c, f"Cannot merge {kind} into object at '{path}'")
+
+    def _insert_keyed(self, c: Command, path: str, template: Any) -> str:
+        """`_.insert(path, key, value)`: splice into an array at an index or set an object's key."""
+        value = parse_command_value(c.args[2])
+        key = parse_command_value(c.args[1])
+        collection = self.stat if path == "" else lodash_get(self.stat, path)
+        number = isinstance(key, (int, float)) and not isinstance(key, bool)
+        if isinstance(collection, list) and (number or key == "-"):
+            at = len(collection) if key == "-" else int(key)
+            label = "tail" if key in ("-", -1) else js_string(key)
+            value = apply_template(value, template, self.strict_template, self.concat)
+            if at < 0:
+                at = max(0, len(collection) + at)  # Array.prototype.splice counts from the end
+            collection.insert(at, None if value is MISSING else value)
+            return f"ASSIGNED {js_stringify(value)} into '{path}' at index {label} {_reason(c)}"
+        if isinstance(collection, dict):
+            value = apply_template(value, template, self.strict_template, self.concat)
+            collection[js_string(key)] = None if value is MISSING else value
+            return (f"ASSIGNED key '{js_string(key)}' with value {js_stringify(value)} into object '{path}' "
+                    f"{_reason(c)}")
+        collection = {}  # a null target: MVU's "CREATED object" branch
+        lodash_set(self.stat, path, collection)
+        value = apply_template(value, template, self.strict_template, self.concat)
+        collection[js_string(key)] = None if value is MISSING else value
+        return f"CREATED object at '{path}' and ASSIGNED key '{js_string(key)}' {_reason(c)}"
+
     # -- delete ----------------------------------------------------------------------------------------
     def delete(self, c: Command, path: str) -> str | None:
-        parts = to_path(path)
-        last = parts[-1] if parts else ""
-        if len(c.args) == 1 and _NUMERIC.match(last):
-            container_path = ".".join(parts[:-1])
-            container = lodash_get(self.stat, container_path)
-            index = int(last)
-            if isinstance(container, list) and index < len(container):
-                before = clone(container)
-                del container[index]
-                self.changes.append(Change("delete", container_path, before, clone(container), c.reason, ""))
-                return ""  # MVU writes no display string for it
+        if len(c.args) == 1 and self._delete_index(c, path):
+            return ""  # MVU writes no display string for it
         if not lodash_has(self.stat, path):
             return self.refuse(c, f"undefined Path: {path} in _.remove command")
-        container_path = path
-        key: Any
-        if len(c.args) > 1:
-            key = parse_command_value(c.args[1])
-            if isinstance(key, str):
-                key = trim_quotes(key)
-        else:
-            parts = to_path(path)
-            last_part = parts.pop() if parts else ""
-            key = MISSING
-            if last_part:
-                key = int(last_part) if _NUMERIC.match(last_part) else last_part
-                container_path = ".".join(parts)
+        container_path, key = _removal_target(c, path)
         if key is MISSING:
             return self.refuse(c, f"Could not determine target for deletion for command on path '{path}' {_reason(c)}")
         if container_path != "" and not lodash_has(self.stat, container_path):
             return self.refuse(c, f"Cannot remove from non-existent path '{container_path}'. {_reason(c)}")
-        container_schema = schema_for_path(self.schema, container_path)
-        if container_schema:
-            if container_schema.get("type") == "array":
-                if container_schema.get("extensible") is not True:
-                    return self.refuse(c, f"SCHEMA VIOLATION: Cannot remove element from non-extensible array at "
-                                          f"path '{container_path}'. {_reason(c)}")
-            elif container_schema.get("type") == "object":
-                name = js_string(key)
-                prop = (container_schema.get("properties") or {}).get(name)
-                if name in (container_schema.get("properties") or {}) and isinstance(prop, dict) \
-                        and prop.get("required") is True:
-                    return self.refuse(c, f"SCHEMA VIOLATION: Cannot remove required key '{name}' from path "
-                                          f"'{container_path}'. {_reason(c)}")
+        why = _removal_schema_refusal(schema_for_path(self.schema, container_path), container_path, key, c)
+        if why:
+            return self.refuse(c, why)
         target = parse_command_value(c.args[1]) if len(c.args) > 1 else MISSING
         if target is MISSING:
             old = clone(lodash_get(self.stat, path))
@@ -329,28 +312,27 @@ class _Run:
             return self.refuse(c, f"Cannot remove from path '{path}' because it is not an array or object. "
                                   f"Skipping command. {_reason(c)}")
         before = clone(collection)
-        display = ""
-        if isinstance(collection, list):
-            number = isinstance(target, (int, float)) and not isinstance(target, bool)
-            index = int(target) if number else next((i for i, v in enumerate(collection) if js_equal(v, target)), -1)
-            if 0 <= index < len(collection):
-                del collection[index]
-                display = f"REMOVED item from '{path}' {_reason(c)}"
-        elif isinstance(target, (int, float)) and not isinstance(target, bool):
-            keys = list(collection)
-            if 0 <= target < len(keys) and float(target).is_integer():
-                name = keys[int(target)]
-                del collection[name]
-                display = f"REMOVED {int(target) + 1}th entry ('{name}') from object '{path}' {_reason(c)}"
-        else:
-            name = js_string(target)
-            if name in collection:
-                del collection[name]
-                display = f"REMOVED key '{name}' from object '{path}' {_reason(c)}"
+        display = _remove_from(collection, target, path, c)
         if not display:
             return self.refuse(c, f"Failed to execute remove on '{path}'")
         self.changes.append(Change("delete", path, before, clone(collection), c.reason, display))
         return display
+
+    def _delete_index(self, c: Command, path: str) -> bool:
+        """`_.remove('list.3')` with the index in range: the element is spliced out; False = not this case."""
+        parts = to_path(path)
+        last = parts[-1] if parts else ""
+        if not _NUMERIC.match(last):
+            return False
+        container_path = ".".join(parts[:-1])
+        container = lodash_get(self.stat, container_path)
+        index = int(last)
+        if not (isinstance(container, list) and index < len(container)):
+            return False
+        before = clone(container)
+        del container[index]
+        self.changes.append(Change("delete", container_path, before, clone(container), c.reason, ""))
+        return True
 
     # -- add -------------------------------------------------------------------------------------------
     def add(self, c: Command, path: str) -> str | None:
@@ -391,6 +373,57 @@ class _Run:
             old, new = initial, final
         self.changes.append(Change("add", path, old, clone(new), c.reason, display))
         return display
+
+
+def _removal_target(c: Command, path: str) -> tuple[str, Any]:
+    """The container a remove acts on and the key it removes (MISSING when the path names none)."""
+    if len(c.args) > 1:
+        key = parse_command_value(c.args[1])
+        return path, trim_quotes(key) if isinstance(key, str) else key
+    parts = to_path(path)
+    last_part = parts.pop() if parts else ""
+    if not last_part:
+        return path, MISSING
+    return ".".join(parts), int(last_part) if _NUMERIC.match(last_part) else last_part
+
+
+def _removal_schema_refusal(schema: Any, container_path: str, key: Any, c: Command) -> str | None:
+    """Why the schema forbids the remove (a non-extensible array, a required key), or None."""
+    if not schema:
+        return None
+    if schema.get("type") == "array":
+        if schema.get("extensible") is not True:
+            return (f"SCHEMA VIOLATION: Cannot remove element from non-extensible array at path "
+                    f"'{container_path}'. {_reason(c)}")
+    elif schema.get("type") == "object":
+        name = js_string(key)
+        prop = (schema.get("properties") or {}).get(name)
+        if name in (schema.get("properties") or {}) and isinstance(prop, dict) and prop.get("required") is True:
+            return (f"SCHEMA VIOLATION: Cannot remove required key '{name}' from path "
+                    f"'{container_path}'. {_reason(c)}")
+    return None
+
+
+def _remove_from(collection: list[Any] | dict[str, Any], target: Any, path: str, c: Command) -> str:
+    """Remove `target` (a value or index from an array, an index or key from an object); "" = nothing removed."""
+    if isinstance(collection, list):
+        number = isinstance(target, (int, float)) and not isinstance(target, bool)
+        index = int(target) if number else next((i for i, v in enumerate(collection) if js_equal(v, target)), -1)
+        if 0 <= index < len(collection):
+            del collection[index]
+            return f"REMOVED item from '{path}' {_reason(c)}"
+    elif isinstance(target, (int, float)) and not isinstance(target, bool):
+        keys = list(collection)
+        if 0 <= target < len(keys) and float(target).is_integer():
+            name = keys[int(target)]
+            del collection[name]
+            return f"REMOVED {int(target) + 1}th entry ('{name}') from object '{path}' {_reason(c)}"
+    else:
+        name = js_string(target)
+        if name in collection:
+            del collection[name]
+            return f"REMOVED key '{name}' from object '{path}' {_reason(c)}"
+    return ""
 
 
 def _typeof(value: Any) -> str:

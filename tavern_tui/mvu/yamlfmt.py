@@ -145,10 +145,19 @@ _JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n"
 def _fold(text: str, indent: str, mode: str, indent_at_start: int | None) -> str:
     """The library's line folding: break at a space between non-spaces once a line passes the width (quoted
     mode: anywhere, with an escaped line break)."""
-    width, min_content = LINE_WIDTH, MIN_CONTENT_WIDTH
-    end_step = max(1 + min_content, 1 + width - len(indent))
+    end_step = max(1 + MIN_CONTENT_WIDTH, 1 + LINE_WIDTH - len(indent))
     if len(text) <= end_step:
         return text
+    found = _fold_points(text, indent, mode, indent_at_start, end_step)
+    if found is None or not found[0]:
+        return text
+    return _join_folds(text, indent, mode, *found)
+
+
+def _fold_points(text: str, indent: str, mode: str, indent_at_start: int | None,
+                 end_step: int) -> tuple[list[int], set[int]] | None:
+    """Where the lines break, and which breaks are escaped; None when an escape sequence cannot be split."""
+    width, min_content = LINE_WIDTH, MIN_CONTENT_WIDTH
     folds: list[int] = []
     escaped: set[int] = set()
     end = width - len(indent)
@@ -192,7 +201,7 @@ def _fold(text: str, indent: str, mode: str, indent_at_start: int | None) -> str
                         ch = text[i] if i < n else ""
                     j = i - 2 if i > esc_end + 1 else esc_start - 1
                     if j in escaped:
-                        return text
+                        return None
                     folds.append(j)
                     escaped.add(j)
                     end = j + end_step
@@ -200,8 +209,12 @@ def _fold(text: str, indent: str, mode: str, indent_at_start: int | None) -> str
         prev = ch
         if not ch:
             break
-    if not folds:
-        return text
+    return folds, escaped
+
+
+def _join_folds(text: str, indent: str, mode: str, folds: list[int], escaped: set[int]) -> str:
+    """The text broken at `folds`, each new line indented; an escaped break keeps its character and a `\\`."""
+    n = len(text)
     out = text[:folds[0]]
     for k, fold in enumerate(folds):
         stop = folds[k + 1] if k + 1 < len(folds) else n
