@@ -336,20 +336,7 @@ def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, 
     shape_keys: dict[Shape, set[int]] = {}
     shapes: dict[Shape, Shape] = {}
     entries: list[Prepared] = []
-
-    expanded: dict[str, str] = {}
-
-    def expand(key: str) -> str:
-        # Once per distinct key: a key shared by many entries (a 2 MB expansion of
-        # `{{newline::1000}}` × 2000 in each of 27 entries) is expanded and trimmed once.
-        done = expanded.get(key)
-        if done is None:
-            named = substitute_names(key, ctx.char_name, ctx.user_name)
-            if ctx.expand_key is not None and "{{" in named:
-                named = ctx.expand_key(key)  # the whole engine (names included)
-            done = expanded[key] = js_trim(named)
-        return done
-
+    expand = _key_expander(ctx)
     for pos, (entry, book, source) in enumerate(ordered):
         case = settings.case_sensitive if entry.case_sensitive is None else entry.case_sensitive
         whole = settings.match_whole_words if entry.match_whole_words is None else entry.match_whole_words
@@ -392,6 +379,24 @@ def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, 
         ))
     indexes = {shape: index_factory([registry.keys[k] for k in sorted(ids)]) for shape, ids in shape_keys.items()}
     return Plan(entries, indexes, registry.keys, shape_ids={shape: frozenset(ids) for shape, ids in shape_keys.items()})
+
+
+def _key_expander(ctx: ActivationContext) -> Callable[[str], str]:
+    """A key's macros expanded and trimmed, memoised for the plan: many entries share a key."""
+    expanded: dict[str, str] = {}
+
+    def expand(key: str) -> str:
+        # Once per distinct key: a key shared by many entries (a 2 MB expansion of
+        # `{{newline::1000}}` × 2000 in each of 27 entries) is expanded and trimmed once.
+        done = expanded.get(key)
+        if done is None:
+            named = substitute_names(key, ctx.char_name, ctx.user_name)
+            if ctx.expand_key is not None and "{{" in named:
+                named = ctx.expand_key(key)  # the whole engine (names included)
+            done = expanded[key] = js_trim(named)
+        return done
+
+    return expand
 
 
 def _split_groups(group: str) -> list[str]:
