@@ -196,6 +196,7 @@ class EventRow(Base):
         CheckConstraint("seq >= 1", name="seq_positive"),
         CheckConstraint(f"origin IS NULL OR origin IN {ORIGINS_SQL}", name="origin_closed_set"),
         Index("ix_events_session_kind_seq", "session_id", "kind", "seq"),
+        Index("ix_events_kind_session_seq", "kind", "session_id", "seq"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"))
