@@ -224,3 +224,22 @@ async def test_a_failed_or_cancelled_step_commits_nothing(db_url: str, tmp_path:
         assert tavern.variables.variables(pid).local["turns"] == 2
     finally:
         tavern.close()
+
+
+async def test_a_chat_with_no_variables_folds_nothing_and_one_with_them_still_reads_them(
+        tavern: Tavern, model: ScriptedModel, pid: int, corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fold reads the whole surface (after every append); a chat that never set a variable has
+    # none to fold, which one read of its state commits tells.
+    [plain] = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
+    other = tavern.playthroughs.new_playthrough(plain.id).id
+    reads: list[int] = []
+    real = type(tavern.store.events).surface_events
+    monkeypatch.setattr(type(tavern.store.events), "surface_events",
+                        lambda self, sid, *a, **k: reads.append(sid) or real(self, sid, *a, **k))
+    session = tavern.playthroughs.playthrough(other).session_id
+    assert tavern.variables.session_variables(session) == {}
+    assert session not in reads
+    model.enqueue("r1")
+    await drain(tavern.steps.send(pid, "u1"))
+    counter = tavern.playthroughs.playthrough(pid).session_id
+    assert tavern.variables.session_variables(counter) == {"turns": 1, "mood": "calm"}
