@@ -149,6 +149,18 @@ class SurfaceReads:
             rows = conn.execute(query.order_by(EVENTS.c.seq)).all()
         return [row_to_event(row) for row in rows]
 
+    def newest_seqs(self, session_ids: Sequence[int], kinds: Sequence[str]) -> dict[int, int]:
+        """Each session's last seq of an event of these kinds (sessions with none left out), in one
+        grouped read of the (session_id, kind, seq) index: which of many sessions have anything of
+        a kind past a mark, without a read each."""
+        if not session_ids:
+            return {}
+        query = (select(EVENTS.c.session_id, func.max(EVENTS.c.seq))
+                 .where(EVENTS.c.session_id.in_(list(session_ids)), EVENTS.c.kind.in_(list(kinds)))
+                 .group_by(EVENTS.c.session_id))
+        with self._engine.connect() as conn:
+            return {int(sid): int(seq) for sid, seq in conn.execute(query)}
+
     def surface_events_of(self, session_id: int, kinds: Sequence[str]) -> list[Event]:
         """`surface_events` of only these kinds, in surface order: one query on the
         (session_id, kind) index, so a kind that is rare costs little however long the chat."""

@@ -12,6 +12,7 @@ import pytest
 
 from tavern_tui.cli import main
 from tavern_tui.config import Settings
+from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.errors import Conflict, SecretRefused
 from tavern_tui.persona.model import MAX_ENTRIES, MAX_TOKENS, PersonaCapExceeded
 from tavern_tui.providers.base import ProviderSettings
@@ -616,3 +617,30 @@ def test_a_write_over_a_cap_is_refused_by_the_service_cli_and_http(tavern: Taver
     code, _out, err = run_cli(db_url, "persona", "edit", "--expected-version", "0", "--file", str(entries_file))
     assert code == 1 and f"over its cap of {MAX_ENTRIES} entries; nothing was written" in err
     assert tavern.persona.persona().version == 0  # nothing written
+
+
+def test_consolidating_reads_only_the_sessions_with_new_messages(tavern: Tavern, card: int, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # An imported chat's swipes are sessions of their own (hundreds in a long chat): each was
+    # read after every reply, though only the one the reply went to had anything new.
+    reply = {**mira("Oh?"), "swipes": ["Oh?", "Really?", "Hm."], "swipe_id": 0}
+    path = chat_file(tmp_path, [mira("Welcome."), user("I love cats."), reply, user("Honestly, I love cats."),
+                                {**mira("Good."), "swipes": ["Good.", "Fine.", "Nice."], "swipe_id": 0}])
+    [result] = tavern.imports.import_paths([path], character="Mira")
+    assert result.ok, result.error
+    with tavern.store.unit_of_work(write=False) as uow:
+        root = uow.playthroughs.get(result.id).root_session_id
+    assert len(tavern.store.events.playthrough_sessions(result.id, root)) > 2  # the swipes' forks
+    first = tavern.persona.consolidate(result.id)
+    assert first.messages == 2
+    reads: list[int] = []
+    real = type(tavern.store.events).own_events
+    monkeypatch.setattr(type(tavern.store.events), "own_events",
+                        lambda self, sid, **kw: reads.append(sid) or real(self, sid, **kw))
+    assert tavern.persona.consolidate(result.id).messages == 0
+    assert reads == []  # nothing past any mark: no session read
+    head = tavern.playthroughs.playthrough(result.id).session_id
+    tavern.store.events.append(head, [NewEvent(EventKind.USER_MESSAGE, "user", {"content": "I love dogs."})])
+    report = tavern.persona.consolidate(result.id)
+    assert report.messages == 1 and reads == [head]
+    assert {b.key for b in tavern.persona.beliefs()} == {"likes:cats", "likes:dogs"}
