@@ -373,20 +373,36 @@ class _Translator:
         return int(p[i + 1:j], 8), j
 
     def _class(self, i: int) -> tuple[str, int]:
-        p = self.p
+        """A JS character class at `i` (its `[`) as a Python class or alternation; (text, end)."""
         j = i + 1
-        negated = j < self.n and p[j] == "^"
+        negated = j < self.n and self.p[j] == "^"
         if negated:
             j += 1
-        # Atoms: ("c", code) a char, ("-",) an unescaped dash, ("set", body), ("neg", body).
+        atoms, j = self._class_atoms(j)
+        if not atoms:
+            return ("(?s:.)" if negated else "(?!)"), j
+        body, negs = self._class_body(atoms)
+        inner = "".join(body)
+        if not negs:
+            return f"[{'^' if negated else ''}{inner}]", j
+        if not negated:
+            alternatives = ([f"[{inner}]"] if inner else []) + [f"[^{n}]" for n in negs]
+            return "(?:" + "|".join(alternatives) + ")", j
+        # [^ P \W …] = not in P and inside every complemented set.
+        look = (f"(?![{inner}])" if inner else "") + "".join(f"(?=[{n}])" for n in negs[:-1])
+        return f"(?:{look}[{negs[-1]}])", j
+
+    def _class_atoms(self, j: int) -> tuple[list[tuple], int]:
+        """The class's atoms up to its `]`: ("c", code) a char, ("-",) an unescaped dash,
+        ("set", body), ("neg", body); and the index after the `]`."""
+        p = self.p
         atoms: list[tuple] = []
         while True:
             if j >= self.n:
                 raise JSRegexError("unterminated character class")
             ch = p[j]
             if ch == "]":
-                j += 1
-                break
+                return atoms, j + 1
             if ch == "\\":
                 piece, j = self._escape(j, in_class=True)
                 if isinstance(piece, int):
@@ -398,9 +414,12 @@ class _Translator:
             else:
                 atoms.append(("-",) if ch == "-" else ("c", ord(ch)))
                 j += 1
-        if not atoms:
-            return ("(?s:.)" if negated else "(?!)"), j
-        body, negs, k = [], [], 0
+
+    def _class_body(self, atoms: list[tuple]) -> tuple[list[str], list[str]]:
+        """(the class's Python pieces: chars, ranges, sets; the complemented sets apart)."""
+        body: list[str] = []
+        negs: list[str] = []
+        k = 0
         while k < len(atoms):
             atom = atoms[k]
             if (k + 2 < len(atoms) and atoms[k + 1] == ("-",) and atom[0] in ("c", "-")
@@ -424,12 +443,4 @@ class _Translator:
             else:
                 negs.append(atom[1])
             k += 1
-        inner = "".join(body)
-        if not negs:
-            return f"[{'^' if negated else ''}{inner}]", j
-        if not negated:
-            alternatives = ([f"[{inner}]"] if inner else []) + [f"[^{n}]" for n in negs]
-            return "(?:" + "|".join(alternatives) + ")", j
-        # [^ P \W …] = not in P and inside every complemented set.
-        look = (f"(?![{inner}])" if inner else "") + "".join(f"(?=[{n}])" for n in negs[:-1])
-        return f"(?:{look}[{negs[-1]}])", j
+        return body, negs
