@@ -50,52 +50,65 @@ def moment_format(dt: datetime, fmt: str) -> str:
             return t[1:]
         if t in _LOCAL_FORMATS:
             return moment_format(dt, _LOCAL_FORMATS[t])
-        hour12 = dt.hour % 12 or 12
-        weekday = (dt.weekday() + 1) % 7  # moment: Sunday = 0
-        doy = dt.timetuple().tm_yday
-        match t:
-            case "YYYY": return f"{dt.year:04d}"
-            case "YY": return f"{dt.year % 100:02d}"
-            case "Q": return str((dt.month - 1) // 3 + 1)
-            case "Qo": return _ordinal((dt.month - 1) // 3 + 1)
-            case "MMMM": return _MONTHS[dt.month - 1]
-            case "MMM": return _MONTHS[dt.month - 1][:3]
-            case "MM": return f"{dt.month:02d}"
-            case "Mo": return _ordinal(dt.month)
-            case "M": return str(dt.month)
-            case "DDDD": return f"{doy:03d}"
-            case "DDDo": return _ordinal(doy)
-            case "DDD": return str(doy)
-            case "DD": return f"{dt.day:02d}"
-            case "Do": return _ordinal(dt.day)
-            case "D": return str(dt.day)
-            case "dddd": return _DAYS[weekday]
-            case "ddd": return _DAYS[weekday][:3]
-            case "dd": return _DAYS[weekday][:2]
-            case "do": return _ordinal(weekday)
-            case "d": return str(weekday)
-            case "HH": return f"{dt.hour:02d}"
-            case "H": return str(dt.hour)
-            case "hh": return f"{hour12:02d}"
-            case "h": return str(hour12)
-            case "kk": return f"{dt.hour or 24:02d}"
-            case "k": return str(dt.hour or 24)
-            case "mm": return f"{dt.minute:02d}"
-            case "m": return str(dt.minute)
-            case "ss": return f"{dt.second:02d}"
-            case "s": return str(dt.second)
-            case "SSS": return f"{dt.microsecond // 1000:03d}"
-            case "SS": return f"{dt.microsecond // 10000:02d}"
-            case "S": return str(dt.microsecond // 100000)
-            case "A": return "AM" if dt.hour < 12 else "PM"
-            case "a": return "am" if dt.hour < 12 else "pm"
-            case "ZZ": return _offset(dt, colon=False)
-            case "Z": return _offset(dt, colon=True)
-            case "X": return str(math.floor(aware(dt).timestamp()))
-            case "x": return str(math.floor(aware(dt).timestamp() * 1000))
-        return t
+        found = _date_token(dt, t)
+        return found if found is not None else _time_token(dt, t)
 
     return _MOMENT_TOKENS.sub(token, fmt)
+
+
+def _date_token(dt: datetime, t: str) -> str | None:
+    """A year, quarter, month or day token of `moment_format` (None: not one of them)."""
+    weekday = (dt.weekday() + 1) % 7  # moment: Sunday = 0
+    doy = dt.timetuple().tm_yday
+    match t:
+        case "YYYY": return f"{dt.year:04d}"
+        case "YY": return f"{dt.year % 100:02d}"
+        case "Q": return str((dt.month - 1) // 3 + 1)
+        case "Qo": return _ordinal((dt.month - 1) // 3 + 1)
+        case "MMMM": return _MONTHS[dt.month - 1]
+        case "MMM": return _MONTHS[dt.month - 1][:3]
+        case "MM": return f"{dt.month:02d}"
+        case "Mo": return _ordinal(dt.month)
+        case "M": return str(dt.month)
+        case "DDDD": return f"{doy:03d}"
+        case "DDDo": return _ordinal(doy)
+        case "DDD": return str(doy)
+        case "DD": return f"{dt.day:02d}"
+        case "Do": return _ordinal(dt.day)
+        case "D": return str(dt.day)
+        case "dddd": return _DAYS[weekday]
+        case "ddd": return _DAYS[weekday][:3]
+        case "dd": return _DAYS[weekday][:2]
+        case "do": return _ordinal(weekday)
+        case "d": return str(weekday)
+    return None
+
+
+def _time_token(dt: datetime, t: str) -> str:
+    """An hour, minute, second, meridiem, offset or epoch token of `moment_format`; any other
+    text as is."""
+    hour12 = dt.hour % 12 or 12
+    match t:
+        case "HH": return f"{dt.hour:02d}"
+        case "H": return str(dt.hour)
+        case "hh": return f"{hour12:02d}"
+        case "h": return str(hour12)
+        case "kk": return f"{dt.hour or 24:02d}"
+        case "k": return str(dt.hour or 24)
+        case "mm": return f"{dt.minute:02d}"
+        case "m": return str(dt.minute)
+        case "ss": return f"{dt.second:02d}"
+        case "s": return str(dt.second)
+        case "SSS": return f"{dt.microsecond // 1000:03d}"
+        case "SS": return f"{dt.microsecond // 10000:02d}"
+        case "S": return str(dt.microsecond // 100000)
+        case "A": return "AM" if dt.hour < 12 else "PM"
+        case "a": return "am" if dt.hour < 12 else "pm"
+        case "ZZ": return _offset(dt, colon=False)
+        case "Z": return _offset(dt, colon=True)
+        case "X": return str(math.floor(aware(dt).timestamp()))
+        case "x": return str(math.floor(aware(dt).timestamp() * 1000))
+    return t
 
 
 def aware(dt: datetime) -> datetime:
