@@ -112,10 +112,13 @@ class MvuReading(MvuPart):
         return snapshot_variables(self.head(playthrough_id, view).record)
 
     def display_texts(self, playthrough_id: int) -> dict[tuple[int, int], str]:
-        """`message_texts` of the playthrough's head session; {} without MVU state (no read of the log then)."""
-        if self.head(playthrough_id).record is None:
+        """`message_texts` of the playthrough's head session; {} without MVU state (no read of the log then).
+        Only commits change how a message shows, so a chat without one needs neither its surface nor
+        its books (finding an uncommitted initial record parses the bound books)."""
+        session_id = self.playthroughs.playthrough(playthrough_id).session_id
+        if not self.has_commits(session_id) or self.head(playthrough_id).record is None:
             return {}
-        return self.message_texts(self.playthroughs.playthrough(playthrough_id).session_id)
+        return self.message_texts(session_id)
 
     def message_texts(self, session_id: int) -> dict[tuple[int, int], str]:
         """`MvuBound.texts` for a session's surface: each assistant message a reply commit names (kept per log

@@ -160,6 +160,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self.playthrough_id: int = playthrough_id
         self.playthrough: PlaythroughView | None = None
         self._plain = False  # messages show as stored (`ChatState.plain`): a reply may settle early
+        self._plain_unless_mvu: bool | None = None  # plain but for MVU state, not looked at yet
         self._reply: MessageBox | None = None
         self._generation = "send"
         self._started = False  # the running step got as far as ReplyStarted

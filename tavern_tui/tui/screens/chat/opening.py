@@ -35,7 +35,9 @@ class ChatOpening(MessagePump):
     def _open(self) -> tuple[PlaythroughView, ChatState, str, GroupView | None]:
         # In the worker: opening recovers an interrupted step and pins the persona (writes).
         view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
-        return (view, self._read_state(view), self.tavern.inbox.draft(self.playthrough_id),
+        # MVU state is looked at by the warm-up (`_warm_world_info`): it needs the parsed books,
+        # which the first open would otherwise parse before the transcript shows.
+        return (view, self._read_state(view, mvu=False), self.tavern.inbox.draft(self.playthrough_id),
                 self.tavern.groups.group_of(self.playthrough_id))
 
     async def _opened(self, opened: tuple[PlaythroughView, ChatState, str, GroupView | None]) -> None:
@@ -50,7 +52,9 @@ class ChatOpening(MessagePump):
             self.prompt.value = f"{draft}\n{typed}" if typed else draft
         self.inbox_strip.show(state.queued)
         self._revision = state.revision  # what other windows write after this is followed
-        self._plain = state.plain
+        # Not plain until the warm-up has looked at MVU state (a reply then settles as usual).
+        self._plain = state.plain and state.mvu_checked
+        self._plain_unless_mvu = None if state.mvu_checked else state.plain
         self.transcript.fetch = self._fetch
         await self.transcript.show(state.messages, view.message_count)
         self._update_tokens()
@@ -95,7 +99,7 @@ class ChatOpening(MessagePump):
     async def _reshow(self, state: ChatState) -> None:
         # Every message may now show differently (display scripts): rebuild the window.
         await self.transcript.show(state.messages, state.total)
-        self._plain = state.plain
+        self._plain, self._plain_unless_mvu = state.plain, None
 
     def _send_opening_line(self) -> None:
         """Send the line an opening draft's first send was given (its checks passed before the
@@ -112,6 +116,17 @@ class ChatOpening(MessagePump):
             self.tavern.steps.warm_world_info(self.playthrough_id)
         except TavernError:
             pass  # a broken book is reported by the step that uses it
+        if self._plain_unless_mvu:  # the first read left MVU state to now: the books are parsed
+            try:
+                no_state = self.tavern.mvu.head(self.playthrough_id).record is None
+            except TavernError:
+                return
+            self.app.call_from_thread(self._mvu_looked_at, no_state)
+
+    def _mvu_looked_at(self, no_state: bool) -> None:
+        """The warm-up's answer on MVU state, unless a later read of the chat already gave one."""
+        if self._plain_unless_mvu:
+            self._plain, self._plain_unless_mvu = no_state, None
 
     def _update_title(self, view: PlaythroughView | None = None) -> None:
         """Show the playthrough's character, person, strategy and preset in the title (re-read

@@ -47,6 +47,9 @@ class ChatState:
     plain: bool = False
     """No message shows other than stored (no MVU state, no allowed card scripts): a
     settled reply's stored text is what the chat will show, so it may be shown at once."""
+    mvu_checked: bool = True
+    """False when MVU state was not looked at (`plain` then says only the rest): the chat's
+    first read leaves it to the world-info warm-up, which parses the books it needs."""
 
 
 class ChatReading(MessagePump):
@@ -57,26 +60,29 @@ class ChatReading(MessagePump):
         (the transcript calls it when Ctrl+O mounts earlier messages)."""
         return self.tavern.playthroughs.messages(self.playthrough_id, last=last)
 
-    def _read_state(self, view: PlaythroughView | None = None) -> ChatState:
+    def _read_state(self, view: PlaythroughView | None = None, *, mvu: bool = True) -> ChatState:
         """Read what the chat shows (call it in a worker); `view` is the playthrough when the
-        caller has just read it (its message count is current), else it is read here. Raises the
-        service's `TavernError`."""
+        caller has just read it (its message count is current), else it is read here; `mvu`
+        False leaves MVU state unlooked at (`ChatState.mvu_checked`: finding an uncommitted
+        initial record parses the bound books, ~0.6 s for a 5,000-entry book on a chat's first
+        open). Raises the service's `TavernError`."""
         revision = self.tavern.playthroughs.revision(self.playthrough_id)  # first: a later write shows as newer
         messages = self._fetch(HELD)
         if view is None:
             view = self.tavern.playthroughs.playthrough(self.playthrough_id)
         total = view.message_count
         queued = self.tavern.inbox.pending(self.playthrough_id)
-        plain = (all(m.display is None for m in messages) and not self.tavern.scripts.allowed(view.character_id)
-                 and self.tavern.mvu.head(self.playthrough_id, view).record is None)
+        plain = all(m.display is None for m in messages) and not self.tavern.scripts.allowed(view.character_id)
+        if mvu:
+            plain = plain and self.tavern.mvu.head(self.playthrough_id, view).record is None
         try:
             state = self.tavern.timeline.swipe_state(self.playthrough_id)
         except TavernError:
-            return ChatState(messages, total, "", queued, revision, plain)
+            return ChatState(messages, total, "", queued, revision, plain, mvu)
         shown, count = state.position
         swipe = "" if state.ref is None or count <= 1 else \
             f"{'greeting' if state.greeting else 'swipe'} {shown}/{count}"
-        return ChatState(messages, total, swipe, queued, revision, plain)
+        return ChatState(messages, total, swipe, queued, revision, plain, mvu)
 
     def _update_tokens(self) -> None:
         # Debounced: the estimate reads the whole history, and a burst of swipes should repaint
@@ -117,7 +123,7 @@ class ChatReading(MessagePump):
     async def _show_state(self, state: ChatState) -> None:
         """Show what the database holds now, rebuilding the transcript only where it differs."""
         self._revision = state.revision
-        self._plain = state.plain
+        self._plain, self._plain_unless_mvu = state.plain, None
         earlier = self.transcript.earlier_count
         with self.app.batch_update():  # one layout pass for the boxes and the counter
             await self.transcript.sync(state.messages, state.total)
