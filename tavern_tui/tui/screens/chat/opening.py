@@ -88,7 +88,9 @@ class ChatOpening(MessagePump):
             self.transcript.scroll_box_into_view(box, top=True)
 
     def _scripts_allowed(self, done: Callable[[], None]) -> None:
-        self._plain = False  # the card's display scripts shape every reply from now on
+        # The card's display scripts shape every reply from now on (and the warm-up's answer on
+        # MVU state no longer decides).
+        self._plain, self._plain_unless_mvu = False, None
 
         async def reshow(state: ChatState) -> None:
             await self._reshow(state)
