@@ -96,13 +96,6 @@ def test_help_and_sessions_do_not_import_the_heavy_modules(tmp_path: Path) -> No
         assert (command, listed) == (command, set())
 
 
-def test_listing_traces_names_the_lore_record_as_the_lore_engine_does() -> None:
-    from tavern_tui.assembly.worldinfo import LORE_STATE_KIND
-    from tavern_tui.service.traces import _RECORD_KINDS
-
-    assert LORE_STATE_KIND in _RECORD_KINDS
-
-
 def test_the_tui_first_paint_does_not_import_the_heavy_modules(tmp_path: Path) -> None:
     db = _at_head(tmp_path)
     code = ("import asyncio\nfrom tavern_tui.config import load_settings\nfrom tavern_tui.service import Tavern\n"

@@ -24,16 +24,13 @@ from tavern_tui.lore.matching import IndexCache
 from tavern_tui.lore.model import Position
 from tavern_tui.lore.result import ActivatedEntry, ActivationResult, Decision
 from tavern_tui.lore.settings import WorldInfoSettings
-from tavern_tui.lore.timed import TimedState
+from tavern_tui.lore.timed import LORE_STATE_KIND, TimedState
 
 PRIME_CHUNK = 500
 """Entry contents primed per hold of the index (`WorldInfoStep.prime`)."""
 PRIME_PAUSE = 0.005
 """Seconds `WorldInfoStep.prime` lets go of the index between parts (time for a waiting step's
 event loop to take it)."""
-
-LORE_STATE_KIND = "lore/state"
-"""Event kind holding a branch's world-info timed effects after a step (body: TimedState JSON)."""
 
 
 def timed_state_of(events: Sequence[Event]) -> TimedState:

@@ -28,6 +28,9 @@ from typing import Any
 
 from tavern_tui.lore.model import WorldInfoEntry
 
+LORE_STATE_KIND = "lore/state"
+"""Event kind holding a branch's world-info timed effects after a step (body: `TimedState` JSON)."""
+
 EntryKey = tuple[str, "int | str"]
 """(book name, entry uid): SillyTavern's `${world}.${uid}`."""
 

@@ -21,6 +21,7 @@ from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
 from tavern_tui.errors import NotFound, TavernError
+from tavern_tui.lore.timed import LORE_STATE_KIND
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
@@ -33,9 +34,7 @@ if TYPE_CHECKING:
 _SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE),
                  str(EventKind.SURFACE_REPLACED))
 
-_RECORD_KINDS = frozenset({STATE_KIND, "lore/state", EventKind.REQUEST_ASSEMBLY})
-"""The records a step writes between its input and its request (`assembly.worldinfo.LORE_STATE_KIND`
-is "lore/state"; named here so listing traces does not load the lore engine)."""
+_RECORD_KINDS = frozenset({STATE_KIND, LORE_STATE_KIND, EventKind.REQUEST_ASSEMBLY})
 """Kinds a step appends in one batch with its request header (engine.step.header `write_header`)."""
 
 
