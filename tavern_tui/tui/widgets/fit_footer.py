@@ -137,7 +137,7 @@ class FitFooter(Footer):
         bound now marked absent. False (nothing changed) when a key bound now was not built, the
         order differs, or a key group would be shown in part: those need a rebuild."""
         built = self._built
-        if built is None or _within_built(built, signature) is None:
+        if built is None or not _within_built(built, signature):
             return False
         present = {(entry[0], entry[1]): entry[4] for entry in signature[0]}
         absent = frozenset((entry[0], entry[1]) for entry in built[0]) - present.keys()
@@ -226,16 +226,13 @@ class FitFooter(Footer):
         return order
 
 
-def _within_built(built: tuple, signature: tuple) -> tuple | None:
-    """`signature`'s keys (without enabled states) when they are `built`'s in the same order
-    with some left out, and the palette flag is the same; None otherwise."""
+def _within_built(built: tuple, signature: tuple) -> bool:
+    """Whether `signature`'s keys (enabled states aside) are `built`'s in the same order with
+    some left out, under the same palette flag."""
     if len(built) != 2 or len(signature) != 2 or built[1] != signature[1]:
-        return None
-    wanted = [entry[:4] + entry[5:] for entry in signature[0]]
+        return False
     remaining = iter(entry[:4] + entry[5:] for entry in built[0])
-    if all(any(entry == candidate for candidate in remaining) for entry in wanted):
-        return tuple(wanted), signature[1]
-    return None
+    return all(any(entry[:4] + entry[5:] == candidate for candidate in remaining) for entry in signature[0])
 
 
 def _shape(signature: tuple) -> tuple | None:
