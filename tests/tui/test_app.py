@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 from textual.pilot import Pilot
-from textual.widgets import Collapsible, Label, OptionList
+from textual.widgets import Collapsible, OptionList
 
 from tavern_tui.errors import AuthenticationError
 from tavern_tui.service import Tavern
@@ -24,7 +24,7 @@ SIZE = (120, 40)
 
 def mark_of(box: object) -> str:
     """The mark label's text next to a message's speaker."""
-    return str(box.query_one(".mark", Label).content)  # type: ignore[attr-defined]
+    return str(box.mark)  # type: ignore[attr-defined]
 
 
 async def open_seraphina(pilot: Pilot[object]) -> ChatScreen:
@@ -247,6 +247,9 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
         assert window < 60  # the test needs several windows of history
         assert len(chat.transcript.boxes) == window and chat.transcript.earlier_count == total - window
         assert chat.transcript.boxes[-1].text == "Hm."
+        # A plain message is three widgets (box, header row, body): each layout pass of the
+        # screen visits every mounted widget, a streaming reply's about ten times a second.
+        assert {len(list(b.walk_children(with_self=True))) for b in chat.transcript.boxes} == {3}
         oldest_shown = chat.transcript.boxes[0]
         # Laid out and anchored at the end first: scrolling home from there is a move to the top
         # (before the first layout the offset is already 0 and nothing would move).

@@ -87,7 +87,7 @@ async def test_compaction_from_the_palette_shows_a_summary_block_with_its_origin
         box = next(b for b in chat.transcript.boxes if b.has_class("-summary"))
         assert box.text == "Ann and Seraphina talked about the lantern."
         # The greeting and the 20 oldest lines (all but the newest ten): 21 originals.
-        assert box.query_one(".mark").content.startswith("summary of 21 messages, ")  # type: ignore[attr-defined]
+        assert box.mark.startswith("summary of 21 messages, ")  # type: ignore[attr-defined]
         section = box.query_one(".originals", Collapsible)
         assert section.collapsed
         section.collapsed = False

@@ -86,7 +86,7 @@ async def test_a_line_plays_a_round_under_each_members_name(corpus_tavern: Taver
         assert "Write Seraphina's next reply" in _system(first)
         assert "Write Shodan's next reply" in _system(second)
         # The speaker labels take the members' colours (two different ones).
-        labels = [b.query_one(".speaker").styles.color for b in chat.transcript.boxes[-2:]]
+        labels = [b.header.get_component_styles("message-header--speaker").color for b in chat.transcript.boxes[-2:]]
         assert labels[0] != labels[1]
 
 
@@ -102,7 +102,7 @@ async def test_a_regenerated_reply_keeps_its_members_name_and_colour(corpus_tave
         await pilot.press("ctrl+r")
         # While it streams, the new variant is already under Shodan's name and colour.
         await wait_until(pilot, lambda: chat._reply is not None and chat._reply.text == "Pathetic ")
-        assert str(chat._reply.query_one(".speaker").content) == "Shodan" and chat._reply.has_class("member-2")
+        assert chat._reply.speaker == "Shodan" and chat._reply.has_class("member-2")
         scripted.gate.set()
         await wait_until(pilot, lambda: _replies(chat)[-1:] == [("Shodan", "member-2", "Pathetic creature.")]
                          and not chat.generating)

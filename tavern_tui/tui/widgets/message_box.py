@@ -6,10 +6,10 @@ import time
 from collections import OrderedDict
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.content import Content
 from textual.timer import Timer
-from textual.widgets import Collapsible, Label, Markdown, Static
+from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from tavern_tui.scripts.panels import Part, split_panels
@@ -17,7 +17,8 @@ from tavern_tui.service import MessageView
 from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.tui.labels import message_classes, message_mark
 from tavern_tui.tui.widgets.chat_markdown import ChatMarkdown, ChatRichMarkdown
-from tavern_tui.tui.widgets.member_colours import member_class, member_css
+from tavern_tui.tui.widgets.member_colours import member_class
+from tavern_tui.tui.widgets.message_header import MessageHeader
 
 _STATE_CLASSES = ("-streaming", "-partial", "-stopped", "-error")
 
@@ -111,9 +112,7 @@ class MessageBox(Vertical):
 
     | child class | part |
     | --- | --- |
-    | `message-header` | the one-line header row |
-    | `speaker` | the speaker's name (`$speaker-character`, `$speaker-user`, `$speaker-system`) |
-    | `mark` | the subtle mark after it (`$mark-origin`; `$mark-stopped` / `$mark-error` when cut off) |
+    | `message-header` | the one-line header row (`MessageHeader`: speaker, mark, extras) |
     | `message-body` | the Markdown body |
     | `reasoning` | the collapsed reasoning (`$reasoning-foreground`, italic) |
     | `panel` | a folded status page after the message's own words (one line; expands to its static text) |
@@ -151,32 +150,7 @@ class MessageBox(Vertical):
         color: $text-muted;
     }
 
-    MessageBox .message-header {
-        height: 1;
-    }
-
-    MessageBox .speaker {
-        text-style: bold;
-        color: $speaker-character;
-        width: auto;
-    }
-
-    MessageBox.-user .speaker { color: $speaker-user; }
-    MessageBox.-system .speaker { color: $speaker-system; }
-    """ + member_css("MessageBox.{cls} .speaker") + """
-
-    MessageBox .extras { width: 1fr; text-align: right; color: $text-muted; }
-
-    MessageBox .mark {
-        width: auto;
-        margin-left: 1;
-        color: $mark-origin;
-        text-style: italic;
-    }
-
-    MessageBox.-stopped .mark { color: $mark-stopped; text-style: bold; }
-    MessageBox.-error .mark { color: $mark-error; text-style: bold; }
-    MessageBox.-streaming .mark { color: $text-muted; text-style: italic; }
+    """ + MessageHeader.BOX_CSS + """
 
     MessageBox .message-body {
         height: auto;
@@ -245,10 +219,7 @@ class MessageBox(Vertical):
             yield Collapsible(Static(tool_details(self.view), classes="message-body", markup=False),
                               title=Content(self.view.tool_line), collapsed=True, classes="tool-call")
             return
-        with Horizontal(classes="message-header"):
-            yield Label(self._speaker, classes="speaker", markup=False)
-            yield Label(self._mark, classes="mark", markup=False)
-            yield Label("", classes="extras", markup=False)
+        yield MessageHeader(self._speaker, self._mark)
         if self._reasoning:
             yield self._reasoning_widget(self._reasoning)
         if self.view is not None:
@@ -288,9 +259,32 @@ class MessageBox(Vertical):
         body = found.first() if found else None
         return body.source + "".join(self._pending) if isinstance(body, Markdown) else self._content
 
+    @property
+    def header(self) -> MessageHeader | None:
+        """The header row (None for a tool line, which has none)."""
+        found = self.query_children(MessageHeader)
+        return found.first() if found else None
+
+    @property
+    def mark(self) -> str:
+        """The mark shown next to the speaker name."""
+        return self._mark
+
+    @property
+    def speaker(self) -> str:
+        """The speaker's name shown in the header."""
+        return self._speaker
+
+    def _set_speaker(self, name: str) -> None:
+        self._speaker = name
+        if (header := self.header) is not None:
+            header.speaker = name
+
     def set_mark(self, mark: str) -> None:
         """Replace the mark next to the speaker name."""
-        self.query_one(".mark", Label).update(mark)
+        self._mark = mark
+        if (header := self.header) is not None:
+            header.mark = mark
         self.show_extras()
 
     def on_mount(self) -> None:
@@ -301,8 +295,8 @@ class MessageBox(Vertical):
         the message number (`number`, else the box's place in the transcript), the time it was
         written (UTC, as stored) and its estimated tokens (ceil(UTF-8 bytes / 4))."""
         tui = getattr(getattr(getattr(self.app, "tavern", None), "settings", None), "tui", None)
-        found = self.query(".extras")
-        if tui is None or not found:
+        header = self.header
+        if tui is None or header is None:
             return
         parts = []
         if tui.message_numbers and self.view is not None:
@@ -316,7 +310,7 @@ class MessageBox(Vertical):
             parts.append(f"{self.view.created_at:%Y-%m-%d %H:%M}")
         if tui.token_counts and self.view is not None:
             parts.append(f"~{estimate_tokens(self.view.content)} tokens")
-        found.first(Label).update(" · ".join(parts))
+        header.extras = " · ".join(parts)
 
     async def append_text(self, fragment: str) -> None:
         """Append reply text: fragments are joined and written to a `MarkdownStream` at most
@@ -397,8 +391,7 @@ class MessageBox(Vertical):
             self.remove_class(*(current - wanted))
             self.add_class(*(wanted - current))
         if view.speaker != self._speaker:
-            self._speaker = view.speaker
-            self.query_one(".speaker", Label).update(view.speaker)
+            self._set_speaker(view.speaker)
         self.set_mark(message_mark(view))
         self._content = view.shown
         body.update(rendered(view))
@@ -431,8 +424,7 @@ class MessageBox(Vertical):
         self._content = view.shown
         self.add_class(*message_classes(view))
         if view.speaker != self._speaker:  # a reply streamed under a name it was not stored under
-            self._speaker = view.speaker
-            self.query_one(".speaker", Label).update(view.speaker)
+            self._set_speaker(view.speaker)
         self.set_mark(mark if mark is not None else message_mark(view))
 
 
