@@ -103,20 +103,28 @@ async def test_stored_messages_keep_breaks_fences_and_lists(corpus_tavern: Taver
 
 
 async def test_streamed_fence_and_list_keep_their_shape(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
-    scripted.enqueue("Here:\n", CODE[:8], CODE[8:], "\n\n", LIST)
+    scripted.enqueue("Here:\n", CODE[:8], CODE[8:], "\n\n", LIST, GATE, "")
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=(120, 40)) as pilot:
         chat = await open_seraphina(pilot)
         await pilot.press(*"recipe?", "enter")
-        await _wait_for_reply(pilot, chat)
-        reply = chat.transcript.boxes[-1]
+        # While it streams, Markdown widgets hold the blocks as they arrive.
+        await wait_until(pilot, lambda: chat._reply is not None and chat._reply.text.endswith(LIST)
+                         and bool(chat._reply.query(MarkdownBulletList)))
+        reply = chat._reply
         [fence] = reply.query(MarkdownFence)
         assert fence.code == "x = 1\n\ny = 2"
-        [bullets] = reply.query(MarkdownBulletList)
-        assert len(bullets.children) == 3
+        await wait_until(pilot, lambda: len(reply.query_one(MarkdownBulletList).children) == 3)
+        scripted.gate.set()
+        await _wait_for_reply(pilot, chat)
+        # Settled, the stored text is one body, as a stored message's (no widget per block).
+        reply = chat.transcript.boxes[-1]
+        assert not reply.query(MarkdownFence) and len(reply.query(MessageBody)) == 1
         await pilot.pause()
         shown = rows(app)
         assert "Here:" in shown
+        x, y = shown.index("x = 1"), shown.index("y = 2")
+        assert y == x + 2 and shown[x + 1] == ""
         assert [row for row in shown if row.startswith("•")] == ["• moss", "• honey", "• rain water"]
 
 

@@ -228,8 +228,10 @@ class MessageBox(Vertical):
                 # Filled by the chat when expanded: the originals, read-only, never sent.
                 covers = self.view.summary.get("covers", 0)
                 yield Collapsible(title=f"{covers} original messages (not sent)", collapsed=True, classes="originals")
-        else:
+        elif self.has_class("-streaming"):
             yield ChatMarkdown(self._content, classes="message-body")
+        else:  # the person's line just sent: shown as it will be stored
+            yield MessageBody(ChatRichMarkdown(self._content), classes="message-body")
 
     @staticmethod
     def _body_parts(view: MessageView) -> ComposeResult:
@@ -254,10 +256,14 @@ class MessageBox(Vertical):
 
     @property
     def text(self) -> str:
-        """The text received so far (the Markdown source, with fragments not yet flushed)."""
+        """The text received so far while a reply streams (the Markdown source, with fragments
+        not yet flushed); for a stored message, its own words (without its folded pages)."""
         found = self.query(".message-body")  # none for a moment while a settled body replaces the stream's
         body = found.first() if found else None
-        return body.source + "".join(self._pending) if isinstance(body, Markdown) else self._content
+        if isinstance(body, Markdown):
+            return body.source + "".join(self._pending)
+        first = split_panels(self._content)[0]
+        return "" if first.is_panel else first.text
 
     @property
     def header(self) -> MessageHeader | None:
@@ -413,14 +419,13 @@ class MessageBox(Vertical):
             self.set_mark(mark or "stopped")
             return
         self.view = view
-        body = self.body
-        parts = split_panels(view.shown)
-        words = "" if parts[0].is_panel else parts[0].text
-        if isinstance(body, Markdown) and body.source != words:
-            await body.update(words)  # a card's display scripts (status bar) apply once it is stored
-        if len(parts) > 1:
-            rest = parts[1:] if not parts[0].is_panel else parts
-            await self.mount_all([_part_widget(view, part) for part in rest], after=body)
+        # The stored text (a card's display scripts apply once it is stored) in the body a stored
+        # message has, one Static: the streamed Markdown is a widget per block, and every later
+        # layout pass of the chat (each flush of the next reply's stream) would visit them all.
+        old = [child for child in self.children if child.has_class("message-body") or child.has_class("panel")]
+        with self.app.batch_update():
+            await self.mount_all(list(self._body_parts(view)), before=old[0] if old else None)
+            await self.remove_children(old)
         self._content = view.shown
         self.add_class(*message_classes(view))
         if view.speaker != self._speaker:  # a reply streamed under a name it was not stored under
