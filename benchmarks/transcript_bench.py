@@ -4,7 +4,7 @@ messages of ~60 words; a 5,000-entry world book is bound to its character).
 
 Clocks: everything is `time.perf_counter` in one process; the loopback server
 (`benchmarks.paced_sse`) runs in a thread of it. "Painted" means the widget holds the text
-(`Markdown.append` returned, or the box shows the stored message); in the headless app the
+(`StreamBody.append` returned, or the box shows the stored message); in the headless app the
 compositor draws it on the next refresh, at most a frame later.
 
 Targets (performance-anchors §7): B5 time to interactive ≤ 300 ms, page-in ≤ 120 ms per 25
@@ -102,31 +102,30 @@ class LoopMeter:
 
 
 class PaintLog:
-    """Records (perf_counter, source length) after every `Markdown.append` of streaming bodies."""
+    """Records (perf_counter, source length) after every `StreamBody.append` of a streaming reply."""
 
     def __init__(self) -> None:
         self.appends: list[tuple[float, int]] = []
         self._orig: Any = None
 
     def __enter__(self) -> PaintLog:
-        from textual.widgets import Markdown
+        from tavern_tui.tui.widgets.reply_stream import StreamBody
 
-        self._orig = Markdown.append
+        self._orig = StreamBody.append
         orig, log = self._orig, self.appends
 
-        async def append(widget: Markdown, markdown: str) -> Any:
+        async def append(widget: StreamBody, markdown: str) -> Any:
             result = await orig(widget, markdown)
-            if widget.has_class("message-body"):
-                log.append((time.perf_counter(), len(widget.source)))
+            log.append((time.perf_counter(), len(widget.source)))
             return result
 
-        Markdown.append = append  # type: ignore[method-assign]
+        StreamBody.append = append  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from textual.widgets import Markdown
+        from tavern_tui.tui.widgets.reply_stream import StreamBody
 
-        Markdown.append = self._orig  # type: ignore[method-assign]
+        StreamBody.append = self._orig  # type: ignore[method-assign]
 
 
 def _tavern(db: Path, base_url: str = "") -> Any:

@@ -9,7 +9,6 @@ import re
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets._markdown import MarkdownBulletList, MarkdownFence
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
@@ -108,18 +107,18 @@ async def test_streamed_fence_and_list_keep_their_shape(corpus_tavern: Tavern, s
     async with app.run_test(size=(120, 40)) as pilot:
         chat = await open_seraphina(pilot)
         await pilot.press(*"recipe?", "enter")
-        # While it streams, Markdown widgets hold the blocks as they arrive.
+        # While it streams, the fence and the list already have their shape.
         await wait_until(pilot, lambda: chat._reply is not None and chat._reply.text.endswith(LIST)
-                         and bool(chat._reply.query(MarkdownBulletList)))
-        reply = chat._reply
-        [fence] = reply.query(MarkdownFence)
-        assert fence.code == "x = 1\n\ny = 2"
-        await wait_until(pilot, lambda: len(reply.query_one(MarkdownBulletList).children) == 3)
+                         and "• rain water" in rows(app))
+        shown = rows(app)
+        x, y = shown.index("x = 1"), shown.index("y = 2")
+        assert y == x + 2 and shown[x + 1] == ""
+        assert [row for row in shown if row.startswith("•")] == ["• moss", "• honey", "• rain water"]
         scripted.gate.set()
         await _wait_for_reply(pilot, chat)
         # Settled, the stored text is one body, as a stored message's (no widget per block).
         reply = chat.transcript.boxes[-1]
-        assert not reply.query(MarkdownFence) and len(reply.query(MessageBody)) == 1
+        assert len(reply.query(MessageBody)) == 1
         await pilot.pause()
         shown = rows(app)
         assert "Here:" in shown

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Markdown
 
 from tavern_tui.tui import theming
 from tavern_tui.tui.widgets.message_box import MessageBox
@@ -30,6 +29,6 @@ async def test_text_before_the_body_is_composed_waits_for_it() -> None:
         await app.query_one("#host").mount(box)
         await box.append_text("Rest now.")
         await wait_until(pilot, lambda: bool(box.query(".message-body"))
-                         and box.query_one(".message-body", Markdown).source == "*She smiles.* Rest now.")
+                         and box.text == "*She smiles.* Rest now." and box.pending_text == "")
         await box.stop_streams()
         assert box.pending_text == ""

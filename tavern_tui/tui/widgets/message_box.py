@@ -19,6 +19,7 @@ from tavern_tui.tui.labels import message_classes, message_mark
 from tavern_tui.tui.widgets.chat_markdown import ChatMarkdown, ChatRichMarkdown
 from tavern_tui.tui.widgets.member_colours import member_class
 from tavern_tui.tui.widgets.message_header import MessageHeader
+from tavern_tui.tui.widgets.reply_stream import StreamBody
 
 _STATE_CLASSES = ("-streaming", "-partial", "-stopped", "-error")
 
@@ -48,8 +49,8 @@ def keep_line_breaks(text: str) -> str:
 
 
 FLUSHES_PER_SECOND = 30
-"""At most this many writes a second reach the streaming reply's `MarkdownStream` (issue 22,
-performance-anchors §7 B6): fragments arriving in between are joined, so a fast provider
+"""At most this many writes a second reach the streaming reply's body (performance-anchors
+§7 B6): fragments arriving in between are joined, so a fast provider
 costs the event loop a bounded share, and the reply still moves at about a frame rate."""
 
 _RENDERED: OrderedDict[tuple[tuple[int, int], str], ChatRichMarkdown] = OrderedDict()
@@ -182,7 +183,6 @@ class MessageBox(Vertical):
         self._content = content
         self._mark = mark
         self._reasoning = reasoning
-        self._stream: MarkdownStream | None = None
         self._pending: list[str] = []  # fragments waiting for the next flush
         self._flush_at = 0.0  # perf_counter time before which no flush is made
         self._flush_timer: Timer | None = None
@@ -229,7 +229,7 @@ class MessageBox(Vertical):
                 covers = self.view.summary.get("covers", 0)
                 yield Collapsible(title=f"{covers} original messages (not sent)", collapsed=True, classes="originals")
         elif self.has_class("-streaming"):
-            yield ChatMarkdown(self._content, classes="message-body")
+            yield StreamBody(self._content)
         else:  # the person's line just sent: shown as it will be stored
             yield MessageBody(ChatRichMarkdown(self._content), classes="message-body")
 
@@ -250,9 +250,9 @@ class MessageBox(Vertical):
         return Collapsible(ChatMarkdown(text), title="reasoning", collapsed=True, classes="reasoning")
 
     @property
-    def body(self) -> Markdown | Static:
-        """The widget holding the message text: `Markdown` while streaming, else a `Static`."""
-        return self.query_one(".message-body", (Markdown, Static))
+    def body(self) -> StreamBody | Static:
+        """The widget holding the message text: a `StreamBody` while streaming, else a `Static`."""
+        return self.query_one(".message-body", (StreamBody, Static))
 
     @property
     def text(self) -> str:
@@ -260,7 +260,7 @@ class MessageBox(Vertical):
         not yet flushed); for a stored message, its own words (without its folded pages)."""
         found = self.query(".message-body")  # none for a moment while a settled body replaces the stream's
         body = found.first() if found else None
-        if isinstance(body, Markdown):
+        if isinstance(body, StreamBody):
             return body.source + "".join(self._pending)
         first = split_panels(self._content)[0]
         return "" if first.is_panel else first.text
@@ -319,9 +319,9 @@ class MessageBox(Vertical):
         header.extras = " · ".join(parts)
 
     async def append_text(self, fragment: str) -> None:
-        """Append reply text: fragments are joined and written to a `MarkdownStream` at most
-        `FLUSHES_PER_SECOND` times a second (the stream batches further when the widget falls
-        behind). `stop_streams` writes what is still pending."""
+        """Append reply text: fragments are joined and written to the `StreamBody` at most
+        `FLUSHES_PER_SECOND` times a second (more wait for the next flush while one is drawn).
+        `stop_streams` writes what is still pending."""
         self._pending.append(fragment)
         now = time.perf_counter()
         if now >= self._flush_at:
@@ -338,19 +338,17 @@ class MessageBox(Vertical):
         self._flush_timer = None
         if not self._pending:
             return
-        if self._stream is None:
-            body = next(iter(self.query(".message-body").results(Markdown)), None)
-            if body is None:
-                # Not composed yet: the first delta can beat the box's mount. The text waits for the
-                # next flush (`retry`), or for the settled body that replaces the stream's.
-                if retry:
-                    self._flush_timer = self.set_timer(1 / FLUSHES_PER_SECOND, self._flush)
-                return
-            self._stream = Markdown.get_stream(body)
+        body = next(iter(self.query_children(".message-body").results(StreamBody)), None)
+        if body is None:
+            # Not composed yet: the first delta can beat the box's mount. The text waits for the
+            # next flush (`retry`), or for the settled body that replaces the stream's.
+            if retry:
+                self._flush_timer = self.set_timer(1 / FLUSHES_PER_SECOND, self._flush)
+            return
         text = "".join(self._pending)
         self._pending.clear()
         self._flush_at = time.perf_counter() + 1 / FLUSHES_PER_SECOND
-        await self._stream.write(text)
+        await body.append(text)
 
     async def append_reasoning(self, fragment: str) -> None:
         """Append reasoning text into the collapsed reasoning section (mounted on first use)."""
@@ -371,10 +369,9 @@ class MessageBox(Vertical):
         if self._pending:
             self._flush_at = 0.0
             await self._flush(retry=False)
-        for stream in (self._stream, self._reasoning_stream):
-            if stream is not None:
-                await stream.stop()
-        self._stream = self._reasoning_stream = None
+        if self._reasoning_stream is not None:
+            await self._reasoning_stream.stop()
+        self._reasoning_stream = None
 
     async def show_view(self, view: MessageView) -> bool:
         """Show another stored message in this box (a swipe to a sibling): text, mark and

@@ -1,0 +1,104 @@
+"""Provides `StreamBody`, the body a reply streams into: finished blocks fold into still text,
+only the last few are drawn again as text arrives.
+
+Textual's `Markdown` widget is a widget per block (a list item is four), and a reply that streams
+lays the chat screen out on every flush; each pass visits every mounted widget, so a long reply
+made each flush slower than the last (a 1,500-token reply: ~120 widgets, most of the event loop
+at 200 tokens a second, issue 22 / performance-anchors §7 B6). Here the reply is Rich Markdown,
+as a stored message is (`MessageBody`): a widget per folded chunk of blocks plus one for the tail.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from tavern_tui.tui.widgets.chat_markdown import ChatRichMarkdown
+
+FOLD_AT = 4
+"""Top-level blocks the live tail holds before all but its last fold into a still chunk. A block
+is only folded once another has begun after it, so the text still to come cannot change it."""
+
+
+def _block_starts(markdown: ChatRichMarkdown) -> list[tuple[int, str]]:
+    """(first line, token type) of each top-level block of `markdown`, in order."""
+    return [(token.map[0], token.type) for token in markdown.parsed if token.level == 0 and token.map is not None]
+
+
+class StreamBody(Vertical):
+    """A streaming reply's body (class `message-body`): folded chunks, then the live tail.
+
+    `append` adds text and redraws the tail; once the tail has more than `FOLD_AT` top-level
+    blocks, the finished ones move into a chunk of their own, drawn once. Rich's Markdown puts a
+    blank line between top-level blocks unless the first is a rule, and lists and quotes draw
+    their own even at the top; a chunk or the tail that needs that line gets it as its top margin
+    (class `-spaced`, `_spaced`), so the chunks read as one document. The settled reply replaces
+    this body with the stored text drawn whole.
+    """
+
+    DEFAULT_CSS = """
+    StreamBody { height: auto; }
+    StreamBody > Static { height: auto; margin: 0; padding: 0; background: transparent; }
+    StreamBody > Static.-spaced { margin-top: 1; }
+    """
+
+    def __init__(self, text: str = "", *, classes: str = "message-body", id: str | None = None) -> None:  # noqa: A002
+        super().__init__(classes=classes, id=id)
+        self._folded: list[str] = []
+        self._tail = _normal(text)
+        self._after_block = False  # the folded text so far ends in a block other than a rule
+
+    def compose(self) -> ComposeResult:
+        yield Static(ChatRichMarkdown(self._tail), classes="stream-tail")
+
+    @property
+    def source(self) -> str:
+        """All the text appended so far (line ends as "\\n")."""
+        return "".join(self._folded) + self._tail
+
+    @property
+    def tail(self) -> str:
+        """The text not folded yet (the live tail's)."""
+        return self._tail
+
+    @property
+    def chunks(self) -> int:
+        """How many folded chunks precede the tail."""
+        return len(self._folded)
+
+    async def append(self, text: str) -> None:
+        """Add `text` to the reply: the tail is drawn again, and its finished blocks fold."""
+        self._tail += _normal(text)
+        markdown = ChatRichMarkdown(self._tail)
+        tail = self.query_one(".stream-tail", Static)
+        starts = _block_starts(markdown)
+        if len(starts) > FOLD_AT:
+            cut, _ = starts[-1]
+            lines = self._tail.split("\n")
+            done, self._tail = "\n".join(lines[:cut]) + "\n", "\n".join(lines[cut:])
+            chunk = Static(ChatRichMarkdown(done), classes="stream-folded")
+            chunk.set_class(_spaced(self._after_block, starts[0][1]), "-spaced")
+            self._folded.append(done)
+            self._after_block = starts[-2][1] != "hr"
+            await self.mount(chunk, before=tail)
+            markdown = ChatRichMarkdown(self._tail)
+            starts = starts[-1:]
+        tail.set_class(bool(self._folded) and _spaced(self._after_block, starts[0][1] if starts else ""), "-spaced")
+        tail.update(markdown)
+
+
+_OWN_BLANK = frozenset({"bullet_list_open", "ordered_list_open", "blockquote_open"})
+"""Blocks Rich draws with a blank line above them even at the top of a document."""
+
+
+def _spaced(after_block: bool, first: str) -> bool:
+    """Whether a chunk beginning with a `first` block needs a blank line above it to read as
+    the document continued: Rich's blank between blocks comes after any block but a rule
+    (`after_block`), and lists and quotes draw their own."""
+    return after_block and first not in _OWN_BLANK
+
+
+def _normal(text: str) -> str:
+    # Line numbers of the parsed blocks count "\r\n" and "\r" as one break (markdown-it does).
+    return text.replace("\r\n", "\n").replace("\r", "\n")
