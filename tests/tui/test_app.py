@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 from textual.pilot import Pilot
-from textual.widgets import Collapsible, OptionList
+from textual.widgets import Collapsible, Footer, OptionList
 
 from tavern_tui.errors import AuthenticationError
 from tavern_tui.service import Tavern
@@ -17,7 +17,15 @@ from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.draft import DraftScreen
 from tavern_tui.tui.screens.home import EMPTY_TEXT, HomeScreen
 from tavern_tui.tui.widgets.transcript import MAX_MOUNTED, WINDOW
-from tests.tui.conftest import GATE, ScriptedProvider, Think, notifications, open_character, wait_until, workers_idle
+from tests.tui.conftest import (
+    GATE,
+    ScriptedProvider,
+    Think,
+    notifications,
+    open_character,
+    wait_until,
+    workers_idle,
+)
 
 SIZE = (120, 40)
 
@@ -232,7 +240,8 @@ async def test_reasoning_is_shown_apart_and_collapsed(corpus_tavern: Tavern, scr
 
 
 @pytest.mark.slow
-async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Tavern) -> None:
+async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Tavern,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     seraphina = corpus_tavern.library.find_character("Seraphina")
     pid = corpus_tavern.playthroughs.new_playthrough(seraphina.id).id
     for i in range(60):
@@ -240,9 +249,21 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
             pass
     total = len(corpus_tavern.playthroughs.messages(pid))
     assert total == 121
+    footers: list[object] = []  # the chat footer's full rebuilds (each mounts every key again)
+    rebuild = Footer.recompose
+
+    async def counted(footer: Footer) -> None:
+        if isinstance(footer.screen, ChatScreen):
+            footers.append(footer)
+        await rebuild(footer)
+
+    monkeypatch.setattr(Footer, "recompose", counted)
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         chat = await open_seraphina(pilot)
+        await workers_idle(pilot)
+        # Built once: "Earlier messages", bound once the chat is read, was built with the rest.
+        assert len(footers) == 1 and "ctrl+o" in chat.active_bindings
         window = WINDOW
         assert window < 60  # the test needs several windows of history
         assert len(chat.transcript.boxes) == window and chat.transcript.earlier_count == total - window

@@ -230,7 +230,10 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         if action == "back":
             return not self.generating
         if action == "load_earlier":
-            return self.is_mounted and self.transcript.earlier_count > 0
+            # Offered until the chat is read, so the footer builds the key with the others: most
+            # chats have earlier messages, and a key that appears later rebuilds every key (and
+            # lays the screen out again); one that goes away is only hidden.
+            return self.playthrough is None or (self.is_mounted and self.transcript.earlier_count > 0)
         if action == "swipe":
             # None (shown dimmed) also lets the key fall through to the prompt's word move.
             return None if self.generating or not self._prompt_empty else True
