@@ -10,8 +10,11 @@ as a stored message is (`MessageBody`): a widget per folded chunk of blocks plus
 
 from __future__ import annotations
 
+from markdown_it.token import Token
+from rich.markdown import CodeBlock, Markdown
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.visual import visualize
 from textual.widgets import Static
 
 from tavern_tui.tui.widgets.chat_markdown import ChatRichMarkdown
@@ -19,6 +22,23 @@ from tavern_tui.tui.widgets.chat_markdown import ChatRichMarkdown
 FOLD_AT = 4
 """Top-level blocks the live tail holds before all but its last fold into a still chunk. A block
 is only folded once another has begun after it, so the text still to come cannot change it."""
+
+
+class _PlainCode(CodeBlock):
+    """A code block drawn as Rich draws any (padding, wrapping, background) but not highlighted."""
+
+    @classmethod
+    def create(cls, markdown: Markdown, token: Token) -> CodeBlock:
+        return cls("text", markdown.code_theme)
+
+
+class LiveMarkdown(ChatRichMarkdown):
+    """The live tail's Markdown: code not highlighted yet. The tail is drawn again on every flush
+    and a fence being written is its last block, so highlighting it each time cost the square of
+    its length (a 40-line fence: most of the event loop); it is highlighted once it folds, and in
+    the settled reply."""
+
+    elements = {**ChatRichMarkdown.elements, "fence": _PlainCode, "code_block": _PlainCode}
 
 
 def _block_starts(markdown: ChatRichMarkdown) -> list[tuple[int, str]]:
@@ -48,9 +68,10 @@ class StreamBody(Vertical):
         self._folded: list[str] = []
         self._tail = _normal(text)
         self._after_block = False  # the folded text so far ends in a block other than a rule
+        self._tail_size = (0, 0)  # (width, height) in cells of the tail when last drawn
 
     def compose(self) -> ComposeResult:
-        yield Static(ChatRichMarkdown(self._tail), classes="stream-tail")
+        yield Static(LiveMarkdown(self._tail), classes="stream-tail")
 
     @property
     def source(self) -> str:
@@ -70,7 +91,7 @@ class StreamBody(Vertical):
     async def append(self, text: str) -> None:
         """Add `text` to the reply: the tail is drawn again, and its finished blocks fold."""
         self._tail += _normal(text)
-        markdown = ChatRichMarkdown(self._tail)
+        markdown = LiveMarkdown(self._tail)
         tail = self.query_one(".stream-tail", Static)
         starts = _block_starts(markdown)
         if len(starts) > FOLD_AT:
@@ -82,10 +103,22 @@ class StreamBody(Vertical):
             self._folded.append(done)
             self._after_block = starts[-2][1] != "hr"
             await self.mount(chunk, before=tail)
-            markdown = ChatRichMarkdown(self._tail)
+            markdown = LiveMarkdown(self._tail)
             starts = starts[-1:]
         tail.set_class(bool(self._folded) and _spaced(self._after_block, starts[0][1] if starts else ""), "-spaced")
-        tail.update(markdown)
+        tail.update(markdown, layout=self._height_changes(tail, markdown))
+
+    def _height_changes(self, tail: Static, markdown: ChatRichMarkdown) -> bool:
+        """Whether the tail drawn as `markdown` is taller or shorter than now. Most flushes add
+        words to the tail's last line: then the tail repaints alone, with no layout pass over
+        the screen (whose cost grows with every mounted widget)."""
+        width = tail.content_size.width
+        if not width or tail.styles.height is None or not tail.styles.height.is_auto:
+            return True
+        height = visualize(tail, markdown, markup=False).get_height(tail.styles, width)
+        changed = (width, height) != self._tail_size  # a resize lays out again: so does the next flush
+        self._tail_size = (width, height)
+        return changed
 
 
 _OWN_BLANK = frozenset({"bullet_list_open", "ordered_list_open", "blockquote_open"})
