@@ -26,6 +26,17 @@ place); `scroll_to_page_in_median_ms` is the PageUp presses from one window's to
 Measured floor (issue 22, session 9, loaded box): a bare Textual screen with a TextArea and a
 Footer pushed and answering a key takes 150-270 ms in this harness; the chat screen's own
 layout (20 rendered messages, status line, composer, footer) is most of the rest.
+
+B6 floor (measured 2026-12-06): a bare Textual app with the same 120x40 view - a VerticalScroll
+anchored at the bottom holding 20 one-widget Rich Markdown messages, a TextArea typed into every
+0.1 s, and one Static whose last 600 characters of Markdown are redrawn 20 times a second at
+200 tok/s - keeps its event loop 17-20 % busy. The chat screen, whose reply streams the same way
+(`widgets.reply_stream`: only the live tail is redrawn, finished blocks fold), measured 61-65 %:
+each new line scrolls the anchored view, so Textual lays out every mounted widget (~100: three
+per message, the footer's keys, the composer, the status line; a size change takes a second pass)
+and repaints the whole transcript area. The 25 % target needs fewer mounted widgets while a
+reply streams; the 50 ms chunk->paint p95 needs flushes under 50 ms apart, which at this cost
+per flush would hold the loop busier still. Drain after the last chunk (6-19 ms) meets its target.
 """
 
 from __future__ import annotations
