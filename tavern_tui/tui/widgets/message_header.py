@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widget import Widget
 
 from tavern_tui.tui.widgets.member_colours import member_css
@@ -53,55 +54,28 @@ class MessageHeader(Widget):
     prefixes each selector that does not start with its own name), so rules that start with
     the box belong to the box's."""
 
+    speaker: reactive[str] = reactive("")
+    """The speaker's name as shown."""
+    mark: reactive[str] = reactive("")
+    """The mark after the name ("" for none)."""
+    extras: reactive[str] = reactive("")
+    """The right-hand extras ("" for none)."""
+
     def __init__(self, speaker: str, mark: str = "", *, classes: str = "message-header") -> None:
         super().__init__(classes=classes)
-        self._speaker = speaker
-        self._mark = mark
-        self._extras = ""
-
-    @property
-    def speaker(self) -> str:
-        """The speaker's name as shown."""
-        return self._speaker
-
-    @speaker.setter
-    def speaker(self, name: str) -> None:
-        if name != self._speaker:
-            self._speaker = name
-            self.refresh()
-
-    @property
-    def mark(self) -> str:
-        """The mark after the name ("" for none)."""
-        return self._mark
-
-    @mark.setter
-    def mark(self, text: str) -> None:
-        if text != self._mark:
-            self._mark = text
-            self.refresh()
-
-    @property
-    def extras(self) -> str:
-        """The right-hand extras ("" for none)."""
-        return self._extras
-
-    @extras.setter
-    def extras(self, text: str) -> None:
-        if text != self._extras:
-            self._extras = text
-            self.refresh()
+        self.set_reactive(MessageHeader.speaker, speaker)
+        self.set_reactive(MessageHeader.mark, mark)
 
     def render(self) -> Text:
         """The row: name, a space, the mark, then the extras padded to the right edge (the
         name and mark win when the row is too narrow for all three)."""
-        row = Text.assemble((self._speaker, self.get_component_rich_style("message-header--speaker")),
+        row = Text.assemble((self.speaker, self.get_component_rich_style("message-header--speaker")),
                             " ",
-                            (self._mark, self.get_component_rich_style("message-header--mark")),
+                            (self.mark, self.get_component_rich_style("message-header--mark")),
                             no_wrap=True, overflow="crop", end="")
-        if self._extras:
-            gap = self.size.width - cell_len(row.plain) - cell_len(self._extras)
+        if self.extras:
+            gap = self.size.width - cell_len(row.plain) - cell_len(self.extras)
             if gap >= 1:
                 row.append(" " * gap)
-                row.append(self._extras, self.get_component_rich_style("message-header--extras"))
+                row.append(self.extras, self.get_component_rich_style("message-header--extras"))
         return row
