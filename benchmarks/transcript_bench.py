@@ -31,7 +31,7 @@ B6 floor (measured 2026-12-06): a bare Textual app with the same 120x40 view - a
 anchored at the bottom holding 20 one-widget Rich Markdown messages, a TextArea typed into every
 0.1 s, and one Static whose last 600 characters of Markdown are redrawn 20 times a second at
 200 tok/s - keeps its event loop 17-20 % busy. The chat screen, whose reply streams the same way
-(`widgets.reply_stream`: only the live tail is redrawn, finished blocks fold), measured 61-65 %:
+(`widgets.reply_stream`: only the live tail is redrawn, finished blocks fold), measured 48-65 %:
 each new line scrolls the anchored view, so Textual lays out every mounted widget (~100: three
 per message, the footer's keys, the composer, the status line; a size change takes a second pass)
 and repaints the whole transcript area. The 25 % target needs fewer mounted widgets while a
