@@ -16,9 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from rich.markdown import Markdown as RichMarkdown
-from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownBlock
 
 
 def break_lines(tokens: Iterable[Token]) -> None:
@@ -45,47 +43,13 @@ def chat_parser() -> MarkdownIt:
 
 
 class ChatMarkdown(Markdown):
-    """Textual's `Markdown` widget parsing with `chat_parser` (also what a `MarkdownStream` writes).
-
-    A message body (class `message-body`) draws its last block without a bottom margin: the
-    message's own margin spaces it from the next one. This is set on the last block itself after
-    each update or append, not by a `:last-child` rule: such a rule marks every block as
-    order-styled, and then each block a streamed reply mounts restyles all the blocks before it
-    (quadratic in the reply's length; most of the event loop at 200 tokens a second).
-    """
+    """Textual's `Markdown` widget parsing with `chat_parser` (also what a `MarkdownStream` writes):
+    a reply's reasoning, which streams into its collapsed section. A reply's own text is Rich
+    Markdown (`ChatRichMarkdown`; streaming, `reply_stream.StreamBody`)."""
 
     def __init__(self, markdown: str | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("parser_factory", chat_parser)
         super().__init__(markdown, **kwargs)
-        self._trimmed: MarkdownBlock | None = None
-
-    def update(self, markdown: str) -> AwaitComplete:
-        """Replace the document (Textual's `Markdown.update`), then trim the last block's margin."""
-        return self._then_trim(super().update(markdown))
-
-    def append(self, markdown: str) -> AwaitComplete:
-        """Append to the document (Textual's `Markdown.append`), then trim the last block's margin."""
-        return self._then_trim(super().append(markdown))
-
-    def _then_trim(self, done: AwaitComplete) -> AwaitComplete:
-        async def run() -> None:
-            await done
-            self._trim_last_block()
-
-        return AwaitComplete(run())
-
-    def _trim_last_block(self) -> None:
-        if not self.has_class("message-body"):
-            return
-        last = next((c for c in reversed(self.children) if isinstance(c, MarkdownBlock)), None)
-        if last is self._trimmed:
-            return
-        if self._trimmed is not None and self._trimmed.parent is self:
-            self._trimmed.styles.clear_rule("margin")
-        self._trimmed = last
-        if last is not None:
-            top, right, _bottom, left = last.styles.margin
-            last.styles.margin = (top, right, 0, left)
 
 
 class ChatRichMarkdown(RichMarkdown):

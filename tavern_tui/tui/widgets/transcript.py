@@ -64,15 +64,11 @@ class Transcript(VerticalScroll):
         height: 1fr;
     }
 
-    /* One blank row after every message, however its body is drawn: a stored body (a Static)
-       ends on its last line, and a body still drawn by Markdown (a reply streamed, a line sent
-       in this run) ends on its last block without that block's margin. */
+    /* One blank row after every message: its body (a stored message's Static, a streaming
+       reply's chunks) ends on its last line. */
     Transcript > MessageBox {
         margin-bottom: 1;
     }
-
-    /* A Markdown body's last block has no bottom margin: ChatMarkdown sets that on the block
-       (no order rule such as :last-child, which restyles every sibling on each mount). */
 
     Transcript #earlier, Transcript #later {
         height: 1;
