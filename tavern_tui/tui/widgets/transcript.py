@@ -58,6 +58,7 @@ class Transcript(VerticalScroll):
     Transcript {
         padding: 0 1;
         scrollbar-size-vertical: 1;
+        scrollbar-gutter: stable;
     }
 
     Transcript #spacer {
