@@ -3,7 +3,7 @@
 One widget draws the three parts (component classes colour them), where a row of three labels
 in a container would be four widgets: every layout pass of the chat screen visits each mounted
 widget, and a reply that streams in lays the screen out about ten times a second, so the
-header's widget count is paid per message per pass (issue 22, performance-anchors §7 B5/B6).
+header's widget count is paid per message per pass (performance-anchors §7 B5/B6).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ only the last few are drawn again as text arrives.
 Textual's `Markdown` widget is a widget per block (a list item is four), and a reply that streams
 lays the chat screen out on every flush; each pass visits every mounted widget, so a long reply
 made each flush slower than the last (a 1,500-token reply: ~120 widgets, most of the event loop
-at 200 tokens a second, issue 22 / performance-anchors §7 B6). Here the reply is Rich Markdown,
+at 200 tokens a second; performance-anchors §7 B6). Here the reply is Rich Markdown,
 as a stored message is (`MessageBody`): a widget per folded chunk of blocks plus one for the tail.
 """
 
