@@ -114,12 +114,23 @@ class SurfaceReads:
     def surface_snapshot(self, session_id: int) -> tuple[Event, ...]:
         """`surface_events(session_id)` as the cached tuple itself: the same object while the log's
         version is unchanged, so readers in different services can share what they derive from it
-        (`assembly.memo.per_list`: the step's surface and MVU's head derive the same messages)."""
+        (`assembly.memo.per_list`: the step's surface and MVU's head derive the same messages).
+
+        Once the version moved, only the session's own events after its newest one cached are
+        read and added: the log is append-only, seqs are gapless and committed in order, and an
+        ancestor's later events lie past the fork (never on this surface). A step on a
+        5,000-message chat then reads its dozen new events, not the whole surface again, and the
+        earlier events stay the same objects (`engine.log.surface_of` goes on from their fold)."""
         version = self.version()
         cached = self._surfaces.get(session_id)
         if cached is not None and cached[0] == version:
             return cached[1]
-        events = tuple(self._read_surface(session_id, None))
+        if cached is not None:
+            newest = next((e.seq for e in reversed(cached[1]) if e.session_id == session_id), 0)
+            added = self.own_events(session_id, after=newest)
+            events = cached[1] + tuple(added) if added else cached[1]
+        else:
+            events = tuple(self._read_surface(session_id, None))
         if len(self._surfaces) >= 8:
             self._surfaces.clear()
         self._surfaces[session_id] = (version, events)

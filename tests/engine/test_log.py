@@ -9,6 +9,7 @@ from tavern_tui.engine.log import (
     SYSTEM_PROMPT_SOURCE,
     SurfaceFold,
     derive_messages,
+    fold_surface,
     inspect,
     page,
     replacement_event,
@@ -73,6 +74,25 @@ def test_a_fold_goes_on_from_any_point_as_deriving_the_whole_surface_again() -> 
         before = first.result()
         assert first.copy().add(events[split:]).result() == whole
         assert first.result() == before  # the copy went on; the fold it came from did not move
+
+
+def test_a_surface_that_extends_one_folded_before_is_folded_from_there_and_equals_a_whole_fold() -> None:
+    # `fold_surface` goes on from a cached fold whose events are the same objects: the result must
+    # be what a fold of everything gives, and what a caller adds to its fold must not reach the cache.
+    log, sid = _log_with(*(NewEvent(EventKind.USER_MESSAGE if i % 2 else EventKind.ASSISTANT_MESSAGE,
+                                    "user" if i % 2 else "assistant", {"content": f"m{i}"}) for i in range(1, 301)))
+    before = log.surface_events(sid)
+    assert [m.content for m in fold_surface(before).result()] == [f"m{i}" for i in range(1, 301)]
+    log.append(sid, [replacement_event([(sid, 2), (sid, 3)], {"role": "assistant", "content": "merged"}),
+                     NewEvent(EventKind.USER_MESSAGE, "user", {"content": "new"})])
+    after = log.surface_events(sid)
+    assert after[:300] == before and all(a is b for a, b in zip(after, before, strict=False))
+    folded = fold_surface(after)
+    assert folded.result() == SurfaceFold().add(after).result()
+    assert [m.content for m in folded.result()][:3] == ["m1", "merged", "m4"]
+    folded.messages.clear()  # the caller's fold is its own
+    assert fold_surface(after).result() == SurfaceFold().add(after).result()
+    assert fold_surface(before).result() == SurfaceFold().add(before).result()
 
 
 def test_through_seq_pins_an_earlier_surface() -> None:

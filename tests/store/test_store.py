@@ -200,6 +200,37 @@ def test_fork_surface_is_parent_through_fork_seq_then_own_events_without_copying
         store.close()
 
 
+def test_a_surface_read_again_after_appends_adds_only_the_new_events_and_keeps_the_rest(tmp_path: Path) -> None:
+    # Append-only log: once read, a surface is extended by the session's own later events; the
+    # ancestors' events past the fork never join it, another process's appends do.
+    store = Store(f"sqlite:///{tmp_path / 'grow.db'}")
+    other = Store(f"sqlite:///{tmp_path / 'grow.db'}")
+    try:
+        log = store.events
+        root = log.create_session()
+        log.append(root, [_msg("u1"), _msg("a1", "assistant"), _msg("u2")])
+        child = log.create_session(parent_id=root, fork_seq=2)
+        log.append(child, [_msg("u2-alt")])
+        first = log.surface_snapshot(child)
+        assert [e.content for e in first] == ["u1", "a1", "u2-alt"]
+        log.append(root, [_msg("a2", "assistant")])  # the parent goes on past the fork
+        log.append(child, [_msg("a2-alt", "assistant")])
+        other.events.append(child, [_msg("u3-alt")])  # another process writes to the chat
+        second = log.surface_snapshot(child)
+        assert [(e.session_id, e.seq, e.content) for e in second] == [
+            (root, 1, "u1"), (root, 2, "a1"), (child, 1, "u2-alt"), (child, 2, "a2-alt"), (child, 3, "u3-alt")]
+        assert all(a is b for a, b in zip(first, second, strict=False))  # the events read before, not decoded again
+        fresh = Store(f"sqlite:///{tmp_path / 'grow.db'}")
+        try:
+            assert [(e.ref, e.body_sha256) for e in fresh.events.surface_events(child)] == [
+                (e.ref, e.body_sha256) for e in second]
+        finally:
+            fresh.close()
+    finally:
+        other.close()
+        store.close()
+
+
 def test_origin_is_stored_only_when_declared(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'o.db'}")
     try:

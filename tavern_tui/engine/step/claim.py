@@ -13,7 +13,7 @@ from typing import Any
 
 from tavern_tui.engine.events import Event
 from tavern_tui.engine.inbox import NEXT_TURN, ClaimPending, ClaimPlan, PendingItem, change_async
-from tavern_tui.engine.log import AsyncSessionLog, SurfaceFold, SurfaceMessage
+from tavern_tui.engine.log import AsyncSessionLog, SurfaceFold, SurfaceMessage, fold_surface
 from tavern_tui.engine.step.errors import InboxEmpty, StepBusy
 from tavern_tui.engine.step.options import StepOptions
 from tavern_tui.engine.step.turn import TurnStep
@@ -67,7 +67,7 @@ async def claim_input(log: AsyncSessionLog, session_id: int, text: str | None, o
     events = extended(surface, session_id, stored) if surface is not None and stored else None
     if events is None:  # something else was written since `surface` was read: read it again
         events = await log.surface_events(session_id)
-    fold = SurfaceFold().add(events)
+    fold = fold_surface(events)
     history = fold.result()
     # A later step of a tool turn: a projection rebuilds history from text, so the turn's calls
     # and results go to the request as they are (`with_transaction`), not through the assembler.
