@@ -25,7 +25,7 @@ from tests.tui.test_app import SIZE, open_seraphina, send
 
 def strip_lines(chat: ChatScreen) -> list[str]:
     """The queued items above the composer, as shown."""
-    return str(chat.inbox_strip.content).splitlines() if chat.inbox_strip.items else []
+    return str(chat.queue.content).splitlines() if chat.queue.items else []
 
 
 def user_lines(chat: ChatScreen) -> list[str]:
@@ -51,26 +51,26 @@ async def test_enter_queues_during_a_stream_up_edits_f9_cancels_and_the_edited_t
         chat = await open_seraphina(pilot)
         await start_gated_reply(pilot, chat, scripted)
         await type_and_enter(pilot, "first queued")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 1)
         assert chat.generating and chat.prompt.value == ""
         assert strip_lines(chat) == ["1 · queued · first queued"]
         await type_and_enter(pilot, "second queued")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 2)
         assert strip_lines(chat) == ["1 · queued · first queued", "2 · queued · second queued"]
         # ↑ on the empty composer takes the last queued item; ↑ again the one before it.
         await pilot.press("up")
-        assert chat.prompt.value == "second queued" and chat.inbox_strip.selected == chat.inbox_strip.items[1].id
+        assert chat.prompt.value == "second queued" and chat.queue.editing == chat.queue.items[1].id
         await pilot.press("up")
         assert chat.prompt.value == "first queued"
         await pilot.press("end", *", edited")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: chat.inbox_strip.items[0].text == "first queued, edited")
+        await wait_until(pilot, lambda: chat.queue.items[0].text == "first queued, edited")
         assert chat.prompt.value == ""
         # F9 cancels the item being edited.
         await pilot.press("up")
         assert chat.prompt.value == "second queued"
         await pilot.press("f9")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 1)
         assert strip_lines(chat) == ["1 · queued · first queued, edited"]
         assert corpus_tavern.inbox.pending(chat.playthrough_id)[0].text == "first queued, edited"
         # The reply settles; the next step claims what is queued, and its reply arrives.
@@ -83,7 +83,7 @@ async def test_enter_queues_during_a_stream_up_edits_f9_cancels_and_the_edited_t
         assert all("second queued" not in m["content"] for m in scripted.requests[1].messages)
         assert user_lines(chat)[-2:] == ["Where am I?", "first queued, edited"]
         assert chat.transcript.boxes[-1].text == "*She considers your edited words.*"
-        assert chat.inbox_strip.items == [] and strip_lines(chat) == []
+        assert chat.queue.items == [] and strip_lines(chat) == []
 
 
 async def test_alt_enter_queues_a_steer_before_the_queued_lines(corpus_tavern: Tavern,
@@ -93,9 +93,9 @@ async def test_alt_enter_queues_a_steer_before_the_queued_lines(corpus_tavern: T
         chat = await open_seraphina(pilot)
         await start_gated_reply(pilot, chat, scripted)
         await type_and_enter(pilot, "later")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 1)
         await type_and_enter(pilot, "look out", key="alt+enter")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 2)
         assert strip_lines(chat) == ["1 · steer · look out", "2 · queued · later"]
         streamed = chat.transcript.boxes[-1].text
         scripted.gate.set()
@@ -217,9 +217,9 @@ def _two_queued(scripted: ScriptedProvider) -> Callable[[Pilot[object]], object]
         chat = await open_seraphina(pilot)
         await start_gated_reply(pilot, chat, scripted)
         await type_and_enter(pilot, "Is this the forest of Eldoria?")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 1)
         await type_and_enter(pilot, "Wait, behind you!", key="alt+enter")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 2)
         await pilot.press(*"still typing")
         # The reply stays at its gate (its worker runs on): wait for the draft and token workers.
         await pilot.pause(0.6)
@@ -253,7 +253,7 @@ async def test_enter_on_an_empty_composer_answers_what_was_left_queued(corpus_ta
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         chat = await open_seraphina(pilot)
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)  # still there after a restart
+        await wait_until(pilot, lambda: len(chat.queue.items) == 2)  # still there after a restart
         assert strip_lines(chat) == ["1 · steer · steer from elsewhere", "2 · queued · queued before the app opened"]
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(scripted.requests) == 1 and not chat.generating)
@@ -261,7 +261,7 @@ async def test_enter_on_an_empty_composer_answers_what_was_left_queued(corpus_ta
         assert [m["content"] for m in scripted.requests[0].messages][-2:] == [
             "steer from elsewhere", "queued before the app opened"]
         assert user_lines(chat) == ["steer from elsewhere", "queued before the app opened"]
-        assert chat.inbox_strip.items == []
+        assert chat.queue.items == []
 
 
 async def test_ctrl_t_queues_a_steer_where_alt_enter_arrives_as_enter(corpus_tavern: Tavern,
@@ -271,7 +271,7 @@ async def test_ctrl_t_queues_a_steer_where_alt_enter_arrives_as_enter(corpus_tav
         chat = await open_seraphina(pilot)
         await start_gated_reply(pilot, chat, scripted)
         await type_and_enter(pilot, "duck", key="ctrl+t")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 1)
         assert strip_lines(chat) == ["1 · steer · duck"]
         scripted.gate.set()
         await wait_until(pilot, lambda: len(scripted.requests) == 2 and not chat.generating, timeout=10)
@@ -290,7 +290,7 @@ async def test_enter_while_another_window_replies_queues_and_goes_once_that_sett
         lease = corpus_tavern.store.claims.claim(head, 75.0)
         corpus_tavern.store.events.append(head, [NewEvent(EventKind.REQUEST_HEADER, None, {"provider": "other"})])
         await type_and_enter(pilot, "me too")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 1)
         assert strip_lines(chat) == ["1 · queued · me too"] and scripted.requests == []
         scripted.enqueue("*Seraphina answers you as well.*")
         corpus_tavern.store.events.append(head, [NewEvent(EventKind.ASSISTANT_MESSAGE, "assistant",
@@ -301,7 +301,7 @@ async def test_enter_while_another_window_replies_queues_and_goes_once_that_sett
         assert [(m["role"], m["content"]) for m in scripted.requests[0].messages[-2:]] == [
             ("assistant", "the other window's reply"), ("user", "me too")]
         assert chat.transcript.boxes[-1].text == "*Seraphina answers you as well.*"
-        assert chat.inbox_strip.items == []
+        assert chat.queue.items == []
 
 
 async def test_keys_typed_right_after_enter_start_the_next_message(corpus_tavern: Tavern,
@@ -341,7 +341,7 @@ async def test_a_reply_another_window_writes_shows_here_once_it_settles(corpus_t
         lease = corpus_tavern.store.claims.claim(head, 75.0)  # the other window's step
         corpus_tavern.inbox.add(chat.playthrough_id, "are you there?")
         chat._reload()
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 1)
         await pilot.press("enter")  # empty composer, a line queued: answer it (the other has the step)
         await wait_until(pilot, lambda: chat.status.detail == "a reply is being written in another window")
         assert scripted.requests == [] and chat._watch is not None

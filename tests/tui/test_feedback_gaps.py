@@ -42,16 +42,16 @@ async def test_the_queued_line_being_edited_is_marked(corpus_tavern: Tavern, scr
         await start_gated_reply(pilot, chat, scripted)
         await type_and_enter(pilot, "first queued")
         await type_and_enter(pilot, "second queued")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 2)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 2)
         await pilot.press("up", "up")
         assert chat.prompt.value == "first queued"
-        lines = str(chat.inbox_strip.content).splitlines()
+        lines = str(chat.queue.content).splitlines()
         assert lines == ["✎ 1 · queued · editing · first queued", "2 · queued · second queued"]
-        spans = [(span.style, str(chat.inbox_strip.content)[span.start:span.end])
-                 for span in chat.inbox_strip.content.spans]  # type: ignore[attr-defined]
+        spans = [(span.style, str(chat.queue.content)[span.start:span.end])
+                 for span in chat.queue.content.spans]  # type: ignore[attr-defined]
         assert ("reverse bold", "✎ 1 · queued · editing · first queued") in spans
         await pilot.press("escape")  # leave the edit: the item is as it was, unmarked
-        assert str(chat.inbox_strip.content).splitlines() == ["1 · queued · first queued",
+        assert str(chat.queue.content).splitlines() == ["1 · queued · first queued",
                                                               "2 · queued · second queued"]
         scripted.gate.set()
         await wait_until(pilot, lambda: not chat.generating)

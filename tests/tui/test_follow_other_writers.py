@@ -31,5 +31,5 @@ async def test_a_reply_written_by_another_process_shows_in_the_open_chat(
                                                         "*She looks up from the fire.* You came back."])
         # And a line queued elsewhere shows in the inbox strip.
         elsewhere.inbox.add(chat.playthrough_id, "queued over there")
-        await wait_until(pilot, lambda: "queued over there" in str(chat.inbox_strip.content))
+        await wait_until(pilot, lambda: "queued over there" in str(chat.queue.content))
     assert scripted.requests == []  # this window sent nothing

@@ -190,14 +190,14 @@ async def test_esc_stops_the_round_and_later_members_do_not_speak(corpus_tavern:
         await wait_until(pilot, lambda: chat._reply is not None and "The forest" in chat._reply.text)
         await pilot.press(*"and you?")  # typed meanwhile: queued in the inbox
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(chat.inbox_strip.items) == 1)
+        await wait_until(pilot, lambda: len(chat.queue.items) == 1)
         await pilot.press("escape")
         await wait_until(pilot, lambda: not chat.generating)
         await workers_idle(pilot)
         last = chat.transcript.boxes[-1]
         assert last.has_class("-stopped") and last.view is not None and last.view.speaker == "Seraphina"
         assert len(scripted.requests) == 1  # Shodan never spoke
-        assert [i.text for i in chat.inbox_strip.items] == ["and you?"]  # waits for the next Enter
+        assert [i.text for i in chat.queue.items] == ["and you?"]  # waits for the next Enter
 
 
 async def test_a_manual_groups_line_waits_until_a_member_is_asked(corpus_tavern: Tavern,
@@ -213,13 +213,13 @@ async def test_a_manual_groups_line_waits_until_a_member_is_asked(corpus_tavern:
                                                               "line waits until a member is asked")
                                             for n in pilot.app.notices))
         await workers_idle(pilot)
-        assert [i.text for i in chat.inbox_strip.items] == ["Is anyone there?"]
+        assert [i.text for i in chat.queue.items] == ["Is anyone there?"]
         assert scripted.requests == []
         await pilot.press("alt+1")  # Seraphina answers the waiting line
         await wait_until(pilot, lambda: bool(_replies(chat)) and not chat.generating)
         await workers_idle(pilot)
         assert _replies(chat) == [("Seraphina", "member-1", "You called?")]
-        assert chat.inbox_strip.items == []
+        assert chat.queue.items == []
         assert any(b.view is not None and b.view.content == "Is anyone there?" for b in chat.transcript.boxes)
 
 

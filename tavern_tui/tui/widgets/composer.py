@@ -1,5 +1,5 @@
-"""Provides `Composer`, the chat's multi-line message editor, and `InboxStrip`, the queued items
-shown above it.
+"""Provides `Composer`, the chat's multi-line message editor (the queued items above it are
+`inbox_queue.QueueEditor`'s).
 
 Keys (issue 15; also in the README and the chat's help): Enter sends (queues while a reply
 streams), shift+Enter or ctrl+J inserts a newline (a terminal that cannot tell shift+Enter from
@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import Static, TextArea
-
-from tavern_tui.views import InboxItemView
+from textual.widgets import TextArea
 
 NEWLINE_KEYS = ("shift+enter", "ctrl+j", "newline")
 """Keys that insert a newline ("newline" is how some terminals' LF arrives)."""
@@ -83,7 +80,7 @@ class Composer(TextArea, inherit_bindings=False):
         super().__init__("", soft_wrap=True, tab_behavior="focus", show_line_numbers=False, compact=False,
                          placeholder=placeholder, id=id, classes=classes)
         self.editing_first_line_up = False
-        """When True, ↑ on the first line posts EditPrevious (the chat sets it while editing a queued item)."""
+        """When True, ↑ on the first line posts EditPrevious (`QueueEditor` sets it while a queued item is edited)."""
 
     @property
     def value(self) -> str:
@@ -125,46 +122,3 @@ class Composer(TextArea, inherit_bindings=False):
         event.stop()
         event.prevent_default()
 
-
-class InboxStrip(Static):
-    """The queued items above the composer, one line each, numbered in claim order, dimmed and
-    marked "queued" or "steer"; the one being edited is highlighted. Hidden when empty.
-
-    CSS (`DEFAULT_CSS`): muted text, at most 6 rows (then it scrolls); `-empty` hides it.
-    """
-
-    DEFAULT_CSS = """
-    InboxStrip {
-        height: auto;
-        max-height: 6;
-        padding: 0 1;
-        color: $text-muted;
-        &.-empty {
-            display: none;
-        }
-    }
-    """
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id, markup=False)
-        self.items: list[InboxItemView] = []
-        self.selected: str | None = None
-        self.add_class("-empty")
-
-    def show(self, items: list[InboxItemView], selected: str | None = None) -> None:
-        """Show `items` (claim order); `selected` is the id being edited, if any."""
-        self.items = list(items)
-        self.selected = selected if any(i.id == selected for i in items) else None
-        self.set_class(not self.items, "-empty")
-        text = Text(no_wrap=True, overflow="ellipsis")
-        for n, item in enumerate(self.items):
-            if n:
-                text.append("\n")
-            first, *more = item.text.splitlines() or [""]
-            extra = f" (+{len(more)} lines)" if more else ""
-            kind = "steer" if item.steer else "queued"
-            if item.id == self.selected:  # marked in words too: reverse video alone is easy to miss
-                text.append(f"✎ {item.position} · {kind} · editing · {first}{extra}", style="reverse bold")
-            else:
-                text.append(f"{item.position} · {kind} · {first}{extra}", style="dim")
-        self.update(text)

@@ -6,7 +6,8 @@ one a module, each naming the narrow interface it uses:
 - `opening` (`ChatOpening`): opening the playthrough, and the title;
 - `reading` (`ChatState`, `ChatReading`): what the chat shows of the database, and the token gauge;
 - `sending` (`ChatSending`): what Enter does with the composer's text, and the draft;
-- `queue` (`QueueEditing`): the inbox strip and editing a queued line;
+- `queue` (`ChatQueue`): the inbox strip's service calls; the strip (`widgets.inbox_queue.QueueEditor`)
+  owns editing a queued line and posts what is to be stored;
 - `reply` (`ReplyFlow`): one step, streamed into the transcript and reconciled when it ends;
 - `compaction` (`Compaction`): compacting the playthrough and editing its summaries;
 - and, beside the package, `message_cursor` (`MessageCursor`) and `group_round` (`GroupChat`).
@@ -27,7 +28,7 @@ from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.chat.compaction import Compaction
 from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, ChatOpening
-from tavern_tui.tui.screens.chat.queue import QueueEditing
+from tavern_tui.tui.screens.chat.queue import ChatQueue
 from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, TOKEN_DELAY, ChatReading, ChatState
 from tavern_tui.tui.screens.chat.reply import GENERATION, WATCH_EVERY, ReplyFlow, Updates, describe_failure
 from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, secret_label
@@ -40,8 +41,9 @@ from tavern_tui.tui.screens.strategy import StrategyScreen
 from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tavern_tui.tui.screens.variables import VariablesScreen
-from tavern_tui.tui.widgets.composer import Composer, InboxStrip
+from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
+from tavern_tui.tui.widgets.inbox_queue import QueueEditor
 from tavern_tui.tui.widgets.member_strip import MemberStrip
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
@@ -57,7 +59,7 @@ ESC_AGAIN = 2.0
 _SWIPE = Binding.Group("Swipe")
 
 
-class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending, QueueEditing, ReplyFlow,
+class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending, ChatQueue, ReplyFlow,
                  Compaction, TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
@@ -67,7 +69,8 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
     numbered. When the reply settles, the next step claims them all (steers first). ↑ on the
     empty composer edits the last queued item (↑ again the one before; Enter saves it, Esc
     leaves it as it was), or the last message you sent when nothing is queued; F9 cancels the
-    item being edited (or the last one). The draft is kept per playthrough in the database, so
+    item being edited (or the last one); the strip (`widgets.inbox_queue`) keeps the edit and posts
+    what is to be stored. The draft is kept per playthrough in the database, so
     Esc, other screens and restarts keep it.
 
     Keys: ctrl+←/ctrl+→ swipe the last message (→ past the last reply generates a new one;
@@ -148,7 +151,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
     transcript = getters.query_one("#transcript", Transcript)
     status = getters.query_one("#status", StatusLine)
     prompt = getters.query_one("#prompt", Composer)
-    inbox_strip = getters.query_one("#inbox", InboxStrip)
+    queue = getters.query_one("#inbox", QueueEditor)
     members = getters.query_one("#members", MemberStrip)
 
     def __init__(self, tavern: Tavern, playthrough_id: int, *, typed: str = "", send: str = "",
@@ -168,9 +171,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._prompt_empty = True
         self._token_timer: Timer | None = None
         self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
-        self._editing: str | None = None  # id of the queued item the composer is editing
         self._preset_names: dict[int, str] = {}  # preset id → name, for the title
-        self._held_draft = ""  # the draft put aside while a queued item is edited
         self._draft_timer: Timer | None = None
         self._watch: Timer | None = None
         self._revision: tuple[int, int] | None = None  # the chat's revision as last shown (`_follow_tick`)
@@ -185,9 +186,10 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
         yield Transcript(id="transcript")
-        yield InboxStrip(id="inbox")
+        prompt = Composer(placeholder=PLACEHOLDER.format(user="you"), id="prompt", classes="pane")
+        yield QueueEditor(prompt, id="inbox")  # queued items are edited in the composer
         yield MemberStrip(id="members")
-        yield Composer(placeholder=PLACEHOLDER.format(user="you"), id="prompt", classes="pane")
+        yield prompt
         yield StatusLine(self.tavern.provider_label, id="status")
         yield FitFooter(drop=self.FOOTER_DROP)
 
@@ -241,7 +243,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
                       "state"):
             return None if self.generating else True
         if action == "cancel_queued":
-            return self.is_mounted and bool(self.inbox_strip.items)
+            return self.is_mounted and bool(self.queue.items)
         if action in GROUP_ACTIONS:
             return self.group_allows(action, parameters)
         return True
@@ -287,8 +289,8 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
     def action_stop(self) -> None:
         """Leave the edit of a queued item, or else cancel the streaming reply; the service
         keeps the text received so far."""
-        if self._editing is not None:
-            self._leave_edit()
+        if self.queue.editing is not None:
+            self.queue.leave_edit()
             return
         self.workers.cancel_group(self, GENERATION)
 
@@ -300,8 +302,8 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         """Leave the edit of a queued item, or else return to the home screen; the draft is
         written first (Esc never throws typed text away). With text in the composer the first
         Esc only says so; a second one within `ESC_AGAIN` seconds goes back."""
-        if self._editing is not None:
-            self._leave_edit()
+        if self.queue.editing is not None:
+            self.queue.leave_edit()
             return
         if self.prompt.value.strip() and not self._esc_armed:
             # Issue 21 item 4: Esc with text in the composer does not leave (a stray Esc while

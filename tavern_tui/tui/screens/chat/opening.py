@@ -4,7 +4,7 @@ world info is warmed after first paint, the card's script question is asked, an 
 line is sent and a search hit is paged to; and the title, re-read when a pane changed it.
 
 Mixed into `ChatScreen` (before `TavernScreen`). The narrow interface to the chat: `tavern`,
-`playthrough_id`, `playthrough`, `transcript`, `status`, `prompt`, `inbox_strip`, `group`,
+`playthrough_id`, `playthrough`, `transcript`, `status`, `prompt`, `queue` (`show`), `group`,
 `show_group`, `refresh_members` (`GroupChat`), `_show_cursor` (`MessageCursor`), `call`,
 `_read_state`, `_fetch`, `_update_tokens` (`ChatReading`), `_start` (`ReplyFlow`), `_allowance`,
 and the state the screen's `__init__` sets: `_focus`, `_send_on_open` and `_preset_names`.
@@ -50,7 +50,7 @@ class ChatOpening(MessagePump):
         if draft:  # the kept draft first, then whatever was typed while the chat opened
             typed = self.prompt.value
             self.prompt.value = f"{draft}\n{typed}" if typed else draft
-        self.inbox_strip.show(state.queued)
+        self.queue.show(state.queued)
         self._revision = state.revision  # what other windows write after this is followed
         # Not plain until the warm-up has looked at MVU state (a reply then settles as usual).
         self._plain = state.plain and state.mvu_checked

@@ -5,7 +5,7 @@ after a quiet moment.
 
 Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is. The narrow interface to
 the chat: `tavern`, `playthrough_id`, `transcript`, `status`, `call`, `generating`, `_show_queue`
-(`QueueEditing`), `_watch` (`ReplyFlow`), and `_token_timer` and `_revision`, which the screen's
+(`ChatQueue`), `_watch` (`ReplyFlow`), and `_token_timer` and `_revision`, which the screen's
 `__init__` sets. While the chat is open and idle it follows what other windows or commands write
 to it (`FOLLOW_EVERY`).
 """

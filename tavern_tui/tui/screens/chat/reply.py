@@ -9,7 +9,7 @@ Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` and `GroupCh
 stays `TavernScreen`'s. The narrow interface to the chat: `tavern`, `playthrough_id`,
 `playthrough`, `transcript`, `status`, `prompt`, `generating`, `call`, `settled`, `turn`,
 `reply_box`, `settle_member`, `refresh_members` (`GroupChat`), `_read_state`, `_show_state`,
-`_reload` (`ChatReading`), `_refresh_queue` (`QueueEditing`), `_save_draft` (`ChatSending`) and
+`_reload` (`ChatReading`), `_refresh_queue` (`ChatQueue`), `_save_draft` (`ChatSending`) and
 the step's state the screen's `__init__` sets: `_reply`, `_generation`, `_started`, `_before`,
 `_into_composer`, `_settled_text`, `_watch`.
 """

@@ -4,11 +4,11 @@ text that looks like a secret is refused until Enter is pressed again on it, and
 kept per playthrough in the database.
 
 Mixed into `ChatScreen` (before `TavernScreen`); a `MessagePump`, so its `@on` handlers are
-collected. The narrow interface to the chat: `tavern`, `playthrough_id`, `prompt`,
-`inbox_strip`, `group`, `generating`, `call`, `round_updates`, `queued_updates` (`GroupChat`),
-`_start` (`ReplyFlow`), `_refresh_queue`, `_save_queued_edit` (`QueueEditing`), `_allowance`,
-and the state the screen's `__init__` sets: `_prompt_empty`, `_draft_timer`, `_confirmed_secret`,
-`_editing` and `_held_draft`.
+collected. The narrow interface to the chat: `tavern`, `playthrough_id`, `prompt`, `queue`
+(the `QueueEditor`: `editing`, `items`, `draft`, `save_edit`), `group`, `generating`, `call`,
+`round_updates`, `queued_updates` (`GroupChat`), `_start` (`ReplyFlow`), `_refresh_queue`
+(`ChatQueue`), `_allowance`, and the state the screen's `__init__` sets: `_prompt_empty`,
+`_draft_timer` and `_confirmed_secret`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class ChatSending(MessagePump):
         if empty != self._prompt_empty:
             self._prompt_empty = empty
             self.refresh_bindings()
-        if self._editing is None:  # a queued item being edited is not the draft
+        if self.queue.editing is None:  # a queued item being edited is not the draft
             if self._draft_timer is not None:
                 self._draft_timer.stop()
             self._draft_timer = self.set_timer(DRAFT_DELAY, self._save_draft)
@@ -45,19 +45,19 @@ class ChatSending(MessagePump):
     def _save_draft(self) -> None:
         """Keep the composer's text as this playthrough's draft (in a worker; a text holding a
         secret is not written, `InboxService.save_draft`)."""
-        text = self.prompt.value if self._editing is None else self._held_draft
+        text = self.queue.draft  # while a queued item is edited, the draft held aside
         self.call(self.tavern.inbox.save_draft, self.playthrough_id, text, title="Cannot keep the draft",
                   group="draft")
 
     @on(Composer.Submitted, "#prompt")
     def _submitted(self, event: Composer.Submitted) -> None:
         text = event.text.strip()
-        if self._editing is not None:
-            self._save_queued_edit(self._editing, text)
+        if self.queue.editing is not None:
+            self.queue.save_edit(text)  # the strip posts the edit (or refuses an empty one)
             return
         if self.generating and not text:
             return
-        if not text and self.inbox_strip.items:
+        if not text and self.queue.items:
             # Queued lines left over (a stopped reply, a restart, another window): answer them.
             self._start("send", self.queued_updates())
             return
