@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tavern_tui.assembly.memo import per_list
+from tavern_tui.assembly.memo import SKIP, per_list, per_prefix
 from tavern_tui.assembly.sillytavern.budget import MESSAGE_OVERHEAD, REPLY_PRIMING
 from tavern_tui.engine.events import NewEvent
 from tavern_tui.engine.log import SUMMARY_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage, sent_to_model
@@ -174,7 +174,8 @@ def sendable_history(history: Sequence[SurfaceMessage]) -> tuple[tuple[SurfaceMe
     leaves out; the indexes of the summary nodes among them), kept for the same surface list
     (`assembly.memo.per_list`: a build walks 5,000 messages otherwise)."""
     def walk() -> tuple[tuple[SurfaceMessage, ...], tuple[int, ...]]:
-        chat = tuple(m for m in history if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m))
+        chat = per_prefix(history, "fit.sendable",  # only a grown history's new messages are looked at
+                          lambda m: m if m.source != SYSTEM_PROMPT_SOURCE and sent_to_model(m) else SKIP)
         return chat, tuple(i for i, m in enumerate(chat) if m.source == SUMMARY_SOURCE)
     return per_list(history, "fit.sendable_history", walk)
 

@@ -7,19 +7,30 @@ the newest timed state: ~1 ms each on 5,000 messages, `benchmarks/prompt_build`)
 keyed here by the list's identity and length, one entry per purpose, so the next build with the
 same list reuses them. Callers must treat the list as unchanging while they hand it in (the
 surface cache's contract) and the value as read-only (return tuples). Pure: no I/O.
+
+`per_prefix` goes further for walks that convert each item on its own: between two steps the
+surface list is a new one, but its messages are the same objects with a dozen new ones after
+them (the store extends its cached surface, `engine.log.fold_surface` goes on from the last
+fold), so only those are converted.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
 
-__all__ = ["per_list"]
+from tavern_tui.engine.log import starts_with
+
+__all__ = ["SKIP", "per_list", "per_prefix"]
 
 T = TypeVar("T")
 
+SKIP: Any = object()
+"""What a `per_prefix` conversion returns for an item it leaves out."""
+
 _MEMO: dict[str, tuple[Sequence[object], int, object]] = {}
+_PREFIX: dict[str, tuple[tuple[object, ...], Hashable, tuple[Any, ...]]] = {}
 _LOCK = threading.Lock()
 
 
@@ -34,3 +45,22 @@ def per_list(items: Sequence[object], purpose: str, compute: Callable[[], T]) ->
     with _LOCK:
         _MEMO[purpose] = (items, len(items), value)
     return value
+
+
+def per_prefix(items: Sequence[Any], purpose: str, convert: Callable[[Any], Any],
+               key: Hashable = None) -> tuple[Any, ...]:
+    """`tuple(convert(item) for item in items)` without the items converted to `SKIP`. The last
+    call with this `purpose` and an equal `key` is reused for as much of `items` as starts with
+    that call's items (the same objects, `engine.log.starts_with`): only the rest is converted.
+    `convert` must depend on the item and on what `key` names alone (e.g. the names it writes)."""
+    with _LOCK:
+        hit = _PREFIX.get(purpose)
+    if hit is not None and hit[1] == key and starts_with(items, hit[0]):
+        done = hit[2]
+        tail = tuple(value for value in map(convert, items[len(hit[0]):]) if value is not SKIP)
+        result = done + tail if tail else done
+    else:
+        result = tuple(value for value in map(convert, items) if value is not SKIP)
+    with _LOCK:
+        _PREFIX[purpose] = (tuple(items), key, result)
+    return result

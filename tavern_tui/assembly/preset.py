@@ -17,7 +17,7 @@ from tavern_tui.assembly.attribution import join_spans, shift
 from tavern_tui.assembly.basic import expand_input, memory_context, stage_variables, working_context
 from tavern_tui.assembly.fit import ContextFit, ContextLimit, fit_native
 from tavern_tui.assembly.macros import MacroContext, substitute
-from tavern_tui.assembly.memo import per_list
+from tavern_tui.assembly.memo import SKIP, per_list, per_prefix
 from tavern_tui.assembly.sillytavern import (
     AuthorsNote,
     BuiltPrompt,
@@ -65,18 +65,23 @@ def _author(message: SurfaceMessage, char: str) -> str:
 
 
 def _history_part(history: list[SurfaceMessage], char: str, user: str) -> tuple[tuple[HistoryMessage, ...], int]:
-    """(the history as `HistoryMessage`s, the person's messages among all, hidden ones too)."""
+    """(the history as `HistoryMessage`s, the person's messages among all, hidden ones too). Each
+    message converts on its own: a history that grew converts its new messages (`per_prefix`)."""
     global _last_part
     last = _last_part
     if last is not None and last[0] is history and last[1] == (char, user):
         return last[2], last[3]
-    messages = tuple(HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else _author(m, char),
-                                    pinned=m.source == SUMMARY_SOURCE)
-                     for m in history
-                     if (m.role in ("user", "assistant") or m.source == SUMMARY_SOURCE)
-                     and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
-                     and not m.body.get(HIDDEN_KEY) and m.content)
-    persons = sum(1 for m in history if m.role == "user" and m.by_person)
+
+    def convert(m: SurfaceMessage) -> Any:
+        if not ((m.role in ("user", "assistant") or m.source == SUMMARY_SOURCE)
+                and m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
+                and not m.body.get(HIDDEN_KEY) and m.content):
+            return SKIP
+        return HistoryMessage(m.role, m.content, m.ref, user if m.role == "user" else _author(m, char),
+                              pinned=m.source == SUMMARY_SOURCE)
+
+    messages = per_prefix(history, "preset.history", convert, key=(char, user))
+    persons = len(per_prefix(history, "preset.persons", lambda m: m if m.role == "user" and m.by_person else SKIP))
     _last_part = (history, (char, user), messages, persons)
     return messages, persons
 

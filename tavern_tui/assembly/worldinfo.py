@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tavern_tui.assembly.memo import SKIP, per_prefix
 from tavern_tui.engine.events import Event, NewEvent
 from tavern_tui.engine.log import PLACEHOLDER_SOURCE, SYSTEM_PROMPT_SOURCE, SurfaceMessage
 from tavern_tui.lore.activation import activate, prime, recursion_contents
@@ -85,10 +86,12 @@ def scan_context(history: Sequence[SurfaceMessage], claimed: Sequence[str], fact
     if last is not None and last[0] is history and last[1] == (facts.user_name, facts.char_name):
         messages = last[2]
     else:
-        messages = tuple(ScanMessage(facts.user_name if m.role == "user" else facts.char_name, m.content, m.ref)
-                         for m in history
-                         if m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE)
-                         and m.role in ("user", "assistant") and m.content)
+        user, char = facts.user_name, facts.char_name
+        messages = per_prefix(  # only a grown history's new messages convert
+            history, "worldinfo.scan",
+            lambda m: ScanMessage(user if m.role == "user" else char, m.content, m.ref)
+            if m.source not in (SYSTEM_PROMPT_SOURCE, PLACEHOLDER_SOURCE) and m.role in ("user", "assistant")
+            and m.content else SKIP, key=(user, char))
         _scanned = (history, (facts.user_name, facts.char_name), messages)
     text = "\n".join(claimed) if claimed else None
     return ActivationContext(

@@ -292,7 +292,7 @@ class _FoldCache:
             return SurfaceFold(include_failed=include_failed).add(events)
         with self._lock:
             entries = list(self._entries)
-        base = max((entry for entry in entries if entry[1] == include_failed and _prefix(entry[0], events)),
+        base = max((entry for entry in entries if entry[1] == include_failed and starts_with(events, entry[0])),
                    key=lambda entry: len(entry[0]), default=None)
         if base is not None and len(base[0]) == len(events):
             return base[2].copy()
@@ -308,12 +308,13 @@ class _FoldCache:
         return fold
 
 
-def _prefix(base: tuple[Event, ...], events: Sequence[Event]) -> bool:
-    """Whether `events` starts with exactly the objects of `base`."""
+def starts_with(items: Sequence[object], base: Sequence[object]) -> bool:
+    """Whether `items` starts with exactly the objects of `base` (identity, one by one; False
+    for an empty `base`): what was derived from `base` holds for that part of `items`."""
     n = len(base)
-    if n > len(events) or not n or base[-1] is not events[n - 1] or base[0] is not events[0]:
+    if n > len(items) or not n or base[-1] is not items[n - 1] or base[0] is not items[0]:
         return False
-    return all(map(operator.is_, base, events))
+    return all(map(operator.is_, base, items))
 
 
 _FOLDS = _FoldCache()

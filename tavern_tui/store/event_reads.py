@@ -292,10 +292,19 @@ class SurfaceReads:
             yield self._pin.version
             return
         self._pin.version = self._read_version()
+        self._pin.scope = object()
         try:
             yield self._pin.version
         finally:
-            self._pin.version = None
+            self._pin.version = self._pin.scope = None
+
+    def pin_scope(self) -> object | None:
+        """A token for the running `pinned_version` block on this thread (a new one per block), None
+        outside one or once this thread appended in it: what a build derives from the log and the
+        rows beside it may be kept under this token and reused within the same build only."""
+        if getattr(self._pin, "version", None) is None:
+            return None
+        return getattr(self._pin, "scope", None)
 
     def _read_version(self) -> tuple[int, int]:
         with self._engine.connect() as conn:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tavern_tui.assembly.memo import per_list
+from tavern_tui.assembly.memo import SKIP, per_list, per_prefix
 from tavern_tui.config import Settings
 from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.engine.state import VARIABLES_PART, StagedWrites
+from tavern_tui.engine.step import Generation
 from tavern_tui.providers.demo import DemoProvider
 from tavern_tui.service import Tavern
 from tavern_tui.store.store import Store
@@ -79,6 +80,63 @@ def test_per_list_keeps_a_value_for_the_same_list_only() -> None:
     assert per_list(items, "test.sum", lambda: walk(items)) == 10 and len(calls) == 2
     other = [1, 2, 3, 4]  # equal, not the same object
     assert per_list(other, "test.sum", lambda: walk(other)) == 10 and len(calls) == 3
+
+
+def test_per_prefix_converts_only_what_follows_the_same_objects() -> None:
+    seen: list[str] = []
+
+    def convert(item: str) -> object:
+        seen.append(item)
+        return SKIP if item.startswith("-") else item.upper()
+
+    first = ["a", "-b", "c"]
+    assert per_prefix(first, "test.upper", convert) == ("A", "C") and seen == first
+    grown = [*first, "d", "-e"]  # the same objects, two more
+    seen.clear()
+    assert per_prefix(grown, "test.upper", convert) == ("A", "C", "D") and seen == ["d", "-e"]
+    changed = [grown[0], "x", *grown[2:]]  # an edit in the middle: not a prefix, converted again
+    seen.clear()
+    assert per_prefix(changed, "test.upper", convert) == ("A", "X", "C", "D") and seen == changed
+    seen.clear()  # another key (e.g. other names to write) converts everything again
+    assert per_prefix(changed, "test.upper", convert, key="other") == ("A", "X", "C", "D") and seen == changed
+
+
+def test_a_pin_scope_is_one_token_per_pinned_block_and_ends_with_this_threads_append(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'scope.db'}")
+    try:
+        log = store.events
+        session = log.create_session()
+        assert log.pin_scope() is None
+        with log.pinned_version():
+            scope = log.pin_scope()
+            with log.pinned_version():
+                assert scope is not None and log.pin_scope() is scope  # nested: the outer block's
+            log.append(session, [_msg("one")])
+            assert log.pin_scope() is None  # this thread changed the log: nothing kept holds
+        with log.pinned_version():
+            assert log.pin_scope() not in (None, scope)  # a new build, a new token
+        assert log.pin_scope() is None
+    finally:
+        store.close()
+
+
+def test_a_steps_preparation_reads_the_mvu_material_once(tmp_path: Path, corpus_dir: Path) -> None:
+    # Initialising MVU and the head both need the card's books and macros: read once per build.
+    tavern = Tavern(Settings(db_url=f"sqlite:///{tmp_path / 'once.db'}", max_context=32768, max_tokens=300),
+                    provider=DemoProvider(delay=0))
+    try:
+        [card] = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
+        pid = tavern.playthroughs.new_playthrough(card.id or 0, user_name="Ann").id
+        material = tavern.mvu.material
+        reads: list[int] = []
+        read = material._material
+        material._material = lambda playthrough_id: reads.append(playthrough_id) or read(playthrough_id)  # type: ignore[method-assign]
+        tavern.steps._prepare_step(pid, Generation(), "Hello.")
+        assert reads == [pid]
+        tavern.steps._prepare_step(pid, Generation(), "Hello.")  # the next build reads it again
+        assert reads == [pid, pid]
+    finally:
+        tavern.close()
 
 
 def test_a_preview_after_appends_from_elsewhere_sees_them(tmp_path: Path, corpus_dir: Path) -> None:

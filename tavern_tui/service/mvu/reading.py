@@ -150,7 +150,7 @@ class MvuReading(MvuPart):
         generation (`MESSAGE_SENT` → `handleVariablesInMessage`, user messages included). Computed, never
         committed here (the reply's commit commits them first)."""
         view = self.playthroughs.playthrough(playthrough_id)
-        head = self.head(playthrough_id)
+        head = self.head(playthrough_id, view)
         if head.record is None:
             return MvuBound()
         record = head.record

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -138,6 +139,14 @@ class Assembling:
         first), then `text` (seed 000 §5: world info scans history plus the claimed batch)."""
         queued = [item.text for item in self.inbox.pending(playthrough_id)] if self.inbox is not None else []
         return queued + ([text] if text else [])
+
+    def pinned(self) -> AbstractContextManager[Any]:
+        """The log read as of one version on this thread (`EventLog.pinned_version`) while a build
+        reads it: the build's caches each check the version (a query each, a dozen or more per
+        build); pinned, they cost one. An append on this thread ends the pin. A log without it:
+        no pin."""
+        pin = getattr(self.ctx.store.events, "pinned_version", None)
+        return pin() if pin is not None else nullcontext()
 
     def surface_events(self, session_id: int) -> list[Any]:
         """The session's surface events, re-read only when the log changed (`EventLog.version`):

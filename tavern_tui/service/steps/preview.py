@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -120,10 +120,8 @@ class Previews:
                                  self.assembling.batch(playthrough_id, text))
 
     def _pinned(self) -> AbstractContextManager[Any]:
-        """The log read as of one version for a read-only build (`EventLog.pinned_version`): its
-        caches' dozen version checks then cost one query. A log without it: no pin."""
-        pin = getattr(self.ctx.store.events, "pinned_version", None)
-        return pin() if pin is not None else nullcontext()
+        """`Assembling.pinned`: a read-only build reads the log as of one version."""
+        return self.assembling.pinned()
 
     def preview_selection(self, playthrough_id: int, text: str = "", *, strategy: str | None = None,
                           preset: int | None | bool = False, lore: Sequence[int] = ()) -> dict[str, Any]:

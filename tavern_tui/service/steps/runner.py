@@ -275,9 +275,15 @@ class StepRunner:
             NotFound: no such playthrough. PersonaCapExceeded: as `_assembler`.
             ContextOverflow / PromptTooLarge: the request cannot fit the context.
         """
-        view = self.playthroughs.playthrough(playthrough_id)
         with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
+        with self.assembling.pinned():  # one version read for the build's caches (an MVU init append re-reads it)
+            return self._prepare_pinned(playthrough_id, generation, text, claim)
+
+    def _prepare_pinned(self, playthrough_id: int, generation: Generation, text: str | None,
+                        claim: bool) -> tuple[PlaythroughView, Any, dict[str, Any] | None]:
+        """`_prepare_step` after the playthrough was touched, with the log's version pinned."""
+        view = self.playthroughs.playthrough(playthrough_id)
         if generation.author_id is not None:  # a group member speaks: its card, book and scripts
             view = replace(view, character_id=generation.author_id, character_name=generation.author_name)
         if self.mvu is not None:  # MVU initialises before the first generation (initCheck on GENERATION_STARTED)
