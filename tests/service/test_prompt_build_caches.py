@@ -27,6 +27,16 @@ def _append_elsewhere(store: Store, session: int, text: str) -> None:
     worker.join()
 
 
+def _tavern(db: Path) -> Tavern:
+    return Tavern(Settings(db_url=f"sqlite:///{db}", max_context=32768, max_tokens=300), provider=DemoProvider(delay=0))
+
+
+def _seraphina(tavern: Tavern, corpus_dir: Path) -> int:
+    """A playthrough of the corpus's Seraphina card, as Ann: its id."""
+    [card] = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
+    return tavern.playthroughs.new_playthrough(card.id or 0, user_name="Ann").id
+
+
 def test_a_pinned_version_holds_until_the_block_ends_or_this_thread_appends(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'pin.db'}")
     try:
@@ -122,11 +132,9 @@ def test_a_pin_scope_is_one_token_per_pinned_block_and_ends_with_this_threads_ap
 
 def test_a_steps_preparation_reads_the_mvu_material_once(tmp_path: Path, corpus_dir: Path) -> None:
     # Initialising MVU and the head both need the card's books and macros: read once per build.
-    tavern = Tavern(Settings(db_url=f"sqlite:///{tmp_path / 'once.db'}", max_context=32768, max_tokens=300),
-                    provider=DemoProvider(delay=0))
+    tavern = _tavern(tmp_path / "once.db")
     try:
-        [card] = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
-        pid = tavern.playthroughs.new_playthrough(card.id or 0, user_name="Ann").id
+        pid = _seraphina(tavern, corpus_dir)
         material = tavern.mvu.material
         reads: list[int] = []
         read = material._material
@@ -142,11 +150,9 @@ def test_a_steps_preparation_reads_the_mvu_material_once(tmp_path: Path, corpus_
 def test_a_preview_after_appends_from_elsewhere_sees_them(tmp_path: Path, corpus_dir: Path) -> None:
     # Every cache a preview reads (surface, local variables, inbox queue, MVU head, walks over the
     # surface) is keyed by the log's version: what another window stores shows in the next preview.
-    tavern = Tavern(Settings(db_url=f"sqlite:///{tmp_path / 'seen.db'}", max_context=32768, max_tokens=300),
-                    provider=DemoProvider(delay=0))
+    tavern = _tavern(tmp_path / "seen.db")
     try:
-        [card] = tavern.imports.import_paths([corpus_dir / "cards" / "seraphina_chara_ccv3.png"])
-        pid = tavern.playthroughs.new_playthrough(card.id or 0, user_name="Ann").id
+        pid = _seraphina(tavern, corpus_dir)
         session = tavern.playthroughs.playthrough(pid).session_id
         before = tavern.steps.preview(pid, "Hello.")
         assert tavern.variables.session_variables(session) == {}
@@ -161,8 +167,7 @@ def test_a_preview_after_appends_from_elsewhere_sees_them(tmp_path: Path, corpus
         after = tavern.steps.preview(pid, "Hello.")
         contents = [m["content"] for m in after["messages"]]
         assert contents[-2:] == ["A line from another window.", "Hello."]
-        fresh = Tavern(Settings(db_url=f"sqlite:///{tmp_path / 'seen.db'}", max_context=32768, max_tokens=300),
-                       provider=DemoProvider(delay=0))
+        fresh = _tavern(tmp_path / "seen.db")
         try:  # a service with nothing cached builds the same request
             assert fresh.steps.preview(pid, "Hello.") == after
         finally:
