@@ -324,7 +324,7 @@ def stream_render(workdir: Path, rates: tuple[float, ...] = (50.0, 200.0, 0.0)) 
                         await pilot.press("enter")
                         meter.start()
                         await _until(pilot, lambda: bool(paints.appends)
-                                     or (screen.generating and screen._reply is not None), 60)
+                                     or (screen.generating and screen.reply_stream.box is not None), 60)
                         keys: list[float] = []
                         while screen.generating and not script.done_at:
                             keys += await _type(pilot, screen, "x", gap=0.1)
@@ -387,7 +387,8 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
                         _key(pilot, "enter")  # not pilot.press: it waits for the screen to go quiet
                         await _until(pilot, lambda: bool(paints.appends) and paints.appends[-1][1] > 0, 30)
                         first = next(t for t, c in paints.appends if c > 0)
-                        await _until(pilot, lambda: screen._reply is None and screen.status.state == "idle", 30)
+                        await _until(pilot, lambda: screen.reply_stream.box is None
+                                     and screen.status.state == "idle", 30)
                         shown = time.perf_counter()
                         await _until(pilot, lambda: not screen.generating and screen.status.state == "idle", 30)
                         ended = time.perf_counter()

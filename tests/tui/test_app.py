@@ -102,7 +102,8 @@ async def test_escape_stops_the_reply_and_keeps_the_partial_text(corpus_tavern: 
         chat = await open_seraphina(pilot)
         await send(pilot, chat, "hi")
         await send(pilot, chat, "tell me more", wait=False)
-        await wait_until(pilot, lambda: chat._reply is not None and chat._reply.text == "The forest ")
+        await wait_until(pilot, lambda: chat.reply_stream.box is not None and
+                                        chat.reply_stream.box.text == "The forest ")
         assert chat.generating and chat.status.state == "streaming"
 
         await pilot.press("escape")

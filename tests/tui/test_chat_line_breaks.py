@@ -108,7 +108,7 @@ async def test_streamed_fence_and_list_keep_their_shape(corpus_tavern: Tavern, s
         chat = await open_seraphina(pilot)
         await pilot.press(*"recipe?", "enter")
         # While it streams, the fence and the list already have their shape.
-        await wait_until(pilot, lambda: chat._reply is not None and chat._reply.text.endswith(LIST)
+        await wait_until(pilot, lambda: chat.reply_stream.box is not None and chat.reply_stream.box.text.endswith(LIST)
                          and "• rain water" in rows(app))
         shown = rows(app)
         x, y = shown.index("x = 1"), shown.index("y = 2")

@@ -41,7 +41,7 @@ async def start_gated_reply(pilot: Pilot[object], chat: ChatScreen, scripted: Sc
     """Send a first line whose reply waits at the gate (still streaming)."""
     scripted.enqueue("*Seraphina starts to answer* ", GATE, "and finishes.")
     await send(pilot, chat, "Where am I?", wait=False)
-    await wait_until(pilot, lambda: chat.generating and chat._reply is not None)
+    await wait_until(pilot, lambda: chat.generating and chat.reply_stream.box is not None)
 
 
 async def test_enter_queues_during_a_stream_up_edits_f9_cancels_and_the_edited_text_is_answered(

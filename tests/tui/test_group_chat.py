@@ -101,8 +101,8 @@ async def test_a_regenerated_reply_keeps_its_members_name_and_colour(corpus_tave
         await say(pilot, chat, "Hello.", 2)
         await pilot.press("ctrl+r")
         # While it streams, the new variant is already under Shodan's name and colour.
-        await wait_until(pilot, lambda: chat._reply is not None and chat._reply.text == "Pathetic ")
-        assert chat._reply.speaker == "Shodan" and chat._reply.has_class("member-2")
+        await wait_until(pilot, lambda: chat.reply_stream.box is not None and chat.reply_stream.box.text == "Pathetic ")
+        assert chat.reply_stream.box.speaker == "Shodan" and chat.reply_stream.box.has_class("member-2")
         scripted.gate.set()
         await wait_until(pilot, lambda: _replies(chat)[-1:] == [("Shodan", "member-2", "Pathetic creature.")]
                          and not chat.generating)
@@ -187,7 +187,8 @@ async def test_esc_stops_the_round_and_later_members_do_not_speak(corpus_tavern:
         chat = await open_group(pilot)
         await pilot.press(*"Hello?")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: chat._reply is not None and "The forest" in chat._reply.text)
+        await wait_until(pilot, lambda: chat.reply_stream.box is not None and
+                                        "The forest" in chat.reply_stream.box.text)
         await pilot.press(*"and you?")  # typed meanwhile: queued in the inbox
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(chat.queue.items) == 1)

@@ -141,7 +141,8 @@ async def test_ctrl_b_while_a_round_runs_says_so(corpus_tavern: Tavern, scripted
         chat = await open_group(pilot, "Hall")
         await pilot.press(*"Hi.")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: chat._reply is not None and "The forest" in chat._reply.text)
+        await wait_until(pilot, lambda: chat.reply_stream.box is not None and
+                                        "The forest" in chat.reply_stream.box.text)
         await pilot.press("ctrl+b")
         await wait_until(pilot, lambda: any(n.message == ROUND_RUNNING for n in pilot.app._notifications))
         assert not isinstance(pilot.app.screen, ChooseScreen)

@@ -30,7 +30,8 @@ async def test_at_80_columns_the_status_line_shows_which_member_of_how_many(corp
         chat = await open_group(pilot)
         await pilot.press(*"Hello.")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: chat._reply is not None and "The forest" in chat._reply.text)
+        await wait_until(pilot, lambda: chat.reply_stream.box is not None and
+                                        "The forest" in chat.reply_stream.box.text)
         status = chat.status
         await wait_until(pilot, lambda: "(1 of 2)" in status.line)
         assert cell_len(status.line) <= status.content_size.width  # nothing cut

@@ -162,7 +162,7 @@ async def chat_with_a_long_question_and_a_stopped_reply(pilot: Pilot[object],
     chat = await open_seraphina(pilot)
     await send(pilot, chat, LONG_QUESTION)
     await send(pilot, chat, "And the wards?", wait=False)
-    await wait_until(pilot, lambda: chat._reply is not None and chat._reply.text == LONG_REPLY[:70])
+    await wait_until(pilot, lambda: chat.reply_stream.box is not None and chat.reply_stream.box.text == LONG_REPLY[:70])
     await pilot.press("escape")  # stopped: the reply is kept, cut off
     await wait_until(pilot, lambda: not chat.generating)
     await workers_idle(pilot)  # (a cancelled worker makes `wait_for_complete` raise)

@@ -7,7 +7,8 @@ the chat's BINDINGS (`GROUP_BINDINGS`) and allowed there through `group_allows`;
 named one (`on_round_update`: Textual finds named handlers on any class of the screen's MRO,
 while `@on` needs a widget or screen class). The narrow interface to the chat: `tavern`,
 `playthrough_id`, `playthrough`, `transcript`, `members` (the `MemberStrip`), `status`,
-`generating`, `call`, `_start`, `_reply`, `_before` and `_refresh_queue`.
+`generating`, `call`, `_start`, `_view_of` (`ReplyFlow`), `reply_stream` (the running step's
+`ReplyStream`: `box`, `settle`) and `_refresh_queue`.
 """
 
 from __future__ import annotations
@@ -202,13 +203,12 @@ class GroupChat:
 
     async def settle_member(self, event: object) -> None:
         """A member's reply is stored: settle its box now, so the next member's streams under it."""
-        reply: MessageBox | None = self._reply  # type: ignore[attr-defined]
-        if self.turn is None or reply is None or event is None or self.playthrough is None:  # type: ignore[attr-defined]
+        stream = self.reply_stream  # type: ignore[attr-defined]
+        if self.turn is None or stream.box is None:
             return
-        view = self.tavern.playthroughs.view_of(event, self.turn.name, self.playthrough.user_name)  # type: ignore[attr-defined]
-        await reply.settle(view)
-        self._before.add(view.ref)  # type: ignore[attr-defined]
-        self._reply = None
+        view = self._view_of(event, self.turn.name)  # type: ignore[attr-defined]
+        if view is not None:
+            await stream.settle(view)
 
     # -- keys -----------------------------------------------------------------------------
 

@@ -8,7 +8,10 @@ one a module, each naming the narrow interface it uses:
 - `sending` (`ChatSending`): what Enter does with the composer's text, and the draft;
 - `queue` (`ChatQueue`): the inbox strip's service calls; the strip (`widgets.inbox_queue.QueueEditor`)
   owns editing a queued line and posts what is to be stored;
-- `reply` (`ReplyFlow`): one step, streamed into the transcript and reconciled when it ends;
+- `reply` (`ReplyFlow`): one step run in the generation worker, its Messages handed to the
+  transcript's side, and the transcript reconciled with the database when it ends;
+- `stream` (`ReplyStream`): the running step's state, in one object the screen holds
+  (`reply_stream`), and what the transcript shows of it; it does no I/O;
 - `compaction` (`Compaction`): compacting the playthrough and editing its summaries;
 - and, beside the package, `message_cursor` (`MessageCursor`) and `group_round` (`GroupChat`).
 """
@@ -29,9 +32,10 @@ from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.chat.compaction import Compaction
 from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, ChatOpening
 from tavern_tui.tui.screens.chat.queue import ChatQueue
-from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, TOKEN_DELAY, ChatReading, ChatState
-from tavern_tui.tui.screens.chat.reply import GENERATION, WATCH_EVERY, ReplyFlow, Updates, describe_failure
+from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, TOKEN_DELAY, WATCH_EVERY, ChatReading, ChatState
+from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyFlow, Updates, describe_failure
 from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, secret_label
+from tavern_tui.tui.screens.chat.stream import ReplyStream
 from tavern_tui.tui.screens.group_round import GROUP_ACTIONS, GROUP_BINDINGS, GroupChat
 from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
 from tavern_tui.tui.screens.persona import PersonaScreen
@@ -45,13 +49,12 @@ from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.inbox_queue import QueueEditor
 from tavern_tui.tui.widgets.member_strip import MemberStrip
-from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.tui.widgets.status_line import StatusLine
 from tavern_tui.tui.widgets.transcript import Transcript
 
 __all__ = ["DRAFT_DELAY", "ESC_AGAIN", "GENERATION", "HELD", "PLACEHOLDER", "TOKEN_DELAY", "WATCH_EVERY",
-           "ChatScreen", "ChatState", "Updates", "describe_failure", "secret_label"]
+           "ChatScreen", "ChatState", "ReplyStream", "Updates", "describe_failure", "secret_label"]
 
 ESC_AGAIN = 2.0
 """Seconds in which a second Esc goes back although the composer holds text."""
@@ -87,10 +90,13 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
     its arguments and result) and streams the next step's reply in a new box; a call the config
     does not allow is asked about in `ToolAskScreen` (allow once / always / refuse).
 
-    Every step runs in one async worker that only posts Messages; the handlers (`ReplyFlow`)
-    touch widgets. Every other service call runs in a thread worker (`TavernScreen.call`). Whatever
-    the outcome, the stored messages are re-read afterwards, so what is shown is what the
-    database holds (a stopped or failed reply stays visible, marked).
+    Every step runs in one async worker on the screen that only posts Messages; the handlers
+    (`ReplyFlow`) hand them to `reply_stream` (`ReplyStream`), which holds the running step's
+    state and changes the transcript, and keep the service calls on the screen. A compaction runs
+    in the same worker group, so the two never run at once. Every other service call runs in a
+    thread worker (`TavernScreen.call`). Whatever the outcome, the stored messages are re-read
+    afterwards, so what is shown is what the database holds (a stopped or failed reply stays
+    visible, marked).
     """
 
     DEFAULT_CSS = """
@@ -164,28 +170,24 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self.playthrough: PlaythroughView | None = None
         self._plain = False  # messages show as stored (`ChatState.plain`): a reply may settle early
         self._plain_unless_mvu: bool | None = None  # plain but for MVU state, not looked at yet
-        self._reply: MessageBox | None = None
-        self._generation = "send"
-        self._started = False  # the running step got as far as ReplyStarted
-        self._before: set[tuple[int, int]] = set()  # refs shown when the step began
+        self.reply_stream: ReplyStream  # the running step's state and display (made in `compose`)
         self._prompt_empty = True
         self._token_timer: Timer | None = None
         self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
         self._preset_names: dict[int, str] = {}  # preset id → name, for the title
         self._draft_timer: Timer | None = None
-        self._watch: Timer | None = None
+        self._watch: Timer | None = None  # while another window or command writes a reply here
         self._revision: tuple[int, int] | None = None  # the chat's revision as last shown (`_follow_tick`)
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
         self._esc_armed = False  # Esc was pressed once with text in the composer (issue 21 item 4)
-        self._into_composer = False  # the running impersonation fills the composer (issue 21 item 3)
-        self._settled_text = ""  # the text of the step's settled reply (ReplySettled)
-        self._sent_text = ""  # the person's line a send started with (given back when it is refused)
         # The card's regex-script question (asked once per character per run): sends wait for the answer.
         self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
-        yield Transcript(id="transcript")
+        transcript = Transcript(id="transcript")
+        self.reply_stream = ReplyStream(transcript, self.reply_box)
+        yield transcript
         prompt = Composer(placeholder=PLACEHOLDER.format(user="you"), id="prompt", classes="pane")
         yield QueueEditor(prompt, id="inbox")  # queued items are edited in the composer
         yield MemberStrip(id="members")

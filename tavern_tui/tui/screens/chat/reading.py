@@ -5,9 +5,10 @@ after a quiet moment.
 
 Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is. The narrow interface to
 the chat: `tavern`, `playthrough_id`, `transcript`, `status`, `call`, `generating`, `_show_queue`
-(`ChatQueue`), `_watch` (`ReplyFlow`), and `_token_timer` and `_revision`, which the screen's
-`__init__` sets. While the chat is open and idle it follows what other windows or commands write
-to it (`FOLLOW_EVERY`).
+(`ChatQueue`), and `_token_timer`, `_revision` and `_watch`, which the screen's `__init__` sets.
+While the chat is open and idle it follows what other windows or commands write to it
+(`FOLLOW_EVERY`); while another window or command is writing a reply here (a step `ReplyFlow`
+found taken), it watches for that step's end (`_watch_elsewhere`, `WATCH_EVERY`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ FOLLOW_EVERY = 2.0
 
 TOKEN_DELAY = 0.3
 """Seconds of quiet before the status line's token estimate is recomputed."""
+
+WATCH_EVERY = 0.5
+"""Seconds between checks while another window or command is writing a reply here."""
+
+ELSEWHERE = "a reply is being written in another window"
+"""The status line's detail while another window or command is writing a reply here."""
 
 HELD = 4 * WINDOW
 """Messages read when the chat opens or reloads; older ones are read as you scroll up."""
@@ -132,3 +139,25 @@ class ChatReading(MessagePump):
             self._show_queue(state.queued)
             if (self.transcript.earlier_count > 0) != (earlier > 0):
                 self.refresh_bindings()  # "Earlier messages" came or went (the footer recomposes)
+
+    # -- a step another window or command takes ----------------------------------------------
+
+    def _watch_elsewhere(self) -> None:
+        """Follow a step another window or command is taking in this playthrough: every
+        `WATCH_EVERY` s ask (in a worker) whether it still holds the step; once it does not,
+        re-read the chat, so its reply shows here too."""
+        if self._watch is None:
+            self._watch = self.set_interval(WATCH_EVERY, self._watch_tick)
+
+    def _watch_tick(self) -> None:
+        self.call(self.tavern.inbox.step_in_progress, self.playthrough_id, title="Cannot read the chat",
+                  group="watch", exclusive=True, then=self._watched)
+
+    def _watched(self, busy: bool) -> None:
+        if busy or self._watch is None:
+            return
+        self._watch.stop()
+        self._watch = None
+        if self.status.detail == ELSEWHERE:
+            self.status.detail = ""
+        self._reload()

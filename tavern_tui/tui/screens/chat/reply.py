@@ -1,17 +1,22 @@
-"""Provides `ReplyFlow`, the chat screen's reply stream: a key or Enter starts one step (`_start`)
-in the generation worker, which only maps the service's `StepUpdate`s to Messages
-(`_generate`); the handlers here turn them into transcript changes (the person's line, a box to
-stream into, tool calls, the settled reply); when the worker ends, `_finished` reconciles the
-transcript with what the database holds and says the outcome.
+"""Provides `ReplyFlow`, the chat screen's side of the reply stream: a key or Enter starts one
+step (`_start`) in the generation worker, which only maps the service's `StepUpdate`s to Messages
+(`_generate`); the handlers here hand them to the screen's `ReplyStream` (`stream`), which holds
+the step's state and shows it in the transcript, making a stored event a `MessageView` first;
+when the worker ends, `_finished` reconciles the transcript with what the database holds and
+says the outcome (`step_outcome`).
+
+The worker stays on the screen, in the group `GENERATION`: Textual's exclusivity is per node, so
+a step and a compaction (`Compaction`, same group, same screen) never run at once, and Esc
+cancels the group (`ChatScreen.action_stop`). The Messages are handled on the screen's queue in
+the order the worker posted them, before the worker's end (`Worker.StateChanged`) is.
 
 Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` and `GroupChat` are; a
 `MessagePump`, so its `@on` handler is collected, not a DOMNode, so the screen's CSS type chain
 stays `TavernScreen`'s. The narrow interface to the chat: `tavern`, `playthrough_id`,
-`playthrough`, `transcript`, `status`, `prompt`, `generating`, `call`, `settled`, `turn`,
-`reply_box`, `settle_member`, `refresh_members` (`GroupChat`), `_read_state`, `_show_state`,
-`_reload` (`ChatReading`), `_refresh_queue` (`ChatQueue`), `_save_draft` (`ChatSending`) and
-the step's state the screen's `__init__` sets: `_reply`, `_generation`, `_started`, `_before`,
-`_into_composer`, `_settled_text`, `_watch`.
+`playthrough`, `reply_stream` (the `ReplyStream`, made in `compose`), `status`, `prompt`,
+`generating`, `call`, `settled`, `turn`, `settle_member`, `refresh_members`, `queued_updates`
+(`GroupChat`), `_read_state`, `_show_state`, `_reload`, `_watch_elsewhere`, `_plain`
+(`ChatReading`), `_refresh_queue` (`ChatQueue`), `_give_back` and `_save_draft` (`ChatSending`).
 """
 
 from __future__ import annotations
@@ -25,15 +30,7 @@ from textual import on, work
 from textual.message_pump import MessagePump
 from textual.worker import Worker, WorkerState
 
-from tavern_tui.engine.step import (
-    InboxEmpty,
-    StepBusy,
-    StepSettled,
-    StepStarted,
-    StepUpdate,
-    ToolResultStored,
-    TurnLimitReached,
-)
+from tavern_tui.engine.step import StepSettled, StepStarted, StepUpdate, ToolResultStored, TurnLimitReached
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, TavernError
 from tavern_tui.service import MessageView
@@ -50,17 +47,14 @@ from tavern_tui.tui.messages import (
     TurnLimitHit,
 )
 from tavern_tui.tui.modals.tool_ask import ToolAskScreen
-from tavern_tui.tui.screens.chat.reading import ChatState
+from tavern_tui.tui.screens.chat.reading import ELSEWHERE, ChatState
+from tavern_tui.tui.screens.chat.stream import step_outcome
 from tavern_tui.tui.screens.state import refused_status, refused_whole
 from tavern_tui.tui.screens.swipe_note import swipe_note
-from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.views import SwipeView
 
 GENERATION = "generation"
-"""Worker group of the reply stream (one at a time)."""
-
-WATCH_EVERY = 0.5
-"""Seconds between checks while another window or command is writing a reply here."""
+"""Worker group of the reply stream and the compaction (one at a time)."""
 
 Updates = Callable[[], AsyncIterator[StepUpdate]]
 """Starts a step's stream: `tavern.steps.send(...)`, `regenerate`, `continue_reply` or `impersonate`."""
@@ -121,22 +115,18 @@ class ReplyFlow(MessagePump):
         for the person to edit and send (after what is typed there already, never over it); with
         `[tui] impersonate_direct = true` it is posted at once as theirs, marked "written by the
         model for you" (Enter on the empty prompt then answers it)."""
-        self._into_composer = into = not self.tavern.settings.tui.impersonate_direct
-        self._start("impersonate", lambda: self.tavern.steps.impersonate(self.playthrough_id, into_composer=into))
+        into = not self.tavern.settings.tui.impersonate_direct
+        self._start("impersonate", lambda: self.tavern.steps.impersonate(self.playthrough_id, into_composer=into),
+                    into_composer=into)
 
     # -- the step ---------------------------------------------------------------------------
 
-    def _start(self, generation: str, updates: Updates, text: str = "") -> None:
-        """Run one step (`generation` names it for the transcript) in the generation worker."""
-        self._reply = None
+    def _start(self, generation: str, updates: Updates, text: str = "", *, into_composer: bool = False) -> None:
+        """Run one step (`generation` names it for the transcript; `text` is the person's line a
+        send starts with; `into_composer`: an impersonation's line goes into the composer) in
+        the generation worker."""
         self.turn = None
-        self._generation = generation
-        self._started = False
-        self._settled_text = ""
-        self._sent_text = text
-        if generation != "impersonate":
-            self._into_composer = False
-        self._before = {box.view.ref for box in self.transcript.boxes if box.view is not None}
+        self.reply_stream.begin(generation, text, into_composer=into_composer)
         self.generating = True
         self.status.detail = ""
         self.status.swipe = ""  # the counter of the reply being replaced; the settled one sets it again
@@ -179,53 +169,35 @@ class ReplyFlow(MessagePump):
                     case StepSettled(usage=usage, event=event):
                         self.post_message(ReplySettled(usage.total_tokens if usage else None, event.content, event))
 
-    async def on_reply_started(self, message: ReplyStarted) -> None:
-        """Show the person's message (a send) and a box to stream into.
+    def _view_of(self, event: object, speaker: str | None = None) -> MessageView | None:
+        """A stored event as the chat shows it, under `speaker` (default: the playthrough's
+        character); None before the chat is open. On the loop: `view_of` does no I/O."""
+        if self.playthrough is None or event is None:
+            return None
+        return self.tavern.playthroughs.view_of(event, speaker or self.playthrough.character_name,  # type: ignore[arg-type]
+                                                self.playthrough.user_name)
 
-        A regenerated reply replaces the last box, a continued one too but streams after its
-        text (a continued greeting becomes a reply); an impersonation streams into a box of the
-        person's.
-        """
+    async def on_reply_started(self, message: ReplyStarted) -> None:
+        """Show the person's message (a send) and a box to stream into (`ReplyStream`)."""
         assert self.playthrough is not None
-        self._started = True
-        for user_text in message.user_texts or ((message.user_text,) if message.user_text is not None else ()):
-            await self.transcript.add(MessageBox(self.playthrough.user_name, user_text, classes="-user"))
+        await self.reply_stream.show_lines(message, self.playthrough.user_name)
         self._refresh_queue()  # the claimed batch left the inbox
-        prefill = ""
-        boxes = self.transcript.boxes
-        last = boxes[-1].view if boxes else None
-        if last is not None and last.role == "assistant" and (
-                message.generation == "continue" or (message.generation == "regenerate" and last.source != "opening")):
-            prefill = boxes[-1].text if message.generation == "continue" else ""
-            await boxes[-1].remove()
-        if message.generation == "impersonate":
-            mark = "writing your line… (it goes into the composer)" if self._into_composer else "writing…"
-            box = MessageBox(self.playthrough.user_name, mark=mark, classes="-user -streaming")
-        else:
-            box = self.reply_box(prefill, like=last if message.generation in ("regenerate", "continue") else None)
-        self._reply = await self.transcript.add(box)
+        await self.reply_stream.open_box(message.generation, self.playthrough.user_name)
 
     async def on_reply_called_tools(self, message: ReplyCalledTools) -> None:
         """A step's reply asked for tools: settle its box (hidden when it has no text)."""
-        if self._reply is not None and self.playthrough is not None:
-            view = self.tavern.playthroughs.view_of(message.event, self.playthrough.character_name,  # type: ignore[arg-type]
-                                                    self.playthrough.user_name)
-            await self._reply.settle(view)
-            self._before.add(view.ref)
-        self._reply = None
+        await self.reply_stream.settle(self._view_of(message.event) if self.reply_stream.box is not None else None)
 
     async def on_tool_ran(self, message: ToolRan) -> None:
         """One compact line per tool call (expandable to its arguments and result)."""
-        if self.playthrough is not None:
-            view = self.tavern.playthroughs.view_of(message.event, self.playthrough.character_name,  # type: ignore[arg-type]
-                                                    self.playthrough.user_name)
-            self._before.add(view.ref)
-            await self.transcript.add(MessageBox.from_view(view))
+        view = self._view_of(message.event)
+        if view is not None:
+            await self.reply_stream.add_tool_line(view)
 
     async def on_reply_next_step(self, message: ReplyNextStep) -> None:
         """The turn goes on after its tool results: a new box streams its next reply."""
         if self.playthrough is not None:
-            self._reply = await self.transcript.add(self.reply_box())
+            await self.reply_stream.next_step()
 
     def on_turn_limit_hit(self, message: TurnLimitHit) -> None:
         """Say the step limit, once (the results name it too)."""
@@ -245,19 +217,17 @@ class ReplyFlow(MessagePump):
 
     async def on_reply_delta(self, message: ReplyDelta) -> None:
         """Append reply text (MarkdownStream batches it)."""
-        if self._reply is not None:
-            await self._reply.append_text(message.text)
+        await self.reply_stream.append_text(message.text)
 
     async def on_reply_reasoning(self, message: ReplyReasoning) -> None:
         """Append reasoning into the reply's collapsed reasoning section."""
-        if self._reply is not None:
-            await self._reply.append_reasoning(message.text)
+        await self.reply_stream.append_reasoning(message.text)
 
     async def on_reply_settled(self, message: ReplySettled) -> None:
         """The reply is stored; the worker's end (below) reconciles the transcript (a group
         member's box is settled at once: the next member's streams under it)."""
-        self._settled_text = message.content
-        if self.turn is None and self._plain and self._generation in ("send", "regenerate"):
+        self.reply_stream.settled(message.content)
+        if self.turn is None and self._plain and self.reply_stream.generation in ("send", "regenerate"):
             await self._settle_now(message.event)
         await self.settle_member(message.event)
 
@@ -265,13 +235,10 @@ class ReplyFlow(MessagePump):
         """Show a stored reply as settled at once in a chat that shows messages as stored (`_plain`):
         the state's commit and belief learning still run before the step ends (the keys wait for
         them), the reply need not. The step's end reconciles the transcript as after any step."""
-        if self._reply is None or event is None or self.playthrough is None:
+        view = self._view_of(event)
+        if self.reply_stream.box is None or view is None:
             return
-        view = self.tavern.playthroughs.view_of(event, self.playthrough.character_name,  # type: ignore[arg-type]
-                                                self.playthrough.user_name)
-        await self._reply.settle(view)
-        self._before.add(view.ref)
-        self._reply = None
+        await self.reply_stream.settle(view)
         self.status.state = "idle"
 
     # -- the end of the step ----------------------------------------------------------------
@@ -290,41 +257,13 @@ class ReplyFlow(MessagePump):
                   failed=lambda _: self._finished(worker, None))
 
     async def _finished(self, worker: Worker[None], state: ChatState | None) -> None:
-        messages = state.messages if state is not None else []
-        role = "user" if self._generation == "impersonate" else "assistant"
-        stored = _new_last(messages, role, self._before)
-        refused = (worker.state == WorkerState.ERROR and not self._started
-                   and isinstance(worker.error, TavernError) and not isinstance(worker.error, ProviderError))
-        if refused and isinstance(worker.error, (StepBusy, InboxEmpty)):
-            # Another window or command took the step (it claimed the queued lines first, seen
-            # in a trial with `tavern chat --say`): follow it and show its reply once it settles.
-            self.status.state, self.status.detail = "idle", "a reply is being written in another window"
-            self._watch_elsewhere()
-            mark = None
-        elif refused:
-            # Not applicable here (continue without a reply…, a line that cannot fit): a plain
-            # word, not an error state. A refused line not kept in the queue goes back into the
-            # composer: nothing typed is lost.
-            self.status.state, self.status.detail = "idle", ""
-            self.notify(str(worker.error), title=f"Cannot {self._generation}", severity="warning")
-            mark = None
-            if self._sent_text and (state is None or all(item.text != self._sent_text for item in state.queued)):
-                self._give_back(self._sent_text)
-        elif worker.state == WorkerState.ERROR:
-            category, text = describe_failure(worker.error)
-            self.status.state, self.status.detail = "error", f"{category}: {text}"
-            self.notify(f"{category}: {text}", title="The reply failed", severity="error", timeout=10)
-            mark = f"error · {category}"
-        else:
-            # MVU (issue 18): a reply whose update commands were refused says so, and why.
-            mvu = self.tavern.steps.last_mvu.get(self.playthrough_id) if worker.state == WorkerState.SUCCESS else None
-            self.status.say("idle", refused_status(mvu), refused_whole(mvu))  # cut on screen, whole in ctrl+l
-            mark = "stopped" if worker.state == WorkerState.CANCELLED else None
-        if self._generation == "impersonate" and self._into_composer:
+        stream = self.reply_stream
+        stored = stream.stored(state.messages if state is not None else [])
+        mark = self._say_outcome(worker, state)
+        if stream.fills_composer:
             await self._impersonated_to_composer(worker, stored)
-        elif self._reply is not None:
-            await self._reply.settle(stored, mark)
-        self._reply = None
+        else:
+            await stream.end(stored, mark)
         self.generating = False
         for problem in self.tavern.tools.take_problems():  # an MCP server failed: said, the chat goes on
             self.notify(problem, title="Tool server", severity="warning", timeout=10)
@@ -332,20 +271,49 @@ class ReplyFlow(MessagePump):
             await self._show_state(state)
             # Queued while it streamed: the next step claims the batch now (not after a stop
             # or a failure: the person decides then; the next Enter sends them with its text).
-            if worker.state == WorkerState.SUCCESS and state.queued and self._started:
+            if worker.state == WorkerState.SUCCESS and state.queued and stream.started:
                 self._start("send", self.queued_updates())
         self.refresh_members()  # who speaks next changed
+
+    def _say_outcome(self, worker: Worker[None], state: ChatState | None) -> str | None:
+        """Say how the step ended (the status line, a notice); returns the mark its box settles
+        with (None: the stored message's own)."""
+        stream = self.reply_stream
+        outcome = step_outcome(worker.state, worker.error, stream.started)
+        if outcome == "elsewhere":
+            # Another window or command took the step (it claimed the queued lines first, seen
+            # in a trial with `tavern chat --say`): follow it and show its reply once it settles.
+            self.status.state, self.status.detail = "idle", ELSEWHERE
+            self._watch_elsewhere()
+            return None
+        if outcome == "refused":
+            # Not applicable here (continue without a reply…, a line that cannot fit): a plain
+            # word, not an error state. A refused line not kept in the queue goes back into the
+            # composer: nothing typed is lost.
+            self.status.state, self.status.detail = "idle", ""
+            self.notify(str(worker.error), title=f"Cannot {stream.generation}", severity="warning")
+            sent = stream.sent_text
+            if sent and (state is None or all(item.text != sent for item in state.queued)):
+                self._give_back(sent)
+            return None
+        if outcome == "failed":
+            category, text = describe_failure(worker.error)
+            self.status.state, self.status.detail = "error", f"{category}: {text}"
+            self.notify(f"{category}: {text}", title="The reply failed", severity="error", timeout=10)
+            return f"error · {category}"
+        # MVU: a reply whose update commands were refused says so, and why.
+        mvu = self.tavern.steps.last_mvu.get(self.playthrough_id) if outcome == "settled" else None
+        self.status.say("idle", refused_status(mvu), refused_whole(mvu))  # cut on screen, whole in ctrl+l
+        return "stopped" if outcome == "stopped" else None
 
     async def _impersonated_to_composer(self, worker: Worker[None], stored: MessageView | None) -> None:
         """An impersonation for the composer ended: its line goes after what the composer holds
         and the streaming box goes. A stopped or failed one's partial line (stored as a visible
         attempt) goes into the composer too and is taken out of the chat, as SillyTavern leaves
         a stopped impersonation in its send box."""
-        text = self._settled_text if worker.state == WorkerState.SUCCESS else (stored.content if stored else "")
-        if self._reply is not None:
-            await self._reply.stop_streams()
-            await self._reply.remove()
-        if worker.state != WorkerState.SUCCESS and stored is not None and stored.content:
+        settled = worker.state == WorkerState.SUCCESS
+        text = await self.reply_stream.take_line(settled, stored)
+        if not settled and stored is not None and stored.content:
             self.call(self.tavern.timeline.delete_message, self.playthrough_id, stored.ref,
                       title="Cannot take the partial line out of the chat", then=lambda _: self._reload())
         if text.strip():
@@ -353,33 +321,3 @@ class ReplyFlow(MessagePump):
             self.prompt.value = f"{typed.rstrip()}\n{text.strip()}" if typed.strip() else text.strip()
             self.prompt.focus()
             self._save_draft()
-
-    # -- a step another window or command takes ----------------------------------------------
-
-    def _watch_elsewhere(self) -> None:
-        """Follow a step another window or command is taking in this playthrough: every
-        `WATCH_EVERY` s ask (in a worker) whether it still holds the step; once it does not,
-        re-read the chat, so its reply shows here too."""
-        if self._watch is None:
-            self._watch = self.set_interval(WATCH_EVERY, self._watch_tick)
-
-    def _watch_tick(self) -> None:
-        self.call(self.tavern.inbox.step_in_progress, self.playthrough_id, title="Cannot read the chat",
-                  group="watch", exclusive=True, then=self._watched)
-
-    def _watched(self, busy: bool) -> None:
-        if busy or self._watch is None:
-            return
-        self._watch.stop()
-        self._watch = None
-        if self.status.detail == "a reply is being written in another window":
-            self.status.detail = ""
-        self._reload()
-
-
-def _new_last(messages: list[MessageView], role: str, before: set[tuple[int, int]]) -> MessageView | None:
-    """What the step that just ended stored: the last message, when it has the streamed role, is
-    not the greeting and was not shown before the step."""
-    if messages and messages[-1].role == role and messages[-1].source != "opening" and messages[-1].ref not in before:
-        return messages[-1]
-    return None
