@@ -191,7 +191,8 @@ class StepRunner:
         if not text.strip():
             raise TavernError("nothing to send: the message is empty")
         self.playthroughs.check_message(text, allow_secrets=allow_secrets)
-        generation = await asyncio.to_thread(self.forks.spoken_by, Generation(), speaker)
+        generation = Generation() if speaker is None else await asyncio.to_thread(self.forks.spoken_by,
+                                                                                  Generation(), speaker)
         async with aclosing(self._step(playthrough_id, text, generation)) as steps:
             async for update in steps:
                 yield update
@@ -261,15 +262,16 @@ class StepRunner:
     # -- one step ---------------------------------------------------------------------------
 
     def _prepare_step(self, playthrough_id: int, generation: Generation, text: str | None = None,
-                      claim: bool = False) -> tuple[PlaythroughView, Any, dict[str, Any] | None]:
+                      claim: bool = False) -> tuple[PlaythroughView, Any, dict[str, Any] | None, int | None]:
         """(the playthrough, the assembler) of a step about to run; marks the playthrough played.
         Called in a worker thread: it runs SQL, reads (and on first use parses) the books, and
         waits for the key indexes, which the chat's warm-up (another worker thread) may hold for
         a while on a big book.
 
         The request is fitted once here, before anything of the step is stored: one that cannot
-        fit is refused now (issue 16: refused before sending, nothing half-stored). Returns
-        (the playthrough, the assembler, that fit's `context` record).
+        fit is refused now (refused before sending, nothing half-stored). Returns (the
+        playthrough, the assembler, that fit's `context` record, the id of the persona the person
+        writes as: read here too, so the step waits on one worker, not two).
 
         Raises:
             NotFound: no such playthrough. PersonaCapExceeded: as `_assembler`.
@@ -281,7 +283,7 @@ class StepRunner:
             return self._prepare_pinned(playthrough_id, generation, text, claim)
 
     def _prepare_pinned(self, playthrough_id: int, generation: Generation, text: str | None,
-                        claim: bool) -> tuple[PlaythroughView, Any, dict[str, Any] | None]:
+                        claim: bool) -> tuple[PlaythroughView, Any, dict[str, Any] | None, int | None]:
         """`_prepare_step` after the playthrough was touched, with the log's version pinned."""
         view = self.playthroughs.playthrough(playthrough_id)
         if generation.author_id is not None:  # a group member speaks: its card, book and scripts
@@ -295,13 +297,14 @@ class StepRunner:
         assembler = self._assembler(playthrough_id, generation, view=view, pin_persona=True, pending=claimed)
         self.lore.index_cache.wait_free()
         history = self.assembling.surface(view.session_id)
+        playing = self.persona.playthrough_persona(playthrough_id).id  # the persona the person writes as
         if getattr(assembler, "strategy", None) == PROJECTION:
-            return view, assembler, assembler.build(history, claimed)[1].get("context")
+            return view, assembler, assembler.build(history, claimed)[1].get("context"), playing
         # The build fitted here is the one the step sends (`Prebuilt`): the opening's assemble
         # stage gets it back when nothing changed in between, instead of building again on the loop.
         prebuilt = Prebuilt.build(assembler, history, claimed)
         assert prebuilt.assembly is not None
-        return view, prebuilt, prebuilt.assembly.meta.get("context")
+        return view, prebuilt, prebuilt.assembly.meta.get("context"), playing
 
     async def _prepared(self, playthrough_id: int, text: str | None, generation: Generation,
                         claim: bool) -> tuple[PlaythroughView, Any, Generation]:
@@ -313,15 +316,12 @@ class StepRunner:
             raise await asyncio.to_thread(kept_after_failure, self.inbox, playthrough_id, text, problem)
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
         try:
-            view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,
-                                                              text, claim)
+            view, assembler, fitted, playing = await asyncio.to_thread(self._prepare_step, playthrough_id,
+                                                                       generation, text, claim)
         except TavernError:
             raise  # a refusal that names its cause (a fit, a cap, a busy chat): the caller keeps the text
         except Exception as exc:  # noqa: BLE001 - anything a card's content broke in the build
             raise await asyncio.to_thread(kept_after_failure, self.inbox, playthrough_id, text, exc) from exc
-        # The person writes under the persona the chat plays as now; their lines keep its name.
-        playing = await asyncio.to_thread(self.persona.playthrough_persona, playthrough_id)
-        generation = replace(generation, speaker=view.user_name, persona=playing.id)
         rounds = 0
         while fitted and fitted.get("dropped_messages") and self.ctx.settings.auto_compact and rounds < 3:
             # Auto-compaction: summarise the oldest block instead of dropping it, then fit again. The
@@ -330,9 +330,10 @@ class StepRunner:
             rounds += 1
             first_kept = _parse_ref(fitted.get("first_kept"))
             await self.compaction.compact(playthrough_id, until=first_kept, keep=0 if first_kept is None else None)
-            view, assembler, fitted = await asyncio.to_thread(self._prepare_step, playthrough_id, generation,
-                                                              text, claim)
-        return view, assembler, generation
+            view, assembler, fitted, playing = await asyncio.to_thread(self._prepare_step, playthrough_id,
+                                                                       generation, text, claim)
+        # The person writes under the persona the chat plays as now; their lines keep its name.
+        return view, assembler, replace(generation, speaker=view.user_name, persona=playing)
 
     async def _step(self, playthrough_id: int, text: str | None, generation: Generation, *,
                     claim: bool = False, hide_reply: bool = False) -> AsyncGenerator[StepUpdate, None]:
@@ -433,7 +434,8 @@ class StepRunner:
         Raises:
             StepBusy / StepFailed / CancelledError: as `send`.
         """
-        generation = await asyncio.to_thread(self.forks.spoken_by, Generation(), speaker)
+        generation = Generation() if speaker is None else await asyncio.to_thread(self.forks.spoken_by,
+                                                                                  Generation(), speaker)
         async with aclosing(self._step(playthrough_id, None, generation, claim=claim)) as steps:
             async for update in steps:
                 yield update
