@@ -117,3 +117,13 @@ def test_the_shipped_head_is_read_without_alembic_as_alembic_reads_it() -> None:
     from tavern_tui.store.db import _alembic_config, head_revision
 
     assert head_revision() == ScriptDirectory.from_config(_alembic_config()).get_current_head()
+
+
+def test_a_bare_tavern_parses_as_the_whole_parser_would_without_loading_the_commands() -> None:
+    # `tavern` alone is the TUI: its namespace comes from the global options only, before the
+    # first screen; it must be what the whole parser gives an empty command line.
+    code = ("import sys\nfrom tavern_tui.cli.options import bare_args\nbare = vars(bare_args())\n"
+            "print(sorted(m for m in sys.modules if m.startswith('tavern_tui.cli.commands.')))\n"
+            "from tavern_tui.cli.app import build_parser\nprint(bare == vars(build_parser().parse_args([])))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split("\n")[:2] == ["['tavern_tui.cli.commands.serve']", "True"]

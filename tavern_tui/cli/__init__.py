@@ -40,12 +40,21 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     `argv` defaults to `sys.argv[1:]`, `out`/`err` to `sys.stdout`/`sys.stderr`; a usage error
     exits through argparse (`SystemExit(2)`), as `--help` and `--version` exit with 0.
     """
-    from tavern_tui.cli.app import build_parser
     from tavern_tui.cli.diagnostics import configure_logging, run
 
     out = out or sys.stdout
     err = err or sys.stderr
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv:
+        from tavern_tui.cli.app import build_parser
+
+        args = build_parser().parse_args(argv)
+    else:
+        # A bare `tavern` launches the TUI: its options are the defaults, so the parser of every
+        # command (and the modules behind them) is not built before the first screen.
+        from tavern_tui.cli.options import bare_args
+
+        args = bare_args()
     configure_logging(bool(args.verbose), err)
     return run(args.run, args, out, err)
 

@@ -30,6 +30,7 @@ from tavern_tui.cli.commands import (
     variables,
 )
 from tavern_tui.cli.diagnostics import Handler
+from tavern_tui.cli.options import global_options
 
 
 class Commands:
@@ -56,17 +57,6 @@ class Commands:
         return Commands(parser.add_subparsers(dest=dest, metavar=metavar, required=True))
 
 
-def _global_options(parser: argparse.ArgumentParser, default: object) -> None:
-    parser.add_argument("--db", metavar="URL", default=default,
-                        help="database URL (default: SQLite in the user data folder; env TAVERN_DB_URL)")
-    parser.add_argument("--api-base", metavar="URL", default=default,
-                        help="OpenAI-compatible API root, e.g. http://localhost:8080/v1 (env TAVERN_API_BASE)")
-    parser.add_argument("--model", default=default, help="model id (env TAVERN_MODEL)")
-    parser.add_argument("--api-key", default=default,
-                        help="API key (prefer env TAVERN_API_KEY: flags show up in process lists)")
-    parser.add_argument("-v", "--verbose", action="store_true", default=default, help="log details to stderr")
-
-
 # The order `tavern --help` lists the commands in; groups interleave, so it is kept per command.
 _COMMANDS: tuple[Callable[[Commands], None], ...] = (
     serve.add_tui, library.add_import, drafts.add_new, drafts.add_drafts, templates.add_templates, chat.add_chat,
@@ -86,10 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     (`tavern sessions --db URL`); a bare `tavern` runs the TUI."""
     parser = argparse.ArgumentParser(prog="tavern", description="Terminal roleplay client for SillyTavern cards.")
     parser.add_argument("--version", action="version", version=f"tavern-tui {__version__}")
-    _global_options(parser, None)
+    global_options(parser, None)
     # SUPPRESS: an option not repeated after the command keeps the value given before it.
     common = argparse.ArgumentParser(add_help=False)
-    _global_options(common, argparse.SUPPRESS)
+    global_options(common, argparse.SUPPRESS)
     parser.set_defaults(run=serve.cmd_tui)
     commands = Commands(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=argparse.ArgumentParser),
                         parents=[common])
