@@ -104,11 +104,12 @@ class TavernApp(App[None]):
                timeout: float | None = None, markup: bool = False) -> None:
         """Show a toast, and keep it in full for the notifications screen (ctrl+l).
 
-        The message is literal text unless `markup` is asked for: toasts show error messages,
-        names and config keys such as `[tools]`, which markup would swallow.
+        The message is always literal text (`markup` is ignored): toasts show error messages,
+        names and config keys such as `[tools]` or "no [DONE]", which markup would swallow, and a
+        widget's or screen's `notify` passes `markup=True` to the app unless told otherwise.
         """
         self.notices.append(Notice(_utc_now(), severity, title, message))
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)  # type: ignore[arg-type]
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)  # type: ignore[arg-type]
 
     def record_notice(self, severity: str, title: str, text: str) -> None:
         """Keep a notice for the notifications screen without a toast (an import's every warning)."""

@@ -53,6 +53,11 @@ async def test_brackets_survive_in_every_widget(corpus_tavern: Tavern, scripted:
         await wait_until(pilot, lambda: any(n.title == "Tool [limit]" for n in app._notifications))
         [toast] = [n for n in app._notifications if n.title == "Tool [limit]"]
         assert toast.markup is False and toast.message == f"limit of 4 requests ([tools] max_steps = 4) {LINE}"
+        # A screen's notify (how the chat says a reply failed) passes markup=True to the app.
+        chat.notify("network: the connection closed (no finish_reason and no [DONE])", title="The reply failed")
+        await wait_until(pilot, lambda: any(n.title == "The reply failed" for n in app._notifications))
+        [failed] = [n for n in app._notifications if n.title == "The reply failed"]
+        assert failed.markup is False and failed.message.endswith("no [DONE])")
 
         # The status line's detail (an error category or message).
         chat.status.detail = LINE
