@@ -275,7 +275,10 @@ def from_httpx_exception(exc: BaseException, *, secrets: Iterable[str] = ()) -> 
         }.get(type(exc), "talking to")
         return ProviderTimeout(redact(f"Timed out {phase} the endpoint{where}: {reason}", secret_list))
     if isinstance(exc, httpx.ConnectError):
-        return NetworkError(redact(f"Could not connect to the endpoint{where}: {reason}", secret_list))
+        # What to fix: nothing answered at that address (a server not running, a wrong port or host).
+        return NetworkError(redact(f"Could not connect to the endpoint{where}: {reason}. Is the server running "
+                                   "there? Check the API base URL (settings, TAVERN_API_BASE or --api-base).",
+                                   secret_list))
     if isinstance(exc, httpx.TransportError):
         return NetworkError(redact(f"The connection to the endpoint broke{where}: {reason}", secret_list))
     return ProviderError(redact(f"Request to the endpoint failed{where}: {reason}", secret_list))
