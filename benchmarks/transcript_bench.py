@@ -37,6 +37,23 @@ per message, the footer's keys, the composer, the status line; a size change tak
 and repaints the whole transcript area. The 25 % target needs fewer mounted widgets while a
 reply streams; the 50 ms chunk->paint p95 needs flushes under 50 ms apart, which at this cost
 per flush would hold the loop busier still. Drain after the last chunk (6-19 ms) meets its target.
+Sampled with py-spy after the tail was drawn once per flush (2026-12-06): of the loop's busy time,
+Textual's layout pass takes ~21 % and its compositor's repaint of the scrolled area ~34 %, the one
+Markdown render of the live tail per flush ~14 %; what is left is message handling.
+
+B9 before the first byte (measured 2026-12-06, 5,000-message chat, 5,000-entry book): 150-165 ms
+median, from 300-320 ms the same day, once the step stopped re-reading and re-folding the whole
+surface (the store extends its cached surface; folds and the history's per-message conversions go
+on from the last step's), read the log's version once per preparation and MVU's material once.
+Where the rest goes, from the trace's own stage times (`tavern trace show`): the preparation in a
+worker (the playthrough, MVU's check, the assembler's reads, ~40 SQL queries, and the build itself
+- world info over 5,000 entries, the fit - which the trace records as `assemble` 16-36 ms); on the
+loop the claim 10-13 ms and the records 6-11 ms (each a SQLite commit: the inbox claim, the
+admitted line, the header and the trace record); the request leaving and the first byte read
+8-28 ms past the server's 300 ms (the server is a thread of this process); the person's line
+and the reply's box mounted and painted. The engine's stages alone (build, claim, admit, records)
+sum to ~40-60 ms here, the target's whole budget: 40 ms is not reachable with this chat and book
+without building the next request before Enter (speculatively, while the person types).
 """
 
 from __future__ import annotations
