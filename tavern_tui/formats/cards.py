@@ -26,7 +26,6 @@ from tavern_tui.formats.jsontypes import json_error, loads_bounded, type_name
 from tavern_tui.formats.png import is_png, read_text_chunks, write_card_chunks
 from tavern_tui.formats.sniff import CARD, sniff_kind
 from tavern_tui.formats.worldinfo import from_character_book
-from tavern_tui.lore.matching import invalid_regex_keys
 
 SPEC_V1 = "chara_card_v1"
 SPEC_V2 = "chara_card_v2"
@@ -479,6 +478,8 @@ def _book_key_warnings(data: dict, file: str) -> list[str]:
         parsed = from_character_book(book, file, str(data.get("name", "")))
     except FormatError:
         return []
+    from tavern_tui.lore.matching import invalid_regex_keys  # the regex engine: on import, not at start-up
+
     return [f"character_book {warning}" for warning in invalid_regex_keys(parsed)]
 
 
