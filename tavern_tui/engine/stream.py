@@ -174,9 +174,9 @@ class Provider(Protocol):
 
     `name` labels the provider in the status line and the trace ("openai-compatible", "demo").
     `model` is the model id it will use when the request names none.
-    `placeholder` and `prepare` are described on their own below; `BaseProvider` gives the
-    usual answers (not a placeholder, every config accepted), so a provider subclasses it and
-    overrides only what it needs.
+    `placeholder`, `prepare` and `warm` are described on their own below; `BaseProvider` gives
+    the usual answers (not a placeholder, every config accepted, nothing to warm), so a provider
+    subclasses it and overrides only what it needs.
     """
 
     name: str
@@ -202,6 +202,13 @@ class Provider(Protocol):
             CallConfigError: the provider cannot make this call as configured; the message
                 names what to fix and where (the settings, a preset).
         """
+        ...
+
+    def warm(self) -> None:
+        """Get ready for the first request ahead of it (e.g. make the HTTP client, whose TLS
+        context loads the CA bundle: 20-40 ms that the first send would wait for on the event
+        loop). Called from a worker thread after the chat is shown; no network is used; safe
+        to call more than once."""
         ...
 
     def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -235,3 +242,6 @@ class BaseProvider:
         `CallConfigError`: a provider that validates its config overrides this.
         """
         return CallContext(self.name, model or self.model, "", dict(config))
+
+    def warm(self) -> None:
+        """Nothing to get ready (a provider with a client to make overrides this)."""

@@ -77,6 +77,18 @@ async def test_plain_stream(loopback, make) -> None:
     assert provider.attempts == [{"status": 200, "error": None, "retry_delay": None, "config": {}, "omitted": {}}]
 
 
+async def test_a_client_warmed_in_a_worker_thread_serves_the_stream_on_the_loop(loopback, make) -> None:
+    # The chat warms the provider from a worker after it is shown: the client is made there, once,
+    # and the first request on the event loop uses it.
+    loopback.enqueue_sse(sse_chunks_for("Warm already.", pieces=2))
+    provider = make(api_key="")
+    assert provider._client is None
+    await asyncio.gather(*(asyncio.to_thread(provider.warm) for _ in range(3)))
+    client = provider._client
+    assert client is not None
+    assert text_of(await collect(provider)) == "Warm already." and provider._client is client
+
+
 async def test_request_body_path_and_auth_header(loopback, make) -> None:
     loopback.enqueue_sse(sse_chunks_for("ok"))
     request = ChatRequest(messages=[{"role": "user", "content": "hi"}], config={"temperature": 0.7})

@@ -154,6 +154,11 @@ class StepRunner:
         the dry run activated."""
         return self.previews.warm_world_info(playthrough_id)
 
+    def warm_provider(self) -> None:
+        """Get the provider ready for the first send (`Provider.warm`: e.g. its HTTP client made
+        in this worker thread, not on the event loop when the person presses Enter)."""
+        self.ctx.provider.warm()
+
     @staticmethod
     def release_heap() -> None:
         """After a chat closed: collect what it left and freeze the rest again (`Previews.release_heap`)."""

@@ -26,7 +26,23 @@ from tavern_tui.views import GroupView
 
 PLACEHOLDER = ("Say something as {user}… (Enter sends · shift+Enter or ctrl+J new line · "
                "Esc stops a reply or goes back)")
-"""The composer's hint (issue 15: both newline keys named)."""
+"""The composer's hint where there is room: both newline keys named (a terminal that cannot tell
+shift+Enter from Enter still sends ctrl+J)."""
+
+PLACEHOLDERS = (
+    PLACEHOLDER,
+    "Say something as {user}… (Enter sends · ctrl+J new line · Esc stops a reply or goes back)",
+    "As {user}: Enter sends · ctrl+J new line · Esc stops a reply or goes back",  # 80 columns
+    "As {user}: Enter sends · Esc stops a reply or goes back",
+    "Say something as {user}…",
+)
+"""The composer's hints, longest first: it shows the longest that fits its width (`Composer.hints`);
+F1 lists every key."""
+
+
+def placeholders(user: str) -> tuple[str, ...]:
+    """The composer's hints (`PLACEHOLDERS`) for speaking as `user`, as markup."""
+    return tuple(hint.format(user=markup_literal(user)) for hint in PLACEHOLDERS)
 
 
 class ChatOpening(MessagePump):
@@ -46,7 +62,7 @@ class ChatOpening(MessagePump):
         await self.show_group(group)  # before the transcript: its boxes take the members' colours
         self.refresh_members()
         self._update_title(view)
-        self.prompt.placeholder = PLACEHOLDER.format(user=markup_literal(view.user_name))  # a str is markup
+        self.prompt.hints = placeholders(view.user_name)
         if draft:  # the kept draft first, then whatever was typed while the chat opened
             typed = self.prompt.value
             self.prompt.value = f"{draft}\n{typed}" if typed else draft
@@ -113,7 +129,9 @@ class ChatOpening(MessagePump):
 
     @work(thread=True, exclusive=True, group="lore", exit_on_error=False, description="prepare world info")
     def _warm_world_info(self) -> None:
-        # Builds the books' key indexes after first paint, so the first send does not pay for it.
+        # Builds the books' key indexes (and the provider's client) after first paint, so the
+        # first send does not pay for them.
+        self.tavern.steps.warm_provider()
         try:
             self.tavern.steps.warm_world_info(self.playthrough_id)
         except TavernError:
@@ -149,7 +167,7 @@ class ChatOpening(MessagePump):
         name = self.group.name if self.group is not None else view.character_name
         self.query_one("#chat-title", Static).update(
             f"{name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
-        self.prompt.placeholder = PLACEHOLDER.format(user=markup_literal(view.user_name))  # a persona switch too
+        self.prompt.hints = placeholders(view.user_name)  # a persona switch too
 
     def _preset_named(self, view: PlaythroughView, preset_id: int, name: str) -> None:
         self._preset_names[preset_id] = name or f"#{preset_id}"
