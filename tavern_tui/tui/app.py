@@ -29,6 +29,11 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+LAST_WRITES_WAIT = 3.0
+"""Seconds the app waits, as it ends, for the writes handed to `TavernApp.write_before_exit`
+(within the quit watchdog's grace, `exit_watch.EXIT_GRACE`)."""
+
+
 __all__ = ["QUIT_SIGNALS", "TavernApp", "run"]
 
 
@@ -69,6 +74,7 @@ class TavernApp(App[None]):
         self._theme_failures = loaded.failed
         self.notices: list[Notice] = []
         """Every notification of this run, in full (ctrl+l lists them)."""
+        self._last_writes: set[asyncio.Future[object]] = set()
         remembered = tavern.settings.tui.theme
         if remembered and remembered in self.available_themes:
             self.theme = remembered
@@ -198,9 +204,26 @@ class TavernApp(App[None]):
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self.exit)
 
+    def write_before_exit(self, fn: Callable[..., object], *args: object, title: str) -> None:
+        """Run a service write that must outlive the screen asking for it (a chat's pending draft
+        as the chat closes, the app quitting) in a thread, off the event loop. The app waits for
+        it (up to `LAST_WRITES_WAIT` seconds) before it ends; its error is logged under `title`."""
+        write: asyncio.Future[object] = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        self._last_writes.add(write)
+
+        def ended(done: asyncio.Future[object]) -> None:
+            self._last_writes.discard(done)
+            if not done.cancelled() and done.exception() is not None:
+                logging.getLogger(__name__).error("%s: %r", title, done.exception())
+
+        write.add_done_callback(ended)
+
     async def on_unmount(self) -> None:
-        """Close the provider's HTTP client on the loop that used it."""
+        """Finish the writes handed to `write_before_exit` (the screens closed first), then close
+        the provider's HTTP client on the loop that used it."""
         self._loop = None
+        if self._last_writes:
+            await asyncio.wait(set(self._last_writes), timeout=LAST_WRITES_WAIT)
         await self.tavern.aclose_provider()
 
     def on_playthrough_chosen(self, message: PlaythroughChosen) -> None:

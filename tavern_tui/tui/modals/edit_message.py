@@ -9,11 +9,14 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
+HINT = "ctrl+s saves · Esc cancels · the tree keeps the original"
+"""The keys' hint under the text (one row in the box at 80 columns; it wraps on a narrower one)."""
+
 
 class EditMessageScreen(ModalScreen[str | None]):
-    """A multi-line editor on a message's text: ctrl+s saves (dismisses with the new text),
-    Esc cancels (None). The caller stores the edit as a surface replacement; the original
-    stays in the log.
+    """A multi-line editor on a message's text, the cursor at its end: ctrl+s saves (dismisses
+    with the new text), Esc cancels (None). The caller stores the edit as a surface replacement;
+    the original stays in the log.
 
     Its `DEFAULT_CSS` centres the box over the dimmed screen:
 
@@ -21,7 +24,7 @@ class EditMessageScreen(ModalScreen[str | None]):
     | --- | --- |
     | `edit-box` | the framed box (`$accent` round border, 80% × 60% of the screen) |
     | `edit-text` | the text area, filling the box |
-    | `edit-hint` | the keys' hint at the foot (muted) |
+    | `edit-hint` | the keys' hint at the foot (muted; wraps when the box is narrow) |
     """
 
     DEFAULT_CSS = """
@@ -42,7 +45,7 @@ class EditMessageScreen(ModalScreen[str | None]):
 
     EditMessageScreen #edit-hint {
         color: $text-muted;
-        height: 1;
+        height: auto;
     }
     """
 
@@ -60,11 +63,12 @@ class EditMessageScreen(ModalScreen[str | None]):
         with Vertical(id="edit-box") as box:
             box.border_title = Content(f"Edit {self._speaker}'s message")  # a str is markup
             yield TextArea(self._text, id="edit-text", soft_wrap=True)
-            yield Static("ctrl+s saves · Esc cancels · the original stays in the branch tree", id="edit-hint",
-                         markup=False)
+            yield Static(HINT, id="edit-hint", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
+        area = self.query_one(TextArea)
+        area.move_cursor(area.document.end)  # typing goes after the text, as in the composer
+        area.focus()
 
     def action_save(self) -> None:
         """Dismiss with the edited text (unchanged or blank text counts as a cancel)."""

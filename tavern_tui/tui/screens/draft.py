@@ -34,6 +34,20 @@ from tavern_tui.views import OpeningView
 _GREETING = Binding.Group("Greeting", compact=True)
 
 DRAFT_PLACEHOLDER = "Write your first line as {user} · Enter starts the playthrough · Esc keeps the draft"
+"""The composer's hint on an opening draft where there is room."""
+
+DRAFT_PLACEHOLDERS = (
+    DRAFT_PLACEHOLDER,
+    "First line as {user} · Enter starts the playthrough · Esc keeps the draft",  # 80 columns
+    "First line as {user} · Enter starts · Esc keeps the draft",
+    "Your first line as {user}",
+)
+"""The opening draft's hints, longest first: the composer shows the longest that fits (`Composer.hints`)."""
+
+
+def draft_placeholders(user: str) -> tuple[str, ...]:
+    """The opening draft's hints (`DRAFT_PLACEHOLDERS`) for writing as `user`, as markup."""
+    return tuple(hint.format(user=markup_literal(user)) for hint in DRAFT_PLACEHOLDERS)
 
 
 def selections_line(draft: OpeningView) -> str:
@@ -126,7 +140,7 @@ class DraftScreen(TavernScreen[None]):
         with VerticalScroll(id="draft-greeting", classes="pane"):
             yield Static("", id="draft-greeting-text", markup=False)
         yield Static("", id="draft-selections", markup=False)
-        self.prompt = Composer(placeholder=DRAFT_PLACEHOLDER.format(user="you"), id="draft-prompt", classes="pane")
+        self.prompt = Composer(hints=draft_placeholders("you"), id="draft-prompt", classes="pane")
         yield self.prompt
         yield FitFooter(drop=self.FOOTER_DROP)
 
@@ -146,7 +160,7 @@ class DraftScreen(TavernScreen[None]):
                                  if draft.greeting_count > 1 else "Greeting")
         self.query_one("#draft-greeting-text", Static).update(draft.greeting or "(the card has no greeting)")
         self.query_one("#draft-selections", Static).update(selections_line(draft))
-        self.prompt.placeholder = DRAFT_PLACEHOLDER.format(user=markup_literal(draft.user_name))  # a str is markup
+        self.prompt.hints = draft_placeholders(draft.user_name)
         if draft.greeting:  # the card's display scripts (once allowed) decide how the greeting shows
             self._show_greeting(draft)
         if not self._checked:

@@ -9,10 +9,12 @@ queued item (or the last message sent). A paste keeps every line.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from textual import events
 from textual.binding import Binding
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import TextArea
 
@@ -31,7 +33,8 @@ class Composer(TextArea, inherit_bindings=False):
     Posts `Composer.Submitted` on Enter (steer False) or alt+Enter (steer True) and
     `Composer.EditPrevious` on ↑ when empty or on its first line while an item is being edited.
     `value` reads and writes the text (what `Input.value` was) and `cursor_position` is the
-    cursor's offset in it.
+    cursor's offset in it. Given `hints` (placeholders, longest first), it shows the longest that
+    fits its width, so a narrow terminal gets a shorter hint rather than one cut mid-sentence.
 
     CSS (`DEFAULT_CSS`): auto height between 3 and 8 rows (6 lines of text inside its border).
     """
@@ -76,11 +79,37 @@ class Composer(TextArea, inherit_bindings=False):
             """The composer (for `@on(..., "#id")`)."""
             return self.composer
 
-    def __init__(self, *, placeholder: str = "", id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, placeholder: str = "", hints: Sequence[str] = (), id: str | None = None,
+                 classes: str | None = None) -> None:
         super().__init__("", soft_wrap=True, tab_behavior="focus", show_line_numbers=False, compact=False,
                          placeholder=placeholder, id=id, classes=classes)
         self.editing_first_line_up = False
         """When True, ↑ on the first line posts EditPrevious (`QueueEditor` sets it while a queued item is edited)."""
+        self._hints: tuple[str, ...] = ()
+        if hints:
+            self.hints = hints
+
+    @property
+    def hints(self) -> tuple[str, ...]:
+        """The placeholders to choose from, longest first (markup, as `placeholder`): the one shown
+        is the longest that fits the composer's width (the last when none does)."""
+        return self._hints
+
+    @hints.setter
+    def hints(self, hints: Sequence[str]) -> None:
+        self._hints = tuple(hints)
+        self._fit_hint()
+
+    def _fit_hint(self) -> None:
+        if not self._hints:
+            return
+        width = self.scrollable_content_region.width
+        self.placeholder = next((hint for hint in self._hints if Content.from_markup(hint).cell_length <= width),
+                                self._hints[-1])
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Show the longest hint that fits the new width."""
+        self._fit_hint()
 
     @property
     def value(self) -> str:

@@ -18,6 +18,7 @@ one a module, each naming the narrow interface it uses:
 
 from __future__ import annotations
 
+import threading
 from typing import ClassVar
 
 from textual import events, getters
@@ -30,7 +31,7 @@ from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.chat.compaction import Compaction
-from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, ChatOpening
+from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, ChatOpening, placeholders
 from tavern_tui.tui.screens.chat.queue import ChatQueue
 from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, TOKEN_DELAY, WATCH_EVERY, ChatReading, ChatState
 from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyFlow, Updates, describe_failure
@@ -74,7 +75,8 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
     leaves it as it was), or the last message you sent when nothing is queued; F9 cancels the
     item being edited (or the last one); the strip (`widgets.inbox_queue`) keeps the edit and posts
     what is to be stored. The draft is kept per playthrough in the database, so
-    Esc, other screens and restarts keep it.
+    Esc, other screens and restarts keep it; a draft still waiting to be written when the chat
+    closes or the app quits is written then (the app waits for it).
 
     Keys: ctrl+←/ctrl+→ swipe the last message (→ past the last reply generates a new one;
     with text in the prompt they move by word instead), ctrl+r regenerates the last reply,
@@ -175,7 +177,10 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._token_timer: Timer | None = None
         self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
         self._preset_names: dict[int, str] = {}  # preset id → name, for the title
-        self._draft_timer: Timer | None = None
+        self._draft_timer: Timer | None = None  # a draft save waiting for quiet (`DRAFT_DELAY`)
+        self._draft_asked = 0  # draft writes asked for, numbered (`ChatSending._write_draft`)
+        self._draft_kept = 0  # the number of the last one written
+        self._draft_lock = threading.Lock()
         self._watch: Timer | None = None  # while another window or command writes a reply here
         self._revision: tuple[int, int] | None = None  # the chat's revision as last shown (`_follow_tick`)
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
@@ -188,8 +193,9 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         transcript = Transcript(id="transcript")
         self.reply_stream = ReplyStream(transcript, self.reply_box)
         yield transcript
-        prompt = Composer(placeholder=PLACEHOLDER.format(user="you"), id="prompt", classes="pane")
-        yield QueueEditor(prompt, id="inbox")  # queued items are edited in the composer
+        prompt = Composer(hints=placeholders("you"), id="prompt", classes="pane")
+        self._strip = QueueEditor(prompt, id="inbox")  # queued items are edited in the composer
+        yield self._strip
         yield MemberStrip(id="members")
         yield prompt
         yield StatusLine(self.tavern.provider_label, id="status")
@@ -213,6 +219,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
             event.stop()
 
     def on_unmount(self) -> None:
+        self._keep_draft_on_close(self._strip)
         self.tavern.tools.set_asker(None)
         # The warm-up froze the heap with this screen in it: once the screen is gone, collect it
         # and freeze the rest again (`release_heap`), in a worker after the next screen painted.
@@ -317,7 +324,8 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._esc_armed = False
         if self._draft_timer is not None:
             self._draft_timer.stop()
-        self.call(self.tavern.inbox.save_draft, self.playthrough_id, self.prompt.value, title="Cannot keep the draft",
+            self._draft_timer = None
+        self.call(self._write_draft, self.prompt.value, self._ask_draft(), title="Cannot keep the draft",
                   then=lambda _: self.dismiss(), failed=lambda _: self.dismiss())
 
     async def action_load_earlier(self) -> None:

@@ -28,6 +28,7 @@ from tavern_tui.tui.screens.strategy.labels import (
     DEFAULT_PRESET_NAME,
     HINT,
     PREVIEW_LABEL,
+    SHORT_HINT,
     preset_prompt,
     preview_content,
     strategy_prompt,
@@ -45,7 +46,6 @@ PreviewKey = tuple[str, int, int | None]
 _PREVIEW_LOCK = threading.Lock()
 
 
-
 class StrategyScreen(TavernScreen[None]):
     """How one playthrough's requests are assembled (F6 in the chat; issue 5 §8; DESIGN.md
     Strategies).
@@ -58,7 +58,9 @@ class StrategyScreen(TavernScreen[None]):
     preview of the request the next step would send with the highlighted strategy and the bound
     preset: each message (role · source, content cut to 400 characters), the call config, the
     token estimate and the builder's adjustments. The preview is labelled "PREVIEW — not sent":
-    nothing is sent or stored to make it.
+    nothing is sent or stored to make it. Under 100 columns the lists sit above the preview and
+    take two thirds of the height, so each shows a few options at 80x24; the hint under them is
+    one short line there.
 
     Keys: ↑/↓ move in a list (moving changes nothing), Enter on a strategy applies the version
     listed, Enter on a preset binds it, c copies the highlighted strategy into `StrategyEditor`
@@ -72,6 +74,22 @@ class StrategyScreen(TavernScreen[None]):
         Binding("tab", "app.focus_next", "Next pane", id="strategy.next_pane"),
         Binding("shift+tab", "app.focus_previous", "Previous pane", show=False),
     ]
+
+    # Under 100 columns (`-narrow`) app.tcss stacks the lists above the preview; these rules give
+    # the lists two thirds of the height and the hint one row, so at 80x24 each list shows a few
+    # options (the preview shrinks and scrolls). Two ids outrank app.tcss's narrow rules.
+    CSS = """
+    StrategyScreen.-narrow #strategy-panes #strategy-side { height: 2fr; }
+    StrategyScreen.-narrow #strategy-panes #preview { height: 1fr; min-height: 4; }
+    StrategyScreen #strategy-side #strategy-hint-short {
+        display: none;
+        height: auto;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    StrategyScreen.-narrow #strategy-side #strategy-hint-short { display: block; }
+    StrategyScreen.-narrow #strategy-side #strategy-hint { display: none; }
+    """
 
     COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}
 
@@ -116,6 +134,7 @@ class StrategyScreen(TavernScreen[None]):
                 presets.border_title = "Preset"
                 yield presets
                 yield Static(HINT, id="strategy-hint", markup=False)
+                yield Static(SHORT_HINT, id="strategy-hint-short", markup=False)  # in its place when narrow
             with VerticalScroll(id="preview") as preview:
                 preview.border_title = PREVIEW_LABEL
                 yield Static("", id="preview-body", markup=False)

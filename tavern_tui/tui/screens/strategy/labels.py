@@ -33,6 +33,9 @@ HINT = ("Only Enter changes the playthrough: it applies a strategy, binds a pres
         "copy (never applied). The preview shows the highlighted strategy with the bound preset.")
 """The lines under the lists."""
 
+SHORT_HINT = "Only Enter applies or binds · c saves an edited copy (never applied)"
+"""The line under the lists on a narrow terminal (one row at 80 columns)."""
+
 LINE_WIDTH = NAME_WIDTH + 12
 """Characters of a list line that fit the list pane."""
 
