@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from textual import on
 from textual.app import App, ComposeResult
 from textual.message import Message
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.screens.chat import sending
 from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.inbox_queue import QueueEditor
 from tavern_tui.views import InboxItemView
@@ -120,7 +122,7 @@ async def test_the_queue_editor_posts_cancels_and_asks_for_the_last_sent_line() 
 
 
 async def test_the_chat_stores_the_edit_the_strip_posts_and_esc_leaves_the_item(
-        corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+        corpus_tavern: Tavern, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     posted: list[Message] = []
 
     def hook(message: Message) -> None:
@@ -129,6 +131,15 @@ async def test_the_chat_stores_the_edit_the_strip_posts_and_esc_leaves_the_item(
         if isinstance(message, QueueEditor.EditSaved | QueueEditor.CancelRequested) and fresh:
             posted.append(message)
 
+    drafts: list[str] = []  # every text written as the draft
+    save_draft = corpus_tavern.inbox.save_draft
+
+    def recorded(playthrough_id: int, text: str) -> bool:
+        drafts.append(text)
+        return save_draft(playthrough_id, text)
+
+    corpus_tavern.inbox.save_draft = recorded  # type: ignore[method-assign]
+    monkeypatch.setattr(sending, "DRAFT_DELAY", 0.001)  # each composer change is a draft save
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=hook) as pilot:
         chat = await open_seraphina(pilot)
@@ -144,7 +155,11 @@ async def test_the_chat_stores_the_edit_the_strip_posts_and_esc_leaves_the_item(
         await wait_until(pilot, lambda: bool(chat.queue.items) and chat.queue.items[0].text == "first queued, edited")
         assert [(m.item_id, m.text) for m in posted] == [(item.id, "first queued, edited")]  # type: ignore[attr-defined]
         assert corpus_tavern.inbox.pending(chat.playthrough_id)[0].text == "first queued, edited"
-        assert corpus_tavern.inbox.draft(chat.playthrough_id) == ""  # the edited text was never the draft
         scripted.gate.set()
         await wait_until(pilot, lambda: not chat.generating and not chat.queue.items, timeout=10)
+        await wait_until(pilot, lambda: chat._draft_timer is None)
         await workers_idle(pilot)
+        # Every change is saved at once (no debounce): the queued item's text, edited in the
+        # composer, was never written as the draft; the last draft is the emptied composer.
+        assert drafts and not [text for text in drafts if "changed" in text or "edited" in text]
+        assert corpus_tavern.inbox.draft(chat.playthrough_id) == ""
