@@ -156,7 +156,8 @@ async def test_a_draft_holding_a_secret_is_not_written(corpus_tavern: Tavern, sc
         chat = await open_seraphina(pilot)
         corpus_tavern.inbox.save_draft(chat.playthrough_id, "older draft")
         chat.prompt.value = "my key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
-        await pilot.pause(0.5)
+        # The debounced save removes the older draft rather than write the text holding a key.
+        await wait_until(pilot, lambda: corpus_tavern.inbox.draft(chat.playthrough_id) == "")
         await workers_idle(pilot)
         assert corpus_tavern.inbox.draft(chat.playthrough_id) == ""
 
