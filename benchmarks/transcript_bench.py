@@ -35,8 +35,10 @@ anchored at the bottom holding 20 one-widget Rich Markdown messages, a TextArea 
 each new line scrolls the anchored view, so Textual lays out every mounted widget (~100: three
 per message, the footer's keys, the composer, the status line; a size change takes a second pass)
 and repaints the whole transcript area. The 25 % target needs fewer mounted widgets while a
-reply streams; the 50 ms chunk->paint p95 needs flushes under 50 ms apart, which at this cost
-per flush would hold the loop busier still. Drain after the last chunk (6-19 ms) meets its target.
+reply streams, or Textual repainting less than the whole scrolled area. Once the live tail was
+drawn once per flush instead of three times (2026-12-06), chunk->paint p95 at 200 tok/s measured
+45.1 / 47.8 ms (meets 50) with the loop 50 / 50 % busy, on a quiet box. Drain after the last
+chunk (6-19 ms) meets its target.
 Sampled with py-spy after the tail was drawn once per flush (2026-12-06): of the loop's busy time,
 Textual's layout pass takes ~21 % and its compositor's repaint of the scrolled area ~34 %, the one
 Markdown render of the live tail per flush ~14 %; what is left is message handling.
