@@ -20,7 +20,10 @@ sqlalchemy.orm` alone measured 0.36-0.46 s on this box, about as long as the who
 so cli_start cannot reach 1.2× without replacing the ORM on the read path; the TUI pays the
 same on top of Textual, which puts its floor near 2× the bare app. What is lazy now (asserted
 by tests/test_import_hygiene.py): Alembic (only when the schema is behind), httpx, markdown,
-the lore engine, persona extraction, starlette/uvicorn, the chat/lore/persona screens.
+the lore engine, persona extraction, starlette/uvicorn, the chat/lore/persona screens, and (a
+bare `tavern`) every command's parser and module. Measured 2026-12-06 on a quiet box: paint
+645 / 681 ms, 3.54 / 3.66x the bare app's 182 / 186 ms (from 4.57x before the bare-`tavern`
+path, same day, busier box).
 """
 
 from __future__ import annotations
