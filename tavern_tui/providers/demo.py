@@ -33,6 +33,19 @@ def _quote(text: str, limit: int = _QUOTE_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def _echo(text: str) -> str:
+    """`text` quoted (`_quote`) and followed by ", you say?" with no doubled punctuation: a
+    trailing ".", ",", ";" or ":" gives way to the comma, and after "?", "!" or a line of
+    punctuation alone there is no comma."""
+    quoted = _quote(text)
+    trimmed = quoted.rstrip(".,;:").rstrip()
+    if not trimmed:  # only punctuation ("..."): kept as typed
+        return f"{quoted} you say?"
+    if trimmed.endswith(("?", "!")):
+        return f"{trimmed} you say?"
+    return f"{trimmed}, you say?"
+
+
 def canned_reply(request: ChatRequest) -> str:
     """The labelled demo text for `request`.
 
@@ -46,7 +59,7 @@ def canned_reply(request: ChatRequest) -> str:
     )
     if last_user.strip():
         line = (
-            f"*The innkeeper sets down a mug and leans closer.* \"{_quote(last_user)}, you say? "
+            f"*The innkeeper sets down a mug and leans closer.* \"{_echo(last_user)} "
             "A fine tale — but tonight I'm only a placeholder, with no voice of my own.\""
         )
     else:

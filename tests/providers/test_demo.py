@@ -48,6 +48,19 @@ async def test_canned_reply_is_labelled_quotes_user_and_explains_setup() -> None
     assert isinstance(provider, Provider) and (provider.name, provider.model) == ("demo", "demo")
 
 
+@pytest.mark.parametrize(("said", "echoed"), [
+    ("Tell me about the shadowfang.", '"Tell me about the shadowfang, you say? A fine tale'),
+    ("Wait...", '"Wait, you say? A fine tale'),
+    ("Is it true?", '"Is it true? you say? A fine tale'),
+    ("Run!", '"Run! you say? A fine tale'),
+    ("Hello there", '"Hello there, you say? A fine tale'),
+    ("...", '"... you say? A fine tale'),
+])
+async def test_canned_reply_echoes_a_line_ending_in_punctuation_without_doubling_it(said: str, echoed: str) -> None:
+    text, _ = await reply(DemoProvider(delay=0), request(said))
+    assert echoed in text
+
+
 async def test_canned_reply_without_user_message() -> None:
     text, _ = await reply(DemoProvider(delay=0), ChatRequest(messages=[]))
     assert text.startswith(DEMO_LABEL) and "TAVERN_API_BASE" in text
