@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
+from tavern_tui.engine.log import HIDDEN_KEY, SYSTEM_PROMPT_SOURCE, SurfaceMessage, derive_messages, inspect, tail
 from tavern_tui.engine.step import INTERRUPTED_REASON, open_step
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.views import MessageView, PlaythroughView
@@ -53,7 +53,8 @@ def message_view(message: SurfaceMessage, char: str, user: str) -> MessageView:
                        str(error["category"]) if "category" in error else None,
                        summary if isinstance(summary := message.body.get("summary"), dict) else None,
                        *_tool_facts(message.body, message.role),
-                       character_id=cid if isinstance(cid := message.body.get("character_id"), int) else None)
+                       character_id=cid if isinstance(cid := message.body.get("character_id"), int) else None,
+                       hidden=bool(message.body.get(HIDDEN_KEY)))
 
 
 def event_view(event: Event, char: str, user: str) -> MessageView:

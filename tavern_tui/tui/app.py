@@ -52,9 +52,10 @@ class TavernApp(App[None]):
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
         Binding("f1", "help", "Help", id="app.help", show=False),  # the palette key says "f1 help"
         # Textual's own palette binding, with a label saying where help is (issue 21 item 2): it is
-        # docked on the right of every footer and never left out.
+        # docked on the right of every footer and never left out. The label is the footer's (two
+        # keys in one); the F1 help lists the key by its tooltip (`help.FOOTER_ONLY`).
         Binding("ctrl+p", "command_palette", "palette · f1 help", id="app.palette", show=False, priority=True,
-                tooltip="Open the command palette (F1: the keys of this screen)"),
+                tooltip="Open the command palette"),
         # `?` only where it cannot be typed (check_action hands it to a focused text field).
         Binding("question_mark", "help_key", "Help", id="app.help_key", show=False),
         Binding("ctrl+s", "settings", "Settings", id="app.settings", show=False),

@@ -78,15 +78,22 @@ def summary_title(message: MessageView) -> str:
     return f"summary of {covers} {noun}{span}"
 
 
+HIDDEN_MARK = "hidden · not sent"
+"""The mark of a message shown in the chat but never sent to the model."""
+
+
 def message_mark(message: MessageView) -> str:
     """The subtle mark next to a speaker: why this message is not an ordinary reply or line.
 
     Returns:
-        "greeting" for a greeting, "stopped"/"error · <category>" for a partial reply, what
-        `ORIGIN_WORDS` says for any other non-natural origin, "" for an ordinary message.
+        "hidden · not sent" for a line shown but never sent to the model (SillyTavern's ghost
+        icon), "greeting" for a greeting, "stopped"/"error · <category>" for a partial reply,
+        what `ORIGIN_WORDS` says for any other non-natural origin, "" for an ordinary message.
     """
     if message.summary is not None:
         return summary_title(message)
+    if message.hidden:
+        return HIDDEN_MARK
     if message.partial:
         if message.error_category == "interrupted":  # recovered after a kill: say why (issue 23 item 1)
             return f"recovered · {INTERRUPTED_REASON}"

@@ -35,6 +35,7 @@ class MessageView:
             scripts, status bars as readable text); None = `content` as it is. `content` stays
             the raw text (edits and exports use it).
         character_id: the character who wrote a group chat's reply (None: the playthrough's own).
+        hidden: shown in the chat but never sent to the model (SillyTavern's `is_system` line).
     """
 
     ref: tuple[int, int]
@@ -66,6 +67,7 @@ class MessageView:
 
     display: str | None = None
     character_id: int | None = None
+    hidden: bool = False
 
     @property
     def shown(self) -> str:

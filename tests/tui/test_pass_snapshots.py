@@ -73,7 +73,7 @@ def test_settings(snap_compare, corpus_tavern: Tavern, size: tuple[int, int]) ->
         await workers_idle(pilot)
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, SettingsScreen) and pilot.app.screen.is_mounted)
-        pilot.app.screen.query_one("#settings-title").update("Settings · saved to config.toml")
+        pilot.app.screen.query_one("#settings-title").update("Settings · config file: config.toml")
         await workers_idle(pilot)
         await pilot.pause()
 

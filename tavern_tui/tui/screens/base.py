@@ -38,6 +38,10 @@ CALL_GROUP = "tavern"
 POLL = 0.05
 """Seconds between re-checks of a queued call's turn (an earlier call may be cancelled unseen)."""
 
+ESC_AGAIN = 2.0
+"""Seconds in which a second Esc leaves a screen the first Esc stayed on (text in the chat's
+composer, unsaved settings)."""
+
 
 @dataclass(eq=False)
 class _Link:

@@ -23,6 +23,21 @@ from textual.widgets import Static
 
 _HIDDEN_ACTIONS = ("app.focus", "scroll", "app.command_palette")
 
+FOOTER_ONLY = " · "
+"""A binding label holding this is the footer's compact hint for more than one key ("palette · f1
+help"), not a description: the help lists such a key by its tooltip alone."""
+
+
+def _description(binding: Binding) -> str:
+    """What the help says a key does: its label, with its tooltip after a colon when that says
+    more; a footer-only label gives way to the tooltip."""
+    description = binding.description or binding.tooltip or binding.action
+    if binding.tooltip and FOOTER_ONLY in description:
+        return binding.tooltip
+    if not binding.tooltip or binding.tooltip == description:
+        return description
+    return f"{description}: {binding.tooltip}"
+
 
 @dataclass(frozen=True)
 class HelpRow:
@@ -70,15 +85,13 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
             by_binding.setdefault(ident, []).append(app.get_key_display(binding.with_key(key)))
             first.setdefault(ident, binding)
         for ident, binding in first.items():
-            description = binding.description or binding.tooltip or binding.action
             mark = (node.__class__.__name__, binding.id or binding.action)
             if mark in seen:
                 continue
             seen.add(mark)
             state = app._check_action_state(binding.action, node)
-            row = HelpRow(" ".join(dict.fromkeys(by_binding[ident])), description if not binding.tooltip or
-                          binding.tooltip == description else f"{description}: {binding.tooltip}",
-                          binding.id or "", state is not False)
+            row = HelpRow(" ".join(dict.fromkeys(by_binding[ident])), _description(binding), binding.id or "",
+                          state is not False)
             groups.setdefault(_group_name(node, binding, screen), []).append(row)
     # The screen's own bindings the chain left out (Textual drops some it cannot use now), from
     # its declared BINDINGS, marked by whether the screen allows them now.
@@ -88,8 +101,7 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
             listed.add(binding.id)
             state = app._check_action_state(binding.action, screen)
             groups.setdefault(_group_name(screen, binding, screen), []).append(HelpRow(
-                app.get_key_display(binding.with_key(key)), binding.description or binding.action, binding.id,
-                state is not False))
+                app.get_key_display(binding.with_key(key)), _description(binding), binding.id, state is not False))
     return groups
 
 

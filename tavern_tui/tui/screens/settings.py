@@ -5,6 +5,9 @@ The API key is never shown: the field is a password field that starts empty ("le
 keep the stored key"); a new key goes to the OS keyring when one is available, else to the config
 file (written 0600). "Test connection" asks the endpoint's `GET /models` (in a thread) and says
 what it answered; its models fill the model picker.
+
+Esc with unsaved changes only says so; a second Esc within `ESC_AGAIN` seconds discards them (as
+the chat's composer keeps a stray Esc from leaving). With nothing changed Esc leaves at once.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from tavern_tui.config.store import keyring_available, save_config
 from tavern_tui.errors import FormatError
 from tavern_tui.providers.base import ProviderSettings, endpoint_problem
 from tavern_tui.service import Tavern
-from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
@@ -69,11 +72,14 @@ class SettingsScreen(TavernScreen[bool]):
         super().__init__(tavern)
         self._models: list[str] = []
         self._opened_theme = ""
+        self._opened: dict[str, object] = {}  # the form as it opened (`_values`)
+        self._esc_armed = False  # Esc was pressed once with unsaved changes
 
     def compose(self) -> ComposeResult:
         s = self.tavern.settings
         prov = s.provider
-        yield ScreenTitle(f"Settings · saved to {self._config_path()}", id="settings-title", markup=False)
+        # Names the file without claiming anything was saved to it (saving leaves the screen).
+        yield ScreenTitle(f"Settings · config file: {self._config_path()}", id="settings-title", markup=False)
         with VerticalScroll(id="settings-form"):
             yield Static("Endpoint", classes="section", markup=False)
             yield from self._row("Endpoint URL", Input(prov.base_url, placeholder="http://127.0.0.1:8080/v1 "
@@ -125,6 +131,7 @@ class SettingsScreen(TavernScreen[bool]):
 
     def on_mount(self) -> None:
         self._opened_theme = self.app.theme
+        self._opened = self._values()
         self.query_one("#base-url", Input).focus()
         self.call(self.tavern.strategies.strategies, title="Cannot list the strategies", then=self._strategies)
         self.call(self._key_state, title="Cannot read the keyring", severity="warning",
@@ -291,10 +298,33 @@ class SettingsScreen(TavernScreen[bool]):
 
     @on(Button.Pressed, "#cancel")
     def _cancel_pressed(self) -> None:
-        self.action_cancel()
+        self._discard()  # the button says what it does: no second press
+
+    def _values(self) -> dict[str, object]:
+        """Every field's value by id (the model picker only fills the model field: left out)."""
+        fields: dict[str, object] = {}
+        for widget in self.query("Input, Checkbox, Select"):
+            if widget.id and widget.id != "model-list" and isinstance(widget, Input | Checkbox | Select):
+                fields[widget.id] = widget.value
+        return fields
+
+    def unsaved(self) -> bool:
+        """Whether the form differs from the settings it opened with."""
+        return self._values() != self._opened
 
     def action_cancel(self) -> None:
+        """Leave without saving. With unsaved changes the first Esc only says so; a second one
+        within `ESC_AGAIN` seconds discards them."""
+        if self.unsaved() and not self._esc_armed:
+            self._esc_armed = True
+            self.set_timer(ESC_AGAIN, lambda: setattr(self, "_esc_armed", False))
+            self.notify("Esc again discards your changes (ctrl+s saves).", timeout=ESC_AGAIN)
+            return
+        self._discard()
+
+    def _discard(self) -> None:
         """Leave without saving (a previewed theme is put back)."""
+        self._esc_armed = False
         if self.app.theme != self._opened_theme:
             self.app.theme = self._opened_theme
         self.dismiss(False)

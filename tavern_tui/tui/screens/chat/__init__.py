@@ -29,7 +29,7 @@ from textual.timer import Timer
 
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen
 from tavern_tui.tui.screens.chat.compaction import Compaction
 from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, ChatOpening, placeholders
 from tavern_tui.tui.screens.chat.queue import ChatQueue
@@ -56,9 +56,6 @@ from tavern_tui.tui.widgets.transcript import Transcript
 
 __all__ = ["DRAFT_DELAY", "ESC_AGAIN", "GENERATION", "HELD", "PLACEHOLDER", "TOKEN_DELAY", "WATCH_EVERY",
            "ChatScreen", "ChatState", "ReplyStream", "Updates", "describe_failure", "secret_label"]
-
-ESC_AGAIN = 2.0
-"""Seconds in which a second Esc goes back although the composer holds text."""
 
 _SWIPE = Binding.Group("Swipe")
 
