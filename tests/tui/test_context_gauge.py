@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Collapsible
 
@@ -13,6 +14,7 @@ from tavern_tui.engine.events import EventKind, NewEvent
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.widgets.message_box import MessageBox
 from tests.tui.conftest import ScriptedProvider, wait_until, workers_idle
 
 SIZE = (120, 40)
@@ -75,8 +77,14 @@ async def test_compaction_from_the_palette_shows_a_summary_block_with_its_origin
         corpus_tavern: Tavern, scripted: ScriptedProvider, corpus_dir: Path, tmp_path: Path) -> None:
     pid = bound_playthrough(corpus_tavern, corpus_dir, tmp_path, 32768, 30)
     scripted.enqueue("Ann and Seraphina ", "talked about the lantern.")
+    wanted: list[MessageBox.OriginalsWanted] = []
+
+    def hook(message: Message) -> None:
+        if isinstance(message, MessageBox.OriginalsWanted) and all(m is not message for m in wanted):
+            wanted.append(message)  # once, though it bubbles from the box to the screen
+
     app = TavernApp(corpus_tavern)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
         chat = await open_chat(pilot, corpus_tavern, pid)
         await pilot.press("ctrl+p")
         await pilot.press(*"Compact")
@@ -95,6 +103,13 @@ async def test_compaction_from_the_palette_shows_a_summary_block_with_its_origin
         first = str(section.query(".original").last().content)  # type: ignore[attr-defined]
         assert "not sent" in first and "Line 019" in first
         assert chat.status.state == "idle" and not chat.generating
+        # The box asked once (its originals section was empty), the chat answered it; collapsed
+        # and expanded again, it keeps its lines and asks nothing more.
+        assert [m.box for m in wanted] == [box]
+        section.collapsed = True
+        section.collapsed = False
+        await workers_idle(pilot)
+        assert len(wanted) == 1 and len(section.query(".original")) == 21
 
 
 def add_summaries(tavern: Tavern, pid: int) -> list[tuple[int, int]]:

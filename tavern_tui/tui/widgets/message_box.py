@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
@@ -15,7 +19,7 @@ from textual.widgets.markdown import MarkdownStream
 from tavern_tui.scripts.panels import Part, split_panels
 from tavern_tui.service import MessageView
 from tavern_tui.text.tokens import estimate_tokens
-from tavern_tui.tui.labels import message_classes, message_mark
+from tavern_tui.tui.labels import event_label, message_classes, message_mark
 from tavern_tui.tui.widgets.chat_markdown import ChatMarkdown, ChatRichMarkdown
 from tavern_tui.tui.widgets.member_colours import member_class
 from tavern_tui.tui.widgets.message_header import MessageHeader
@@ -106,7 +110,7 @@ class MessageBox(Vertical):
     | `-origin-<origin>` | an origin other than the role's natural producer (the greeting: engine) |
     | `-streaming` | the reply is still arriving |
     | `-partial` with `-stopped` or `-error` | a reply cut off by Esc or by a provider error |
-    | `-summary` | a summary node: its mark says what it covers; `.originals` (collapsed) expands to them |
+    | `-summary` | a summary node: its mark says what it covers; `.originals` expands to them (`OriginalsWanted`) |
     | `-tool` | a tool result, one line (`roll_dice 2d6+1 → [3, 5] + 1 = 9`); `.tool-call` expands to the rest |
     | `-calls-only` | a reply that only called tools (no text): hidden, its tool lines stand for it |
     | `member-1` … `member-5` | a group member's reply: its speaker label in the member's colour (`MEMBER_PALETTE`) |
@@ -199,6 +203,33 @@ class MessageBox(Vertical):
             self.remove_class(*stale)
         if wanted is not None:
             self.add_class(wanted)
+
+    @dataclass
+    class OriginalsWanted(Message):
+        """A summary's originals section was expanded with nothing in it yet: the chat reads the
+        messages the summary replaced and hands them to `show_originals`."""
+
+        box: MessageBox
+
+        @property
+        def control(self) -> MessageBox:
+            """The summary's box (for `@on(..., selector)`)."""
+            return self.box
+
+    @on(Collapsible.Expanded, ".originals")
+    def _originals_expanded(self, event: Collapsible.Expanded) -> None:
+        if self.view is not None and not event.collapsible.query(".original"):
+            self.post_message(self.OriginalsWanted(self))
+
+    async def show_originals(self, originals: Sequence[MessageView]) -> None:
+        """Fill the summary's originals section, once: one read-only line per replaced message,
+        marked not sent (they stay in the log, never in a request)."""
+        section = self.query_one(".originals", Collapsible)
+        if section.query(".original"):
+            return
+        lines = [Static(f"{o.speaker} ({event_label(o.ref)}, not sent): {o.content}", classes="original",
+                        markup=False) for o in originals]
+        await section.query_one(Collapsible.Contents).mount_all(lines)
 
     @classmethod
     def from_view(cls, view: MessageView) -> MessageBox:

@@ -1,6 +1,6 @@
-"""Provides `Compaction`, the chat screen's compaction (issue 16): F10 summarises the oldest
-messages into one summary node, F12 edits a summary, and a summary's originals section is filled
-on first expand.
+"""Provides `Compaction`, the chat screen's compaction: F10 summarises the oldest messages into
+one summary node, F12 edits a summary, and a summary's originals are read when its box asks
+(`MessageBox.OriginalsWanted`, on first expand) and handed back to it.
 
 Mixed into `ChatScreen` (before `TavernScreen`); a `MessagePump`, so its `@on` handler is
 collected. The compaction runs in the reply's worker group (`GENERATION`): one at a time with a
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from textual import on, work
 from textual.message_pump import MessagePump
-from textual.widgets import Collapsible, Static
 
-from tavern_tui.tui.labels import event_label, summary_title
+from tavern_tui.tui.labels import summary_title
 from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.chat.reply import GENERATION
@@ -92,19 +91,13 @@ class Compaction(MessagePump):
 
         self.app.push_screen(EditMessageScreen("Summary", view.content), save)
 
-    @on(Collapsible.Expanded, ".originals")
-    def _show_originals(self, event: Collapsible.Expanded) -> None:
-        """Fill a summary's originals section on first expand (read-only, marked not sent)."""
-        section = event.collapsible
-        box = next((a for a in section.ancestors if isinstance(a, MessageBox)), None)
-        if box is None or box.view is None or section.query(".original"):
+    @on(MessageBox.OriginalsWanted)
+    def _show_originals(self, event: MessageBox.OriginalsWanted) -> None:
+        """A summary's originals were asked for (its section expanded): read them in a worker and
+        hand them to the box."""
+        box = event.box
+        if box.view is None:
             return
         ref = box.view.ref
-
-        async def fill(replaced: dict) -> None:
-            lines = [Static(f"{o.speaker} ({event_label(o.ref)}, not sent): {o.content}", classes="original",
-                            markup=False) for o in replaced.get(ref, [])]
-            await section.query_one(Collapsible.Contents).mount_all(lines)
-
         self.call(self.tavern.compaction.replaced_views, self.playthrough_id, title="Cannot read the originals",
-                  then=fill)
+                  then=lambda replaced: box.show_originals(replaced.get(ref, [])))
