@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -113,15 +112,11 @@ class Previews:
         Raises:
             NotFound: unknown strategy (the message lists them), or no such playthrough.
         """
-        with self._pinned():
+        with self.assembling.pinned():
             view = self.playthroughs.playthrough(playthrough_id)
             assembler = self.assembling.assembler(playthrough_id, Generation(), strategy, view)
             return self._dry_run(assembler, self.assembling.surface(view.session_id),
                                  self.assembling.batch(playthrough_id, text))
-
-    def _pinned(self) -> AbstractContextManager[Any]:
-        """`Assembling.pinned`: a read-only build reads the log as of one version."""
-        return self.assembling.pinned()
 
     def preview_selection(self, playthrough_id: int, text: str = "", *, strategy: str | None = None,
                           preset: int | None | bool = False, lore: Sequence[int] = ()) -> dict[str, Any]:
@@ -136,7 +131,7 @@ class Previews:
         """
         if preset is False and not lore:
             return self._with_tools(self.preview(playthrough_id, text, strategy=strategy), playthrough_id)
-        with self._pinned():
+        with self.assembling.pinned():
             view = self.playthroughs.playthrough(playthrough_id)
             with self.ctx.store.unit_of_work(write=False) as uow:
                 playthrough = uow.playthroughs.get(playthrough_id)
