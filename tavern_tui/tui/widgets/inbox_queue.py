@@ -24,6 +24,18 @@ from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.views import InboxItemView
 
 
+@dataclass
+class QueueMessage(Message):
+    """A message the queue strip posts (`QueueEditor`'s); `queue` is the strip."""
+
+    queue: QueueEditor
+
+    @property
+    def control(self) -> QueueEditor:
+        """The strip (for `@on(..., "#id")`)."""
+        return self.queue
+
+
 class QueueEditor(Static):
     """The queued items above the composer, one line each, numbered in claim order, dimmed and
     marked "queued" or "steer"; the one being edited is highlighted and marked "✎ … editing".
@@ -53,41 +65,21 @@ class QueueEditor(Static):
     """
 
     @dataclass
-    class EditSaved(Message):
+    class EditSaved(QueueMessage):
         """Enter on an edited item: store `text` (stripped, not empty) as item `item_id`'s text.
         The edit has already ended (the composer holds the draft again)."""
 
-        queue: QueueEditor
         item_id: str
         text: str
 
-        @property
-        def control(self) -> QueueEditor:
-            """The strip (for `@on(..., "#id")`)."""
-            return self.queue
-
     @dataclass
-    class CancelRequested(Message):
+    class CancelRequested(QueueMessage):
         """F9: cancel queued item `item_id` (the one being edited, whose edit has ended, or the last)."""
 
-        queue: QueueEditor
         item_id: str
 
-        @property
-        def control(self) -> QueueEditor:
-            """The strip (for `@on(..., "#id")`)."""
-            return self.queue
-
-    @dataclass
-    class EditLastSent(Message):
+    class EditLastSent(QueueMessage):
         """↑ on the empty composer with nothing queued: edit the last line the person sent."""
-
-        queue: QueueEditor
-
-        @property
-        def control(self) -> QueueEditor:
-            """The strip (for `@on(..., "#id")`)."""
-            return self.queue
 
     def __init__(self, composer: Composer, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
