@@ -4,7 +4,10 @@ version, folds are kept per log version and per surface list, and none of them s
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tavern_tui.assembly.memo import SKIP, per_list, per_prefix
 from tavern_tui.config import Settings
@@ -130,52 +133,54 @@ def test_a_pin_scope_is_one_token_per_pinned_block_and_ends_with_this_threads_ap
         store.close()
 
 
-def test_a_steps_preparation_reads_the_mvu_material_once(tmp_path: Path, corpus_dir: Path) -> None:
-    # Initialising MVU and the head both need the card's books and macros: read once per build.
-    tavern = _tavern(tmp_path / "once.db")
+@pytest.fixture
+def seraphina(tmp_path: Path, corpus_dir: Path) -> Iterator[tuple[Tavern, int]]:
+    """(a tavern on tmp_path / "t.db" with the demo provider, its Seraphina playthrough's id)."""
+    tavern = _tavern(tmp_path / "t.db")
     try:
-        pid = _seraphina(tavern, corpus_dir)
-        material = tavern.mvu.material
-        reads: list[int] = []
-        read = material._material
-        material._material = lambda playthrough_id: reads.append(playthrough_id) or read(playthrough_id)  # type: ignore[method-assign]
-        tavern.steps._prepare_step(pid, Generation(), "Hello.")
-        assert reads == [pid]
-        tavern.steps._prepare_step(pid, Generation(), "Hello.")  # the next build reads it again
-        assert reads == [pid, pid]
+        yield tavern, _seraphina(tavern, corpus_dir)
     finally:
         tavern.close()
 
 
-def test_a_preview_after_appends_from_elsewhere_sees_them(tmp_path: Path, corpus_dir: Path) -> None:
+def test_a_steps_preparation_reads_the_mvu_material_once(seraphina: tuple[Tavern, int]) -> None:
+    # Initialising MVU and the head both need the card's books and macros: read once per build.
+    tavern, pid = seraphina
+    material = tavern.mvu.material
+    reads: list[int] = []
+    read = material._material
+    material._material = lambda playthrough_id: reads.append(playthrough_id) or read(playthrough_id)  # type: ignore[method-assign]
+    tavern.steps._prepare_step(pid, Generation(), "Hello.")
+    assert reads == [pid]
+    tavern.steps._prepare_step(pid, Generation(), "Hello.")  # the next build reads it again
+    assert reads == [pid, pid]
+
+
+def test_a_preview_after_appends_from_elsewhere_sees_them(seraphina: tuple[Tavern, int], tmp_path: Path) -> None:
     # Every cache a preview reads (surface, local variables, inbox queue, MVU head, walks over the
     # surface) is keyed by the log's version: what another window stores shows in the next preview.
-    tavern = _tavern(tmp_path / "seen.db")
-    try:
-        pid = _seraphina(tavern, corpus_dir)
-        session = tavern.playthroughs.playthrough(pid).session_id
-        before = tavern.steps.preview(pid, "Hello.")
-        assert tavern.variables.session_variables(session) == {}
-        _append_elsewhere(tavern.store, session, "A line from another window.")
-        writes = StagedWrites()
-        writes.stage(VARIABLES_PART, {"local": {"set": {"mood": "calm"}}})
-        commit = writes.event("operator")
-        assert commit is not None
-        worker = threading.Thread(target=tavern.store.events.append, args=(session, [commit]))
-        worker.start()
-        worker.join()
-        after = tavern.steps.preview(pid, "Hello.")
-        contents = [m["content"] for m in after["messages"]]
-        assert contents[-2:] == ["A line from another window.", "Hello."]
-        fresh = _tavern(tmp_path / "seen.db")
-        try:  # a service with nothing cached builds the same request
-            assert fresh.steps.preview(pid, "Hello.") == after
-        finally:
-            fresh.close()
-        assert before["messages"][-1]["content"] == "Hello."
-        assert tavern.variables.session_variables(session) == {"mood": "calm"}
-        mine = tavern.variables.session_variables(session)
-        mine["mood"] = "changed by a build"  # a caller staging into it leaves the kept fold alone
-        assert tavern.variables.session_variables(session) == {"mood": "calm"}
+    tavern, pid = seraphina
+    session = tavern.playthroughs.playthrough(pid).session_id
+    before = tavern.steps.preview(pid, "Hello.")
+    assert tavern.variables.session_variables(session) == {}
+    _append_elsewhere(tavern.store, session, "A line from another window.")
+    writes = StagedWrites()
+    writes.stage(VARIABLES_PART, {"local": {"set": {"mood": "calm"}}})
+    commit = writes.event("operator")
+    assert commit is not None
+    worker = threading.Thread(target=tavern.store.events.append, args=(session, [commit]))
+    worker.start()
+    worker.join()
+    after = tavern.steps.preview(pid, "Hello.")
+    contents = [m["content"] for m in after["messages"]]
+    assert contents[-2:] == ["A line from another window.", "Hello."]
+    fresh = _tavern(tmp_path / "t.db")
+    try:  # a service with nothing cached builds the same request
+        assert fresh.steps.preview(pid, "Hello.") == after
     finally:
-        tavern.close()
+        fresh.close()
+    assert before["messages"][-1]["content"] == "Hello."
+    assert tavern.variables.session_variables(session) == {"mood": "calm"}
+    mine = tavern.variables.session_variables(session)
+    mine["mood"] = "changed by a build"  # a caller staging into it leaves the kept fold alone
+    assert tavern.variables.session_variables(session) == {"mood": "calm"}
