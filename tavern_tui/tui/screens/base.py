@@ -191,6 +191,19 @@ class TavernScreen(TavernCalls, Screen[ScreenResultT], Generic[ScreenResultT]):
         super().__init__()
         self.tavern = tavern
         self.playthrough_id = playthrough_id
+        self._esc_armed = False  # an Esc that only warned came less than ESC_AGAIN seconds ago
+
+    def esc_warns(self, would_lose: bool, warning: str) -> bool:
+        """Whether this Esc only warns instead of leaving: when leaving now `would_lose` something
+        (text in the chat's composer, unsaved settings) and no Esc came in the last `ESC_AGAIN`
+        seconds, say `warning` and return True; a second Esc within them returns False (leave)."""
+        if would_lose and not self._esc_armed:
+            self._esc_armed = True
+            self.set_timer(ESC_AGAIN, lambda: setattr(self, "_esc_armed", False))
+            self.notify(warning, timeout=ESC_AGAIN)
+            return True
+        self._esc_armed = False
+        return False
 
 
 class TavernModal(TavernCalls, ModalScreen[ScreenResultT], Generic[ScreenResultT]):

@@ -29,7 +29,7 @@ from tavern_tui.config.store import keyring_available, save_config
 from tavern_tui.errors import FormatError
 from tavern_tui.providers.base import ProviderSettings, endpoint_problem
 from tavern_tui.service import Tavern
-from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen
+from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
@@ -73,7 +73,6 @@ class SettingsScreen(TavernScreen[bool]):
         self._models: list[str] = []
         self._opened_theme = ""
         self._opened: dict[str, object] = {}  # the form as it opened (`_values`)
-        self._esc_armed = False  # Esc was pressed once with unsaved changes
 
     def compose(self) -> ComposeResult:
         s = self.tavern.settings
@@ -315,16 +314,11 @@ class SettingsScreen(TavernScreen[bool]):
     def action_cancel(self) -> None:
         """Leave without saving. With unsaved changes the first Esc only says so; a second one
         within `ESC_AGAIN` seconds discards them."""
-        if self.unsaved() and not self._esc_armed:
-            self._esc_armed = True
-            self.set_timer(ESC_AGAIN, lambda: setattr(self, "_esc_armed", False))
-            self.notify("Esc again discards your changes (ctrl+s saves).", timeout=ESC_AGAIN)
-            return
-        self._discard()
+        if not self.esc_warns(self.unsaved(), "Esc again discards your changes (ctrl+s saves)."):
+            self._discard()
 
     def _discard(self) -> None:
         """Leave without saving (a previewed theme is put back)."""
-        self._esc_armed = False
         if self.app.theme != self._opened_theme:
             self.app.theme = self._opened_theme
         self.dismiss(False)

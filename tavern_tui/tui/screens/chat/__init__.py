@@ -181,7 +181,6 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._watch: Timer | None = None  # while another window or command writes a reply here
         self._revision: tuple[int, int] | None = None  # the chat's revision as last shown (`_follow_tick`)
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
-        self._esc_armed = False  # Esc was pressed once with text in the composer (issue 21 item 4)
         # The card's regex-script question (asked once per character per run): sends wait for the answer.
         self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
 
@@ -311,14 +310,10 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         if self.queue.editing is not None:
             self.queue.leave_edit()
             return
-        if self.prompt.value.strip() and not self._esc_armed:
-            # Issue 21 item 4: Esc with text in the composer does not leave (a stray Esc while
-            # typing); a second Esc does, and the text is kept as the draft either way.
-            self._esc_armed = True
-            self.set_timer(ESC_AGAIN, lambda: setattr(self, "_esc_armed", False))
-            self.notify("Esc again goes back (your text is kept as a draft).", timeout=ESC_AGAIN)
+        # Esc with text in the composer does not leave (a stray Esc while typing); a second Esc
+        # does, and the text is kept as the draft either way.
+        if self.esc_warns(bool(self.prompt.value.strip()), "Esc again goes back (your text is kept as a draft)."):
             return
-        self._esc_armed = False
         if self._draft_timer is not None:
             self._draft_timer.stop()
             self._draft_timer = None
