@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from tavern_tui.engine.step import INTERRUPTED_REASON
@@ -264,3 +265,9 @@ def markup_literal(text: str) -> str:
     """`text` made safe inside a Textual markup string: every "[" escaped, so a name such as
     "[Anon]" (which Textual's and Rich's `escape` leave alone) is shown, not read as a tag."""
     return text.replace("[", "\\[")
+
+
+def speaking_as(templates: Iterable[str], user: str) -> tuple[str, ...]:
+    """Hint templates holding "{user}" filled with the name the person writes as, escaped for
+    markup (a composer's placeholder is markup): the chat's and an opening draft's hints."""
+    return tuple(template.format(user=markup_literal(user)) for template in templates)

@@ -22,7 +22,7 @@ from tavern_tui.errors import SecretRefused
 from tavern_tui.scripts.panels import split_panels
 from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tools import offer_line
-from tavern_tui.tui.labels import markup_literal
+from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.screens.base import TavernModal, TavernScreen
 from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
@@ -43,11 +43,6 @@ DRAFT_PLACEHOLDERS = (
     "Your first line as {user}",
 )
 """The opening draft's hints, longest first: the composer shows the longest that fits (`Composer.hints`)."""
-
-
-def draft_placeholders(user: str) -> tuple[str, ...]:
-    """The opening draft's hints (`DRAFT_PLACEHOLDERS`) for writing as `user`, as markup."""
-    return tuple(hint.format(user=markup_literal(user)) for hint in DRAFT_PLACEHOLDERS)
 
 
 def selections_line(draft: OpeningView) -> str:
@@ -140,7 +135,7 @@ class DraftScreen(TavernScreen[None]):
         with VerticalScroll(id="draft-greeting", classes="pane"):
             yield Static("", id="draft-greeting-text", markup=False)
         yield Static("", id="draft-selections", markup=False)
-        self.prompt = Composer(hints=draft_placeholders("you"), id="draft-prompt", classes="pane")
+        self.prompt = Composer(hints=speaking_as(DRAFT_PLACEHOLDERS, "you"), id="draft-prompt", classes="pane")
         yield self.prompt
         yield FitFooter(drop=self.FOOTER_DROP)
 
@@ -160,7 +155,7 @@ class DraftScreen(TavernScreen[None]):
                                  if draft.greeting_count > 1 else "Greeting")
         self.query_one("#draft-greeting-text", Static).update(draft.greeting or "(the card has no greeting)")
         self.query_one("#draft-selections", Static).update(selections_line(draft))
-        self.prompt.hints = draft_placeholders(draft.user_name)
+        self.prompt.hints = speaking_as(DRAFT_PLACEHOLDERS, draft.user_name)
         if draft.greeting:  # the card's display scripts (once allowed) decide how the greeting shows
             self._show_greeting(draft)
         if not self._checked:

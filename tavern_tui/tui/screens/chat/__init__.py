@@ -28,10 +28,11 @@ from textual.reactive import reactive
 from textual.timer import Timer
 
 from tavern_tui.service import PlaythroughView, Tavern
+from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen
 from tavern_tui.tui.screens.chat.compaction import Compaction
-from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, ChatOpening, placeholders
+from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, PLACEHOLDERS, ChatOpening
 from tavern_tui.tui.screens.chat.queue import ChatQueue
 from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, TOKEN_DELAY, WATCH_EVERY, ChatReading, ChatState
 from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyFlow, Updates, describe_failure
@@ -189,7 +190,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         transcript = Transcript(id="transcript")
         self.reply_stream = ReplyStream(transcript, self.reply_box)
         yield transcript
-        prompt = Composer(hints=placeholders("you"), id="prompt", classes="pane")
+        prompt = Composer(hints=speaking_as(PLACEHOLDERS, "you"), id="prompt", classes="pane")
         self._strip = QueueEditor(prompt, id="inbox")  # queued items are edited in the composer
         yield self._strip
         yield MemberStrip(id="members")

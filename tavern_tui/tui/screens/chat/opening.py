@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from tavern_tui.errors import TavernError
 from tavern_tui.service import PlaythroughView
-from tavern_tui.tui.labels import markup_literal
+from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.screens.chat.reading import ChatState
 from tavern_tui.views import GroupView
 
@@ -40,11 +40,6 @@ PLACEHOLDERS = (
 F1 lists every key."""
 
 
-def placeholders(user: str) -> tuple[str, ...]:
-    """The composer's hints (`PLACEHOLDERS`) for speaking as `user`, as markup."""
-    return tuple(hint.format(user=markup_literal(user)) for hint in PLACEHOLDERS)
-
-
 class ChatOpening(MessagePump):
     """Mixed into the chat screen: opening the playthrough, and its title."""
 
@@ -62,7 +57,7 @@ class ChatOpening(MessagePump):
         await self.show_group(group)  # before the transcript: its boxes take the members' colours
         self.refresh_members()
         self._update_title(view)
-        self.prompt.hints = placeholders(view.user_name)
+        self.prompt.hints = speaking_as(PLACEHOLDERS, view.user_name)
         if draft:  # the kept draft first, then whatever was typed while the chat opened
             typed = self.prompt.value
             self.prompt.value = f"{draft}\n{typed}" if typed else draft
@@ -167,7 +162,7 @@ class ChatOpening(MessagePump):
         name = self.group.name if self.group is not None else view.character_name
         self.query_one("#chat-title", Static).update(
             f"{name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
-        self.prompt.hints = placeholders(view.user_name)  # a persona switch too
+        self.prompt.hints = speaking_as(PLACEHOLDERS, view.user_name)  # a persona switch too
 
     def _preset_named(self, view: PlaythroughView, preset_id: int, name: str) -> None:
         self._preset_names[preset_id] = name or f"#{preset_id}"
