@@ -138,6 +138,14 @@ class LibraryService:
             records = uow.characters.all()
         return [self._character_view(r) for r in records if include_archived or r.archived_at is None]
 
+    def last_played_character(self) -> int | None:
+        """The id of the character whose playthrough was played most recently (a group chat's
+        first member for a group's), or None before any playthrough: one short query, so the home
+        screen can start on it without reading any playthrough's messages."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            recent = uow.playthroughs.list(None, 1)
+        return recent[0].character_id if recent else None
+
     def archive_character(self, character_id: int, archived: bool = True) -> CharacterView:
         """Archive a character (hidden from the character lists; nothing is deleted: its card,
         original file, playthroughs and drafts stay) or bring it back. Raises NotFound."""

@@ -203,6 +203,20 @@ def test_the_cards_own_book_is_edited_as_a_new_revision(tavern: Tavern, mira: in
         tavern.lore.save_card_book(mira, book, expected_revision=0)
 
 
+async def test_the_last_played_character_is_the_one_whose_playthrough_moved_last(
+        tavern: Tavern, model: ScriptedModel, mira: int, tmp_path: Path) -> None:
+    assert tavern.library.last_played_character() is None  # nothing played yet
+    oren_card = {**CARD, "data": {**CARD["data"], "name": "Oren"}}
+    (tmp_path / "oren.json").write_text(json.dumps(oren_card), encoding="utf-8")
+    [oren] = tavern.imports.import_paths([tmp_path / "oren.json"])
+    mira_chat = tavern.playthroughs.new_playthrough(mira).id
+    tavern.playthroughs.new_playthrough(oren.id or 0)
+    assert tavern.library.last_played_character() == oren.id  # started last
+    model.enqueue("The lamp is lit.")
+    await drain(tavern.steps.send(mira_chat, "Light the lamp."))
+    assert tavern.library.last_played_character() == mira  # Mira's chat moved since
+
+
 async def test_new_user_three_drafts_two_discarded_one_played_renamed_found_after_a_restart(
         db_url: str, mira: int, tavern: Tavern, model: ScriptedModel) -> None:
     """Issue 20, "tried as a new user would", on the real store (a database file, two runs)."""

@@ -125,8 +125,7 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
     def on_mount(self) -> None:
         # Start on the character played last, so reopening the app shows where the person left off.
         def read() -> tuple[list[CharacterView], int | None, list[GroupView]]:
-            recent = self.tavern.playthroughs.playthroughs(limit=1)
-            return self._read_characters(), recent[0].character_id if recent else None, self.tavern.groups.groups()
+            return self._read_characters(), self.tavern.library.last_played_character(), self.tavern.groups.groups()
 
         self.call(read, title="Cannot read the characters", group="characters",
                   then=lambda found: self._show_characters(*found))
