@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import sqlite3
 import tempfile
 import weakref
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,13 +21,13 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import NoSuchModuleError, OperationalError
 
 from tavern_tui.errors import StoreBusy, StoreError
+from tavern_tui.store.revision import MIGRATIONS, head_revision
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
 logger = logging.getLogger(__name__)
 
-MIGRATIONS = Path(__file__).with_name("migrations")
 _MIGRATION_LOCK = 0x7461_7665_726E  # "tavern": the PostgreSQL advisory lock key migrations take
 
 
@@ -155,32 +153,6 @@ def _alembic_config() -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     return config
-
-
-_REVISION_LINE = re.compile(r"^(down_revision|revision)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.MULTILINE)
-
-
-@cache
-def head_revision() -> str:
-    """The newest migration revision shipped with this version: the one no other migration
-    names as its `down_revision`. Read from the files' `revision = "..."` lines, as Alembic's
-    `ScriptDirectory.get_current_head` would give (tests compare the two), without importing it.
-
-    Raises:
-        StoreError: the shipped migrations do not form one chain with one head.
-    """
-    revisions: set[str] = set()
-    parents: set[str] = set()
-    for path in (MIGRATIONS / "versions").glob("*.py"):
-        found = dict(_REVISION_LINE.findall(path.read_text(encoding="utf-8")))
-        if "revision" not in found:
-            continue
-        revisions.add(found["revision"].strip("\"'"))
-        parents.update(re.findall(r"[\"']([^\"']+)[\"']", found.get("down_revision", "")))
-    heads = revisions - parents
-    if len(heads) != 1:
-        raise StoreError(f"the shipped migrations in {MIGRATIONS} have {len(heads)} heads: {sorted(heads)}")
-    return heads.pop()
 
 
 def current_revision(engine: Engine) -> str | None:
