@@ -1,9 +1,20 @@
-"""Provides `StatusLine`: provider label, token estimate and generation state under the chat."""
+"""Provides `StatusLine`: provider label, token estimate and generation state under the chat.
+
+The widget never calls the services. It owns the token gauge's debounce: the screen says the
+gauge is stale (`gauge_stale`), and after `TOKEN_DELAY` s of quiet the widget posts
+`StatusLine.GaugeWanted`; the screen computes the gauge in a worker and hands it back
+(`show_gauge`).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from rich.cells import cell_len
+from textual.message import Message
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Static
 
 from tavern_tui.tui.labels import compact_count
@@ -13,6 +24,11 @@ STATES = ("idle", "streaming", "error", "compacting")
 
 PASSING = frozenset({"streaming", "compacting"})
 """States whose detail is progress that the next moment replaces (never kept as a notice)."""
+
+TOKEN_DELAY = 0.3
+"""Seconds of quiet after the last `StatusLine.gauge_stale` before the widget asks for a new token
+estimate: computing it reads the whole history, so a burst (swipes, a reload) repaints first and
+is counted once."""
 
 
 class StatusLine(Static):
@@ -32,6 +48,8 @@ class StatusLine(Static):
 
     Idle it is muted text on `$panel`; `-streaming` turns it `$primary`, `-error` puts it on `$error`.
     With a `gauge` (issue 16) the token estimate reads "18.2k / 32k tokens" (used / limit).
+    `gauge_stale` marks the estimate out of date; `GaugeWanted` asks the screen for a new one once
+    `TOKEN_DELAY` s pass with no further call, and `show_gauge` shows what the screen computed.
 
     A line too long for the terminal ends with "…"; its detail (or the full text `say` was given
     for a shortened detail) is then kept in the app's notifications (ctrl+l) through the app's
@@ -62,11 +80,27 @@ class StatusLine(Static):
     gauge: reactive[dict | None] = reactive(None)
     ooc: reactive[bool] = reactive(False)
 
+    @dataclass
+    class GaugeWanted(Message):
+        """The token estimate shown is out of date and `TOKEN_DELAY` s passed with no further
+        `gauge_stale`: the screen should compute the context gauge off the event loop (it reads
+        the whole history) and hand it to `status_line.show_gauge`. A burst of stale calls posts
+        one."""
+
+        status_line: StatusLine
+        """The status line that wants the gauge."""
+
+        @property
+        def control(self) -> StatusLine:
+            """The status line (for `@on(..., "#id")`)."""
+            return self.status_line
+
     def __init__(self, provider: str, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self.set_reactive(StatusLine.provider, provider)
         self._whole = ("", "")  # (a shortened detail, the full text it stands for)
         self._kept = ""  # the last text put in the notifications
+        self._gauge_timer: Timer | None = None  # a `GaugeWanted` waiting for quiet (`TOKEN_DELAY`)
 
     def on_mount(self) -> None:
         self._render_line()
@@ -78,6 +112,23 @@ class StatusLine(Static):
         """Show `state` with `detail`; `whole` is the full text a shortened detail stands for."""
         self._whole = (detail, whole)
         self.state, self.detail = state, detail
+
+    def gauge_stale(self) -> None:
+        """Mark the token estimate out of date: `GaugeWanted` is posted once `TOKEN_DELAY` s pass
+        with no further call (each call restarts the wait). What is shown stays until then."""
+        if self._gauge_timer is not None:
+            self._gauge_timer.stop()
+        self._gauge_timer = self.set_timer(TOKEN_DELAY, self._want_gauge)
+
+    def _want_gauge(self) -> None:
+        self._gauge_timer = None
+        self.post_message(self.GaugeWanted(self))
+
+    def show_gauge(self, gauge: dict[str, Any] | None) -> None:
+        """Show the context gauge the service computed (`context_gauge`: `tokens`, `used`, `limit`
+        in tokens, …), or none (`None`, when it could not be computed)."""
+        self.tokens = gauge["tokens"] if gauge else None
+        self.gauge = gauge
 
     @property
     def whole(self) -> str:

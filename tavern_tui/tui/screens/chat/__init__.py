@@ -4,7 +4,8 @@ The screen holds the layout, the keys and the navigation to the panes; its parts
 one a module, each naming the narrow interface it uses:
 
 - `opening` (`ChatOpening`): opening the playthrough, and the title;
-- `reading` (`ChatState`, `ChatReading`): what the chat shows of the database, and the token gauge;
+- `reading` (`ChatState`, `ChatReading`): what the chat shows of the database, and computing the
+  token gauge the status line (`widgets.status_line.StatusLine`) asks for after a quiet moment;
 - `sending` (`ChatSending`): what Enter does with the composer's text, and the draft;
 - `queue` (`ChatQueue`): the inbox strip's service calls; the strip (`widgets.inbox_queue.QueueEditor`)
   owns editing a queued line and posts what is to be stored;
@@ -19,7 +20,7 @@ one a module, each naming the narrow interface it uses:
 from __future__ import annotations
 
 import threading
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, getters
 from textual.app import ComposeResult
@@ -27,14 +28,13 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.timer import Timer
 
-from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen
 from tavern_tui.tui.screens.chat.compaction import Compaction
 from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, PLACEHOLDERS, ChatOpening
 from tavern_tui.tui.screens.chat.queue import ChatQueue
-from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, TOKEN_DELAY, WATCH_EVERY, ChatReading, ChatState
+from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, WATCH_EVERY, ChatReading, ChatState
 from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyFlow, Updates, describe_failure
 from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, secret_label
 from tavern_tui.tui.screens.chat.stream import ReplyStream
@@ -52,8 +52,12 @@ from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenK
 from tavern_tui.tui.widgets.inbox_queue import QueueEditor
 from tavern_tui.tui.widgets.member_strip import MemberStrip
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.tui.widgets.status_line import StatusLine
+from tavern_tui.tui.widgets.status_line import TOKEN_DELAY, StatusLine
 from tavern_tui.tui.widgets.transcript import Transcript
+from tavern_tui.views import PlaythroughView
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 __all__ = ["DRAFT_DELAY", "ESC_AGAIN", "GENERATION", "HELD", "PLACEHOLDER", "TOKEN_DELAY", "WATCH_EVERY",
            "ChatScreen", "ChatState", "ReplyStream", "Updates", "describe_failure", "secret_label"]
@@ -172,7 +176,6 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._plain_unless_mvu: bool | None = None  # plain but for MVU state, not looked at yet
         self.reply_stream: ReplyStream  # the running step's state and display (made in `compose`)
         self._prompt_empty = True
-        self._token_timer: Timer | None = None
         self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
         self._preset_names: dict[int, str] = {}  # preset id → name, for the title
         self._draft_timer: Timer | None = None  # a draft save waiting for quiet (`DRAFT_DELAY`)

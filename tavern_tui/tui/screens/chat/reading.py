@@ -1,11 +1,13 @@
 """Provides `ChatState` and `ChatReading`, the chat screen's reads: what the chat shows of the
 database (the newest messages, the message count, the swipe indicator and the inbox), read in one
-worker run and shown by syncing the transcript; and the status line's token gauge, recomputed
-after a quiet moment.
+worker run and shown by syncing the transcript; and the status line's token gauge: the screen
+marks it stale (`StatusLine.gauge_stale`), the status line waits for a quiet moment and posts
+`StatusLine.GaugeWanted`, and the gauge is computed here in a worker and handed back.
 
-Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is. The narrow interface to
-the chat: `tavern`, `playthrough_id`, `transcript`, `status`, `call`, `generating`, `_show_queue`
-(`ChatQueue`), and `_token_timer`, `_revision` and `_watch`, which the screen's `__init__` sets.
+Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is; a `MessagePump`, so its
+`@on` handlers are collected. The narrow interface to the chat: `tavern`, `playthrough_id`,
+`transcript`, `status` (`gauge_stale`, `show_gauge`, `swipe`, `detail`), `call`, `generating`,
+`_show_queue` (`ChatQueue`), and `_revision` and `_watch`, which the screen's `__init__` sets.
 While the chat is open and idle it follows what other windows or commands write to it
 (`FOLLOW_EVERY`); while another window or command is writing a reply here (a step `ReplyFlow`
 found taken), it watches for that step's end (`_watch_elsewhere`, `WATCH_EVERY`).
@@ -15,19 +17,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from textual import work
+from textual import on, work
 from textual.message_pump import MessagePump
 
 from tavern_tui.errors import TavernError
-from tavern_tui.service import MessageView
+from tavern_tui.tui.widgets.status_line import StatusLine
 from tavern_tui.tui.widgets.transcript import WINDOW
-from tavern_tui.views import InboxItemView, PlaythroughView
+from tavern_tui.views import InboxItemView, MessageView, PlaythroughView
 
 FOLLOW_EVERY = 2.0
 """Seconds between checks for what other windows or commands wrote to the open chat."""
-
-TOKEN_DELAY = 0.3
-"""Seconds of quiet before the status line's token estimate is recomputed."""
 
 WATCH_EVERY = 0.5
 """Seconds between checks while another window or command is writing a reply here."""
@@ -92,21 +91,22 @@ class ChatReading(MessagePump):
         return ChatState(messages, total, swipe, queued, revision, plain, mvu)
 
     def _update_tokens(self) -> None:
-        # Debounced: the estimate reads the whole history, and a burst of swipes should repaint
-        # first and count once.
-        if self._token_timer is not None:
-            self._token_timer.stop()
-        self._token_timer = self.set_timer(TOKEN_DELAY, self._estimate_tokens)
+        """The token gauge is out of date: the status line asks for it after a quiet moment."""
+        self.status.gauge_stale()
+
+    @on(StatusLine.GaugeWanted, "#status")
+    def _gauge_wanted(self, event: StatusLine.GaugeWanted) -> None:
+        event.stop()
+        self._estimate_tokens(event.status_line)
 
     @work(thread=True, exclusive=True, group="tokens", exit_on_error=False, description="estimate tokens")
-    def _estimate_tokens(self) -> None:
+    def _estimate_tokens(self, status: StatusLine) -> None:
         # Reads the whole history: off the UI thread, so a swipe repaints before it is done.
         try:
             gauge: dict | None = self.tavern.steps.context_gauge(self.playthrough_id)
         except TavernError:
             gauge = None
-        self.app.call_from_thread(setattr, self.status, "tokens", gauge["tokens"] if gauge else None)
-        self.app.call_from_thread(setattr, self.status, "gauge", gauge)
+        self.app.call_from_thread(status.show_gauge, gauge)
 
     def _reload(self) -> None:
         """Re-read what the database holds (after a swipe or the tree) in a worker, then show it."""
