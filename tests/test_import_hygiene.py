@@ -111,6 +111,31 @@ def test_the_tui_first_paint_does_not_import_the_heavy_modules(tmp_path: Path) -
     assert _loaded_after(code, db) == set()
 
 
+def test_the_tui_paints_its_first_list_before_loading_the_database_library(tmp_path: Path) -> None:
+    # As `tavern` starts on an embedded database at head: the home screen's list is read with
+    # sqlite3 and painted while the service (SQLAlchemy, the store) is still to be opened.
+    db = _at_head(tmp_path)
+    code = ("import asyncio, sys, threading\nfrom tavern_tui.config import load_settings\n"
+            "from tavern_tui.service.first_screen import first_screen\n"
+            "from tavern_tui.tui.opening import OpeningTavern\nfrom tavern_tui.tui.app import TavernApp\n"
+            "gate = threading.Event()\nsettings = load_settings()\n"
+            "def open_service():\n"
+            "    gate.wait(60)\n"
+            "    from tavern_tui.service import Tavern\n"
+            "    return Tavern(settings)\n"
+            "async def main():\n"
+            "    opening = OpeningTavern(settings, open_service)\n"
+            "    app = TavernApp(opening, first=first_screen(settings.db_url))\n"
+            "    async with app.run_test(size=(120, 40)) as pilot:\n"
+            "        while type(app.screen).__name__ != 'HomeScreen' or not app.screen.has_class('-empty'):\n"
+            "            await pilot.pause(0.01)\n"
+            "        print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'alembic'})))\n"
+            "        gate.set()\n"
+            "        opening.wait().close()\n"
+            "asyncio.run(main())\n")
+    assert _loaded_after(code, db) == set()
+
+
 def test_the_shipped_head_is_read_without_alembic_as_alembic_reads_it() -> None:
     from alembic.script import ScriptDirectory
 

@@ -26,12 +26,35 @@ def settings(args: argparse.Namespace) -> Settings:
     return loaded
 
 
-def _open(args: argparse.Namespace) -> Tavern:
+def open_tavern(loaded: Settings) -> Tavern:
+    """The service on `loaded` settings; the start-up collector hold ends here (`cli.startup`).
+
+    Raises:
+        TavernError: the database cannot be opened (a bad URL, a missing driver or folder).
+    """
     from tavern_tui.service import Tavern
 
-    tavern = Tavern(settings(args))
+    tavern = Tavern(loaded)
     release_collector()  # the heavy modules are loaded: collect normally from here
     return tavern
+
+
+def _open(args: argparse.Namespace) -> Tavern:
+    return open_tavern(settings(args))
+
+
+@contextmanager
+def service_for(loaded: Settings) -> Iterator[Tavern]:
+    """The service on `loaded` settings, closed (database released) when the block ends.
+
+    Raises:
+        TavernError: the database cannot be opened (a bad URL, a missing driver or folder).
+    """
+    tavern = open_tavern(loaded)
+    try:
+        yield tavern
+    finally:
+        tavern.close()
 
 
 @contextmanager
@@ -41,11 +64,8 @@ def open_service(args: argparse.Namespace) -> Iterator[Tavern]:
     Raises:
         TavernError: the database cannot be opened (a bad URL, a missing driver or folder).
     """
-    tavern = _open(args)
-    try:
+    with service_for(settings(args)) as tavern:
         yield tavern
-    finally:
-        tavern.close()
 
 
 @asynccontextmanager

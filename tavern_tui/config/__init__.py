@@ -13,17 +13,18 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tavern_tui import paths
 from tavern_tui.config.schema import ConfigProblem, flatten_keys, validate
 from tavern_tui.config.store import keyring_api_key
-from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
+from tavern_tui.engine.limits import DEFAULT_MAX_STEPS
 from tavern_tui.errors import FormatError
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.providers.base import ProviderSettings
-from tavern_tui.tools.builtin import BUILTIN_NAMES
-from tavern_tui.tools.mcp_client import CALL_TIMEOUT, McpServerConfig
+
+if TYPE_CHECKING:
+    from tavern_tui.tools.mcp_client import McpServerConfig
 
 BELIEF_EXTRACTORS = ("rules", "model")
 
@@ -52,6 +53,16 @@ class ToolSettings:
         return bool(self.enabled or self.mcp)
 
 
+def _check_builtins(enabled: tuple[str, ...], path: Path) -> None:
+    """Raises FormatError naming the first name in `enabled` that is not a built-in tool."""
+    from tavern_tui.tools.builtin import BUILTIN_NAMES
+
+    unknown = [n for n in enabled if n not in BUILTIN_NAMES]
+    if unknown:
+        raise FormatError(str(path), f"unknown built-in tool {unknown[0]!r}; the built-ins are "
+                          + ", ".join(BUILTIN_NAMES), field="tools.enabled")
+
+
 def _tool_settings(file: dict[str, Any], source: Mapping[str, str], path: Path) -> ToolSettings:
     """`ToolSettings` from the config's `[tools]` table and `TAVERN_TOOLS`.
 
@@ -71,10 +82,8 @@ def _tool_settings(file: dict[str, Any], source: Mapping[str, str], path: Path) 
     enabled = names("enabled")
     if source.get("TAVERN_TOOLS") is not None:
         enabled = tuple(n.strip() for n in source["TAVERN_TOOLS"].split(",") if n.strip())
-    unknown = [n for n in enabled if n not in BUILTIN_NAMES]
-    if unknown:
-        raise FormatError(str(path), f"unknown built-in tool {unknown[0]!r}; the built-ins are "
-                          + ", ".join(BUILTIN_NAMES), field="tools.enabled")
+    if enabled:  # the tools' modules load only when a tool is configured (start-up)
+        _check_builtins(enabled, path)
     steps = table.get("max_steps", DEFAULT_MAX_STEPS)
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 50:
         raise FormatError(str(path), "must be a whole number of requests from 1 to 50", field="tools.max_steps")
@@ -82,6 +91,8 @@ def _tool_settings(file: dict[str, Any], source: Mapping[str, str], path: Path) 
     if not isinstance(servers, dict):
         raise FormatError(str(path), "must be a table of servers ([tools.mcp.NAME])", field="tools.mcp")
     mcp: list[McpServerConfig] = []
+    if servers:
+        from tavern_tui.tools.mcp_client import CALL_TIMEOUT, McpServerConfig
     for name, spec in servers.items():
         where = f"tools.mcp.{name}"
         if not isinstance(spec, dict) or not isinstance(spec.get("command"), str) or not spec["command"]:

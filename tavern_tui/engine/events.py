@@ -180,6 +180,10 @@ def is_agent(role: str | None, origin: Origin | str | None) -> bool:
     return role == "assistant" and parse_origin(origin) in (None, Origin.AGENT)
 
 
+INTERRUPTED_REASON = "the app was closed while it was streaming"
+"""Why a reply recovered after the process died mid-stream is partial: the `error` its recovery
+records starts with it, and the transcript shows it with the reply."""
+
 TOOL_CALLS_KEY = "tool_calls"
 """Body key of an assistant message's tool calls: the OpenAI `tool_calls` array as sent back."""
 

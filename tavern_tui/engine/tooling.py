@@ -22,8 +22,6 @@ from tavern_tui.engine.stream import ToolCall
 TOOL_RESULT_SOURCE = "tool"
 """`source` of a `tool/result` the engine appends after running a call."""
 
-DEFAULT_MAX_STEPS = 4
-"""Requests one turn makes at most (the first plus three after tool results) unless configured."""
 
 RESULT_STATUSES = ("ok", "error", "refused", "timeout", "unavailable", "limit", "cancelled")
 """How a call ended: ran (`ok`), ran and failed or had bad arguments (`error`), the guard refused

@@ -17,8 +17,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from tavern_tui.engine.events import Event, EventKind
+from tavern_tui.engine.limits import DEFAULT_MAX_STEPS
 from tavern_tui.engine.state import STATE_KIND
-from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS
 from tavern_tui.engine.trace import TRACE_REQUEST, Verification, verify
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.lore.timed import LORE_STATE_KIND

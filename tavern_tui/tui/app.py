@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, cast
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -15,14 +17,18 @@ from textual.widgets import Input, TextArea
 
 from tavern_tui.config import TuiSettings
 from tavern_tui.config.store import save_config
-from tavern_tui.service import Tavern
 from tavern_tui.tui import theming
 from tavern_tui.tui.exit_watch import QUIT_SIGNALS, ExitWatchdog
 from tavern_tui.tui.keymap import resolve_keymap
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
+from tavern_tui.tui.opening import OpeningTavern
 from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.notices import Notice, NoticesScreen
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
+    from tavern_tui.service.first_screen import FirstScreen
 
 
 def _utc_now() -> datetime:
@@ -41,8 +47,10 @@ class TavernApp(App[None]):
     """The tavern-tui application: opens on the home screen and routes to chats.
 
     Args:
-        tavern: the service every operation goes through (the app never opens a database itself).
+        tavern: the service every operation goes through (the app never opens a database
+            itself), or an `OpeningTavern` it starts opening once the first frame is painted.
         now: the clock for relative times ("5 min ago"); tests freeze it.
+        first: the home screen's first list, read before the service opened (shown at once).
     """
 
     TITLE = "tavern-tui"
@@ -63,11 +71,15 @@ class TavernApp(App[None]):
                 tooltip="Every notification of this run, in full"),
     ]
 
-    def __init__(self, tavern: Tavern, *, now: Callable[[], datetime] = _utc_now) -> None:
+    def __init__(self, tavern: Tavern, *, now: Callable[[], datetime] = _utc_now,
+                 first: FirstScreen | None = None) -> None:
         # The stylesheet is located when the app is built, not at import (the CLI imports lazily).
         super().__init__(css_path=theming.css_path())
         self.tavern = tavern
         self.now = now
+        self._first = first
+        if isinstance(tavern, OpeningTavern):
+            tavern.failed = self._opening_failed
         self._loop: asyncio.AbstractEventLoop | None = None
         loaded = theming.load_themes()
         for theme in loaded.themes:
@@ -94,7 +106,8 @@ class TavernApp(App[None]):
         return theming.app_variable_defaults(self.current_theme)
 
     def on_mount(self) -> None:
-        self.push_screen(HomeScreen(self.tavern, self.now))
+        self.push_screen(HomeScreen(self.tavern, self.now, self._first))
+        self._first = None
         self._loop = asyncio.get_running_loop()
         if self._theme_failures:
             self.notify("\n".join(self._theme_failures), title="Some themes did not load", severity="warning")
@@ -106,6 +119,17 @@ class TavernApp(App[None]):
             for problem in problems:
                 self.notices.append(Notice(_utc_now(), "warning", "Config file", problem))
         self._theme_ready = True
+
+    def on_ready(self) -> None:
+        """The first frame is on the screen: open the service now if it is not open yet."""
+        if isinstance(self.tavern, OpeningTavern):
+            self.tavern.start()
+
+    def _opening_failed(self, _error: BaseException) -> None:
+        # In the opening thread: quit; `run` raises the error once the app is gone, and the
+        # command says what went wrong as when the service is opened before the app.
+        with contextlib.suppress(RuntimeError):  # the app already ended
+            self.call_from_thread(self.exit)
 
     def notify(self, message: str, *, title: str = "", severity: str = "information",  # type: ignore[override]
                timeout: float | None = None, markup: bool = False) -> None:
@@ -225,7 +249,9 @@ class TavernApp(App[None]):
         self._loop = None
         if self._last_writes:
             await asyncio.wait(set(self._last_writes), timeout=LAST_WRITES_WAIT)
-        await self.tavern.aclose_provider()
+        opened = self.tavern.opened() if isinstance(self.tavern, OpeningTavern) else self.tavern
+        if opened is not None:  # (a service still opening has made no HTTP client)
+            await opened.aclose_provider()
 
     def on_playthrough_chosen(self, message: PlaythroughChosen) -> None:
         """Open the chosen playthrough in a chat screen on top of the home screen."""
@@ -247,14 +273,21 @@ class TavernApp(App[None]):
         self.push_screen(LoreScreen(self.tavern, message.playthrough_id))
 
 
-def _stop_tools(tavern: Tavern) -> None:
-    tools = tavern.__dict__.get("tools")  # only if built: settling must not start the area
+def _stop_tools(tavern: Tavern | OpeningTavern) -> None:
+    opened = tavern.opened() if isinstance(tavern, OpeningTavern) else tavern
+    # Only if built (and the service open): settling must not start the area.
+    tools = opened.__dict__.get("tools") if opened is not None else None
     if tools is not None:
         tools.close()
 
 
-def run(tavern: Tavern) -> None:
+def run(tavern: Tavern | OpeningTavern, first: FirstScreen | None = None) -> None:
     """Run the TUI on `tavern` until the person quits (the CLI's `tavern` / `tavern tui`).
+
+    With an `OpeningTavern` and the home screen's `first` list, the list is painted first and
+    the service opened behind it; once the app has ended this waits for the opening to finish
+    (the caller closes the service) and raises what opening it raised (TavernError: the
+    database cannot be opened).
 
     While it runs, log records go to Textual's log (devtools) instead of the CLI's stderr
     handler, which would write over the screen. SIGTERM, SIGHUP and a lost terminal quit like
@@ -265,7 +298,7 @@ def run(tavern: Tavern) -> None:
     root = logging.getLogger()
     saved = root.handlers[:]
     root.handlers = [TextualHandler()]
-    app = TavernApp(tavern)
+    app = TavernApp(cast("Tavern", tavern), first=first)
     watchdog = ExitWatchdog()
     watchdog.on_settle(lambda: _stop_tools(tavern))  # no MCP server process outlives us
     watchdog.install(app.request_exit)
@@ -273,3 +306,6 @@ def run(tavern: Tavern) -> None:
         app.run()
     finally:
         root.handlers = saved
+    if isinstance(tavern, OpeningTavern):
+        tavern.start()  # (started already, unless the app ended before its first frame)
+        tavern.wait()

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from tavern_tui.engine.step import INTERRUPTED_REASON
+from tavern_tui.engine.events import INTERRUPTED_REASON
 from tavern_tui.lore.model import Position, WorldInfoEntry
 from tavern_tui.lore.result import ActivationResult, Decision
-from tavern_tui.service import CharacterView, MessageView, PlaythroughView, WorldBookView
-from tavern_tui.views import OpeningView
+from tavern_tui.views import CharacterView, MessageView, OpeningView, PlaythroughView, WorldBookView
 
 _SPECS = {"chara_card_v1": "V1 card", "chara_card_v2": "V2 card", "chara_card_v3": "V3 card"}
 

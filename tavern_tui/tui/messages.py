@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from tavern_tui.lore.result import ActivationResult
-from tavern_tui.service import ImportResult
+from tavern_tui.views import ImportResult
 
 
 @dataclass

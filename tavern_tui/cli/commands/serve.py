@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, TextIO
 
-from tavern_tui.cli.context import open_service
+from tavern_tui.cli.context import open_service, open_tavern, service_for, settings
 from tavern_tui.cli.diagnostics import EXIT_OK
 
 if TYPE_CHECKING:
@@ -27,11 +27,31 @@ def add_serve(commands: Commands) -> None:
 
 
 def cmd_tui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Launch the Textual app (imported lazily: the other commands never load textual)."""
+    """Launch the Textual app (imported lazily: the other commands never load textual).
+
+    On an embedded database already at the newest schema the home screen's list is read with
+    the standard library and painted before the service opens (`service.first_screen`,
+    `tui.opening`); otherwise (another database, a first start, a schema to migrate) the
+    service is opened first, as for every other command.
+    """
+    from tavern_tui.service.first_screen import first_screen
     from tavern_tui.tui.app import run
 
-    with open_service(args) as tavern:
-        run(tavern)
+    loaded = settings(args)
+    first = first_screen(loaded.db_url)
+    if first is None:
+        with service_for(loaded) as tavern:
+            run(tavern)
+        return EXIT_OK
+    from tavern_tui.tui.opening import OpeningTavern
+
+    opening = OpeningTavern(loaded, lambda: open_tavern(loaded))
+    try:
+        run(opening, first)
+    finally:
+        opened = opening.opened()
+        if opened is not None:
+            opened.close()
     return EXIT_OK
 
 

@@ -25,13 +25,14 @@ One module a stage, in the order a step runs them:
 - `types`, `updates`, `errors`, `options`, `timing`: what the stages share.
 """
 
+from tavern_tui.engine.events import INTERRUPTED_REASON
 from tavern_tui.engine.step.admit import admit_opening, context_events
 from tavern_tui.engine.step.assemble import Prebuilt
 from tavern_tui.engine.step.errors import CallNotPrepared, InboxEmpty, StepBusy, StepFailed
 from tavern_tui.engine.step.lease import Claim, StepClaims
 from tavern_tui.engine.step.options import CHECKPOINT_EVERY, BoundaryClaim, StepOptions
 from tavern_tui.engine.step.prestep import InputRejected, PreStepHook, Proposed, Rejection
-from tavern_tui.engine.step.recovery import INTERRUPTED_REASON, OpenStep, open_step, recover_interrupted
+from tavern_tui.engine.step.recovery import OpenStep, open_step, recover_interrupted
 from tavern_tui.engine.step.request import RequestHook
 from tavern_tui.engine.step.run import run_step
 from tavern_tui.engine.step.settle import SETTLE_TRIES

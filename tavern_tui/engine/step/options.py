@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 from tavern_tui.engine.events import Event
 from tavern_tui.engine.inbox import PendingItem
+from tavern_tui.engine.limits import DEFAULT_MAX_STEPS
 from tavern_tui.engine.step.lease import StepClaims
 from tavern_tui.engine.step.types import ContextRefresh, Generation
-from tavern_tui.engine.tooling import DEFAULT_MAX_STEPS, ToolRunner
+from tavern_tui.engine.tooling import ToolRunner
 
 if TYPE_CHECKING:  # the stages' modules import these options: hook types only for the checker
     from tavern_tui.engine.step.prestep import PreStepHook

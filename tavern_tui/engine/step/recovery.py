@@ -12,16 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from tavern_tui.engine.events import Event, EventKind, NewEvent
+from tavern_tui.engine.events import INTERRUPTED_REASON, Event, EventKind, NewEvent
 from tavern_tui.engine.log import SUMMARY_SOURCE, AsyncSessionLog, SessionLog
 from tavern_tui.engine.step.errors import StepBusy
 from tavern_tui.engine.step.lease import Claim, StepClaims
 from tavern_tui.engine.step.options import StepOptions, utc_now
 from tavern_tui.engine.step.settle import attempt_event
 from tavern_tui.engine.tooling import INTERRUPTED_CALL, ToolOutcome, result_event, unanswered_calls
-
-INTERRUPTED_REASON = "the app was closed while it was streaming"
-"""Why a recovered reply is partial (shown with it)."""
 
 
 @dataclass(frozen=True, slots=True)

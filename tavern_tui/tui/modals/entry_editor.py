@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -15,10 +15,13 @@ from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, Select, TextArea
 
 from tavern_tui.lore.model import Position, WorldBook, WorldInfoEntry
-from tavern_tui.service import Tavern, WorldBookView
 from tavern_tui.tui.labels import POSITION_NAMES
 from tavern_tui.tui.screens.base import TavernCalls
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
+from tavern_tui.views import WorldBookView
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 
 def split_keys(text: str) -> list[str]:

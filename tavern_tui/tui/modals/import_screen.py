@@ -11,6 +11,7 @@ import os
 import shlex
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from textual import on
@@ -22,9 +23,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DirectoryTree, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tavern_tui.service import ImportResult, Tavern
 from tavern_tui.tui.labels import plural
 from tavern_tui.tui.messages import ImportFinished
+from tavern_tui.views import ImportResult
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 KIND_NOUNS = {"character": "character", "world_book": "world book", "preset": "preset", "persona": "persona",
               "chat": "chat", "unknown": "file"}

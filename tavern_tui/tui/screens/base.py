@@ -17,7 +17,7 @@ import contextlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from textual import on
 from textual.message_pump import MessagePump
@@ -25,7 +25,10 @@ from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
 from tavern_tui.errors import TavernError
-from tavern_tui.service import Tavern
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
+
 
 ScreenResultT = TypeVar("ScreenResultT")
 ResultT = TypeVar("ResultT")

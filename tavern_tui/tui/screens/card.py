@@ -6,6 +6,7 @@ character back (issue 20 item 5)."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -17,12 +18,14 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import clip
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import CARD_TEXT_FIELDS, PROMPT_FIELDS, CardView
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 FIELD_LABELS = {"name": "Name", "description": "Description", "personality": "Personality", "scenario": "Scenario",
                 "first_mes": "First message", "mes_example": "Example messages", "creator_notes": "Creator notes",

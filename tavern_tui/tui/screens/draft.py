@@ -10,7 +10,7 @@ becomes a playthrough (`OpeningService.begin`, in a worker) and its chat opens a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -20,7 +20,6 @@ from textual.widgets import Footer, Static
 
 from tavern_tui.errors import SecretRefused
 from tavern_tui.scripts.panels import split_panels
-from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tools import offer_line
 from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.messages import PlaythroughChosen
@@ -29,7 +28,10 @@ from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
 from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import OpeningView
+from tavern_tui.views import OpeningView, PlaythroughView
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 _GREETING = Binding.Group("Greeting", compact=True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events, on
@@ -20,7 +20,6 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tavern_tui.service import CharacterView, PlaythroughView, Tavern
 from tavern_tui.tui.labels import draft_summary
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.base import TavernScreen
@@ -44,7 +43,11 @@ from tavern_tui.tui.screens.home_rows import (
 )
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import GroupView, OpeningView, distinct_labels
+from tavern_tui.views import CharacterView, GroupView, OpeningView, PlaythroughView, distinct_labels
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
+    from tavern_tui.service.first_screen import FirstScreen
 
 EMPTY_TEXT = ("No characters yet.\n\n"
               "Import a character card (.png or .json) with `tavern import FILE`,\n"
@@ -87,9 +90,10 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
 
     COMMANDS: ClassVar[set[ProviderSource]] = {ScreenKeys}  # the palette lists this screen's keys
 
-    def __init__(self, tavern: Tavern, now: Callable[[], datetime]) -> None:
+    def __init__(self, tavern: Tavern, now: Callable[[], datetime], first: FirstScreen | None = None) -> None:
         super().__init__(tavern)
         self._now = now
+        self._first = first  # the first list, read before the service opened: shown at once
         self._characters: dict[int, CharacterView] = {}
         self._typed_ahead: list[str] | None = None  # keys typed while a chat is being opened
         self._all: list[CharacterView] = []  # every character; the list shows those matching the filter
@@ -124,12 +128,20 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
 
     def on_mount(self) -> None:
         # Start on the character played last, so reopening the app shows where the person left off.
+        self.query_one("#characters", OptionList).focus()
+        first, self._first = self._first, None
+        if first is not None:
+            # Painted now; the playthroughs and the groups follow once the service is open (the
+            # characters are read again then, the cursor staying where the person moved it).
+            self._show_characters(list(first.characters), first.last_played)
+            self.refresh_characters()
+            return
+
         def read() -> tuple[list[CharacterView], int | None, list[GroupView]]:
             return self._read_characters(), self.tavern.library.last_played_character(), self.tavern.groups.groups()
 
         self.call(read, title="Cannot read the characters", group="characters",
                   then=lambda found: self._show_characters(*found))
-        self.query_one("#characters", OptionList).focus()
 
     def on_key(self, event: events.Key) -> None:
         """While a chat is being opened (Enter was pressed, its playthrough is read or

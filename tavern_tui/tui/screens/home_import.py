@@ -14,7 +14,6 @@ from __future__ import annotations
 from textual import work
 from textual.message_pump import MessagePump
 
-from tavern_tui.service import ImportResult
 from tavern_tui.tui.messages import ImportFinished
 from tavern_tui.tui.modals.import_screen import (
     CharacterPicker,
@@ -24,6 +23,7 @@ from tavern_tui.tui.modals.import_screen import (
     notify_warnings,
     summarise,
 )
+from tavern_tui.views import ImportResult
 
 
 class HomeImport(MessagePump):

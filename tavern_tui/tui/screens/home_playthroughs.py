@@ -16,8 +16,8 @@ from __future__ import annotations
 from textual.message_pump import MessagePump
 from textual.widgets import OptionList
 
-from tavern_tui.service import PlaythroughView
 from tavern_tui.tui.screens.home_rows import DRAFT_PREFIX
+from tavern_tui.views import PlaythroughView
 
 HIGHLIGHT_FIRST = "Highlight a playthrough first (Tab to the playthroughs list)."
 """What a playthrough action says when no playthrough is under the cursor."""

@@ -8,8 +8,8 @@ from datetime import datetime
 
 from rich.text import Text
 
-from tavern_tui.service import CharacterView, PlaythroughView
 from tavern_tui.tui.labels import character_summary, relative_time
+from tavern_tui.views import CharacterView, PlaythroughView
 
 DRAFT_PREFIX = "d"
 """Option ids of opening drafts in the playthroughs list start with it (playthroughs are bare ids)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import getters, on, work
 from textual.app import ComposeResult
@@ -16,7 +16,6 @@ from textual.widgets.option_list import Option
 
 from tavern_tui.errors import TavernError
 from tavern_tui.lore.model import WorldBook
-from tavern_tui.service import PlaythroughView, Tavern, WorldBookView
 from tavern_tui.tui.labels import binding_labels, clip, plural
 from tavern_tui.tui.messages import ImportFinished
 from tavern_tui.tui.modals.entry_editor import EntryEditor
@@ -26,7 +25,10 @@ from tavern_tui.tui.widgets.entry_table import EntryTable
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.lore_tester import LoreTester
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import distinct_labels
+from tavern_tui.views import PlaythroughView, WorldBookView, distinct_labels
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 EMPTY_TEXT = ("No world books yet.\n\n"
               "Press i and type the path of a world book (.json from SillyTavern, Chub, Agnai, NovelAI\n"

@@ -22,11 +22,11 @@ from typing import Any
 from textual.binding import Binding
 from textual.widgets import Collapsible
 
-from tavern_tui.service import MessageView
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.trace import TraceScreen
+from tavern_tui.views import MessageView
 
 _GROUP = Binding.Group("Message")
 

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import RichLog, Static
+from textual.widgets import Static
 
 SEVERITY_STYLE = {"information": "", "warning": "yellow", "error": "bold red"}
 
@@ -50,6 +50,10 @@ class NoticesScreen(ModalScreen[None]):
         self._notices = list(notices)
 
     def compose(self) -> ComposeResult:
+        # Imported here: RichLog loads rich.pretty and attrs (~25 ms), and the app imports this
+        # module (for `Notice`) before its first screen is painted.
+        from textual.widgets import RichLog
+
         with Vertical(id="notices-box") as box:
             box.border_title = f"Notifications ({len(self._notices)})"
             # No auto scroll: each write would follow the end, and the list (newest first)
@@ -58,6 +62,8 @@ class NoticesScreen(ModalScreen[None]):
             yield Static("Esc closes · newest first", id="notices-hint", markup=False)
 
     def on_mount(self) -> None:
+        from textual.widgets import RichLog
+
         log = self.query_one(RichLog)
         if not self._notices:
             log.write("No notifications yet.")

@@ -9,6 +9,7 @@ message (`tavern.chats.open_result`) before the screen closes with `(playthrough
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -19,11 +20,13 @@ from textual.timer import Timer
 from textual.widgets import Checkbox, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import SearchResultView
+from tavern_tui.views import PlaythroughView, SearchResultView
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 SEARCH_DELAY = 0.25
 """Seconds of quiet typing before the search runs."""

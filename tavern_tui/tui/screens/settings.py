@@ -28,13 +28,13 @@ from tavern_tui.config import BELIEF_EXTRACTORS, Settings, TuiSettings
 from tavern_tui.config.store import keyring_available, save_config
 from tavern_tui.errors import FormatError
 from tavern_tui.providers.base import ProviderSettings, endpoint_problem
-from tavern_tui.service import Tavern
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
 if TYPE_CHECKING:
     from tavern_tui.providers.probe import EndpointReport
+    from tavern_tui.service import Tavern
 
 
 class SettingsScreen(TavernScreen[bool]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import getters, on
 from textual.app import ComposeResult
@@ -21,14 +21,16 @@ from textual.worker import WorkerCancelled, WorkerFailed
 from tavern_tui.assembly.attribution import describe
 from tavern_tui.engine.trace import Verification
 from tavern_tui.errors import TavernError
-from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import clip, event_label, plural, relative_time
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.trace_facts import facts_content
 from tavern_tui.tui.screens.trace_requests import duration, moment_of, newest_first, request_tokens
 from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import TraceView
+from tavern_tui.views import PlaythroughView, TraceView
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 HISTORY_LABEL = "HISTORY — what was sent"
 REQUESTS_LABEL = "Requests · newest first"

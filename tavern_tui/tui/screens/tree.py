@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -15,14 +15,16 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.labels import plural
 from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import MessageView, TimelineView, VariantView
+from tavern_tui.views import MessageView, PlaythroughView, TimelineView, VariantView
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 Ref = tuple[int, int]
 

@@ -17,13 +17,13 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from tavern_tui.scripts.panels import Part, split_panels
-from tavern_tui.service import MessageView
 from tavern_tui.text.tokens import estimate_tokens
 from tavern_tui.tui.labels import event_label, message_classes, message_mark
 from tavern_tui.tui.widgets.chat_markdown import ChatMarkdown, ChatRichMarkdown
 from tavern_tui.tui.widgets.member_colours import member_class
 from tavern_tui.tui.widgets.message_header import MessageHeader
 from tavern_tui.tui.widgets.reply_stream import StreamBody
+from tavern_tui.views import MessageView
 
 _STATE_CLASSES = ("-streaming", "-partial", "-stopped", "-error")
 

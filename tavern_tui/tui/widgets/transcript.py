@@ -9,9 +9,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tavern_tui.service import MessageView
 from tavern_tui.tui.labels import plural
 from tavern_tui.tui.widgets.message_box import MessageBox
+from tavern_tui.views import MessageView
 
 WINDOW = 20
 """Messages mounted at first, and added per page-in: more than a screenful or two of message

@@ -19,10 +19,9 @@ from textual.message_pump import MessagePump
 from textual.widgets import Static
 
 from tavern_tui.errors import TavernError
-from tavern_tui.service import PlaythroughView
 from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.screens.chat.reading import ChatState
-from tavern_tui.views import GroupView
+from tavern_tui.views import GroupView, PlaythroughView
 
 PLACEHOLDER = ("Say something as {user}… (Enter sends · shift+Enter or ctrl+J new line · "
                "Esc stops a reply or goes back)")

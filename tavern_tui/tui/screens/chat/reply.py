@@ -33,7 +33,6 @@ from textual.worker import Worker, WorkerState
 from tavern_tui.engine.step import StepSettled, StepStarted, StepUpdate, ToolResultStored, TurnLimitReached
 from tavern_tui.engine.stream import ReasoningDelta, TextDelta
 from tavern_tui.errors import ProviderError, TavernError
-from tavern_tui.service import MessageView
 from tavern_tui.service.groups import LineQueued, MemberTurn
 from tavern_tui.tui.messages import (
     ReplyCalledTools,
@@ -51,7 +50,7 @@ from tavern_tui.tui.screens.chat.reading import ELSEWHERE, ChatState
 from tavern_tui.tui.screens.chat.stream import step_outcome
 from tavern_tui.tui.screens.state import refused_status, refused_whole
 from tavern_tui.tui.screens.swipe_note import swipe_note
-from tavern_tui.views import SwipeView
+from tavern_tui.views import MessageView, SwipeView
 
 GENERATION = "generation"
 """Worker group of the reply stream and the compaction (one at a time)."""

@@ -21,10 +21,9 @@ from textual.widgets import TextArea
 
 from tavern_tui.engine.step import OPENING_SOURCE
 from tavern_tui.errors import SecretRefused
-from tavern_tui.service import MessageView
 from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.inbox_queue import QueueEditor
-from tavern_tui.views import InboxItemView
+from tavern_tui.views import InboxItemView, MessageView
 
 DRAFT_DELAY = 0.3
 """Seconds of quiet before the composer's draft is written to the database."""

@@ -24,10 +24,10 @@ from textual.worker import WorkerState
 
 from tavern_tui.engine.step import InboxEmpty, StepBusy
 from tavern_tui.errors import ProviderError, TavernError
-from tavern_tui.service import MessageView
 from tavern_tui.tui.messages import ReplyStarted
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.transcript import Transcript
+from tavern_tui.views import MessageView
 
 Outcome = Literal["elsewhere", "refused", "failed", "stopped", "settled"]
 """How a step ended (`step_outcome`)."""

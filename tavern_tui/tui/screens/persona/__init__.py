@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import getters, on, work
@@ -25,7 +25,6 @@ from textual.widgets import DataTable, Static
 
 from tavern_tui.errors import Conflict, TavernError
 from tavern_tui.persona.model import DEFAULT_CEILING, Belief, PersonaDocument, PersonaEntry, RenderedPersona
-from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import clip, plural
 from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.screens.base import TavernScreen
@@ -44,6 +43,9 @@ from tavern_tui.tui.screens.persona.snapshot import PersonaSnapshot, read_snapsh
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.tui.widgets.table_rows import fill_rows
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 
 class PersonaScreen(TavernScreen[None]):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import getters, on, work
@@ -16,10 +16,12 @@ from textual.widgets import DataTable, Static
 
 from tavern_tui.errors import TavernError
 from tavern_tui.persona.model import PersonaDocument
-from tavern_tui.service import Tavern
 from tavern_tui.tui.labels import plural
 from tavern_tui.tui.screens.base import TavernModal
 from tavern_tui.tui.screens.persona.labels import provenance_label
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 
 class PersonaHistoryScreen(TavernModal[None]):

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tavern_tui.errors import TavernError
 from tavern_tui.persona.model import Belief, PersonaDocument, PersonaView, RenderedPersona
-from tavern_tui.service import Tavern
 from tavern_tui.tui.screens.persona.labels import Supports
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 
 @dataclass(frozen=True)

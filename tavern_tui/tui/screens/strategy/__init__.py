@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import getters, on, work
 from textual.app import ComposeResult
@@ -21,7 +21,6 @@ from textual.worker import get_current_worker
 
 from tavern_tui.assembly.strategies import StrategySpec
 from tavern_tui.errors import TavernError
-from tavern_tui.service import PlaythroughView, Tavern
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.strategy.editor import StrategyEditor
 from tavern_tui.tui.screens.strategy.labels import (
@@ -36,7 +35,10 @@ from tavern_tui.tui.screens.strategy.labels import (
 from tavern_tui.tui.screens.strategy.lists import PresetList, StrategyList
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.views import PresetView, distinct_labels
+from tavern_tui.views import PlaythroughView, PresetView, distinct_labels
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 PreviewKey = tuple[str, int, int | None]
 """What a preview depends on here: (strategy name, its listed version, bound preset id)."""

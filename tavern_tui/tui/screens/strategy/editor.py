@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,8 +17,10 @@ from textual.widgets import Input, Label, Select, Static
 
 from tavern_tui.assembly.strategies import BUILTINS, OPTIONS, StrategySpec
 from tavern_tui.errors import Conflict
-from tavern_tui.service import Tavern
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
+
+if TYPE_CHECKING:
+    from tavern_tui.service import Tavern
 
 
 class StrategyEditor(SaveCancelModal[StrategySpec | None]):

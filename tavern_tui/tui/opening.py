@@ -1,0 +1,91 @@
+"""Provides `OpeningTavern`: the service while it opens in a thread after the first screen is
+painted, standing in for the `Tavern` the screens hold.
+
+Why: opening the service loads SQLAlchemy, the store and the services (~0.5 s of a ~0.7 s start
+on the benchmark database, B7 `cold_start`); the home screen's first list needs none of it
+(`service.first_screen` reads it with the standard library). So `tavern` paints that list first
+and opens the service behind it. Everything a screen asks of the service goes through this
+object: `settings` at once (loaded before the app started), anything else when the service is
+open; a worker asking earlier waits for it in its thread, and the event loop would too (nothing
+on the home screen asks before its workers do).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tavern_tui.config import Settings
+    from tavern_tui.service import Tavern
+
+
+class OpeningTavern:
+    """The `Tavern` being opened by `open_service` in a thread (`start`), or already open.
+
+    Attributes other than `settings` are the opened service's (waiting for it; raising what
+    opening it raised); `settings` is the service's once it is open. `failed` is called, in the
+    opening thread, with the exception when opening fails (the app quits and the command says why).
+
+    Args:
+        settings: the settings the service is opened with (the config file, environment, flags).
+        open_service: opens the service (a `Tavern`); runs in the opening thread.
+    """
+
+    def __init__(self, settings: Settings, open_service: Callable[[], Tavern]) -> None:
+        self._settings = settings
+        self.failed: Callable[[BaseException], None] | None = None
+        self._open_service = open_service
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._tavern: Tavern | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """The service's settings once it is open (the settings screen may replace them), the
+        settings it opens with until then."""
+        opened = self.opened()
+        return opened.settings if opened is not None else self._settings
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        self.wait().settings = value  # replacing them is a person's action: the service is open by then
+
+    def start(self) -> None:
+        """Start opening the service (once; later calls do nothing)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._open, name="tavern-open", daemon=True)
+            self._thread.start()
+
+    def _open(self) -> None:
+        try:
+            self._tavern = self._open_service()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks, and to `failed`
+            self._error = exc
+        finally:
+            self._done.set()
+        if self._error is not None and self.failed is not None:
+            self.failed(self._error)
+
+    def opened(self) -> Tavern | None:
+        """The service if it is open now, else None (never waits)."""
+        return self._tavern if self._done.is_set() else None
+
+    def wait(self) -> Tavern:
+        """The service, once open (after `start`: a worker asking before the first frame waits
+        for it rather than starting the opening while the screen paints).
+
+        Raises:
+            whatever opening the service raised (TavernError: the database cannot be opened).
+        """
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._tavern is not None
+        return self._tavern
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for names this object does not have itself: the service's areas and methods.
+        return getattr(self.wait(), name)
