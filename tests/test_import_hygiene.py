@@ -57,10 +57,11 @@ def test_engine_formats_and_assembly_do_not_load_sqlalchemy() -> None:
 # Issue 22: what the start path must not import. Heavy modules load on first use or after the
 # first screen painted; each entry names why it is heavy.
 NOT_AT_START = ("alembic", "httpx", "markdown_it", "ahocorasick_rs", "starlette", "uvicorn", "keyring", "yaml",
-                "tavern_tui.lore.activation", "tavern_tui.persona.extract", "tavern_tui.service.steps",
+                "tomlkit", "tavern_tui.lore.activation", "tavern_tui.persona.extract", "tavern_tui.service.steps",
                 "tavern_tui.service.mvu", "tavern_tui.tui.screens.chat")
 # (keyring: finding its backend took ~0.3 s; the key is looked up when the endpoint is first called.
-# service.mvu and yaml: `tavern mvu`'s readers, once imported by every command, `--help` 0.53 s → 0.15 s)
+# service.mvu and yaml: `tavern mvu`'s readers, once imported by every command, `--help` 0.53 s → 0.15 s;
+# tomlkit: only to edit the config file, the settings are read with tomllib)
 
 
 def _loaded_after(code: str, env_db: Path) -> set[str]:

@@ -13,11 +13,12 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import tomlkit
+from typing import TYPE_CHECKING, Any
 
 from tavern_tui.errors import FormatError
+
+if TYPE_CHECKING:
+    import tomlkit
 
 KEYRING_SERVICE = "tavern-tui"
 """The keyring service name the API key is stored under."""
@@ -72,6 +73,8 @@ def read_document(path: Path) -> tomlkit.TOMLDocument:
     Raises:
         FormatError: the file is not valid TOML or not UTF-8, naming it.
     """
+    import tomlkit  # only to edit the file: loading the settings reads it with tomllib
+
     if not path.is_file():
         return tomlkit.document()
     try:
@@ -97,6 +100,8 @@ def save_config(path: Path, changes: Mapping[str, Any], *, api_key: str | None =
         FormatError: the existing file is not valid TOML.
         OSError: the folder or file cannot be written.
     """
+    import tomlkit
+
     doc = read_document(path)
     where = ""
     merged: dict[str, Any] = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in changes.items()}
