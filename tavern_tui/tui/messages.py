@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from tavern_tui.lore.result import ActivationResult
 from tavern_tui.views import ImportResult
+
+if TYPE_CHECKING:
+    from tavern_tui.lore.result import ActivationResult
 
 
 @dataclass

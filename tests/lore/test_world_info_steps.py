@@ -246,7 +246,7 @@ async def test_hostile_regex_keys_are_cut_off_by_the_step_budget_and_named_in_th
     # Issue 23 item 8: 60 keys that each backtrack for their whole 50 ms limit on the input; the
     # step's regex budget (1 s) stops them; the trace's world-info record says so and names keys.
     from tavern_tui.lore.regex_budget import REGEX_STEP_BUDGET
-    from tavern_tui.tui.labels import totals_line
+    from tavern_tui.tui.lore_labels import totals_line
 
     keys = [f"/(a|aa)+{i}?$/" for i in range(60)]
     entries = {str(i): {"uid": i, "key": [key], "content": f"lore {i}"} for i, key in enumerate(keys)}

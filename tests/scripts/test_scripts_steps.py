@@ -181,7 +181,7 @@ async def test_a_template_that_never_ends_is_a_marker_named_in_the_trace(service
 
 
 def test_the_world_book_pane_names_a_failed_template(service: Tavern, tmp_path: Path) -> None:
-    from tavern_tui.tui.labels import totals_line
+    from tavern_tui.tui.lore_labels import totals_line
 
     card = tmp_path / "loop.json"
     card.write_text(json.dumps(LOOPING_CARD), encoding="utf-8")

@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 
 from tavern_tui.service import Tavern, WorldBookView
 from tavern_tui.tui.app import TavernApp
-from tavern_tui.tui.labels import binding_labels
+from tavern_tui.tui.lore_labels import binding_labels
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 from tests.tui.conftest import noted, notes, open_character, wait_until, workers_idle

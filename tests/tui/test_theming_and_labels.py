@@ -10,17 +10,8 @@ from tavern_tui.lore.result import Decision, Reason
 from tavern_tui.service import CharacterView, MessageView, Tavern, WorldBookView
 from tavern_tui.tui import theming
 from tavern_tui.tui.app import TavernApp
-from tavern_tui.tui.labels import (
-    binding_labels,
-    character_summary,
-    decision_line,
-    keys_label,
-    message_classes,
-    message_mark,
-    position_label,
-    relative_time,
-    spec_label,
-)
+from tavern_tui.tui.labels import character_summary, message_classes, message_mark, relative_time, spec_label
+from tavern_tui.tui.lore_labels import binding_labels, decision_line, keys_label, position_label
 
 NOW = datetime(2025, 3, 14, 12, 0, tzinfo=UTC)
 

@@ -15,7 +15,7 @@ from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, Select, TextArea
 
 from tavern_tui.lore.model import Position, WorldBook, WorldInfoEntry
-from tavern_tui.tui.labels import POSITION_NAMES
+from tavern_tui.tui.lore_labels import POSITION_NAMES
 from tavern_tui.tui.screens.base import TavernCalls
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
 from tavern_tui.views import WorldBookView

@@ -16,7 +16,8 @@ from textual.widgets.option_list import Option
 
 from tavern_tui.errors import TavernError
 from tavern_tui.lore.model import WorldBook
-from tavern_tui.tui.labels import binding_labels, clip, plural
+from tavern_tui.tui.labels import clip, plural
+from tavern_tui.tui.lore_labels import binding_labels
 from tavern_tui.tui.messages import ImportFinished
 from tavern_tui.tui.modals.entry_editor import EntryEditor
 from tavern_tui.tui.modals.import_screen import ImportScreen, import_results, notify_warnings

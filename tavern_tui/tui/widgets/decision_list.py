@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from tavern_tui.lore.result import Decision, Reason
-from tavern_tui.tui.labels import decision_line
+from tavern_tui.tui.lore_labels import decision_line
 
 SKIPPED_SHOWN = 200
 """At most this many entries that did not fire are listed (every fired one is)."""

@@ -10,7 +10,8 @@ from textual import on
 from textual.widgets import DataTable
 
 from tavern_tui.lore.model import WorldInfoEntry
-from tavern_tui.tui.labels import clip, keys_label, position_label
+from tavern_tui.tui.labels import clip
+from tavern_tui.tui.lore_labels import keys_label, position_label
 
 COLUMNS: dict[str, str] = {
     "uid": "UID", "title": "Title", "keys": "Keys", "constant": "Const",

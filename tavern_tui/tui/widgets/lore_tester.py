@@ -15,7 +15,7 @@ from textual.worker import get_current_worker
 from tavern_tui.assembly.worldinfo import insertion_order
 from tavern_tui.errors import TavernError
 from tavern_tui.lore.result import ActivationResult
-from tavern_tui.tui.labels import totals_line
+from tavern_tui.tui.lore_labels import totals_line
 from tavern_tui.tui.messages import WorldInfoTested
 from tavern_tui.tui.widgets.decision_list import DecisionList
 
