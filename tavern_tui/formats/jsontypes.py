@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import accumulate
 from typing import Any
 
 from tavern_tui.errors import FormatError
@@ -80,6 +81,9 @@ def loads_bounded(text: str, file: str, where: str = "", *, repairs: list[str] |
     characters, numbers at most `MAX_NUMBER` characters, and no lone surrogate (`"\\ud800"`,
     which no UTF-8 text can hold) in any string or key.
 
+    A text plainly within the bounds is parsed at once (`_loads_quick`); any other is scanned
+    token by token first, which finds the first bound exceeded and its line.
+
     Args:
         where: the part of the file (e.g. "line 3"), used as the field when no finer one is known.
         repairs: when given, a lone surrogate is repaired instead (replaced by U+FFFD, the
@@ -91,6 +95,18 @@ def loads_bounded(text: str, file: str, where: str = "", *, repairs: list[str] |
         FormatError: a bound is exceeded or a lone surrogate found; names `file`, the field (a
             dotted path such as `entries.5.content`, or the line) and the reason.
     """
+    obj = _loads_quick(text)
+    quick = obj is not _NOT_CLEARED
+    if not quick:
+        obj = _loads_scanned(text, file, where)
+    # A text `_loads_quick` read encoded as UTF-8, so it holds no surrogate character itself.
+    if _SURROGATE_ESCAPE.search(text) is None and (quick or _SURROGATE.search(text) is None):
+        return obj  # no surrogate in the text nor escaped in it: none in what it parsed to (skips the walk)
+    return _surrogates(obj, file, where, repairs)
+
+
+def _loads_scanned(text: str, file: str, where: str) -> Any:
+    """Check the bounds token by token (raising at the first one exceeded), then parse."""
     depth = 0
     for match in _TOKENS.finditer(text):
         start = match.start()
@@ -106,10 +122,56 @@ def loads_bounded(text: str, file: str, where: str = "", *, repairs: list[str] |
                                   where)
         else:
             depth -= 1
-    obj = json.loads(text, parse_int=_number(file, where, int), parse_float=_number(file, where, float))
-    if _SURROGATE.search(text) is None and _SURROGATE_ESCAPE.search(text) is None:
-        return obj  # no surrogate in the text nor escaped in it: none in what it parsed to (skips the walk)
-    return _surrogates(obj, file, where, repairs)
+    return json.loads(text, parse_int=_number(file, where, int), parse_float=_number(file, where, float))
+
+
+_NOT_CLEARED = object()
+_QUOTES_AND_BRACKETS = bytes(c for c in range(256) if c not in b'"[]{}')  # what `bytes.translate` deletes
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_DIGITS = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))  # digits → "0", the rest → " "
+_DIGIT_RUN = -(-(MAX_NUMBER + 1 - 4) // 3)
+"""A number longer than MAX_NUMBER has a run of this many digits (13): beside its digits it has
+at most 4 characters (`-.e+`), and its digits form at most 3 runs."""
+
+
+def _loads_quick(text: str) -> Any:
+    """`json.loads(text)`, or `_NOT_CLEARED` when the text may break a bound or is not JSON.
+
+    Only JSON that parses is returned, and for such a text the checks here are exact: no string
+    token is longer than the text, `_depth` is its nesting, and a number past MAX_NUMBER needs a
+    run of `_DIGIT_RUN` digits (then each number's length is checked). They are cheap, and
+    whatever is not cleared goes to `_loads_scanned`, which words the error.
+    """
+    if not isinstance(text, str) or len(text) > MAX_STRING:
+        return _NOT_CLEARED
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _NOT_CLEARED  # a surrogate character
+    if _depth(raw) > MAX_DEPTH:
+        return _NOT_CLEARED
+    try:
+        if b"0" * _DIGIT_RUN in raw.translate(_DIGITS):
+            return json.loads(text, parse_int=_short(int), parse_float=_short(float))
+        return json.loads(text)
+    except (ValueError, RecursionError):  # not JSON (JSONDecodeError), a long number, deep nesting
+        return _NOT_CLEARED
+
+
+def _depth(raw: bytes) -> int:
+    """How deep lists and objects nest in `raw`, a JSON text as UTF-8 (exact only if it is valid)."""
+    if b'\\"' in raw:  # drop escapes (\\ first): the quotes left are the ones around strings
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    brackets = b"".join(raw.translate(None, _QUOTES_AND_BRACKETS).split(b'"')[::2])  # the ones outside strings
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def _short(convert: type) -> Any:
+    def parse(literal: str) -> Any:
+        if len(literal) > MAX_NUMBER:
+            raise ValueError("a number past MAX_NUMBER")
+        return convert(literal)
+    return parse
 
 
 def _surrogates(obj: Any, file: str, where: str, repairs: list[str] | None) -> Any:

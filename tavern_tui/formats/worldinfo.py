@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 import math
 import re
+from collections.abc import Callable
+from enum import IntEnum
 from pathlib import PurePath
 from typing import Any
 
@@ -265,9 +267,9 @@ def _st_book(obj: dict, file: str, stem: str) -> WorldBook:
     raws = []
     hybrid = False
     for where, index, key, raw in iter_objects(obj["entries"], "entries", file):
-        hybrid = hybrid or bool(_V2_MARKERS & raw.keys())
-        extra = {k: copy.deepcopy(v) for k, v in raw.items() if k not in _ST_NAMES}
-        fallback = index if key is None else _uid(key, file, where)
+        hybrid = hybrid or not _V2_MARKERS.isdisjoint(raw)
+        extra = {} if raw.keys() <= _ST_NAMES else {k: copy.deepcopy(v) for k, v in raw.items() if k not in _ST_NAMES}
+        fallback = index if key is None else _uid(key)  # a text key: never refused
         raws.append(RawEntry(where, raw, {}, extra, key if fallback is None else fallback))
     book = _book_fields(obj, file, stem, "")
     extra = {k: copy.deepcopy(v) for k, v in obj.items() if k not in _BOOK_FIELDS and k != "entries"}
@@ -277,7 +279,7 @@ def _st_book(obj: dict, file: str, stem: str) -> WorldBook:
 def _book_fields(obj: dict, file: str, fallback_name: str, prefix: str) -> dict[str, Any]:
     """name/description/scan_depth/token_budget/recursive_scanning of a book object."""
     name, description = (
-        "" if obj.get(k) is None else _text(obj[k], file, prefix + k) for k in ("name", "description")
+        "" if obj.get(k) is None else _coerce("text", obj[k], file, prefix + k) for k in ("name", "description")
     )
     return {
         "name": name or fallback_name,
@@ -317,25 +319,35 @@ def _finish(fields: dict, raws: list[RawEntry], file: str, fmt: str, extra: dict
 def _build_entry(raw: RawEntry, file: str) -> WorldInfoEntry:
     """One SillyTavern-shaped raw entry → WorldInfoEntry; absent or null values get defaults."""
     st = raw.st
-
-    def loc(field: str) -> str:
-        return f"{raw.where}.{raw.names.get(field, field)}"
-
     uid = None
     for field in ("uid", "id"):
         if st.get(field) is not None:
-            uid = _uid(st[field], file, loc(field))
+            try:
+                uid = _uid(st[field])
+            except _Invalid as bad:
+                raise FormatError(file, bad.reason, _loc(raw, field)) from None
             break
     values: dict[str, Any] = {}
-    for camel, attr, kind in _ST_FIELDS:
+    for camel, attr, coerce, same, blank_is_null, fallback in _PLAN:
         field, value = camel, st.get(camel)
-        if value is None and st.get(_V2_FALLBACK.get(camel, "")) is not None:
-            field, value = _V2_FALLBACK[camel], st[_V2_FALLBACK[camel]]
-        if value is None or (isinstance(value, str) and not value.strip() and kind in _BLANK_IS_NULL):
+        if type(value) is same:  # a string for a text field, a boolean for a flag: kept as it is
+            values[attr] = value
+            continue
+        if value is None and fallback and st.get(fallback) is not None:  # (an entry may hold a "" key)
+            field, value = fallback, st[fallback]
+        if value is None or (blank_is_null and isinstance(value, str) and not value.strip()):
             continue  # absent, null or "" → the 1.18 default (None for tri-states and timed effects)
-        coerced = _coerce(kind, value, file, loc(field))
+        try:
+            coerced = coerce(value)
+        except _Invalid as bad:  # the location is built for an error only
+            raise FormatError(file, bad.reason, _loc(raw, field) + bad.suffix) from None
         values[attr] = (not coerced) if field == "enabled" else coerced
     return WorldInfoEntry(uid=raw.fallback_uid if uid is None else uid, extra=raw.extra, **values)
+
+
+def _loc(raw: RawEntry, field: str) -> str:
+    """How an error names `field` of `raw`: the entry, then the source field it came from."""
+    return f"{raw.where}.{raw.names.get(field, field)}"
 
 
 def _entry_to_st(entry: WorldInfoEntry) -> dict[str, Any]:
@@ -356,29 +368,81 @@ def _entry_to_st(entry: WorldInfoEntry) -> dict[str, Any]:
 
 
 # --- coercion ------------------------------------------------------------------------
+# One coercer per kind: it takes a non-null value and returns it coerced, or raises `_Invalid`
+# with the reason; the caller adds the file and the field, so a valid value costs no location.
 
 _BLANK_IS_NULL = frozenset({"int", "number", "position", "logic", "role", "level", "bool"})
+_EXACT = 2**53
+"""An int within ±this passes `_number` unchanged (float() of it cannot overflow)."""
+_MEMBERS: dict[type[IntEnum], dict[int, IntEnum]] = {
+    enum: {member.value: member for member in enum} for enum in (Position, SelectiveLogic, Role)
+}
 
 
-def _uid(value: Any, file: str, field: str) -> int | str | None:
+class _Invalid(Exception):
+    """A value a coercer refuses: `reason`, and `suffix`, what to add to the field (".isExclude")."""
+
+    def __init__(self, reason: str, suffix: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.suffix = suffix
+
+
+def _uid(value: Any) -> int | str | None:
     """uid/id/dict key: a whole number (numeric strings too), else non-empty text (V3 ids)."""
+    if type(value) is int and -_EXACT <= value <= _EXACT:
+        return value  # the common case, and what the rest gives for it
     if isinstance(value, str):
         text = value.strip()
         # Past 40 digits it is no number a uid is (and int() refuses 4,300): kept as a text id.
         return int(text) if len(text) <= 40 and _INT_RE.fullmatch(text) else (text or None)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer():
         return int(value)
-    raise FormatError(file, f"uid must be a whole number or text, not {value!r}", field)
+    raise _Invalid(f"uid must be a whole number or text, not {value!r}")
 
 
-def _text(value: Any, file: str, field: str) -> str:
+def _coerce(kind: str, value: Any, file: str, field: str) -> Any:
+    """Coerce one value of `kind` (see `_COERCERS`); None passes through (the caller decides what
+    null means). Raises FormatError naming `field`."""
+    if value is None:
+        return None
+    try:
+        return _COERCERS[kind](value)
+    except _Invalid as bad:
+        raise FormatError(file, bad.reason, field + bad.suffix) from None
+
+
+def _keys(value: Any) -> list[str]:
+    if isinstance(value, str):  # some exporters write "a, b" (RisuAI always does)
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list):
+        raise _Invalid(f"must be a list of keys or a comma-separated string, not a {type_name(value)}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise _Invalid(f"key {i} is a {type_name(item)}, not a string")
+    return list(value)
+
+
+def _text(value: Any) -> str:
     if not isinstance(value, str):
-        raise FormatError(file, f"must be a string, not a {type_name(value)}", field)
+        raise _Invalid(f"must be a string, not a {type_name(value)}")
     return value
 
 
-def _number(value: Any, file: str, field: str) -> int | float:
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().lower() in ("0", "1")):
+        return float(value) != 0
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise _Invalid(f"must be true or false, not {value!r}")
+
+
+def _number(value: Any) -> int | float:
     """A JSON number or a numeric string (ST `Number()`); integral values become int."""
+    if type(value) is int and -_EXACT <= value <= _EXACT:
+        return value  # the common case, and what the rest gives for it
     number = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         number = value
@@ -388,64 +452,83 @@ def _number(value: Any, file: str, field: str) -> int | float:
         except ValueError:
             pass
     if number is None or not math.isfinite(number):
-        raise FormatError(file, f"must be a number, not {value!r}", field)
+        raise _Invalid(f"must be a number, not {value!r}")
     return int(number) if float(number).is_integer() else number
 
 
-def _coerce(kind: str, value: Any, file: str, field: str) -> Any:
-    """Coerce one field value; None passes through (the caller decides what null means)."""
-    if value is None:
-        return None
-    if kind == "keys":
-        if isinstance(value, str):  # some exporters write "a, b" (RisuAI always does)
-            return [part.strip() for part in value.split(",") if part.strip()]
-        if not isinstance(value, list):
-            reason = f"must be a list of keys or a comma-separated string, not a {type_name(value)}"
-            raise FormatError(file, reason, field)
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                raise FormatError(file, f"key {i} is a {type_name(item)}, not a string", field)
-        return list(value)
-    if kind == "text":
-        return _text(value, file, field)
-    if kind == "bool":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().lower() in ("0", "1")):
-            return float(value) != 0
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise FormatError(file, f"must be true or false, not {value!r}", field)
-    if kind == "number":
-        return _number(value, file, field)
-    if kind == "triggers":
-        if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-            raise FormatError(file, "must be a list of generation types (strings)", field)
-        return list(value)
-    if kind == "filter":
-        if not isinstance(value, dict):
-            raise FormatError(file, f"must be an object, not a {type_name(value)}", field)
-        lists = [value.get(k) or [] for k in ("names", "tags")]
-        if not all(isinstance(x, list) for x in lists):
-            raise FormatError(file, "names and tags must be lists", field)
-        return CharacterFilter(bool(_coerce("bool", value.get("isExclude"), file, field + ".isExclude")),
-                               [str(x) for x in lists[0]], [str(x) for x in lists[1]])
-    if kind == "level" and isinstance(value, bool):  # delayUntilRecursion: true = level 1
-        return int(value)
-    if kind == "role" and isinstance(value, str) and value.strip().lower() in _ROLE_NAMES:
-        return Role(_ROLE_NAMES[value.strip().lower()])
-    if kind == "position" and isinstance(value, str) and value in _POSITION_NAMES:
-        return Position(_POSITION_NAMES[value])
-    number = _number(value, file, field)
+def _whole(value: Any) -> int:
+    number = _number(value)
     if not isinstance(number, int):
-        raise FormatError(file, f"must be a whole number, not {value!r}", field)
-    enums = {"position": (Position, "0-7"), "logic": (SelectiveLogic, "0-3"), "role": (Role, "0-2")}
-    enum, label = enums.get(kind, (None, ""))
-    if enum is not None:
-        if number not in {member.value for member in enum}:
-            raise FormatError(file, f"must be {label}, not {number}", field)
-        return enum(number)
-    if kind == "level" and number < 0:
-        raise FormatError(file, f"must be 0 or a positive recursion level, not {number}", field)
+        raise _Invalid(f"must be a whole number, not {value!r}")
     return number
 
+
+def _level(value: Any) -> int:
+    if isinstance(value, bool):  # delayUntilRecursion: true = level 1
+        return int(value)
+    number = _whole(value)
+    if number < 0:
+        raise _Invalid(f"must be 0 or a positive recursion level, not {number}")
+    return number
+
+
+def _member(enum: type[IntEnum], label: str, value: Any) -> Any:
+    number = _whole(value)
+    if number not in _MEMBERS[enum]:
+        raise _Invalid(f"must be {label}, not {number}")
+    return _MEMBERS[enum][number]
+
+
+def _logic(value: Any) -> SelectiveLogic:
+    return _member(SelectiveLogic, "0-3", value)
+
+
+def _position(value: Any) -> Position:
+    if isinstance(value, str) and value in _POSITION_NAMES:
+        return Position(_POSITION_NAMES[value])
+    return _member(Position, "0-7", value)
+
+
+def _role(value: Any) -> Role:
+    if isinstance(value, str) and value.strip().lower() in _ROLE_NAMES:
+        return Role(_ROLE_NAMES[value.strip().lower()])
+    return _member(Role, "0-2", value)
+
+
+def _triggers(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise _Invalid("must be a list of generation types (strings)")
+    return list(value)
+
+
+def _filter(value: Any) -> CharacterFilter:
+    if not isinstance(value, dict):
+        raise _Invalid(f"must be an object, not a {type_name(value)}")
+    lists = [value.get(k) or [] for k in ("names", "tags")]
+    if not all(isinstance(x, list) for x in lists):
+        raise _Invalid("names and tags must be lists")
+    try:
+        is_exclude = None if value.get("isExclude") is None else _bool(value["isExclude"])
+    except _Invalid as bad:
+        raise _Invalid(bad.reason, ".isExclude") from None
+    return CharacterFilter(bool(is_exclude), [str(x) for x in lists[0]], [str(x) for x in lists[1]])
+
+
+_COERCERS: dict[str, Callable[[Any], Any]] = {
+    "keys": _keys, "text": _text, "bool": _bool, "number": _number, "int": _whole, "level": _level,
+    "logic": _logic, "position": _position, "role": _role, "triggers": _triggers, "filter": _filter,
+}
+_SAME: dict[str, type] = {"text": str, "bool": bool}
+
+
+class _NoValue:
+    """The type no value has: kinds whose values `_build_entry` always coerces."""
+
+
+_PLAN: tuple[tuple[str, str, Callable[[Any], Any], type, bool, str], ...] = tuple(
+    (camel, attr, _COERCERS[kind], _SAME.get(kind, _NoValue), kind in _BLANK_IS_NULL, _V2_FALLBACK.get(camel, ""))
+    for camel, attr, kind in _ST_FIELDS
+)
+"""Per ST field, in file order: camelCase name, attribute, coercer, the type whose values the
+coercer returns unchanged (`_NoValue` when none), whether a blank string means null, and the V2
+fallback field ("" when none)."""

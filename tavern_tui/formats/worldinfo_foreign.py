@@ -73,9 +73,20 @@ def js_key_order(obj: dict) -> list[tuple[str, Any]]:
     """The items of a JSON object in the order JavaScript iterates them: array-index keys
     ascending, then the other keys in insertion order (ECMAScript OrdinaryOwnPropertyKeys).
     SillyTavern reads `entries` this way, and that order breaks ties between equal `order`s."""
-    indexed = sorted((i, k) for k in obj if (i := _array_index(k)) is not None)
-    named = [k for k in obj if _array_index(k) is None]
-    return [(k, obj[k]) for _, k in indexed] + [(k, obj[k]) for k in named]
+    indexed, named = [], []
+    for key, value in obj.items():
+        index = _array_index(key)
+        if index is None:
+            named.append((key, value))
+        else:
+            indexed.append((index, key, value))
+    indexed.sort(key=lambda item: item[0])  # array indexes are distinct: no tie to break
+    return [(key, value) for _, key, value in indexed] + named
+
+
+def _quoted(key: str) -> str:
+    """`key` as a JSON string; letters and digits need no escape, so no encoder call."""
+    return f'"{key}"' if key.isascii() and key.isalnum() else json.dumps(key, ensure_ascii=False)
 
 
 def iter_objects(container: Any, label: str, file: str) -> Iterator[tuple[str, int, str | None, dict]]:
@@ -86,7 +97,7 @@ def iter_objects(container: Any, label: str, file: str) -> Iterator[tuple[str, i
             field `where` — an entry is not an object.
     """
     if isinstance(container, dict):
-        items = [(f"{label}[{json.dumps(k, ensure_ascii=False)}]", k, v) for k, v in js_key_order(container)]
+        items = [(f"{label}[{_quoted(k)}]", k, v) for k, v in js_key_order(container)]
     elif isinstance(container, list):
         items = [(f"{label}[{i}]", None, v) for i, v in enumerate(container)]
     elif container is None:
