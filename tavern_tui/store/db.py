@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import NoSuchModuleError, OperationalError
+from sqlalchemy.exc import DatabaseError, NoSuchModuleError
 
 from tavern_tui.errors import StoreBusy, StoreError
 from tavern_tui.store.revision import MIGRATIONS, head_revision
@@ -136,6 +136,11 @@ def make_engine(url: str) -> Engine:
                     _private_file(Path(database).expanduser())
                 except OSError as exc:
                     raise StoreError(f"cannot create the database folder {folder}: {exc.strerror}") from exc
+                if not os.access(Path(database).expanduser(), os.W_OK):
+                    # Every open writes (a recovered step, the pinned persona): say so now, not
+                    # as an SQL error at the first send.
+                    raise StoreError(f"cannot use the database file {Path(database).expanduser()}: it is read-only "
+                                     "(check its permissions)")
             engine = create_engine(parsed)
             event.listen(engine, "connect", _sqlite_on_connect)
             event.listen(engine, "begin", _sqlite_on_begin)
@@ -144,7 +149,8 @@ def make_engine(url: str) -> Engine:
             return engine
         return create_engine(parsed, pool_pre_ping=True)
     except (ImportError, NoSuchModuleError) as exc:
-        raise StoreError(f"cannot use {shown}: its database driver is not installed ({exc})") from exc
+        hint = " (install it with `pip install -e '.[postgres]'`)" if parsed.get_backend_name() == "postgresql" else ""
+        raise StoreError(f"cannot use {shown}: its database driver is not installed ({exc}){hint}") from exc
 
 
 def _alembic_config() -> Config:
@@ -181,7 +187,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     target = head_revision() if revision == "head" else revision
     try:
         current = current_revision(engine)
-    except OperationalError as exc:
+    except DatabaseError as exc:  # (OperationalError among them; "file is not a database" is not one)
         shown = engine.url.render_as_string(hide_password=True)
         raise StoreError(f"cannot open the database {shown}: {exc.orig}") from exc
     if current == target:
