@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 from textual import events
 from textual.pilot import Pilot
+from textual.widgets import OptionList
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
@@ -352,3 +353,29 @@ async def test_a_reply_another_window_writes_shows_here_once_it_settles(corpus_t
         corpus_tavern.store.claims.release(lease.token)
         await wait_until(pilot, lambda: chat.transcript.boxes[-1].text == "*From the other window.*", timeout=30)
         assert chat._watch is None and chat.status.detail == ""
+
+
+def _burst(app: TavernApp, keys: str) -> None:
+    """Hand keys to the app's driver at once, as a terminal's burst arrives (`pilot.press` lets
+    the app go idle between keys, which a person typing fast does not)."""
+    for key in keys:
+        name = {"\r": "enter"}.get(key, key)
+        event = events.Key(name, None if name == "enter" else key)
+        event.set_sender(app)
+        app._driver.send_message(event)  # type: ignore[union-attr]
+
+
+async def test_keys_in_the_same_burst_as_enter_go_to_the_chat_not_the_filter(
+        corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        listing = app.screen.query_one("#characters", OptionList)
+        await wait_until(pilot, lambda: listing.option_count > 0)
+        names = [str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)]
+        listing.highlighted = names.index("Skynet")
+        _burst(app, "\rHello1")  # Enter, then typing at once: "Hello1" matches no character
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
+        draft = app.screen
+        assert isinstance(draft, DraftScreen)
+        assert draft.draft is not None and draft.draft.character_name == "Skynet"
+        await wait_until(pilot, lambda: draft.prompt.value == "Hello1")

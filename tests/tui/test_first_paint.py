@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 
 from tavern_tui.config import Settings
 from tavern_tui.errors import StoreError
@@ -70,10 +70,15 @@ async def test_the_first_list_is_painted_before_the_service_opens(corpus_url: st
             assert _home(app).highlighted_character is not None
             assert _home(app).highlighted_character.name == "Coding Sensei"
             assert [c.name for c in _home(app)._all] == names
-            gate.set()
+            # The card pane needs no read (the first frame has its layout); the playthroughs do.
+            card = str(_home(app).query_one("#character-details", Static).render())
+            assert card.startswith("from coding_sensei_v2.png\nby RossAscends")  # FACTS.md: its creator
             playthroughs = _home(app).query_one("#playthroughs", OptionList)
-            await wait_until(pilot, lambda: opening.opened() is not None and playthroughs.option_count >= 1)
-            assert f"#{played.id}" in str(playthroughs.get_option_at_index(0).prompt)
+            assert [str(playthroughs.get_option_at_index(i).prompt) for i in range(playthroughs.option_count)] == [
+                "Reading the playthroughs…"]
+            gate.set()
+            await wait_until(pilot, lambda: opening.opened() is not None
+                             and f"#{played.id}" in str(playthroughs.get_option_at_index(0).prompt))
             assert _home(app).highlighted_character.name == "Coding Sensei"  # the re-read kept the cursor
             changed = Settings(db_url=corpus_url, user_name="Ada")
             await opened[0].apply_settings(changed)  # as the settings screen does

@@ -174,6 +174,22 @@ async def test_typing_on_home_filters_the_characters(corpus_tavern: Tavern) -> N
         await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.is_mounted)
 
 
+async def test_clearing_a_filter_that_matched_nothing_puts_the_cursor_back(corpus_tavern: Tavern) -> None:
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        home = app.screen
+        assert isinstance(home, HomeScreen)
+        listing = home.query_one("#characters", OptionList)
+        await wait_until(pilot, lambda: listing.option_count > 3)
+        await pilot.press("down", "down")
+        chosen = home.highlighted_character
+        assert chosen is not None and listing.highlighted == 2
+        await pilot.press(*"xyz")  # no character holds it
+        assert listing.option_count == 0 and home.highlighted_character is None
+        await pilot.press("escape")
+        assert home.filter == "" and home.highlighted_character == chosen
+
+
 async def test_esc_stays_while_the_composer_holds_text_and_keeps_the_draft(corpus_tavern: Tavern) -> None:
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:

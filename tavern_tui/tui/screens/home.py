@@ -96,6 +96,7 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
         self._first = first  # the first list, read before the service opened: shown at once
         self._characters: dict[int, CharacterView] = {}
         self._typed_ahead: list[str] | None = None  # keys typed while a chat is being opened
+        self._cursor_on = ""  # the option the cursor was last on: clearing a filter goes back to it
         self._all: list[CharacterView] = []  # every character; the list shows those matching the filter
         self._groups: list[GroupView] = []  # every group, listed after the characters
         self._playthroughs: dict[int, PlaythroughView] = {}  # the highlighted character's, as listed
@@ -152,6 +153,11 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
             event.stop()
             event.prevent_default()
             return
+        if event.key == "enter" and self._typed_ahead is None and self._enter_opens():
+            # Keys reach this screen before the list's Enter binding selects, and a fast typist's
+            # next keys before the selection does: from this Enter on they are the chat's.
+            self._typed_ahead = []
+            return  # not stopped: the list's binding selects
         # Type-to-search: printable keys (not `?`, the help) filter the characters.
         if event.is_printable and event.character and event.character != "?":
             self._set_filter(self.filter + event.character)
@@ -161,6 +167,14 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
             return
         event.stop()
         event.prevent_default()
+
+    def _enter_opens(self) -> bool:
+        """Does Enter here open something: a list with a selectable option under its cursor?"""
+        focused = self.focused
+        if not isinstance(focused, OptionList) or focused.id not in ("characters", "playthroughs"):
+            return False
+        option = focused.highlighted_option
+        return option is not None and not option.disabled
 
     def _set_filter(self, text: str) -> None:
         self.filter = text
@@ -235,6 +249,7 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
         group = self.highlighted_group
         current = str(select) if select is not None else (
             group_option_id(group) if group else str(getattr(self.highlighted_character, "id", "")))
+        current = current or self._cursor_on  # a filter that matched nothing kept no cursor
         needle = self.filter.casefold().strip()
         characters = [c for c in characters if character_matches(c, needle)]
         shown_groups = [g for g in self._groups if group_matches(g, needle)]
@@ -265,6 +280,12 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
                 listing.add_option(Option(Text(f"No character matches {self.filter!r} · Esc clears the filter"),
                                           disabled=True))
             return
+        # The card pane and the title need no read: shown now, so the first frame has its layout
+        # (on a start the service may still be opening; its playthroughs follow).
+        details.update(character_details(character))
+        listing.border_title = Content(f"Playthroughs of {character.name}")  # a str is markup
+        if listing.option_count == 0:
+            listing.add_option(Option("Reading the playthroughs…", disabled=True))
         self.call(self._read_playthroughs, character.id, title="Cannot read the playthroughs",
                   group="playthroughs", exclusive=True,
                   then=lambda found: self._show_playthroughs(character, *found))
@@ -308,21 +329,23 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
         details.update(character_details(character))
 
     @on(OptionList.OptionHighlighted, "#characters")
-    def _character_highlighted(self) -> None:
+    def _character_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._cursor_on = event.option.id or ""
         self.refresh_playthroughs()
 
     @on(OptionList.OptionSelected, "#characters")
     def _character_selected(self, event: OptionList.OptionSelected) -> None:
         group_id = group_id_of(event.option.id)
         if group_id is not None:  # a group: its newest playthrough, else a new one
-            self._typed_ahead = []
+            self._typed_ahead = self._typed_ahead or []
             self.call(latest_or_new, self.tavern, group_id, title="Cannot open the group", then=self._choose,
                       failed=lambda _: self._stop_typing_ahead())
             return
         character = self._characters.get(int(event.option.id or 0))
         if character is None:
+            self._stop_typing_ahead()
             return
-        self._typed_ahead = []
+        self._typed_ahead = self._typed_ahead or []
         self.call(self._latest, character.id, title="Cannot open the character",
                   then=lambda latest: self._play(character, latest), failed=lambda _: self._stop_typing_ahead())
 
@@ -345,7 +368,7 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
     @on(OptionList.OptionSelected, "#playthroughs")
     def _playthrough_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
-            self._typed_ahead = []
+            self._typed_ahead = self._typed_ahead or []
             if event.option.id.startswith(DRAFT_PREFIX):
                 self._choose_draft(int(event.option.id.removeprefix(DRAFT_PREFIX)))
             else:
