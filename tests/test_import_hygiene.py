@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "tavern_tui"
 
 
@@ -112,10 +114,12 @@ def test_the_tui_first_paint_does_not_import_the_heavy_modules(tmp_path: Path) -
     assert _loaded_after(code, db) == set()
 
 
-def test_the_tui_paints_its_first_list_before_loading_the_database_library(tmp_path: Path) -> None:
-    # As `tavern` starts on an embedded database at head: the home screen's list is read with
-    # sqlite3 and painted while the service (SQLAlchemy, the store) is still to be opened.
-    db = _at_head(tmp_path)
+@pytest.mark.parametrize("database", ["at head", "not created yet"])
+def test_the_tui_paints_its_first_list_before_loading_the_database_library(tmp_path: Path, database: str) -> None:
+    # As `tavern` starts on an embedded database at head, or on a first start: the home screen's
+    # list is read with sqlite3 (or is empty) and painted while the service (SQLAlchemy, the
+    # store, the migrations that create the file) is still to be opened.
+    db = _at_head(tmp_path) if database == "at head" else tmp_path / "new" / "tavern.sqlite3"
     code = ("import asyncio, sys, threading\nfrom tavern_tui.config import load_settings\n"
             "from tavern_tui.service.first_screen import first_screen\n"
             "from tavern_tui.tui.opening import OpeningTavern\nfrom tavern_tui.tui.app import TavernApp\n"

@@ -38,9 +38,9 @@ def _view(row: CharacterRow) -> CharacterView:
 
 
 def first_screen(db_url: str) -> FirstScreen | None:
-    """The first list of the database at `db_url`, or None when it cannot be read before the
-    service opens (not an embedded SQLite file at the newest schema, or unreadable): the caller
-    then opens the service first. Never writes."""
+    """The first list of the database at `db_url` (empty when its file does not exist yet), or
+    None when it cannot be read before the service opens (not an embedded SQLite file at the
+    newest schema, or unreadable): the caller then opens the service first. Never writes."""
     rows = read_first_screen(db_url)
     if rows is None:
         return None

@@ -3,8 +3,9 @@ was played last), read with the standard library's `sqlite3` before SQLAlchemy a
 the store are imported, so the home screen paints while the service opens behind it.
 
 It reads only an embedded SQLite file already at the newest schema (`revision.head_revision`),
-read-only, and answers None for anything else (another database, no file yet, a schema to
-migrate, any SQLite error): the caller then opens the service first, as every command does.
+read-only; where that file does not exist yet (a first start) the list is empty. It answers None
+for anything else (another database, a schema to migrate, any SQLite error): the caller then
+opens the service first, as every command does.
 The card fields a list shows are taken with SQLite's JSON functions from the stored normalised
 card (`ParsedCard.to_dict`), so no card is parsed in Python; `service.first_screen` turns the
 rows into the views `LibraryService` gives (a test compares the two on the corpus).
@@ -83,7 +84,11 @@ def read_first_screen(url: str) -> FirstScreenRows | None:
     """The first screen's rows from the database at `url`, or None when it cannot be read this
     way (see the module text). Never writes and never raises for a database it cannot read."""
     path = sqlite_file(url)
-    if path is None or not path.is_file():
+    if path is None:
+        return None
+    if not path.exists():
+        return FirstScreenRows((), None)  # a first start: nothing imported yet (the service creates the file)
+    if not path.is_file():
         return None
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)

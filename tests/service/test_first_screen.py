@@ -1,7 +1,8 @@
 """The home screen's first list, read before the service opens (`service.first_screen`, with the
 standard library's sqlite3), is what `LibraryService` gives for the same database: the corpus
 cards, hand-made edge cards, an archived one, an edited revision, and the last played character.
-Anything it cannot read that way (another database, no file, a schema behind) gives None."""
+A database not created yet lists nothing; anything it cannot read that way (another database, a
+folder, a schema behind) gives None."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from tavern_tui.config import Settings
 from tavern_tui.service import Tavern
-from tavern_tui.service.first_screen import first_screen
+from tavern_tui.service.first_screen import FirstScreen, first_screen
 from tavern_tui.store.first_screen import sqlite_file
 from tests.conftest import ScriptedModel
 
@@ -78,8 +79,10 @@ def test_anything_else_is_read_after_the_service_opens(tmp_path: Path, library: 
     _tavern, url = library
     assert first_screen("postgresql://u@localhost/tavern") is None
     assert first_screen("sqlite://") is None and first_screen("sqlite:///:memory:") is None
-    assert first_screen(f"sqlite:///{tmp_path / 'nothing-here.sqlite3'}") is None
-    assert not (tmp_path / "nothing-here.sqlite3").exists()  # never creates the file
+    # A first start: nothing imported yet, and the file is left for the service to create.
+    assert first_screen(f"sqlite:///{tmp_path / 'new' / 'tavern.sqlite3'}") == FirstScreen((), None)
+    assert not (tmp_path / "new").exists()
+    assert first_screen(f"sqlite:///{tmp_path}") is None  # a folder, not a database file
     assert sqlite_file("sqlite:////var/x.db") == Path("/var/x.db")
     assert sqlite_file("sqlite:///x.db?mode=ro") is None
     behind = tmp_path / "behind.sqlite3"
