@@ -20,8 +20,9 @@ list is read with sqlite3 (`service.first_screen`) and SQLAlchemy, the store and
 load in a thread once the first frame is up (`tui.opening`), so the paint pays Textual, the home
 screen's widgets and ~0.1 s of our own modules (views, labels, config, the app); the importtime
 top 10 is of the whole run, the opening after the paint included, and "answering a key" (ctrl+q)
-waits for that opening to finish before the process exits. Other databases, a first start and a
-schema to migrate open the service first, as before. Every CLI command that reads the database
+waits for that opening to finish before the process exits. Other databases and a schema to
+migrate open the service first, as before (a first start paints an empty list, then creates the
+database). Every CLI command that reads the database
 imports SQLAlchemy (Core + ORM: `import sqlalchemy.orm` alone measured 0.36-0.46 s on this box,
 about as long as the whole bare app), so cli_start cannot reach 1.2× without replacing the ORM
 on the read path. What is lazy now (asserted by tests/test_import_hygiene.py): SQLAlchemy before

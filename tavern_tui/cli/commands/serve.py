@@ -29,10 +29,10 @@ def add_serve(commands: Commands) -> None:
 def cmd_tui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Launch the Textual app (imported lazily: the other commands never load textual).
 
-    On an embedded database already at the newest schema the home screen's list is read with
-    the standard library and painted before the service opens (`service.first_screen`,
-    `tui.opening`); otherwise (another database, a first start, a schema to migrate) the
-    service is opened first, as for every other command.
+    On an embedded database already at the newest schema (or not created yet: an empty list)
+    the home screen's list is read with the standard library and painted before the service
+    opens (`service.first_screen`, `tui.opening`); otherwise (another database, a schema to
+    migrate) the service is opened first, as for every other command.
     """
     from tavern_tui.service.first_screen import first_screen
     from tavern_tui.tui.app import run
