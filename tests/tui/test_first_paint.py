@@ -102,3 +102,34 @@ async def test_a_service_that_cannot_open_ends_the_app_and_says_why(corpus_url: 
         await wait_until(pilot, lambda: app.return_code is not None)
     with pytest.raises(StoreError, match="disk I/O error"):
         await asyncio.to_thread(opening.wait)
+
+
+async def test_showing_archived_ones_says_so_once_they_are_listed(corpus_url: str) -> None:
+    settings = Settings(db_url=corpus_url)
+    before = Tavern(settings)
+    before.library.archive_character(before.library.find_character("Shodan").id)
+    before.close()
+    gate, opened = threading.Event(), []
+
+    def open_service() -> Tavern:
+        gate.wait(30)
+        opened.append(Tavern(settings))
+        return opened[0]
+
+    opening = OpeningTavern(settings, open_service)
+    app = TavernApp(cast(Tavern, opening), first=first_screen(corpus_url))
+    said = "Archived ones are listed (marked)."
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            characters = _home(app).query_one("#characters", OptionList)
+            await wait_until(pilot, lambda: characters.option_count > 0)
+            await pilot.press("ctrl+u")  # before the service is open: the list cannot show them yet
+            assert "Shodan" not in [c.name for c in _home(app)._all]
+            assert said not in [n.text for n in app.notices]
+            gate.set()
+            await wait_until(pilot, lambda: "Shodan" in [c.name for c in _home(app)._all])
+            await wait_until(pilot, lambda: said in [n.text for n in app.notices])
+    finally:
+        gate.set()
+        for tavern in opened:
+            tavern.close()

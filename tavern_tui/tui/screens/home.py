@@ -225,17 +225,23 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
         wanted = group_id_of(option.id if option else None)
         return next((g for g in self._groups if g.id == wanted), None)
 
-    def refresh_characters(self, select: int | None = None) -> None:
+    def refresh_characters(self, select: int | None = None, *, shown: str = "") -> None:
         """Re-read the characters in a worker, keeping the cursor on the same one.
 
         Args:
             select: id of a character to put the cursor on instead.
+            shown: a toast once the new list is on the screen (not before: on a start the read
+                waits for the service).
         """
         def read() -> tuple[list[CharacterView], list[GroupView]]:
             return self._read_characters(), self.tavern.groups.groups()
 
-        self.call(read, title="Cannot read the characters", group="characters",
-                  then=lambda found: self._show_characters(found[0], select, found[1]))
+        def show(found: tuple[list[CharacterView], list[GroupView]]) -> None:
+            self._show_characters(found[0], select, found[1])
+            if shown:
+                self.notify(shown, timeout=2)
+
+        self.call(read, title="Cannot read the characters", group="characters", then=show)
 
     def _read_characters(self) -> list[CharacterView]:
         return self.tavern.library.characters(include_archived=self.show_archived)

@@ -129,6 +129,5 @@ class HomePlaythroughs(MessagePump):
     def action_toggle_archived(self) -> None:
         """ctrl+u: list archived characters and playthroughs too, or hide them again."""
         self.show_archived = not self.show_archived
-        self.notify("Archived ones are listed (marked)." if self.show_archived else "Archived ones are hidden.",
-                    timeout=2)
-        self.refresh_characters()
+        self.refresh_characters(shown="Archived ones are listed (marked)." if self.show_archived
+                                else "Archived ones are hidden.")
