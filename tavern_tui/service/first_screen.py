@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from tavern_tui.store.first_screen import CharacterRow, read_first_screen
 from tavern_tui.views import CharacterView
@@ -29,11 +28,10 @@ class FirstScreen:
 
 def _view(row: CharacterRow) -> CharacterView:
     tags = json.loads(row.tags_json) if row.tags_json else []
-    created = datetime.fromisoformat(row.created_at)
     return CharacterView(row.id, row.name, row.spec, str(row.creator or ""),
                          tuple(str(t) for t in tags),
                          1 + (row.alternate_greetings or 0), row.book_entries, row.source_name,
-                         created.astimezone(UTC) if created.tzinfo else created.replace(tzinfo=UTC),
+                         row.created_at,
                          str(row.description or ""), False, row.revision or 0)
 
 

@@ -12,8 +12,9 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, defer
 
 from tavern_tui.errors import NotFound
-from tavern_tui.store.models import Preset, WorldBook, as_utc
+from tavern_tui.store.models import Preset, WorldBook
 from tavern_tui.store.repositories import flush_unique
+from tavern_tui.store.times import as_utc
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ from sqlalchemy import Engine, and_, bindparam, func, literal, or_, select, unio
 from tavern_tui.engine.events import MESSAGE_KINDS, Event, EventKind, parse_origin
 from tavern_tui.engine.log import COMPOSER_SOURCE, SUMMARY_SOURCE
 from tavern_tui.errors import NotFound
-from tavern_tui.store.models import EventRow, SessionRow, as_utc
+from tavern_tui.store.models import EventRow, SessionRow
+from tavern_tui.store.times import as_utc
 
 __all__ = ["EVENTS", "SESSIONS", "SESSION_EXISTS", "SurfaceReads", "row_to_event"]
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from tavern_tui.store.revision import head_revision
+from tavern_tui.store.times import as_utc
 
 _PREFIXES = ("sqlite:///", "sqlite+pysqlite:///")
 
@@ -44,13 +46,13 @@ ORDER BY updated_at DESC, id DESC LIMIT 1
 
 @dataclass(frozen=True, slots=True)
 class CharacterRow:
-    """One character as the first screen lists it (`created_at` as stored: naive UTC text)."""
+    """One character as the first screen lists it (`created_at` in UTC, as the repositories give it)."""
 
     id: int
     name: str
     spec: str
     source_name: str
-    created_at: str
+    created_at: datetime
     revision: int
     creator: object
     tags_json: str | None
@@ -98,7 +100,8 @@ def read_first_screen(url: str) -> FirstScreenRows | None:
         versions = conn.execute("SELECT version_num FROM alembic_version").fetchall()
         if [v for (v,) in versions] != [head_revision()]:
             return None
-        characters = tuple(CharacterRow(*row) for row in conn.execute(_CHARACTERS))
+        characters = tuple(CharacterRow(row[0], row[1], row[2], row[3], as_utc(datetime.fromisoformat(row[4])),
+                                        *row[5:]) for row in conn.execute(_CHARACTERS))
         last = conn.execute(_LAST_PLAYED).fetchone()
     except sqlite3.Error:
         return None

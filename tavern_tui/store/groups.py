@@ -12,7 +12,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tavern_tui.errors import NotFound
-from tavern_tui.store.models import GroupRow, Playthrough, as_utc
+from tavern_tui.store.models import GroupRow, Playthrough
+from tavern_tui.store.times import as_utc
 
 
 @dataclass(frozen=True, slots=True)

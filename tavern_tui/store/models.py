@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     Boolean,
@@ -30,12 +30,6 @@ NAMING_CONVENTION = {
 }
 
 ORIGINS_SQL = "('customer', 'agent', 'engine', 'operator')"
-
-
-def as_utc(value: datetime) -> datetime:
-    """A stored time read back, UTC-aware: every time is stored in UTC, but SQLite hands it back
-    naive and PostgreSQL (timestamptz) in the session's TimeZone, which need not be UTC."""
-    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class Base(DeclarativeBase):

@@ -23,9 +23,9 @@ from tavern_tui.store.models import (
     RegexScriptRow,
     SessionRow,
     WorldBook,
-    as_utc,
 )
 from tavern_tui.store.repositories import BindingRepository, PlaythroughRecord, PlaythroughRepository
+from tavern_tui.store.times import as_utc
 
 
 class DraftRepository:

@@ -27,8 +27,8 @@ from tavern_tui.store.models import (
     Persona,
     PersonaRevision,
     StrategyRow,
-    as_utc,
 )
+from tavern_tui.store.times import as_utc
 
 
 def _document(row: PersonaRevision) -> PersonaDocument:

@@ -23,8 +23,8 @@ from tavern_tui.store.models import (
     Preset,
     SessionRow,
     WorldBookBinding,
-    as_utc,
 )
+from tavern_tui.store.times import as_utc
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from tavern_tui.errors import NotFound, TavernError
-from tavern_tui.store.models import ConfigTemplate, as_utc
+from tavern_tui.store.models import ConfigTemplate
+from tavern_tui.store.times import as_utc
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from tavern_tui.tui import theming
 from tavern_tui.tui.exit_watch import QUIT_SIGNALS, ExitWatchdog
 from tavern_tui.tui.keymap import resolve_keymap
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
-from tavern_tui.tui.opening import OpeningTavern
+from tavern_tui.tui.opening import OpeningTavern, opened_service
 from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.notices import Notice, NoticesScreen
@@ -254,7 +254,7 @@ class TavernApp(App[None]):
         self._loop = None
         if self._last_writes:
             await asyncio.wait(set(self._last_writes), timeout=LAST_WRITES_WAIT)
-        opened = self.tavern.opened() if isinstance(self.tavern, OpeningTavern) else self.tavern
+        opened = opened_service(self.tavern)
         if opened is not None:  # (a service still opening has made no HTTP client)
             await opened.aclose_provider()
 
@@ -279,7 +279,7 @@ class TavernApp(App[None]):
 
 
 def _stop_tools(tavern: Tavern | OpeningTavern) -> None:
-    opened = tavern.opened() if isinstance(tavern, OpeningTavern) else tavern
+    opened = opened_service(tavern)
     # Only if built (and the service open): settling must not start the area.
     tools = opened.__dict__.get("tools") if opened is not None else None
     if tools is not None:

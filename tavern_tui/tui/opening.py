@@ -89,3 +89,9 @@ class OpeningTavern:
     def __getattr__(self, name: str) -> Any:
         # Only for names this object does not have itself: the service's areas and methods.
         return getattr(self.wait(), name)
+
+
+def opened_service(tavern: Tavern | OpeningTavern) -> Tavern | None:
+    """The service itself if it is open: `tavern`, or what an `OpeningTavern` has opened (None
+    while it is still opening, or when opening it failed). Never waits."""
+    return tavern.opened() if isinstance(tavern, OpeningTavern) else tavern
