@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, defer
@@ -58,6 +59,9 @@ class WorldBookRepository:
 
     model: type[WorldBook] | type[Preset] = WorldBook
     what = "world book"
+    stamp_index: bool = True
+    """Whether the table has a covering index of (id, name, data_sha256) (`ix_world_books_stamp`;
+    presets: small rows, none)."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -95,7 +99,12 @@ class WorldBookRepository:
         if not book_ids:
             return {}
         model = self.model
-        rows = self._session.execute(select(model.id, model.name, model.data_sha256).where(model.id.in_(book_ids)))
+        key: Any = model.id
+        if self.stamp_index and self._session.get_bind().dialect.name == "sqlite":
+            # By rowid SQLite walks the row past `data` to the hash; `id + 0` is no rowid key, so
+            # the planner scans the covering stamp index instead (one entry a book).
+            key = model.id + 0
+        rows = self._session.execute(select(model.id, model.name, model.data_sha256).where(key.in_(book_ids)))
         return {row.id: WorldBookStamp(row.id, row.name, row.data_sha256) for row in rows}
 
     def data_of(self, book_id: int) -> str:
@@ -141,3 +150,4 @@ class PresetRepository(WorldBookRepository):
 
     model = Preset
     what = "preset"
+    stamp_index = False

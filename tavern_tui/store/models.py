@@ -45,8 +45,9 @@ class _Resource:
     name: Mapped[str] = mapped_column(String(512))
     source_name: Mapped[str] = mapped_column(String(1024), default="")
     """The file name the resource was imported from."""
-    original: Mapped[bytes] = mapped_column(LargeBinary)
-    """The imported file's exact bytes (for re-export and audit)."""
+    original: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    """The imported file's exact bytes (for re-export and audit). Deferred: a card's PNG can be
+    megabytes and only an export reads it; every other read of the row leaves it on disk."""
     original_sha256: Mapped[str] = mapped_column(String(64), index=True, unique=True)
     data: Mapped[str] = mapped_column(Text)
     """The normalised form as canonical JSON text."""
@@ -86,6 +87,7 @@ class WorldBook(_Resource, Base):
     """An imported world book (lorebook)."""
 
     __tablename__ = "world_books"
+    __table_args__ = (Index("ix_world_books_stamp", "id", "name", "data_sha256"),)
     data_sha256: Mapped[str] = mapped_column(String(64), default="", server_default="")
     """SHA-256 of `data` (hex), written with it: the key of the parsed copy a step reuses."""
 
