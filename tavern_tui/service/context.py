@@ -5,12 +5,16 @@ the provider and the token counter. The facade (`service.facade.Tavern`) builds 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from tavern_tui.config import Settings
 from tavern_tui.engine.stream import Provider
 from tavern_tui.store.store import Store
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -34,3 +38,22 @@ class ServiceContext:
         """Seconds without a checkpoint after which a streaming reply counts as crashed: a live
         stream checkpoints at least once per read timeout (`settings.provider.timeout` + 15 s)."""
         return self.settings.provider.timeout + 15.0
+
+    _builds: threading.local = field(default_factory=threading.local, repr=False, compare=False)
+
+    def per_build(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()` once per `key` within the pinned build running on this thread
+        (`EventLog.pinned_version`: a step's preparation, a preview, the gauge), which reads the
+        store as of one version; outside one, or once this thread appended in it, every call
+        computes. A step's preparation asks for the same playthrough view three times (its own,
+        MVU's initialisation, MVU's bound state)."""
+        pin_scope = getattr(self.store.events, "pin_scope", None)
+        scope = pin_scope() if pin_scope is not None else None
+        if scope is None:
+            return compute()
+        memo = self._builds
+        if getattr(memo, "scope", None) is not scope:
+            memo.scope, memo.values = scope, {}
+        if key not in memo.values:
+            memo.values[key] = compute()
+        return memo.values[key]  # type: ignore[no-any-return]

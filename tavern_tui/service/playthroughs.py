@@ -244,7 +244,10 @@ class PlaythroughService:
         return session, self.ctx.store.events.head_seq(session)
 
     def playthrough(self, playthrough_id: int) -> PlaythroughView:
-        """One playthrough. Raises NotFound."""
+        """One playthrough (read once per pinned build: `ServiceContext.per_build`). Raises NotFound."""
+        return self.ctx.per_build(("playthrough", playthrough_id), lambda: self._read_playthrough(playthrough_id))
+
+    def _read_playthrough(self, playthrough_id: int) -> PlaythroughView:
         with self.ctx.store.unit_of_work(write=False) as uow:
             record = uow.playthroughs.get(playthrough_id)
             name = uow.characters.get(record.character_id).name

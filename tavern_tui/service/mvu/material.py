@@ -45,22 +45,13 @@ class MvuMaterial:
         self.playthroughs = playthroughs
         self.lore = lore
         self.variables = variables
-        self._built: tuple[object, int, Any] | None = None  # (pin scope, playthrough, material)
 
     def material(self, playthrough_id: int) -> tuple[Any, list[InitBook], str | None, list[str], MacroContext]:
         """(the playthrough's view, its [InitVar] books in MVU's order, the primary book's name, the card's
         greetings, the macros: read-only, as `expander` uses them). Within one pinned build
         (`EventLog.pin_scope`) it is read once: a step's preparation asks for it to initialise and
         again for the head."""
-        pin_scope = getattr(self.ctx.store.events, "pin_scope", None)
-        scope = pin_scope() if pin_scope is not None else None
-        built = self._built
-        if scope is not None and built is not None and built[0] is scope and built[1] == playthrough_id:
-            return built[2]  # type: ignore[no-any-return]
-        found = self._material(playthrough_id)
-        if scope is not None:
-            self._built = (scope, playthrough_id, found)
-        return found
+        return self.ctx.per_build(("mvu-material", playthrough_id), lambda: self._material(playthrough_id))
 
     def _material(self, playthrough_id: int) -> tuple[Any, list[InitBook], str | None, list[str], MacroContext]:
         view = self.playthroughs.playthrough(playthrough_id)
