@@ -15,10 +15,19 @@ Figures per variant (prefixed `en_`, `de_`, `cjk_`), all in one process:
   service reads a bound book once per revision when a chat first opens), median of 5.
   Measured 2026-12-07: en 535 -> 196 ms once `loads_bounded` cleared plain texts with
   `json.loads` and each field got its own coercer.
-- `regex_compile_ms`: translating and compiling the book's regex keys (jsregex, first use only;
-  `parse_regex_key` caches them). `build_ms`: `FastIndex(keys)` after that (automata, literal
-  and scope analysis, whose cache is cleared first). Target build ≤ 150 ms.
-- `cold_first_ms`: the first activation in the process (compile + build + an empty cache).
+- `regex_compile_ms`: parsing the book's regex keys (`parse_regex_key`, cached): translating them
+  and knowing they compile; a translation made only of constructs `regex` always accepts is
+  compiled when first searched (`RegexKey.compiled`), i.e. once its literal is in a text, so
+  most are never compiled in a session (109 of 968 in EN's first activation). `build_ms`:
+  `FastIndex(keys)` after that (automata, literal and scope analysis, whose cache is cleared
+  first). Target build ≤ 150 ms.
+- `cold_first_ms`: the first activation in the process (parse + plan + build + an empty cache;
+  the plan is built with the garbage collector paused, `prepare.gc_paused`). Target ≤ 200 ms.
+  Measured 2026-12-07 (two runs each, alternating, on a shared 2-core box; mean of the two):
+  regex_compile_ms en 402 -> 42, de 402 -> 32, cjk 200 -> 28; build_ms en 217 -> 127,
+  de 151 -> 115, cjk 107 -> 113; cold_first_ms en 1067 -> 541, de 1207 -> 462, cjk 570 -> 420.
+  `prime_ms` rose (en 280 -> 642, de 812 -> 1204): the keys left uncompiled are compiled when the
+  warm-up primes the contents, in its worker.
 - `cold_ms`: an activation with the index built but its caches cleared (B1's "empty
   per-message cache"), median of 5 runs with a fresh input each. Target ≤ 60 ms.
 - `warm_p50_ms` / `warm_p95_ms`: 20 steps, each appending one new user message, the index reused

@@ -496,5 +496,5 @@ class FastIndex:
                 if searched < RELAX_AFTER:
                     self._unrelaxed[key_id] = searched
                     return None
-                quick = self._relaxed[key_id] = compile_relaxed(relaxed, self._regex[key_id].compiled.flags)
+                quick = self._relaxed[key_id] = compile_relaxed(relaxed, self._regex[key_id].py_flags)
         return quick  # type: ignore[return-value]

@@ -3,7 +3,8 @@
 Functions over a `FastIndex`'s state (its key tables and caches, which they read and update),
 called once per asked text or per key, as its methods were.
 
-Regex keys are compiled by `matching.parse_regex_key`, exactly as the reference does. From the
+Regex keys are parsed by `matching.parse_regex_key` as the reference parses them (compiled when
+first searched: a key whose literal never occurs is never compiled). From the
 translated pattern (parsed with `re._parser`, `regex_plan.analyse_regex`) we derive:
 * a required literal, or alternatives one of which every match contains, fed to the automata
   as a prefilter: where none occurs, the regex cannot match and is not run. Under the `i` flag

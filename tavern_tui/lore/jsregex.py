@@ -31,6 +31,7 @@ estimated program (atoms times nested repeat counts) above `MAX_PROGRAM_UNITS` r
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import regex
 
@@ -61,6 +62,8 @@ _HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
 _BRACED_HEX = re.compile(r"\{([0-9A-Fa-f]+)\}")
 _GROUP_NAME = re.compile(r"<([A-Za-z_$][\w$]*)>")
 _PROPERTY = re.compile(r"\{[A-Za-z_]+(=[A-Za-z_]+)?\}")
+_PLAIN_GROUPS = ("(", "(?:", "(?=", "(?!")
+_PLAIN_DEPTH = 20  # deeper nesting is compiled to find out (`regex`'s parser recurses per level)
 
 
 MAX_PATTERN_CHARS = 1000
@@ -129,18 +132,58 @@ def compile_js_regex(pattern: str, flags: str) -> tuple[regex.Pattern[str], bool
             a translation Python cannot compile.
         JSRegexTooCostly: a valid pattern over the cost limits (see the module docstring).
     """
+    translation = translate_js_regex(pattern, flags)
+    return compile_translation(translation), translation.sticky
+
+
+@dataclass(frozen=True)
+class JSTranslation:
+    """A JS regex translated for `regex`, not compiled yet (`translate_js_regex`).
+
+    Attributes:
+        source: the JS pattern. text: the Python pattern. ignorecase: compile with IGNORECASE.
+        sticky: test at position 0 (`.match`). flags: the compiled pattern's `.flags` to be.
+        plain_syntax: only constructs `regex.compile` always accepts once translated
+            (`_Translator.plain`), so compiling can wait until first use; False: not known.
+    """
+
+    source: str
+    text: str
+    ignorecase: bool
+    sticky: bool
+    plain_syntax: bool
+    flags: int
+
+
+def translate_js_regex(pattern: str, flags: str) -> JSTranslation:
+    """Translate the JS regex `/pattern/flags` without compiling it (cheap: no `regex` parse).
+
+    Raises:
+        JSRegexError: invalid or duplicate flags, invalid JS syntax, an unsupported construct
+            (never "a translation Python cannot compile": only `compile_translation` knows).
+        JSRegexTooCostly: a valid pattern over the cost limits (see the module docstring).
+    """
     if len(pattern) > MAX_PATTERN_CHARS:
         raise JSRegexTooCostly(f"pattern is {len(pattern)} characters long (at most {MAX_PATTERN_CHARS})")
     if len(set(flags)) != len(flags) or set(flags) - set("dgimsuyv"):
         raise JSRegexError(f"invalid flags {flags!r}")
     if "v" in flags or "d" in flags:
         raise JSRegexError(f"unsupported flags {flags!r}")
-    text = _Translator(pattern, flags).run()
+    translator = _Translator(pattern, flags)
+    text, folded = translator.run(), "i" in flags
+    return JSTranslation(pattern, text, folded, "y" in flags, translator.plain, _FLAGS_I if folded else _FLAGS)
+
+
+def compile_translation(translation: JSTranslation) -> regex.Pattern[str]:
+    """`regex.compile` of a translation. Raises JSRegexError if Python cannot (never if `plain_syntax`)."""
     try:
-        compiled = regex.compile(text, regex.IGNORECASE if "i" in flags else 0)
+        return regex.compile(translation.text, regex.IGNORECASE if translation.ignorecase else 0)
     except (regex.error, OverflowError, RecursionError) as error:
-        raise JSRegexError(f"cannot compile {pattern!r}: {error}") from None
-    return compiled, "y" in flags
+        raise JSRegexError(f"cannot compile {translation.source!r}: {error}") from None
+
+
+_FLAGS = regex.compile("").flags  # (the default version and UNICODE, as for every str pattern)
+_FLAGS_I = regex.compile("", regex.IGNORECASE).flags
 
 
 def _lit(code: int) -> str:
@@ -167,6 +210,13 @@ class _Translator:
         self.non_boundary = _NON_BOUNDARY_IU if extra_words else _NON_BOUNDARY
         self.group_count, self.group_names = self._scan_groups()
         self.cost = _Cost()
+        # `plain`: so far only items `regex.compile` always accepts as translated, in a sequence it
+        # always accepts: literals, classes, shorthands, `.`, anchors, `\\b`/`\\B`, `|`, groups
+        # `(…)`/`(?:…)` and lookaheads up to `_PLAIN_DEPTH` deep, balanced; a quantifier only
+        # after a literal, a class, a shorthand, `.` or a closed `(…)`/`(?:…)`. Anything else
+        # (backreferences, named groups, lookbehinds, `\\p{…}`, a quantifier elsewhere) clears it.
+        self.plain = True
+        self.groups: list[bool] = []  # per open group: whether a quantifier may follow its ")"
 
     def _scan_groups(self) -> tuple[int, set[str]]:
         count, names, i, in_class = 0, set(), 0, False
@@ -199,50 +249,61 @@ class _Translator:
         out: list[str] = []
         i, p = 0, self.p
         last_quant = False  # a quantifier right after a quantifier is a JS syntax error
+        target = False  # the last item is one `plain` lets a quantifier follow
         while i < self.n:
             c = p[i]
             quant = False
             if c == "\\":
                 piece, i = self._escape(i)
                 out.append(_lit(piece) if isinstance(piece, int) else piece)
+                target = piece not in (self.boundary, self.non_boundary)
             elif c == "[":
                 piece, i = self._class(i)
                 out.append(piece)
+                target = piece != "(?!)"
             elif c == "(":
                 piece, i = self._group_open(i)
                 out.append(piece)
                 self.cost.open()
+                self.groups.append(piece in ("(", "(?:"))  # (a lookahead is not quantified in `plain`)
+                self.plain = self.plain and piece in _PLAIN_GROUPS and len(self.groups) <= _PLAIN_DEPTH
+                target = False
             elif c in "*+?" or (c == "{" and _QUANT.match(p, i)):
                 if last_quant:
                     raise JSRegexError("nothing to repeat")
                 i = self._quantifier(i, out)
-                quant = True
+                quant, self.plain, target = True, self.plain and target, False
             elif c in "{}]":
                 if self.unicode:
                     raise JSRegexError(f"lone {c!r}")
                 out.append(_lit(ord(c)))
                 i += 1
-            elif c == ".":
-                out.append("(?s:.)" if self.dotall else f"[^{_LINE_TERMS}]")
-                i += 1
-            elif c == "^":
-                out.append(f"(?<![^{_LINE_TERMS}])" if self.multiline else "\\A")
-                i += 1
-            elif c == "$":
-                out.append(f"(?![^{_LINE_TERMS}])" if self.multiline else "\\Z")
-                i += 1
-            elif c in "|)":
+                target = True
+            elif c == ")":
                 out.append(c)
-                if c == ")":
-                    self.cost.close()
+                self.cost.close()
                 i += 1
+                self.plain = self.plain and bool(self.groups)  # (an unbalanced ")": `regex` rejects it)
+                target = self.groups.pop() if self.groups else False
             else:
-                out.append(_lit(ord(c)))
+                out.append(self._one(c))
                 i += 1
+                target = c not in "^$|"
             if not quant and c not in "(|)":
                 self.cost.atom()
             last_quant = quant
+        self.plain = self.plain and not self.groups
         return "".join(out)
+
+    def _one(self, c: str) -> str:
+        """The translation of the one-character item `c`: `.`, `^`, `$`, `|` or a literal."""
+        if c == ".":
+            return "(?s:.)" if self.dotall else f"[^{_LINE_TERMS}]"
+        if c == "^":
+            return f"(?<![^{_LINE_TERMS}])" if self.multiline else "\\A"
+        if c == "$":
+            return f"(?![^{_LINE_TERMS}])" if self.multiline else "\\Z"
+        return c if c == "|" else _lit(ord(c))
 
     def _quantifier(self, i: int, out: list[str]) -> int:
         """Translate the quantifier at `p[i]` (and a lazy `?` after it) into `out`; returns the next index."""
@@ -317,11 +378,13 @@ class _Translator:
         if d.isdigit():
             return self._decimal_escape(i, in_class)
         if d == "k" and not in_class and (self.unicode or self.group_names):
+            self.plain = False
             m = _GROUP_NAME.match(p, i + 2)
             if not m or m.group(1) not in self.group_names:
                 raise JSRegexError("invalid named reference")
             return f"(?P={m.group(1)})", m.end()
         if d in "pP" and self.unicode:
+            self.plain = False
             m = _PROPERTY.match(p, i + 2)
             if not m:
                 raise JSRegexError("invalid property escape")
@@ -361,6 +424,7 @@ class _Translator:
             j += 1
         number = int(p[i + 1:j])
         if not in_class and 0 < number <= self.group_count:
+            self.plain = False
             return f"(?:\\{number})", j
         if self.unicode:
             raise JSRegexError("invalid escape")

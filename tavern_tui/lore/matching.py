@@ -20,16 +20,26 @@ SillyTavern does; it is the correctness oracle and the baseline for faster index
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Protocol
 
 import regex
 
-from tavern_tui.lore.jsregex import JS_WHITESPACE, JSRegexError, JSRegexTooCostly, compile_js_regex, js_trim
+from tavern_tui.lore.jsregex import (
+    JS_WHITESPACE,
+    JSRegexError,
+    JSRegexTooCostly,
+    JSTranslation,
+    compile_js_regex,
+    compile_translation,
+    js_trim,
+    translate_js_regex,
+)
 from tavern_tui.lore.regex_budget import bounded
 
 if TYPE_CHECKING:
@@ -42,19 +52,49 @@ _REGEX_KEY = re.compile(r"\A/([\s\S]+?)/([gimsuy]*)\Z")
 _UNESCAPED_SLASH = re.compile(r"(?:^|[^\\])/")
 _NON_WORD = "[^A-Za-z0-9_]"
 _NEVER = regex.compile("(?!)")
+_IGNORECASE = int(regex.IGNORECASE)
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class RegexKey:
-    """A parsed `/pattern/flags` key: the compiled Python pattern, and whether JS's sticky `y`
-    flag anchors the test at position 0. `refused` is why a valid pattern was not compiled (see
-    `jsregex.JSRegexTooCostly`; its `compiled` then never matches), else ""."""
+    """A parsed `/pattern/flags` key: its Python translation (`pattern`, compiled with `py_flags`)
+    and whether JS's sticky `y` flag anchors the test at position 0. `refused` is why a valid
+    pattern was not compiled (see `jsregex.JSRegexTooCostly`; its `compiled` then never matches),
+    else "".
+
+    `compiled` is compiled on first use when the translation is known to compile
+    (`jsregex.JSTranslation.plain_syntax`; most keys): a book's regex keys are parsed when an
+    activation is planned, but a key with a required literal is searched only once its literal
+    is in the text (`FastIndex`), so most are never compiled in a session. `is_compiled` tells.
+    """
 
     source: str
     flags: str
-    compiled: regex.Pattern[str]
+    pattern: str
+    py_flags: int
     sticky: bool
     refused: str = ""
+    _compiled: regex.Pattern[str] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def compiled(self) -> regex.Pattern[str]:
+        """The compiled pattern (compiled now if it was not yet)."""
+        compiled = self._compiled
+        if compiled is None:
+            try:
+                compiled = compile_translation(JSTranslation(self.source, self.pattern, bool(
+                    self.py_flags & _IGNORECASE), self.sticky, True, self.py_flags))
+            except JSRegexError:  # pragma: no cover - `plain_syntax` rules this out (tested)
+                _log.exception("regex key /%s/%s did not compile after all: it never matches", self.source, self.flags)
+                compiled = _NEVER
+            object.__setattr__(self, "_compiled", compiled)  # (two threads may both compile: same result)
+        return compiled
+
+    @property
+    def is_compiled(self) -> bool:
+        """Whether `compiled` has been compiled (always, for a key whose syntax is not plain)."""
+        return self._compiled is not None
 
 
 @lru_cache(maxsize=1 << 16)  # above any book's distinct keys: plain keys are cached too
@@ -64,6 +104,8 @@ def parse_regex_key(key: str) -> RegexKey | None:
     `/…/flags`: the shortest body such that the rest is `/` plus flags ⊂ "gimsuy"; an unescaped
     `/` in the body makes it plain text; the JS pattern must compile (translated by
     `jsregex.compile_js_regex`, which lists what differs). Cached: keys repeat across calls.
+    Whether it compiles is known here; compiling a translation that always compiles is left
+    until the key is first searched (`RegexKey.compiled`).
 
     A valid pattern too costly to compile (`/a{99999999}/`) stays a regex key that never
     matches, with `refused` saying why: in SillyTavern it is a valid RegExp that needs that many
@@ -74,12 +116,13 @@ def parse_regex_key(key: str) -> RegexKey | None:
     if parts is None:
         return None
     try:
-        compiled, sticky = compile_js_regex(*parts)
+        translation = translate_js_regex(*parts)
+        compiled = None if translation.plain_syntax else compile_translation(translation)
     except JSRegexTooCostly as exc:
-        return RegexKey(*parts, _NEVER, False, refused=str(exc))
+        return RegexKey(*parts, _NEVER.pattern, _NEVER.flags, False, refused=str(exc), _compiled=_NEVER)
     except JSRegexError:
         return None
-    return RegexKey(*parts, compiled, sticky)
+    return RegexKey(*parts, translation.text, translation.flags, translation.sticky, _compiled=compiled)
 
 
 def _regex_parts(key: str) -> tuple[str, str] | None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 
 from tavern_tui.lore.buffer import ExtraFlags, Segment
+from tavern_tui.lore.collector import gc_paused
 from tavern_tui.lore.context import EXTRA_SOURCES, ActivationContext, SourcedBook
 from tavern_tui.lore.eval_budget import EvalBudget
 from tavern_tui.lore.jsregex import JS_SPACE_CLASS, js_trim
@@ -312,7 +313,8 @@ def build_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext,
             held = _plans.get(token)
             if held is not None and held[0][0] == guard:
                 return held[1]
-        plan = make_plan(books, ctx, settings, index_factory)
+        with gc_paused():
+            plan = make_plan(books, ctx, settings, index_factory)
         _keep_plan(token, guard, sourced, index_factory, plan)
     return plan
 

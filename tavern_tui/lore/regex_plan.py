@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import regex
 
-from tavern_tui.lore.jsregex import compile_js_regex
+from tavern_tui.lore.jsregex import translate_js_regex
 from tavern_tui.lore.matching import RegexKey
 
 try:  # Python 3.11+: the pure-Python parser behind `re` (sre_parse is a deprecated alias of it).
@@ -78,13 +78,13 @@ class RegexPlan:
 def analyse_regex(rx: RegexKey) -> RegexPlan:
     """Derive the prefilter literal and the scope of a parsed regex key (see `RegexPlan`).
 
-    Works on the Python translation (`rx.compiled.pattern`) parsed by `re._parser`; a pattern it
+    Works on the Python translation (`rx.pattern`, not compiled) parsed by `re._parser`; a pattern it
     cannot parse (e.g. `\\p{…}` under `u`) gets no literal and TEXT scope, which is always safe.
     Memoized on the translation and flags, so rebuilding an index for an edited book is cheap.
     Never raises.
     """
-    flags = rx.compiled.flags
-    return _analyse(rx.compiled.pattern, bool(flags & _IGNORECASE), bool(flags & _FULLCASE), rx.sticky)
+    flags = rx.py_flags
+    return _analyse(rx.pattern, bool(flags & _IGNORECASE), bool(flags & _FULLCASE), rx.sticky)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -131,7 +131,7 @@ def compile_relaxed(pattern: str, flags: int) -> regex.Pattern[str] | None:
 
 
 _IGNORECASE, _FULLCASE = int(regex.IGNORECASE), int(regex.FULLCASE)  # int tests: Flag.__and__ is Python code
-_BOUNDARIES = tuple(dict.fromkeys(compile_js_regex(b, flags)[0].pattern
+_BOUNDARIES = tuple(dict.fromkeys(translate_js_regex(b, flags).text
                                   for b in ("\\b", "\\B") for flags in ("", "iu")))
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT} | (
     {_sre.POSSESSIVE_REPEAT} if hasattr(_sre, "POSSESSIVE_REPEAT") else set())

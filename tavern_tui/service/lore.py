@@ -8,19 +8,18 @@ with the books bound to the playthrough's preset after the persona's; activation
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import gc
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tavern_tui.engine.events import canonical_json
 from tavern_tui.errors import FormatError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard
+from tavern_tui.lore.collector import gc_paused
 from tavern_tui.lore.model import WorldBook
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.service.context import ServiceContext
@@ -45,21 +44,6 @@ preset, whose books apply to every playthrough that uses it)."""
 
 FROM_PLAYTHROUGH = object()
 """`effective_books`' default preset: the one the playthrough has bound."""
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the block, then as it was: parsing a stored book
-    makes hundreds of thousands of objects that all stay alive, and collections triggered on the
-    way free none of them (measured on a 5,000-entry book: ~200 of ~400 ms). Process-wide, so
-    only around short work; a collector already off (the start-up hold, `cli.startup`) stays off."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 class WorldInfoService:
@@ -139,7 +123,7 @@ class WorldInfoService:
                     else:
                         with self.ctx.store.unit_of_work(write=False) as uow:
                             data = uow.world_books.data_of(record.id)
-                    with collector_paused():
+                    with gc_paused():
                         book = parse_world_book(data.encode("utf-8"), record.name)
                     book.name = record.name
                     self._books[key] = book
