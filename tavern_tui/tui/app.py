@@ -290,9 +290,9 @@ def run(tavern: Tavern | OpeningTavern, first: FirstScreen | None = None) -> Non
     """Run the TUI on `tavern` until the person quits (the CLI's `tavern` / `tavern tui`).
 
     With an `OpeningTavern` and the home screen's `first` list, the list is painted first and
-    the service opened behind it; once the app has ended this waits for the opening to finish
-    (the caller closes the service) and raises what opening it raised (TavernError: the
-    database cannot be opened).
+    the service opened behind it; once the app has ended this waits for the opening thread to
+    finish, its imports ahead of use too (the caller closes the service), and raises what
+    opening it raised (TavernError: the database cannot be opened).
 
     While it runs, log records go to Textual's log (devtools) instead of the CLI's stderr
     handler, which would write over the screen. SIGTERM, SIGHUP and a lost terminal quit like
@@ -313,4 +313,7 @@ def run(tavern: Tavern | OpeningTavern, first: FirstScreen | None = None) -> Non
         root.handlers = saved
     if isinstance(tavern, OpeningTavern):
         tavern.start()  # (started already, unless the app ended before its first frame)
-        tavern.wait()
+        try:
+            tavern.wait()
+        finally:
+            tavern.finish()

@@ -43,9 +43,9 @@ def cmd_tui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         with service_for(loaded) as tavern:
             run(tavern)
         return EXIT_OK
-    from tavern_tui.tui.opening import OpeningTavern
+    from tavern_tui.tui.opening import FIRST_CHAT, OpeningTavern
 
-    opening = OpeningTavern(loaded, lambda: open_tavern(loaded))
+    opening = OpeningTavern(loaded, lambda: open_tavern(loaded), warm=FIRST_CHAT)
     try:
         run(opening, first)
     finally:
