@@ -8,8 +8,9 @@ into a playthrough.
 
 What a first send leaves (chosen, issue 20 "How it is checked"):
 - a refusal before anything is stored (empty text, a secret, a request that cannot fit the
-  context, a persona over its cap, an unknown preset or book) leaves the draft as it was and
-  creates nothing;
+  context, a persona over its cap, an unknown preset or book, a call the provider cannot prepare:
+  no usable endpoint URL, a config setting a field the request owns) leaves the draft as it was
+  and creates nothing (the step's prepare stage runs before the draft becomes a playthrough);
 - otherwise the draft becomes a playthrough in one transaction (root session, the greeting as an
   engine-origin opening reference, the playthrough with the draft's strategy snapshot, preset,
   chat lore and persona name, the draft row removed): either all of it is stored or none;
@@ -29,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin, body_hash, canonical_json
 from tavern_tui.engine.step import OPENING_SOURCE, StepUpdate
-from tavern_tui.errors import NotFound, TavernError
+from tavern_tui.engine.stream import prepare_call
+from tavern_tui.errors import CallConfigError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -292,12 +294,14 @@ class OpeningService:
         Raises:
             TavernError: empty text. SecretRefused: as `PlaythroughService.check_message`.
             ContextOverflow / PromptTooLarge: the request cannot fit. PersonaCapExceeded.
+            TavernError: the provider cannot prepare the call (`_prepare_call`).
             NotFound: no such draft (discarded, or already played). In each case nothing is stored.
         """
         if not text.strip():
             raise TavernError("nothing to send: the message is empty")
         self.playthroughs.check_message(text, allow_secrets=allow_secrets)
-        self.steps.preview_draft(draft_id, text)  # refuses what cannot fit, before anything is stored
+        shown = self.steps.preview_draft(draft_id, text)  # refuses what cannot fit, before anything is stored
+        self._prepare_call(shown.get("config") or {})
         draft = self._record(draft_id)
         user = self.user_name(draft)
         events = [e for e in (self.opening(draft),) if e is not None]
@@ -311,6 +315,22 @@ class OpeningService:
                                         strategy=str(draft.strategy.get("name") or "") or None, events=events)
         self.persona.pin_persona(created.id)
         return self.playthroughs.playthrough(created.id)
+
+    def _prepare_call(self, config: dict[str, Any]) -> None:
+        """The step's prepare stage for the first send, before the draft becomes a playthrough
+        (seed 000 §7: the session is associated only after admission; §1: a call that cannot be
+        prepared admits nothing): the provider validates the endpoint and the draft's call
+        config and binds its adapter, without the network.
+
+        Raises:
+            TavernError: the call cannot be made as configured (what to fix; the draft is kept).
+        """
+        from tavern_tui.service.steps.failures import not_sent  # (the steps package imports this module)
+
+        try:
+            prepare_call(self.ctx.provider, self.ctx.provider.model, config)
+        except CallConfigError as exc:
+            raise TavernError(f"{not_sent(str(exc), kept=False)}; the draft and your line are kept") from exc
 
     async def send_first(self, draft_id: int, text: str, *, allow_secrets: bool = False,
                          started: Any = None) -> AsyncGenerator[StepUpdate, None]:

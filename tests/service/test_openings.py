@@ -222,3 +222,19 @@ def test_three_drafts_from_the_command_line_two_discarded_one_played(db_url: str
     assert json.loads(run(db_url, "sessions", "--json")[1]) == []
     assert run(db_url, "unarchive", str(played["id"]))[0] == 0
     assert [p["title"] for p in json.loads(run(db_url, "sessions", "--json")[1])] == ["Morning at the shrine"]
+
+
+@pytest.mark.parametrize("base_url", ["localhost:5001/v1", "ftp://example.org/v1"])
+async def test_a_first_send_the_provider_cannot_prepare_leaves_the_draft_and_stores_nothing(
+        db_url: str, corpus_dir: Path, base_url: str) -> None:
+    tavern = Tavern(Settings(db_url=db_url, provider=ProviderSettings(base_url=base_url, model="m", timeout=5)))
+    try:
+        draft = tavern.openings.new_draft(qingkong(tavern, corpus_dir), greeting=1)
+        before = (sessions(tavern), tavern.store.events.version())
+        with pytest.raises(TavernError, match=r"nothing was sent; the draft and your line are kept") as refused:
+            await send_first(tavern, draft.id, "Are you there?")
+        assert "http" in str(refused.value)  # says what the URL needs
+        assert (sessions(tavern), tavern.store.events.version()) == before
+        assert tavern.openings.draft(draft.id) == draft and tavern.playthroughs.playthroughs() == []
+    finally:
+        tavern.close()
