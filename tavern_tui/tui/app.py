@@ -88,6 +88,9 @@ class TavernApp(App[None]):
         self.notices: list[Notice] = []
         """Every notification of this run, in full (ctrl+l lists them)."""
         self._last_writes: set[asyncio.Future[object]] = set()
+        self.unsent: dict[int, str] = {}
+        """Per playthrough, what was typed into a chat that could not open (a database another
+        process held locked): it comes back in that chat's composer when it opens."""
         remembered = tavern.settings.tui.theme
         if remembered and remembered in self.available_themes:
             self.theme = remembered
@@ -262,7 +265,9 @@ class TavernApp(App[None]):
         """Open the chosen playthrough in a chat screen on top of the home screen."""
         from tavern_tui.tui.screens.chat import ChatScreen  # imported on first use: start-up paints home sooner
 
-        self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=message.typed, send=message.send,
+        kept = self.unsent.pop(message.playthrough_id, "")
+        typed = f"{kept}\n{message.typed}" if kept and message.typed else kept or message.typed
+        self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=typed, send=message.send,
                                     focus=message.focus))
 
     def on_draft_chosen(self, message: DraftChosen) -> None:

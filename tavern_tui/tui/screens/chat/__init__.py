@@ -207,8 +207,19 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self.prompt.focus()
         if self._typed:
             self.prompt.insert(self._typed)
-        self.call(self._open, title="Cannot open the playthrough", then=self._opened, failed=lambda _: self.dismiss())
+        self.call(self._open, title="Cannot open the playthrough", then=self._opened, failed=self._not_opened)
         self.set_interval(FOLLOW_EVERY, self._follow_tick)  # what other windows write shows here too
+
+    def _not_opened(self, _error: BaseException) -> None:
+        """The chat could not be opened (its error is shown): back to the list; what was typed
+        into it meanwhile is kept for when it opens (`TavernApp.unsent`), not lost."""
+        typed = self.prompt.value
+        unsent = getattr(self.app, "unsent", None)
+        if typed.strip() and isinstance(unsent, dict):
+            unsent[self.playthrough_id] = typed
+            self.notify("What you typed is kept: it is back in the message box when this chat opens.",
+                        title="Kept", timeout=8)
+        self.dismiss()
 
     def on_key(self, event: events.Key) -> None:
         """A printable key with nothing focused (the screen is still being set up) goes into

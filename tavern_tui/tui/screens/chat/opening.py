@@ -57,9 +57,10 @@ class ChatOpening(MessagePump):
         self.refresh_members()
         self._update_title(view)
         self.prompt.hints = speaking_as(PLACEHOLDERS, view.user_name)
-        if draft:  # the kept draft first, then whatever was typed while the chat opened
-            typed = self.prompt.value
-            self.prompt.value = f"{draft}\n{typed}" if typed else draft
+        typed = self.prompt.value
+        if draft and not typed.startswith(draft):  # the kept draft first, then what was typed while the chat opened
+            self.prompt.value = f"{draft}\n{typed}" if typed else draft  # (text kept from a chat that could
+            # not open may have been kept as the draft too: once is enough)
         self.queue.show(state.queued)
         self._revision = state.revision  # what other windows write after this is followed
         # Not plain until the warm-up has looked at MVU state (a reply then settles as usual).
