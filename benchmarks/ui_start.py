@@ -24,11 +24,14 @@ waits for that opening to finish before the process exits. Other databases and a
 migrate open the service first, as before (a first start paints an empty list, then creates the
 database). Every CLI command that reads the database
 imports SQLAlchemy (Core + ORM: `import sqlalchemy.orm` alone measured 0.36-0.46 s on this box,
-about as long as the whole bare app), so cli_start cannot reach 1.2× without replacing the ORM
-on the read path. What is lazy now (asserted by tests/test_import_hygiene.py): SQLAlchemy before
+about as long as the whole bare app), and declaring the store's 22 mapped classes
+(`store.models`) costs another 0.12-0.15 s of SQLAlchemy's declarative set-up (measured
+2026-12-07 with -X importtime and cProfile: ~5.5 ms a class, in `decl_base._as_declarative`),
+so cli_start cannot reach 1.2× without replacing the ORM on the read path. What is lazy now (asserted by tests/test_import_hygiene.py): SQLAlchemy before
 the TUI's first paint, Alembic (only when the schema is behind), httpx, markdown, tomlkit, the
 lore engine, persona extraction, starlette/uvicorn, the chat/lore/persona screens, and (a bare
-`tavern`) every command's parser and module. Measured 2026-12-07 on a quiet box: paint 448 /
+`tavern`) every command's parser and module. Once the service is open, the opening thread imports
+the chat screen (0.25-0.29 s on this box, paid by the first Enter on a character before). Measured 2026-12-07 on a quiet box: paint 448 /
 460 ms, 1.67 / 1.74x the bare app's 269 / 264 ms (3.71x the same day before the first list was
 painted ahead of the service; 3.54 / 3.66x on 2026-12-06).
 """
