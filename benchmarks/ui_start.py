@@ -13,27 +13,27 @@ cli_start: `tavern sessions --json`, `tavern presets --json`, `tavern trace list
 same database, each timed spawn → exit, alternating with the bare app (spawn → painted).
 Target ≤ 1.2× the bare app's start (issue 22).
 
-The floor, measured here (2 cores shared with other jobs, so figures are noisy; ratios come
-from alternating runs): Python + `import textual.app` + one painted widget is the bare app.
-The TUI on an embedded database at head paints its first list before the service opens: the
-list is read with sqlite3 (`service.first_screen`) and SQLAlchemy, the store and the services
-load in a thread once the first frame is up (`tui.opening`), so the paint pays Textual, the home
-screen's widgets and ~0.1 s of our own modules (views, labels, config, the app); the importtime
-top 10 is of the whole run, the opening after the paint included, and "answering a key" (ctrl+q)
-waits for that opening to finish before the process exits. Other databases and a schema to
-migrate open the service first, as before (a first start paints an empty list, then creates the
-database). Every CLI command that reads the database
-imports SQLAlchemy (Core + ORM: `import sqlalchemy.orm` alone measured 0.36-0.46 s on this box,
-about as long as the whole bare app), and declaring the store's 22 mapped classes
-(`store.models`) costs another 0.12-0.15 s of SQLAlchemy's declarative set-up (measured
-2026-12-07 with -X importtime and cProfile: ~5.5 ms a class, in `decl_base._as_declarative`),
-so cli_start cannot reach 1.2× without replacing the ORM on the read path. What is lazy now (asserted by tests/test_import_hygiene.py): SQLAlchemy before
-the TUI's first paint, Alembic (only when the schema is behind), httpx, markdown, tomlkit, the
-lore engine, persona extraction, starlette/uvicorn, the chat/lore/persona screens, and (a bare
-`tavern`) every command's parser and module. Once the service is open, the opening thread imports
-the chat screen (0.25-0.29 s on this box, paid by the first Enter on a character before). Measured 2026-12-07 on a quiet box: paint 448 /
-460 ms, 1.67 / 1.74x the bare app's 269 / 264 ms (3.71x the same day before the first list was
-painted ahead of the service; 3.54 / 3.66x on 2026-12-06).
+The floor, measured here (2 cores shared with other jobs, so figures are noisy; ratios come from
+alternating runs): Python + `import textual.app` + one painted widget is the bare app. The TUI on
+an embedded database at head paints its first list before the service opens: the list is read with
+sqlite3 (`service.first_screen`) and SQLAlchemy, the store and the services load in a thread once
+the first frame is up (`tui.opening`), so the paint pays Textual, the home screen's widgets and
+~0.1 s of our own modules (views, labels, config, the app); the importtime top 10 is of the whole
+run, the opening after the paint included, and "answering a key" (ctrl+q) waits for that opening to
+finish before the process exits. Other databases and a schema to migrate open the service first, as
+before (a first start paints an empty list, then creates the database). Every CLI command that
+reads the database imports SQLAlchemy (Core + ORM: `import sqlalchemy.orm` alone measured 0.36-0.46
+s on this box, about as long as the whole bare app), and declaring the store's 22 mapped classes
+(`store.models`) costs another 0.12-0.15 s of SQLAlchemy's declarative set-up (measured 2026-12-07
+with -X importtime and cProfile: ~5.5 ms a class, in `decl_base._as_declarative`), so cli_start
+cannot reach 1.2× without replacing the ORM on the read path. What is lazy now (asserted by
+tests/test_import_hygiene.py): SQLAlchemy before the TUI's first paint, Alembic (only when the
+schema is behind), httpx, markdown, tomlkit, the lore engine, persona extraction,
+starlette/uvicorn, the chat/lore/persona screens, and (a bare `tavern`) every command's parser and
+module. Once the service is open, the opening thread imports the chat screen (and the persona's
+safety patterns; 0.4-0.5 s on this box, paid by the first Enter on a character before). Measured
+2026-12-07 on a quiet box: paint 448 / 460 ms, 1.67 / 1.74x the bare app's 269 / 264 ms (3.71x the
+same day before the first list was painted ahead of the service; 3.54 / 3.66x on 2026-12-06).
 """
 
 from __future__ import annotations
