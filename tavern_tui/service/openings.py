@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin, body_hash, canonical_json
 from tavern_tui.engine.step import OPENING_SOURCE, StepUpdate
 from tavern_tui.engine.stream import prepare_call
-from tavern_tui.errors import CallConfigError, NotFound, TavernError
+from tavern_tui.errors import CallConfigError, NotFound, SecretRefused, TavernError
 from tavern_tui.formats.cards import ParsedCard
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -151,7 +151,8 @@ class OpeningService:
                            greetings else 0, text, str(draft.strategy.get("name") or "compat"),
                            int(draft.strategy.get("version") or 0), draft.preset_id,
                            preset.name if preset is not None else "", list(draft.lore),
-                           [books[b].name for b in draft.lore if b in books], draft.created_at, draft.updated_at)
+                           [books[b].name for b in draft.lore if b in books], draft.created_at, draft.updated_at,
+                           draft.line)
 
     def user_name(self, draft: OpeningRecord) -> str:
         """The name `{{user}}` stands for in this draft (`draft_user_name`)."""
@@ -272,6 +273,24 @@ class OpeningService:
         with self.ctx.store.unit_of_work() as uow:
             uow.openings.update(draft_id, greeting_index=index)
         return self.draft(draft_id)
+
+    def save_line(self, draft_id: int, text: str) -> bool:
+        """Keep the first line typed into a draft and not sent ("" removes it), as a chat keeps
+        its unsent text (`InboxService.save_draft`): a text that holds a secret or the configured
+        API key is never written (the stored line is removed instead and False returned).
+
+        Raises:
+            NotFound: no such draft (discarded, or already played).
+        """
+        try:
+            self.playthroughs.check_message(text) if text.strip() else None
+        except SecretRefused:
+            text, saved = "", False
+        else:
+            saved = True
+        with self.ctx.store.unit_of_work() as uow:
+            uow.openings.set_line(draft_id, text)
+        return saved
 
     def discard(self, draft_id: int) -> None:
         """Remove a draft; nothing else was ever stored for it. Raises NotFound."""

@@ -392,6 +392,8 @@ class OpeningDraft(Base):
     """The persona name `{{user}}` stands for ("" = the current persona's)."""
     persona_id: Mapped[int | None] = mapped_column(Integer)
     """The persona the playthrough will be locked to at the first send (None: the default's)."""
+    line: Mapped[str] = mapped_column(Text, default="", server_default="")
+    """The first line typed into the draft and not sent yet (never a text holding a secret)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 

@@ -111,6 +111,8 @@ class OpeningRecord:
     created_at: datetime
     updated_at: datetime
     persona_id: int | None = None
+    line: str = ""
+    """The first line typed into the draft and not sent yet."""
 
 
 def _opening(row: OpeningDraft) -> OpeningRecord:
@@ -119,7 +121,8 @@ def _opening(row: OpeningDraft) -> OpeningRecord:
     return OpeningRecord(row.id, row.character_id, row.greeting_index, row.preset_id,
                          strategy if isinstance(strategy, dict) else {},
                          tuple(int(b) for b in lore if isinstance(b, int)) if isinstance(lore, list) else (),
-                         row.user_name or "", as_utc(row.created_at), as_utc(row.updated_at), row.persona_id)
+                         row.user_name or "", as_utc(row.created_at), as_utc(row.updated_at), row.persona_id,
+                         row.line or "")
 
 
 class OpeningRepository:
@@ -180,6 +183,12 @@ class OpeningRepository:
         row.updated_at = datetime.now(UTC)
         self._session.flush()
         return _opening(row)
+
+    def set_line(self, draft_id: int, line: str) -> None:
+        """Keep the unsent first line typed into a draft ("" removes it); the draft's selections
+        and `updated_at` stay (typing is not changing the draft). Raises NotFound."""
+        self._row(draft_id).line = line
+        self._session.flush()
 
     def delete(self, draft_id: int) -> None:
         """Remove a draft. Raises NotFound (already discarded or played)."""

@@ -69,6 +69,7 @@ class OpeningView:
         strategy, strategy_version: the snapshot the playthrough will pin.
         preset_id/preset_name: the chosen preset (None/"": the built-in default).
         lore_ids/lore_names: the world books bound as chat lore at the first send.
+        line: the first line typed into the draft and not sent yet ("" for none).
     """
 
     id: int
@@ -86,6 +87,7 @@ class OpeningView:
     lore_names: list[str]
     created_at: datetime
     updated_at: datetime
+    line: str = ""
 
     @property
     def title(self) -> str:

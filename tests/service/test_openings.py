@@ -238,3 +238,16 @@ async def test_a_first_send_the_provider_cannot_prepare_leaves_the_draft_and_sto
         assert tavern.openings.draft(draft.id) == draft and tavern.playthroughs.playthroughs() == []
     finally:
         tavern.close()
+
+
+def test_a_drafts_first_line_is_kept_but_never_a_secret(service: Tavern, corpus_dir: Path) -> None:
+    draft = service.openings.new_draft(qingkong(service, corpus_dir))
+    assert service.openings.draft(draft.id).line == ""
+    assert service.openings.save_line(draft.id, "I wave at the girl by the window.") is True
+    kept = service.openings.draft(draft.id)
+    assert kept.line == "I wave at the girl by the window." and kept.updated_at == draft.updated_at
+    assert service.openings.save_line(draft.id, "token sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0") is False
+    assert service.openings.draft(draft.id).line == ""  # the earlier line is removed, the secret not written
+    service.openings.discard(draft.id)
+    with pytest.raises(NotFound):
+        service.openings.save_line(draft.id, "too late")

@@ -2,7 +2,9 @@
 
 It shows the chosen greeting (ctrl+←/→ swipe among the card's greetings, as on a chat's
 greeting) and the selections the playthrough will start with; F6 previews the request the first
-send would make (without history or input); F9 discards the draft; Esc goes back and keeps it.
+send would make (without history or input); F9 discards the draft; Esc goes back and keeps it,
+with the first line typed so far (kept in the draft after a quiet moment and as the screen
+closes: `KeptText`, as a chat keeps its unsent text).
 Nothing is stored but the draft's own row until Enter sends the first line: then the draft
 becomes a playthrough (`OpeningService.begin`, in a worker) and its chat opens and sends the line.
 """
@@ -16,11 +18,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Static, TextArea
 
 from tavern_tui.errors import SecretRefused
 from tavern_tui.scripts.panels import split_panels
 from tavern_tui.tools import offer_line
+from tavern_tui.tui.kept_text import KeptText
 from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.screens.base import TavernModal, TavernScreen
@@ -131,6 +134,10 @@ class DraftScreen(TavernScreen[None]):
         # The card's regex-script question comes before anything is sent: Enter waits for the answer.
         self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
         self._checked = False
+        self._line = KeptText(self, lambda text: self.tavern.openings.save_line(draft_id, text),
+                              "Cannot keep the first line")
+        self._line_shown = False  # the kept line is put back once, when the draft is first shown
+        self._gone = False  # played or discarded: nothing is kept for it any more
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="draft-title", markup=False)
@@ -148,8 +155,24 @@ class DraftScreen(TavernScreen[None]):
         self.call(self.tavern.openings.draft, self.draft_id, title="Cannot open the draft", then=self._show,
                   failed=lambda _: self.dismiss())
 
+    @on(TextArea.Changed, "#draft-prompt")
+    def _line_changed(self) -> None:
+        if not (self._sending or self._gone) and self._line_shown:
+            self._line.changed(lambda: self.prompt.value)
+
+    def on_unmount(self) -> None:
+        if self._gone:
+            self._line.cancel_wait()
+        elif self._line_shown:
+            self._line.close(self.prompt.value)
+
     def _show(self, draft: OpeningView) -> None:
         self.draft = draft
+        if not self._line_shown:  # the kept first line, then whatever was typed while it opened
+            self._line_shown = True
+            typed = self.prompt.value
+            if draft.line and not typed.startswith(draft.line):
+                self.prompt.value = f"{draft.line}\n{typed}" if typed else draft.line
         self.query_one("#draft-title", ScreenTitle).update(
             f"{draft.character_name} · new playthrough (draft #{draft.id}: nothing is played until you send)")
         greeting = self.query_one("#draft-greeting", VerticalScroll)
@@ -199,6 +222,7 @@ class DraftScreen(TavernScreen[None]):
     def action_discard(self) -> None:
         """Remove the draft (nothing else was stored for it) and go back."""
         def gone(_: None) -> None:
+            self._gone = True
             self.notify("Draft discarded.", timeout=3)
             self.dismiss()
 
@@ -221,6 +245,7 @@ class DraftScreen(TavernScreen[None]):
             self.notify(str(exc), title="Not sent", severity="warning")
             return
         self._sending = True
+        self._line.cancel_wait()  # the line goes with the first send (or comes back if refused)
 
         def refused(_: BaseException) -> None:
             self._sending = False
@@ -233,5 +258,6 @@ class DraftScreen(TavernScreen[None]):
 
     def _begun(self, view: PlaythroughView, text: str) -> None:
         # The draft is a playthrough now: its chat replaces this screen and sends the line.
+        self._gone = True
         self.app.post_message(PlaythroughChosen(view.id, send=text))
         self.dismiss()
