@@ -28,6 +28,19 @@ Figures per variant (prefixed `en_`, `de_`, `cjk_`), all in one process:
   de 151 -> 115, cjk 107 -> 113; cold_first_ms en 1067 -> 541, de 1207 -> 462, cjk 570 -> 420.
   `prime_ms` rose (en 280 -> 642, de 812 -> 1204): the keys left uncompiled are compiled when the
   warm-up primes the contents, in its worker.
+  Measured 2026-12-07 again (two runs each, alternating; mean of the two; the box was loaded, so
+  single runs vary by ±30%): cold_first_ms en 423 -> 385, de 791 -> 463, cjk 499 -> 294 once
+  `make_plan` registers keys through one memo per (case, whole-word) setting, keeps an entry's
+  sequences as tuples (empty ones shared), builds its decision template and extras without
+  loops, `Plan.__post_init__` derives its tables in a few C-level passes, and a shape's no-match
+  templates are made only when read (`scan.NoMatchTemplates`): the plan now leaves ~75k objects
+  for the collector instead of ~122k (the first young collection after it, inside this first
+  activation, took 20-60 ms). build_ms unchanged (en 92 -> 114, de 110 -> 117, cjk 100 -> 95:
+  noise). `ActivationResult.no_match_uids` (each step's trace record) reads (book, uid) from
+  the plan by position: ~2.7 -> ~1.2 ms on EN's first activation. What is left of the first
+  activation: `make_plan` ~110 ms (~70 per-entry preparation, ~25 `Plan.__post_init__`), JS
+  translation ~30, `FastIndex` build ~90 (regex literal/scope analysis on `re._parser` ~50),
+  the scans ~40 (mostly compiling the ~110 regex keys whose literal is in the text).
 - `cold_ms`: an activation with the index built but its caches cleared (B1's "empty
   per-message cache"), median of 5 runs with a fresh input each. Target ≤ 60 ms.
 - `warm_p50_ms` / `warm_p95_ms`: 20 steps, each appending one new user message, the index reused

@@ -204,7 +204,8 @@ def _result(run: RunState) -> ActivationResult:
     # Keyed by scan position (the index in plan.entries); the result orders them.
     return ActivationResult(activated=activated, buckets=build_buckets(activated), tokens_used=used,
                             budget=run.budget, overflowed=run.overflowed, steps=run.step,
-                            new_timed_state=new_state, held=run.decisions, unmatched=run.unmatched)
+                            new_timed_state=new_state, held=run.decisions, unmatched=run.unmatched,
+                            entry_keys=run.plan.entry_keys)
 
 
 def _recursion_segment(p: Prepared) -> Segment:

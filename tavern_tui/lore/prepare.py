@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
+from itertools import compress
+from operator import attrgetter, not_
 
 from tavern_tui.lore.buffer import ExtraFlags, Segment
 from tavern_tui.lore.collector import gc_paused
@@ -67,6 +69,9 @@ class Prepared:
         template: the entry's fixed `Decision` fields (book, uid, comment, placement); fields equal
             to the `Decision` default are left out (they read as the class attribute). Small
             instance dicts keep building thousands of decisions cheap.
+
+    The sequences are tuples (`make_plan`; empty ones are all `()`): a plan of a big book is
+    long-lived, and the garbage collector stops tracking tuples of plain values.
     """
 
     pos: int
@@ -76,16 +81,16 @@ class Prepared:
     entry: WorldInfoEntry
     content: str
     decorators: tuple[str, ...]
-    primary: list[tuple[str, int | None]]
-    secondary: list[tuple[str, int | None]]
-    raw_primary: list[int | None]
-    raw_secondary: list[int | None]
+    primary: Sequence[tuple[str, int | None]]
+    secondary: Sequence[tuple[str, int | None]]
+    raw_primary: Sequence[int | None]
+    raw_secondary: Sequence[int | None]
     shape: Shape
     delay_level: int
-    group_names: list[str]
+    group_names: Sequence[str]
     key_ids: tuple[int, ...] = ()
     template: dict = field(default_factory=dict)
-    keyed: list[tuple[str, int]] = field(default_factory=list)
+    keyed: Sequence[tuple[str, int]] = ()
     """`primary` without the blank keys (what key matching walks, in key order)."""
     fired_entries: dict | None = None
     """(reason, loop) -> the entry's `ActivatedEntry`, made by admission.py when it fires so."""
@@ -112,30 +117,27 @@ class Plan:
     """Entries in scan order, one index per shape, and every compiled key by id.
 
     The rest is derived once per plan for the scan loops: `by_key` the last entry per (book, uid)
-    (for the timed effects), `same_key` every entry per (book, uid), `simple` the simple entries
-    per shape, `owners` the simple entries by primary key id, `shape_ids` every key id per shape,
+    (for the timed effects), `simple` the simple entries per shape, `shape_ids` every key id per shape,
     `simple_pos` their positions, `complex` the positions of the other entries, `delaying` the
     entries with a `delay`, `delay_levels` the distinct delay-until-recursion levels ascending,
     `ignoring_budget` / `preventing` / `grouping` whether any entry has `ignore_budget` /
     `prevent_recursion` / an inclusion group,
     `timing_keys` the (book, uid) of entries with a sticky or cooldown length, `owner_pos` per shape the positions of
     the simple entries owning each primary key id,
-    `key_pos` the positions of every entry per (book, uid); `no_match` is filled by `scan.scan`:
-    (shape, depth) -> position -> the fields of that entry's no-match `Decision` (with a detail
-    formatter).
+    `key_pos` the positions of every entry per (book, uid), `entry_keys` the (book, uid) of each
+    entry by position; `no_match` is filled by `scan.scan`: (shape, depth) -> position -> the
+    fields of that entry's no-match `Decision` (with a detail formatter).
     """
 
     entries: list[Prepared]
     indexes: dict[Shape, KeyIndex]
     keys: dict[int, CompiledKey] = field(default_factory=dict)
     by_key: dict[EntryKey, WorldInfoEntry] = field(default_factory=dict)
-    same_key: dict[EntryKey, list[Prepared]] = field(default_factory=dict)
     simple: dict[Shape, list[Prepared]] = field(default_factory=dict)
-    owners: dict[int, list[Prepared]] = field(default_factory=dict)
     shape_ids: dict[Shape, frozenset[int]] = field(default_factory=dict)
     complex: list[int] = field(default_factory=list)
     delaying: dict[EntryKey, WorldInfoEntry] = field(default_factory=dict)
-    no_match: dict[tuple, dict[int, dict]] = field(default_factory=dict)
+    no_match: dict[tuple, Mapping[int, dict]] = field(default_factory=dict)
     simple_pos: dict[Shape, frozenset[int]] = field(default_factory=dict)
     delay_levels: tuple[int, ...] = ()
     ignoring_budget: bool = False
@@ -144,38 +146,59 @@ class Plan:
     timing_keys: frozenset[EntryKey] = frozenset()
     owner_pos: dict[Shape, dict[int, tuple[int, ...]]] = field(default_factory=dict)
     key_pos: dict[EntryKey, tuple[int, ...]] = field(default_factory=dict)
+    entry_keys: list[EntryKey] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.delay_levels = tuple(sorted({p.delay_level for p in self.entries if p.delay_level}))
-        self.ignoring_budget = any(p.entry.ignore_budget for p in self.entries)
-        self.preventing = any(p.entry.prevent_recursion for p in self.entries)
-        self.grouping = any(p.group_names for p in self.entries)
-        self.timing_keys = frozenset(p.key for p in self.entries if p.entry.sticky or p.entry.cooldown)
-        for p in self.entries:
-            if not p.simple:
-                self.complex.append(p.pos)
-            self.by_key[p.key] = p.entry
-            if p.entry.delay:
-                self.delaying[p.key] = p.entry
-            self.same_key.setdefault(p.key, []).append(p)
-            if p.simple:
-                self.simple.setdefault(p.shape, []).append(p)
-                for k in dict.fromkeys(k for _, k in p.primary if k is not None):
-                    self.owners.setdefault(k, []).append(p)
-        self.simple_pos = {shape: frozenset(p.pos for p in group) for shape, group in self.simple.items()}
-        self.key_pos = {key: tuple(p.pos for p in same) for key, same in self.same_key.items()}
-        for p in self.entries:
-            p.same_pos = self.key_pos[p.key]
-        by_shape: dict[Shape, dict[int, list[int]]] = {shape: {} for shape in self.simple}
-        for k, owning in self.owners.items():
-            for p in owning:
-                by_shape[p.shape].setdefault(k, []).append(p.pos)
-        self.owner_pos = {shape: {k: tuple(pos) for k, pos in keys.items()} for shape, keys in by_shape.items()}
+        entries = self.entries
+        keys = self.entry_keys = list(map(_KEY, entries))
+        raw = list(map(_ENTRY, entries))
+        self.delay_levels = tuple(sorted(set(filter(None, map(_DELAY_LEVEL, entries)))))
+        self.ignoring_budget = any(map(_IGNORE_BUDGET, raw))
+        self.preventing = any(map(_PREVENT_RECURSION, raw))
+        self.grouping = any(map(_GROUP_NAMES, entries))
+        self.timing_keys = frozenset(compress(keys, map(any, map(_TIMING, raw))))
+        self.by_key.update(zip(keys, raw))  # the last entry per (book, uid)
+        self.delaying.update(compress(zip(keys, raw), map(_DELAY, raw)))
+        simple = list(map(_SIMPLE, entries))
+        self.complex.extend(compress(map(_POS, entries), map(not_, simple)))
+        if len(self.by_key) == len(entries):  # every (book, uid) once: the usual book
+            self.key_pos = {key: (pos,) for key, pos in zip(keys, map(_POS, entries))}
+        else:
+            same: dict[EntryKey, list[int]] = {}
+            for key, p in zip(keys, entries):
+                same.setdefault(key, []).append(p.pos)
+            self.key_pos = {key: tuple(positions) for key, positions in same.items()}
+        for p, same_pos in zip(entries, map(self.key_pos.__getitem__, keys)):
+            p.same_pos = same_pos
+        self._index_simple(compress(entries, simple))
         if not self.shape_ids:  # a plan built by hand: every key id its entries ask for
             ids: dict[Shape, set[int]] = {}
-            for p in self.entries:
+            for p in entries:
                 ids.setdefault(p.shape, set()).update(p.key_ids)
             self.shape_ids = {shape: frozenset(k) for shape, k in ids.items()}
+
+    def _index_simple(self, simple: Iterable[Prepared]) -> None:
+        """`simple`, `simple_pos` and `owner_pos` from the simple entries in scan order."""
+        by_shape: dict[Shape, dict[int, list[int]]] = {}
+        for p in simple:
+            shape = p.shape
+            group = self.simple.get(shape)
+            if group is None:
+                group = self.simple[shape] = []
+                by_shape[shape] = {}
+            group.append(p)
+            owned = by_shape[shape]
+            keyed = p.keyed
+            for k in (keyed[0][1],) if len(keyed) == 1 else dict.fromkeys(k for _, k in keyed):
+                owned.setdefault(k, []).append(p.pos)
+        self.simple_pos = {shape: frozenset(map(_POS, group)) for shape, group in self.simple.items()}
+        self.owner_pos = {shape: {k: tuple(pos) for k, pos in keys.items()} for shape, keys in by_shape.items()}
+
+
+_KEY, _ENTRY, _POS, _SIMPLE = attrgetter("key"), attrgetter("entry"), attrgetter("pos"), attrgetter("simple")
+_DELAY_LEVEL, _GROUP_NAMES = attrgetter("delay_level"), attrgetter("group_names")
+_IGNORE_BUDGET, _PREVENT_RECURSION = attrgetter("ignore_budget"), attrgetter("prevent_recursion")
+_TIMING, _DELAY = attrgetter("sticky", "cooldown"), attrgetter("delay")
 
 
 def order_books(books: Sequence[WorldBook | SourcedBook], strategy: int) -> list[tuple[WorldInfoEntry, WorldBook, str]]:
@@ -235,23 +258,53 @@ def parse_decorators(content: str) -> tuple[tuple[str, ...], str]:
 class _KeyRegistry:
     """Gives each distinct (text, case, whole-word) one id; regex keys ignore case/whole-word."""
 
-    def __init__(self) -> None:
-        self.ids: dict[tuple[str, bool, bool], int] = {}
+    def __init__(self, expand: Callable[[str], str]) -> None:
+        self.ids: dict[tuple[bool, bool], dict[str, int]] = {}  # (case, whole-word) -> text -> id
         self.keys: dict[int, CompiledKey] = {}
+        self.expand = expand
+        self.lookups: dict[tuple[bool, bool], Callable[[str], tuple[str, int | None]]] = {}
 
     def get(self, text: str, case_sensitive: bool, whole_words: bool) -> int:
-        if parse_regex_key(text) is not None:
+        """The id of `text` matched with these settings (registered now if new)."""
+        if text[:1] == "/" and parse_regex_key(text) is not None:  # (a regex key starts with "/")
             case_sensitive, whole_words = True, False
-        token = (text, case_sensitive, whole_words)
-        key_id = self.ids.get(token)
+        ids = self.ids.get((case_sensitive, whole_words))
+        if ids is None:
+            ids = self.ids[(case_sensitive, whole_words)] = {}
+        key_id = ids.get(text)
         if key_id is None:
-            key_id = self.ids[token] = len(self.ids)
+            key_id = ids[text] = len(self.keys)
             self.keys[key_id] = CompiledKey(key_id, text, case_sensitive, whole_words)
         return key_id
+
+    def lookup(self, case_sensitive: bool, whole_words: bool) -> Callable[[str], tuple[str, int | None]]:
+        """raw key -> (expanded trimmed key, its id; None if blank) for these settings, memoised:
+        entries share many keys."""
+        flags = (case_sensitive, whole_words)
+        found = self.lookups.get(flags)
+        if found is None:
+            memo: dict[str, tuple[str, int | None]] = {}
+            known = memo.get
+
+            def found(raw: str) -> tuple[str, int | None]:
+                pair = known(raw)
+                if pair is None:
+                    text = self.expand(raw)
+                    pair = memo[raw] = (text, self.get(text, *flags) if text else None)
+                return pair
+
+            self.lookups[flags] = found
+        return found
 
 
 _DECISION_DEFAULTS = {f.name: f.default for f in fields(Decision) if f.default is not MISSING}
 assert all(getattr(Decision, name) is value for name, value in _DECISION_DEFAULTS.items())  # class attributes
+_PLACEMENT = attrgetter("position", "depth", "role", "order")
+_DEFAULT_POSITION, _DEFAULT_ORDER = _DECISION_DEFAULTS["position"], _DECISION_DEFAULTS["order"]
+_POSITION_TYPE = type(_DEFAULT_POSITION)
+assert _DECISION_DEFAULTS["depth"] is None and _DECISION_DEFAULTS["role"] is None and type(_DEFAULT_ORDER) is int
+_EXTRA_FLAGS = attrgetter(*(flag for _, flag in EXTRA_SOURCES))
+_NO_EXTRAS = (False,) * len(EXTRA_SOURCES)
 PLAN_CACHE_SIZE = 8
 _plans: OrderedDict[tuple, tuple[tuple, Plan]] = OrderedDict()
 _plans_lock = threading.Lock()  # the TUI tester activates from worker threads
@@ -333,54 +386,79 @@ def make_plan(books: Sequence[WorldBook | SourcedBook], ctx: ActivationContext, 
               index_factory: IndexFactory) -> Plan:
     """Sort the entries, expand and compile their keys, and build one index per buffer shape."""
     ordered = order_books(books, settings.character_strategy)
-    registry = _KeyRegistry()
+    registry = _KeyRegistry(_key_expander(ctx))
     scoring = settings.use_group_scoring or any(e.use_group_scoring for e, _, _ in ordered)
-    shape_keys: dict[Shape, set[int]] = {}
-    shapes: dict[Shape, Shape] = {}
-    entries: list[Prepared] = []
-    expand = _key_expander(ctx)
-    for pos, (entry, book, source) in enumerate(ordered):
-        case = settings.case_sensitive if entry.case_sensitive is None else entry.case_sensitive
-        whole = settings.match_whole_words if entry.match_whole_words is None else entry.match_whole_words
-        primary = [(text, registry.get(text, case, whole) if text else None) for text in map(expand, entry.key)]
-        secondary = [(text, registry.get(text, case, whole) if text else None)
-                     for text in map(expand, entry.keysecondary)]
-        group_names = [g for g in _split_groups(entry.group) if g]
-        raw_primary: list[int | None] = []
-        raw_secondary: list[int | None] = []
-        if scoring and group_names:
-            raw_primary = [registry.get(k, case, whole) if k else None for k in entry.key]
-            raw_secondary = [registry.get(k, case, whole) if k else None for k in entry.keysecondary]
-        extras: ExtraFlags = tuple(bool(getattr(entry, flag)) for _, flag in EXTRA_SOURCES)  # type: ignore[assignment]
-        shape: Shape = (entry.scan_depth, None if entry.scan_depth is not None else book.scan_depth, extras)
-        shape = shapes.setdefault(shape, shape)  # one tuple per shape: activation compares them by identity
-        ids = shape_keys.setdefault(shape, set())
-        ids.update(k for _, k in primary + secondary if k is not None)
-        ids.update(k for k in raw_primary + raw_secondary if k is not None)
-        decorators, content = parse_decorators(entry.content or "")
-        key_ids = tuple(dict.fromkeys([k for _, k in primary + secondary if k is not None]
-                                      + [k for k in raw_primary + raw_secondary if k is not None]))
-        template = {"book": book.name, "uid": entry.uid, "comment": entry.comment}
-        for name in ("position", "depth", "role", "order"):
-            value = getattr(entry, name)
-            default = _DECISION_DEFAULTS[name]
-            if not (value is default or (type(value) is type(default) and value == default)):
-                template[name] = value
-        simple = bool(not entry.disable and not entry.triggers and entry.character_filter is None
-                      and not entry.delay_until_recursion and not entry.exclude_recursion and not decorators
-                      and not entry.constant and entry.key and any(k is not None for _, k in primary))
-        entries.append(Prepared(
-            pos=pos, key=(book.name, entry.uid), book=book.name, source=source, entry=entry,
-            content=substitute_names(content, ctx.char_name, ctx.user_name), decorators=decorators,
-            primary=primary, secondary=secondary, raw_primary=raw_primary, raw_secondary=raw_secondary,
-            shape=shape, delay_level=int(entry.delay_until_recursion or 0), group_names=group_names,
-            key_ids=key_ids, template=template, simple=simple,
-            keyed=[(text, k) for text, k in primary if k is not None], ignore_budget=bool(entry.ignore_budget),
-            rolls=bool(entry.use_probability and entry.probability != 100),
-            selective=bool(entry.selective and secondary),
-        ))
-    indexes = {shape: index_factory([registry.keys[k] for k in sorted(ids)]) for shape, ids in shape_keys.items()}
-    return Plan(entries, indexes, registry.keys, shape_ids={shape: frozenset(ids) for shape, ids in shape_keys.items()})
+    shapes: dict[Shape, tuple[Shape, set[int]]] = {}  # one tuple per shape (compared by identity), its key ids
+    names = (ctx.char_name, ctx.user_name)
+    entries = [_prepare(pos, entry, book, source, settings, registry, shapes, scoring, names)
+               for pos, (entry, book, source) in enumerate(ordered)]
+    indexes = {shape: index_factory([registry.keys[k] for k in sorted(ids)]) for shape, ids in shapes.values()}
+    return Plan(entries, indexes, registry.keys, shape_ids={shape: frozenset(ids) for shape, ids in shapes.values()})
+
+
+def _prepare(pos: int, entry: WorldInfoEntry, book: WorldBook, source: str, settings: WorldInfoSettings,
+             registry: _KeyRegistry, shapes: dict[Shape, tuple[Shape, set[int]]], scoring: bool,
+             names: tuple[str, str]) -> Prepared:
+    """One entry of `make_plan`: its keys registered, its shape and decision template."""
+    case = settings.case_sensitive if entry.case_sensitive is None else entry.case_sensitive
+    whole = settings.match_whole_words if entry.match_whole_words is None else entry.match_whole_words
+    lookup = registry.lookup(case, whole)
+    primary = tuple(map(lookup, entry.key))
+    secondary = tuple(map(lookup, entry.keysecondary)) if entry.keysecondary else ()
+    keyed = tuple(pair for pair in primary if pair[1] is not None)
+    if len(keyed) == len(primary):
+        keyed = primary  # no blank key (the usual entry): one tuple
+    ids = [k for _, k in keyed]
+    if secondary:
+        ids += [k for _, k in secondary if k is not None]
+    # JS `group.split(/,\s*/)`: no trimming before the comma ("a ,b" gives "a ").
+    group_names = tuple(g for g in _GROUP_SPLIT.split(entry.group) if g) if entry.group else ()
+    raw_primary: tuple[int | None, ...] = ()
+    raw_secondary: tuple[int | None, ...] = ()
+    if scoring and group_names:
+        raw_primary = tuple(registry.get(k, case, whole) if k else None for k in entry.key)
+        raw_secondary = tuple(registry.get(k, case, whole) if k else None for k in entry.keysecondary)
+        ids += [k for k in raw_primary + raw_secondary if k is not None]
+    key_ids = tuple(dict.fromkeys(ids)) if len(ids) > 1 else tuple(ids)
+    flags = _EXTRA_FLAGS(entry)
+    extras: ExtraFlags = tuple(map(bool, flags)) if any(flags) else _NO_EXTRAS  # type: ignore[assignment]
+    shape: Shape = (entry.scan_depth, None if entry.scan_depth is not None else book.scan_depth, extras)
+    held = shapes.get(shape)
+    if held is None:
+        held = shapes[shape] = (shape, set())
+    shape = held[0]
+    held[1].update(key_ids)
+    content = entry.content or ""
+    decorators: tuple[str, ...] = ()
+    if content.startswith("@@"):
+        decorators, content = parse_decorators(content)
+    if "{{" in content or "<" in content:  # (what `substitute_names` can replace starts so)
+        content = substitute_names(content, *names)
+    simple = bool(not entry.disable and not entry.triggers and entry.character_filter is None
+                  and not entry.delay_until_recursion and not entry.exclude_recursion and not decorators
+                  and not entry.constant and entry.key and keyed)
+    return Prepared(
+        pos, (book.name, entry.uid), book.name, source, entry, content, decorators, primary, secondary,
+        raw_primary, raw_secondary, shape, int(entry.delay_until_recursion or 0), group_names, key_ids,
+        _template(entry, book.name), keyed, simple=simple, ignore_budget=bool(entry.ignore_budget),
+        rolls=bool(entry.use_probability and entry.probability != 100), selective=bool(entry.selective and secondary),
+    )
+
+
+def _template(entry: WorldInfoEntry, book: str) -> dict:
+    """The entry's fixed `Decision` fields; placement fields equal to the `Decision` default
+    (the same value of the same type) are left out."""
+    template = {"book": book, "uid": entry.uid, "comment": entry.comment}
+    position, depth, role, order = _PLACEMENT(entry)
+    if not (position is _DEFAULT_POSITION or (type(position) is _POSITION_TYPE and position == _DEFAULT_POSITION)):
+        template["position"] = position
+    if depth is not None:  # the default depth and role are None: nothing else is equal to it
+        template["depth"] = depth
+    if role is not None:
+        template["role"] = role
+    if not (order is _DEFAULT_ORDER or (type(order) is int and order == _DEFAULT_ORDER)):
+        template["order"] = order
+    return template
 
 
 def _key_expander(ctx: ActivationContext) -> Callable[[str], str]:
@@ -392,15 +470,10 @@ def _key_expander(ctx: ActivationContext) -> Callable[[str], str]:
         # `{{newline::1000}}` × 2000 in each of 27 entries) is expanded and trimmed once.
         done = expanded.get(key)
         if done is None:
-            named = substitute_names(key, ctx.char_name, ctx.user_name)
+            named = substitute_names(key, ctx.char_name, ctx.user_name) if "{{" in key or "<" in key else key
             if ctx.expand_key is not None and "{{" in named:
                 named = ctx.expand_key(key)  # the whole engine (names included)
             done = expanded[key] = js_trim(named)
         return done
 
     return expand
-
-
-def _split_groups(group: str) -> list[str]:
-    # JS `group.split(/,\s*/)`: no trimming before the comma ("a ,b" gives "a ").
-    return _GROUP_SPLIT.split(group) if group else []

@@ -9,7 +9,7 @@ loop (`activation`), the per-entry checks (`scan`) and the groups, probability a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 
 from tavern_tui.lore.buffer import ScanBuffer, Segment
 from tavern_tui.lore.context import ActivationContext
@@ -40,7 +40,7 @@ class RunState:
         self.decisions: dict[int, Decision] = {}  # by Prepared.pos
         # Plain key misses of simple entries, one group per shape and loop: (positions, templates by
         # position, loop). A decision held in `decisions` overrides a group (see ActivationResult).
-        self.unmatched: list[tuple[frozenset[int], dict[int, dict], int]] = []
+        self.unmatched: list[tuple[Collection[int], Mapping[int, dict], int]] = []
         self.stages: dict[int, int] = {}  # STAGE of each held decision, by Prepared.pos
         self.settled: set[int] = set()  # positions noted at no-match or further (fired ones: see complex_pos)
         self.open: dict[tuple, frozenset[int]] = {}  # per shape: simple positions neither missed nor settled

@@ -9,7 +9,7 @@ keys (selective logic). Pure: a function over the run's state (`runstate.RunStat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import chain
 from operator import attrgetter
@@ -144,11 +144,31 @@ def _note_misses(run: RunState, shape: Shape, group: list[Prepared], todo: Colle
             run.settled.add(pos)
     depth = run.depth_of(group[0])
     templates = plan.no_match.get((shape, depth))
-    if templates is None:  # kept with the (cached) plan: built once per shape and depth
-        templates = plan.no_match[(shape, depth)] = {
-            p.pos: {**p.template, "fired": False, "reason": _NO_MATCH,
-                    "_detail": partial(_no_match, p.primary, depth)} for p in group}
+    if templates is None:  # kept with the (cached) plan, one per shape and depth
+        templates = plan.no_match[(shape, depth)] = NoMatchTemplates(plan.entries, group, depth)
     run.unmatched.append((todo, templates, run.step))
+
+
+class NoMatchTemplates(Mapping[int, dict]):
+    """Scan position -> the fields of that simple entry's no-match `Decision` (with a detail
+    formatter), for one shape's entries at one depth. Each is made when read (a new dict each
+    time): a step reads them only if it builds every decision, so a cold step does not make
+    thousands of them."""
+
+    __slots__ = ("depth", "entries", "group")
+
+    def __init__(self, entries: list[Prepared], group: list[Prepared], depth: int) -> None:
+        self.entries, self.group, self.depth = entries, group, depth
+
+    def __getitem__(self, pos: int) -> dict:
+        p = self.entries[pos]
+        return {**p.template, "fired": False, "reason": _NO_MATCH, "_detail": partial(_no_match, p.primary, self.depth)}
+
+    def __iter__(self) -> Iterator[int]:
+        return map(_POS, self.group)
+
+    def __len__(self) -> int:
+        return len(self.group)
 
 def _key_candidates(run: RunState, entries: list[Prepared], hits: dict[tuple, KeyHits],
                     state: int) -> list[Candidate]:
@@ -222,7 +242,7 @@ def _candidate_pos(candidate: Candidate) -> int:
     return candidate[0].pos
 
 
-def _no_match(primary: list[tuple[str, int | None]], depth: int) -> str:
+def _no_match(primary: Sequence[tuple[str, int | None]], depth: int) -> str:
     scope = f"the last {depth} messages" if depth > 0 else "nothing (scan depth 0)"
     keys = [t for t, k in primary if k is not None]
     broken = [f"{t!r} is not a valid regex ({why}), so it was looked for as plain text"
