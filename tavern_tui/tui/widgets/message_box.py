@@ -7,6 +7,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -267,6 +268,11 @@ class MessageBox(Vertical):
     @staticmethod
     def _body_parts(view: MessageView) -> ComposeResult:
         # The message's own words first; a folded page is one line after them.
+        if view.partial and view.error and not view.shown.strip():
+            # A reply that failed before any text: why, where its text would be (the status line
+            # says it once, cut short at 80 columns, and not after a restart).
+            yield MessageBody(Text(f"no reply: {view.error}", style="italic"), classes="message-body")
+            return
         parts = split_panels(view.shown)
         if len(parts) == 1:
             yield MessageBody(rendered(view), classes="message-body")
