@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Collapsible
+from textual.widgets import Collapsible, Static
 
 from tavern_tui.scripts.panels import PANEL_MARK
 from tavern_tui.service import Tavern
@@ -91,8 +91,11 @@ async def test_the_draft_asks_before_the_first_request(corpus_tavern: Tavern, sc
         await pilot.press("ctrl+right")
         await wait_until(pilot, lambda: draft.draft is not None and draft.draft.greeting_index == 1)
         # The swiped greeting is redrawn through the card's display scripts in a worker: wait for it.
-        await wait_until(pilot, lambda: "<UpdateVariable>" not in str(draft.query_one("#draft-greeting-text").render())
-                         and "_.set(" not in str(draft.query_one("#draft-greeting-text").render()))
+        def greeting() -> str:  # the Markdown source the draft draws
+            return str(getattr(draft.query_one("#draft-greeting-text", Static).content, "markup", ""))
+
+        await wait_until(pilot, lambda: "“我叫理。”她说" in greeting() and "<UpdateVariable>" not in greeting()
+                         and "_.set(" not in greeting())
         await pilot.press(*"你好", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen)
                                         and app.screen.is_mounted and len(scripted.requests) == 1)

@@ -1,6 +1,7 @@
 """Provides `DraftScreen`: an opening draft (issue 20 item 1), a playthrough not begun yet.
 
-It shows the chosen greeting (ctrl+←/→ swipe among the card's greetings, as on a chat's
+It shows the chosen greeting, drawn as the chat draws it (Markdown, single line breaks kept;
+ctrl+←/→ swipe among the card's greetings, as on a chat's
 greeting) and the selections the playthrough will start with; F6 previews the request the first
 send would make (without history or input); F9 discards the draft; Esc goes back and keeps it,
 with the first line typed so far (kept in the draft after a quiet moment and as the screen
@@ -28,6 +29,7 @@ from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.screens.base import TavernModal, TavernScreen
 from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
+from tavern_tui.tui.widgets.chat_markdown import ChatRichMarkdown
 from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
@@ -178,7 +180,8 @@ class DraftScreen(TavernScreen[None]):
         greeting = self.query_one("#draft-greeting", VerticalScroll)
         greeting.border_title = (f"Greeting {draft.greeting_index + 1}/{draft.greeting_count} · ctrl+←/→ swipes"
                                  if draft.greeting_count > 1 else "Greeting")
-        self.query_one("#draft-greeting-text", Static).update(draft.greeting or "(the card has no greeting)")
+        self.query_one("#draft-greeting-text", Static).update(
+            ChatRichMarkdown(draft.greeting) if draft.greeting else "(the card has no greeting)")
         self.query_one("#draft-selections", Static).update(selections_line(draft))
         self.prompt.hints = speaking_as(DRAFT_PLACEHOLDERS, draft.user_name)
         if draft.greeting:  # the card's display scripts (once allowed) decide how the greeting shows
@@ -190,7 +193,7 @@ class DraftScreen(TavernScreen[None]):
     def _show_greeting(self, draft: OpeningView, done: Callable[[], None] | None = None) -> None:
         def shown(text: str) -> None:
             if self.draft is draft:  # not swiped meanwhile
-                self.query_one("#draft-greeting-text", Static).update(greeting_text(text))
+                self.query_one("#draft-greeting-text", Static).update(ChatRichMarkdown(greeting_text(text)))
             if done is not None:
                 done()
 
