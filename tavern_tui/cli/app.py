@@ -71,10 +71,18 @@ _COMMANDS: tuple[Callable[[Commands], None], ...] = (
 )
 
 
+EPILOG = ("Your chats, cards and books are in one database in your user data folder, and settings in "
+          "config.toml in your user config folder; TAVERN_HOME=DIR keeps both under DIR, TAVERN_DB_URL (or --db) "
+          "uses another database. The model: ctrl+s in the app, or TAVERN_API_BASE, TAVERN_MODEL and "
+          "TAVERN_API_KEY; with none set, an offline demo answers.")
+"""What `tavern --help` says after the options: where things live, and how to reach a model."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `tavern` parser. The global options go before the command or, repeated, after it
     (`tavern sessions --db URL`); a bare `tavern` runs the TUI."""
-    parser = argparse.ArgumentParser(prog="tavern", description="Terminal roleplay client for SillyTavern cards.")
+    parser = argparse.ArgumentParser(prog="tavern", description="Terminal roleplay client for SillyTavern cards.",
+                                     epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"tavern-tui {__version__}")
     global_options(parser, None)
     # SUPPRESS: an option not repeated after the command keeps the value given before it.
