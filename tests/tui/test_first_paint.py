@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from textual.message import Message
 from textual.widgets import OptionList, Static
 
 from tavern_tui.config import Settings
@@ -19,9 +20,11 @@ from tavern_tui.service import Tavern
 from tavern_tui.service.first_screen import first_screen
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.opening import OpeningTavern
+from tavern_tui.tui.screens.chat import ChatScreen
+from tavern_tui.tui.screens.draft import DraftScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tests.conftest import seed_database
-from tests.tui.conftest import ScriptedProvider, wait_until
+from tests.tui.conftest import ScriptedProvider, notes, wait_until
 
 SIZE = (120, 40)
 
@@ -140,3 +143,21 @@ async def test_showing_archived_ones_says_so_once_they_are_listed(corpus_url: st
         held_opening.gate.set()
         await wait_until(pilot, lambda: "Shodan" in [c.name for c in _home(app)._all])
         await wait_until(pilot, lambda: said in [n.text for n in app.notices])
+
+
+async def test_enter_while_the_library_opens_says_so_and_opens_once_it_has(
+        corpus_url: str, scripted: ScriptedProvider, held: Callable[..., HeldOpening]) -> None:
+    first = first_screen(corpus_url)
+    held_opening = held(scripted)
+    opening = held_opening.opening
+    seen: list[Message] = []
+    app = TavernApp(cast(Tavern, opening), first=first)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        characters = _home(app).query_one("#characters", OptionList)
+        await wait_until(pilot, lambda: characters.option_count > 0 and held_opening.asked.is_set())
+        name = _home(app).highlighted_character.name  # type: ignore[union-attr]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: f"Opening {name} as soon as the library has loaded…" in notes(seen))
+        assert isinstance(app.screen, HomeScreen)  # nothing to open before the library is there
+        held_opening.gate.set()
+        await wait_until(pilot, lambda: isinstance(app.screen, (ChatScreen, DraftScreen)))

@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 
 from tavern_tui.tui.labels import draft_summary
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
+from tavern_tui.tui.opening import opened_service
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.home_groups import (
     group_details,
@@ -352,6 +353,8 @@ class HomeScreen(HomePlaythroughs, HomeImport, TavernScreen[None]):
             self._stop_typing_ahead()
             return
         self._typed_ahead = self._typed_ahead or []
+        if opened_service(self.tavern) is None:  # the library is still opening: say the Enter was taken
+            self.notify(f"Opening {character.name} as soon as the library has loaded…", title="Opening", timeout=4)
         self.call(self._latest, character.id, title="Cannot open the character",
                   then=lambda latest: self._play(character, latest), failed=lambda _: self._stop_typing_ahead())
 
