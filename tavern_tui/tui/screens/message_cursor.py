@@ -120,10 +120,11 @@ class MessageCursor:
         return None if box is None else box.view
 
     def cursor_allows(self, action: str) -> bool:
-        """`check_action` for the cursor's keys: the moves always (not while a reply streams),
-        the letters only while the cursor is on a message."""
+        """`check_action` for the cursor's keys: the moves always (while a reply streams they
+        only say when the cursor can be used, rather than letting the next letter land in the
+        composer), the letters only while the cursor is on a message."""
         if getattr(self, "generating", False):
-            return False
+            return action == "cursor_move"
         if action == "cursor_move":
             return bool(self._cursor_boxes())
         return self.cursor_box() is not None
@@ -143,6 +144,10 @@ class MessageCursor:
 
     def action_cursor_move(self, step: int) -> None:
         """alt+↑ / alt+↓: the message above / below (the first alt+↑ takes the newest)."""
+        if getattr(self, "generating", False):
+            self.notify("The message cursor works once the reply has settled (Esc stops it).",  # type: ignore[attr-defined]
+                        title="A reply is streaming", timeout=3)
+            return
         boxes = self._cursor_boxes()
         if not boxes:
             return
