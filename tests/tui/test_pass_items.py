@@ -62,8 +62,11 @@ async def test_message_actions_on_a_middle_message(corpus_tavern: Tavern, script
         edited = next(b for b in chat.transcript.boxes if b.text == "First answer, rewritten.")
         assert message_mark(edited.view) == "edited by you"  # the seed's origin "operator"
         assert edited.view.origin == "operator"
+        # The cursor stays on the edited message (Esc then leaves the cursor, not the chat).
+        assert chat.cursor_message.content == "First answer, rewritten." and app.focused is chat.transcript
+        assert edited.has_class("-cursor")
         # Delete (hide) "Second words", after the confirm.
-        await pilot.press("alt+up", "alt+up")
+        await pilot.press("alt+down")
         assert chat.cursor_message.content == "Second words"
         await pilot.press("d")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#no")))

@@ -181,11 +181,12 @@ class MessageCursor:
         if message is None:
             return
         pid, tavern = self.playthrough_id, self.tavern  # type: ignore[attr-defined]
+        at = self._cursor_boxes().index(self.cursor_box())
 
         def save(edited: str | None) -> None:
-            if edited is not None and edited != message.content:
+            if edited is not None and edited != message.content:  # the cursor stays on the edited message
                 self.call(tavern.timeline.edit_message, pid, message.ref, edited,  # type: ignore[attr-defined]
-                          title="Cannot edit", then=lambda _: self._cursor_done())
+                          title="Cannot edit", then=lambda _: self._cursor_done(keep_at=at))
 
         self.app.push_screen(EditMessageScreen(message.speaker, message.content), save)  # type: ignore[attr-defined]
 
@@ -290,10 +291,22 @@ class MessageCursor:
         self.app.push_screen(TraceScreen(self.tavern, self.playthrough_id, select=trace_id),  # type: ignore[attr-defined]
                              self._trace_closed)  # type: ignore[attr-defined]
 
-    def _cursor_done(self, keep: tuple[int, int] | None = None) -> None:
-        """After an action: re-read the chat; the cursor stays on `keep` when given, else it goes."""
+    def _cursor_done(self, keep: tuple[int, int] | None = None, keep_at: int | None = None) -> None:
+        """After an action: re-read the chat; the cursor stays on `keep` when given, or on the
+        message at `keep_at` among those shown (an edited message, shown under a new ref), else
+        it goes."""
+        if keep_at is not None:
+            self.call(self._read_state, title="Cannot read the chat",  # type: ignore[attr-defined]
+                      then=lambda state: self._shown_with_cursor(state, keep_at))
+            return
         if keep is None:
             self._show_cursor(None)
         else:
             self.cursor_ref = keep
         self._reload()  # type: ignore[attr-defined]
+
+    async def _shown_with_cursor(self, state: Any, index: int) -> None:
+        """Show the chat as re-read, then the cursor on the message at `index` (none if it is gone)."""
+        await self._show_state(state)  # type: ignore[attr-defined]
+        boxes = self._cursor_boxes()
+        self._show_cursor(boxes[index] if 0 <= index < len(boxes) else None)
