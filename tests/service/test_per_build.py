@@ -60,3 +60,22 @@ def test_a_step_preparation_reads_the_view_once(tavern: Tavern, corpus_dir: Path
     reads.clear()
     tavern.steps._prepare_step(pid, Generation(), "hi")
     assert reads == [pid]  # its own, MVU's initialisation and MVU's bound state share one read
+
+
+def test_a_step_preparation_finds_the_books_once(tavern: Tavern, corpus_dir: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from tavern_tui.service.lore import WorldInfoService
+
+    pid = _seraphina(tavern, corpus_dir)
+    found: list[list[str]] = []
+    real = WorldInfoService._effective_books
+
+    def counting(self: WorldInfoService, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        books = real(self, *args, **kwargs)
+        found.append([b.book.name for b in books])
+        return books
+
+    monkeypatch.setattr(WorldInfoService, "_effective_books", counting)
+    tavern.steps._prepare_step(pid, Generation(), "hi")
+    assert len(found) == 1  # MVU's material and the assembler share one read
+    assert found[0] == ["Eldoria"]  # FACTS.md: Seraphina's embedded book

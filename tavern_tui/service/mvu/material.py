@@ -58,7 +58,7 @@ class MvuMaterial:
         with self.ctx.store.unit_of_work(write=False) as uow:
             character = uow.characters.get(view.character_id)
         card = self.library.card(character)
-        books = self.lore.effective_books(view.id, character, card)
+        books = self.lore.effective_books(view.id, character, card, preset_id=view.preset_id)  # (the assembler's key)
         # MVU's order (variable_init.ts:222-237): global books, the character's primary, its additional ones.
         embedded = [b for b in books if b.source == "character"][-1:] if card.data.get("character_book") else []
         ordered = ([b for b in books if b.source == "global"] + embedded
