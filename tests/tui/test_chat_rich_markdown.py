@@ -40,8 +40,8 @@ def test_it_draws_what_rich_draws_with_the_line_breaks_made_hard(text: str) -> N
 def test_it_has_every_attribute_richs_markdown_sets() -> None:
     reference, ours = RichMarkdown("x", justify="left", inline_code_lexer="python"), ChatRichMarkdown(
         "x", justify="left", inline_code_lexer="python")
-    assert vars(ours).keys() == vars(reference).keys()
-    assert {k: v for k, v in vars(ours).items() if k != "parsed"} == {
+    assert vars(ours).keys() - {"_drawn"} == vars(reference).keys()
+    assert {k: v for k, v in vars(ours).items() if k not in ("parsed", "_drawn")} == {
         k: v for k, v in vars(reference).items() if k != "parsed"}
 
 
@@ -60,3 +60,23 @@ def test_one_parser_serves_every_message(monkeypatch: pytest.MonkeyPatch) -> Non
         ChatRichMarkdown(text)
     assert len(built) == 1
     chat_markdown.rich_parser.cache_clear()
+
+
+def test_a_drawing_is_kept_for_the_same_width_and_redrawn_for_another(monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn: list[int] = []
+    real = RichMarkdown.__rich_console__
+
+    def counting(self, console, options):  # noqa: ANN001, ANN202
+        drawn.append(options.max_width)
+        return real(self, console, options)
+
+    monkeypatch.setattr(RichMarkdown, "__rich_console__", counting)
+    ours = ChatRichMarkdown(SAMPLES[1])
+    console = Console(width=60, color_system="truecolor", force_terminal=True)
+    first = console.render_lines(ours, console.options.update_width(60))
+    again = console.render_lines(ours, console.options.update_width(60))
+    narrow = console.render_lines(ours, console.options.update_width(30))
+    assert drawn == [60, 30] and first == again and narrow != first
+    reference = RichMarkdown(SAMPLES[1])
+    break_lines(reference.parsed)
+    assert narrow == console.render_lines(reference, console.options.update_width(30))

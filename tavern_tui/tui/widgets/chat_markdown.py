@@ -16,8 +16,9 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
-from rich.console import JustifyMethod
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.markdown import Markdown as RichMarkdown
+from rich.segment import Segment
 from rich.style import Style
 from textual.widgets import Markdown
 
@@ -67,7 +68,8 @@ class ChatRichMarkdown(RichMarkdown):
 
     Rich's own `__init__` builds a new markdown-it parser each time (~1.3 ms, 15-20 % of paging
     in 20 messages); this one parses with `rich_parser` and sets the same attributes Rich's
-    does (a test compares them, so a Rich release that adds one is caught)."""
+    does (a test compares them, so a Rich release that adds one is caught), and keeps its last
+    drawing (`__rich_console__`)."""
 
     def __init__(self, markup: str, code_theme: str = "monokai", justify: JustifyMethod | None = None,
                  style: str | Style = "none", hyperlinks: bool = True, inline_code_lexer: str | None = None,
@@ -81,3 +83,27 @@ class ChatRichMarkdown(RichMarkdown):
         self.inline_code_lexer = inline_code_lexer
         self.inline_code_theme = inline_code_theme or code_theme
         break_lines(self.parsed)
+        self._drawn: tuple[tuple[object, ...], list[Segment]] | None = None
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """Rich's drawing, kept for the last console and options it was drawn with: Textual draws a
+        message body again on every layout pass of the transcript (a page-in redraws every box on
+        it, ~0.2 ms each), and the result depends only on these (the widget's own style is applied
+        to the lines after)."""
+        key = (id(console), options.max_width, options.min_width, options.justify, options.overflow,
+               options.no_wrap, options.ascii_only, options.legacy_windows, options.encoding, options.highlight,
+               options.markup)
+        drawn = self._drawn
+        if drawn is None or drawn[0] != key:
+            drawn = self._drawn = (key, list(console.render(_Drawing(self), options)))
+        yield from drawn[1]
+
+
+class _Drawing:
+    """A `ChatRichMarkdown` drawn by Rich's own `Markdown.__rich_console__` (what its cache keeps)."""
+
+    def __init__(self, markdown: ChatRichMarkdown) -> None:
+        self.markdown = markdown
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        return RichMarkdown.__rich_console__(self.markdown, console, options)
