@@ -40,10 +40,12 @@ Opened = tuple[int, tuple[tuple[int, int], ...]]
 
 
 def result_prompt(hit: SearchResultView, query: str) -> Text:
-    """A hit as two lines: "Character · chat title · branch" (dim marks for another branch and
-    archived), then "speaker: snippet" with the query's words highlighted."""
+    """A hit as two lines: "Character · #playthrough chat title · branch" (dim marks for another
+    branch and archived; the number tells a branch made into its own playthrough from the one it
+    came from, whose first lines and title are the same), then "speaker: snippet" with the
+    query's words highlighted."""
     head = Text(hit.character_name, style="bold")
-    head.append(f" · {hit.chat_title}")
+    head.append(f" · #{hit.playthrough_id} {hit.chat_title}")
     head.append(" · this branch" if hit.on_head else " · another branch (opens there)", style="dim")
     if hit.archived:
         head.append(" · archived", style="dim italic")
