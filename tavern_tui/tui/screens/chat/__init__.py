@@ -19,7 +19,6 @@ one a module, each naming the narrow interface it uses:
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, getters
@@ -36,7 +35,7 @@ from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, PLACEHOLDERS, ChatO
 from tavern_tui.tui.screens.chat.queue import ChatQueue
 from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, WATCH_EVERY, ChatReading, ChatState
 from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyFlow, Updates, describe_failure
-from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, secret_label
+from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, draft_keeper, secret_label
 from tavern_tui.tui.screens.chat.stream import ReplyStream
 from tavern_tui.tui.screens.group_round import GROUP_ACTIONS, GROUP_BINDINGS, GroupChat
 from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
@@ -178,10 +177,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._prompt_empty = True
         self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
         self._preset_names: dict[int, str] = {}  # preset id → name, for the title
-        self._draft_timer: Timer | None = None  # a draft save waiting for quiet (`DRAFT_DELAY`)
-        self._draft_asked = 0  # draft writes asked for, numbered (`ChatSending._write_draft`)
-        self._draft_kept = 0  # the number of the last one written
-        self._draft_lock = threading.Lock()
+        self._draft = draft_keeper(self)  # the composer's text, kept as the draft (`KeptText`)
         self._watch: Timer | None = None  # while another window or command writes a reply here
         self._revision: tuple[int, int] | None = None  # the chat's revision as last shown (`_follow_tick`)
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
@@ -329,11 +325,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         # does, and the text is kept as the draft either way.
         if self.esc_warns(bool(self.prompt.value.strip()), "Esc again goes back (your text is kept as a draft)."):
             return
-        if self._draft_timer is not None:
-            self._draft_timer.stop()
-            self._draft_timer = None
-        self.call(self._write_draft, self.prompt.value, self._ask_draft(), title="Cannot keep the draft",
-                  then=lambda _: self.dismiss(), failed=lambda _: self.dismiss())
+        self._draft.save(self.prompt.value, then=lambda _: self.dismiss(), failed=lambda _: self.dismiss())
 
     async def action_load_earlier(self) -> None:
         """Mount the previous window of messages above the first one."""

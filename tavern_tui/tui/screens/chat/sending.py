@@ -8,12 +8,12 @@ collected. The narrow interface to the chat: `tavern`, `playthrough_id`, `prompt
 (the `QueueEditor`: `editing`, `items`, `draft`, `save_edit`), `group`, `generating`, `call`,
 `round_updates`, `queued_updates` (`GroupChat`), `_start` (`ReplyFlow`), `_refresh_queue`
 (`ChatQueue`), `_allowance`, `app`, and the state the screen's `__init__` sets: `_prompt_empty`,
-`_draft_timer`, `_draft_asked`, `_draft_kept`, `_draft_lock` and `_confirmed_secret`.
+`_draft` (`draft_keeper`) and `_confirmed_secret`.
 """
 
 from __future__ import annotations
 
-import asyncio
+from typing import Any
 
 from textual import on
 from textual.message_pump import MessagePump
@@ -21,12 +21,19 @@ from textual.widgets import TextArea
 
 from tavern_tui.engine.step import OPENING_SOURCE
 from tavern_tui.errors import SecretRefused
+from tavern_tui.tui.kept_text import KEEP_DELAY, KeptText
 from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.inbox_queue import QueueEditor
 from tavern_tui.views import InboxItemView, MessageView
 
-DRAFT_DELAY = 0.3
-"""Seconds of quiet before the composer's draft is written to the database."""
+DRAFT_DELAY = KEEP_DELAY
+"""Seconds of quiet before the composer's draft is written to the database (read at each change)."""
+
+
+def draft_keeper(chat: Any) -> KeptText:
+    """The chat's `KeptText`: the composer's text kept as the playthrough's draft."""
+    return KeptText(chat, lambda text: chat.tavern.inbox.save_draft(chat.playthrough_id, text),
+                    "Cannot keep the draft", delay=lambda: DRAFT_DELAY)
 
 
 class ChatSending(MessagePump):
@@ -34,60 +41,23 @@ class ChatSending(MessagePump):
 
     @on(TextArea.Changed, "#prompt")
     def _prompt_changed(self, event: TextArea.Changed) -> None:
-        # Only when emptiness flips: the footer re-renders on every refresh_bindings.
         empty = not self.prompt.value
         if empty != self._prompt_empty:
             self._prompt_empty = empty
             self.refresh_bindings()
         if self.queue.editing is None:  # a queued item being edited is not the draft
-            if self._draft_timer is not None:
-                self._draft_timer.stop()
-            self._draft_timer = self.set_timer(DRAFT_DELAY, self._draft_quiet)
-
-    def _draft_quiet(self) -> None:
-        self._draft_timer = None
-        self._save_draft()
+            self._draft.changed(lambda: self.queue.draft)  # (while an item is edited: the draft held aside)
 
     def _save_draft(self) -> None:
-        """Keep the composer's text as this playthrough's draft (in a worker; a text holding a
-        secret is not written, `InboxService.save_draft`); a save waiting for quiet is not needed
-        any more."""
-        if self._draft_timer is not None:
-            self._draft_timer.stop()
-            self._draft_timer = None
-        text = self.queue.draft  # while a queued item is edited, the draft held aside
-        self.call(self._write_draft, text, self._ask_draft(), title="Cannot keep the draft", group="draft")
-
-    def _ask_draft(self) -> int:
-        """Number a draft write about to be asked for (`_write_draft` never lets an older one win)."""
-        self._draft_asked += 1
-        return self._draft_asked
-
-    def _write_draft(self, text: str, number: int) -> None:
-        """Write `text` as the draft (in a thread), unless a write asked for later came first."""
-        with self._draft_lock:
-            if number <= self._draft_kept:
-                return
-            self.tavern.inbox.save_draft(self.playthrough_id, text)
-            self._draft_kept = number
+        """Keep the composer's text as this playthrough's draft now (in a worker; a text holding a
+        secret is not written, `InboxService.save_draft`)."""
+        self._draft.save(self.queue.draft)
 
     def _keep_draft_on_close(self, strip: QueueEditor) -> None:
-        """The chat is going away (another screen in its place, the app quitting): when a draft
-        save is still pending (waiting for quiet, or asked for and not written), write the
-        composer's text now. The write runs in a thread that the app waits for before it ends
-        (`TavernApp.write_before_exit`), so a composer cleared just before ctrl+q stays cleared.
-        `strip` is the queue strip (the screen's widgets are no longer queried as it closes)."""
-        timer, self._draft_timer = self._draft_timer, None
-        if timer is not None:
-            timer.stop()
-        elif self._draft_kept >= self._draft_asked:
-            return  # the draft kept is the composer's text (or another window's newer one)
-        number = self._ask_draft()
-        write_before_exit = getattr(self.app, "write_before_exit", None)
-        if write_before_exit is not None:
-            write_before_exit(self._write_draft, strip.draft, number, title="Cannot keep the draft")
-        else:  # an app that does not wait: the write still runs off the loop
-            asyncio.ensure_future(asyncio.to_thread(self._write_draft, strip.draft, number))
+        """The chat is going away (another screen in its place, the app quitting): a draft save
+        still pending is written now, in a thread the app waits for (`KeptText.close`). `strip`
+        is the queue strip (the screen's widgets are no longer queried as it closes)."""
+        self._draft.close(strip.draft)
 
     @on(Composer.Submitted, "#prompt")
     def _submitted(self, event: Composer.Submitted) -> None:
