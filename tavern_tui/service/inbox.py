@@ -27,7 +27,7 @@ from tavern_tui.engine.inbox import (
     projection,
     replace_splice,
 )
-from tavern_tui.errors import SecretRefused, TavernError
+from tavern_tui.errors import TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.views import InboxItemView
@@ -169,12 +169,7 @@ class InboxService:
             NotFound: no such playthrough.
         """
         self._session(playthrough_id)  # NotFound for no such playthrough
-        try:
-            self.playthroughs.check_message(text) if text.strip() else None
-        except SecretRefused:
-            text, saved = "", False
-        else:
-            saved = True
+        text, saved = self.playthroughs.keepable(text)
         with self.ctx.store.unit_of_work() as uow:
             uow.drafts.put(playthrough_id, text)
         return saved

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin, body_hash, canonical_json
 from tavern_tui.engine.step import OPENING_SOURCE, StepUpdate
 from tavern_tui.engine.stream import prepare_call
-from tavern_tui.errors import CallConfigError, NotFound, SecretRefused, TavernError
+from tavern_tui.errors import CallConfigError, NotFound, TavernError
 from tavern_tui.formats.cards import ParsedCard
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -282,12 +282,7 @@ class OpeningService:
         Raises:
             NotFound: no such draft (discarded, or already played).
         """
-        try:
-            self.playthroughs.check_message(text) if text.strip() else None
-        except SecretRefused:
-            text, saved = "", False
-        else:
-            saved = True
+        text, saved = self.playthroughs.keepable(text)
         with self.ctx.store.unit_of_work() as uow:
             uow.openings.set_line(draft_id, text)
         return saved

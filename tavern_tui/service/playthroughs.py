@@ -336,6 +336,16 @@ class PlaythroughService:
         """The configured credentials (API keys, base-URL user and password), long enough to look for."""
         return configured_secrets(self.ctx.settings, self.ctx.provider)
 
+    def keepable(self, text: str) -> tuple[str, bool]:
+        """(what may be kept of an unsent `text`, whether that is all of it): a composer's draft or
+        a draft's first line. A text that holds a secret or the configured API key is never
+        written (DESIGN.md: keys never reach the database): ("", False) then."""
+        try:
+            self.check_message(text) if text.strip() else None
+        except SecretRefused:
+            return "", False
+        return text, True
+
     def check_message(self, text: str, *, allow_secrets: bool = False, where: str = "message",
                       already: str = "") -> None:
         """Return None when the person's `text` may be stored and sent; `steps.send` and
