@@ -79,3 +79,28 @@ def test_a_step_preparation_finds_the_books_once(tavern: Tavern, corpus_dir: Pat
     tavern.steps._prepare_step(pid, Generation(), "hi")
     assert len(found) == 1  # MVU's material and the assembler share one read
     assert found[0] == ["Eldoria"]  # FACTS.md: Seraphina's embedded book
+
+
+def test_a_step_preparation_reads_the_personas_once(tavern: Tavern, corpus_dir: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    pid = _seraphina(tavern, corpus_dir)
+    registry = type(tavern.persona)
+    reads: list[str] = []
+    real_all, real_one = registry._read_personas, registry._read_persona
+
+    def all_read(self):  # noqa: ANN001, ANN202
+        reads.append("all")
+        return real_all(self)
+
+    def one_read(self, persona):  # noqa: ANN001, ANN202
+        reads.append(f"one {persona}")
+        return real_one(self, persona)
+
+    monkeypatch.setattr(registry, "_read_personas", all_read)
+    monkeypatch.setattr(registry, "_read_persona", one_read)
+    tavern.steps._prepare_step(pid, Generation(), "hi")
+    assert reads.count("all") == 1 and len(reads) == len(set(reads))  # each read once
+    outside = len(reads)
+    tavern.persona.personas()
+    tavern.persona.personas()
+    assert reads[outside:] == ["all", "all"]  # outside a build every call reads
