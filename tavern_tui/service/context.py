@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -40,6 +41,14 @@ class ServiceContext:
         return self.settings.provider.timeout + 15.0
 
     _builds: threading.local = field(default_factory=threading.local, repr=False, compare=False)
+
+    def one_version(self) -> AbstractContextManager[Any]:
+        """Reads on this thread see the log as of one version until the block ends
+        (`EventLog.pinned_version`; an append on this thread ends it): a build, or a screen
+        reading several things for one view, pays one version query for its caches' checks, and
+        `per_build` reuses what it read. A log without the pin: no pin."""
+        pin = getattr(self.store.events, "pinned_version", None)
+        return pin() if pin is not None else nullcontext()
 
     def per_build(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()` once per `key` within the pinned build running on this thread

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, TypeVar, cast, overload
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from tavern_tui.config import Settings
 from tavern_tui.engine.stream import Provider
@@ -285,6 +286,12 @@ class Tavern:
         """"<provider> · <model>" for status lines; never contains the API key."""
         model = self.provider.model or "default model"
         return f"{self.provider.name} · {model}"
+
+    def one_version(self) -> AbstractContextManager[Any]:
+        """Reads on this thread see the database's log as of one version until the block ends
+        (`ServiceContext.one_version`): a screen reading several things for one view (the
+        chat's state after a swipe) asks once whether the log changed, not at every read."""
+        return self.ctx.one_version()
 
     async def apply_settings(self, settings: Settings) -> None:
         """Use `settings` from now on, without a restart (the settings screen, issue 21 item 1):

@@ -42,7 +42,7 @@ def test_a_pinned_build_reads_the_view_once_and_an_append_ends_the_reuse(tavern:
     tavern.playthroughs.playthrough(pid)
     assert reads == [pid, pid]  # no build: each call reads
     reads.clear()
-    with tavern.steps.assembling.pinned():
+    with tavern.one_version():
         first = tavern.playthroughs.playthrough(pid)
         again = tavern.playthroughs.playthrough(pid)
         assert again is first and reads == [pid]
@@ -50,7 +50,7 @@ def test_a_pinned_build_reads_the_view_once_and_an_append_ends_the_reuse(tavern:
         log.append(session, [NewEvent(EventKind.USER_MESSAGE, "user", {"content": "hello"}, Origin.CUSTOMER)])
         after = tavern.playthroughs.playthrough(pid)  # this thread wrote: the build reads again
     assert reads == [pid, pid] and after.message_count == first.message_count + 1
-    with tavern.steps.assembling.pinned():  # a new build does not see the last one's reads
+    with tavern.one_version():  # a new build does not see the last one's reads
         tavern.playthroughs.playthrough(pid)
     assert reads == [pid, pid, pid]
 

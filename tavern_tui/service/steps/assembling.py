@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -141,12 +141,10 @@ class Assembling:
         return queued + ([text] if text else [])
 
     def pinned(self) -> AbstractContextManager[Any]:
-        """The log read as of one version on this thread (`EventLog.pinned_version`) while a build
-        reads it: the build's caches each check the version (a query each, a dozen or more per
-        build); pinned, they cost one. An append on this thread ends the pin. A log without it:
-        no pin."""
-        pin = getattr(self.ctx.store.events, "pinned_version", None)
-        return pin() if pin is not None else nullcontext()
+        """The log read as of one version on this thread while a build reads it
+        (`ServiceContext.one_version`): the build's caches each check the version (a query each,
+        a dozen or more per build); pinned, they cost one."""
+        return self.ctx.one_version()
 
     def surface_events(self, session_id: int) -> list[Any]:
         """The session's surface events, re-read only when the log changed (`EventLog.version`):

@@ -71,7 +71,12 @@ class ChatReading(MessagePump):
         caller has just read it (its message count is current), else it is read here; `mvu`
         False leaves MVU state unlooked at (`ChatState.mvu_checked`: finding an uncommitted
         initial record parses the bound books, ~0.6 s for a 5,000-entry book on a chat's first
-        open). Raises the service's `TavernError`."""
+        open). Raises the service's `TavernError`. Every read sees the log as of one version
+        (`Tavern.one_version`: the playthrough is read once, the caches ask once)."""
+        with self.tavern.one_version():
+            return self._read_state_pinned(view, mvu=mvu)
+
+    def _read_state_pinned(self, view: PlaythroughView | None, *, mvu: bool) -> ChatState:
         revision = self.tavern.playthroughs.revision(self.playthrough_id)  # first: a later write shows as newer
         messages = self._fetch(HELD)
         if view is None:
