@@ -78,13 +78,16 @@ class ReplyFlow(MessagePump):
         generate a new one (streamed like a send)."""
         timeline, pid = self.tavern.timeline, self.playthrough_id
 
-        def swipe() -> tuple[SwipeView, SwipeView | None]:
-            return timeline.swipe_state(pid), timeline.swipe(pid, direction)
+        def swipe() -> tuple[SwipeView, SwipeView | None, ChatState | None]:
+            # One worker: the swipe, then what the chat shows after it (one hop, one call in turn).
+            before, after = timeline.swipe_state(pid), timeline.swipe(pid, direction)
+            return before, after, (self._read_state() if after is not None else None)
 
         self.call(swipe, title="Cannot swipe", severity="warning",
-                  then=lambda states: self._swiped(states[1], direction, states[0]))
+                  then=lambda done: self._swiped(done[1], direction, done[0], done[2]))
 
-    def _swiped(self, state: SwipeView | None, direction: int = 0, before: SwipeView | None = None) -> None:
+    async def _swiped(self, state: SwipeView | None, direction: int = 0, before: SwipeView | None = None,
+                      shown: ChatState | None = None) -> None:
         if state is None:
             if not self.generating:
                 self._start("regenerate", lambda: self.tavern.steps.regenerate(self.playthrough_id))
@@ -93,7 +96,10 @@ class ReplyFlow(MessagePump):
             note = swipe_note(state, direction)
             if note:
                 self.notify(note, title="Swipe", timeout=4)
-        self._reload()
+        if shown is not None:
+            await self._show_state(shown)
+        else:
+            self._reload()
 
     def action_delete_swipe(self) -> None:
         """Delete the shown swipe of the last reply (SillyTavern's "delete swipe"); the one
