@@ -41,6 +41,11 @@ Figures per variant (prefixed `en_`, `de_`, `cjk_`), all in one process:
   activation: `make_plan` ~110 ms (~70 per-entry preparation, ~25 `Plan.__post_init__`), JS
   translation ~30, `FastIndex` build ~90 (regex literal/scope analysis on `re._parser` ~50),
   the scans ~40 (mostly compiling the ~110 regex keys whose literal is in the text).
+  Measured 2026-12-07 (two runs each, alternating, quiet box): `regex_plan` reads the usual
+  translations with `regex_fastplan.fast_tree` (the same tree as `re._parser`, ~2x faster;
+  all of B1's keys take it): analysis en 55 -> 35 ms; build_ms en 85 -> 63, de 95 -> 81,
+  cjk 94 -> 67; cold_first_ms en 272 -> 259 (first OLD run 326, loaded), de 323 -> 320,
+  cjk 268 -> 260 (noise of ±20 ms).
 - `cold_ms`: an activation with the index built but its caches cleared (B1's "empty
   per-message cache"), median of 5 runs with a fresh input each. Target ≤ 60 ms.
 - `warm_p50_ms` / `warm_p95_ms`: 20 steps, each appending one new user message, the index reused

@@ -20,6 +20,7 @@ import regex
 
 from tavern_tui.lore.jsregex import translate_js_regex
 from tavern_tui.lore.matching import RegexKey
+from tavern_tui.lore.regex_fastplan import fast_tree
 
 try:  # Python 3.11+: the pure-Python parser behind `re` (sre_parse is a deprecated alias of it).
     import re._constants as _sre
@@ -98,10 +99,12 @@ def _analyse(pattern: str, folded: bool, fullcase: bool, sticky: bool) -> RegexP
     stripped = pattern
     for spelled in _BOUNDARIES:
         stripped = stripped.replace(spelled, "(?:)")
-    try:
-        tree = list(_sre_parse.parse(stripped))
-    except Exception:  # noqa: BLE001 - any parse failure only means "no shortcut"
-        return RegexPlan(None, folded, TEXT)
+    tree = fast_tree(stripped)  # the usual simple translation, without `re._parser`
+    if tree is None:
+        try:
+            tree = list(_sre_parse.parse(stripped))
+        except Exception:  # noqa: BLE001 - any parse failure only means "no shortcut"
+            return RegexPlan(None, folded, TEXT)
     required = _best(_requirements(tree, folded))
     # (only `(?!` and `(?<!` make negative lookarounds: the walk is needed only if one is written)
     relaxed = stripped if stripped != pattern and not (
