@@ -19,6 +19,7 @@ from tavern_tui.config import TuiSettings
 from tavern_tui.config.store import save_config
 from tavern_tui.tui import theming
 from tavern_tui.tui.exit_watch import QUIT_SIGNALS, ExitWatchdog
+from tavern_tui.tui.kept_text import put_back
 from tavern_tui.tui.keymap import resolve_keymap
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.opening import OpeningTavern, opened_service
@@ -266,8 +267,8 @@ class TavernApp(App[None]):
         from tavern_tui.tui.screens.chat import ChatScreen  # imported on first use: start-up paints home sooner
 
         kept = self.unsent.pop(message.playthrough_id, "")
-        typed = f"{kept}\n{message.typed}" if kept and message.typed else kept or message.typed
-        self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=typed, send=message.send,
+        self.push_screen(ChatScreen(self.tavern, message.playthrough_id, typed=put_back(kept, message.typed),
+                                    send=message.send,
                                     focus=message.focus))
 
     def on_draft_chosen(self, message: DraftChosen) -> None:

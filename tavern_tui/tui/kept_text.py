@@ -21,6 +21,15 @@ KEEP_DELAY = 0.3
 """Seconds of quiet before the composer's text is written to the database."""
 
 
+def put_back(kept: str, typed: str) -> str:
+    """What a composer shows when text kept for it meets what was typed since: the kept text
+    first, then the typed on a line of its own; once, when the typed already begins with it
+    (text kept twice: as the draft, and by the app for a chat that could not open)."""
+    if not kept or typed.startswith(kept):
+        return typed
+    return f"{kept}\n{typed}" if typed else kept
+
+
 class KeptText:
     """The pending write of one composer's text.
 

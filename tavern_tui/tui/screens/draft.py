@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static, TextArea
 from tavern_tui.errors import SecretRefused
 from tavern_tui.scripts.panels import split_panels
 from tavern_tui.tools import offer_line
-from tavern_tui.tui.kept_text import KeptText
+from tavern_tui.tui.kept_text import KeptText, put_back
 from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.messages import PlaythroughChosen
 from tavern_tui.tui.screens.base import TavernModal, TavernScreen
@@ -172,9 +172,9 @@ class DraftScreen(TavernScreen[None]):
         self.draft = draft
         if not self._line_shown:  # the kept first line, then whatever was typed while it opened
             self._line_shown = True
-            typed = self.prompt.value
-            if draft.line and not typed.startswith(draft.line):
-                self.prompt.value = f"{draft.line}\n{typed}" if typed else draft.line
+            shown = put_back(draft.line, self.prompt.value)
+            if shown != self.prompt.value:
+                self.prompt.value = shown
         self.query_one("#draft-title", ScreenTitle).update(
             f"{draft.character_name} · new playthrough (draft #{draft.id}: nothing is played until you send)")
         greeting = self.query_one("#draft-greeting", VerticalScroll)

@@ -19,6 +19,7 @@ from textual.message_pump import MessagePump
 from textual.widgets import Static
 
 from tavern_tui.errors import TavernError
+from tavern_tui.tui.kept_text import put_back
 from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.screens.chat.reading import ChatState
 from tavern_tui.views import GroupView, PlaythroughView
@@ -57,10 +58,9 @@ class ChatOpening(MessagePump):
         self.refresh_members()
         self._update_title(view)
         self.prompt.hints = speaking_as(PLACEHOLDERS, view.user_name)
-        typed = self.prompt.value
-        if draft and not typed.startswith(draft):  # the kept draft first, then what was typed while the chat opened
-            self.prompt.value = f"{draft}\n{typed}" if typed else draft  # (text kept from a chat that could
-            # not open may have been kept as the draft too: once is enough)
+        shown = put_back(draft, self.prompt.value)  # the kept draft, then what was typed while it opened
+        if shown != self.prompt.value:
+            self.prompt.value = shown
         self.queue.show(state.queued)
         self._revision = state.revision  # what other windows write after this is followed
         # Not plain until the warm-up has looked at MVU state (a reply then settles as usual).
