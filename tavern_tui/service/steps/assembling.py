@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -139,12 +138,6 @@ class Assembling:
         first), then `text` (seed 000 §5: world info scans history plus the claimed batch)."""
         queued = [item.text for item in self.inbox.pending(playthrough_id)] if self.inbox is not None else []
         return queued + ([text] if text else [])
-
-    def pinned(self) -> AbstractContextManager[Any]:
-        """The log read as of one version on this thread while a build reads it
-        (`ServiceContext.one_version`): the build's caches each check the version (a query each,
-        a dozen or more per build); pinned, they cost one."""
-        return self.ctx.one_version()
 
     def surface_events(self, session_id: int) -> list[Any]:
         """The session's surface events, re-read only when the log changed (`EventLog.version`):

@@ -112,7 +112,7 @@ class Previews:
         Raises:
             NotFound: unknown strategy (the message lists them), or no such playthrough.
         """
-        with self.assembling.pinned():
+        with self.ctx.one_version():
             view = self.playthroughs.playthrough(playthrough_id)
             assembler = self.assembling.assembler(playthrough_id, Generation(), strategy, view)
             return self._dry_run(assembler, self.assembling.surface(view.session_id),
@@ -131,7 +131,7 @@ class Previews:
         """
         if preset is False and not lore:
             return self._with_tools(self.preview(playthrough_id, text, strategy=strategy), playthrough_id)
-        with self.assembling.pinned():
+        with self.ctx.one_version():
             view = self.playthroughs.playthrough(playthrough_id)
             with self.ctx.store.unit_of_work(write=False) as uow:
                 playthrough = uow.playthroughs.get(playthrough_id)

@@ -284,7 +284,7 @@ class StepRunner:
         """
         with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
-        with self.assembling.pinned():  # one version read for the build's caches (an MVU init append re-reads it)
+        with self.ctx.one_version():  # one version read for the build's caches (an MVU init append re-reads it)
             return self._prepare_pinned(playthrough_id, generation, text, claim)
 
     def _prepare_pinned(self, playthrough_id: int, generation: Generation, text: str | None,
