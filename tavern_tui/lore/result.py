@@ -138,23 +138,6 @@ Decision.detail = property(_get_detail, _set_detail, doc="one human sentence (se
 Decision.__getstate__ = _getstate  # type: ignore[method-assign]
 
 
-def _no_match_uids(unmatched: list[tuple[Collection[int], Mapping[int, dict[str, Any]], int]],
-                   held: dict[int, Decision]) -> dict[str, list[int | str]]:
-    """`ActivationResult.no_match_uids` from the templates (a result without `entry_keys`)."""
-    result: dict[str, list[int | str]] = {}
-    misses: dict[int, tuple[str, int | str]] = {}
-    for positions, templates, _loop in unmatched:
-        for pos in positions:
-            if pos not in held:
-                template = templates[pos]
-                misses[pos] = (template["book"], template["uid"])
-    misses.update({pos: (d.book, d.uid) for pos, d in held.items() if d.reason is Reason.NO_MATCH})
-    for pos in sorted(misses):
-        book, uid = misses[pos]
-        result.setdefault(book, []).append(uid)
-    return result
-
-
 _BOOK, _UID = itemgetter(0), itemgetter(1)
 
 
@@ -259,9 +242,9 @@ class ActivationResult:
     template_failures: list[tuple[str, str]] = field(default_factory=list)
     """`(where, error)` of each fired entry whose restricted template failed or timed out (issue 18), filled by
     a preview that renders them (`StepService.world_info_preview`); [] when none ran."""
-    entry_keys: Sequence[EntryKey] | None = field(default=None, repr=False)
+    entry_keys: Sequence[EntryKey] = field(default=(), repr=False)
     """(book, uid) of every entry by scan position (`prepare.Plan.entry_keys`), for
-    `no_match_uids`; None reads them from the templates of `unmatched`."""
+    `no_match_uids`."""
     _built: list[Decision] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -288,8 +271,6 @@ class ActivationResult:
 
     def no_match_uids(self) -> dict[str, list[int | str]]:
         """book → uids of the entries whose keys did not match, in scan order."""
-        if self.entry_keys is None:
-            return _no_match_uids(self.unmatched, self.held)
         misses: set[int] = set()
         for positions, _templates, _loop in self.unmatched:
             misses.update(positions)
