@@ -4,19 +4,24 @@ Rule (seed 000 §7): starting a new playthrough first persists an independent op
 its resource and strategy selections; it creates no session and makes no provider call. A draft
 preview holds neither history nor unsent input (here: the request the first send would make,
 with the chosen greeting as the opening reference and no input). The first send turns the draft
-into a playthrough.
+into a playthrough once it is admitted.
 
 What a first send leaves (chosen, issue 20 "How it is checked"):
 - a refusal before anything is stored (empty text, a secret, a request that cannot fit the
   context, a persona over its cap, an unknown preset or book, a call the provider cannot prepare:
   no usable endpoint URL, a config setting a field the request owns) leaves the draft as it was
   and creates nothing (the step's prepare stage runs before the draft becomes a playthrough);
-- otherwise the draft becomes a playthrough in one transaction (root session, the greeting as an
-  engine-origin opening reference, the playthrough with the draft's strategy snapshot, preset,
-  chat lore and persona name, the draft row removed): either all of it is stored or none;
-- then the input is admitted by the step as any send's is, and a provider error on it leaves
-  that playthrough with the input kept and the failed attempt shown (Enter or ctrl+r retries),
-  exactly as a failed send in any chat. The draft is not restored: the line was stored.
+- otherwise the first send prepares the draft's playthrough in one transaction (root session, the
+  greeting as an engine-origin opening reference, the playthrough with the draft's strategy
+  snapshot, preset, chat lore and persona name): either all of it is stored or none. It is the
+  draft's until the send's input is admitted (seed 000 §7: a first send prepares a real session
+  and associates it only after admission): not listed, the draft kept with the line;
+- the step admits the input as any send's is, and at that admission the playthrough becomes its
+  own (listed) and the draft goes (`StepRunner._associate`). A stage before admission that fails
+  (a pre-step hook rejecting the line, say) admits nothing: the draft is still listed with the
+  line, and sending it again gives the prepared playthrough up (archived, never listed; the log
+  is append-only) and prepares a new one. A provider error after admission leaves the playthrough
+  with the input kept and the failed attempt shown (Enter or ctrl+r retries), as in any chat.
 """
 
 from __future__ import annotations
@@ -302,11 +307,14 @@ class OpeningService:
 
     def begin(self, draft_id: int, text: str, *, allow_secrets: bool = False) -> PlaythroughView:
         """The first send's prelude: check `text`, fit the request the draft would make with it,
-        then turn the draft into a playthrough in one transaction (see the module text). The
-        caller sends `text` in it next (`send_first` does both).
+        then prepare the draft's playthrough in one transaction (see the module text); it is
+        listed once the caller's send of `text` in it is admitted (`send_first` does both). A
+        playthrough an earlier first send of this draft prepared and never admitted is given up.
 
         Raises:
-            TavernError: empty text. SecretRefused: as `PlaythroughService.check_message`.
+            TavernError: empty text; or the draft's earlier first send was admitted after all
+                (a crash before its playthrough was listed): that playthrough is listed now and the
+                message names it. SecretRefused: as `PlaythroughService.check_message`.
             ContextOverflow / PromptTooLarge: the request cannot fit. PersonaCapExceeded.
             TavernError: the provider cannot prepare the call (`_prepare_call`).
             NotFound: no such draft (discarded, or already played). In each case nothing is stored.
@@ -314,6 +322,7 @@ class OpeningService:
         if not text.strip():
             raise TavernError("nothing to send: the message is empty")
         self.playthroughs.check_message(text, allow_secrets=allow_secrets)
+        self._admitted_before(draft_id)
         shown = self.steps.preview_draft(draft_id, text)  # refuses what cannot fit, before anything is stored
         self._prepare_call(shown.get("config") or {})
         draft = self._record(draft_id)
@@ -324,11 +333,30 @@ class OpeningService:
                                                             "snapshot": draft.strategy,
                                                             "preset": self.presets.preset_of(draft.preset_id)[1]}))
         with self.ctx.store.unit_of_work() as uow:
+            uow.openings.give_up(draft_id)
             created = uow.openings.root(draft_id, title="", user_name=user,
                                         meta=json.dumps(_draft_meta(draft), ensure_ascii=False),
-                                        strategy=str(draft.strategy.get("name") or "") or None, events=events)
+                                        strategy=str(draft.strategy.get("name") or "") or None, events=events,
+                                        line=text)
         self.persona.pin_persona(created.id)
         return self.playthroughs.playthrough(created.id)
+
+    def _admitted_before(self, draft_id: int) -> None:
+        """The playthrough an earlier first send of the draft prepared, when its input was admitted
+        but the process stopped before it was listed: list it now and say so.
+
+        Raises:
+            TavernError: there was one (it is listed now, the draft gone).
+        """
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            prepared = uow.openings.prepared(draft_id)
+        if prepared is None or not self.ctx.store.events.own_events(prepared.head_session_id,
+                                                                    kinds=[EventKind.USER_MESSAGE]):
+            return
+        with self.ctx.store.unit_of_work() as uow:
+            uow.openings.associate(prepared.id)
+        raise TavernError(f"this draft's first line was already sent: it is playthrough #{prepared.id}, "
+                          "listed now")
 
     def _prepare_call(self, config: dict[str, Any]) -> None:
         """The step's prepare stage for the first send, before the draft becomes a playthrough
@@ -349,7 +377,8 @@ class OpeningService:
     async def send_first(self, draft_id: int, text: str, *, allow_secrets: bool = False,
                          started: Any = None) -> AsyncGenerator[StepUpdate, None]:
         """`begin`, then send `text` in the new playthrough (one step) and stream the reply.
-        `started(view)` is told the playthrough as soon as it exists.
+        `started(view)` is told the playthrough as soon as it is prepared (it is listed once the
+        send is admitted).
 
         Raises:
             as `begin` (nothing stored), then as `StepRunner.send` (the playthrough stays).

@@ -93,7 +93,7 @@ class PlaythroughService:
                                record.head_session_id, record.created_at, record.updated_at,
                                shown, record.strategy or "compat", record.preset_id,
                                self.chat_title(record), record.archived_at is not None,
-                               played, summarised, imported, ooc_of(record.meta))
+                               played, summarised, imported, ooc_of(record.meta), record.opening_draft)
 
     def _user_names(self, record: PlaythroughRecord, persona_names: dict[int, str], default: int) -> tuple[str, str]:
         """(the name new lines are written under, an imported chat's own name or "").

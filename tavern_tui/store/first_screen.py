@@ -39,7 +39,7 @@ FROM characters WHERE archived_at IS NULL ORDER BY name, id
 
 # `PlaythroughRepository.list(None, 1)`: the most recently played, then the newest id.
 _LAST_PLAYED = """
-SELECT character_id FROM playthroughs WHERE archived_at IS NULL
+SELECT character_id FROM playthroughs WHERE archived_at IS NULL AND opening_draft IS NULL
 ORDER BY updated_at DESC, id DESC LIMIT 1
 """
 

@@ -159,6 +159,10 @@ class Playthrough(Base):
     """When it was archived (hidden from lists; nothing deleted); None: not archived."""
     group_id: Mapped[int | None] = mapped_column(Integer, index=True)
     """The group it plays (`GroupRow`; no FK, as for preset_id); None: a one-character playthrough."""
+    opening_draft: Mapped[int | None] = mapped_column(Integer)
+    """The opening draft whose first send prepared it and is not admitted yet (not listed; the
+    draft stays); None once that send is admitted, and for every other playthrough. A prepared
+    one that was given up is archived too and keeps the mark (never listed)."""
 
 
 class GroupRow(Base):

@@ -1,5 +1,6 @@
 """Provides the repositories of what surrounds playing: composer drafts, regex scripts and their
-allowances, and opening drafts (a playthrough not begun yet, turned into one in a transaction).
+allowances, and opening drafts (a playthrough not begun yet; its first send prepares one, which
+is the draft's until that send is admitted).
 They flush, never commit, and return plain records (see `store.repositories`).
 """
 
@@ -19,6 +20,7 @@ from tavern_tui.store.models import (
     ComposerDraft,
     EventRow,
     OpeningDraft,
+    Playthrough,
     RegexAllowance,
     RegexScriptRow,
     SessionRow,
@@ -191,16 +193,21 @@ class OpeningRepository:
         self._session.flush()
 
     def delete(self, draft_id: int) -> None:
-        """Remove a draft. Raises NotFound (already discarded or played)."""
-        self._session.delete(self._row(draft_id))
+        """Remove a draft (a playthrough its first send prepared and never admitted is given up,
+        `give_up`). Raises NotFound (already discarded or played)."""
+        row = self._row(draft_id)
+        self.give_up(draft_id)
+        self._session.delete(row)
         self._session.flush()
 
     def root(self, draft_id: int, *, title: str, user_name: str, meta: str, strategy: str | None,
-             events: list[NewEvent]) -> PlaythroughRecord:
-        """Turn a draft into a playthrough in this transaction: a new root session, `events` in it
+             events: list[NewEvent], line: str = "") -> PlaythroughRecord:
+        """Prepare the draft's playthrough in this transaction: a new root session, `events` in it
         in order (the opening reference, the strategy apply), the playthrough row with the
-        draft's preset, `strategy` and `meta`, its chat lore bound, and the draft removed.
-        Raises NotFound when the draft is gone (a second first-send of one draft creates nothing)."""
+        draft's preset, `strategy` and `meta`, its chat lore bound. It stays the draft's until its
+        first send is admitted (`associate`): not listed, the draft kept with `line`, the text
+        being sent (seed 000: a first send prepares a real session and associates it only after
+        admission). Raises NotFound when the draft is gone."""
         draft = self._row(draft_id)
         now = datetime.now(UTC)
         session_row = SessionRow(parent_id=None, fork_seq=None, created_at=now)
@@ -221,6 +228,40 @@ class OpeningRepository:
         for book_id in _opening(draft).lore:
             if self._session.get(WorldBook, book_id) is not None:
                 bindings.bind(book_id, "playthrough", record.id)
-        self._session.delete(draft)
+        self._session.get_one(Playthrough, record.id).opening_draft = draft_id
+        draft.line = line
         self._session.flush()
         return playthroughs.get(record.id)
+
+    def prepared(self, draft_id: int) -> PlaythroughRecord | None:
+        """The playthrough the draft's first send prepared and that was neither admitted nor
+        given up; None when there is none."""
+        row = self._session.scalars(select(Playthrough).where(Playthrough.opening_draft == draft_id,
+                                                              Playthrough.archived_at.is_(None))).first()
+        return None if row is None else PlaythroughRepository(self._session).get(row.id)
+
+    def associate(self, playthrough_id: int) -> bool:
+        """The prepared playthrough's first send was admitted: it is listed from now on and its
+        draft is removed. False (nothing changed) when it was not a prepared one. Raises NotFound."""
+        row = self._session.get(Playthrough, playthrough_id)
+        if row is None:
+            raise NotFound(f"no playthrough with id {playthrough_id}")
+        if row.opening_draft is None:
+            return False
+        draft = self._session.get(OpeningDraft, row.opening_draft)
+        if draft is not None:
+            self._session.delete(draft)
+        row.opening_draft, row.archived_at = None, None
+        self._session.flush()
+        return True
+
+    def give_up(self, draft_id: int) -> int | None:
+        """Give up the playthrough the draft's first send prepared and never admitted (a draft
+        changed, sent again or discarded since): archived with its mark, so it is never listed;
+        its session stays in the append-only log. Returns its id (None: there was none)."""
+        prepared = self.prepared(draft_id)
+        if prepared is None:
+            return None
+        self._session.get_one(Playthrough, prepared.id).archived_at = datetime.now(UTC)
+        self._session.flush()
+        return prepared.id

@@ -77,6 +77,8 @@ class PlaythroughRecord:
     """The applied assembly strategy (None: nothing applied, the compatibility renderer)."""
     archived_at: datetime | None = None
     """When it was archived (hidden from lists, nothing deleted); None: not archived."""
+    opening_draft: int | None = None
+    """The opening draft whose first send prepared it and is not admitted yet (`models.Playthrough`)."""
 
 
 def _character(row: Character) -> CharacterRecord:
@@ -89,7 +91,7 @@ def _playthrough(row: Playthrough) -> PlaythroughRecord:
     return PlaythroughRecord(row.id, row.character_id, row.title, row.user_name, row.root_session_id,
                              row.head_session_id, as_utc(row.created_at), as_utc(row.updated_at), row.meta or "{}",
                              row.preset_id, row.strategy,
-                             as_utc(row.archived_at) if row.archived_at is not None else None)
+                             as_utc(row.archived_at) if row.archived_at is not None else None, row.opening_draft)
 
 
 class CharacterRepository:
@@ -289,8 +291,10 @@ class PlaythroughRepository:
              include_archived: bool = False, group_id: int | None = None) -> list[PlaythroughRecord]:
         """Playthroughs, most recently played first (then newest id first); archived ones only
         with `include_archived`. A character's (`character_id`) are its one-character chats: a
-        group chat, whose character is its first member, is listed under its group (`group_id`)."""
-        query = select(Playthrough).order_by(Playthrough.updated_at.desc(), Playthrough.id.desc())
+        group chat, whose character is its first member, is listed under its group (`group_id`).
+        One a draft's first send prepared is not listed until that send is admitted (`opening_draft`)."""
+        query = (select(Playthrough).where(Playthrough.opening_draft.is_(None))
+                 .order_by(Playthrough.updated_at.desc(), Playthrough.id.desc()))
         if group_id is not None:
             query = query.where(Playthrough.group_id == group_id)
         if character_id is not None:

@@ -42,6 +42,9 @@ class PlaythroughView:
     """An imported chat's own name for the person (its old lines keep it); "" when not imported."""
     ooc: bool = False
     """Out-of-character talk is on: the roleplay policy (`rp:policy`) is not sent (`tavern ooc`)."""
+    opening_draft: int | None = None
+    """The opening draft whose first send prepared this playthrough and is not admitted yet (it is
+    the draft's, not listed, until then); None for every playthrough in the lists."""
 
     @property
     def title(self) -> str:

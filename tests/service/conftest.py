@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +11,15 @@ from tavern_tui.config import Settings
 from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.service import Tavern
 from tests.support.loopback import LoopbackServer
+
+
+@pytest.fixture
+def service(server: LoopbackServer, db_url: str) -> Iterator[Tavern]:
+    """The service on the loopback endpoint, nothing imported."""
+    tavern = Tavern(Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1",
+                                                                      timeout=10)))
+    yield tavern
+    tavern.close()
 
 
 @pytest.fixture

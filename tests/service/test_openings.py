@@ -19,14 +19,6 @@ from tavern_tui.service import Tavern
 from tests.support.loopback import LoopbackServer, sse_chunks_for
 
 
-@pytest.fixture
-def service(server: LoopbackServer, db_url: str):  # type: ignore[no-untyped-def]
-    tavern = Tavern(Settings(db_url=db_url, provider=ProviderSettings(base_url=server.base_url, model="loop-1",
-                                                                      timeout=10)))
-    yield tavern
-    tavern.close()
-
-
 def card_json(path: Path) -> dict:
     """The card's V2 data as the file holds it (PNG: the ccv3/chara chunk)."""
     from tavern_tui.formats.cards import parse_card

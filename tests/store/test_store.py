@@ -23,7 +23,7 @@ def _msg(content: str, role: str = "user") -> NewEvent:
 def test_fresh_database_is_created_at_head_with_every_table(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'sub' / 'new.db'}")
     try:
-        assert current_revision(store.engine) == head_revision() == "0021"
+        assert current_revision(store.engine) == head_revision() == "0022"
         tables = set(sa_inspect(store.engine).get_table_names())
         assert {"characters", "world_books", "presets", "personas", "sessions", "playthroughs", "events",
                 "composer_drafts", "alembic_version", "step_leases", "groups"} <= tables

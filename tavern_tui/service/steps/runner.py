@@ -26,10 +26,12 @@ from tavern_tui.engine.step import (
     InboxEmpty,
     InputRejected,
     Prebuilt,
+    PreStepHook,
     StepBusy,
     StepFailed,
     StepOptions,
     StepSettled,
+    StepStarted,
     StepUpdate,
     run_step,
 )
@@ -109,6 +111,9 @@ class StepRunner:
                                  variables=variables, mvu=mvu, tools=tools)
         self.forks = Forks(ctx, timeline)
         self.settling = Settling(ctx, persona, mvu)
+        self.pre_step_hooks: list[PreStepHook] = []
+        """The pre-step stage's hooks for every step, in order (`engine.step.PreStepHook`: each
+        accepts, replaces or rejects the proposed input before anything is admitted); none by default."""
 
     @property
     def last_mvu(self) -> dict[int, Any]:
@@ -349,12 +354,15 @@ class StepRunner:
         # aclosing: if our caller closes this generator, the step settles its attempt now, not at GC.
         options = StepOptions(generation=generation, stale_after=self.ctx.stale_after, claim=claim,
                               claims=self.ctx.store.claims, refresh=self.assembling.context_refresh(assembler),
-                              **self._turn_tools(playthrough_id))
+                              pre_step_hooks=tuple(self.pre_step_hooks), **self._turn_tools(playthrough_id))
         steps = run_step(self.ctx.store.events, view.session_id, self.ctx.provider, assembler, text, options=options)
         last: StepSettled | None = None  # the turn's final reply: state and learning wait for the lease's release
         async with aclosing(steps):
             try:
                 async for update in steps:
+                    if isinstance(update, StepStarted) and view.opening_draft is not None:
+                        # The draft's first send is admitted: the prepared playthrough becomes its own.
+                        await asyncio.to_thread(self._associate, view)
                     if isinstance(update, StepSettled) and hide_reply:
                         # Off the surface before anything reads it; the request's trace keeps it.
                         hide = replacement_event([update.event.ref], None, source=COMPOSER_SOURCE)
@@ -384,6 +392,13 @@ class StepRunner:
                 yield last
             finally:
                 await asyncio.shield(after)
+
+    def _associate(self, view: PlaythroughView) -> None:
+        """A prepared playthrough's first input was admitted: it is listed from now on and its
+        opening draft removed (`OpeningRepository.associate`; seed 000 §7: a first send associates
+        the session only after admission)."""
+        with self.ctx.store.unit_of_work() as uow:
+            uow.openings.associate(view.id)
 
     def _turn_tools(self, playthrough_id: int) -> dict[str, Any]:
         """`StepOptions`' tool fields for this playthrough (issue 19): the toolbox, the step

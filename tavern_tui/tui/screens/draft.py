@@ -7,7 +7,8 @@ send would make (without history or input); F9 discards the draft; Esc goes back
 with the first line typed so far (kept in the draft after a quiet moment and as the screen
 closes: `KeptText`, as a chat keeps its unsent text).
 Nothing is stored but the draft's own row until Enter sends the first line: then the draft
-becomes a playthrough (`OpeningService.begin`, in a worker) and its chat opens and sends the line.
+prepares its playthrough (`OpeningService.begin`, in a worker) and its chat opens and sends the
+line; the playthrough is listed (and the draft gone) once the line is admitted.
 """
 
 from __future__ import annotations
