@@ -17,7 +17,7 @@ What a first send leaves (chosen, issue 20 "How it is checked"):
   draft's until the send's input is admitted (seed 000 §7: a first send prepares a real session
   and associates it only after admission): not listed, the draft kept with the line;
 - the step admits the input as any send's is, and at that admission the playthrough becomes its
-  own (listed) and the draft goes (`StepRunner._associate`). A stage before admission that fails
+  own (listed) and the draft goes (`PlaythroughService.associate_opening`). A stage before admission that fails
   (a pre-step hook rejecting the line, say) admits nothing: the draft is still listed with the
   line, and sending it again gives the prepared playthrough up (archived, never listed; the log
   is append-only) and prepares a new one. A provider error after admission leaves the playthrough

@@ -183,6 +183,13 @@ class PlaythroughService:
             uow.playthroughs.set_title(playthrough_id, title)
         return self.playthrough(playthrough_id)
 
+    def associate_opening(self, playthrough_id: int) -> None:
+        """A playthrough an opening draft's first send prepared had that send admitted: it is
+        listed from now on and the draft removed (`OpeningRepository.associate`; seed 000 §7: a
+        first send associates the session only after admission). Raises NotFound."""
+        with self.ctx.store.unit_of_work() as uow:
+            uow.openings.associate(playthrough_id)
+
     def archive(self, playthrough_id: int, archived: bool = True) -> PlaythroughView:
         """Archive a chat (hidden from lists and from Enter on its character; nothing is deleted,
         the log stays append-only) or, with `archived` False, bring it back. Raises NotFound."""

@@ -67,7 +67,7 @@ async def test_a_first_line_admitted_before_a_crash_is_listed_when_the_draft_is_
         service: Tavern, server: LoopbackServer, corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     draft = service.openings.new_draft(qingkong(service, corpus_dir))
     # The process stops between the admission and the association: the association never runs.
-    monkeypatch.setattr(type(service.steps), "_associate", lambda self, view: None)
+    monkeypatch.setattr(type(service.playthroughs), "associate_opening", lambda self, playthrough_id: None)
     server.enqueue_sse(sse_chunks_for("Welcome."))
     pid = await send_first(service, draft.id, "Hello there.")
     assert listed(service) == [] and [d.id for d in service.openings.drafts()] == [draft.id]

@@ -112,8 +112,7 @@ class StepRunner:
         self.forks = Forks(ctx, timeline)
         self.settling = Settling(ctx, persona, mvu)
         self.pre_step_hooks: list[PreStepHook] = []
-        """The pre-step stage's hooks for every step, in order (`engine.step.PreStepHook`: each
-        accepts, replaces or rejects the proposed input before anything is admitted); none by default."""
+        """Every step's pre-step hooks, in order (`engine.step.PreStepHook`); none by default."""
 
     @property
     def last_mvu(self) -> dict[int, Any]:
@@ -362,7 +361,7 @@ class StepRunner:
                 async for update in steps:
                     if isinstance(update, StepStarted) and view.opening_draft is not None:
                         # The draft's first send is admitted: the prepared playthrough becomes its own.
-                        await asyncio.to_thread(self._associate, view)
+                        await asyncio.to_thread(self.playthroughs.associate_opening, view.id)
                     if isinstance(update, StepSettled) and hide_reply:
                         # Off the surface before anything reads it; the request's trace keeps it.
                         hide = replacement_event([update.event.ref], None, source=COMPOSER_SOURCE)
@@ -392,13 +391,6 @@ class StepRunner:
                 yield last
             finally:
                 await asyncio.shield(after)
-
-    def _associate(self, view: PlaythroughView) -> None:
-        """A prepared playthrough's first input was admitted: it is listed from now on and its
-        opening draft removed (`OpeningRepository.associate`; seed 000 §7: a first send associates
-        the session only after admission)."""
-        with self.ctx.store.unit_of_work() as uow:
-            uow.openings.associate(view.id)
 
     def _turn_tools(self, playthrough_id: int) -> dict[str, Any]:
         """`StepOptions`' tool fields for this playthrough (issue 19): the toolbox, the step
