@@ -6,7 +6,6 @@ empty composer then answers the queued line, and the chat becomes the character'
 
 from __future__ import annotations
 
-import pytest
 from textual.message import Message
 
 from tavern_tui.engine.step import Proposed, Rejection
@@ -20,7 +19,7 @@ SIZE = (120, 40)
 
 
 async def test_a_refused_first_line_is_admitted_later_and_only_then_listed(
-        corpus_tavern: Tavern, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+        corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
     def refuse(proposed: Proposed) -> None:
         raise Rejection("stay in character")
 
