@@ -66,3 +66,15 @@ def test_an_unknown_preset_or_book_is_a_clear_error_and_binds_nothing(cli_env: d
     assert _listed(cli_env) == {"eldoria_st_staging": []}
     usage = run_cli(["lore", "bind", "eldoria_st_staging", "--preset"], cli_env)  # the option needs a name
     assert usage.returncode == 2 and "--preset" in usage.stderr
+
+
+def test_presets_names_the_built_in_default_before_the_imported_ones(cli_env: dict[str, str],
+                                                                    imported: dict[str, int]) -> None:
+    # SillyTavern's default has 12 prompts (FACTS.md: the corpus's copy of it, st_openai_default_staging).
+    listing = run_cli(["presets"], cli_env)
+    assert listing.returncode == 0, listing.stderr
+    first, second = listing.stdout.splitlines()
+    assert "SillyTavern default (built in)" in first and "12 prompts" in first and "no preset is bound" in first
+    assert second.split()[:3] == [str(imported["preset"]), "st_openai_default_staging", "12"]
+    listed = run_cli(["presets", "--json"], cli_env)
+    assert [p["id"] for p in json.loads(listed.stdout)] == [imported["preset"]]

@@ -127,14 +127,21 @@ def _preset_line(p: PresetView, label: str) -> str:
 
 
 def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """List imported presets (presets that share a name show their file and id)."""
+    """List the presets: SillyTavern's built-in default first (what a playthrough without a bound
+    preset uses; text output only), then the imported ones (presets that share a name show their
+    file and id). `--json` lists the imported ones."""
     from tavern_tui.views import distinct_labels
 
     with open_service(args) as tavern:
         items = tavern.presets.presets()
+        default = tavern.presets.preset_of(None)[0]
+    if not args.json:
+        enabled = sum(1 for item in default.order if item.enabled)
+        out.write(f"{'-':>4}  {'SillyTavern default (built in)':<32} {len(default.prompts):>4} prompts, {enabled} sent "
+                  f"(order {default.order_source}); used where no preset is bound\n")
     labels = distinct_labels(items)
     return print_rows(out, items, as_json=args.json, line=lambda p: _preset_line(p, labels[p.id]),
-                      empty_hint="no presets yet; import a SillyTavern chat-completion preset with "
+                      empty_hint="no presets imported; import a SillyTavern chat-completion preset with "
                                  "`tavern import FILE.json`")
 
 
