@@ -53,6 +53,16 @@ class TraceView:
     assembled_tokens: int | None = None
     speaker: str | None = None
 
+    def tokens_label(self) -> str | None:
+        """The provider's token counts as a list shows them: "1733+85" (the request's prompt, then
+        the reply's completion), the total alone when only it was reported, None when none was."""
+        usage = self.usage or {}
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if prompt is not None and completion is not None:
+            return f"{prompt}+{completion}"
+        total = usage.get("total_tokens")
+        return None if total is None else str(total)
+
     def to_json(self) -> dict[str, Any]:
         """JSON form for `tavern trace list --json`."""
         return {"id": self.id, "session_id": self.session_id, "submitted_at": self.submitted_at,

@@ -56,7 +56,7 @@ async def test_three_requests_newest_first_and_an_estimate_without_usage(
         assert shown == [traces[2].id, traces[1].id, traces[0].id]
         assert [t.submitted_at for t in traces] == sorted(t.submitted_at for t in traces)
         lines = listed(screen)
-        assert "15 tok" in lines[0] and "15 tok" in lines[2]  # the scripted provider's usage
+        assert "10+5 tok" in lines[0] and "10+5 tok" in lines[2]  # scripted usage: prompt 10 + completion 5
         # The second request's own count, as its context fit recorded it when it was sent.
         used = tavern.traces.trace(traces[1].id)["context"]["used"]
         assert isinstance(used, int) and used > 100

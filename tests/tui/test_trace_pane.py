@@ -66,7 +66,7 @@ async def test_requests_detail_verify_and_jump(corpus_tavern: Tavern, scripted: 
         assert screen.shown_id == trace.id and len(listed(screen)) == 1
         # shown means verified: the mark is set and every body is the one sent
         assert "✓ verified" in listed(screen)[0] and "script-1" in listed(screen)[0]
-        assert "15 tok" in listed(screen)[0] and "slots-first" in listed(screen)[0] and "ok" in listed(screen)[0]
+        assert "10+5 tok" in listed(screen)[0] and "slots-first" in listed(screen)[0] and "ok" in listed(screen)[0]
         text = screen.detail_text
         assert "✓ verified: 3 messages rebuilt from the log" in text
         assert expected in text  # the fired entry with its reason, as recorded when sent

@@ -50,17 +50,17 @@ def add_trace(commands: Commands) -> None:
     p_verify.add_argument("--json", action="store_true")
 
 
-_LIST_HEADER = (f"{'ID':>9}  {'SENT (UTC)':<19}  {'MODEL':<18} {'STRATEGY':<18} {'MSGS':>8}  {'TOKENS':>10}  "
+_LIST_HEADER = (f"{'ID':>9}  {'SENT (UTC)':<19}  {'MODEL':<18} {'STRATEGY':<18} {'MSGS':>8}  {'TOKENS IN+OUT':>17}  "
                 f"{'LATENCY':>8}  OUTCOME")
 
 
 def _trace_line(t: TraceView) -> str:
-    tokens = (t.usage or {}).get("total_tokens")
+    tokens = t.tokens_label()  # the request's prompt + the reply's completion
     latency = f"{t.latency_ms} ms" if t.latency_ms is not None else "-"
     retries = f"  attempt {t.attempt} (retry of {t.retry_of})" if t.retry_of else ""
     speaker = f"  for {t.speaker}" if t.speaker else ""  # a group chat: the member it was written for
     return (f"{t.id:>9}  {t.submitted_at[:19]}  {t.model or t.provider:<18} {t.strategy:<18} "
-            f"{t.messages:>3} msgs  {tokens if tokens is not None else '-':>6} tok  {latency:>8}  "
+            f"{t.messages:>3} msgs  {tokens if tokens is not None else '-':>13} tok  {latency:>8}  "
             f"{t.outcome}{retries}{speaker}")
 
 

@@ -27,14 +27,12 @@ def duration(ms: float | None) -> str:
 
 
 def request_tokens(view: TraceView) -> str:
-    """"15 tok" (the provider's total); when it reported none, the request's own count as it was
-    assembled, marked as an estimate ("~123 tok (est.)"); "? tok" when neither is known."""
-    usage = view.usage or {}
-    total = usage.get("total_tokens")
-    if total is None and usage.get("prompt_tokens") is not None:
-        total = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
-    if total is not None:
-        return f"{total} tok"
+    """"10+5 tok" (the provider's counts: the request's prompt + the reply's completion; its
+    total alone when only that was reported); when it reported none, the request's own count as
+    it was assembled, marked as an estimate ("~123 tok (est.)"); "? tok" when neither is known."""
+    reported = view.tokens_label()
+    if reported is not None:
+        return f"{reported} tok"
     if view.assembled_tokens is not None:
         return f"~{view.assembled_tokens} tok (est.)"
     return "? tok"
