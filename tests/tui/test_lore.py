@@ -373,3 +373,17 @@ async def test_the_tester_in_a_chat_uses_the_context_the_step_uses(corpus_tavern
         assert lore.tester.result is not None and lore.tester.result.budget == step_budget
         assert f" of {step_budget} budget tokens" in lore.tester.totals
 
+
+
+async def test_at_80_columns_the_entries_show_every_column_without_scrolling(corpus_tavern: Tavern,
+                                                                            staging: int) -> None:
+    # The library stacks above the entries under 100 columns, and the title and keys narrow.
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=(80, 24)) as pilot:
+        lore = await open_lore_from_home(pilot)
+        await pilot.pause()
+        table = lore.entries
+        assert table.row_count == 4 and table.max_scroll_x == 0 and table.max_scroll_y == 0
+        assert [str(c.label) for c in table.columns.values()] == ["UID", "Title", "Keys", "Const", "Position",
+                                                                  "Order", "On"]
+        assert column(table, 1) == TITLES

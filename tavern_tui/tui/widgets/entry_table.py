@@ -22,6 +22,9 @@ COLUMNS: dict[str, str] = {
 WIDTHS: dict[str, int] = {"uid": 6, "title": 20, "keys": 26, "constant": 5, "position": 8, "order": 5, "enabled": 2}
 """Column key → width in cells: the longest cell `_cells` makes (title 20, keys 26) or header."""
 
+NARROW_WIDTHS: dict[str, int] = {**WIDTHS, "uid": 4, "title": 16, "keys": 20}
+"""`WIDTHS` under 100 columns (`-narrow`): every column fits the 80-column screen's full width."""
+
 
 def _uid_key(entry: WorldInfoEntry) -> tuple[int, int, str]:
     # uids are ints in SillyTavern files but strings in some converted books; ints sort first.
@@ -60,11 +63,13 @@ class EntryTable(DataTable[Text]):
         self.sort_reverse = False
         self.shown: list[int] = []
         """Indexes of the entries on screen, in row order."""
+        self._widths = WIDTHS  # the columns' widths, chosen for the screen's width when mounted
 
     def on_mount(self) -> None:
         # Fixed widths (the cells are clipped to them): the table never redraws wider as rows arrive.
+        self._widths = NARROW_WIDTHS if self.app.size.width < 100 else WIDTHS  # the app's `-narrow` breakpoint
         for key, label in COLUMNS.items():
-            self.add_column(label, key=key, width=WIDTHS[key])
+            self.add_column(label, key=key, width=self._widths[key])
 
     @property
     def selected_index(self) -> int | None:
@@ -112,10 +117,11 @@ class EntryTable(DataTable[Text]):
         counted = f"{len(indexes)} of {len(self._entries)} shown" if needle else f"{len(self._entries)} entries"
         self.border_subtitle = f"{counted} · sorted by {COLUMNS[self.sort_column].lower()} {arrow}"
 
-    @staticmethod
-    def _cells(entry: WorldInfoEntry) -> list[Text]:
+    def _cells(self, entry: WorldInfoEntry) -> list[Text]:
         # Text, not str: a str cell is parsed as markup, and titles like "[Lore] Dragons" are common.
-        return [Text(str(entry.uid)), Text(clip(entry.comment, 20)), Text(keys_label(entry.key, 26)),
+        widths = self._widths
+        return [Text(str(entry.uid)), Text(clip(entry.comment, widths["title"])),
+                Text(keys_label(entry.key, widths["keys"])),
                 Text("✓" if entry.constant else ""), Text(position_label(entry)), Text(str(entry.order)),
                 Text("" if entry.disable else "✓")]
 
