@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.timer import Timer
+from textual.visual import visualize
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
@@ -92,6 +93,16 @@ def panel_widget(part: Part) -> Collapsible:
 
 def _part_widget(view: MessageView, part: Part) -> Collapsible | MessageBody:
     return panel_widget(part) if part.is_panel else MessageBody(rendered(view, part.text), classes="message-body")
+
+
+def _height_at(body: Static, renderable: ChatRichMarkdown) -> int | None:
+    """The rows `renderable` takes in `body` at its current width, measured as Textual's layout
+    measures it (the drawing is kept: `ChatRichMarkdown` draws once per width); None before the
+    body has a width."""
+    width = body.content_size.width
+    if not width or not body.is_mounted:
+        return None
+    return visualize(body, renderable, markup=False).get_height(body.styles, width)
 
 
 def _has_panels(view: MessageView | None) -> bool:
@@ -434,7 +445,10 @@ class MessageBox(Vertical):
             self._set_speaker(view.speaker)
         self.set_mark(message_mark(view))
         self._content = view.shown
-        body.update(rendered(view))
+        shown = rendered(view)
+        # A variant as tall as the one shown is drawn in place: no layout pass of the screen
+        # (every mounted widget), only the body's repaint (benchmarks swipe_repaint).
+        body.update(shown, layout=_height_at(body, shown) != body.content_size.height)
         self.view = view
         return True
 

@@ -121,7 +121,9 @@ class Transcript(VerticalScroll):
     @property
     def boxes(self) -> list[MessageBox]:
         """The mounted message boxes, oldest first."""
-        return list(self.query_children(MessageBox))
+        # Not `query_children(MessageBox)`: a DOM query matches a selector per child, and this is
+        # read on every sync, page-in and cursor move.
+        return [child for child in self.children if isinstance(child, MessageBox)]
 
     @property
     def mounted_range(self) -> range:
@@ -152,14 +154,10 @@ class Transcript(VerticalScroll):
         return max(0, total - held)
 
     def _update_markers(self) -> None:
-        earlier = self.query_one("#earlier", Static)
-        count = self.earlier_count
-        earlier.display = count > 0
-        earlier.update(f"▲ {plural(count, 'earlier message')} · scroll up or press ctrl+o")
-        later = self.query_one("#later", Static)
-        newer = self.later_count
-        later.display = newer > 0
-        later.update(f"▼ {plural(newer, 'later message')} · scroll down")
+        count, newer = self.earlier_count, self.later_count
+        _set_marker(self.query_one("#earlier", Static), count > 0,
+                    f"▲ {plural(count, 'earlier message')} · scroll up or press ctrl+o")
+        _set_marker(self.query_one("#later", Static), newer > 0, f"▼ {plural(newer, 'later message')} · scroll down")
 
     _update_earlier = _update_markers
 
@@ -381,6 +379,16 @@ class Transcript(VerticalScroll):
             self.call_later(self.load_earlier)
         elif new_value >= self.max_scroll_y > old_value and not self.at_tail:
             self.call_later(self.load_later)
+
+
+def _set_marker(marker: Static, shown: bool, text: str) -> None:
+    """Show or hide a marker line and set its text, touching only what changed: a `Static.update`
+    lays the whole screen out again, and a swipe or a step syncs the markers unchanged."""
+    if marker.display != shown:
+        marker.display = shown
+    if marker.content != text:
+        marker.update(text)
+
 
 def _shows(box: MessageBox, message: MessageView) -> bool:
     """Whether `box` shows `message`. The person's box mounted while sending has no stored view
