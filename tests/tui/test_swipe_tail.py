@@ -120,3 +120,30 @@ async def test_a_sync_with_nothing_changed_lays_nothing_out(layouts: list[str]) 
 
         assert transcript.earlier_count == 2  # the 2 held above the window of 4: the marker line shows
         assert layouts == []
+
+
+async def test_the_queue_strip_shown_unchanged_lays_nothing_out(layouts: list[str]) -> None:
+    # Every swipe and step re-reads the inbox and shows it: unchanged, the screen is not laid out.
+    from tavern_tui.tui.widgets.composer import Composer
+    from tavern_tui.tui.widgets.inbox_queue import QueueEditor
+    from tavern_tui.views import InboxItemView
+
+    class _Strip(App[None]):
+        def compose(self) -> ComposeResult:
+            composer = Composer(id="prompt")
+            yield QueueEditor(composer, id="inbox")
+            yield composer
+
+    app = _Strip()
+    async with app.run_test(size=(80, 24)) as pilot:
+        strip = app.query_one(QueueEditor)
+        item = InboxItemView(id="7", position=1, target="next-turn", text="Wait for me.", queued_at=NOW)
+        strip.show([item])
+        await _laid_out(pilot, layouts)
+        strip.show([item])
+        strip.show([InboxItemView(id="7", position=1, target="next-turn", text="Wait for me.", queued_at=NOW)])
+        await pilot.pause()
+        assert layouts == []
+        strip.show([])
+        await pilot.pause()
+        assert layouts and strip.has_class("-empty")

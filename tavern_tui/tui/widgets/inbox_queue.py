@@ -91,6 +91,7 @@ class QueueEditor(Static):
         """The id of the queued item the composer is editing, if any."""
         self.held_draft = ""
         """The composer's draft, put aside while a queued item is edited."""
+        self._drawn: tuple[tuple[InboxItemView, ...], str | None] = ((), None)  # what the strip shows
         self.add_class("-empty")
 
     @property
@@ -157,6 +158,10 @@ class QueueEditor(Static):
 
     def _draw(self) -> None:
         self.set_class(not self.items, "-empty")
+        drawn = (tuple(self.items), self.editing)
+        if drawn == self._drawn:  # unchanged (every swipe and step re-reads it): an update lays the screen out
+            return
+        self._drawn = drawn
         text = Text(no_wrap=True, overflow="ellipsis")
         for n, item in enumerate(self.items):
             if n:
