@@ -7,7 +7,8 @@ and give the transcript the focus, so the action keys are plain letters: `e` edi
 `[` / `]` the previous / next variant at that depth (a swipe there), `x` opens or closes its
 sections (a tool call's arguments and result, reasoning), `y` copy the text (Textual's
 clipboard, OSC 52), `t` the trace on the message's own request (`own_request`). Esc leaves the
-cursor; the composer gets the focus back.
+cursor; the composer gets the focus back. While a reply streams the cursor moves over the settled
+messages and `y` / `x` work; the keys that change the chat or open a pane say they wait for it.
 
 The narrow interface to the chat: `screen.transcript.boxes` (the mounted `MessageBox`es, each
 with `.view`), `screen.transcript` (focusable), `screen.prompt`, `screen.playthrough_id`,
@@ -120,14 +121,24 @@ class MessageCursor:
         return None if box is None else box.view
 
     def cursor_allows(self, action: str) -> bool:
-        """`check_action` for the cursor's keys: the moves always (while a reply streams they
-        only say when the cursor can be used, rather than letting the next letter land in the
-        composer), the letters only while the cursor is on a message."""
-        if getattr(self, "generating", False):
-            return action == "cursor_move"
+        """`check_action` for the cursor's keys: the moves always, the letters only while the
+        cursor is on a message. While a reply streams the cursor moves over the settled messages
+        (the streaming one has no stored view yet) and copies or opens them; the keys that change
+        the chat say they wait for the reply to settle rather than letting the letter land in the
+        composer (`_settled_message`)."""
         if action == "cursor_move":
             return bool(self._cursor_boxes())
         return self.cursor_box() is not None
+
+    def _settled_message(self) -> MessageView | None:
+        """The message under the cursor for a key that changes the chat or opens another pane;
+        None (said, while a reply streams: the step is still writing the chat) or no cursor."""
+        message = self.cursor_message
+        if message is not None and getattr(self, "generating", False):
+            self.notify("That works once the reply has settled (Esc leaves the cursor, Esc again stops the reply).",  # type: ignore[attr-defined]
+                        title="A reply is streaming", timeout=4)
+            return None
+        return message
 
     def _show_cursor(self, box: Any | None) -> None:
         for other in self.transcript.boxes:  # type: ignore[attr-defined]
@@ -143,11 +154,7 @@ class MessageCursor:
     # -- actions ------------------------------------------------------------------------------
 
     def action_cursor_move(self, step: int) -> None:
-        """alt+↑ / alt+↓: the message above / below (the first alt+↑ takes the newest)."""
-        if getattr(self, "generating", False):
-            self.notify("The message cursor works once the reply has settled (Esc stops it).",  # type: ignore[attr-defined]
-                        title="A reply is streaming", timeout=3)
-            return
+        """alt+↑ / alt+↓: the message above / below (the first alt+↑ takes the newest settled one)."""
         boxes = self._cursor_boxes()
         if not boxes:
             return
@@ -177,7 +184,7 @@ class MessageCursor:
 
     def action_cursor_edit(self) -> None:
         """Rewrite the message (a surface replacement; the original stays in the log)."""
-        message = self.cursor_message
+        message = self._settled_message()
         if message is None:
             return
         pid, tavern = self.playthrough_id, self.tavern  # type: ignore[attr-defined]
@@ -192,7 +199,7 @@ class MessageCursor:
 
     def action_cursor_delete(self) -> None:
         """Ask, then hide the message from the chat (the original stays in the tree)."""
-        message = self.cursor_message
+        message = self._settled_message()
         if message is None:
             return
         pid, tavern = self.playthrough_id, self.tavern  # type: ignore[attr-defined]
@@ -209,7 +216,7 @@ class MessageCursor:
 
     def action_cursor_continue(self) -> None:
         """Continue from this message: the chat rolls back to it; what followed stays a branch."""
-        message = self.cursor_message
+        message = self._settled_message()
         if message is None:
             return
         pid, tavern, ref = self.playthrough_id, self.tavern, message.ref  # type: ignore[attr-defined]
@@ -218,7 +225,7 @@ class MessageCursor:
 
     def action_cursor_branch(self) -> None:
         """A new playthrough starting with the messages up to this one; it opens in place of this chat."""
-        message = self.cursor_message
+        message = self._settled_message()
         if message is None:
             return
 
@@ -234,7 +241,7 @@ class MessageCursor:
 
     def action_cursor_swipe(self, step: int) -> None:
         """Show the previous / next variant at this depth (a swipe of any message, not only the last)."""
-        message = self.cursor_message
+        message = self._settled_message()
         if message is None:
             return
         pid, tavern, ref = self.playthrough_id, self.tavern, message.ref  # type: ignore[attr-defined]
@@ -277,7 +284,7 @@ class MessageCursor:
         swipe, or for an edited reply the variant it rewrote), for a line of the person's the
         request it was first sent in. A message no request made or carried (a greeting, a line
         not sent yet) says so and opens on the newest request."""
-        message = self.cursor_message
+        message = self._settled_message()
         if message is None:
             return
         pid, tavern, ref, role = self.playthrough_id, self.tavern, message.ref, message.role  # type: ignore[attr-defined]
