@@ -12,8 +12,8 @@ from tavern_tui.engine.step import Proposed, Rejection
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
-from tavern_tui.tui.screens.draft import DraftScreen
-from tests.tui.conftest import ScriptedProvider, notes, open_character, wait_until, workers_idle
+from tests.tui.conftest import ScriptedProvider, notes, wait_until, workers_idle
+from tests.tui.test_draft_prepare import send_from_a_new_draft
 
 SIZE = (120, 40)
 
@@ -28,9 +28,7 @@ async def test_a_refused_first_line_is_admitted_later_and_only_then_listed(
     seen: list[Message] = []
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-        await open_character(pilot, "Skynet", playthrough=False)
-        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
-        await pilot.press(*"Hello", "enter")
+        await send_from_a_new_draft(pilot, "Skynet", "Hello")
         await wait_until(pilot, lambda: any("stay in character" in n for n in notes(seen)))
         await workers_idle(pilot)
         chat = app.screen

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from textual.message import Message
+from textual.pilot import Pilot
 
 from tavern_tui.errors import CallConfigError
 from tavern_tui.service import Tavern
@@ -17,6 +18,17 @@ from tests.tui.conftest import ScriptedProvider, notes, open_character, wait_unt
 
 SIZE = (120, 40)
 PROBLEM = "the endpoint URL 'localhost:5001' has no http:// or https:// scheme; set [provider] base_url"
+
+
+async def send_from_a_new_draft(pilot: Pilot[object], name: str, line: str) -> DraftScreen:
+    """Open the character's opening draft from the home screen and send `line` from it; the draft screen."""
+    app = pilot.app
+    await open_character(pilot, name, playthrough=False)
+    await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
+    draft = app.screen
+    assert isinstance(draft, DraftScreen)
+    await pilot.press(*line, "enter")
+    return draft
 
 
 async def test_a_first_send_that_cannot_be_prepared_keeps_the_draft_and_the_line(
@@ -29,10 +41,7 @@ async def test_a_first_send_that_cannot_be_prepared_keeps_the_draft_and_the_line
     seen: list[Message] = []
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-        await open_character(pilot, "Skynet", playthrough=False)
-        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
-        draft = app.screen
-        await pilot.press(*"Hello", "enter")
+        draft = await send_from_a_new_draft(pilot, "Skynet", "Hello")
         await wait_until(pilot, lambda: any(PROBLEM in n for n in notes(seen)))
         await workers_idle(pilot)
         assert app.screen is draft and draft.prompt.value == "Hello"

@@ -64,13 +64,19 @@ def _history() -> list[MessageView]:
     return [_view(seq, f"Line {seq}: the glade is quiet.") for seq in range(1, 7)]
 
 
+async def _shown(app: _Chat, pilot: Pilot[None], layouts: list[str]) -> tuple[Transcript, list[MessageView]]:
+    """The transcript showing six messages, laid out (the passes seen so far forgotten)."""
+    transcript = app.query_one(Transcript)
+    history = _history()
+    await transcript.show(history, total=len(history))
+    await _laid_out(pilot, layouts)
+    return transcript, history
+
+
 async def test_a_swipe_to_a_variant_as_tall_shows_it_in_the_last_box_without_a_layout(layouts: list[str]) -> None:
     app = _Chat()
     async with app.run_test(size=(80, 24)) as pilot:
-        transcript = app.query_one(Transcript)
-        history = _history()
-        await transcript.show(history, total=len(history))
-        await _laid_out(pilot, layouts)
+        transcript, history = await _shown(app, pilot, layouts)
         boxes = transcript.boxes
         last = boxes[-1]
         height = last.size.height
@@ -91,10 +97,7 @@ async def test_a_swipe_to_a_variant_as_tall_shows_it_in_the_last_box_without_a_l
 async def test_a_swipe_to_a_taller_variant_lays_the_screen_out_and_the_box_grows(layouts: list[str]) -> None:
     app = _Chat()
     async with app.run_test(size=(80, 24)) as pilot:
-        transcript = app.query_one(Transcript)
-        history = _history()
-        await transcript.show(history, total=len(history))
-        await _laid_out(pilot, layouts)
+        transcript, history = await _shown(app, pilot, layouts)
         last = transcript.boxes[-1]
         rows = last.query_one(MessageBody).size.height
 
@@ -110,10 +113,7 @@ async def test_a_swipe_to_a_taller_variant_lays_the_screen_out_and_the_box_grows
 async def test_a_sync_with_nothing_changed_lays_nothing_out(layouts: list[str]) -> None:
     app = _Chat()
     async with app.run_test(size=(80, 24)) as pilot:
-        transcript = app.query_one(Transcript)
-        history = _history()
-        await transcript.show(history, total=len(history))
-        await _laid_out(pilot, layouts)
+        transcript, history = await _shown(app, pilot, layouts)
 
         assert not await transcript.sync(list(history), total=len(history))
         await pilot.pause()
