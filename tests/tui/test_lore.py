@@ -387,3 +387,20 @@ async def test_at_80_columns_the_entries_show_every_column_without_scrolling(cor
         assert [str(c.label) for c in table.columns.values()] == ["UID", "Title", "Keys", "Const", "Position",
                                                                   "Order", "On"]
         assert column(table, 1) == TITLES
+
+
+async def test_at_80_columns_in_a_chat_the_library_shows_its_books_and_the_cards_note(corpus_tavern: Tavern,
+                                                                                     staging: int) -> None:
+    from tests.tui.test_app import open_seraphina
+
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_seraphina(pilot)
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoreScreen) and app.screen.entries.row_count > 0)
+        await pilot.pause()
+        lore = app.screen
+        assert isinstance(lore, LoreScreen)
+        books, note = lore.query_one("#books"), lore.query_one("#card-book-note")
+        assert books.content_region.height >= 2 and note.content_region.height >= 1  # a book's two lines; the note
+        assert lore.entries.content_region.height >= 2  # the header and at least one entry
