@@ -92,8 +92,10 @@ class ScanBuffer:
                 offset += 1
                 text = f"{message.name}: {message.text}" if self._include_names else message.text
                 ref = message.ref if message.ref is not None else total - offset + 1
-                # A stored ref is a (session, seq) pair that means nothing to a person: say how far back it is.
-                newest = "the newest message" if offset == 1 else f"the {_ordinal(offset)} newest message"
+                # A stored ref is a (session, seq) pair that means nothing to a person: say how far back
+                # it is, counting the input (the line being sent) as the newest, as the request has it.
+                back = offset + (1 if ctx.input else 0)
+                newest = "the newest message" if back == 1 else f"the {_ordinal(back)} newest message"
                 label = (f"{newest} ({message.name})" if isinstance(message.ref, tuple)
                          else f"message {_ref_label(ref)} ({message.name})")
                 made.append(Segment(ref, label, js_trim(text)))

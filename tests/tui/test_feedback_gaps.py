@@ -123,6 +123,10 @@ def test_a_world_info_reason_says_how_far_back_the_message_is() -> None:
     decision = run(book(entry(1, ["dragon"]), scan_depth=5), ctx).decision("book", 1)
     assert decision.matched_in == (6, 159)
     assert decision.detail == "key 'dragon' found in the 3rd newest message (Bob)"
+    # With a line being sent, that line is the newest message: the one before it is the 2nd newest.
+    sent = ActivationContext(messages=messages[2:], input="a dragon?", user_name="User", char_name="Alice")
+    assert run(book(entry(1, ["hm"]), scan_depth=5), sent).decision("book", 1).detail == \
+        "key 'hm' found in the 2nd newest message (Bob)"
 
 
 async def test_the_swipe_counter_leaves_the_status_while_a_new_reply_streams(
