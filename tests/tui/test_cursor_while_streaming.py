@@ -36,3 +36,18 @@ async def test_the_cursor_moves_while_a_reply_streams_and_edits_once_it_settles(
         await wait_until(pilot, lambda: not chat.generating)
         await pilot.press("alt+up")
         assert chat.cursor_message is not None and chat.cursor_message.content == "The first words and the rest."
+
+
+async def test_the_first_cursor_of_a_chat_says_its_keys_once(corpus_tavern: Tavern) -> None:
+    from tavern_tui.tui.screens.message_cursor import CURSOR_BINDINGS, CURSOR_HINT
+
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        chat = await open_seraphina(pilot)
+        await pilot.press("alt+up")
+        assert chat.cursor_message is not None
+        await pilot.press("escape", "alt+up")
+        assert notes(seen).count(CURSOR_HINT) == 1
+        letters = {b.key for b in CURSOR_BINDINGS if len(b.key) == 1}  # every letter key is named in the hint
+        assert letters == {"e", "d", "b", "c", "y", "x", "t"} and all(f"{k} " in CURSOR_HINT for k in letters)

@@ -61,6 +61,10 @@ CURSOR_BINDINGS = [
 
 CURSOR_ACTIONS = frozenset(b.action.split("(", 1)[0] for b in CURSOR_BINDINGS)
 
+CURSOR_HINT = ("e edit · d delete · b new playthrough from here · c continue from here · [ ] other variants · "
+               "y copy · x expand · t its request · alt+↑/↓ move · Esc leaves (F1 lists every key)")
+"""Said the first time a chat's cursor is put on a message: its keys are not in the footer."""
+
 
 def variant_ref(tavern: Any, playthrough_id: int, ref: tuple[int, int]) -> tuple[int, int]:
     """The variant (tree node) a shown message is: itself, or for an edited message the variant
@@ -105,6 +109,8 @@ class MessageCursor:
     cursor_ref: tuple[int, int] | None = None
     """The ref of the message under the cursor, or None (no cursor)."""
 
+    _cursor_hinted = False  # the cursor's keys were said in this chat (`CURSOR_HINT`)
+
     # -- the narrow interface ---------------------------------------------------------------
 
     def _cursor_boxes(self) -> list[Any]:
@@ -147,6 +153,9 @@ class MessageCursor:
             self.cursor_ref = None
             self.prompt.focus()  # type: ignore[attr-defined]
             return
+        if self.cursor_ref is None and not self._cursor_hinted:  # the keys are not in the footer: said once a chat
+            self._cursor_hinted = True
+            self.notify(CURSOR_HINT, title="Message cursor", timeout=8)  # type: ignore[attr-defined]
         self.cursor_ref = box.view.ref
         self.transcript.focus()  # type: ignore[attr-defined]
         self.transcript.scroll_to_widget(box, animate=False)  # type: ignore[attr-defined]
