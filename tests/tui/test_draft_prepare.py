@@ -48,3 +48,25 @@ async def test_a_first_send_that_cannot_be_prepared_keeps_the_draft_and_the_line
         assert [d.character_id for d in corpus_tavern.openings.drafts()] == [skynet.id]
         assert corpus_tavern.playthroughs.playthroughs(skynet.id) == [] and scripted.requests == []
         assert any("the draft and your line are kept" in n for n in notes(seen))
+
+
+async def test_f9_on_a_draft_with_a_typed_line_asks_first(corpus_tavern: Tavern) -> None:
+    from tavern_tui.tui.modals.confirm import ConfirmScreen
+
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_character(pilot, "Skynet", playthrough=False)
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
+        draft = app.screen
+        await pilot.press(*"hello capo", "f9")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")  # no: the draft and its line stay
+        await wait_until(pilot, lambda: app.screen is draft)
+        await workers_idle(pilot)
+        assert draft.prompt.value == "hello capo" and len(corpus_tavern.openings.drafts()) == 1
+        await pilot.press("f9")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.screen is not draft and not isinstance(app.screen, ConfirmScreen))
+        await workers_idle(pilot)
+        assert corpus_tavern.openings.drafts() == []

@@ -3,7 +3,8 @@
 It shows the chosen greeting, drawn as the chat draws it (Markdown, single line breaks kept;
 ctrl+←/→ swipe among the card's greetings, as on a chat's
 greeting) and the selections the playthrough will start with; F6 previews the request the first
-send would make (without history or input); F9 discards the draft; Esc goes back and keeps it,
+send would make (without history or input); F9 discards the draft (after a yes when a line is
+typed); Esc goes back and keeps it,
 with the first line typed so far (kept in the draft after a quiet moment and as the screen
 closes: `KeptText`, as a chat keeps its unsent text).
 Nothing is stored but the draft's own row until Enter sends the first line: then the draft
@@ -28,6 +29,7 @@ from tavern_tui.tools import offer_line
 from tavern_tui.tui.kept_text import KeptText, put_back
 from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.messages import PlaythroughChosen
+from tavern_tui.tui.modals.confirm import ConfirmScreen
 from tavern_tui.tui.screens.base import TavernModal, TavernScreen
 from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
 from tavern_tui.tui.widgets.chat_markdown import ChatRichMarkdown
@@ -224,13 +226,24 @@ class DraftScreen(TavernScreen[None]):
                   then=lambda shown: self.app.push_screen(DraftPreview(self.tavern, preview_text(shown))))
 
     def action_discard(self) -> None:
-        """Remove the draft (nothing else was stored for it) and go back."""
+        """Remove the draft (nothing else was stored for it) and go back; with a line typed into
+        it, after a yes (the line goes too)."""
         def gone(_: None) -> None:
             self._gone = True
             self.notify("Draft discarded.", timeout=3)
             self.dismiss()
 
-        self.call(self.tavern.openings.discard, self.draft_id, title="Cannot discard the draft", then=gone)
+        def discard(yes: bool | None = True) -> None:
+            if yes:
+                self.call(self.tavern.openings.discard, self.draft_id, title="Cannot discard the draft", then=gone)
+
+        line = self.prompt.value.strip()
+        if not line:
+            discard()
+            return
+        shown = line if len(line) <= 120 else line[:119] + "…"
+        self.app.push_screen(ConfirmScreen(f"Discard this draft and the line you typed?\n\n“{shown}”\n\n"
+                                           "Esc keeps it (listed on the home screen).", confirm="Discard"), discard)
 
     def action_back(self) -> None:
         """Back to the home screen; the draft stays (listed there)."""
