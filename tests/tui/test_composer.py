@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 from textual import events
+from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
@@ -20,7 +21,7 @@ from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.draft import DraftScreen
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.widgets.composer import Composer
-from tests.tui.conftest import GATE, ScriptedProvider, open_character, wait_until, workers_idle
+from tests.tui.conftest import GATE, ScriptedProvider, noted, open_character, wait_until, workers_idle
 from tests.tui.test_app import SIZE, open_seraphina, send
 
 
@@ -134,12 +135,16 @@ async def test_newline_keys_and_a_three_line_paste(corpus_tavern: Tavern, script
 async def test_esc_keeps_the_draft_and_a_restart_too(make_tavern: Callable[..., Tavern],
                                                      scripted: ScriptedProvider) -> None:
     tavern = make_tavern(scripted)
+    seen: list[Message] = []
     app = TavernApp(tavern)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         chat = await open_seraphina(pilot)
         pid = chat.playthrough_id
         await pilot.press(*"half a thought")
-        await pilot.press("escape", "escape")  # back home (the first Esc only warns: text in the composer)
+        await pilot.press("escape")  # the first Esc only warns (text in the composer), saying how long
+        await noted(pilot, seen, "Esc again within 4 s goes back (your text is kept as a draft).")
+        assert app.screen is chat
+        await pilot.press("escape")  # back home
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.is_mounted)
         assert tavern.inbox.draft(pid) == "half a thought"
         chat = await open_seraphina(pilot)

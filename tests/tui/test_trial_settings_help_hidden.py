@@ -21,7 +21,7 @@ from tests.tui.test_app import open_seraphina
 from tests.tui.test_help_new_keys import _help_text
 
 SIZE = (120, 40)
-ASKS = "Esc again discards your changes (ctrl+s saves)."
+ASKS = "Esc again within 4 s discards your changes (ctrl+s saves)."
 
 
 async def _open_settings(pilot) -> SettingsScreen:  # type: ignore[no-untyped-def]

@@ -41,9 +41,9 @@ CALL_GROUP = "tavern"
 POLL = 0.05
 """Seconds between re-checks of a queued call's turn (an earlier call may be cancelled unseen)."""
 
-ESC_AGAIN = 2.0
+ESC_AGAIN = 4.0
 """Seconds in which a second Esc leaves a screen the first Esc stayed on (text in the chat's
-composer, unsaved settings)."""
+composer, unsaved settings); the warning says them and shows as long (2 s was missed in a trial)."""
 
 
 @dataclass(eq=False)

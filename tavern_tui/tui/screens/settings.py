@@ -28,7 +28,7 @@ from tavern_tui.config import BELIEF_EXTRACTORS, Settings, TuiSettings
 from tavern_tui.config.store import keyring_available, save_config
 from tavern_tui.errors import FormatError
 from tavern_tui.providers.base import ProviderSettings, endpoint_problem
-from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
@@ -314,7 +314,8 @@ class SettingsScreen(TavernScreen[bool]):
     def action_cancel(self) -> None:
         """Leave without saving. With unsaved changes the first Esc only says so; a second one
         within `ESC_AGAIN` seconds discards them."""
-        if not self.esc_warns(self.unsaved(), "Esc again discards your changes (ctrl+s saves)."):
+        asks = f"Esc again within {ESC_AGAIN:.0f} s discards your changes (ctrl+s saves)."
+        if not self.esc_warns(self.unsaved(), asks):
             self._discard()
 
     def _discard(self) -> None:

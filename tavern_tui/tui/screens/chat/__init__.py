@@ -323,7 +323,8 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
             return
         # Esc with text in the composer does not leave (a stray Esc while typing); a second Esc
         # does, and the text is kept as the draft either way.
-        if self.esc_warns(bool(self.prompt.value.strip()), "Esc again goes back (your text is kept as a draft)."):
+        warning = f"Esc again within {ESC_AGAIN:.0f} s goes back (your text is kept as a draft)."
+        if self.esc_warns(bool(self.prompt.value.strip()), warning):
             return
         self._draft.save(self.prompt.value, then=lambda _: self.dismiss(), failed=lambda _: self.dismiss())
 
