@@ -5,6 +5,7 @@ nominations, beliefs)."""
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO, TypeVar
 
@@ -18,6 +19,19 @@ def print_json(out: TextIO, value: Any) -> int:
     json.dump(value, out, ensure_ascii=False, indent=2)
     out.write("\n")
     return EXIT_OK
+
+
+def cells(text: str) -> int:
+    """The terminal cells `text` takes: two for a wide or full-width character (CJK, per Unicode's
+    East Asian Width), none for a combining mark, one otherwise."""
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
+
+
+def ljust(text: str, width: int) -> str:
+    """`text` padded with spaces to `width` terminal cells (`cells`), as `f"{text:<width}"` pads
+    characters: a CJK name lines up with the others."""
+    return text + " " * max(0, width - cells(text))
 
 
 def _to_json(item: Any) -> Any:

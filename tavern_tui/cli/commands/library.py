@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
-from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.cli.output import ljust, print_json, print_rows
 from tavern_tui.errors import TavernError
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _session_line(p: PlaythroughView) -> str:
     noun = "message " if p.message_count == 1 else "messages"
-    return (f"{p.id:>4}  {p.character_name:<24} {p.message_count:>4} {noun}  "
+    return (f"{p.id:>4}  {ljust(p.character_name, 24)} {p.message_count:>4} {noun}  "
             f"last played {p.updated_at:%Y-%m-%d %H:%M} UTC  {p.chat_title}{'  (archived)' if p.archived else ''}")
 
 

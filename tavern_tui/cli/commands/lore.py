@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_OK
-from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.cli.output import ljust, print_json, print_rows
 from tavern_tui.errors import FormatError, TavernError
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def add_lore(commands: Commands) -> None:
 def _book_line(book: WorldBookView, label: str) -> str:
     bound = f"  bound: {', '.join(book.bindings)}" if book.bindings else ""
     noun = "entry" if book.entries == 1 else "entries"
-    return f"{book.id:>4}  {label:<32} {book.entries:>5} {noun}{bound}"
+    return f"{book.id:>4}  {ljust(label, 32)} {book.entries:>5} {noun}{bound}"
 
 
 def _book_of(tavern: Tavern, args: argparse.Namespace) -> WorldBookView:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
-from tavern_tui.cli.output import print_json, print_rows
+from tavern_tui.cli.output import ljust, print_json, print_rows
 from tavern_tui.errors import TavernError
 from tavern_tui.persona.model import SENSITIVITIES, Belief, PersonaDocument, PersonaView
 
@@ -101,7 +101,7 @@ def _persona_line(view: PersonaView) -> str:
     if view.lorebook:
         marks.append(f"lore: {view.lorebook}")
     noun = "entry" if view.entries == 1 else "entries"
-    return (f"{view.id:>4}  {view.name or '(no name)':<24} v{view.version}  {view.entries} {noun}"
+    return (f"{view.id:>4}  {ljust(view.name or '(no name)', 24)} v{view.version}  {view.entries} {noun}"
             + (f"  ({', '.join(marks)})" if marks else ""))
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_OK
-from tavern_tui.cli.output import context_line, print_json, print_rows
+from tavern_tui.cli.output import context_line, ljust, print_json, print_rows
 from tavern_tui.errors import TavernError
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _preset_line(p: PresetView, label: str) -> str:
-    return f"{p.id:>4}  {label:<32} {p.prompts:>4} prompts, {p.enabled} sent (order {p.order_source})"
+    return f"{p.id:>4}  {ljust(label, 32)} {p.prompts:>4} prompts, {p.enabled} sent (order {p.order_source})"
 
 
 def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -148,7 +148,7 @@ def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _strategy_line(spec: StrategySpec) -> str:
     options = ", ".join(f"{k}={v}" for k, v in spec.options.items())
     kind = "built in" if spec.builtin else f"v{spec.version} of {spec.base}"
-    return f"{spec.name:<28} {kind}" + (f"  ({options})" if options else "")
+    return f"{ljust(spec.name, 28)} {kind}" + (f"  ({options})" if options else "")
 
 
 def cmd_strategies(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
