@@ -46,6 +46,41 @@ Figures per variant (prefixed `en_`, `de_`, `cjk_`), all in one process:
   all of B1's keys take it): analysis en 55 -> 35 ms; build_ms en 85 -> 63, de 95 -> 81,
   cjk 94 -> 67; cold_first_ms en 272 -> 259 (first OLD run 326, loaded), de 323 -> 320,
   cjk 268 -> 260 (noise of ±20 ms).
+  Measured 2026-12-07 once more, after the plan and the build were cut down (no decision
+  changes: tests/lore/test_usual_plan.py compares the new preparation with the entry-by-entry
+  one field by field; `same_decisions` held in every run): a usual book (every entry on the
+  global case and whole-word settings, no group scoring) has all its keys looked up at once,
+  in scan order so the ids are the same (`keyregistry.KeyRegistry.preload`: a key without `{{`
+  or `<` is only trimmed; `CompiledKey.quick` skips the frozen `__init__`), and its entries
+  prepared a column at a time (`prepared.prepare_usual`; every entry's fields read in one
+  `attrgetter` pass and transposed: a pass per field costs ~0.45 ms over 5,000 entries, mostly
+  memory reads). Decision templates, `Prepared.same_pos` and `Plan.key_pos` are made when
+  first read; `owner_pos` is (one owner, several owners) per shape built with `zip`/`Counter`;
+  `Plan.__post_init__` reads its fields in one transposed pass; `Automaton` and `WordKeys` keep
+  ids only where there are some: the plan leaves ~50k objects for the first young collection
+  instead of ~75k (~11 -> ~5 ms). `FastIndex` parses only "/…" keys as regexes (every plain
+  key was a cache miss of `parse_regex_key`). The JS translator writes a run of plain literals
+  with one `str.translate` and counts groups only when some "(" may capture (~16 -> ~12 ms);
+  `regex_plan` reads the tree without the empty groups standing for `\\b` (the same tree) and
+  `fast_tree` decodes hex escapes with the codec (~36 -> ~33 ms). In all, EN's plan (with a
+  null index, translations cached) went ~90 -> ~54 ms. cold_first_ms, from a scratch harness
+  equal to this figure (a fresh process each, alternating, min of 4, load ~1.2): en 238 -> 192,
+  de 289 -> 227, cjk 236 -> 184. This benchmark, alternating OLD/NEW, the box loaded to 2-5.7 by
+  other work throughout (parse_ms 1.2-2x its quiet value, so ±50 ms per run): en 325 -> 212,
+  268 -> 252, 346 -> 300, 314 -> 228; de 333 -> 233, 377 -> 267, 440 -> 292, 342 -> 263;
+  cjk 288 -> 184, 239 -> 283, 323 -> 206, 441 -> 185 (means en 313 -> 248, de 373 -> 264,
+  cjk 323 -> 215); build_ms and warm figures unchanged within noise. Tried and dropped: checking the
+  tokens with one atomic-group `fullmatch` (slower; 3.11's `re` also fails on named groups
+  there), one regex instead of three `in`/`startswith` passes over the contents (4x slower),
+  pausing the collector over the whole activation (it only moves the collection past the
+  figure). The floor: EN and CJK are under 200 ms on a quiet box; DE stays ~20-30 ms above it.
+  Of DE's first activation ~45 ms compile the regexes its first scans search (~150 keys whose
+  literal is in the text and ~65 relaxed patterns; `regex`'s pure-Python parser, a third of it
+  in `enum.Flag` operations), ~33 analyse the ~920 regex keys, ~15 translate them, ~15 look
+  up the keys, ~22 prepare the entries, ~10 `Plan.__post_init__`, ~25 the index's tables and
+  automata (DE's non-ASCII keys go to the automaton, not `WordKeys`), ~15 the scans, ~5 the
+  first young collection: what is left is spread thin, each part a pass over thousands of
+  keys or entries, and below 200 needs the compiles or the analysis gone, not faster.
 - `cold_ms`: an activation with the index built but its caches cleared (B1's "empty
   per-message cache"), median of 5 runs with a fresh input each. Target ≤ 60 ms.
 - `warm_p50_ms` / `warm_p95_ms`: 20 steps, each appending one new user message, the index reused

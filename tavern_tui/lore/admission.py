@@ -193,8 +193,8 @@ def _activate(run: RunState, fired: list[tuple[Prepared, Decision]]) -> None:
         decisions[pos] = decision
         stages[pos] = FIRED_STAGE  # (not `settled`: its positions are `complex_pos` from now on)
         done_pos.add(pos)
-        same = p.same_pos  # active from now on: checked one by one
-        if len(same) == 1:
+        same = p.shared_pos  # active from now on: checked one by one
+        if same is None:
             complex_pos.add(pos)
             held = None  # (no other entry has its book and uid)
         else:

@@ -62,12 +62,12 @@ import regex
 from tavern_tui.lore.fastprime import prime_atom_regexes
 from tavern_tui.lore.fastregex import candidates, one_regex, regex_hits
 from tavern_tui.lore.fastunits import Text, Unit
+from tavern_tui.lore.jsregex import JS_WHITESPACE
 from tavern_tui.lore.matching import (
     DEFAULT_REGEX_TIMEOUT,
     CompiledKey,
     KeyHits,
     RegexKey,
-    has_js_whitespace,
     parse_regex_key,
     whole_word_pattern,
 )
@@ -89,7 +89,7 @@ from tavern_tui.lore.scanners import WORD_RUN, Automaton, WordKeys
 _HAS_FOLD_EXCEPTION = re.compile(f"[{''.join(FOLDS_ONTO_ASCII)}]")
 _NOTHING = KeyHits(frozenset())
 _UNKNOWN = object()
-_KEYS, _LITS = attrgetter("keys"), attrgetter("lits")
+_KEYS, _LITS, _KEY_ID = attrgetter("keys"), attrgetter("lits"), attrgetter("key_id")
 RELAX_AFTER = 1500
 """Characters a regex key is searched with its own pattern before its relaxed pattern is
 compiled (see `FastIndex._quick`)."""
@@ -144,32 +144,15 @@ class FastIndex:
         self._regex: dict[int, RegexKey] = {}
         self._literal_ids: dict[tuple[bool, str], int] = {}
         lit_regexes: list[set[int]] = []  # literal id -> regex keys having it among their alternatives
-        seen: set[int] = set()
-        for key in keys:
-            if key.key_id in seen:
-                raise ValueError(f"duplicate key id {key.key_id}")
-            seen.add(key.key_id)
-            parsed = parse_regex_key(key.text)
-            if parsed is not None:
-                self._add_regex(key.key_id, parsed, lit_regexes)
-                continue
-            # Exactly the reference's `_Plain`: the needle, folding and the whole-word decision.
-            folded = not key.case_sensitive
-            needle = key.text.lower() if folded else key.text
-            if key.whole_words and WORD_RUN.fullmatch(needle):  # (no whitespace in it: skip that test)
-                (self._folded_words if folded else self._exact_words).add(needle, key.key_id)
-                continue
-            whole = key.whole_words and not has_js_whitespace(needle)
-            if not needle or SEPARATOR in needle or NEWLINE in needle or len(needle) > LONG_NEEDLE:
-                self._odd[key.key_id] = (folded, needle, whole_word_pattern(needle) if whole else None)
-                continue
-            automaton = self._folded if folded else self._exact
-            slot = automaton.add(needle)
-            (automaton.whole if whole else automaton.any)[slot].append(key.key_id)
+        keys = list(keys)
+        if len(set(map(_KEY_ID, keys))) < len(keys):
+            ids = list(map(_KEY_ID, keys))
+            raise ValueError(f"duplicate key id {next(k for i, k in enumerate(ids) if k in ids[:i])}")
+        words = self._add_keys(keys, lit_regexes)
         self._folded.build()
         self._exact.build()
-        self._folded_words.build()
-        self._exact_words.build()
+        self._exact_words.build(words[False])
+        self._folded_words.build(words[True])
         self._lit_regexes = [frozenset(x) for x in lit_regexes]
         self._regex_ids = frozenset(self._regex)
         self._requires = {k: None if p.required is None else frozenset(
@@ -185,6 +168,33 @@ class FastIndex:
         self._texts: dict[str, Text] = {}
         self._long: list[str] = []  # the last long texts asked about, oldest first (`_composed`)
         self._cached_chars = 0
+
+    def _add_keys(self, keys: list[CompiledKey], lit_regexes: list[set[int]]) -> tuple[list[tuple[str, int]], ...]:
+        """Put each key where it is looked for: regex keys (`_add_regex`), the automata, the odd
+        keys; returns the whole-word keys made of word characters as (needle, id) pairs, exact
+        ones then folded ones (for `WordKeys.build`)."""
+        words: tuple[list[tuple[str, int]], list[tuple[str, int]]] = ([], [])
+        for key in keys:
+            text = key.text
+            parsed = parse_regex_key(text) if text[:1] == "/" else None  # (only "/…" parses)
+            if parsed is not None:
+                self._add_regex(key.key_id, parsed, lit_regexes)
+                continue
+            # Exactly the reference's `_Plain`: the needle, folding and the whole-word decision.
+            folded = not key.case_sensitive
+            needle = text.lower() if folded else text
+            if key.whole_words and WORD_RUN.fullmatch(needle):  # (no whitespace in it: skip that test)
+                words[folded].append((needle, key.key_id))
+                continue
+            whole = key.whole_words and JS_WHITESPACE.isdisjoint(needle)  # (`has_js_whitespace`)
+            if not needle or SEPARATOR in needle or NEWLINE in needle or len(needle) > LONG_NEEDLE:
+                self._odd[key.key_id] = (folded, needle, whole_word_pattern(needle) if whole else None)
+                continue
+            automaton = self._folded if folded else self._exact
+            slots = automaton.slot
+            slot = slots.setdefault(needle, len(slots))  # (`Automaton.add`)
+            (automaton.whole if whole else automaton.any)[slot].append(key.key_id)
+        return words
 
     def _add_regex(self, key_id: int, parsed: RegexKey, lit_regexes: list[set[int]]) -> None:
         self._regex[key_id] = parsed

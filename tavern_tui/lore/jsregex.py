@@ -35,6 +35,13 @@ from dataclasses import dataclass
 
 import regex
 
+from tavern_tui.lore.jsregex_cost import (
+    MAX_PATTERN_CHARS,
+    Cost,
+    JSRegexError,
+    JSRegexTooCostly,
+)
+
 # JS `\s` (ECMAScript WhiteSpace + LineTerminator), as class-body text.
 JS_SPACE_CLASS = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 JS_WHITESPACE = frozenset("\t\n\x0b\x0c\r \xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff") | frozenset(
@@ -64,56 +71,6 @@ _GROUP_NAME = re.compile(r"<([A-Za-z_$][\w$]*)>")
 _PROPERTY = re.compile(r"\{[A-Za-z_]+(=[A-Za-z_]+)?\}")
 _PLAIN_GROUPS = ("(", "(?:", "(?=", "(?!")
 _PLAIN_DEPTH = 20  # deeper nesting is compiled to find out (`regex`'s parser recurses per level)
-
-
-MAX_PATTERN_CHARS = 1000
-"""Longest JS pattern translated; real keys are a few dozen characters. Also bounds a `regex`
-slow path: a literal of n characters searched in a text of exactly n characters that does not
-match runs in ~n³ without checking its timeout (0.3 s at 1,000, 48 s at 5,000; measured)."""
-MAX_REPEAT = 1000
-"""Largest count allowed in a counted repeat `{n}`, `{n,}` or `{n,m}`."""
-MAX_PROGRAM_UNITS = 10_000
-"""Largest estimated compiled size: one unit per atom, multiplied by every enclosing counted repeat
-(~260 bytes and ~4 µs of compile time each in `regex`, measured)."""
-
-
-class JSRegexError(ValueError):
-    """The pattern is not a valid JavaScript regex, or uses a construct we do not translate."""
-
-
-class JSRegexTooCostly(JSRegexError):
-    """A valid pattern refused because compiling it would cost too much (see the module's cost limits)."""
-
-
-class _Cost:
-    """Estimates the compiled size of a pattern while it is translated: the sum of its atoms, a
-    counted repeat multiplying the atom or group before it. Alternatives are summed (an upper bound)."""
-
-    def __init__(self) -> None:
-        self.stack: list[list[int]] = [[0, 0]]  # per open group: [total, size of the last item]
-
-    def atom(self, size: int = 1) -> None:
-        level = self.stack[-1]
-        level[0] += size
-        level[1] = size
-        if level[0] > MAX_PROGRAM_UNITS:
-            raise JSRegexTooCostly(f"pattern too large to compile (over {MAX_PROGRAM_UNITS} units)")
-
-    def open(self) -> None:
-        self.stack.append([0, 0])
-
-    def close(self) -> None:
-        if len(self.stack) > 1:  # (an unbalanced ")" is left for `regex` to reject)
-            size = self.stack.pop()[0]
-            self.atom(size)
-
-    def repeat(self, count: int) -> None:
-        if count > MAX_REPEAT:
-            raise JSRegexTooCostly(f"counted repeat {{{count}}} is above {MAX_REPEAT}")
-        level = self.stack[-1]
-        last = level[1]
-        level[0] -= last
-        self.atom(last * max(count, 1))
 
 
 def js_trim(text: str) -> str:
@@ -198,6 +155,23 @@ def _lit(code: int) -> str:
     return f"\\U{code:08x}"
 
 
+class _Literals(dict[int, str]):
+    """code point -> `_lit(code)`, filled on first use: `str.translate` with it writes a run of
+    literal characters as `_lit` writes each, in one C-level pass."""
+
+    def __missing__(self, code: int) -> str:
+        text = self[code] = _lit(code)
+        return text
+
+
+_LITERALS = _Literals()
+_UNCOUNTED_GROUPS = ("(?:", "(?=", "(?!", "(?<=", "(?<!")  # (no two can start at one "(")
+_SPECIAL = frozenset("\\[](){}*+?.^$|")
+_LITERAL_RUN = re.compile(r"[^\\\[\](){}*+?.^$|]+")
+"""Characters `_Translator.run` writes as plain literals (`_one`, via `_lit`): anything but a
+backslash, brackets, parentheses, braces, quantifiers and `. ^ $ |`."""
+
+
 class _Translator:
     def __init__(self, pattern: str, flags: str) -> None:
         self.p = pattern
@@ -209,7 +183,7 @@ class _Translator:
         self.boundary = _BOUNDARY_IU if extra_words else _BOUNDARY
         self.non_boundary = _NON_BOUNDARY_IU if extra_words else _NON_BOUNDARY
         self.group_count, self.group_names = self._scan_groups()
-        self.cost = _Cost()
+        self.cost = Cost()
         # `plain`: so far only items `regex.compile` always accepts as translated, in a sequence it
         # always accepts: literals, classes, shorthands, `.`, anchors, `\\b`/`\\B`, `|`, groups
         # `(…)`/`(?:…)` and lookaheads up to `_PLAIN_DEPTH` deep, balanced; a quantifier only
@@ -219,8 +193,12 @@ class _Translator:
         self.groups: list[bool] = []  # per open group: whether a quantifier may follow its ")"
 
     def _scan_groups(self) -> tuple[int, set[str]]:
-        count, names, i, in_class = 0, set(), 0, False
+        """(capturing groups, group names): `(` not followed by `?`, and `(?<name>`, outside
+        escapes and classes."""
         p = self.p
+        if p.count("(") == sum(map(p.count, _UNCOUNTED_GROUPS)):  # every "(" opens one of those
+            return 0, set()
+        count, names, i, in_class = 0, set(), 0, False
         while i < self.n:
             c = p[i]
             if c == "\\":
@@ -253,6 +231,12 @@ class _Translator:
         while i < self.n:
             c = p[i]
             quant = False
+            if c not in _SPECIAL:  # a run of plain literals: each as `_one` writes it, one atom each
+                end = _LITERAL_RUN.match(p, i).end()  # type: ignore[union-attr]
+                out.append(p[i:end].translate(_LITERALS))
+                self.cost.atom(1, end - i)
+                i, target, last_quant = end, True, False
+                continue
             if c == "\\":
                 piece, i = self._escape(i)
                 out.append(_lit(piece) if isinstance(piece, int) else piece)

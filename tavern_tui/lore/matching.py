@@ -54,6 +54,7 @@ _NON_WORD = "[^A-Za-z0-9_]"
 _NEVER = regex.compile("(?!)")
 _IGNORECASE = int(regex.IGNORECASE)
 _log = logging.getLogger(__name__)
+_new = object.__new__
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,17 @@ class CompiledKey:
     text: str
     case_sensitive: bool
     whole_words: bool
+
+    @staticmethod
+    def quick(key_id: int, text: str, case_sensitive: bool, whole_words: bool) -> CompiledKey:
+        """`CompiledKey(key_id, text, case_sensitive, whole_words)`, the same object made ~2x
+        quicker (the frozen `__init__` sets each field through `object.__setattr__`): a plan
+        of a big book registers thousands."""
+        key = _new(CompiledKey)
+        fields = key.__dict__
+        fields["key_id"], fields["text"], fields["case_sensitive"], fields["whole_words"] = (
+            key_id, text, case_sensitive, whole_words)
+        return key
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ trees and plans on generated patterns, the benchmark's and the corpus books' key
 
 from __future__ import annotations
 
+import codecs
 import re
 from itertools import repeat
 
@@ -157,20 +158,10 @@ def _codes(run: str) -> list[int]:
     """The code points a run of literals (plain characters and hex escapes) stands for."""
     if "\\" not in run:
         return list(map(ord, run))
-    codes = []
-    i = 0
-    while i < len(run):
-        if run[i] != "\\":
-            codes.append(ord(run[i]))
-            i += 1
-            continue
-        width = {"x": 2, "u": 4, "U": 8}[run[i + 1]]
-        code = int(run[i + 2:i + 2 + width], 16)
-        if code > 0x10FFFF:
-            raise _Decline
-        codes.append(code)
-        i += 2 + width
-    return codes
+    try:  # (a run is ASCII: `\\x..`, `\\u....` and `\\U........` are Python's escapes too)
+        return list(map(ord, codecs.decode(run, "unicode_escape")))
+    except UnicodeDecodeError:  # `\\U` above U+10FFFF
+        raise _Decline from None
 
 
 def _class_code(text: str) -> int:

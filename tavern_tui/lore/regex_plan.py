@@ -94,15 +94,19 @@ def _analyse(pattern: str, folded: bool, fullcase: bool, sticky: bool) -> RegexP
         return RegexPlan(None, True, TEXT)  # multi-character folds: literals would not be safe
     # jsregex spells \b and \B as ASCII-scoped boundaries, or under `iu` as long lookaround
     # groups. They consume nothing and hold no literal, so an empty group stands in for them (and
-    # `_reach` need not read them as anchors). The spelling cannot come from anything else:
-    # jsregex escapes a literal "(" as \x28.
-    stripped = pattern
+    # `_reach` need not read them as anchors): in `stripped`, the relaxed pattern. The tree is
+    # read from `bare`, where they are left out unless a quantifier follows one (the parser
+    # unpacks an empty group to nothing otherwise: the same tree, fewer tokens to read). The
+    # spelling cannot come from anything else: jsregex escapes a literal "(" as \x28.
+    stripped = bare = pattern
     for spelled in _BOUNDARIES:
-        stripped = stripped.replace(spelled, "(?:)")
-    tree = fast_tree(stripped)  # the usual simple translation, without `re._parser`
+        if spelled in pattern:
+            stripped = stripped.replace(spelled, "(?:)")
+            bare = bare.replace(spelled, "(?:)" if any(spelled + q in pattern for q in "*+?{") else "")
+    tree = fast_tree(bare)  # the usual simple translation, without `re._parser`
     if tree is None:
         try:
-            tree = list(_sre_parse.parse(stripped))
+            tree = list(_sre_parse.parse(bare))
         except Exception:  # noqa: BLE001 - any parse failure only means "no shortcut"
             return RegexPlan(None, folded, TEXT)
     required = _best(_requirements(tree, folded))

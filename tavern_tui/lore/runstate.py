@@ -54,9 +54,8 @@ class RunState:
         # of an active, timed or failed one, and failed ones; it only grows during a run.
         self.complex_pos: set[int] = set(plan.complex)
         self.done_pos: set[int] = set()  # failed entries and active ones (skipped by `scan`)
-        key_pos = plan.key_pos
         for key in self.timed.delayed | self.timed.cooldown_active | self.timed.sticky_active:
-            self.complex_pos.update(key_pos.get(key, ()))
+            self.complex_pos.update(plan.key_pos.get(key, ()))
         self.fired_bytes = 0  # UTF-8 bytes of the active entries' contents + "\n" each (`admission`)
         self.overflowed = False
         self.skew = 0

@@ -112,10 +112,12 @@ def _bulk_simple(run: RunState, state: int) -> list[Prepared]:
         token = run.shape_token(group[0], state)
         found = run.hits[token]
         keys = found.matched | found.timed_out if found.timed_out else found.matched
-        # Simple entries of this shape owning a key found (or timed out), not walked above:
-        # a union of per-key position tuples, in C.
-        owners = plan.owner_pos[shape]
-        interesting = set(chain.from_iterable(map(owners.__getitem__, keys & owners.keys())))
+        # Simple entries of this shape owning a key found (or timed out), not walked above: the
+        # owner of each key one entry owns, and the position tuples of shared keys, in C.
+        one, many = plan.owner_pos[shape]
+        interesting = set(map(one.__getitem__, keys & one.keys()))
+        if many:
+            interesting.update(chain.from_iterable(map(many.__getitem__, keys & many.keys())))
         interesting -= complex_pos
         bulk.extend(map(entries.__getitem__, sorted(interesting)))
         # The simple entries not looked at before and without a key found miss: one set

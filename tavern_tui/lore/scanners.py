@@ -9,6 +9,7 @@ matches as `(?:^|\\W)key(?:$|\\W)` with JavaScript's ASCII `\\W`; other keys as 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 
 import ahocorasick_rs
 
@@ -21,16 +22,17 @@ class WordKeys:
     key id (nearly all), `many` for the others (ids in a tuple). Kept apart because a set built
     from single ids is ~2.5x quicker than one updated from a tuple per word."""
 
-    def __init__(self) -> None:
-        self.lists: dict[str, list[int]] = {}  # while the index is built
-
-    def add(self, needle: str, key_id: int) -> None:
-        self.lists.setdefault(needle, []).append(key_id)
-
-    def build(self) -> None:
-        self.one = {needle: ids[0] for needle, ids in self.lists.items() if len(ids) == 1}
-        self.many = {needle: tuple(ids) for needle, ids in self.lists.items() if len(ids) > 1}
-        del self.lists
+    def build(self, pairs: list[tuple[str, int]]) -> None:
+        """Take the keys as (needle, key id) pairs, in key order."""
+        self.one: dict[str, int] = dict(pairs)
+        self.many: dict[str, tuple[int, ...]] = {}
+        if len(self.one) < len(pairs):  # a needle of several ids (rare): every id, in order
+            lists: defaultdict[str, list[int]] = defaultdict(list)
+            for needle, key_id in pairs:
+                lists[needle].append(key_id)
+            self.many = {needle: tuple(ids) for needle, ids in lists.items() if len(ids) > 1}
+            for needle in self.many:
+                del self.one[needle]
 
     def __bool__(self) -> bool:
         return bool(self.one or self.many)
@@ -45,15 +47,24 @@ class WordKeys:
                 keys.update(self.many[run])
 
 
+def _by_slot(ids: dict[int, list[int]], slots: int) -> list[tuple[int, ...]]:
+    """The ids of each slot as a tuple, by slot (`()` where there are none)."""
+    out: list[tuple[int, ...]] = [()] * slots
+    for slot, listed in ids.items():
+        out[slot] = tuple(listed)
+    return out
+
+
 class Automaton:
     """One ahocorasick_rs automaton and, per needle: key ids matched by any occurrence, key ids
     that need a whole-word occurrence, and prefilter literal ids."""
 
     def __init__(self) -> None:
         self.slot: dict[str, int] = {}
-        self.any: list[list[int]] = []
-        self.whole: list[list[int]] = []
-        self.lits: list[list[int]] = []
+        # slot -> ids, only for slots that have some (most needles are in one of the three)
+        self.any: defaultdict[int, list[int]] = defaultdict(list)
+        self.whole: defaultdict[int, list[int]] = defaultdict(list)
+        self.lits: defaultdict[int, list[int]] = defaultdict(list)
         self.ac: ahocorasick_rs.AhoCorasick | None = None
         self.has_lits = False
 
@@ -61,21 +72,19 @@ class Automaton:
         """The slot of `needle`, added if new."""
         slot = self.slot.get(needle)
         if slot is None:
-            slot = self.slot[needle] = len(self.any)
-            self.any.append([])
-            self.whole.append([])
-            self.lits.append([])
+            slot = self.slot[needle] = len(self.slot)
         return slot
 
     def build(self) -> None:
-        """Compile the automaton once every needle is added."""
+        """Compile the automaton once every needle is added; the ids per slot become tuples
+        (`any_t`, `whole_t`, `lits_t`: `()` for a slot without any)."""
         if self.slot:
             # The standard match kind is the only one that reports overlapping matches.
             self.ac = ahocorasick_rs.AhoCorasick(list(self.slot), matchkind=ahocorasick_rs.MatchKind.Standard)
-        self.any_t = [tuple(x) for x in self.any]
-        self.whole_t = [tuple(x) for x in self.whole]
-        self.lits_t = [tuple(x) for x in self.lits]
-        self.has_lits = any(self.lits)
+        slots = len(self.slot)
+        self.any_t, self.whole_t, self.lits_t = (_by_slot(ids, slots) for ids in (self.any, self.whole, self.lits))
+        self.has_lits = bool(self.lits)
+        del self.any, self.whole, self.lits
 
     def scan(self, text: str, keys: set[int], lits: set[int]) -> None:
         """Add the keys (by the reference's whole-word rule) and literals found in `text`."""

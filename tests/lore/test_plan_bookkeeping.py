@@ -153,9 +153,10 @@ def test_plan_bookkeeping_equals_the_per_entry_computation(seed: int) -> None:
     simple = [p for p in entries if p.simple]
     assert plan.simple == {shape: [p for p in simple if p.shape is shape] for shape in plan.simple}
     assert plan.simple_pos == {shape: frozenset(p.pos for p in group) for shape, group in plan.simple.items()}
-    for shape, owners in plan.owner_pos.items():
+    for shape, (one, many) in plan.owner_pos.items():
         wanted: dict[int, list[int]] = {}
         for p in plan.simple[shape]:
             for k in dict.fromkeys(k for _, k in p.primary if k is not None):
                 wanted.setdefault(k, []).append(p.pos)
-        assert owners == {k: tuple(pos) for k, pos in wanted.items()}
+        assert one == {k: pos[0] for k, pos in wanted.items() if len(pos) == 1}
+        assert many == {k: tuple(pos) for k, pos in wanted.items() if len(pos) > 1}
