@@ -86,6 +86,16 @@ def _history_part(history: list[SurfaceMessage], char: str, user: str) -> tuple[
     return messages, persons
 
 
+def _placeholder_notes(history: list[SurfaceMessage]) -> list[str]:
+    """The adjustment naming the offline demo's replies left out of the history (source
+    "placeholder": never sent to a model, DESIGN.md), or none."""
+    left = len(per_prefix(history, "preset.placeholders", lambda m: m if m.source == PLACEHOLDER_SOURCE else SKIP))
+    if not left:
+        return []
+    return [f"{left} offline demo repl{'y' if left == 1 else 'ies'} left out of the history (a placeholder's "
+            "text is never sent to a model)"]
+
+
 @dataclass
 class PresetAssembler:
     """Builds each step's request with a preset (the `projection` strategy).
@@ -187,7 +197,9 @@ class PresetAssembler:
         if staged is not None:
             records = (*records, staged)
         meta["token_counter"] = built.token_counter
-        meta["adjustments"] = list(built.adjustments) + self.preset.config_notes() + omit_notes(self.omit)
+        meta["history_notes"] = _placeholder_notes(history)
+        meta["adjustments"] = (list(built.adjustments) + self.preset.config_notes() + omit_notes(self.omit)
+                               + meta["history_notes"])
         if self.memory.strip() and self.strategy == PROJECTION:
             meta["adjustments"].append("memory snapshot not sent: projection sends only what SillyTavern would")
         meta["tokens"] = dict(built.tokens)
@@ -225,16 +237,17 @@ class SlotsFirstAssembler(PresetAssembler):
 
     strategy = SLOTS_FIRST
 
-    def _split(self, built: BuiltPrompt) -> tuple[list[PromptPart], list[PromptPart], list[str]]:
+    def _split(self, built: BuiltPrompt, meta: dict[str, Any]) -> tuple[list[PromptPart], list[PromptPart], list[str]]:
         """The non-chat parts before the history and those SillyTavern puts inside or after it
-        (each of those named as moved), with the adjustments so far; examples dropped when the
-        strategy's `examples` option is "omit"."""
+        (each of those named as moved), with the adjustments so far (`build`'s notes on the
+        history in `meta` among them); examples dropped when the strategy's `examples` option is "omit"."""
         parts = built.parts
         chat_at = [i for i, p in enumerate(parts) if p.source in _CHAT_SOURCES]
         first = chat_at[0] if chat_at else len(parts)
         before: list[PromptPart] = []
         moved: list[PromptPart] = []
-        adjustments = list(built.adjustments) + self.preset.config_notes() + omit_notes(self.omit)
+        adjustments = (list(built.adjustments) + self.preset.config_notes() + omit_notes(self.omit)
+                       + list(meta.get("history_notes", ())))
         omit_examples = self.options.get("examples") == "omit"
         if omit_examples and any(p.source == "examples" for p in parts):
             adjustments.append("example dialogue left out (strategy option examples = omit)")
@@ -255,7 +268,7 @@ class SlotsFirstAssembler(PresetAssembler):
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         built, meta, records = self.build(history, claimed)
-        before, moved, adjustments = self._split(built)
+        before, moved, adjustments = self._split(built, meta)
         for part in moved:
             adjustments.append(self._moved_note(part, "at the end of the system section"))
         for part in before + moved:
@@ -288,7 +301,7 @@ class RolesFirstAssembler(SlotsFirstAssembler):
 
     def __call__(self, history: list[SurfaceMessage], claimed: list[str]) -> Assembly:
         built, meta, records = self.build(history, claimed)
-        before, moved, adjustments = self._split(built)
+        before, moved, adjustments = self._split(built, meta)
         to_context = self.options.get("after_history") == "context"
         system_parts: list[PromptPart] = []
         context: list[tuple[str, str]] = []

@@ -261,6 +261,9 @@ async def test_demo_replies_are_marked_and_never_reach_a_real_model(db_url: str,
         sent = real.requests[0].messages
         assert [m["role"] for m in sent] == ["system", "assistant", "user", "user"]
         assert not any("[demo reply" in m["content"] for m in sent)
+        # ... and the request says so: the one demo reply is named among the adjustments.
+        note = "1 offline demo reply left out of the history (a placeholder's text is never sent to a model)"
+        assert note in online.steps.preview(pid)["adjustments"]
     finally:
         online.close()
 
