@@ -66,9 +66,9 @@ def canned_reply(request: ChatRequest) -> str:
         line = "*The innkeeper waves.* \"Say something, traveller — though tonight I'm only a placeholder.\""
     return (
         f"{DEMO_LABEL}\n\n{line}\n\n"
-        "To talk to a real model, set TAVERN_API_BASE (e.g. http://localhost:11434/v1), "
-        "TAVERN_MODEL and, if the endpoint needs one, TAVERN_API_KEY — "
-        "or put base_url, model and api_key in the config file."
+        "To talk to a real model, press ctrl+s in the app (Settings: endpoint URL, model, key), "
+        "or set TAVERN_API_BASE (e.g. http://localhost:11434/v1), TAVERN_MODEL and, if the endpoint "
+        "needs one, TAVERN_API_KEY — or put base_url, model and api_key in the config file."
     )
 
 

@@ -39,7 +39,7 @@ async def test_canned_reply_is_labelled_quotes_user_and_explains_setup() -> None
     quoted = text.split('"', 1)[1].split(", you say?", 1)[0]
     assert quoted.startswith("Tell me about the dragon that sleeps beneath the old mill")  # whitespace collapsed
     assert quoted.endswith("…") and len(quoted) <= 60
-    for name in ("TAVERN_API_BASE", "TAVERN_MODEL", "TAVERN_API_KEY", "config file"):
+    for name in ("ctrl+s", "TAVERN_API_BASE", "TAVERN_MODEL", "TAVERN_API_KEY", "config file"):
         assert name in text
     usage, finished = events[-2:]
     assert isinstance(usage, Usage) and usage.completion_tokens and usage.prompt_tokens
