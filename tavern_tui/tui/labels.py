@@ -55,10 +55,12 @@ def playthrough_summary(playthrough: PlaythroughView, now: datetime) -> str:
 
 
 def draft_summary(draft: OpeningView, now: datetime) -> str:
-    """"draft · greeting 2/4 · 5 min ago": an opening draft in the home screen's list (issue 20)."""
+    """"draft · greeting 2/4 · not played yet · 5 min ago": an opening draft in the home screen's
+    list; with a first line typed and not sent, that line (cut) before the time."""
     greeting = (f"greeting {draft.greeting_index + 1}/{draft.greeting_count}" if draft.greeting_count
                 else "no greeting")
-    return f"draft · {greeting} · not played yet · {relative_time(draft.updated_at, now)}"
+    typed = f" · “{clip(draft.line, 40)}”" if draft.line.strip() else ""
+    return f"draft · {greeting} · not played yet{typed} · {relative_time(draft.updated_at, now)}"
 
 
 def summary_title(message: MessageView) -> str:

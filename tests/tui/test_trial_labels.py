@@ -47,3 +47,19 @@ async def test_a_filter_matching_no_character_clears_the_playthroughs(corpus_tav
         await workers_idle(pilot)
         assert home.highlighted_character is not None
         await wait_until(pilot, lambda: str(playthroughs.border_title).startswith("Playthroughs of "))
+
+
+def test_a_drafts_row_shows_its_typed_first_line() -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    from tavern_tui.tui.labels import draft_summary
+    from tavern_tui.views import OpeningView
+
+    now = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
+    draft = OpeningView(1, 1, "CapoGPT", "User", 0, 1, "Hi.", "compat", 0, None, "", [], [],
+                        now - timedelta(minutes=5), now - timedelta(minutes=5))
+    assert draft_summary(draft, now) == "draft · greeting 1/1 · not played yet · 5 min ago"
+    typed = replace(draft, line="hello capo, what is the plan for tonight at the docks?")
+    assert draft_summary(typed, now) == ("draft · greeting 1/1 · not played yet · "
+                                         "“hello capo, what is the plan for tonigh…” · 5 min ago")
