@@ -138,7 +138,7 @@ class ImportScreen(ModalScreen[str | None]):
         super().__init__()
         self._title = title
         self._placeholder = placeholder
-        self._root = Path(root).expanduser()
+        self._root = Path(root).expanduser().resolve()  # the tree's root line names the folder, not "."
 
     def compose(self) -> ComposeResult:
         with Vertical(id="import-box") as box:
@@ -148,6 +148,8 @@ class ImportScreen(ModalScreen[str | None]):
             yield Static(HINT, id="import-hint", markup=False)
 
     def on_mount(self) -> None:
+        # The root line names its folder (DirectoryTree shows the path as given: "." said nothing).
+        self.query_one("#import-tree", DirectoryTree).root.set_label(self._root.name or str(self._root))
         self.query_one("#import-path", Input).focus()
 
     @property
