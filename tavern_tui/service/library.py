@@ -65,7 +65,8 @@ class LibraryService:
     def store_import(self, kind: str, repository: str, file: str, original: bytes, warnings: tuple[str, ...],
                      **fields: Any) -> ImportResult:
         """Store a parsed resource with its original bytes in one transaction; the same bytes
-        imported again return the earlier record (`duplicate`) and store nothing."""
+        imported again return the earlier record (`duplicate`) and store nothing (nor repeat
+        the first import's warnings: they were said then, and nothing is stored now)."""
         digest = hashlib.sha256(original).hexdigest()
         try:
             # The configured credentials, by value in any encoding, in the file or what was read
@@ -80,7 +81,7 @@ class LibraryService:
                 repo = getattr(uow, repository)
                 existing = repo.by_sha256(digest)
                 if existing is not None:
-                    return ImportResult(file, kind, existing.id, existing.name, warnings=warnings, duplicate=True)
+                    return ImportResult(file, kind, existing.id, existing.name, duplicate=True)
                 record = repo.add(source_name=Path(file).name, original=original, original_sha256=digest, **fields)
         except AlreadyStored:
             # Insert-or-get: another process stored these bytes between our check and insert
@@ -89,7 +90,7 @@ class LibraryService:
                 existing = getattr(uow, repository).by_sha256(digest)
             if existing is None:
                 raise
-            return ImportResult(file, kind, existing.id, existing.name, warnings=warnings, duplicate=True)
+            return ImportResult(file, kind, existing.id, existing.name, duplicate=True)
         return ImportResult(file, kind, record.id, record.name, warnings=warnings)
 
     # -- characters -----------------------------------------------------------------------

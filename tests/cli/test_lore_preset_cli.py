@@ -78,3 +78,14 @@ def test_presets_names_the_built_in_default_before_the_imported_ones(cli_env: di
     assert second.split()[:3] == [str(imported["preset"]), "st_openai_default_staging", "12"]
     listed = run_cli(["presets", "--json"], cli_env)
     assert [p["id"] for p in json.loads(listed.stdout)] == [imported["preset"]]
+
+
+def test_importing_the_same_preset_again_stores_nothing_and_repeats_no_warning(cli_env: dict[str, str],
+                                                                               imported: dict[str, int],
+                                                                               corpus_dir: Path) -> None:
+    # The corpus preset carries connection fields (its first import warns that they are not stored).
+    again = run_cli(["import", "--json", str(corpus_dir / "presets" / "st_openai_default_staging.json")], cli_env)
+    assert again.returncode == 0, again.stderr
+    [result] = json.loads(again.stdout)
+    assert (result["id"], result["duplicate"], result["warnings"]) == (imported["preset"], True, [])
+    assert "connection fields ignored" not in again.stderr
