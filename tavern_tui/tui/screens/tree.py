@@ -288,9 +288,10 @@ class TreeScreen(TavernScreen[int | None]):
 
     def _show(self, view: PlaythroughView, timeline: TimelineView, name: str, cursor: Ref | None) -> None:
         forks = sum(1 for v in timeline.variants if v.position[1] > 1 and v.position[0] == 1)
-        messages = sum(1 for v in timeline.variants if v.summary_of is None)
+        # Every message variant of the tree (swipes, branches, hidden ones), not the chat's count.
+        variants = sum(1 for v in timeline.variants if v.summary_of is None)
         self.query_one("#tree-title", Static).update(
-            f"Branches · {name} #{view.id} · {plural(messages, 'message')}"
+            f"Branches · {name} #{view.id} · {plural(variants, 'variant')}"
             f" · {plural(forks, 'branch point')}")
         self.tree.show(timeline, {"user": view.user_name, "assistant": view.character_name})
         self.tree.focus()
