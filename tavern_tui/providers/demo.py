@@ -46,8 +46,14 @@ def _echo(text: str) -> str:
     return f"{trimmed}, you say?"
 
 
-def canned_reply(request: ChatRequest) -> str:
-    """The labelled demo text for `request`.
+_GESTURES = ("*The innkeeper sets down a mug and leans closer.*", "*The innkeeper wipes the counter and looks up.*",
+             "*The innkeeper tilts her head, a cloth over one shoulder.*")
+"""The canned reply's opening gestures, taken in turn: a swipe or a regenerate shows another."""
+
+
+def canned_reply(request: ChatRequest, turn: int = 0) -> str:
+    """The labelled demo text for `request`; `turn` picks the gesture it opens with (`_GESTURES`,
+    in turn), so variants of one reply differ.
 
     Returns:
         `DEMO_LABEL`, a short in-character line quoting the last user message (whitespace
@@ -59,7 +65,7 @@ def canned_reply(request: ChatRequest) -> str:
     )
     if last_user.strip():
         line = (
-            f"*The innkeeper sets down a mug and leans closer.* \"{_echo(last_user)} "
+            f"{_GESTURES[turn % len(_GESTURES)]} \"{_echo(last_user)} "
             "A fine tale — but tonight I'm only a placeholder, with no voice of my own.\""
         )
     else:
@@ -98,6 +104,7 @@ class DemoProvider(BaseProvider):
     def __init__(self, delay: float = 0.02) -> None:
         self.delay = delay
         self._queue: deque[str] = deque()
+        self._turns = 0  # canned replies made: the next one opens with the next gesture
         self.requests: list[ChatRequest] = []
 
     def enqueue(self, *replies: str) -> None:
@@ -110,7 +117,10 @@ class DemoProvider(BaseProvider):
         Also records `request` in `self.requests` (tests assert what the engine sent).
         """
         self.requests.append(request)
-        text = self._queue.popleft() if self._queue else canned_reply(request)
+        if self._queue:
+            text = self._queue.popleft()
+        else:
+            text, self._turns = canned_reply(request, self._turns), self._turns + 1
         return self._play(text, request)
 
     async def _play(self, text: str, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:

@@ -85,3 +85,10 @@ async def test_cancellation_mid_stream_propagates() -> None:
         await asyncio.wait_for(task, 0.2)  # lands at once, not after the remaining pieces
     assert task.cancelled()
     assert 0 < len(received) < 8  # at least the first piece, far from all of them
+
+
+async def test_canned_replies_take_their_gestures_in_turn_so_swipes_differ() -> None:
+    provider = DemoProvider(delay=0)
+    texts = [(await reply(provider, request("Hello.")))[0] for _ in range(4)]
+    assert len(set(texts[:3])) == 3 and texts[3] == texts[0]
+    assert all('"Hello, you say? A fine tale' in text for text in texts)
