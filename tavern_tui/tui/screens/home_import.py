@@ -33,7 +33,7 @@ class HomeImport(MessagePump):
         """Ask for a path, then import it in a thread worker."""
         def chosen(path: str | None) -> None:
             if path:
-                self.notify(f"Importing {path}…", title="Import", timeout=2)
+                self.notify(f"Importing {path}…", title="Importing", timeout=2)
                 self._import(path)
 
         self.app.push_screen(ImportScreen(), chosen)
