@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind
 
-__all__ = ["MVU_PART", "MvuHead", "commit_part", "mvu_commits", "mvu_head", "snapshot_variables"]
+__all__ = ["MVU_PART", "MvuHead", "commit_part", "counted_messages", "mvu_commits", "mvu_head", "shown_commits",
+           "snapshot_variables"]
 
 MVU_PART = "mvu"
 _STATE_KIND = "state/commit"
@@ -60,6 +61,54 @@ def commit_part(message: tuple[int, int], base: tuple[int, int] | None, record: 
     part["changes"] = list(changes or [])
     part["refused"] = list(refused or [])
     return part
+
+
+_EDIT_SOURCE = "edit"  # `engine.log.EDIT_SOURCE`: a surface replacement the person made
+
+
+def _edits(events: Iterable[Event]) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """Each edit on the surface (the person's surface replacement with a message) → the refs it rewrote."""
+    return {event.ref: [(int(t[0]), int(t[1])) for t in event.body.get("targets") or ()] for event in events
+            if event.kind == EventKind.SURFACE_REPLACED and event.source == _EDIT_SOURCE
+            and isinstance(event.body.get("message"), Mapping)}
+
+
+def _rewritten(edits: Mapping[tuple[int, int], list[tuple[int, int]]], ref: tuple[int, int]) -> list[tuple[int, int]]:
+    """The messages `ref` stands for through edits (itself first, then what each edit rewrote)."""
+    found, stack = [ref], [ref]
+    while stack:
+        for target in edits.get(stack.pop(), ()):
+            if target not in found:
+                found.append(target)
+                stack.append(target)
+    return found
+
+
+def counted_messages(events: Sequence[Event], shown: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The message refs whose records count on a surface: the shown messages (`shown`), and for a
+    message shown edited (the person's surface replacement with a message, source "edit") the message
+    it rewrote, through any chain of edits. MVU keeps a message's variables through an edit of its
+    text: it re-reads only messages sent or received (MagVarUpdate `initResponse`: MESSAGE_SENT,
+    MESSAGE_RECEIVED), so an edit neither rolls the state back nor applies the edited commands.
+    A deleted message's record stops counting (its variables go with it)."""
+    edits = _edits(events)
+    counted: set[tuple[int, int]] = set()
+    for ref in shown:
+        counted.update(_rewritten(edits, ref) if edits else (ref,))
+    return counted
+
+
+def shown_commits(events: Sequence[Event], shown: Sequence[tuple[int, int]]) -> dict[tuple[int, int], MvuHead]:
+    """Every shown message holding a record, by its shown ref: its own, or for a message shown edited
+    the record of the message it rewrote (`counted_messages`)."""
+    edits = _edits(events)
+    commits = mvu_commits(events, counted_messages(events, shown))
+    out: dict[tuple[int, int], MvuHead] = {}
+    for ref in shown:
+        held = next((commits[m] for m in (_rewritten(edits, ref) if edits else (ref,)) if m in commits), None)
+        if held is not None:
+            out[ref] = held
+    return out
 
 
 def _record_of(part: Mapping[str, Any]) -> dict[str, Any]:

@@ -105,6 +105,25 @@ async def test_a_swipe_computes_from_the_message_before_it(tavern: Tavern, model
     assert affection(tavern, demo) == 5
 
 
+async def test_an_edited_reply_keeps_its_state_and_its_edited_commands_do_not_run(
+        tavern: Tavern, model: ScriptedModel, demo: int) -> None:
+    # MagVarUpdate re-reads a message only when it is sent or received (initResponse: MESSAGE_SENT,
+    # MESSAGE_RECEIVED): editing a reply's text changes neither the state it left nor runs new commands.
+    model.enqueue(UPDATE, "理点头。_.add('理.好感度', 1);//又开心了一点")
+    await drain(tavern.steps.send(demo, "你好"))
+    assert affection(tavern, demo) == 20
+    reply = tavern.playthroughs.messages(demo)[-1]
+    edit = "理微笑。\n<UpdateVariable>\n_.set('理.好感度', 20, 50);\n</UpdateVariable>"
+    tavern.timeline.edit_message(demo, reply.ref, edit)
+    assert affection(tavern, demo) == 20  # not 15 (rolled back to the greeting's) nor 50 (the edited command)
+    edited = tavern.playthroughs.messages(demo)[-1]
+    assert edited.ref != reply.ref and tavern.mvu.display_texts(demo).get(edited.ref, "").startswith("理微笑。")
+    await drain(tavern.steps.send(demo, "再见"))
+    assert affection(tavern, demo) == 21  # the next reply builds on the edited reply's state
+    tavern.timeline.delete_message(demo, tavern.playthroughs.messages(demo)[-1].ref)
+    assert affection(tavern, demo) == 20  # a deleted reply's state goes with it
+
+
 async def test_a_fork_inherits_its_fork_points_state(tavern: Tavern, model: ScriptedModel, demo: int) -> None:
     model.enqueue(UPDATE)
     await drain(tavern.steps.send(demo, "你好"))

@@ -21,7 +21,7 @@ from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.errors import StoreBusy, TavernError
 from tavern_tui.mvu import MVU_PART, commit_part, extract_commands, has_mvu_material, mvu_head, update_variables
 from tavern_tui.mvu.jsutil import clone
-from tavern_tui.mvu.records import mvu_commits
+from tavern_tui.mvu.records import counted_messages, shown_commits
 from tavern_tui.mvu.update import Refusal, UpdateOutcome
 from tavern_tui.service.mvu.material import MvuPart, expander
 from tavern_tui.service.mvu.views import CAS_TRIES, MIN_REPLY, MvuView
@@ -46,7 +46,7 @@ class MvuCommits(MvuPart):
                 material = self.material.material(playthrough_id)
             events = self.surface_events(view.session_id)
             surface = surface_of(events)
-            if mvu_head(events, {m.ref for m in surface}).record is not None:
+            if mvu_head(events, counted_messages(events, [m.ref for m in surface])).record is not None:
                 return False
             planned = self.material.planned_init(playthrough_id, surface, material)
             if planned is None:
@@ -90,7 +90,7 @@ class MvuCommits(MvuPart):
         for _ in range(CAS_TRIES * 4):
             events = self.surface_events(session_id)
             surface = surface_of(events)
-            visible = {m.ref for m in surface}
+            visible = counted_messages(events, [m.ref for m in surface])
             user = self._uncommitted_user(events, surface, message.ref, expand)
             if user is not None:
                 base = mvu_head(events, visible, before=user.ref)
@@ -142,9 +142,8 @@ class MvuCommits(MvuPart):
                           expand: Any) -> Any | None:
         """The first of the person's messages after the latest record and before `before` that holds commands
         and has no record of its own, or None."""
-        visible = {m.ref for m in surface}
-        commits = mvu_commits(events, visible)
         refs = [m.ref for m in surface]
+        commits = shown_commits(events, refs)
         if before not in refs:
             return None
         end = refs.index(before)
@@ -180,7 +179,7 @@ class MvuCommits(MvuPart):
             events = self.surface_events(view.session_id)
             surface = surface_of(events)
             visible = {m.ref for m in surface}
-            head = mvu_head(events, visible)
+            head = mvu_head(events, counted_messages(events, visible))
             if head.record is None:
                 raise TavernError("this chat has no MVU state (its card has no [InitVar] entries or <initvar> "
                                   "greeting)")

@@ -17,7 +17,7 @@ from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.mvu import MVU_PART, has_mvu_material, mvu_head, snapshot_variables, update_variables
-from tavern_tui.mvu.records import mvu_commits
+from tavern_tui.mvu.records import counted_messages, shown_commits
 from tavern_tui.mvu.update import message_after_update
 from tavern_tui.service.mvu.material import MvuMaterial, MvuPart, expander
 from tavern_tui.service.mvu.views import MvuBound, MvuView, stat_hash
@@ -93,7 +93,7 @@ class MvuReading(MvuPart):
             surface = per_list(shared, "surface_of", lambda: surface_of(shared))
         else:
             surface = surface_of(events)
-        found = mvu_head(events, {m.ref for m in surface})
+        found = mvu_head(events, counted_messages(events, [m.ref for m in surface]))
         if found.record is not None:
             part = found.part or {}
             return MvuView(playthrough_id, found.record, True, found.message, list(part.get("changes") or []),
@@ -134,7 +134,7 @@ class MvuReading(MvuPart):
     def _message_texts(self, session_id: int) -> dict[tuple[int, int], str]:
         events = self.surface_events(session_id)
         surface = surface_of(events)
-        commits = mvu_commits(events, {m.ref for m in surface})
+        commits = shown_commits(events, [m.ref for m in surface])
         out: dict[tuple[int, int], str] = {}
         for message in surface:
             head = commits.get(message.ref)
