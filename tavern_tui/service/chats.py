@@ -6,6 +6,8 @@ holds the message (`TimelineService.select_variant`), so it is seen where it was
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tavern_tui.engine.timeline import Ref
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
@@ -85,7 +87,23 @@ class ChatService:
                                             on_surface(ref, chains[chat.session_id]), (hit.session_id, hit.seq)))
             if len(results) >= limit:
                 break
-        return results
+        return self._members_named(results)
+
+    def _members_named(self, results: list[SearchResultView]) -> list[SearchResultView]:
+        """`results` with each reply a group member wrote under that member's name (its stored body
+        names it beside its `character_id`), not the playthrough's first character's."""
+        replies = [r.shown_ref for r in results if r.role == "assistant" and r.shown_ref is not None]
+        if not replies:
+            return results
+        bodies = self.ctx.store.events.bodies(replies)
+        named = []
+        for result in results:
+            body = bodies.get(result.shown_ref) if result.shown_ref is not None else None
+            message = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), dict) else body
+            name = message.get("name") if isinstance(message, dict) and isinstance(message.get("character_id"), int) \
+                else None
+            named.append(replace(result, speaker=name) if isinstance(name, str) and name else result)
+        return named
 
     def open_result(self, result: SearchResultView) -> PlaythroughView:
         """Move the result's chat onto the branch that shows its message and return the chat.

@@ -231,3 +231,16 @@ async def test_the_tree_names_each_members_reply(looped: Tavern, server: Loopbac
     assert [(v.role, v.speaker, v.preview) for v in variants][-3:] == [
         ("user", None, "Hello."), ("assistant", "Seraphina", "Welcome."), ("assistant", "Shodan", "Insect.")]
     assert variants[-1].to_json()["speaker"] == "Shodan"
+
+
+async def test_a_search_hit_in_a_group_chat_names_the_member_who_wrote_it(looped: Tavern,
+                                                                         server: LoopbackServer) -> None:
+    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list",
+                                                  user_name="Ann")
+    server.enqueue_sse(sse_chunks_for("Welcome to the glade, Ann."))
+    server.enqueue_sse(sse_chunks_for("Insect. Another visitor."))
+    await _round(looped, playthrough.id, "Hello, both of you.")
+    [hit] = looped.chats.search("insect visitor")
+    assert (hit.playthrough_id, hit.role, hit.speaker) == (playthrough.id, "assistant", "Shodan")
+    [hit] = looped.chats.search("welcome glade")
+    assert hit.speaker == "Seraphina"
