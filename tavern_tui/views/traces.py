@@ -71,3 +71,26 @@ class TraceView:
                 "attempts": self.attempts, "usage": self.usage, "latency_ms": self.latency_ms, "reply": self.reply,
                 "outcome": self.outcome, "attempt": self.attempt, "retry_of": self.retry_of, "omitted": self.omitted,
                 "speaker": self.speaker}
+
+
+def regex_script_lines(regex_scripts: Any) -> list[str]:
+    """A trace's `regex_scripts` (`{"applied": [{"ref", "depth", "scripts", "errors"?}], "blocked": [names]}`,
+    None when the chat's card has no scripts) as the lines `tavern trace show` and the trace pane show:
+    which scripts changed which message sent (SillyTavern's Alter Outgoing Prompt), their errors, and the
+    card's scripts not allowed (never run)."""
+    if not isinstance(regex_scripts, dict):
+        return []
+    lines = []
+    for item in regex_scripts.get("applied") or []:
+        ref = item.get("ref") or ()
+        where = f"{ref[0]}:{ref[1]}" if len(ref) == 2 else "?"
+        lines.append(f"regex scripts on message {where} (depth {item.get('depth')}): "
+                     + (", ".join(str(s) for s in item.get("scripts") or []) or "none applied"))
+        lines.extend(f"regex script {e.get('script')} failed on message {where}: {e.get('error')}"
+                     for e in item.get("errors") or [])
+    if not lines:
+        lines.append("regex scripts: none changed what was sent")
+    blocked = regex_scripts.get("blocked") or []
+    if blocked:
+        lines.append("regex scripts not allowed (never run): " + ", ".join(str(name) for name in blocked))
+    return lines

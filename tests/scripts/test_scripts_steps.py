@@ -77,6 +77,13 @@ async def test_card_scripts_wait_for_the_allowance_then_hide_the_update_block(se
     applied = {tuple(a["ref"]): a["scripts"] for a in trace["regex_scripts"]["applied"]}
     assert applied[stored.ref] == ["去除变量更新", "对ai隐藏状态栏"]
     assert service.traces.verify_trace(trace_id).ok
+    # ... as `tavern trace show` and the trace pane write it (the README's promise).
+    from tavern_tui.views.traces import regex_script_lines
+
+    where = f"{stored.ref[0]}:{stored.ref[1]}"
+    lines = regex_script_lines(trace["regex_scripts"])
+    assert any(line.startswith(f"regex scripts on message {where} (depth ")
+               and line.endswith(": 去除变量更新, 对ai隐藏状态栏") for line in lines)
 
 
 async def test_the_status_bar_is_readable_text_at_display_depth(service: Tavern, server: LoopbackServer,

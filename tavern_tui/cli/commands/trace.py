@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from tavern_tui.cli.context import open_service
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
 from tavern_tui.cli.output import context_line, print_json, print_rows
+from tavern_tui.views.traces import regex_script_lines
 
 if TYPE_CHECKING:
     from tavern_tui.cli.app import Commands
@@ -129,6 +130,8 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _write_world_info(shown.get("world_info") or {}, out)
     _write_variables(shown.get("variables") or {}, out)
     _write_mvu(shown.get("mvu"), out)
+    for line in regex_script_lines(shown.get("regex_scripts")):
+        out.write(f"{line}\n")
     return EXIT_OK
 
 

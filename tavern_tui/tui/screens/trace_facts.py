@@ -15,6 +15,7 @@ from tavern_tui.engine.step import stages_text
 from tavern_tui.tui.labels import plural
 from tavern_tui.tui.screens.trace_requests import duration, moment_of
 from tavern_tui.views import TraceView
+from tavern_tui.views.traces import regex_script_lines
 
 
 def decision_text(decision: Mapping[str, Any]) -> str:
@@ -42,7 +43,8 @@ def facts_content(view: TraceView, trace: Mapping[str, Any]) -> Content:
     parts = [*_world_info_facts(trace.get("world_info")), *_config_facts(view, trace), *_tool_facts(record),
              *_attempt_facts(view), _usage_fact(view), _timing_fact(trace.get("timing")),
              _resources_fact(trace.get("resources") or {}), *_attribution_facts(trace.get("attribution") or {}),
-             *_adjustment_facts(trace.get("adjustments") or [])]
+             *_adjustment_facts(trace.get("adjustments") or []),
+             *(Content(line) for line in regex_script_lines(trace.get("regex_scripts")))]
     return Content("\n").join(parts)
 
 
