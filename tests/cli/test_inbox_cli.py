@@ -152,7 +152,7 @@ def test_trace_show_names_the_inbox_events_a_step_consumed(cli_env: dict[str, st
     inbox = detail["record"]["inbox"]
     assert [i["id"] for i in inbox["items"]][0] == queued["id"] and len(inbox["items"]) == 2
     line = next(line for line in shown.splitlines() if line.startswith("inbox: claim "))
-    assert f"{queued['id']} queued at " in line
+    assert f"answered item {queued['id']} (queued at " in line
     assert "queued first" not in json.dumps(detail["record"])  # references, never the queued text
     # Where the step's time went, stage by stage, in the order a step runs them (engine.step.STAGES).
     stages = detail["timing"]["stages"]

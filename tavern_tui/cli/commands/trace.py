@@ -120,8 +120,8 @@ def cmd_trace_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _write_request_context(shown.get("request_context"), out)
     inbox = record.get("inbox")
     if inbox:  # the inbox events this step consumed (seed 000 §5: claimed before assembly)
-        queued = ", ".join(f"{i['id']} queued at {i['ref'][0]}:{i['ref'][1]}" for i in inbox.get("items", []))
-        out.write(f"inbox: claim {inbox['claim'][0]}:{inbox['claim'][1]} took {queued}\n")
+        queued = ", ".join(f"item {i['id']} (queued at {i['ref'][0]}:{i['ref'][1]})" for i in inbox.get("items", []))
+        out.write(f"inbox: claim {inbox['claim'][0]}:{inbox['claim'][1]} answered {queued}\n")
     _write_tools(record, out)
     if shown.get("config_adjusted"):
         out.write(f"config effective: {json.dumps(shown['config_adjusted'])}\n")

@@ -61,7 +61,9 @@ class EditMessageScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="edit-box") as box:
-            box.border_title = Content(f"Edit {self._speaker}'s message")  # a str is markup
+            # a str is markup; a summary is its own kind of message
+            box.border_title = Content("Edit the summary" if self._speaker == "Summary" else
+                                       f"Edit {self._speaker}'s message")
             yield TextArea(self._text, id="edit-text", soft_wrap=True)
             yield Static(HINT, id="edit-hint", markup=False)
 
