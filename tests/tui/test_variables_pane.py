@@ -45,6 +45,7 @@ async def test_palette_opens_variables_with_their_history(corpus_tavern: Tavern,
                          and "turns" in str(app.screen.now.content))
         pane = app.screen
         assert isinstance(pane, VariablesScreen)
+        assert "MVU state (stat_data): ctrl+g" in str(pane.query_one("#vars-title").content)  # where MVU's state is
         assert str(pane.now.content) == "Local (this branch): 1\n  turns = 2\nGlobal (every chat): 0\n  (none)"
         history = str(pane.history.content).splitlines()
         assert history == ["after message 2 ('first') · by a reply's prompt", "    local: turns = 1",

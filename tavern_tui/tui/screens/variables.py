@@ -79,7 +79,9 @@ class VariablesScreen(TavernScreen[None]):
     history = getters.query_one("#vars-history", Static)
 
     def compose(self) -> ComposeResult:
-        yield ScreenTitle("Variables", id="vars-title", markup=False)
+        # A stateful card's state is not a macro variable: a SillyTavern/MVU player looks for it here.
+        yield ScreenTitle("Variables · the chat's macro variables ({{setvar}}, {{getvar}}) · a stateful card's "
+                          "MVU state (stat_data): ctrl+g in the chat", id="vars-title", markup=False)
         with VerticalScroll(id="vars-body"):
             yield Static("Now", classes="vars-heading", markup=False)
             yield Static("…", id="vars-now", markup=False)
