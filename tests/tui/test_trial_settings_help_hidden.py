@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from textual.message import Message
 from textual.widgets import Input
 
@@ -105,3 +106,19 @@ async def test_an_imported_hidden_line_is_marked_as_never_sent(corpus_tavern: Ta
         assert all(box.query_one(MessageHeader).mark != "hidden · not sent" for box in boxes if box is not hidden)
         await pilot.pause()
         assert "hidden · not sent" in screen_text(app)
+
+
+@pytest.mark.usefixtures("isolated_profile")
+async def test_saving_a_model_the_environment_overrides_says_so(corpus_tavern: Tavern,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Precedence (config): flags, then the environment, then the file: a saved model loses to TAVERN_MODEL.
+    monkeypatch.setenv("TAVERN_MODEL", "x")
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        settings = await _open_settings(pilot)
+        settings.query_one("#model", Input).value = "yyy"
+        await pilot.press("ctrl+s")
+        await noted(pilot, seen, "TAVERN_MODEL is set in the environment and will win over what you saved when "
+                                 "tavern starts again (unset to use the file).")
+        assert corpus_tavern.settings.provider.model == "yyy"  # this run uses what was saved

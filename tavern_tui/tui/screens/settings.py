@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -35,6 +35,16 @@ from tavern_tui.tui.widgets.screen_title import ScreenTitle
 if TYPE_CHECKING:
     from tavern_tui.providers.probe import EndpointReport
     from tavern_tui.service import Tavern
+
+
+def overridden_by_environment(settings: Any) -> list[str]:
+    """The environment variables set now that differ from the endpoint `settings` saved: the next start
+    reads them before the config file (`config`: flags, then environment, then the file)."""
+    import os
+
+    provider = settings.provider
+    fields = (("TAVERN_API_BASE", provider.base_url), ("TAVERN_MODEL", provider.model))
+    return [name for name, saved in fields if os.environ.get(name) not in (None, "", saved)]
 
 
 class SettingsScreen(TavernScreen[bool]):
@@ -283,6 +293,11 @@ class SettingsScreen(TavernScreen[bool]):
                 apply(new.tui)
             kept = {"keyring": " · key in the OS keyring", "file": " · key in the config file (0600)"}.get(where, "")
             self.notify(f"Saved to {path}{kept}. Now using {self.tavern.provider_label}.", title="Settings")
+            overriding = overridden_by_environment(new)
+            if overriding:  # the environment comes before the file when tavern starts again
+                self.notify(f"{', '.join(overriding)} {'is' if len(overriding) == 1 else 'are'} set in the "
+                            "environment and will win over what you saved when tavern starts again (unset to "
+                            "use the file).", title="Settings", severity="warning", timeout=12)
             self.dismiss(True)
 
         self.call(write, title="Cannot save the settings", then=saved)
