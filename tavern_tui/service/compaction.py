@@ -342,7 +342,8 @@ class CompactionService:
                              **({"attempts": streamed.attempts} if streamed.attempts else {}))
         node = NewEvent(EventKind.SURFACE_REPLACED, "system", {
             "targets": [list(t) for t in targets], "request": list(header.ref),
-            "message": {"role": "system", "content": text, "summary": meta}}, Origin.ENGINE, SUMMARY_SOURCE)
+            "message": {"role": "system", "content": text, "summary": meta},
+            **({"usage": streamed.usage} if streamed.usage else {})}, Origin.ENGINE, SUMMARY_SOURCE)
         if len(streamed.attempts) < 2:  # the one request: its trace and the summary in one batch
             trace, summary = log.append(session_id, [first, node])
         else:  # the retries' records name the first one's ref: it is stored first

@@ -185,6 +185,8 @@ async def test_trace_list_and_show_give_a_retried_summary_requests_stages_and_ou
         assert [a["status"] for a in view.attempts] == [503, 200] and view.latency_ms is not None
     for trace_id in (first.id, retry.id):  # a retry's record leaves the stage times to the first request's
         assert set(service.traces.trace(trace_id)["timing"]["stages"]) == SUMMARY_STAGES
+    # The provider's usage (the SSE usage chunk: prompt 10, completion 5) on the request that answered.
+    assert (first.usage, retry.usage) == (None, {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TAVERN_")} | {"TAVERN_HOME": str(isolated_profile)}
 

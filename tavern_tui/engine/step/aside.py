@@ -30,6 +30,7 @@ from tavern_tui.engine.stream import (
     Provider,
     ReasoningDelta,
     TextDelta,
+    Usage,
     prepare_call,
 )
 from tavern_tui.errors import CallConfigError
@@ -94,11 +95,14 @@ class Streamed:
         attempts: the stream's HTTP attempts (`Attempts.records`: status, error, retry delay,
             config, omissions; never credentials), the first request's first; empty when the
             provider reported none.
+        usage: `{"prompt_tokens", "completion_tokens", "total_tokens"}` as the provider reported
+            them (as a step's reply stores them), None when it reported none.
     """
 
     text: str
     timing: dict[str, Any] = field(default_factory=dict)
     attempts: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, int | None] | None = None
 
 
 async def stream_text(provider: Provider, request: ChatRequest, stages: Mapping[str, float], *,
@@ -122,10 +126,15 @@ async def stream_text(provider: Provider, request: ChatRequest, stages: Mapping[
     clock = StreamTiming(stages, now)
     parts: list[str] = []
     attempts: list[dict[str, Any]] = []
+    usage: dict[str, int | None] | None = None
     async with aclosing(provider.stream(request)) as stream:
         async for event in stream:
             if isinstance(event, Attempts):
                 attempts = [dict(a) for a in event.records]
+                continue
+            if isinstance(event, Usage):
+                usage = {"prompt_tokens": event.prompt_tokens, "completion_tokens": event.completion_tokens,
+                         "total_tokens": event.total_tokens}
                 continue
             if isinstance(event, TextDelta | ReasoningDelta):
                 clock.first_byte()
@@ -134,4 +143,4 @@ async def stream_text(provider: Provider, request: ChatRequest, stages: Mapping[
                 if on_text is not None:
                     on_text(event.text)
     clock.finish()
-    return Streamed("".join(parts), clock.timing, attempts)
+    return Streamed("".join(parts), clock.timing, attempts, usage)
