@@ -142,6 +142,19 @@ async def test_persona_footer_at_80_columns_keeps_affirm_and_decline(corpus_tave
         assert cut_keys(screen) == []
 
 
+async def test_persona_tables_at_80_columns_keep_every_column_on_screen(corpus_tavern: Tavern) -> None:
+    await two_nominations(corpus_tavern)
+    corpus_tavern.persona.edit_persona(0, add="Ann carries a lantern everywhere and never lets it go out at night.")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=NARROW) as pilot:
+        await open_seraphina(pilot)
+        screen = await open_pane(pilot, "f8")
+        await wait_until(pilot, lambda: screen.entries.row_count > 0 and screen.nomination_table.row_count > 0)
+        await pilot.pause()
+        for table in (screen.entries, screen.nomination_table):  # the last column (Marks, Sensitivity) not cut off
+            assert table.virtual_size.width <= table.scrollable_content_region.width
+
+
 async def test_strategy_pane_footer_at_80_columns(corpus_tavern: Tavern) -> None:
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=NARROW) as pilot:

@@ -31,6 +31,7 @@ from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona.editor import PersonaEditor
 from tavern_tui.tui.screens.persona.history import PersonaHistoryScreen
 from tavern_tui.tui.screens.persona.labels import (
+    NARROW_TEXT_WIDTH,
     TEXT_WIDTH,
     _marks_cell,
     conflict_note,
@@ -232,7 +233,9 @@ class PersonaScreen(TavernScreen[None]):
     def _fill_entries(self, doc: PersonaDocument, rendered: RenderedPersona | None, keep: int | None) -> None:
         table = self.entries
         # A str cell is markup: the person's text goes in as Text.
-        fill_rows(table, ((str(entry.id), [str(entry.id), Text(clip(entry.text, TEXT_WIDTH)),
+        # Under 100 columns a shorter text leaves room for the From, Sensitivity and Marks columns.
+        width = TEXT_WIDTH if self.app.size.width >= 100 else NARROW_TEXT_WIDTH
+        fill_rows(table, ((str(entry.id), [str(entry.id), Text(clip(entry.text, width)),
                                            Text(provenance_label(entry)), entry.sensitivity,
                                            _marks_cell(entry_marks(entry, rendered))])
                           for entry in doc.entries))
@@ -244,7 +247,8 @@ class PersonaScreen(TavernScreen[None]):
 
     def _fill_nominations(self, nominations: Sequence[Belief], keep: int | None) -> None:
         table = self.nomination_table
-        fill_rows(table, ((str(belief.id), [str(belief.id), Text(clip(belief.statement, TEXT_WIDTH)),
+        width = TEXT_WIDTH if self.app.size.width >= 100 else NARROW_TEXT_WIDTH
+        fill_rows(table, ((str(belief.id), [str(belief.id), Text(clip(belief.statement, width)),
                                             f"{belief.confidence:.2f}", str(belief.corroborations),
                                             belief.sensitivity])
                           for belief in nominations))

@@ -16,6 +16,8 @@ from tavern_tui.tui.labels import clip, plural
 
 TEXT_WIDTH = 62
 """Characters of an entry's or a statement's text the tables show before cutting it with "…"."""
+NARROW_TEXT_WIDTH = 28
+"""`TEXT_WIDTH` under 100 columns: the tables' other columns (From, Sensitivity, Marks) stay on screen."""
 
 SUPPORT_WIDTH = 100
 """Characters of a supporting message shown under the nominations."""
