@@ -90,7 +90,9 @@ async def test_compaction_from_the_palette_shows_a_summary_block_with_its_origin
         await pilot.press(*"Compact")
         await pilot.pause(0.2)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: any(b.has_class("-summary") for b in chat.transcript.boxes))
+        # The box is a summary once its originals' section is mounted too (the class comes first).
+        await wait_until(pilot, lambda: any(b.has_class("-summary") and b.query(".originals")
+                                            for b in chat.transcript.boxes))
         assert scripted.requests[-1].messages[1]["content"].startswith("Seraphina: ")
         box = next(b for b in chat.transcript.boxes if b.has_class("-summary"))
         assert box.text == "Ann and Seraphina talked about the lantern."
