@@ -20,6 +20,17 @@ async def _round(service: Tavern, pid: int, text: str = "") -> list[Any]:
     return [update async for update in service.groups.play_round(pid, text)]
 
 
+async def _glade_round(service: Tavern, server: LoopbackServer, text: str, replies: tuple[str, str]) -> int:
+    """A group "Glade" (Seraphina then Shodan, list order) played one round on `text`, the members
+    answering `replies`; its playthrough id."""
+    _group, playthrough = service.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list",
+                                                   user_name="Ann")
+    for reply in replies:
+        server.enqueue_sse(sse_chunks_for(reply))
+    await _round(service, playthrough.id, text)
+    return playthrough.id
+
+
 def _system(request: Any) -> str:
     return "\n".join(m["content"] for m in request.json["messages"] if m["role"] == "system")
 
@@ -54,20 +65,16 @@ async def test_one_line_one_request_per_member_each_written_for_its_speaker(loop
 
 async def test_a_swipe_of_the_second_members_reply_asks_the_same_member(looped: Tavern,
                                                                        server: LoopbackServer) -> None:
-    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list",
-                                                  user_name="Ann")
-    server.enqueue_sse(sse_chunks_for("Welcome."))
-    server.enqueue_sse(sse_chunks_for("Insect."))
-    await _round(looped, playthrough.id, "Hello.")
+    pid = await _glade_round(looped, server, "Hello.", ("Welcome.", "Insect."))
     server.enqueue_sse(sse_chunks_for("Pathetic creature."))
-    async for _ in looped.steps.regenerate(playthrough.id):
+    async for _ in looped.steps.regenerate(pid):
         pass
     assert "Write Shodan's next reply" in _system(server.requests[-1])
-    last = looped.playthroughs.messages(playthrough.id)[-1]
+    last = looped.playthroughs.messages(pid)[-1]
     assert (last.speaker, last.content) == ("Shodan", "Pathetic creature.")
-    swipe = looped.timeline.swipe(playthrough.id, -1)  # back to the first variant: still Shodan's
+    swipe = looped.timeline.swipe(pid, -1)  # back to the first variant: still Shodan's
     assert swipe is not None
-    previous = looped.playthroughs.messages(playthrough.id)[-1]
+    previous = looped.playthroughs.messages(pid)[-1]
     assert (previous.speaker, previous.content) == ("Shodan", "Insect.")
 
 
@@ -235,12 +242,9 @@ async def test_the_tree_names_each_members_reply(looped: Tavern, server: Loopbac
 
 async def test_a_search_hit_in_a_group_chat_names_the_member_who_wrote_it(looped: Tavern,
                                                                          server: LoopbackServer) -> None:
-    _group, playthrough = looped.groups.new_group("Glade", ["Seraphina", "Shodan"], strategy="list",
-                                                  user_name="Ann")
-    server.enqueue_sse(sse_chunks_for("Welcome to the glade, Ann."))
-    server.enqueue_sse(sse_chunks_for("Insect. Another visitor."))
-    await _round(looped, playthrough.id, "Hello, both of you.")
+    pid = await _glade_round(looped, server, "Hello, both of you.",
+                             ("Welcome to the glade, Ann.", "Insect. Another visitor."))
     [hit] = looped.chats.search("insect visitor")
-    assert (hit.playthrough_id, hit.role, hit.speaker) == (playthrough.id, "assistant", "Shodan")
+    assert (hit.playthrough_id, hit.role, hit.speaker) == (pid, "assistant", "Shodan")
     [hit] = looped.chats.search("welcome glade")
     assert hit.speaker == "Seraphina"
