@@ -36,6 +36,9 @@ def test_new_list_show_and_cast_changes(cli_env: dict[str, str]) -> None:
 
     listed = run_cli(["group", "list"], cli_env)
     assert listed.stdout == f"{shown['group']['id']} Glade · Seraphina, Shodan · list\n"
+    # `tavern sessions` lists the group's chat under the group's name, not its first member's.
+    [line] = run_cli(["sessions"], cli_env).stdout.splitlines()
+    assert line.split()[:3] == [str(shown["playthrough"]["id"]), "Glade", "(group)"]
     muted = run_cli(["group", "mute", "Glade", "Shodan"], cli_env)
     assert muted.returncode == 0 and "2. Shodan (character" in muted.stdout and muted.stdout.rstrip().endswith("muted")
     missing = run_cli(["group", "mute", "Meadow", "Shodan"], cli_env)

@@ -102,9 +102,11 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_FAILED if any(r.error for r in results) or not results else EXIT_OK
 
 
-def _session_line(p: PlaythroughView) -> str:
+def _session_line(p: PlaythroughView, group: str | None = None) -> str:
+    """One `tavern sessions` line; a group chat under its group's name (`group`), not its first member's."""
     noun = "message " if p.message_count == 1 else "messages"
-    return (f"{p.id:>4}  {ljust(p.character_name, 24)} {p.message_count:>4} {noun}  "
+    name = f"{group} (group)" if group else p.character_name
+    return (f"{p.id:>4}  {ljust(name, 24)} {p.message_count:>4} {noun}  "
             f"last played {p.updated_at:%Y-%m-%d %H:%M} UTC  {p.chat_title}{'  (archived)' if p.archived else ''}")
 
 
@@ -113,7 +115,8 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_service(args) as tavern:
         character_id = tavern.library.find_character(args.character).id if args.character else None
         items = tavern.playthroughs.playthroughs(character_id, include_archived=args.all)
-    return print_rows(out, items, as_json=args.json, line=_session_line,
+        groups = {} if args.json else {pid: g.name for g in tavern.groups.groups() for pid in g.playthroughs}
+    return print_rows(out, items, as_json=args.json, line=lambda p: _session_line(p, groups.get(p.id)),
                       empty_hint="no playthroughs yet; start one with `tavern chat CHARACTER --say TEXT` or in the TUI")
 
 
