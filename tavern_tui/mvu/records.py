@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tavern_tui.engine.events import Event, EventKind
+from tavern_tui.engine.log import EDIT_SOURCE
 
 __all__ = ["MVU_PART", "MvuHead", "commit_part", "counted_messages", "mvu_commits", "mvu_head", "shown_commits",
            "snapshot_variables"]
@@ -63,13 +64,10 @@ def commit_part(message: tuple[int, int], base: tuple[int, int] | None, record: 
     return part
 
 
-_EDIT_SOURCE = "edit"  # `engine.log.EDIT_SOURCE`: a surface replacement the person made
-
-
 def _edits(events: Iterable[Event]) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """Each edit on the surface (the person's surface replacement with a message) → the refs it rewrote."""
     return {event.ref: [(int(t[0]), int(t[1])) for t in event.body.get("targets") or ()] for event in events
-            if event.kind == EventKind.SURFACE_REPLACED and event.source == _EDIT_SOURCE
+            if event.kind == EventKind.SURFACE_REPLACED and event.source == EDIT_SOURCE
             and isinstance(event.body.get("message"), Mapping)}
 
 
@@ -91,7 +89,12 @@ def counted_messages(events: Sequence[Event], shown: Iterable[tuple[int, int]]) 
     text: it re-reads only messages sent or received (MagVarUpdate `initResponse`: MESSAGE_SENT,
     MESSAGE_RECEIVED), so an edit neither rolls the state back nor applies the edited commands.
     A deleted message's record stops counting (its variables go with it)."""
-    edits = _edits(events)
+    return _counted(_edits(events), shown)
+
+
+def _counted(edits: Mapping[tuple[int, int], list[tuple[int, int]]],
+             shown: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
+    """`counted_messages` with the surface's edits already read."""
     counted: set[tuple[int, int]] = set()
     for ref in shown:
         counted.update(_rewritten(edits, ref) if edits else (ref,))
@@ -101,8 +104,8 @@ def counted_messages(events: Sequence[Event], shown: Iterable[tuple[int, int]]) 
 def shown_commits(events: Sequence[Event], shown: Sequence[tuple[int, int]]) -> dict[tuple[int, int], MvuHead]:
     """Every shown message holding a record, by its shown ref: its own, or for a message shown edited
     the record of the message it rewrote (`counted_messages`)."""
-    edits = _edits(events)
-    commits = mvu_commits(events, counted_messages(events, shown))
+    edits = _edits(events)  # read once for both the counted set and each shown message's chain
+    commits = mvu_commits(events, _counted(edits, shown))
     out: dict[tuple[int, int], MvuHead] = {}
     for ref in shown:
         held = next((commits[m] for m in (_rewritten(edits, ref) if edits else (ref,)) if m in commits), None)
