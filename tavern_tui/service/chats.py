@@ -13,6 +13,7 @@ from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
+from tavern_tui.service.timeline.tree import member_name
 from tavern_tui.store.search import words
 from tavern_tui.views import PlaythroughView, SearchResultView
 
@@ -100,9 +101,8 @@ class ChatService:
         for result in results:
             body = bodies.get(result.shown_ref) if result.shown_ref is not None else None
             message = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), dict) else body
-            name = message.get("name") if isinstance(message, dict) and isinstance(message.get("character_id"), int) \
-                else None
-            named.append(replace(result, speaker=name) if isinstance(name, str) and name else result)
+            name = member_name(message)  # an edit's body holds the message it shows
+            named.append(replace(result, speaker=name) if name else result)
         return named
 
     def open_result(self, result: SearchResultView) -> PlaythroughView:

@@ -30,7 +30,7 @@ def _preview(text: str) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
-def _member_name(body: dict[str, Any] | None) -> str | None:
+def member_name(body: dict[str, Any] | None) -> str | None:
     """The group member a reply's body names (`name` beside its `character_id`); None otherwise."""
     if isinstance(body, dict) and isinstance(body.get("character_id"), int) and isinstance(body.get("name"), str):
         return body["name"] or None
@@ -84,7 +84,7 @@ def timeline_view(playthrough_id: int, timeline: Timeline, links: dict[Ref, list
                                  on_path is not None and on_path.deleted,
                                  row.kind == EventKind.ASSISTANT_ATTEMPT, tuple(links.get(ref, ())),
                                  summarised=on_path is not None and on_path.summary is not None,
-                                 speaker=_member_name(row.body)))
+                                 speaker=member_name(row.body)))
         if ref in closing:  # the summary node, once, right after the last message it folds
             summary = shown[ref].summary
             assert summary is not None and summary.message is not None
