@@ -55,7 +55,7 @@ class TavernApp(App[None]):
     """
 
     TITLE = "tavern-tui"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (theming.WIDE_AT, "-wide")]
     """Below 100 columns every screen has the class `-narrow` (app.tcss stacks side-by-side panes)."""
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),

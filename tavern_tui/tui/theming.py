@@ -13,6 +13,10 @@ import tavern_tui
 DEFAULT_THEME = "tavern-dark"
 """The theme the app starts with."""
 
+WIDE_AT = 100
+"""Columns from which a screen is `-wide` (below: `-narrow`, `TavernApp.HORIZONTAL_BREAKPOINTS`); the
+widgets that size their columns to the screen read the same width."""
+
 APP_VARIABLES: dict[str, str] = {
     "speaker-user": "secondary",
     "speaker-character": "primary",

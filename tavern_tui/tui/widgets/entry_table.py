@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from tavern_tui.lore.model import WorldInfoEntry
 from tavern_tui.tui.labels import clip
 from tavern_tui.tui.lore_labels import keys_label, position_label
+from tavern_tui.tui.theming import WIDE_AT
 
 COLUMNS: dict[str, str] = {
     "uid": "UID", "title": "Title", "keys": "Keys", "constant": "Const",
@@ -67,7 +68,7 @@ class EntryTable(DataTable[Text]):
 
     def on_mount(self) -> None:
         # Fixed widths (the cells are clipped to them): the table never redraws wider as rows arrive.
-        self._widths = NARROW_WIDTHS if self.app.size.width < 100 else WIDTHS  # the app's `-narrow` breakpoint
+        self._widths = NARROW_WIDTHS if self.app.size.width < WIDE_AT else WIDTHS  # the app's `-narrow` breakpoint
         for key, label in COLUMNS.items():
             self.add_column(label, key=key, width=self._widths[key])
 

@@ -31,14 +31,13 @@ from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona.editor import PersonaEditor
 from tavern_tui.tui.screens.persona.history import PersonaHistoryScreen
 from tavern_tui.tui.screens.persona.labels import (
-    NARROW_TEXT_WIDTH,
-    TEXT_WIDTH,
     _marks_cell,
     conflict_note,
     entry_marks,
     provenance_label,
     sent_summary,
     support_content,
+    text_width,
 )
 from tavern_tui.tui.screens.persona.snapshot import PersonaSnapshot, read_snapshot
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
@@ -233,8 +232,7 @@ class PersonaScreen(TavernScreen[None]):
     def _fill_entries(self, doc: PersonaDocument, rendered: RenderedPersona | None, keep: int | None) -> None:
         table = self.entries
         # A str cell is markup: the person's text goes in as Text.
-        # Under 100 columns a shorter text leaves room for the From, Sensitivity and Marks columns.
-        width = TEXT_WIDTH if self.app.size.width >= 100 else NARROW_TEXT_WIDTH
+        width = text_width(self.app.size.width)
         fill_rows(table, ((str(entry.id), [str(entry.id), Text(clip(entry.text, width)),
                                            Text(provenance_label(entry)), entry.sensitivity,
                                            _marks_cell(entry_marks(entry, rendered))])
@@ -247,7 +245,7 @@ class PersonaScreen(TavernScreen[None]):
 
     def _fill_nominations(self, nominations: Sequence[Belief], keep: int | None) -> None:
         table = self.nomination_table
-        width = TEXT_WIDTH if self.app.size.width >= 100 else NARROW_TEXT_WIDTH
+        width = text_width(self.app.size.width)
         fill_rows(table, ((str(belief.id), [str(belief.id), Text(clip(belief.statement, width)),
                                             f"{belief.confidence:.2f}", str(belief.corroborations),
                                             belief.sensitivity])

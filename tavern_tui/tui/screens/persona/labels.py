@@ -13,11 +13,18 @@ from textual.content import Content
 from tavern_tui.errors import Conflict
 from tavern_tui.persona.model import Belief, PersonaEntry, RenderedPersona
 from tavern_tui.tui.labels import clip, plural
+from tavern_tui.tui.theming import WIDE_AT
 
 TEXT_WIDTH = 62
 """Characters of an entry's or a statement's text the tables show before cutting it with "…"."""
 NARROW_TEXT_WIDTH = 28
 """`TEXT_WIDTH` under 100 columns: the tables' other columns (From, Sensitivity, Marks) stay on screen."""
+
+
+def text_width(columns: int) -> int:
+    """Characters of an entry's or a statement's text the tables show on a screen `columns` wide:
+    `NARROW_TEXT_WIDTH` below the app's `-wide` breakpoint (`theming.WIDE_AT`), else `TEXT_WIDTH`."""
+    return TEXT_WIDTH if columns >= WIDE_AT else NARROW_TEXT_WIDTH
 
 SUPPORT_WIDTH = 100
 """Characters of a supporting message shown under the nominations."""
