@@ -34,6 +34,13 @@ module. Once the service is open, the opening thread imports the chat screen (an
 safety patterns; 0.4-0.5 s on this box, paid by the first Enter on a character before). Measured
 2026-12-07 on a quiet box: paint 448 / 460 ms, 1.67 / 1.74x the bare app's 269 / 264 ms (3.71x the
 same day before the first list was painted ahead of the service; 3.54 / 3.66x on 2026-12-06).
+Later the same day, on a faster box: the runs had inherited PYTHONDONTWRITEBYTECODE from the shell,
+so our modules were compiled from source on every start (1.88 / 1.90x: 307 / 315 vs 162 / 167 ms);
+with their .pyc files, as an installed app has them, 1.68x (255 vs 152 ms). Then the first paint
+stopped importing what it does not show (the engine's stream types and events, the views of chats,
+trees and traces, the help, notifications and import screens, the `[keys]` resolver, and TextArea,
+which the app's `?` check imported while the footer was built): 1.53 / 1.54x (246 / 232 vs
+161 / 151 ms), meeting 1.6x.
 """
 
 from __future__ import annotations
@@ -71,7 +78,10 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _env(db: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TAVERN_")}
+    # Without PYTHONDONTWRITEBYTECODE (set in this workplace's shell): an installed app has its
+    # .pyc files after the first run, as the bare app's Textual has them from pip; with it set,
+    # every run compiled our ~60 start-up modules from source (~15 ms, measured 2026-12-07).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAVERN_") and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(TERM="xterm-256color", COLUMNS="120", LINES="40", TEXTUAL_ANIMATIONS="none")
     if db is not None:
         env["TAVERN_DB_URL"] = f"sqlite:///{db}"

@@ -1,4 +1,5 @@
-"""Provides provider settings; the `Provider` protocol itself is the engine's (engine/stream.py)."""
+"""Provides provider settings; the `Provider` protocol itself is the engine's (`engine.stream`, not
+imported here: the config reads these settings before the first screen paints)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlsplit
 
-from tavern_tui.engine.stream import Provider
 from tavern_tui.text.secret_values import without_credentials
 
-__all__ = ["ENDPOINT_FIX", "Provider", "ProviderSettings", "endpoint_of", "endpoint_problem"]
+__all__ = ["ENDPOINT_FIX", "ProviderSettings", "endpoint_of", "endpoint_problem"]
 
 
 @dataclass(frozen=True)

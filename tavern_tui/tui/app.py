@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
@@ -20,16 +21,14 @@ from tavern_tui.config.store import save_config
 from tavern_tui.tui import theming
 from tavern_tui.tui.exit_watch import QUIT_SIGNALS, ExitWatchdog
 from tavern_tui.tui.kept_text import put_back
-from tavern_tui.tui.keymap import resolve_keymap
 from tavern_tui.tui.messages import DraftChosen, PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.opening import OpeningTavern, opened_service
-from tavern_tui.tui.screens.help import HelpScreen
 from tavern_tui.tui.screens.home import HomeScreen
-from tavern_tui.tui.screens.notices import Notice, NoticesScreen
 
 if TYPE_CHECKING:
     from tavern_tui.service import Tavern
     from tavern_tui.service.first_screen import FirstScreen
+    from tavern_tui.tui.screens.notices import Notice
 
 
 def _utc_now() -> datetime:
@@ -100,6 +99,8 @@ class TavernApp(App[None]):
         keymap: dict[str, str] = {}
         self._keymap_problems: list[str] = []
         if tavern.settings.keys:  # resolving imports every screen: only when there is a `[keys]` remap
+            from tavern_tui.tui.keymap import resolve_keymap
+
             keymap, self._keymap_problems = resolve_keymap(tavern.settings.keys,
                                                            str(tavern.settings.config_path or "config.toml"))
         if keymap:
@@ -121,7 +122,7 @@ class TavernApp(App[None]):
                         + (" … (ctrl+l lists them all)" if len(problems) > 1 else ""),
                         title="Config file", severity="warning", timeout=10)
             for problem in problems:
-                self.notices.append(Notice(_utc_now(), "warning", "Config file", problem))
+                self.record_notice("warning", "Config file", problem)
         self._theme_ready = True
 
     def on_ready(self) -> None:
@@ -143,20 +144,22 @@ class TavernApp(App[None]):
         names and config keys such as `[tools]` or "no [DONE]", which markup would swallow, and a
         widget's or screen's `notify` passes `markup=True` to the app unless told otherwise.
         """
-        self.notices.append(Notice(_utc_now(), severity, title, message))
+        self.record_notice(severity, title, message)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)  # type: ignore[arg-type]
 
     def record_notice(self, severity: str, title: str, text: str) -> None:
         """Keep a notice for the notifications screen without a toast (an import's every warning)."""
+        from tavern_tui.tui.screens.notices import Notice  # the screen loads on first use, not at start
+
         self.notices.append(Notice(_utc_now(), severity, title, text))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "help_key":
-            # TextArea is imported here, not at start (~14 ms, with its syntax highlighting); a
-            # TextArea on screen has imported it already.
-            from textual.widgets import TextArea
-
-            if isinstance(self.focused, Input | TextArea):
+            # The footer asks this while the first screen paints: TextArea is not imported for it
+            # (~10 ms, with its syntax highlighting); a TextArea on screen has imported it already.
+            text_area = sys.modules.get("textual.widgets._text_area")
+            kinds = (Input, text_area.TextArea) if text_area is not None else (Input,)
+            if isinstance(self.focused, kinds):
                 return False  # `?` is typed into a text field; F1 still opens the help
         return True
 
@@ -175,6 +178,8 @@ class TavernApp(App[None]):
 
     def action_help(self) -> None:
         """Open the keys of the current screen (not over another help)."""
+        from tavern_tui.tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
@@ -203,6 +208,8 @@ class TavernApp(App[None]):
 
     def action_notices(self) -> None:
         """Open the list of this run's notifications."""
+        from tavern_tui.tui.screens.notices import NoticesScreen
+
         if not isinstance(self.screen, NoticesScreen):
             self.push_screen(NoticesScreen(self.notices))
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from tavern_tui.engine.events import INTERRUPTED_REASON
-from tavern_tui.views import CharacterView, MessageView, OpeningView, PlaythroughView
+if TYPE_CHECKING:  # annotations only: the first screen paints before a chat's views load
+    from tavern_tui.views import CharacterView, MessageView, OpeningView, PlaythroughView
 
 _SPECS = {"chara_card_v1": "V1 card", "chara_card_v2": "V2 card", "chara_card_v3": "V3 card"}
 
@@ -96,6 +97,8 @@ def message_mark(message: MessageView) -> str:
         return HIDDEN_MARK
     if message.partial:
         if message.error_category == "interrupted":  # recovered after a kill: say why (issue 23 item 1)
+            from tavern_tui.engine.events import INTERRUPTED_REASON  # the engine loads after the first paint
+
             return f"recovered · {INTERRUPTED_REASON}"
         if message.error_category:
             return f"error · {message.error_category}"

@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 
-from tavern_tui.engine.stream import ChatRequest, Finished, TextDelta, Usage
-from tavern_tui.providers.base import Provider
+from tavern_tui.engine.stream import ChatRequest, Finished, Provider, TextDelta, Usage
 from tavern_tui.providers.demo import DEMO_LABEL, DemoProvider
 
 

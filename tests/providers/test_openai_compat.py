@@ -8,7 +8,16 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tavern_tui.engine.stream import Attempts, ChatRequest, Finished, ReasoningDelta, StreamEvent, TextDelta, Usage
+from tavern_tui.engine.stream import (
+    Attempts,
+    ChatRequest,
+    Finished,
+    Provider,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    Usage,
+)
 from tavern_tui.errors import (
     AuthenticationError,
     BadRequestError,
@@ -18,7 +27,7 @@ from tavern_tui.errors import (
     RateLimitError,
     ServerError,
 )
-from tavern_tui.providers.base import Provider, ProviderSettings
+from tavern_tui.providers.base import ProviderSettings
 from tavern_tui.providers.openai_compat import RETRY_CAP, OpenAICompatProvider, retry_delay
 from tests.support.loopback import LoopbackServer, closed_port_url, rechunk, sse_chunks_for
 
