@@ -347,7 +347,7 @@ async def test_a_reply_another_window_writes_shows_here_once_it_settles(corpus_t
         head = corpus_tavern.playthroughs.playthrough(chat.playthrough_id).session_id
         lease = corpus_tavern.store.claims.claim(head, 75.0)  # the other window's step
         corpus_tavern.inbox.add(chat.playthrough_id, "are you there?")
-        chat._reload()
+        chat.reload()
         await wait_until(pilot, lambda: len(chat.queue.items) == 1)
         await pilot.press("enter")  # empty composer, a line queued: answer it (the other has the step)
         await wait_until(pilot, lambda: chat.status.detail == "a reply is being written in another window")

@@ -8,7 +8,7 @@ named one (`on_round_update`: Textual finds named handlers on any class of the s
 while `@on` needs a widget or screen class). The narrow interface to the chat: `tavern`,
 `playthrough_id`, `playthrough`, `transcript`, `members` (the `MemberStrip`), `status`,
 `generating`, `call`, `_start`, `_view_of` (`ReplyFlow`), `reply_stream` (the running step's
-`ReplyStream`: `box`, `settle`) and `_refresh_queue`.
+`ReplyStream`: `box`, `settle`) and `queued` (`QueueControl`).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ class GroupChat:
                 status.detail = progress_detail(update.name, update.position, update.count, room)
         elif isinstance(update, LineQueued):
             self.notify(NOBODY_REPLIES, title="Your line waits", timeout=8)  # type: ignore[attr-defined]
-            self._refresh_queue()  # type: ignore[attr-defined]
+            self.queued.refresh()  # type: ignore[attr-defined]
 
     async def settle_member(self, event: object) -> None:
         """A member's reply is stored: settle its box now, so the next member's streams under it."""

@@ -12,7 +12,7 @@ messages and `y` / `x` work; the keys that change the chat or open a pane say th
 
 The narrow interface to the chat: `screen.transcript.boxes` (the mounted `MessageBox`es, each
 with `.view`), `screen.transcript` (focusable), `screen.prompt`, `screen.playthrough_id`,
-`screen.tavern`, `screen.call` and `screen._reload()`. Nothing here keeps a box beyond a key
+`screen.tavern`, `screen.call` and `screen.reload()`. Nothing here keeps a box beyond a key
 press: the cursor is the box's stored ref, found again among the mounted boxes each time.
 """
 
@@ -319,7 +319,7 @@ class MessageCursor:
             self._show_cursor(None)
         else:
             self.cursor_ref = keep
-        self._reload()  # type: ignore[attr-defined]
+        self.reload()  # type: ignore[attr-defined]
 
     async def _shown_with_cursor(self, state: Any, index: int) -> None:
         """Show the chat as re-read, then the cursor on the message at `index` (none if it is gone)."""

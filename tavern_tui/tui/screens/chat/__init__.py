@@ -7,13 +7,14 @@ one a module, each naming the narrow interface it uses:
 - `reading` (`ChatState`, `ChatReading`): what the chat shows of the database, and computing the
   token gauge the status line (`widgets.status_line.StatusLine`) asks for after a quiet moment;
 - `sending` (`ChatSending`): what Enter does with the composer's text, and the draft;
-- `queue` (`ChatQueue`): the inbox strip's service calls; the strip (`widgets.inbox_queue.QueueEditor`)
-  owns editing a queued line and posts what is to be stored;
+- `queue` (`QueueControl`, held as `queued`): the inbox strip's service calls; the strip
+  (`widgets.inbox_queue.QueueEditor`) owns editing a queued line and posts what is to be stored;
 - `reply` (`ReplyFlow`): one step run in the generation worker, its Messages handed to the
   transcript's side, and the transcript reconciled with the database when it ends;
 - `stream` (`ReplyStream`): the running step's state, in one object the screen holds
   (`reply_stream`), and what the transcript shows of it; it does no I/O;
-- `compaction` (`Compaction`): compacting the playthrough and editing its summaries;
+- `compaction` (`CompactionControl`, held as `compaction`): compacting the playthrough and
+  editing its summaries;
 - and, beside the package, `message_cursor` (`MessageCursor`) and `group_round` (`GroupChat`).
 """
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import events, getters
+from textual import events, getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
@@ -30,9 +31,9 @@ from textual.timer import Timer
 from tavern_tui.tui.labels import speaking_as
 from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
 from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen
-from tavern_tui.tui.screens.chat.compaction import Compaction
+from tavern_tui.tui.screens.chat.compaction import CompactionControl
 from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, PLACEHOLDERS, ChatOpening
-from tavern_tui.tui.screens.chat.queue import ChatQueue
+from tavern_tui.tui.screens.chat.queue import QueueControl
 from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, WATCH_EVERY, ChatReading, ChatState
 from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyFlow, Updates, describe_failure
 from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, draft_keeper, secret_label
@@ -50,6 +51,7 @@ from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.inbox_queue import QueueEditor
 from tavern_tui.tui.widgets.member_strip import MemberStrip
+from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.tui.widgets.status_line import TOKEN_DELAY, StatusLine
 from tavern_tui.tui.widgets.transcript import Transcript
@@ -64,8 +66,7 @@ __all__ = ["DRAFT_DELAY", "ESC_AGAIN", "GENERATION", "HELD", "PLACEHOLDER", "TOK
 _SWIPE = Binding.Group("Swipe")
 
 
-class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending, ChatQueue, ReplyFlow,
-                 Compaction, TavernScreen[None]):
+class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending, ReplyFlow, TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
     The composer is multi-line (`widgets.composer`): shift+Enter or ctrl+J starts a new line, a
@@ -183,6 +184,8 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
         # The card's regex-script question (asked once per character per run): sends wait for the answer.
         self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
+        self.queued = QueueControl(self)  # the inbox strip's reads, edits and cancels
+        self.compaction = CompactionControl(self)  # F10, F12 and a summary's originals
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
@@ -276,7 +279,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
             self.dismiss()
             self.app.post_message(PlaythroughChosen(playthrough_id))
             return
-        self._reload()
+        self.reload()
 
     def action_strategy(self) -> None:
         """Open the strategy and preset pane; the title is re-read when it closes."""
@@ -288,7 +291,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
 
     def _trace_closed(self, jumped: bool | None) -> None:
         if jumped:
-            self._reload()
+            self.reload()
 
     def action_persona(self) -> None:
         """Open the persona pane on this playthrough; the title is re-read when it closes (the name may change)."""
@@ -301,6 +304,38 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
     def action_variables(self) -> None:
         """Open the variables pane (issue 17): the variables now and their history per message."""
         self.app.push_screen(VariablesScreen(self.tavern, self.playthrough_id))
+
+    def action_compact(self) -> None:
+        """Summarise the oldest messages into one summary (`CompactionControl.compact`)."""
+        self.compaction.compact()
+
+    def action_edit_summary(self) -> None:
+        """Edit a summary: the focused one, else the only one, else one chosen."""
+        self.compaction.edit_summary()
+
+    @on(MessageBox.OriginalsWanted)
+    def _show_originals(self, event: MessageBox.OriginalsWanted) -> None:
+        self.compaction.show_originals(event.box)
+
+    def action_cancel_queued(self) -> None:
+        """Cancel the queued item being edited, or else the last one; it never reaches the model."""
+        self.queue.cancel()  # the strip posts `CancelRequested`
+
+    @on(Composer.EditPrevious, "#prompt")
+    def _edit_previous(self, event: Composer.EditPrevious) -> None:
+        self.queue.edit_previous()
+
+    @on(QueueEditor.EditSaved, "#inbox")
+    def _save_queued_edit(self, event: QueueEditor.EditSaved) -> None:
+        self.queued.save_edit(event.item_id, event.text)
+
+    @on(QueueEditor.CancelRequested, "#inbox")
+    def _cancel_queued(self, event: QueueEditor.CancelRequested) -> None:
+        self.queued.cancel(event.item_id)
+
+    @on(QueueEditor.EditLastSent, "#inbox")
+    def _edit_last_sent(self, event: QueueEditor.EditLastSent) -> None:
+        self.queued.edit_last_sent()
 
     def action_stop(self) -> None:
         """Leave the edit of a queued item, or else cancel the streaming reply; the service

@@ -1,79 +1,81 @@
-"""Provides `ChatQueue`, the chat screen's side of the inbox strip (`widgets.inbox_queue.QueueEditor`):
-reading the inbox and showing it, handing the strip ↑ and F9, and carrying out what it posts: an
-edit saved and a queued item canceled become inbox calls (then the inbox is re-read), and ↑ with
-nothing queued opens the last line you sent for editing.
+"""Provides `QueueControl`, the chat's side of the inbox strip (`widgets.inbox_queue.QueueEditor`):
+reading the inbox and showing it, and carrying out what the strip posts: an edit saved and a
+queued item canceled become inbox calls (then the inbox is re-read), and ↑ with nothing queued
+opens the last line you sent for editing.
 
 The strip owns the editing itself (which item, the draft held aside, the composer's text while
-an item is edited); the screen asks it (`queue.editing`, `queue.items`, `queue.draft`).
-
-Mixed into `ChatScreen` (before `TavernScreen`); a `MessagePump`, so its `@on` handlers are
-collected. The narrow interface to the chat: `tavern`, `playthrough_id`, `transcript`, `queue`,
-`generating`, `call` and `_reload` (`ChatReading`).
+an item is edited); the chat asks it (`queue.editing`, `queue.items`, `queue.draft`). The chat
+screen holds one `QueueControl` (`ChatScreen.queued`) and hands it the strip's Messages; the
+control reaches the chat only through `ChatHost`.
 """
 
 from __future__ import annotations
 
-from textual import on
-from textual.message_pump import MessagePump
+from typing import TYPE_CHECKING
 
 from tavern_tui.tui.modals.edit_message import EditMessageScreen
-from tavern_tui.tui.widgets.composer import Composer
-from tavern_tui.tui.widgets.inbox_queue import QueueEditor
-from tavern_tui.views import InboxItemView
+
+if TYPE_CHECKING:
+    from tavern_tui.tui.screens.chat.host import ChatHost
+    from tavern_tui.views import InboxItemView
 
 
-class ChatQueue(MessagePump):
-    """Mixed into the chat screen: showing the playthrough's queued lines and storing their edits."""
+class QueueControl:
+    """The playthrough's queued lines: shown above the composer, their edits and cancels stored.
 
-    def _show_queue(self, items: list[InboxItemView]) -> None:
-        had = bool(self.queue.items)
-        self.queue.show(items)
+    Args:
+        chat: the chat screen (`ChatHost`); its strip is `chat.queue`.
+    """
+
+    def __init__(self, chat: ChatHost) -> None:
+        self.chat = chat
+
+    def show(self, items: list[InboxItemView]) -> None:
+        """Show `items` (claim order) in the strip; the footer's "Cancel queued" follows."""
+        queue = self.chat.queue
+        had = bool(queue.items)
+        queue.show(items)
         if had != bool(items):
-            self.refresh_bindings()  # "Cancel queued" came or went
+            self.chat.refresh_bindings()  # "Cancel queued" came or went
 
-    def _refresh_queue(self) -> None:
+    def refresh(self) -> None:
         """Re-read the inbox (in a worker) and show it above the composer."""
-        self.call(self.tavern.inbox.pending, self.playthrough_id, title="Cannot read the inbox",
-                  then=self._show_queue)
+        chat = self.chat
+        chat.call(chat.tavern.inbox.pending, chat.playthrough_id, title="Cannot read the inbox", then=self.show)
 
-    @on(Composer.EditPrevious, "#prompt")
-    def _edit_previous(self, event: Composer.EditPrevious) -> None:
-        self.queue.edit_previous()
-
-    def action_cancel_queued(self) -> None:
-        """Cancel the queued item being edited, or else the last one; it never reaches the model."""
-        self.queue.cancel()
-
-    @on(QueueEditor.EditSaved, "#inbox")
-    def _save_queued_edit(self, event: QueueEditor.EditSaved) -> None:
-        self.call(self.tavern.inbox.edit, self.playthrough_id, event.item_id, event.text,
+    def save_edit(self, item_id: str, text: str) -> None:
+        """Store `text` as queued item `item_id`'s (the strip's `EditSaved`), then re-read the inbox."""
+        chat = self.chat
+        chat.call(chat.tavern.inbox.edit, chat.playthrough_id, item_id, text,
                   title="Cannot edit the queued message", severity="warning",
-                  then=lambda _: self._refresh_queue(), failed=lambda _: self._refresh_queue())
+                  then=lambda _: self.refresh(), failed=lambda _: self.refresh())
 
-    @on(QueueEditor.CancelRequested, "#inbox")
-    def _cancel_queued(self, event: QueueEditor.CancelRequested) -> None:
-        self.call(self.tavern.inbox.cancel, self.playthrough_id, event.item_id,
+    def cancel(self, item_id: str) -> None:
+        """Cancel queued item `item_id` (the strip's `CancelRequested`); it never reaches the model."""
+        chat = self.chat
+        chat.call(chat.tavern.inbox.cancel, chat.playthrough_id, item_id,
                   title="Cannot cancel the queued message", severity="warning",
-                  then=lambda item: self._cancelled(item), failed=lambda _: self._refresh_queue())
+                  then=self._cancelled, failed=lambda _: self.refresh())
 
     def _cancelled(self, item: InboxItemView) -> None:
-        self.notify(f"Canceled queued message {item.position}.", timeout=3)
-        self._refresh_queue()
+        self.chat.notify(f"Canceled queued message {item.position}.", timeout=3)
+        self.refresh()
 
-    @on(QueueEditor.EditLastSent, "#inbox")
-    def _edit_last_sent(self, event: QueueEditor.EditLastSent) -> None:
-        """↑ with nothing queued: edit your last message (the fork-preserving edit the tree
-        makes: a surface replacement; the original stays in the log)."""
-        if self.generating:
+    def edit_last_sent(self) -> None:
+        """↑ with nothing queued (the strip's `EditLastSent`): edit your last message (the
+        fork-preserving edit the tree makes: a surface replacement; the original stays in the
+        log). Nothing while a reply streams or before you said anything."""
+        chat = self.chat
+        if chat.generating:
             return
-        mine = [b.view for b in self.transcript.boxes if b.view is not None and b.view.role == "user"]
+        mine = [b.view for b in chat.transcript.boxes if b.view is not None and b.view.role == "user"]
         if not mine:
             return
         last = mine[-1]
 
         def save(edited: str | None) -> None:
             if edited is not None and edited != last.content:
-                self.call(self.tavern.timeline.edit_message, self.playthrough_id, last.ref, edited,
-                          title="Cannot edit", then=lambda _: self._reload())
+                chat.call(chat.tavern.timeline.edit_message, chat.playthrough_id, last.ref, edited,
+                          title="Cannot edit", then=lambda _: chat.reload())
 
-        self.app.push_screen(EditMessageScreen(last.speaker, last.content), save)
+        chat.app.push_screen(EditMessageScreen(last.speaker, last.content), save)

@@ -7,7 +7,7 @@ marks it stale (`StatusLine.gauge_stale`), the status line waits for a quiet mom
 Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is; a `MessagePump`, so its
 `@on` handlers are collected. The narrow interface to the chat: `tavern`, `playthrough_id`,
 `transcript`, `status` (`gauge_stale`, `show_gauge`, `swipe`, `detail`), `call`, `generating`,
-`_show_queue` (`ChatQueue`), and `_revision` and `_watch`, which the screen's `__init__` sets.
+`queued` (`QueueControl`), and `_revision` and `_watch`, which the screen's `__init__` sets.
 While the chat is open and idle it follows what other windows or commands write to it
 (`FOLLOW_EVERY`); while another window or command is writing a reply here (a step `ReplyFlow`
 found taken), it watches for that step's end (`_watch_elsewhere`, `WATCH_EVERY`).
@@ -113,7 +113,7 @@ class ChatReading(MessagePump):
             gauge = None
         self.app.call_from_thread(status.show_gauge, gauge)
 
-    def _reload(self) -> None:
+    def reload(self) -> None:
         """Re-read what the database holds (after a swipe or the tree) in a worker, then show it."""
         self.call(self._read_state, title="Cannot read the chat", then=self._show_state)
 
@@ -130,7 +130,7 @@ class ChatReading(MessagePump):
             # Seen now, so the next tick does not reload again; the reload's own read sets the
             # revision it shows (a failed reload leaves following on, not stopped).
             self._revision = revision
-            self._reload()
+            self.reload()
 
     async def _show_state(self, state: ChatState) -> None:
         """Show what the database holds now, rebuilding the transcript only where it differs."""
@@ -141,7 +141,7 @@ class ChatReading(MessagePump):
             await self.transcript.sync(state.messages, state.total)
             self._update_tokens()
             self.status.swipe = state.swipe
-            self._show_queue(state.queued)
+            self.queued.show(state.queued)
             if (self.transcript.earlier_count > 0) != (earlier > 0):
                 self.refresh_bindings()  # "Earlier messages" came or went (the footer recomposes)
 
@@ -165,4 +165,4 @@ class ChatReading(MessagePump):
         self._watch = None
         if self.status.detail == ELSEWHERE:
             self.status.detail = ""
-        self._reload()
+        self.reload()

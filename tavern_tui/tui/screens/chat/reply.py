@@ -6,7 +6,7 @@ when the worker ends, `_finished` reconciles the transcript with what the databa
 says the outcome (`step_outcome`).
 
 The worker stays on the screen, in the group `GENERATION`: Textual's exclusivity is per node, so
-a step and a compaction (`Compaction`, same group, same screen) never run at once, and Esc
+a step and a compaction (`CompactionControl`, same group, same screen) never run at once, and Esc
 cancels the group (`ChatScreen.action_stop`). The Messages are handled on the screen's queue in
 the order the worker posted them, before the worker's end (`Worker.StateChanged`) is.
 
@@ -15,8 +15,8 @@ Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` and `GroupCh
 stays `TavernScreen`'s. The narrow interface to the chat: `tavern`, `playthrough_id`,
 `playthrough`, `reply_stream` (the `ReplyStream`, made in `compose`), `status`, `prompt`,
 `generating`, `call`, `settled`, `turn`, `settle_member`, `refresh_members`, `queued_updates`
-(`GroupChat`), `_read_state`, `_show_state`, `_reload`, `_watch_elsewhere`, `_plain`
-(`ChatReading`), `_refresh_queue` (`ChatQueue`), `_give_back` and `_save_draft` (`ChatSending`).
+(`GroupChat`), `_read_state`, `_show_state`, `reload`, `_watch_elsewhere`, `_plain`
+(`ChatReading`), `queued` (`QueueControl`), `_give_back` and `_save_draft` (`ChatSending`).
 """
 
 from __future__ import annotations
@@ -99,13 +99,13 @@ class ReplyFlow(MessagePump):
         if shown is not None:
             await self._show_state(shown)
         else:
-            self._reload()
+            self.reload()
 
     def action_delete_swipe(self) -> None:
         """Delete the shown swipe of the last reply (SillyTavern's "delete swipe"); the one
         before it is shown and the other swipes stay."""
         self.call(self.tavern.timeline.delete_swipe, self.playthrough_id, title="Cannot delete the swipe",
-                  severity="warning", then=lambda _state: self._reload())
+                  severity="warning", then=lambda _state: self.reload())
 
     def action_regenerate(self) -> None:
         """Generate a new variant of the last reply (the old one stays a swipe away)."""
@@ -186,7 +186,7 @@ class ReplyFlow(MessagePump):
         """Show the person's message (a send) and a box to stream into (`ReplyStream`)."""
         assert self.playthrough is not None
         await self.reply_stream.show_lines(message, self.playthrough.user_name)
-        self._refresh_queue()  # the claimed batch left the inbox
+        self.queued.refresh()  # the claimed batch left the inbox
         await self.reply_stream.open_box(message.generation, self.playthrough.user_name)
 
     async def on_reply_called_tools(self, message: ReplyCalledTools) -> None:
@@ -320,7 +320,7 @@ class ReplyFlow(MessagePump):
         text = await self.reply_stream.take_line(settled, stored)
         if not settled and stored is not None and stored.content:
             self.call(self.tavern.timeline.delete_message, self.playthrough_id, stored.ref,
-                      title="Cannot take the partial line out of the chat", then=lambda _: self._reload())
+                      title="Cannot take the partial line out of the chat", then=lambda _: self.reload())
         if text.strip():
             typed = self.prompt.value
             self.prompt.value = f"{typed.rstrip()}\n{text.strip()}" if typed.strip() else text.strip()
