@@ -38,5 +38,5 @@ async def test_the_first_open_shows_the_chat_before_parsing_its_books(
         chat = app.screen
         assert isinstance(chat, ChatScreen)
         await workers_idle(pilot)
-        await wait_until(pilot, lambda: chat._plain)  # the warm-up looked: no MVU state here
+        await wait_until(pilot, lambda: chat.plain)  # the warm-up looked: no MVU state here
         assert parsed and all(parsed)

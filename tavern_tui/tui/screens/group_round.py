@@ -7,14 +7,14 @@ the chat's BINDINGS (`GROUP_BINDINGS`) and allowed there through `group_allows`;
 named one (`on_round_update`: Textual finds named handlers on any class of the screen's MRO,
 while `@on` needs a widget or screen class). The narrow interface to the chat: `tavern`,
 `playthrough_id`, `playthrough`, `transcript`, `members` (the `MemberStrip`), `status`,
-`generating`, `call`, `_start`, `_view_of` (`ReplyFlow`), `reply_stream` (the running step's
+`generating`, `call`, `replies` (`ReplyControl`: `start`, `view_of`), `reply_stream` (the running step's
 `ReplyStream`: `box`, `settle`) and `queued` (`QueueControl`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -95,7 +95,7 @@ def next_choice(members: Sequence[GroupMemberView], upcoming: list[str] | None, 
     return open_[0]
 
 
-async def queued_round(tavern: Any, playthrough_id: int) -> AsyncIterator[Any]:
+async def queued_round(tavern: Any, playthrough_id: int) -> AsyncGenerator[Any, None]:
     """The step or round answering the lines waiting in the inbox: a one-character chat's queued
     step, a group's `GroupService.play_queued`."""
     group = await asyncio.to_thread(tavern.groups.group_of, playthrough_id)
@@ -175,12 +175,12 @@ class GroupChat:
 
     # -- playing --------------------------------------------------------------------------
 
-    def round_updates(self, text: str, allow_secrets: bool = False) -> Callable[[], AsyncIterator[Any]]:
+    def round_updates(self, text: str, allow_secrets: bool = False) -> Callable[[], AsyncGenerator[Any, None]]:
         """The updates of a round on `text` (the step stream `ChatScreen._start` runs)."""
         return lambda: self.tavern.groups.play_round(self.playthrough_id, text,  # type: ignore[attr-defined]
                                                      allow_secrets=allow_secrets)
 
-    def queued_updates(self) -> Callable[[], AsyncIterator[Any]]:
+    def queued_updates(self) -> Callable[[], AsyncGenerator[Any, None]]:
         """The updates of a step answering the queued lines: a round in a group chat."""
         if self.group is None:
             return lambda: self.tavern.steps.run_queued(self.playthrough_id)  # type: ignore[attr-defined]
@@ -206,7 +206,7 @@ class GroupChat:
         stream = self.reply_stream  # type: ignore[attr-defined]
         if self.turn is None or stream.box is None:
             return
-        view = self._view_of(event, self.turn.name)  # type: ignore[attr-defined]
+        view = self.replies.view_of(event, self.turn.name)  # type: ignore[attr-defined]
         if view is not None:
             await stream.settle(view)
 
@@ -233,7 +233,7 @@ class GroupChat:
             self.notify(ROUND_RUNNING, title="Not now", severity="warning")  # type: ignore[attr-defined]
             return
         member = self.group.members[number - 1]
-        self._start("speak", lambda: self.tavern.groups.speak(self.playthrough_id, member.character_id))  # type: ignore[attr-defined]
+        self.replies.start("speak", lambda: self.tavern.groups.speak(self.playthrough_id, member.character_id))  # type: ignore[attr-defined]
 
     def _choose_member(self, title: str, then: Callable[[int], None]) -> None:
         group = self.group

@@ -312,7 +312,7 @@ class MessageCursor:
         message at `keep_at` among those shown (an edited message, shown under a new ref), else
         it goes."""
         if keep_at is not None:
-            self.call(self._read_state, title="Cannot read the chat",  # type: ignore[attr-defined]
+            self.call(self.read_state, title="Cannot read the chat",  # type: ignore[attr-defined]
                       then=lambda state: self._shown_with_cursor(state, keep_at))
             return
         if keep is None:
@@ -323,6 +323,6 @@ class MessageCursor:
 
     async def _shown_with_cursor(self, state: Any, index: int) -> None:
         """Show the chat as re-read, then the cursor on the message at `index` (none if it is gone)."""
-        await self._show_state(state)  # type: ignore[attr-defined]
+        await self.show_state(state)  # type: ignore[attr-defined]
         boxes = self._cursor_boxes()
         self._show_cursor(boxes[index] if 0 <= index < len(boxes) else None)

@@ -1,7 +1,9 @@
 """Provides `ChatScreen`: one playthrough's transcript, the prompt, and the streamed reply.
 
-The screen holds the layout, the keys and the navigation to the panes; its parts are mixins,
-one a module, each naming the narrow interface it uses:
+The screen holds the layout, the keys, the navigation to the panes and what it reads of the
+database. Its parts, one a module: the screen's own reading, opening and sending (mixins of it),
+and the controls it holds (plain objects that reach it through `host.ChatHost`, which mypy checks
+the screen against, and to which the screen's key actions and Message handlers hand over):
 
 - `opening` (`ChatOpening`): opening the playthrough, and the title;
 - `reading` (`ChatState`, `ChatReading`): what the chat shows of the database, and computing the
@@ -9,8 +11,9 @@ one a module, each naming the narrow interface it uses:
 - `sending` (`ChatSending`): what Enter does with the composer's text, and the draft;
 - `queue` (`QueueControl`, held as `queued`): the inbox strip's service calls; the strip
   (`widgets.inbox_queue.QueueEditor`) owns editing a queued line and posts what is to be stored;
-- `reply` (`ReplyFlow`): one step run in the generation worker, its Messages handed to the
-  transcript's side, and the transcript reconciled with the database when it ends;
+- `reply` (`ReplyControl`, held as `replies`): one step run in the generation worker, its
+  Messages handed to the transcript's side, and the transcript reconciled with the database when
+  it ends;
 - `stream` (`ReplyStream`): the running step's state, in one object the screen holds
   (`reply_stream`), and what the transcript shows of it; it does no I/O;
 - `compaction` (`CompactionControl`, held as `compaction`): compacting the playthrough and
@@ -27,15 +30,27 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.timer import Timer
+from textual.worker import Worker, WorkerState
 
 from tavern_tui.tui.labels import speaking_as
-from tavern_tui.tui.messages import PlaythroughChosen, WorldBooksRequested
+from tavern_tui.tui.messages import (
+    PlaythroughChosen,
+    ReplyCalledTools,
+    ReplyDelta,
+    ReplyNextStep,
+    ReplyReasoning,
+    ReplySettled,
+    ReplyStarted,
+    ToolRan,
+    TurnLimitHit,
+    WorldBooksRequested,
+)
 from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen
 from tavern_tui.tui.screens.chat.compaction import CompactionControl
 from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, PLACEHOLDERS, ChatOpening
 from tavern_tui.tui.screens.chat.queue import QueueControl
 from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, WATCH_EVERY, ChatReading, ChatState
-from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyFlow, Updates, describe_failure
+from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyControl, Updates, describe_failure
 from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, draft_keeper, secret_label
 from tavern_tui.tui.screens.chat.stream import ReplyStream
 from tavern_tui.tui.screens.group_round import GROUP_ACTIONS, GROUP_BINDINGS, GroupChat
@@ -66,7 +81,7 @@ __all__ = ["DRAFT_DELAY", "ESC_AGAIN", "GENERATION", "HELD", "PLACEHOLDER", "TOK
 _SWIPE = Binding.Group("Swipe")
 
 
-class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending, ReplyFlow, TavernScreen[None]):
+class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending, TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
     The composer is multi-line (`widgets.composer`): shift+Enter or ctrl+J starts a new line, a
@@ -94,9 +109,9 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
     its arguments and result) and streams the next step's reply in a new box; a call the config
     does not allow is asked about in `ToolAskScreen` (allow once / always / refuse).
 
-    Every step runs in one async worker on the screen that only posts Messages; the handlers
-    (`ReplyFlow`) hand them to `reply_stream` (`ReplyStream`), which holds the running step's
-    state and changes the transcript, and keep the service calls on the screen. A compaction runs
+    Every step runs in one async worker on the screen that only posts Messages; the screen's
+    handlers pass them to its `ReplyControl` (`replies`), which hands them to `reply_stream`
+    (`ReplyStream`), the running step's state and its display in the transcript. A compaction runs
     in the same worker group, so the two never run at once. Every other service call runs in a
     thread worker (`TavernScreen.call`). Whatever the outcome, the stored messages are re-read
     afterwards, so what is shown is what the database holds (a stopped or failed reply stays
@@ -172,7 +187,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._send_on_open = send  # an opening draft's first line (issue 20), sent once the chat is shown
         self.playthrough_id: int = playthrough_id
         self.playthrough: PlaythroughView | None = None
-        self._plain = False  # messages show as stored (`ChatState.plain`): a reply may settle early
+        self.plain = False  # messages show as stored (`ChatState.plain`): a reply may settle early
         self._plain_unless_mvu: bool | None = None  # plain but for MVU state, not looked at yet
         self.reply_stream: ReplyStream  # the running step's state and display (made in `compose`)
         self._prompt_empty = True
@@ -186,6 +201,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
         self.queued = QueueControl(self)  # the inbox strip's reads, edits and cancels
         self.compaction = CompactionControl(self)  # F10, F12 and a summary's originals
+        self.replies = ReplyControl(self)  # the step: started, streamed, settled, reconciled
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
@@ -201,7 +217,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         yield FitFooter(drop=self.FOOTER_DROP)
 
     def on_mount(self) -> None:
-        self.tavern.tools.set_asker(self._ask_tool)  # the guard asks here (the CLI refuses instead)
+        self.tavern.tools.set_asker(self.replies.ask_tool)  # the guard asks here (the CLI refuses instead)
         # Focus first: keys typed while the screen is pushed and the chat is read land here.
         self.prompt.focus()
         if self._typed:
@@ -304,6 +320,60 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
     def action_variables(self) -> None:
         """Open the variables pane (issue 17): the variables now and their history per message."""
         self.app.push_screen(VariablesScreen(self.tavern, self.playthrough_id))
+
+    # -- the step's keys and Messages (`ReplyControl`) ----------------------------------------
+
+    def action_swipe(self, direction: int) -> None:
+        """Show the last message's previous (-1) or next (+1) variant; past the last reply, generate one."""
+        self.replies.swipe(direction)
+
+    def action_delete_swipe(self) -> None:
+        """Delete the shown swipe of the last reply, keeping the others."""
+        self.replies.delete_swipe()
+
+    def action_regenerate(self) -> None:
+        """Generate a new variant of the last reply."""
+        self.replies.regenerate()
+
+    def action_continue(self) -> None:
+        """Extend the last reply into a new variant of it."""
+        self.replies.continue_reply()
+
+    def action_impersonate(self) -> None:
+        """Have the model write the person's next line (into the composer, or posted)."""
+        self.replies.impersonate()
+
+    async def on_reply_started(self, message: ReplyStarted) -> None:
+        await self.replies.started(message)
+
+    async def on_reply_called_tools(self, message: ReplyCalledTools) -> None:
+        await self.replies.called_tools(message)
+
+    async def on_tool_ran(self, message: ToolRan) -> None:
+        await self.replies.tool_ran(message)
+
+    async def on_reply_next_step(self, message: ReplyNextStep) -> None:
+        await self.replies.next_step()
+
+    def on_turn_limit_hit(self, message: TurnLimitHit) -> None:
+        self.replies.turn_limit_hit(message)
+
+    async def on_reply_delta(self, message: ReplyDelta) -> None:
+        await self.replies.delta(message)
+
+    async def on_reply_reasoning(self, message: ReplyReasoning) -> None:
+        await self.replies.reasoning(message)
+
+    async def on_reply_settled(self, message: ReplySettled) -> None:
+        await self.replies.settled(message)
+
+    @on(Worker.StateChanged)
+    def _worker_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == GENERATION and event.state in (
+                WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            self.replies.finish(event.worker)
+
+    # -- compaction and the inbox strip (`CompactionControl`, `QueueControl`) -------------------
 
     def action_compact(self) -> None:
         """Summarise the oldest messages into one summary (`CompactionControl.compact`)."""

@@ -1,7 +1,7 @@
 """Provides `ChatHost`, the chat screen as its controls see it: the one interface through which
 `QueueControl`, `CompactionControl` and `ReplyControl` reach the chat (its widgets, its service
-calls, its re-read), so each control names what it uses and the screen holds them, not inherits
-them.
+calls, its reads and the state a step leaves), so the controls name what they use and the screen
+holds them rather than inheriting them. mypy checks `ChatScreen` against it (below).
 """
 
 from __future__ import annotations
@@ -11,11 +11,17 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.message import Message
     from textual.widget import Widget
     from textual.worker import Worker
 
     from tavern_tui.service import Tavern
+    from tavern_tui.service.groups import MemberTurn
     from tavern_tui.tui.screens.base import Severity
+    from tavern_tui.tui.screens.chat.queue import QueueControl
+    from tavern_tui.tui.screens.chat.reading import ChatState
+    from tavern_tui.tui.screens.chat.reply import Updates
+    from tavern_tui.tui.screens.chat.stream import ReplyStream
     from tavern_tui.tui.widgets.composer import Composer
     from tavern_tui.tui.widgets.inbox_queue import QueueEditor
     from tavern_tui.tui.widgets.status_line import StatusLine
@@ -32,6 +38,14 @@ class ChatHost(Protocol):
     playthrough_id: int
     playthrough: PlaythroughView | None
     generating: bool
+    reply_stream: ReplyStream
+    """The running step's state and what the transcript shows of it."""
+    queued: QueueControl
+    """The inbox strip's control."""
+    turn: MemberTurn | None
+    """In a group round, the member whose reply streams now."""
+    plain: bool
+    """Messages show as stored (`ChatState.plain`): a settled reply may be shown at once."""
 
     @property
     def app(self) -> App[Any]:
@@ -77,6 +91,36 @@ class ChatHost(Protocol):
 
     def reload(self) -> None:
         """Re-read what the database holds for the chat and show it."""
+
+    def read_state(self, view: PlaythroughView | None = None, *, mvu: bool = True) -> ChatState:
+        """Read what the chat shows (in a worker)."""
+
+    async def show_state(self, state: ChatState) -> None:
+        """Show what `read_state` read."""
+
+    async def settled(self) -> None:
+        """Wait until every service call made so far has ended."""
+
+    def post_message(self, message: Message) -> bool:
+        """Queue a Message for the screen (Textual's)."""
+
+    def follow_elsewhere(self) -> None:
+        """Follow a step another window or command runs here until it ends."""
+
+    def give_back(self, text: str) -> None:
+        """Put a refused line back into the composer."""
+
+    def save_draft(self) -> None:
+        """Keep the composer's text as the draft."""
+
+    def queued_updates(self) -> Updates:
+        """The updates of a step answering the queued lines (a round in a group chat)."""
+
+    async def settle_member(self, event: object) -> None:
+        """A group member's reply is stored: settle its box now."""
+
+    def refresh_members(self) -> None:
+        """Re-read the group's strip (who speaks next)."""
 
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ line is sent and a search hit is paged to; and the title, re-read when a pane ch
 Mixed into `ChatScreen` (before `TavernScreen`). The narrow interface to the chat: `tavern`,
 `playthrough_id`, `playthrough`, `transcript`, `status`, `prompt`, `queue` (`show`), `group`,
 `show_group`, `refresh_members` (`GroupChat`), `_show_cursor` (`MessageCursor`), `call`,
-`_read_state`, `_fetch`, `_update_tokens` (`ChatReading`), `_start` (`ReplyFlow`), `_allowance`,
+`read_state`, `_fetch`, `_update_tokens` (`ChatReading`), `replies` (`ReplyControl`), `_allowance`,
 and the state the screen's `__init__` sets: `_focus`, `_send_on_open` and `_preset_names`.
 """
 
@@ -48,7 +48,7 @@ class ChatOpening(MessagePump):
         view = self.tavern.playthroughs.open_playthrough(self.playthrough_id)
         # MVU state is looked at by the warm-up (`_warm_world_info`): it needs the parsed books,
         # which the first open would otherwise parse before the transcript shows.
-        return (view, self._read_state(view, mvu=False), self.tavern.inbox.draft(self.playthrough_id),
+        return (view, self.read_state(view, mvu=False), self.tavern.inbox.draft(self.playthrough_id),
                 self.tavern.groups.group_of(self.playthrough_id))
 
     async def _opened(self, opened: tuple[PlaythroughView, ChatState, str, GroupView | None]) -> None:
@@ -64,7 +64,7 @@ class ChatOpening(MessagePump):
         self.queue.show(state.queued)
         self._revision = state.revision  # what other windows write after this is followed
         # Not plain until the warm-up has looked at MVU state (a reply then settles as usual).
-        self._plain = state.plain and state.mvu_checked
+        self.plain = state.plain and state.mvu_checked
         self._plain_unless_mvu = None if state.mvu_checked else state.plain
         self.transcript.fetch = self._fetch
         await self.transcript.show(state.messages, view.message_count)
@@ -101,25 +101,25 @@ class ChatOpening(MessagePump):
     def _scripts_allowed(self, done: Callable[[], None]) -> None:
         # The card's display scripts shape every reply from now on (and the warm-up's answer on
         # MVU state no longer decides).
-        self._plain, self._plain_unless_mvu = False, None
+        self.plain, self._plain_unless_mvu = False, None
 
         async def reshow(state: ChatState) -> None:
             await self._reshow(state)
             done()  # a held send starts after the rebuild, never inside it
 
-        self.call(self._read_state, title="Cannot read the chat", then=reshow, failed=lambda _: done())
+        self.call(self.read_state, title="Cannot read the chat", then=reshow, failed=lambda _: done())
 
     async def _reshow(self, state: ChatState) -> None:
         # Every message may now show differently (display scripts): rebuild the window.
         await self.transcript.show(state.messages, state.total)
-        self._plain, self._plain_unless_mvu = state.plain, None
+        self.plain, self._plain_unless_mvu = state.plain, None
 
     def _send_opening_line(self) -> None:
         """Send the line an opening draft's first send was given (its checks passed before the
         draft became this playthrough), once, as Enter on it would."""
         text, self._send_on_open = self._send_on_open, ""
         if text:
-            self._allowance.then(lambda: self._start(
+            self._allowance.then(lambda: self.replies.start(
                 "send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=True), text))
 
     @work(thread=True, exclusive=True, group="lore", exit_on_error=False, description="prepare world info")
@@ -141,7 +141,7 @@ class ChatOpening(MessagePump):
     def _mvu_looked_at(self, no_state: bool) -> None:
         """The warm-up's answer on MVU state, unless a later read of the chat already gave one."""
         if self._plain_unless_mvu:
-            self._plain, self._plain_unless_mvu = no_state, None
+            self.plain, self._plain_unless_mvu = no_state, None
 
     def _update_title(self, view: PlaythroughView | None = None) -> None:
         """Show the playthrough's character, person, strategy and preset in the title (re-read

@@ -9,8 +9,8 @@ Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is; a `Messa
 `transcript`, `status` (`gauge_stale`, `show_gauge`, `swipe`, `detail`), `call`, `generating`,
 `queued` (`QueueControl`), and `_revision` and `_watch`, which the screen's `__init__` sets.
 While the chat is open and idle it follows what other windows or commands write to it
-(`FOLLOW_EVERY`); while another window or command is writing a reply here (a step `ReplyFlow`
-found taken), it watches for that step's end (`_watch_elsewhere`, `WATCH_EVERY`).
+(`FOLLOW_EVERY`); while another window or command is writing a reply here (a step `ReplyControl`
+found taken), it watches for that step's end (`follow_elsewhere`, `WATCH_EVERY`).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class ChatReading(MessagePump):
         (the transcript calls it when Ctrl+O mounts earlier messages)."""
         return self.tavern.playthroughs.messages(self.playthrough_id, last=last)
 
-    def _read_state(self, view: PlaythroughView | None = None, *, mvu: bool = True) -> ChatState:
+    def read_state(self, view: PlaythroughView | None = None, *, mvu: bool = True) -> ChatState:
         """Read what the chat shows (call it in a worker); `view` is the playthrough when the
         caller has just read it (its message count is current), else it is read here; `mvu`
         False leaves MVU state unlooked at (`ChatState.mvu_checked`: finding an uncommitted
@@ -115,7 +115,7 @@ class ChatReading(MessagePump):
 
     def reload(self) -> None:
         """Re-read what the database holds (after a swipe or the tree) in a worker, then show it."""
-        self.call(self._read_state, title="Cannot read the chat", then=self._show_state)
+        self.call(self.read_state, title="Cannot read the chat", then=self.show_state)
 
     def _follow_tick(self) -> None:
         """Every `FOLLOW_EVERY` s while nothing runs here: ask (in a worker) whether another window
@@ -132,10 +132,10 @@ class ChatReading(MessagePump):
             self._revision = revision
             self.reload()
 
-    async def _show_state(self, state: ChatState) -> None:
+    async def show_state(self, state: ChatState) -> None:
         """Show what the database holds now, rebuilding the transcript only where it differs."""
         self._revision = state.revision
-        self._plain, self._plain_unless_mvu = state.plain, None
+        self.plain, self._plain_unless_mvu = state.plain, None
         earlier = self.transcript.earlier_count
         with self.app.batch_update():  # one layout pass for the boxes and the counter
             await self.transcript.sync(state.messages, state.total)
@@ -147,7 +147,7 @@ class ChatReading(MessagePump):
 
     # -- a step another window or command takes ----------------------------------------------
 
-    def _watch_elsewhere(self) -> None:
+    def follow_elsewhere(self) -> None:
         """Follow a step another window or command is taking in this playthrough: every
         `WATCH_EVERY` s ask (in a worker) whether it still holds the step; once it does not,
         re-read the chat, so its reply shows here too."""

@@ -6,7 +6,7 @@ kept per playthrough in the database.
 Mixed into `ChatScreen` (before `TavernScreen`); a `MessagePump`, so its `@on` handlers are
 collected. The narrow interface to the chat: `tavern`, `playthrough_id`, `prompt`, `queue`
 (the `QueueEditor`: `editing`, `items`, `draft`, `save_edit`), `group`, `generating`, `call`,
-`round_updates`, `queued_updates` (`GroupChat`), `_start` (`ReplyFlow`), `queued`
+`round_updates`, `queued_updates` (`GroupChat`), `replies` (`ReplyControl`), `queued`
 (`QueueControl`), `_allowance`, `app`, and the state the screen's `__init__` sets: `_prompt_empty`,
 `_draft` (`draft_keeper`) and `_confirmed_secret`.
 """
@@ -48,7 +48,7 @@ class ChatSending(MessagePump):
         if self.queue.editing is None:  # a queued item being edited is not the draft
             self._draft.changed(lambda: self.queue.draft)  # (while an item is edited: the draft held aside)
 
-    def _save_draft(self) -> None:
+    def save_draft(self) -> None:
         """Keep the composer's text as this playthrough's draft now (in a worker; a text holding a
         secret is not written, `InboxService.save_draft`)."""
         self._draft.save(self.queue.draft)
@@ -69,10 +69,10 @@ class ChatSending(MessagePump):
             return
         if not text and self.queue.items:
             # Queued lines left over (a stopped reply, a restart, another window): answer them.
-            self._start("send", self.queued_updates())
+            self.replies.start("send", self.queued_updates())
             return
         if not text and self.group is not None:  # the members go on by themselves
-            self._start("generate", self.round_updates(""))
+            self.replies.start("generate", self.round_updates(""))
             return
         if not text:
             # As SillyTavern: an empty send after the person's last line (e.g. an impersonated
@@ -84,7 +84,7 @@ class ChatSending(MessagePump):
         try:  # on the loop on purpose: a text scan (no I/O), and a refusal must keep the prompt
             self.tavern.playthroughs.check_message(text, allow_secrets=allow)
         except SecretRefused as exc:
-            self._give_back(event.text)  # a refused text stays in the prompt
+            self.give_back(event.text)  # a refused text stays in the prompt
             self._refuse_secret(text, exc)
             return
         self._confirmed_secret = None
@@ -97,9 +97,9 @@ class ChatSending(MessagePump):
         updates = self.round_updates(text, allow) if self.group is not None else (
             lambda: self.tavern.steps.send_or_queue(self.playthrough_id, text, steer=event.steer,
                                                     allow_secrets=allow, queued=self._queued_elsewhere))
-        self._allowance.then(lambda: self._start("send", updates, text))
+        self._allowance.then(lambda: self.replies.start("send", updates, text))
 
-    def _give_back(self, text: str) -> None:
+    def give_back(self, text: str) -> None:
         """Put a text Enter took (the composer empties itself) back in the composer, before
         whatever was typed since."""
         self.prompt.value = text + self.prompt.value
@@ -111,11 +111,11 @@ class ChatSending(MessagePump):
 
     def _reply_to_last(self, messages: list[MessageView]) -> None:
         if messages and messages[-1].role == "user" and not self.generating:
-            self._start("reply", lambda: self.tavern.steps.reply(self.playthrough_id))
+            self.replies.start("reply", lambda: self.tavern.steps.reply(self.playthrough_id))
         elif (not messages or messages[-1].source == OPENING_SOURCE) and not self.generating:
             # An empty chat or just the greeting: the model may speak first (SillyTavern's Send
             # with an empty box is a normal generation; no turn of the person is made up).
-            self._start("generate", lambda: self.tavern.steps.generate(self.playthrough_id))
+            self.replies.start("generate", lambda: self.tavern.steps.generate(self.playthrough_id))
 
     def _refuse_secret(self, text: str, refused: SecretRefused) -> None:
         """Say what kind of secret the message holds (never the secret) and, when the person may

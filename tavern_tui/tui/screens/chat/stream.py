@@ -8,7 +8,7 @@ and reasoning appended, a reply that called tools and a tool's line, the next st
 the end the stored message found and its box settled (or, for an impersonation that fills the
 composer, taken out).
 
-It does no I/O and calls no service: the chat screen (`reply.ReplyFlow`) runs the generation
+It does no I/O and calls no service: the chat screen (`reply.ReplyControl`) runs the generation
 worker, hands it the worker's Messages with any stored event already made a `MessageView`, and
 keeps every service call and what the outcome says. The narrow interface to the chat: the
 `Transcript` (`boxes`, `add`) and `reply_box` (`GroupChat`: the box a reply streams into, under
