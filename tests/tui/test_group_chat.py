@@ -51,7 +51,7 @@ async def open_group(pilot, name: str = "Glade") -> ChatScreen:  # type: ignore[
         await pilot.press("down" if (listing.highlighted or 0) < target else "up")
     await pilot.press("enter")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatScreen)
-                     and pilot.app.screen.group is not None and bool(pilot.app.screen.transcript.boxes))
+                     and pilot.app.screen.groups.group is not None and bool(pilot.app.screen.transcript.boxes))
     await workers_idle(pilot)
     return pilot.app.screen
 

@@ -1,14 +1,12 @@
-"""Provides `GroupChat`, the chat screen's group-chat part: a line plays a round (one reply per
+"""Provides `GroupControl`, the chat's group-chat part: a line plays a round (one reply per
 member the turn order picks, each under its speaker's name and colour), the member strip, and
 the keys to have a member speak now or to mute one.
 
-Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is: its keys are listed in
-the chat's BINDINGS (`GROUP_BINDINGS`) and allowed there through `group_allows`; its handler is a
-named one (`on_round_update`: Textual finds named handlers on any class of the screen's MRO,
-while `@on` needs a widget or screen class). The narrow interface to the chat: `tavern`,
-`playthrough_id`, `playthrough`, `transcript`, `members` (the `MemberStrip`), `status`,
-`generating`, `call`, `replies` (`ReplyControl`: `start`, `view_of`), `reply_stream` (the running step's
-`ReplyStream`: `box`, `settle`) and `queued` (`QueueControl`).
+The chat screen holds one (`ChatScreen.groups`): its keys are listed in the chat's BINDINGS
+(`GROUP_BINDINGS`), allowed there through `GroupControl.allows` and handed to it by the screen's
+actions, as `RoundUpdate` is by its handler. The control reaches the chat only through
+`ChatHost` (the members' strip `members`, the reply's `replies` and `reply_stream`, the inbox
+strip's `queued`, the status line, the service calls).
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from textual.binding import Binding
@@ -27,6 +25,9 @@ from tavern_tui.tui.messages import RoundUpdate
 from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.views import GroupMemberView, GroupView, MessageView
+
+if TYPE_CHECKING:
+    from tavern_tui.tui.screens.chat.host import ChatHost
 
 _GROUP = Binding.Group("Group chat")
 
@@ -60,6 +61,26 @@ def speak_number(binding: Binding) -> int | None:
     """The member number alt+N asks (N), None for any other binding."""
     ident = binding.id or ""
     return int(ident.removeprefix(SPEAK_ID)) if ident.startswith(SPEAK_ID) else None
+
+
+def fit_speak_keys(bindings: dict[str, list[Binding]], declared: dict[str, list[Binding]] | None,
+                   count: int | None) -> dict[str, list[Binding]]:
+    """Keep alt+N in a screen's `bindings` (key → bindings, changed in place) only for N ≤ `count`
+    (a group's members), so the help (F1), the palette and the keys offer no alt+3…9 in a
+    two-member group; `count` None (a one-character chat) keeps them all (hidden). `declared` is
+    what an earlier call returned (None the first time): the alt+N bindings as the screen
+    declared them, which this returns."""
+    if declared is None:
+        declared = {key: list(found) for key, found in bindings.items()
+                    if any(speak_number(b) is not None for b in found)}
+    limit = len(declared) if count is None else count
+    for key, found in declared.items():
+        kept = [b for b in found if (speak_number(b) or 0) <= limit]
+        if kept:
+            bindings[key] = kept
+        else:
+            bindings.pop(key, None)
+    return declared
 
 
 def progress_detail(name: str, position: int, count: int, room: int | None) -> str:
@@ -105,43 +126,30 @@ async def queued_round(tavern: Any, playthrough_id: int) -> AsyncGenerator[Any, 
             yield update
 
 
-class GroupChat:
-    """Mixed into the chat screen: the group it plays (None: a one-character chat) and the round
-    being played."""
+class GroupControl:
+    """The group the chat plays (None: a one-character chat), the round being played and the
+    group's keys.
 
-    group: GroupView | None = None
-    """The group the playthrough plays, read when the chat opens (None: not a group chat)."""
+    Args:
+        chat: the chat screen (`ChatHost`); its strip of members is `chat.members`.
+    """
 
-    turn: MemberTurn | None = None
-    """The member whose reply streams now (None outside a group round)."""
+    def __init__(self, chat: ChatHost) -> None:
+        self.chat = chat
+        self.group: GroupView | None = None
+        """The group the playthrough plays, read when the chat opens (None: not a group chat)."""
+        self.turn: MemberTurn | None = None
+        """The member whose reply streams now (None outside a group round)."""
 
     # -- showing --------------------------------------------------------------------------
 
     async def show_group(self, group: GroupView | None, names: list[str] | None = None) -> None:
         """Take the playthrough's group (None: not a group chat): colours, the member strip."""
         self.group = group
-        self.transcript.member_of = self.member_of if group is not None else None  # type: ignore[attr-defined]
-        await self.members.show(group, names)  # type: ignore[attr-defined]
-        self._fit_speak_keys()
-        self.refresh_bindings()  # type: ignore[attr-defined]
-
-    _speak_keys: dict[str, list[Binding]] | None = None
-    """The screen's alt+N bindings as declared (`_fit_speak_keys` leaves out those past the cast)."""
-
-    def _fit_speak_keys(self) -> None:
-        """Keep alt+N only for the group's members, so the help (F1), the palette and the keys
-        offer no alt+3…9 in a two-member group; a one-character chat keeps them all (hidden)."""
-        bindings = self._bindings.key_to_bindings  # type: ignore[attr-defined]
-        if self._speak_keys is None:
-            self._speak_keys = {key: list(found) for key, found in bindings.items()
-                                if any(speak_number(b) is not None for b in found)}
-        count = len(self.group.members) if self.group is not None else len(self._speak_keys)
-        for key, found in self._speak_keys.items():
-            kept = [b for b in found if (speak_number(b) or 0) <= count]
-            if kept:
-                bindings[key] = kept
-            else:
-                bindings.pop(key, None)
+        self.chat.transcript.member_of = self.member_of if group is not None else None
+        await self.chat.members.show(group, names)
+        self.chat.keep_speak_keys(len(group.members) if group is not None else None)
+        self.chat.refresh_bindings()
 
     def member_of(self, view: MessageView) -> int | None:
         """The 0-based place in the group of the member who wrote `view` (a reply without a
@@ -154,7 +162,7 @@ class GroupChat:
     def refresh_members(self) -> None:
         """Re-read the group and who speaks next (in a worker), then show them in the strip."""
         if self.group is not None:
-            self.call(self.tavern.groups.upcoming, self.playthrough_id, title="Cannot read the group",  # type: ignore[attr-defined]
+            self.chat.call(self.chat.tavern.groups.upcoming, self.chat.playthrough_id, title="Cannot read the group",
                       severity="warning", group="members", exclusive=True,
                       then=lambda found: self.show_group(*found))
 
@@ -162,7 +170,8 @@ class GroupChat:
         """A box for a reply to stream into, under the member whose turn it is, else under the
         speaker of `like` (the reply being regenerated or continued), else the playthrough's
         character; in that member's colour."""
-        name = self.playthrough.character_name  # type: ignore[attr-defined]
+        playthrough = self.chat.playthrough
+        name = playthrough.character_name if playthrough is not None else ""  # open before any box
         position = None
         if self.group is not None and self.turn is not None:
             name, who = self.turn.name, self.turn.character_id
@@ -177,42 +186,42 @@ class GroupChat:
 
     def round_updates(self, text: str, allow_secrets: bool = False) -> Callable[[], AsyncGenerator[Any, None]]:
         """The updates of a round on `text` (the step stream `ChatScreen._start` runs)."""
-        return lambda: self.tavern.groups.play_round(self.playthrough_id, text,  # type: ignore[attr-defined]
+        return lambda: self.chat.tavern.groups.play_round(self.chat.playthrough_id, text,
                                                      allow_secrets=allow_secrets)
 
     def queued_updates(self) -> Callable[[], AsyncGenerator[Any, None]]:
         """The updates of a step answering the queued lines: a round in a group chat."""
         if self.group is None:
-            return lambda: self.tavern.steps.run_queued(self.playthrough_id)  # type: ignore[attr-defined]
-        return lambda: queued_round(self.tavern, self.playthrough_id)  # type: ignore[attr-defined]
+            return lambda: self.chat.tavern.steps.run_queued(self.chat.playthrough_id)
+        return lambda: queued_round(self.chat.tavern, self.chat.playthrough_id)
 
-    async def on_round_update(self, message: RoundUpdate) -> None:
+    async def round_update(self, message: RoundUpdate) -> None:
         """A member's turn begins (its box is made at its step's start), or nobody replies."""
         update = message.update
         if isinstance(update, MemberTurn):
             self.turn = update
             if update.count > 1:
-                status = self.status  # type: ignore[attr-defined]
+                status = self.chat.status
                 status.detail = ""  # the line without a detail: what room is left for one
                 width = status.content_size.width
                 room = width - cell_len(f"{status.line} — ") if width > 0 else None
                 status.detail = progress_detail(update.name, update.position, update.count, room)
         elif isinstance(update, LineQueued):
-            self.notify(NOBODY_REPLIES, title="Your line waits", timeout=8)  # type: ignore[attr-defined]
-            self.queued.refresh()  # type: ignore[attr-defined]
+            self.chat.notify(NOBODY_REPLIES, title="Your line waits", timeout=8)
+            self.chat.queued.refresh()
 
     async def settle_member(self, event: object) -> None:
         """A member's reply is stored: settle its box now, so the next member's streams under it."""
-        stream = self.reply_stream  # type: ignore[attr-defined]
+        stream = self.chat.reply_stream
         if self.turn is None or stream.box is None:
             return
-        view = self.replies.view_of(event, self.turn.name)  # type: ignore[attr-defined]
+        view = self.chat.replies.view_of(event, self.turn.name)
         if view is not None:
             await stream.settle(view)
 
     # -- keys -----------------------------------------------------------------------------
 
-    def group_allows(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def allows(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """check_action for the group keys: hidden outside a group chat (and alt+N past the
         cast); while a reply streams ctrl+b and alt+N stay live to say why they wait, the mute
         key is dimmed."""
@@ -222,37 +231,38 @@ class GroupChat:
             return False
         if action in ("speak", "speak_member"):
             return True  # while a round runs the key says why it waits (`ROUND_RUNNING`)
-        return None if self.generating else True  # type: ignore[attr-defined]
+        return None if self.chat.generating else True
 
-    def action_speak_member(self, number: int) -> None:
+    def speak_member(self, number: int) -> None:
         """Member `number` (as the strip numbers them) replies now, whatever the turn order (a
         muted one too); lines waiting in the inbox are its input."""
         if self.group is None or not 1 <= number <= len(self.group.members):
             return
-        if self.generating:  # type: ignore[attr-defined]
-            self.notify(ROUND_RUNNING, title="Not now", severity="warning")  # type: ignore[attr-defined]
+        if self.chat.generating:
+            self.chat.notify(ROUND_RUNNING, title="Not now", severity="warning")
             return
         member = self.group.members[number - 1]
-        self.replies.start("speak", lambda: self.tavern.groups.speak(self.playthrough_id, member.character_id))  # type: ignore[attr-defined]
+        groups, pid = self.chat.tavern.groups, self.chat.playthrough_id
+        self.chat.replies.start("speak", lambda: groups.speak(pid, member.character_id))
 
     def _choose_member(self, title: str, then: Callable[[int], None]) -> None:
         group = self.group
         if group is None:
             return
         labels = [f"{n} · {m.name}" + (" · muted" if m.muted else "") for n, m in enumerate(group.members, 1)]
-        self.app.push_screen(ChooseScreen(title, labels),  # type: ignore[attr-defined]
+        self.chat.app.push_screen(ChooseScreen(title, labels),
                              lambda index: then(index + 1) if index is not None else None)
 
     def _last_speaker(self) -> int | None:
         """The character id of the newest reply shown (None: none, or not a member's)."""
-        for box in reversed(self.transcript.boxes):  # type: ignore[attr-defined]
+        for box in reversed(self.chat.transcript.boxes):
             view = box.view
             if view is not None and view.role == "assistant":
                 position = self.member_of(view)
                 return self.group.members[position].character_id if self.group and position is not None else None
         return None
 
-    def action_speak(self) -> None:
+    def speak(self) -> None:
         """Choose a member who replies now, muted ones too, marked "(muted)" (SillyTavern lets a
         muted member be forced to speak), numbered as the strip numbers them; the next speaker
         among the unmuted is highlighted (`next_choice`); alt+N asks member N at once. While a
@@ -260,22 +270,22 @@ class GroupChat:
         group = self.group
         if group is None:
             return
-        if self.generating:  # type: ignore[attr-defined]
-            self.notify(ROUND_RUNNING, title="Not now", severity="warning")  # type: ignore[attr-defined]
+        if self.chat.generating:
+            self.chat.notify(ROUND_RUNNING, title="Not now", severity="warning")
             return
-        selected = next_choice(group.members, self.members.upcoming, self._last_speaker())  # type: ignore[attr-defined]
+        selected = next_choice(group.members, self.chat.members.upcoming, self._last_speaker())
         labels = [f"{n} · {m.name}" + (" (muted)" if m.muted else "") for n, m in enumerate(group.members, 1)]
-        self.app.push_screen(  # type: ignore[attr-defined]
+        self.chat.app.push_screen(
             ChooseScreen("Who speaks now?", labels, hint="Enter: this member replies now · Esc cancels",
                          selected=selected),
-            lambda index: self.action_speak_member(index + 1) if index is not None else None)
+            lambda index: self.speak_member(index + 1) if index is not None else None)
 
-    def action_mute_member(self) -> None:
+    def mute_member(self) -> None:
         """Choose a member to mute (it no longer replies on its own) or unmute."""
         def toggle(number: int) -> None:
             assert self.group is not None
             member = self.group.members[number - 1]
-            self.call(self.tavern.groups.set_muted, self.group.id, str(member.character_id),  # type: ignore[attr-defined]
+            self.chat.call(self.chat.tavern.groups.set_muted, self.group.id, str(member.character_id),
                       not member.muted, title="Cannot change the member", then=lambda _: self.refresh_members())
 
         self._choose_member("Mute or unmute which member?", toggle)

@@ -18,7 +18,8 @@ the screen against, and to which the screen's key actions and Message handlers h
   (`reply_stream`), and what the transcript shows of it; it does no I/O;
 - `compaction` (`CompactionControl`, held as `compaction`): compacting the playthrough and
   editing its summaries;
-- and, beside the package, `message_cursor` (`MessageCursor`) and `group_round` (`GroupChat`).
+- and, beside the package, `message_cursor` (`MessageCursor`, a mixin) and `group_round`
+  (`GroupControl`, held as `groups`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from tavern_tui.tui.messages import (
     ReplyReasoning,
     ReplySettled,
     ReplyStarted,
+    RoundUpdate,
     ToolRan,
     TurnLimitHit,
     WorldBooksRequested,
@@ -53,7 +55,7 @@ from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, WATCH_EVERY,
 from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyControl, Updates, describe_failure
 from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, draft_keeper, secret_label
 from tavern_tui.tui.screens.chat.stream import ReplyStream
-from tavern_tui.tui.screens.group_round import GROUP_ACTIONS, GROUP_BINDINGS, GroupChat
+from tavern_tui.tui.screens.group_round import GROUP_ACTIONS, GROUP_BINDINGS, GroupControl, fit_speak_keys
 from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
 from tavern_tui.tui.screens.persona import PersonaScreen
 from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
@@ -81,7 +83,7 @@ __all__ = ["DRAFT_DELAY", "ESC_AGAIN", "GENERATION", "HELD", "PLACEHOLDER", "TOK
 _SWIPE = Binding.Group("Swipe")
 
 
-class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending, TavernScreen[None]):
+class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
     The composer is multi-line (`widgets.composer`): shift+Enter or ctrl+J starts a new line, a
@@ -202,11 +204,13 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         self.queued = QueueControl(self)  # the inbox strip's reads, edits and cancels
         self.compaction = CompactionControl(self)  # F10, F12 and a summary's originals
         self.replies = ReplyControl(self)  # the step: started, streamed, settled, reconciled
+        self.groups = GroupControl(self)  # a group chat's cast, rounds and keys
+        self._speak_keys: dict[str, list[Binding]] | None = None  # alt+N as declared (`keep_speak_keys`)
 
     def compose(self) -> ComposeResult:
         yield ScreenTitle("", id="chat-title", markup=False)
         transcript = Transcript(id="transcript")
-        self.reply_stream = ReplyStream(transcript, self.reply_box)
+        self.reply_stream = ReplyStream(transcript, self.groups.reply_box)
         yield transcript
         prompt = Composer(hints=speaking_as(PLACEHOLDERS, "you"), id="prompt", classes="pane")
         self._strip = QueueEditor(prompt, id="inbox")  # queued items are edited in the composer
@@ -280,7 +284,7 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         if action == "cancel_queued":
             return self.is_mounted and bool(self.queue.items)
         if action in GROUP_ACTIONS:
-            return self.group_allows(action, parameters)
+            return self.groups.allows(action, parameters)
         return True
 
     # -- actions --------------------------------------------------------------------------
@@ -372,6 +376,27 @@ class ChatScreen(MessageCursor, GroupChat, ChatOpening, ChatReading, ChatSending
         if event.worker.group == GENERATION and event.state in (
                 WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self.replies.finish(event.worker)
+
+    # -- a group chat's keys (`GroupControl`) ---------------------------------------------------
+
+    def action_speak(self) -> None:
+        """Choose a member who replies now, whatever the turn order."""
+        self.groups.speak()
+
+    def action_speak_member(self, number: int) -> None:
+        """Member `number` of the strip replies now."""
+        self.groups.speak_member(number)
+
+    def action_mute_member(self) -> None:
+        """Choose a member to mute or unmute."""
+        self.groups.mute_member()
+
+    async def on_round_update(self, message: RoundUpdate) -> None:
+        await self.groups.round_update(message)
+
+    def keep_speak_keys(self, members: int | None) -> None:
+        """alt+N only for a group's `members` (None: a one-character chat keeps them, hidden)."""
+        self._speak_keys = fit_speak_keys(self._bindings.key_to_bindings, self._speak_keys, members)
 
     # -- compaction and the inbox strip (`CompactionControl`, `QueueControl`) -------------------
 

@@ -1,5 +1,5 @@
 """Provides `ChatHost`, the chat screen as its controls see it: the one interface through which
-`QueueControl`, `CompactionControl` and `ReplyControl` reach the chat (its widgets, its service
+`QueueControl`, `CompactionControl`, `ReplyControl` and `GroupControl` reach the chat (its widgets, its service
 calls, its reads and the state a step leaves), so the controls name what they use and the screen
 holds them rather than inheriting them. mypy checks `ChatScreen` against it (below).
 """
@@ -16,14 +16,15 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from tavern_tui.service import Tavern
-    from tavern_tui.service.groups import MemberTurn
     from tavern_tui.tui.screens.base import Severity
     from tavern_tui.tui.screens.chat.queue import QueueControl
     from tavern_tui.tui.screens.chat.reading import ChatState
-    from tavern_tui.tui.screens.chat.reply import Updates
+    from tavern_tui.tui.screens.chat.reply import ReplyControl
     from tavern_tui.tui.screens.chat.stream import ReplyStream
+    from tavern_tui.tui.screens.group_round import GroupControl
     from tavern_tui.tui.widgets.composer import Composer
     from tavern_tui.tui.widgets.inbox_queue import QueueEditor
+    from tavern_tui.tui.widgets.member_strip import MemberStrip
     from tavern_tui.tui.widgets.status_line import StatusLine
     from tavern_tui.tui.widgets.transcript import Transcript
     from tavern_tui.views import PlaythroughView
@@ -42,8 +43,10 @@ class ChatHost(Protocol):
     """The running step's state and what the transcript shows of it."""
     queued: QueueControl
     """The inbox strip's control."""
-    turn: MemberTurn | None
-    """In a group round, the member whose reply streams now."""
+    replies: ReplyControl
+    """The reply stream's control."""
+    groups: GroupControl
+    """A group chat's control (its `group` is None in a one-character chat)."""
     plain: bool
     """Messages show as stored (`ChatState.plain`): a settled reply may be shown at once."""
 
@@ -66,6 +69,10 @@ class ChatHost(Protocol):
     @property
     def prompt(self) -> Composer:
         """The composer."""
+
+    @property
+    def members(self) -> MemberStrip:
+        """The strip of a group's members above the composer."""
 
     @property
     def queue(self) -> QueueEditor:
@@ -113,14 +120,8 @@ class ChatHost(Protocol):
     def save_draft(self) -> None:
         """Keep the composer's text as the draft."""
 
-    def queued_updates(self) -> Updates:
-        """The updates of a step answering the queued lines (a round in a group chat)."""
-
-    async def settle_member(self, event: object) -> None:
-        """A group member's reply is stored: settle its box now."""
-
-    def refresh_members(self) -> None:
-        """Re-read the group's strip (who speaks next)."""
+    def keep_speak_keys(self, members: int | None) -> None:
+        """Offer alt+N only for a group's `members` (None: a one-character chat)."""
 
 
 if TYPE_CHECKING:

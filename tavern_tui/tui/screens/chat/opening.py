@@ -4,8 +4,8 @@ world info is warmed after first paint, the card's script question is asked, an 
 line is sent and a search hit is paged to; and the title, re-read when a pane changed it.
 
 Mixed into `ChatScreen` (before `TavernScreen`). The narrow interface to the chat: `tavern`,
-`playthrough_id`, `playthrough`, `transcript`, `status`, `prompt`, `queue` (`show`), `group`,
-`show_group`, `refresh_members` (`GroupChat`), `_show_cursor` (`MessageCursor`), `call`,
+`playthrough_id`, `playthrough`, `transcript`, `status`, `prompt`, `queue` (`show`),
+`groups` (`GroupControl`: `group`, `show_group`, `refresh_members`), `_show_cursor` (`MessageCursor`), `call`,
 `read_state`, `_fetch`, `_update_tokens` (`ChatReading`), `replies` (`ReplyControl`), `_allowance`,
 and the state the screen's `__init__` sets: `_focus`, `_send_on_open` and `_preset_names`.
 """
@@ -54,8 +54,8 @@ class ChatOpening(MessagePump):
     async def _opened(self, opened: tuple[PlaythroughView, ChatState, str, GroupView | None]) -> None:
         view, state, draft, group = opened
         self.playthrough = view
-        await self.show_group(group)  # before the transcript: its boxes take the members' colours
-        self.refresh_members()
+        await self.groups.show_group(group)  # before the transcript: its boxes take the members' colours
+        self.groups.refresh_members()
         self._update_title(view)
         self.prompt.hints = speaking_as(PLACEHOLDERS, view.user_name)
         shown = put_back(draft, self.prompt.value)  # the kept draft, then what was typed while it opened
@@ -159,7 +159,7 @@ class ChatOpening(MessagePump):
             preset = f"preset #{view.preset_id}"
             self.call(self.tavern.presets.find_preset, str(view.preset_id), title="Cannot read the preset",
                       severity="warning", then=lambda found: self._preset_named(view, found.id, found.name))
-        name = self.group.name if self.group is not None else view.character_name
+        name = self.groups.group.name if self.groups.group is not None else view.character_name
         self.query_one("#chat-title", Static).update(
             f"{name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
         self.prompt.hints = speaking_as(PLACEHOLDERS, view.user_name)  # a persona switch too

@@ -141,7 +141,7 @@ class ReplyControl:
         send starts with; `into_composer`: an impersonation's line goes into the composer) in
         the generation worker."""
         chat = self.chat
-        chat.turn = None
+        chat.groups.turn = None
         chat.reply_stream.begin(generation, text, into_composer=into_composer)
         chat.generating = True
         status = chat.status
@@ -250,9 +250,9 @@ class ReplyControl:
         member's box is settled at once: the next member's streams under it)."""
         chat = self.chat
         chat.reply_stream.settled(message.content)
-        if chat.turn is None and chat.plain and chat.reply_stream.generation in ("send", "regenerate"):
+        if chat.groups.turn is None and chat.plain and chat.reply_stream.generation in ("send", "regenerate"):
             await self._settle_now(message.event)
-        await chat.settle_member(message.event)
+        await chat.groups.settle_member(message.event)
 
     async def _settle_now(self, event: object) -> None:
         """Show a stored reply as settled at once in a chat that shows messages as stored (`plain`):
@@ -289,8 +289,8 @@ class ReplyControl:
             # Queued while it streamed: the next step claims the batch now (not after a stop
             # or a failure: the person decides then; the next Enter sends them with its text).
             if worker.state == WorkerState.SUCCESS and state.queued and stream.started:
-                self.start("send", chat.queued_updates())
-        chat.refresh_members()  # who speaks next changed
+                self.start("send", chat.groups.queued_updates())
+        chat.groups.refresh_members()  # who speaks next changed
 
     def _say_outcome(self, worker: Worker[None], state: ChatState | None) -> str | None:
         """Say how the step ended (the status line, a notice); returns the mark its box settles

@@ -5,8 +5,8 @@ kept per playthrough in the database.
 
 Mixed into `ChatScreen` (before `TavernScreen`); a `MessagePump`, so its `@on` handlers are
 collected. The narrow interface to the chat: `tavern`, `playthrough_id`, `prompt`, `queue`
-(the `QueueEditor`: `editing`, `items`, `draft`, `save_edit`), `group`, `generating`, `call`,
-`round_updates`, `queued_updates` (`GroupChat`), `replies` (`ReplyControl`), `queued`
+(the `QueueEditor`: `editing`, `items`, `draft`, `save_edit`), `generating`, `call`,
+`groups` (`GroupControl`: `group`, `round_updates`, `queued_updates`), `replies` (`ReplyControl`), `queued`
 (`QueueControl`), `_allowance`, `app`, and the state the screen's `__init__` sets: `_prompt_empty`,
 `_draft` (`draft_keeper`) and `_confirmed_secret`.
 """
@@ -69,10 +69,10 @@ class ChatSending(MessagePump):
             return
         if not text and self.queue.items:
             # Queued lines left over (a stopped reply, a restart, another window): answer them.
-            self.replies.start("send", self.queued_updates())
+            self.replies.start("send", self.groups.queued_updates())
             return
-        if not text and self.group is not None:  # the members go on by themselves
-            self.replies.start("generate", self.round_updates(""))
+        if not text and self.groups.group is not None:  # the members go on by themselves
+            self.replies.start("generate", self.groups.round_updates(""))
             return
         if not text:
             # As SillyTavern: an empty send after the person's last line (e.g. an impersonated
@@ -94,7 +94,7 @@ class ChatSending(MessagePump):
                       title="Cannot queue the message", then=lambda _: self.queued.refresh())
             return
         # Another window or command replying here: the text is queued and goes once that settles.
-        updates = self.round_updates(text, allow) if self.group is not None else (
+        updates = self.groups.round_updates(text, allow) if self.groups.group is not None else (
             lambda: self.tavern.steps.send_or_queue(self.playthrough_id, text, steer=event.steer,
                                                     allow_secrets=allow, queued=self._queued_elsewhere))
         self._allowance.then(lambda: self.replies.start("send", updates, text))

@@ -11,7 +11,7 @@ composer, taken out).
 It does no I/O and calls no service: the chat screen (`reply.ReplyControl`) runs the generation
 worker, hands it the worker's Messages with any stored event already made a `MessageView`, and
 keeps every service call and what the outcome says. The narrow interface to the chat: the
-`Transcript` (`boxes`, `add`) and `reply_box` (`GroupChat`: the box a reply streams into, under
+`Transcript` (`boxes`, `add`) and `reply_box` (`GroupControl.reply_box`: the box a reply streams into, under
 the member whose turn it is), both given when it is made.
 """
 
@@ -33,7 +33,7 @@ Outcome = Literal["elsewhere", "refused", "failed", "stopped", "settled"]
 """How a step ended (`step_outcome`)."""
 
 ReplyBox = Callable[[str, MessageView | None], MessageBox]
-"""`reply_box(prefill, like)`: a box for a reply to stream into (`GroupChat.reply_box`)."""
+"""`reply_box(prefill, like)`: a box for a reply to stream into (`GroupControl.reply_box`)."""
 
 
 def step_outcome(state: WorkerState, error: BaseException | None, started: bool) -> Outcome:
