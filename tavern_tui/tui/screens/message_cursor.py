@@ -10,10 +10,12 @@ clipboard, OSC 52), `t` the trace on the message's own request (`own_request`). 
 cursor; the composer gets the focus back. While a reply streams the cursor moves over the settled
 messages and `y` / `x` work; the keys that change the chat or open a pane say they wait for it.
 
-The narrow interface to the chat: `screen.transcript.boxes` (the mounted `MessageBox`es, each
-with `.view`), `screen.transcript` (focusable), `screen.prompt`, `screen.playthrough_id`,
-`screen.tavern`, `screen.call` and `screen.reload()`. Nothing here keeps a box beyond a key
-press: the cursor is the box's stored ref, found again among the mounted boxes each time.
+Mixed into the chat screen: its eleven keys are the screen's own actions (the screen's other
+parts are controls it holds, `chat.host`). The narrow interface to the chat:
+`screen.transcript.boxes` (the mounted `MessageBox`es, each with `.view`), `screen.transcript`
+(focusable), `screen.prompt`, `screen.playthrough_id`, `screen.tavern`, `screen.call` and
+`screen.reload()`. Nothing here keeps a box beyond a key press: the cursor is the box's stored
+ref, found again among the mounted boxes each time.
 """
 
 from __future__ import annotations
