@@ -80,7 +80,10 @@ Figures per variant (prefixed `en_`, `de_`, `cjk_`), all in one process:
   up the keys, ~22 prepare the entries, ~10 `Plan.__post_init__`, ~25 the index's tables and
   automata (DE's non-ASCII keys go to the automaton, not `WordKeys`), ~15 the scans, ~5 the
   first young collection: what is left is spread thin, each part a pass over thousands of
-  keys or entries, and below 200 needs the compiles or the analysis gone, not faster.
+  keys or entries, and below 200 needs the compiles or the analysis gone, not faster. On a
+  faster box (2026-12-07, later session: the bare Textual app of `cold_start` paints in 150-170
+  ms there, 240-270 on the box above), two runs gave en/de/cjk 145/161/132 and 152/167/147 ms
+  (the second while tests ran beside it): all three under 200.
 - `cold_ms`: an activation with the index built but its caches cleared (B1's "empty
   per-message cache"), median of 5 runs with a fresh input each. Target ≤ 60 ms.
 - `warm_p50_ms` / `warm_p95_ms`: 20 steps, each appending one new user message, the index reused

@@ -6,7 +6,7 @@ The chat screen holds one (`ChatScreen.groups`): its keys are listed in the chat
 (`GROUP_BINDINGS`), allowed there through `GroupControl.allows` and handed to it by the screen's
 actions, as `RoundUpdate` is by its handler. The control reaches the chat only through
 `ChatHost` (the members' strip `members`, the reply's `replies` and `reply_stream`, the inbox
-strip's `queued`, the status line, the service calls).
+strip's `inbox`, the status line, the service calls).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ class GroupControl:
                 status.detail = progress_detail(update.name, update.position, update.count, room)
         elif isinstance(update, LineQueued):
             self.chat.notify(NOBODY_REPLIES, title="Your line waits", timeout=8)
-            self.chat.queued.refresh()
+            self.chat.inbox.refresh()
 
     async def settle_member(self, event: object) -> None:
         """A member's reply is stored: settle its box now, so the next member's streams under it."""

@@ -9,7 +9,7 @@ the screen against, and to which the screen's key actions and Message handlers h
 - `reading` (`ChatState`, `ChatReading`): what the chat shows of the database, and computing the
   token gauge the status line (`widgets.status_line.StatusLine`) asks for after a quiet moment;
 - `sending` (`ChatSending`): what Enter does with the composer's text, and the draft;
-- `queue` (`QueueControl`, held as `queued`): the inbox strip's service calls; the strip
+- `queue` (`QueueControl`, held as `inbox`): the inbox strip's service calls; the strip
   (`widgets.inbox_queue.QueueEditor`) owns editing a queued line and posts what is to be stored;
 - `reply` (`ReplyControl`, held as `replies`): one step run in the generation worker, its
   Messages handed to the transcript's side, and the transcript reconciled with the database when
@@ -201,7 +201,7 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScr
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
         # The card's regex-script question (asked once per character per run): sends wait for the answer.
         self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
-        self.queued = QueueControl(self)  # the inbox strip's reads, edits and cancels
+        self.inbox = QueueControl(self)  # the inbox strip's reads, edits and cancels
         self.compaction = CompactionControl(self)  # F10, F12 and a summary's originals
         self.replies = ReplyControl(self)  # the step: started, streamed, settled, reconciled
         self.groups = GroupControl(self)  # a group chat's cast, rounds and keys
@@ -422,15 +422,15 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScr
 
     @on(QueueEditor.EditSaved, "#inbox")
     def _save_queued_edit(self, event: QueueEditor.EditSaved) -> None:
-        self.queued.save_edit(event.item_id, event.text)
+        self.inbox.save_edit(event.item_id, event.text)
 
     @on(QueueEditor.CancelRequested, "#inbox")
     def _cancel_queued(self, event: QueueEditor.CancelRequested) -> None:
-        self.queued.cancel(event.item_id)
+        self.inbox.cancel(event.item_id)
 
     @on(QueueEditor.EditLastSent, "#inbox")
     def _edit_last_sent(self, event: QueueEditor.EditLastSent) -> None:
-        self.queued.edit_last_sent()
+        self.inbox.edit_last_sent()
 
     def action_stop(self) -> None:
         """Leave the edit of a queued item, or else cancel the streaming reply; the service

@@ -41,7 +41,7 @@ class ChatHost(Protocol):
     generating: bool
     reply_stream: ReplyStream
     """The running step's state and what the transcript shows of it."""
-    queued: QueueControl
+    inbox: QueueControl
     """The inbox strip's control."""
     replies: ReplyControl
     """The reply stream's control."""

@@ -5,7 +5,7 @@ opens the last line you sent for editing.
 
 The strip owns the editing itself (which item, the draft held aside, the composer's text while
 an item is edited); the chat asks it (`queue.editing`, `queue.items`, `queue.draft`). The chat
-screen holds one `QueueControl` (`ChatScreen.queued`) and hands it the strip's Messages; the
+screen holds one `QueueControl` (`ChatScreen.inbox`) and hands it the strip's Messages; the
 control reaches the chat only through `ChatHost`.
 """
 

@@ -7,7 +7,7 @@ marks it stale (`StatusLine.gauge_stale`), the status line waits for a quiet mom
 Mixed into `ChatScreen` (before `TavernScreen`), as `MessageCursor` is; a `MessagePump`, so its
 `@on` handlers are collected. The narrow interface to the chat: `tavern`, `playthrough_id`,
 `transcript`, `status` (`gauge_stale`, `show_gauge`, `swipe`, `detail`), `call`, `generating`,
-`queued` (`QueueControl`), and `_revision` and `_watch`, which the screen's `__init__` sets.
+`inbox` (`QueueControl`), and `_revision` and `_watch`, which the screen's `__init__` sets.
 While the chat is open and idle it follows what other windows or commands write to it
 (`FOLLOW_EVERY`); while another window or command is writing a reply here (a step `ReplyControl`
 found taken), it watches for that step's end (`follow_elsewhere`, `WATCH_EVERY`).
@@ -141,7 +141,7 @@ class ChatReading(MessagePump):
             await self.transcript.sync(state.messages, state.total)
             self._update_tokens()
             self.status.swipe = state.swipe
-            self.queued.show(state.queued)
+            self.inbox.show(state.queued)
             if (self.transcript.earlier_count > 0) != (earlier > 0):
                 self.refresh_bindings()  # "Earlier messages" came or went (the footer recomposes)
 

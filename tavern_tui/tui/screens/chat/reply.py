@@ -202,7 +202,7 @@ class ReplyControl:
         chat = self.chat
         assert chat.playthrough is not None
         await chat.reply_stream.show_lines(message, chat.playthrough.user_name)
-        chat.queued.refresh()  # the claimed batch left the inbox
+        chat.inbox.refresh()  # the claimed batch left the inbox
         await chat.reply_stream.open_box(message.generation, chat.playthrough.user_name)
 
     async def called_tools(self, message: ReplyCalledTools) -> None:

@@ -6,7 +6,7 @@ kept per playthrough in the database.
 Mixed into `ChatScreen` (before `TavernScreen`); a `MessagePump`, so its `@on` handlers are
 collected. The narrow interface to the chat: `tavern`, `playthrough_id`, `prompt`, `queue`
 (the `QueueEditor`: `editing`, `items`, `draft`, `save_edit`), `generating`, `call`,
-`groups` (`GroupControl`: `group`, `round_updates`, `queued_updates`), `replies` (`ReplyControl`), `queued`
+`groups` (`GroupControl`: `group`, `round_updates`, `queued_updates`), `replies` (`ReplyControl`), `inbox`
 (`QueueControl`), `_allowance`, `app`, and the state the screen's `__init__` sets: `_prompt_empty`,
 `_draft` (`draft_keeper`) and `_confirmed_secret`.
 """
@@ -91,7 +91,7 @@ class ChatSending(MessagePump):
         if self.generating:
             # A reply streams: the text waits in the durable inbox; the next step claims it.
             self.call(self.tavern.inbox.add, self.playthrough_id, text, steer=event.steer, allow_secrets=allow,
-                      title="Cannot queue the message", then=lambda _: self.queued.refresh())
+                      title="Cannot queue the message", then=lambda _: self.inbox.refresh())
             return
         # Another window or command replying here: the text is queued and goes once that settles.
         updates = self.groups.round_updates(text, allow) if self.groups.group is not None else (
@@ -107,7 +107,7 @@ class ChatSending(MessagePump):
     def _queued_elsewhere(self, item: InboxItemView) -> None:
         self.notify(f"A reply is being written in this playthrough by another tavern window or command: your "
                     f"message is queued ({item.position}) and goes once it settles.", title="Queued", timeout=6)
-        self.queued.refresh()
+        self.inbox.refresh()
 
     def _reply_to_last(self, messages: list[MessageView]) -> None:
         if messages and messages[-1].role == "user" and not self.generating:
