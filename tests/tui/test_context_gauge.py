@@ -176,3 +176,39 @@ async def test_f12_edits_the_focused_summary_else_the_one_chosen(
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is chat)
         assert summaries() == ["Early recap, edited.", "Later recap."]
+
+
+async def test_esc_during_a_compaction_in_parts_says_what_was_kept_and_f12_reaches_it(
+        corpus_tavern: Tavern, scripted: ScriptedProvider, corpus_dir: Path, tmp_path: Path) -> None:
+    # A range too long for one summary request of a 4k preset is summarised in parts, each part
+    # a whole summary node (`CompactionService.compact`): Esc during the second keeps the first
+    # and says so; the kept summary is older than the window the chat mounts, and F12 still
+    # reaches it (a trial: "No summary in this chat yet" after a stopped compaction).
+    from textual.widgets import TextArea
+
+    from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages
+    from tavern_tui.tui.modals.edit_message import EditMessageScreen
+    from tests.tui.conftest import GATE, noted
+
+    pid = bound_playthrough(corpus_tavern, corpus_dir, tmp_path, 4096, 400)
+    scripted.enqueue("Recap of the first part.")
+    scripted.enqueue(GATE)  # the second part waits: Esc stops it there
+    seen: list[Message] = []
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        chat = await open_chat(pilot, corpus_tavern, pid)
+        await pilot.press("f10")
+        await wait_until(pilot, lambda: len(scripted.requests) == 2)
+        session = corpus_tavern.playthroughs.playthrough(pid).session_id
+        [kept] = [m for m in derive_messages(corpus_tavern.store.events, session) if m.source == SUMMARY_SOURCE]
+        covers = int(kept.body["summary"]["covers"])  # the first part's messages
+        await pilot.press("escape")
+        note = await noted(pilot, seen, lambda n: n.startswith("Stopped after "))
+        assert note.startswith(f"Stopped after {covers:,} of the oldest messages were summarised: that summary "
+                               "is kept") and "F10 compacts the rest" in note
+        await workers_idle(pilot)
+        assert chat.status.state == "idle" and not chat.generating
+        assert not any(b.has_class("-summary") for b in chat.transcript.boxes)  # older than the window
+        await pilot.press("f12")
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen) and app.screen.is_mounted)
+        assert app.screen.query_one(TextArea).text == "Recap of the first part."

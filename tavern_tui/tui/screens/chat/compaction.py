@@ -9,6 +9,7 @@ the screen in the reply's group (`GENERATION`): one at a time with a reply, and 
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from tavern_tui.tui.labels import summary_title
@@ -19,6 +20,17 @@ from tavern_tui.tui.widgets.message_box import MessageBox
 
 if TYPE_CHECKING:
     from tavern_tui.tui.screens.chat.host import ChatHost
+    from tavern_tui.views import MessageView
+
+
+def kept_parts(done: int, stopped: str) -> str:
+    """What a compaction that did not finish left: `done` messages of the range were summarised
+    by the parts recorded before it stopped (`CompactionService.compact`: each part is a whole
+    summary node, kept), or nothing was. `stopped` begins the sentence ("Stopped")."""
+    if done <= 0:
+        return f"{stopped} before any part was summarised: nothing changed."
+    return (f"{stopped} after {done:,} of the oldest messages were summarised: that summary is kept (F12 edits it, "
+            "the originals stay in the log); F10 compacts the rest.")
 
 
 class CompactionControl:
@@ -47,19 +59,26 @@ class CompactionControl:
         # On the loop: the provider streams here (its client lives on this loop); the
         # service's reads and writes run in threads.
         chat, status = self.chat, self.chat.status
-        state = {"part": ""}
+        part, summarised = "", 0  # the part's progress as shown; messages summarised by the parts before
 
         def progress(chars: int) -> None:
-            status.detail = f"summary{state['part']}: {chars:,} chars"
+            status.detail = f"summary{part}: {chars:,} chars"
 
         def on_part(done_messages: int, total: int) -> None:
-            state["part"] = f" {done_messages:,}/{total:,}" if done_messages else ""
+            nonlocal part, summarised
+            part = f" {done_messages:,}/{total:,}" if done_messages else ""
+            summarised = done_messages
 
         try:
             done = await chat.tavern.compaction.compact(chat.playthrough_id, progress=progress, on_part=on_part)
-        except Exception as exc:  # noqa: BLE001 - any failure is shown; nothing was stored
+        except asyncio.CancelledError:  # Esc: the parts already recorded stay (each a whole summary)
+            status.state, status.detail = "idle", "compaction stopped"
+            chat.notify(kept_parts(summarised, "Stopped"), title="Compaction stopped", timeout=10)
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure is shown; a part that failed was not stored
             status.state, status.detail = "error", f"compaction: {exc}"
-            chat.notify(str(exc), title="Cannot compact", severity="error", timeout=10)
+            chat.notify(f"{exc}\n{kept_parts(summarised, 'It stopped')}", title="Cannot compact",
+                        severity="error", timeout=10)
         else:
             status.state, status.detail = "idle", ""
             chat.notify(f"{done.covers} messages replaced by a summary (the originals stay in the log).",
@@ -71,30 +90,43 @@ class CompactionControl:
     def edit_summary(self) -> None:
         """Edit a summary (a replacement of it; the earlier text stays in the log): the one that
         holds the focus (e.g. its originals' toggle, reached with Tab), else the only one shown,
-        else the one chosen from a list of the summaries shown (newest highlighted)."""
+        else the one chosen from a list of the summaries shown (newest highlighted). With none
+        shown (in a long chat the window may not reach them), the playthrough's summaries are
+        read and offered the same way."""
         chat = self.chat
         boxes = [b for b in chat.transcript.boxes if b.view is not None and b.view.summary is not None]
         if not boxes:
-            chat.notify("No summary in this chat yet; compact first (F10).", title="Edit summary")
+            pid, playthroughs = chat.playthrough_id, chat.tavern.playthroughs
+            chat.call(lambda: [m for m in playthroughs.messages(pid) if m.summary is not None],
+                      title="Cannot read the summaries", then=self._choose_summary)
             return
         focused = chat.focused
         held = next((a for a in (focused.ancestors_with_self if focused is not None else ())
                      if isinstance(a, MessageBox) and a in boxes), None)
-        if held is not None or len(boxes) == 1:
-            self._edit_summary(held or boxes[0])
+        if held is not None and held.view is not None:
+            self._edit_summary(held.view)
+            return
+        self._choose_summary([b.view for b in boxes if b.view is not None])
+
+    def _choose_summary(self, summaries: list[MessageView]) -> None:
+        """Edit the only one of `summaries`, else the one chosen (newest highlighted); none: say so."""
+        chat = self.chat
+        if not summaries:
+            chat.notify("No summary in this chat yet; compact first (F10).", title="Edit summary")
+            return
+        if len(summaries) == 1:
+            self._edit_summary(summaries[0])
             return
 
         def chosen(index: int | None) -> None:
             if index is not None:
-                self._edit_summary(boxes[index])
+                self._edit_summary(summaries[index])
 
-        labels = [f"{summary_title(b.view)} · {b.view.content[:60]}" for b in boxes if b.view is not None]
+        labels = [f"{summary_title(view)} · {view.content[:60]}" for view in summaries]
         chat.app.push_screen(ChooseScreen("Edit which summary?", labels, selected=len(labels) - 1), chosen)
 
-    def _edit_summary(self, box: MessageBox) -> None:
-        view, chat = box.view, self.chat
-        if view is None:
-            return
+    def _edit_summary(self, view: MessageView) -> None:
+        chat = self.chat
 
         def save(edited: str | None) -> None:
             if edited is not None:
