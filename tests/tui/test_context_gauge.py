@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rich.cells import cell_len
 from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Collapsible
@@ -212,3 +213,27 @@ async def test_esc_during_a_compaction_in_parts_says_what_was_kept_and_f12_reach
         await pilot.press("f12")
         await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen) and app.screen.is_mounted)
         assert app.screen.query_one(TextArea).text == "Recap of the first part."
+
+
+async def test_at_80_columns_the_state_shows_and_the_provider_label_gives_way(
+        corpus_tavern: Tavern, corpus_dir: Path, tmp_path: Path) -> None:
+    # A trial at 80x24: "…oldest left out)  ·  e…", the state cut to one letter behind a long
+    # provider label and the gauge. The state must show; the provider label gives way first.
+    tight = bound_playthrough(corpus_tavern, corpus_dir, tmp_path, 4096, 400)
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await open_chat(pilot, corpus_tavern, tight)
+        status = chat.status
+        status.provider = "openai-compatible · my-very-long-model-name-v2 (127.0.0.1:8765)"
+        status.swipe = "swipe 3/3"
+        status.say("error", "authentication: the key was refused")
+        await pilot.pause()
+        shown = str(status.render())
+        width = status.content_size.width
+        assert "oldest left out" in status.line and status.line.startswith("openai-compatible")  # the whole line
+        assert width < cell_len(status.line)
+        # What the row shows (the rest is cut with "…"): the gauge, the swipe and the state.
+        assert "  ·  swipe 3/3  ·  error — authentication" in shown[:width]
+        assert shown.startswith("3.8k / 3.8k tokens (") and "my-very-long-model" not in shown
+        await pilot.resize_terminal(200, 40)  # room again: the whole line
+        await wait_until(pilot, lambda: str(status.render()) == status.line)

@@ -17,7 +17,7 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
-from tavern_tui.tui.labels import compact_count
+from tavern_tui.tui.labels import clip, compact_count
 
 STATES = ("idle", "streaming", "error", "compacting")
 """The generation states the status line shows."""
@@ -106,7 +106,7 @@ class StatusLine(Static):
         self._render_line()
 
     def on_resize(self) -> None:
-        self._keep_if_cut()
+        self._render_line()  # what fits changed (`fitted`); a cut detail is then kept
 
     def say(self, state: str, detail: str, whole: str = "") -> None:
         """Show `state` with `detail`; `whole` is the full text a shortened detail stands for."""
@@ -163,7 +163,26 @@ class StatusLine(Static):
 
     @property
     def line(self) -> str:
-        """The text currently shown."""
+        """The whole line (what a wide enough terminal shows; `fitted` is what this one shows)."""
+        return "  ·  ".join(p for p in self._parts() if p)
+
+    def fitted(self, width: int) -> str:
+        """The line within `width` cells (0: unknown, the whole line): the state must show, so
+        the provider label gives way first (clipped, then left out), then the gauge's "oldest
+        left out" says only "left out"; what still does not fit is cut at the end with "…"
+        (by the CSS), the state's detail first."""
+        parts = self._parts()
+        joined = "  ·  ".join(p for p in parts if p)
+        if width <= 0 or cell_len(joined) <= width:
+            return joined
+        rest = "  ·  ".join(p for p in parts[1:] if p)
+        room = width - cell_len(rest) - len("  ·  ")
+        parts[0] = clip(parts[0], room) if room >= 8 else ""
+        parts[2] = parts[2].replace(" oldest left out)", " left out)") if not parts[0] else parts[2]
+        return "  ·  ".join(p for p in parts if p)
+
+    def _parts(self) -> list[str]:
+        """[provider, "OOC" or "", gauge or tokens or "", swipe, state with detail]."""
         parts = [self.provider, "OOC" if self.ooc else ""]
         gauge = self.gauge
         if gauge and gauge.get("limit"):
@@ -175,14 +194,16 @@ class StatusLine(Static):
             parts.append(text)
         elif self.tokens is not None:
             parts.append(f"~{self.tokens:,} tokens")
+        else:
+            parts.append("")
         parts.append(self.swipe)
         parts.append(f"{self.state} — {self.detail}" if self.detail else self.state)
-        return "  ·  ".join(p for p in parts if p)
+        return parts
 
     def _render_line(self) -> None:
         # No layout: one row whatever the text (height 1, full width, cut with "…"), and a
         # layout pass re-arranges the whole screen (a long transcript's every box) each time.
-        self.update(self.line, layout=False)
+        self.update(self.fitted(self.content_size.width), layout=False)
         # After the handler that set it: a toast it raises next is then already a notice.
         self.call_after_refresh(self._keep_if_cut)
 
@@ -192,7 +213,7 @@ class StatusLine(Static):
         width = self.content_size.width
         if not text or self.state in PASSING or width <= 0 or text == self._kept:
             return
-        if cell_len(self.line) <= width and not self.whole:
+        if cell_len(self.fitted(width)) <= width and not self.whole:
             return
         record = getattr(self.app, "record_notice", None)
         notices = getattr(self.app, "notices", [])
