@@ -114,6 +114,27 @@ async def test_an_endpoint_url_that_is_not_http_is_refused_at_save(corpus_tavern
     assert not (isolated_profile / "config" / "config.toml").exists()
 
 
+async def test_keys_typed_as_settings_opens_go_into_the_endpoint_field(corpus_tavern: Tavern,
+                                                                       isolated_profile: Path) -> None:
+    # A trial in tmux: ctrl+s, then the URL typed at once came out "http:/" or empty. Keys that
+    # reach a screen before its fields exist or its focus is set were dropped; they go into the
+    # endpoint field now, in order. Posted as the driver posts them: no wait between keys.
+    from textual import events
+
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await workers_idle(pilot)
+        app.action_settings()
+        for char in "http://127.0.0.1:9/v1":
+            app.post_message(events.Key(char, char))
+        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen) and app.screen.is_mounted)
+        field = app.screen.query_one("#base-url", Input)
+        await wait_until(pilot, lambda: field.value == "http://127.0.0.1:9/v1")
+        assert app.screen.focused is field
+        await pilot.press("backspace", "backspace", "2")  # the field's own keys, once it has the focus
+        assert field.value == "http://127.0.0.1:9/2"
+
+
 def _declared(owner: str) -> set[str]:
     return {b.binding.id for b in all_bindings() if b.owner == owner and not b.binding.system}
 

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from textual import on
+from textual import events, on
 from textual.message_pump import MessagePump
 from textual.screen import ModalScreen, Screen
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from tavern_tui.errors import TavernError
@@ -95,6 +96,30 @@ class _Call:
     severity: Severity
     failed: Callable[[BaseException], object] | None
     link: _Link
+
+
+async def type_ahead(screen: Screen[Any], event: events.Key, field: Input) -> None:
+    """A key for `field` (printable, or one of the field's own keys) that reached `screen` itself
+    while nothing (or `field`) had the focus goes into `field`, as the field would have taken it,
+    and the field takes the focus now. A screen just pushed gets its focus after its mount
+    (Textual moves it later), and the keys of a fast typist (or a paste into tmux) that arrive
+    first were lost (a trial: the settings' endpoint URL came out "http:/"). Any other key (Esc,
+    the screen's keys) is left to the screen's bindings, as is a key another widget has the focus for.
+    """
+    if screen.focused not in (None, field):
+        return
+    bindings = field._bindings.key_to_bindings.get(event.key)  # noqa: SLF001 - the field's own keys
+    typed = event.is_printable and bool(event.character)
+    if not bindings and not typed:
+        return
+    event.stop()
+    event.prevent_default()
+    if screen.focused is None:
+        screen.set_focus(field)  # now: the keys after this one go to the field as usual
+    if bindings:
+        await field.run_action(bindings[0].action)
+    elif event.character:
+        field.insert_text_at_cursor(event.character)
 
 
 class TavernCalls(MessagePump):

@@ -16,7 +16,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -28,7 +28,7 @@ from tavern_tui.config import BELIEF_EXTRACTORS, Settings, TuiSettings
 from tavern_tui.config.store import keyring_available, save_config
 from tavern_tui.errors import FormatError
 from tavern_tui.providers.base import ProviderSettings, endpoint_problem
-from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen
+from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen, type_ahead
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
@@ -83,6 +83,7 @@ class SettingsScreen(TavernScreen[bool]):
         self._models: list[str] = []
         self._opened_theme = ""
         self._opened: dict[str, object] = {}  # the form as it opened (`_values`)
+        self._early: list[events.Key] = []  # keys that came before the fields (`on_key`)
 
     def compose(self) -> ComposeResult:
         s = self.tavern.settings
@@ -138,13 +139,27 @@ class SettingsScreen(TavernScreen[bool]):
     def _config_path(self) -> Path:
         return self.tavern.settings.config_path or paths.config_file()
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self._opened_theme = self.app.theme
         self._opened = self._values()
-        self.query_one("#base-url", Input).focus()
+        field = self.query_one("#base-url", Input)
+        self.set_focus(field)
+        for early in self._early:  # before the keys that come after the mount (this handler is awaited)
+            await type_ahead(self, early, field)
+        self._early.clear()
         self.call(self.tavern.strategies.strategies, title="Cannot list the strategies", then=self._strategies)
         self.call(self._key_state, title="Cannot read the keyring", severity="warning",
                   then=lambda text: setattr(self.query_one("#api-key", Input), "placeholder", text))
+
+    async def on_key(self, event: events.Key) -> None:
+        """Keys typed before the endpoint URL field had the focus go into it (`type_ahead`); one
+        that arrives before the fields are there waits for them (`on_mount`)."""
+        if not self.is_mounted:
+            event.stop()
+            event.prevent_default()
+            self._early.append(event)
+            return
+        await type_ahead(self, event, self.query_one("#base-url", Input))
 
     def _key_state(self) -> str:
         """The key field's placeholder: whether a key is set and where a new one is kept (in a worker:
