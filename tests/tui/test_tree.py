@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
+from rich.style import Style
 from textual.app import App
 from textual.message import Message
 from textual.pilot import Pilot
@@ -101,8 +102,11 @@ async def test_swipe_back_continue_then_jump_to_another_swipe_in_the_tree(corpus
         tree_screen = await open_tree(pilot)
         assert tree_screen.current.preview == "Reply three."
         await pilot.press("left")
-        assert tree_screen.current.preview == "Reply two." and tree_screen.tree.cursor_node.is_collapsed
-        await pilot.press("space", "down")  # open the branch off the path, step into it
+        assert tree_screen.current.preview == "Reply two."
+        # Only swipe 2 goes on, so nothing nests: its continuation follows the four swipes, and it
+        # says so (the path now runs through swipe 3, which nothing follows).
+        assert "continues below" in str(tree_screen.tree.render_label(tree_screen.tree.cursor_node, Style(), Style()))
+        await pilot.press("down", "down", "down")
         assert tree_screen.current.preview == "next"
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.screen is chat and shown(chat)[-1] == "After two.")
@@ -124,14 +128,13 @@ async def test_tree_nests_only_at_branch_points(corpus_tavern: Tavern, scripted:
         tree_screen = await open_tree(pilot)
         tree = tree_screen.tree
         top = [node.data.preview for node in tree.root.children]
-        # the chain up to the branch point is flat; both alternatives sit beside it
-        assert top[1:] == ["hello", "Reply one.", "Reply two."]
-        reply_two = tree.root.children[3]
-        assert reply_two.is_expanded and reply_two.data.active  # the active path is open
-        assert [n.data.preview for n in reply_two.children] == ["next", "After two.", "more", "Then."]
-        assert not tree.root.children[2].allow_expand  # swipe 1 has no continuation
+        # Swipe 1 has no continuation: no fork, so the chat is one flat list, both swipes side by side.
+        assert top[1:] == ["hello", "Reply one.", "Reply two.", "next", "After two.", "more", "Then."]
+        assert not any(node.allow_expand for node in tree.root.children)
         assert tree_screen.current.preview == "Then."
-        assert all(n.data.active for n in reply_two.children)
+        assert [n.data.active for n in tree.root.children[2:]] == [False, True, True, True, True, True]
+        await pilot.press("left")  # from the end of the chat: the alternatives of the branch it sits in
+        assert tree_screen.current.preview == "Reply one."
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is chat)
         assert shown(chat)[-1] == "Then."
@@ -294,12 +297,19 @@ def _chain(length: int, fork_at: int) -> TimelineView:
     return TimelineView(1, 1, variants, [v.ref for v in variants if v.active], siblings)
 
 
-def test_placements_of_a_long_chat_nest_once_per_branch_point() -> None:
+def test_placements_of_a_long_chat_nest_only_where_it_forks() -> None:
+    # A swipe nothing follows (the other reply) is no fork: the chat stays one flat list.
     timeline = _chain(5000, fork_at=10)
     placed = placements(timeline.variants)
-    assert all(placed[(1, seq)] is None for seq in range(1, 10))
-    assert placed[(1, 10)] is None and placed[(2, 10)] is None  # the alternatives, side by side
-    assert all(placed[(1, seq)] == (1, 10) for seq in range(11, 5001))  # the rest inside the first
+    assert all(placed[(1, seq)] is None for seq in range(1, 5001)) and placed[(2, 10)] is None
+    # Both alternatives of message 10 go on: each holds its own continuation, side by side.
+    other_child = VariantView((2, 11), (2, 10), 10, "user", "agent", None, "user/message", (1, 1), False,
+                              "went the other way", 0)
+    forked = [v if v.ref != (2, 10) else replace(v, children=1) for v in timeline.variants] + [other_child]
+    placed = placements(forked)
+    assert placed[(1, 10)] is None and placed[(2, 10)] is None
+    assert all(placed[(1, seq)] == (1, 10) for seq in range(11, 5001))
+    assert placed[(2, 11)] == (2, 10)
 
 
 @dataclass
@@ -340,8 +350,9 @@ async def test_a_5000_message_chat_opens_with_the_last_message_under_the_cursor(
         await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen) and app.screen.current is not None)
         tree = app.screen.query_one(VariantTree)
         assert app.screen.current.preview == "message 5000"
-        assert tree.cursor_line == tree.last_line - 1  # the other reply is the last line
-        assert max(_depth(node) for node in tree.nodes.values()) == 2
+        assert tree.cursor_line == tree.last_line  # the other reply sits beside its sibling, not at the end
+        assert tree.nodes[(2, 10)].line == tree.nodes[(1, 10)].line + 1
+        assert max(_depth(node) for node in tree.nodes.values()) == 1  # no fork: one flat list
         await pilot.press("right")
         assert app.screen.current.preview == "the other reply"
 

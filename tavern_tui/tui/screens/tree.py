@@ -38,22 +38,34 @@ def placements(variants: Sequence[VariantView]) -> dict[Ref, Ref | None]:
     """Where each variant's node goes: the ref of the node it is added under (None: the top).
 
     A chat is a chain as deep as it is long, so the tree does not nest each message under the
-    one before. Each variant that has siblings (an alternative at a branch point) gets a node
-    of its own, placed where its parent's chain is, and its continuation is listed inside it;
-    every other message follows its parent in the same list. The nesting depth is therefore
-    the number of branch points on the way, never the length of the chat.
+    one before. Where the conversation forks (two or more variants of one message each go on),
+    each of them gets a node of its own, placed where its parent's chain is, and its
+    continuation is listed inside it; every other message follows its parent in the same list,
+    and a swipe nothing follows (the usual alternative reply) is listed beside its siblings
+    (`VariantTree.show`). The nesting depth is therefore the number of forks on the way, never
+    the length of the chat nor its swipes (a trial: an imported chat with 252 swiped replies
+    was nested 252 deep, every row only guides).
 
     Args:
         variants: depth-first, as `tavern.timeline.timeline` gives them (a parent before its children).
     """
+    going_on: dict[Ref | None, int] = {}  # a parent → how many of its variants continue
+    for variant in variants:
+        if variant.children:
+            going_on[variant.parent] = going_on.get(variant.parent, 0) + 1
     placed: dict[Ref, Ref | None] = {}
     inner: dict[Ref, Ref | None] = {}  # where a variant's continuation goes
     for variant in variants:
         container = None if variant.parent is None else inner.get(variant.parent)
         placed[variant.ref] = container
-        inner[variant.ref] = variant.ref if variant.position[1] > 1 else container
+        forks = variant.position[1] > 1 and going_on.get(variant.parent, 0) > 1
+        inner[variant.ref] = variant.ref if forks else container
     return placed
 
+
+CONTINUED = "continues below"
+"""The mark of the one alternative of a message that goes on, where the tree does not nest it
+(`placements`): the messages after its siblings continue it."""
 
 MIN_PREVIEW = 8
 """Cells of a preview always shown, however narrow the tree (the marks come after it)."""
@@ -151,13 +163,19 @@ class VariantTree(Tree[VariantView]):
         self._siblings = timeline.siblings
         self._names = names
         placed = placements(timeline.variants)
+        containers = set(placed.values())
         for variant in timeline.variants:
             container = placed[variant.ref]
             under = self.root if container is None else self.nodes[container]
-            if variant.position[1] > 1 and variant.children:
-                node = under.add(Text(variant.preview), variant, expand=variant.active)  # a str label is markup
+            # A later sibling goes right after the one before it, not after that one's continuation.
+            siblings = timeline.siblings.get(variant.ref, ())
+            at = siblings.index(variant.ref) if variant.ref in siblings else 0
+            after = self.nodes.get(siblings[at - 1]) if at > 0 else None
+            if variant.ref in containers:
+                node = under.add(Text(variant.preview), variant, expand=variant.active,  # a str label is markup
+                                 after=after)
             else:
-                node = under.add_leaf(Text(variant.preview), variant)
+                node = under.add_leaf(Text(variant.preview), variant, after=after)
             self.nodes[variant.ref] = node
 
     def speaker(self, variant: VariantView) -> str:
@@ -187,6 +205,8 @@ class VariantTree(Tree[VariantView]):
         preview = Text(variant.preview or "(empty)",
                        style="" if variant.active else component("variant-tree--off-path", partial=True))
         marks = variant_marks(variant)
+        if variant.position[1] > 1 and variant.children and not node.allow_expand:
+            marks.append(CONTINUED)  # the one alternative that goes on: its continuation follows the swipes
         shown_marks = Text("  · " + " · ".join(marks), style=component("variant-tree--mark", partial=True)) \
             if marks else Text()
         room = self._label_room(node) - cell_len(self.ICON_NODE) - label.cell_len - shown_marks.cell_len
@@ -219,14 +239,17 @@ class VariantTree(Tree[VariantView]):
 
     def action_alternative(self, step: int) -> None:
         """Move the cursor to the previous (-1) / next (+1) alternative: of the node when it
-        has siblings, else of the branch it sits in. Nothing else changes."""
+        has siblings, else of the branch it sits in (the nearest message before it that has
+        alternatives, whether or not the tree nests there). Nothing else changes."""
         node = self.cursor_node
-        while node is not None and node.data is not None and node.data.position[1] <= 1:
-            node = node.parent
-        if node is None or node.data is None:
+        variant = node.data if node is not None else None
+        while variant is not None and variant.position[1] <= 1:
+            above = self.nodes.get(variant.parent) if variant.parent is not None else None
+            variant = above.data if above is not None else None
+        if variant is None:
             return
-        siblings = self._siblings.get(node.data.ref, [node.data.ref])
-        index = siblings.index(node.data.ref) + step
+        siblings = self._siblings.get(variant.ref, [variant.ref])
+        index = siblings.index(variant.ref) + step
         if 0 <= index < len(siblings) and siblings[index] in self.nodes:
             self.move_cursor(self.nodes[siblings[index]], animate=False)
 
