@@ -340,3 +340,30 @@ async def test_import_from_an_empty_home(make_tavern: Callable[..., Tavern], cor
                                             for n in notifications(seen)))
         await wait_until(pilot, lambda: any("/nowhere/missing.png" in n.message and n.severity == "error"
                                             for n in notifications(seen)))
+
+
+async def test_ctrl_o_shows_the_earlier_messages_it_loads(corpus_tavern: Tavern) -> None:
+    # A trial: ctrl+o "showed no change" (the window grew above, the view kept its place). The
+    # key asks for earlier messages: the view goes up to the oldest of those it mounted.
+    from tavern_tui.engine.events import EventKind, NewEvent
+
+    seraphina = corpus_tavern.library.find_character("Seraphina")
+    pid = corpus_tavern.playthroughs.new_playthrough(seraphina.id).id
+    session = corpus_tavern.playthroughs.playthrough(pid).session_id
+    corpus_tavern.store.events.append(session, [
+        NewEvent(EventKind.USER_MESSAGE if n % 2 == 0 else EventKind.ASSISTANT_MESSAGE,
+                 "user" if n % 2 == 0 else "assistant", {"content": f"Line {n:03d} of a long evening."})
+        for n in range(3 * WINDOW)])
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = ChatScreen(corpus_tavern, pid)
+        await app.push_screen(chat)
+        transcript = chat.transcript
+        await wait_until(pilot, lambda: len(transcript.boxes) == WINDOW
+                         and 0 < transcript.max_scroll_y <= transcript.scroll_y)
+        first_shown = transcript.boxes[0].text
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: len(transcript.boxes) == 2 * WINDOW)
+        oldest = transcript.boxes[0]
+        assert oldest.text != first_shown
+        await wait_until(pilot, lambda: abs(oldest.region.y - transcript.region.y) <= 1)  # at the top of the view

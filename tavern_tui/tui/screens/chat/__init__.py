@@ -459,8 +459,13 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScr
         self._draft.save(self.prompt.value, then=lambda _: self.dismiss(), failed=lambda _: self.dismiss())
 
     async def action_load_earlier(self) -> None:
-        """Mount the previous window of messages above the first one."""
-        await self.transcript.load_earlier()
+        """Mount the previous window of messages above the first one and show them: the view
+        goes up to the oldest of them (scrolling to the top pages earlier messages in while
+        keeping the place; the key is asked for them, and showed no change in a trial)."""
+        added = await self.transcript.load_earlier()
+        if added:  # after the layout that gives the new boxes their heights
+            transcript, oldest = self.transcript, self.transcript.boxes[0]
+            transcript.call_after_refresh(lambda: transcript.scroll_to_widget(oldest, top=True, animate=False))
         self.refresh_bindings()
 
     def action_scroll_transcript(self, direction: int) -> None:
