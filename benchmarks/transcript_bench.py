@@ -59,6 +59,12 @@ admitted line, the header and the trace record); the request leaving and the fir
 and the reply's box mounted and painted. The engine's stages alone (build, claim, admit, records)
 sum to ~40-60 ms here, the target's whole budget: 40 ms is not reachable with this chat and book
 without building the next request before Enter (speculatively, while the person types).
+On a faster box (2026-12-07, later session) three runs gave 93 / 95 / 112 ms before (after the
+last byte 29-31 ms, meeting 50); `stages_median_ms` (the trace's own stage times, median of the
+five requests) read claim 7, assemble 15, admit 1, record 6, the first byte 318 (18 past the
+server's 300): the engine's stages ~30 ms, the first byte's way ~18, and ~50-60 ms before the
+engine's first stage - the service's preparation in a worker (its reads and MVU's check, not a
+recorded stage) and the screen's own work (the person's line mounted, the worker started).
 """
 
 from __future__ import annotations
