@@ -298,7 +298,11 @@ async def test_transcript_mounts_a_window_and_loads_earlier(corpus_tavern: Taver
         assert chat.transcript.mounted_range == range(0, MAX_MOUNTED)
         assert chat.transcript.later_count == total - MAX_MOUNTED and chat.query_one("#later").display
         assert chat.transcript.boxes[0].has_class("-origin-engine")
-        # scrolling back down pages the newer messages in again, up to the tail
+        # scrolling back down pages the newer messages in again, up to the tail (ctrl+o left the
+        # view at the oldest message: down at the window's end first, where a reader pages in)
+        await pilot.pause()  # the last ctrl+o's scroll to the oldest message has run
+        chat.transcript.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
         while not chat.transcript.at_tail:
             before = chat.transcript.mounted_range.stop
             assert await chat.transcript.load_later() > 0

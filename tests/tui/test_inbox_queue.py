@@ -157,7 +157,7 @@ async def test_the_chat_stores_the_edit_the_strip_posts_and_esc_leaves_the_item(
         assert corpus_tavern.inbox.pending(chat.playthrough_id)[0].text == "first queued, edited"
         scripted.gate.set()
         await wait_until(pilot, lambda: not chat.generating and not chat.queue.items, timeout=10)
-        await wait_until(pilot, lambda: chat._draft.timer is None)
+        await wait_until(pilot, lambda: chat.sending.draft.timer is None)
         await workers_idle(pilot)
         # Every change is saved at once (no debounce): the queued item's text, edited in the
         # composer, was never written as the draft; the last draft is the emptied composer.

@@ -1,14 +1,15 @@
 """Provides `ChatScreen`: one playthrough's transcript, the prompt, and the streamed reply.
 
 The screen holds the layout, the keys, the navigation to the panes and what it reads of the
-database. Its parts, one a module: the screen's own reading, opening and sending (mixins of it),
+database. Its parts, one a module: the screen's own opening and reading (mixins of it),
 and the controls it holds (plain objects that reach it through `host.ChatHost`, which mypy checks
 the screen against, and to which the screen's key actions and Message handlers hand over):
 
 - `opening` (`ChatOpening`): opening the playthrough, and the title;
 - `reading` (`ChatState`, `ChatReading`): what the chat shows of the database, and computing the
   token gauge the status line (`widgets.status_line.StatusLine`) asks for after a quiet moment;
-- `sending` (`ChatSending`): what Enter does with the composer's text, and the draft;
+- `sending` (`SendControl`, held as `sending`): what Enter does with the composer's text, and
+  the draft;
 - `queue` (`QueueControl`, held as `inbox`): the inbox strip's service calls; the strip
   (`widgets.inbox_queue.QueueEditor`) owns editing a queued line and posts what is to be stored;
 - `reply` (`ReplyControl`, held as `replies`): one step run in the generation worker, its
@@ -31,6 +32,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.timer import Timer
+from textual.widgets import TextArea
 from textual.worker import Worker, WorkerState
 
 from tavern_tui.tui.labels import speaking_as
@@ -53,7 +55,7 @@ from tavern_tui.tui.screens.chat.opening import PLACEHOLDER, PLACEHOLDERS, ChatO
 from tavern_tui.tui.screens.chat.queue import QueueControl
 from tavern_tui.tui.screens.chat.reading import FOLLOW_EVERY, HELD, WATCH_EVERY, ChatReading, ChatState
 from tavern_tui.tui.screens.chat.reply import GENERATION, ReplyControl, Updates, describe_failure
-from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, ChatSending, draft_keeper, secret_label
+from tavern_tui.tui.screens.chat.sending import DRAFT_DELAY, SendControl, secret_label
 from tavern_tui.tui.screens.chat.stream import ReplyStream
 from tavern_tui.tui.screens.group_round import GROUP_ACTIONS, GROUP_BINDINGS, GroupControl, fit_speak_keys
 from tavern_tui.tui.screens.message_cursor import CURSOR_ACTIONS, CURSOR_BINDINGS, MessageCursor
@@ -83,7 +85,7 @@ __all__ = ["DRAFT_DELAY", "ESC_AGAIN", "GENERATION", "HELD", "PLACEHOLDER", "TOK
 _SWIPE = Binding.Group("Swipe")
 
 
-class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScreen[None]):
+class ChatScreen(MessageCursor, ChatOpening, ChatReading, TavernScreen[None]):
     """Plays one playthrough: Enter sends, the reply streams in, Esc stops it (or goes back).
 
     The composer is multi-line (`widgets.composer`): shift+Enter or ctrl+J starts a new line, a
@@ -192,15 +194,13 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScr
         self.plain = False  # messages show as stored (`ChatState.plain`): a reply may settle early
         self._plain_unless_mvu: bool | None = None  # plain but for MVU state, not looked at yet
         self.reply_stream: ReplyStream  # the running step's state and display (made in `compose`)
-        self._prompt_empty = True
-        self._confirmed_secret: str | None = None  # refused text a second Enter sends anyway
         self._preset_names: dict[int, str] = {}  # preset id → name, for the title
-        self._draft = draft_keeper(self)  # the composer's text, kept as the draft (`KeptText`)
         self._watch: Timer | None = None  # while another window or command writes a reply here
         self._revision: tuple[int, int] | None = None  # the chat's revision as last shown (`_follow_tick`)
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
         # The card's regex-script question (asked once per character per run): sends wait for the answer.
-        self._allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
+        self.allowance = ScriptAllowance(self, allowed=self._scripts_allowed)
+        self.sending = SendControl(self)  # Enter, the queue while a reply streams, the draft
         self.inbox = QueueControl(self)  # the inbox strip's reads, edits and cancels
         self.compaction = CompactionControl(self)  # F10, F12 and a summary's originals
         self.replies = ReplyControl(self)  # the step: started, streamed, settled, reconciled
@@ -249,7 +249,7 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScr
             event.stop()
 
     def on_unmount(self) -> None:
-        self._keep_draft_on_close(self._strip)
+        self.sending.keep_draft_on_close(self._strip)
         self.tavern.tools.set_asker(None)
         # The warm-up froze the heap with this screen in it: once the screen is gone, collect it
         # and freeze the rest again (`release_heap`), in a worker after the next screen painted.
@@ -277,7 +277,7 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScr
             return self.playthrough is None or (self.is_mounted and self.transcript.earlier_count > 0)
         if action == "swipe":
             # None (shown dimmed) also lets the key fall through to the prompt's word move.
-            return None if self.generating or not self._prompt_empty else True
+            return None if self.generating or not self.sending.prompt_empty else True
         if action in ("regenerate", "continue", "impersonate", "tree", "strategy", "trace", "persona", "delete_swipe",
                       "state"):
             return None if self.generating else True
@@ -412,6 +412,14 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScr
     def _show_originals(self, event: MessageBox.OriginalsWanted) -> None:
         self.compaction.show_originals(event.box)
 
+    @on(TextArea.Changed, "#prompt")
+    def _prompt_changed(self, event: TextArea.Changed) -> None:
+        self.sending.prompt_changed()
+
+    @on(Composer.Submitted, "#prompt")
+    def _submitted(self, event: Composer.Submitted) -> None:
+        self.sending.submit(event.text, steer=event.steer)
+
     def action_cancel_queued(self) -> None:
         """Cancel the queued item being edited, or else the last one; it never reaches the model."""
         self.queue.cancel()  # the strip posts `CancelRequested`
@@ -456,7 +464,7 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScr
         warning = f"Esc again within {ESC_AGAIN:.0f} s goes back (your text is kept as a draft)."
         if self.esc_warns(bool(self.prompt.value.strip()), warning):
             return
-        self._draft.save(self.prompt.value, then=lambda _: self.dismiss(), failed=lambda _: self.dismiss())
+        self.sending.draft.save(self.prompt.value, then=lambda _: self.dismiss(), failed=lambda _: self.dismiss())
 
     async def action_load_earlier(self) -> None:
         """Mount the previous window of messages above the first one and show them: the view
@@ -465,7 +473,12 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, ChatSending, TavernScr
         added = await self.transcript.load_earlier()
         if added:  # after the layout that gives the new boxes their heights
             transcript, oldest = self.transcript, self.transcript.boxes[0]
-            transcript.call_after_refresh(lambda: transcript.scroll_to_widget(oldest, top=True, animate=False))
+
+            def show_oldest() -> None:
+                if oldest.is_mounted and transcript.boxes[:1] == [oldest]:  # not paged away meanwhile
+                    transcript.scroll_to_widget(oldest, top=True, animate=False)
+
+            transcript.call_after_refresh(show_oldest)
         self.refresh_bindings()
 
     def action_scroll_transcript(self, direction: int) -> None:

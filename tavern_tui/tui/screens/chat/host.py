@@ -1,7 +1,8 @@
 """Provides `ChatHost`, the chat screen as its controls see it: the one interface through which
-`QueueControl`, `CompactionControl`, `ReplyControl` and `GroupControl` reach the chat (its widgets, its service
-calls, its reads and the state a step leaves), so the controls name what they use and the screen
-holds them rather than inheriting them. mypy checks `ChatScreen` against it (below).
+`QueueControl`, `CompactionControl`, `ReplyControl`, `GroupControl` and `SendControl` reach the
+chat (its widgets, its service calls, its reads and the state a step leaves), so the controls
+name what they use and the screen holds them rather than inheriting them. mypy checks
+`ChatScreen` against it (below).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ if TYPE_CHECKING:
     from tavern_tui.tui.screens.chat.queue import QueueControl
     from tavern_tui.tui.screens.chat.reading import ChatState
     from tavern_tui.tui.screens.chat.reply import ReplyControl
+    from tavern_tui.tui.screens.chat.sending import SendControl
     from tavern_tui.tui.screens.chat.stream import ReplyStream
     from tavern_tui.tui.screens.group_round import GroupControl
+    from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
     from tavern_tui.tui.widgets.composer import Composer
     from tavern_tui.tui.widgets.inbox_queue import QueueEditor
     from tavern_tui.tui.widgets.member_strip import MemberStrip
@@ -47,6 +50,10 @@ class ChatHost(Protocol):
     """The reply stream's control."""
     groups: GroupControl
     """A group chat's control (its `group` is None in a one-character chat)."""
+    sending: SendControl
+    """The composer's control: Enter, the draft."""
+    allowance: ScriptAllowance
+    """The card's regex-script question: sends wait for its answer."""
     plain: bool
     """Messages show as stored (`ChatState.plain`): a settled reply may be shown at once."""
 
@@ -113,12 +120,6 @@ class ChatHost(Protocol):
 
     def follow_elsewhere(self) -> None:
         """Follow a step another window or command runs here until it ends."""
-
-    def give_back(self, text: str) -> None:
-        """Put a refused line back into the composer."""
-
-    def save_draft(self) -> None:
-        """Keep the composer's text as the draft."""
 
     def keep_speak_keys(self, members: int | None) -> None:
         """Offer alt+N only for a group's `members` (None: a one-character chat)."""

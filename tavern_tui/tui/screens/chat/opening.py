@@ -6,7 +6,7 @@ line is sent and a search hit is paged to; and the title, re-read when a pane ch
 Mixed into `ChatScreen` (before `TavernScreen`). The narrow interface to the chat: `tavern`,
 `playthrough_id`, `playthrough`, `transcript`, `status`, `prompt`, `queue` (`show`),
 `groups` (`GroupControl`: `group`, `show_group`, `refresh_members`), `_show_cursor` (`MessageCursor`), `call`,
-`read_state`, `_fetch`, `_update_tokens` (`ChatReading`), `replies` (`ReplyControl`), `_allowance`,
+`read_state`, `_fetch`, `_update_tokens` (`ChatReading`), `replies` (`ReplyControl`), `allowance`,
 and the state the screen's `__init__` sets: `_focus`, `_send_on_open` and `_preset_names`.
 """
 
@@ -73,7 +73,7 @@ class ChatOpening(MessagePump):
         self.status.ooc = view.ooc  # read with the view, off the loop
         self.refresh_bindings()
         self.call_after_refresh(self._warm_world_info)  # the transcript paints first (issue 22)
-        self._allowance.check(view.character_id, view.character_name)  # before any send goes out
+        self.allowance.check(view.character_id, view.character_name)  # before any send goes out
         self._send_opening_line()
         if self._focus:
             refs, self._focus = self._focus, ()
@@ -119,7 +119,7 @@ class ChatOpening(MessagePump):
         draft became this playthrough), once, as Enter on it would."""
         text, self._send_on_open = self._send_on_open, ""
         if text:
-            self._allowance.then(lambda: self.replies.start(
+            self.allowance.then(lambda: self.replies.start(
                 "send", lambda: self.tavern.steps.send(self.playthrough_id, text, allow_secrets=True), text))
 
     @work(thread=True, exclusive=True, group="lore", exit_on_error=False, description="prepare world info")

@@ -312,7 +312,7 @@ class ReplyControl:
             chat.notify(str(worker.error), title=f"Cannot {stream.generation}", severity="warning")
             sent = stream.sent_text
             if sent and (state is None or all(item.text != sent for item in state.queued)):
-                chat.give_back(sent)
+                chat.sending.give_back(sent)
             return None
         if outcome == "failed":
             category, text = describe_failure(worker.error)
@@ -339,4 +339,4 @@ class ReplyControl:
             typed = chat.prompt.value
             chat.prompt.value = f"{typed.rstrip()}\n{text.strip()}" if typed.strip() else text.strip()
             chat.prompt.focus()
-            chat.save_draft()
+            chat.sending.save_draft()
