@@ -66,7 +66,10 @@ class TavernApp(App[None]):
                 tooltip="Open the command palette"),
         # `?` only where it cannot be typed (check_action hands it to a focused text field).
         Binding("question_mark", "help_key", "Help", id="app.help_key", show=False),
-        Binding("ctrl+s", "settings", "Settings", id="app.settings", show=False),
+        # Priority: resolved as the key arrives, so the keys typed after it go to the settings
+        # screen, not to the composer under it (a trial: the URL typed at once landed in the chat);
+        # a screen that saves with ctrl+s keeps it (`check_action`).
+        Binding("ctrl+s", "settings", "Settings", id="app.settings", show=False, priority=True),
         Binding("ctrl+l", "notices", "Notifications", id="app.notices", show=False,
                 tooltip="Every notification of this run, in full"),
     ]
@@ -154,6 +157,8 @@ class TavernApp(App[None]):
         self.notices.append(Notice(_utc_now(), severity, title, text))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "settings":
+            return not self._screen_binds("ctrl+s")
         if action == "help_key":
             # The footer asks this while the first screen paints: TextArea is not imported for it
             # (~10 ms, with its syntax highlighting); a TextArea on screen has imported it already.
@@ -162,6 +167,11 @@ class TavernApp(App[None]):
             if isinstance(self.focused, kinds):
                 return False  # `?` is typed into a text field; F1 still opens the help
         return True
+
+    def _screen_binds(self, key: str) -> bool:
+        """The current screen, or a widget in its focus chain, binds `key` itself (a save on ctrl+s)."""
+        return any(key in bindings.key_to_bindings
+                   for node, bindings in self.screen._binding_chain if node is not self)  # noqa: SLF001
 
     def action_help_key(self) -> None:
         """`?` outside a text field: the help."""

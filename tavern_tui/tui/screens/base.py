@@ -98,28 +98,76 @@ class _Call:
     link: _Link
 
 
-async def type_ahead(screen: Screen[Any], event: events.Key, field: Input) -> None:
-    """A key for `field` (printable, or one of the field's own keys) that reached `screen` itself
-    while nothing (or `field`) had the focus goes into `field`, as the field would have taken it,
-    and the field takes the focus now. A screen just pushed gets its focus after its mount
-    (Textual moves it later), and the keys of a fast typist (or a paste into tmux) that arrive
-    first were lost (a trial: the settings' endpoint URL came out "http:/"). Any other key (Esc,
-    the screen's keys) is left to the screen's bindings, as is a key another widget has the focus for.
+TYPE_AHEAD_QUIET = 0.1
+"""Seconds without a key before a screen that took typed-ahead keys gives its field the focus."""
+
+
+class TypeAhead:
+    """Keys typed into a screen before its field has the focus, kept and typed into the field in
+    order. A screen just pushed gets its focus after its mount (Textual moves it later), and
+    the keys of a fast typist (or a paste into tmux) that arrive first were lost (a trial: the
+    settings' endpoint URL came out "http:/"). While keys come this way the field is given the
+    focus only once they pause (`TYPE_AHEAD_QUIET`): a key the app sent to the screen before
+    that must not be typed after one it sends to the field directly.
+
+    The screen calls `take` from its `on_key` and `mounted` at the end of its `on_mount`.
+    Printable keys and the field's own keys are taken while nothing has the focus; any other
+    (Esc, the screen's keys) is left to the screen's bindings.
+
+    Args:
+        screen: the screen the keys reach.
+        field: returns the field (the screen's widgets exist only once it is mounted).
     """
-    if screen.focused not in (None, field):
-        return
-    bindings = field._bindings.key_to_bindings.get(event.key)  # noqa: SLF001 - the field's own keys
-    typed = event.is_printable and bool(event.character)
-    if not bindings and not typed:
-        return
-    event.stop()
-    event.prevent_default()
-    if screen.focused is None:
-        screen.set_focus(field)  # now: the keys after this one go to the field as usual
-    if bindings:
-        await field.run_action(bindings[0].action)
-    elif event.character:
-        field.insert_text_at_cursor(event.character)
+
+    def __init__(self, screen: Screen[Any], field: Callable[[], Input]) -> None:
+        self.screen, self.field = screen, field
+        self._early: list[events.Key] = []  # keys before the mount: the field does not exist yet
+        self._timer: Any = None
+
+    async def take(self, event: events.Key) -> None:
+        """Type `event` into the field if it is one for it and nothing else has the focus."""
+        screen = self.screen
+        if not screen.is_mounted:
+            self._stop(event)
+            self._early.append(event)
+            return
+        field = self.field()
+        if screen.focused is not None or not self._for_field(event, field):
+            return  # the focused widget had the key (one it left bubbles here), or not the field's
+        self._stop(event)
+        await self._type(event, field)
+
+    async def mounted(self) -> None:
+        """The screen is mounted: type what came before, then focus the field (at once when
+        nothing came; else once the keys pause)."""
+        field, early = self.field(), self._early
+        self._early = []
+        for event in early:
+            if self._for_field(event, field):
+                await self._type(event, field)
+        if not early:
+            self.screen.set_focus(field)
+
+    @staticmethod
+    def _for_field(event: events.Key, field: Input) -> bool:
+        return bool(field._bindings.key_to_bindings.get(event.key)) or (  # noqa: SLF001 - the field's own keys
+            event.is_printable and bool(event.character))
+
+    @staticmethod
+    def _stop(event: events.Key) -> None:
+        event.stop()
+        event.prevent_default()
+
+    async def _type(self, event: events.Key, field: Input) -> None:
+        bindings = field._bindings.key_to_bindings.get(event.key)  # noqa: SLF001
+        if bindings:
+            await field.run_action(bindings[0].action)
+        elif event.character:
+            field.insert_text_at_cursor(event.character)
+        if self.screen.focused is None:
+            if self._timer is not None:
+                self._timer.stop()
+            self._timer = self.screen.set_timer(TYPE_AHEAD_QUIET, lambda: self.screen.set_focus(field))
 
 
 class TavernCalls(MessagePump):

@@ -28,7 +28,7 @@ from tavern_tui.config import BELIEF_EXTRACTORS, Settings, TuiSettings
 from tavern_tui.config.store import keyring_available, save_config
 from tavern_tui.errors import FormatError
 from tavern_tui.providers.base import ProviderSettings, endpoint_problem
-from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen, type_ahead
+from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen, TypeAhead
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
@@ -83,7 +83,7 @@ class SettingsScreen(TavernScreen[bool]):
         self._models: list[str] = []
         self._opened_theme = ""
         self._opened: dict[str, object] = {}  # the form as it opened (`_values`)
-        self._early: list[events.Key] = []  # keys that came before the fields (`on_key`)
+        self._type_ahead = TypeAhead(self, lambda: self.query_one("#base-url", Input))  # keys before the focus
 
     def compose(self) -> ComposeResult:
         s = self.tavern.settings
@@ -142,24 +142,14 @@ class SettingsScreen(TavernScreen[bool]):
     async def on_mount(self) -> None:
         self._opened_theme = self.app.theme
         self._opened = self._values()
-        field = self.query_one("#base-url", Input)
-        self.set_focus(field)
-        for early in self._early:  # before the keys that come after the mount (this handler is awaited)
-            await type_ahead(self, early, field)
-        self._early.clear()
+        await self._type_ahead.mounted()  # the endpoint field gets the focus (and what was typed)
         self.call(self.tavern.strategies.strategies, title="Cannot list the strategies", then=self._strategies)
         self.call(self._key_state, title="Cannot read the keyring", severity="warning",
                   then=lambda text: setattr(self.query_one("#api-key", Input), "placeholder", text))
 
     async def on_key(self, event: events.Key) -> None:
-        """Keys typed before the endpoint URL field had the focus go into it (`type_ahead`); one
-        that arrives before the fields are there waits for them (`on_mount`)."""
-        if not self.is_mounted:
-            event.stop()
-            event.prevent_default()
-            self._early.append(event)
-            return
-        await type_ahead(self, event, self.query_one("#base-url", Input))
+        """Keys typed before the endpoint URL field had the focus go into it (`TypeAhead`)."""
+        await self._type_ahead.take(event)
 
     def _key_state(self) -> str:
         """The key field's placeholder: whether a key is set and where a new one is kept (in a worker:
