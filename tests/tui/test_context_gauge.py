@@ -189,7 +189,7 @@ async def test_esc_during_a_compaction_in_parts_says_what_was_kept_and_f12_reach
 
     from tavern_tui.engine.log import SUMMARY_SOURCE, derive_messages
     from tavern_tui.tui.modals.edit_message import EditMessageScreen
-    from tests.tui.conftest import GATE, noted
+    from tests.tui.conftest import GATE, noted, notes
 
     pid = bound_playthrough(corpus_tavern, corpus_dir, tmp_path, 4096, 400)
     scripted.enqueue("Recap of the first part.")
@@ -207,6 +207,8 @@ async def test_esc_during_a_compaction_in_parts_says_what_was_kept_and_f12_reach
         note = await noted(pilot, seen, lambda n: n.startswith("Stopped after "))
         assert note.startswith(f"Stopped after {covers:,} of the oldest messages were summarised: that summary "
                                "is kept") and "F10 compacts the rest" in note
+        await workers_idle(pilot)
+        assert notes(seen).count(note) == 1  # said once (a trial saw it twice)
         await workers_idle(pilot)
         assert chat.status.state == "idle" and not chat.generating
         assert not any(b.has_class("-summary") for b in chat.transcript.boxes)  # older than the window

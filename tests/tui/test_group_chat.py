@@ -179,6 +179,34 @@ async def test_speak_now_has_one_member_reply(corpus_tavern: Tavern, scripted: S
         assert "Write Shodan's next reply" in _system(scripted.requests[0])
 
 
+async def _from_terminal(pilot, sent: str) -> None:  # type: ignore[no-untyped-def]
+    """Press what a terminal sends as `sent`, read by Textual's own parser (Pilot's `press` names
+    a key but gives it no character)."""
+    from textual._xterm_parser import XTermParser
+
+    for event in XTermParser().feed(sent):
+        pilot.app.post_message(event)
+    await pilot.pause()
+
+
+async def test_alt_n_as_a_terminal_sends_it_speaks_and_types_only_into_text(corpus_tavern: Tavern,
+                                                                             scripted: ScriptedProvider) -> None:
+    # A trial in tmux: alt+1 typed "¡". xterm, tmux and most Linux terminals send Esc and the
+    # digit, which Textual reads as macOS's Option characters (¡ ™ £ …), never as alt+N.
+    _glade(corpus_tavern)
+    scripted.enqueue("Speak, insect.")
+    async with TavernApp(corpus_tavern).run_test(size=SIZE) as pilot:
+        chat = await open_group(pilot)
+        await _from_terminal(pilot, "\x1b2")  # alt+2, the composer empty: member 2 speaks now
+        await wait_until(pilot, lambda: bool(_replies(chat)) and not chat.generating)
+        await workers_idle(pilot)
+        assert _replies(chat) == [("Shodan", "member-2", "Speak, insect.")] and chat.prompt.value == ""
+        await pilot.press(*"Deal")
+        await _from_terminal(pilot, "\x1b2")  # with text in the composer it is the character it stands for
+        await wait_until(pilot, lambda: chat.prompt.value == "Deal™")
+        assert len(scripted.requests) == 1
+
+
 async def test_esc_stops_the_round_and_later_members_do_not_speak(corpus_tavern: Tavern,
                                                                   scripted: ScriptedProvider) -> None:
     _glade(corpus_tavern)

@@ -147,6 +147,7 @@ class GroupControl:
         """Take the playthrough's group (None: not a group chat): colours, the member strip."""
         self.group = group
         self.chat.transcript.member_of = self.member_of if group is not None else None
+        self.chat.prompt.member_keys = group is not None  # alt+N as terminals send it (`Composer.MemberKey`)
         await self.chat.members.show(group, names)
         self.chat.keep_speak_keys(len(group.members) if group is not None else None)
         self.chat.refresh_bindings()

@@ -21,6 +21,13 @@ from textual.widgets import TextArea
 NEWLINE_KEYS = ("shift+enter", "ctrl+j", "newline")
 """Keys that insert a newline ("newline" is how some terminals' LF arrives)."""
 
+ALT_DIGITS = ("inverted_exclamation_mark", "trade_mark_sign", "pound_sign", "cent_sign", "infinity",
+              "section_sign", "pilcrow_sign", "bullet", "ª")
+"""The keys Textual reads for alt+1…9 from a terminal that sends Esc and the digit (xterm, tmux,
+most Linux terminals): it takes them for macOS's Option characters ¡ ™ £ ¢ ∞ § ¶ • ª
+(`textual._ansi_sequences`), so a binding on alt+N never fires there, and a text area takes
+the character before any binding on its screen."""
+
 STEER_KEYS = ("alt+enter", "ctrl+t")
 """Keys that send the text as a steer (next step of the running turn): ctrl+T where the terminal
 folds alt+Enter into Enter (ESC CR, as tmux and most terminals without the kitty keyboard
@@ -30,8 +37,9 @@ protocol send it; Textual then reports plain Enter)."""
 class Composer(TextArea, inherit_bindings=False):
     """A multi-line editor: grows with its text up to `max-height`, then scrolls.
 
-    Posts `Composer.Submitted` on Enter (steer False) or alt+Enter (steer True) and
-    `Composer.EditPrevious` on ↑ when empty or on its first line while an item is being edited.
+    Posts `Composer.Submitted` on Enter (steer False) or alt+Enter (steer True),
+    `Composer.EditPrevious` on ↑ when empty or on its first line while an item is being edited,
+    and `Composer.MemberKey` on alt+N as a terminal sends it, when empty in a group chat.
     `value` reads and writes the text (what `Input.value` was) and `cursor_position` is the
     cursor's offset in it. Given `hints` (placeholders, longest first), it shows the longest that
     fits its width, so a narrow terminal gets a shorter hint rather than one cut mid-sentence.
@@ -69,6 +77,19 @@ class Composer(TextArea, inherit_bindings=False):
             return self.composer
 
     @dataclass
+    class MemberKey(Message):
+        """alt+`number` (1-9) as the terminal sent it (`ALT_DIGITS`), on the empty composer while
+        `member_keys` is set (a group chat: member `number` replies now)."""
+
+        composer: Composer
+        number: int
+
+        @property
+        def control(self) -> Composer:
+            """The composer (for `@on(..., "#id")`)."""
+            return self.composer
+
+    @dataclass
     class EditPrevious(Message):
         """↑ with nothing typed (or on the first line of a queued item being edited)."""
 
@@ -84,6 +105,9 @@ class Composer(TextArea, inherit_bindings=False):
         super().__init__("", soft_wrap=True, tab_behavior="focus", show_line_numbers=False, compact=False,
                          placeholder=placeholder, id=id, classes=classes)
         self.editing_first_line_up = False
+        self.member_keys = False
+        """When True (a group chat), alt+1…9 as a terminal sends them post `MemberKey` on the empty
+        composer instead of typing ¡ ™ £ …; with text typed they stay characters."""
         """When True, ↑ on the first line posts EditPrevious (`QueueEditor` sets it while a queued item is edited)."""
         self._hints: tuple[str, ...] = ()
         if hints:
@@ -139,6 +163,10 @@ class Composer(TextArea, inherit_bindings=False):
         if key in NEWLINE_KEYS:
             self._handled(event)
             self.insert("\n")
+            return
+        if self.member_keys and key in ALT_DIGITS and not self.text:
+            self._handled(event)
+            self.post_message(self.MemberKey(self, ALT_DIGITS.index(key) + 1))
             return
         if key == "up" and (not self.text or (self.editing_first_line_up and self.cursor_location[0] == 0)):
             self._handled(event)

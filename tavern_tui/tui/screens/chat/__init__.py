@@ -391,6 +391,11 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, TavernScreen[None]):
         """Choose a member to mute or unmute."""
         self.groups.mute_member()
 
+    @on(Composer.MemberKey, "#prompt")
+    def _member_key(self, event: Composer.MemberKey) -> None:
+        if self.groups.allows("speak_member", (event.number,)):
+            self.groups.speak_member(event.number)
+
     async def on_round_update(self, message: RoundUpdate) -> None:
         await self.groups.round_update(message)
 
