@@ -44,7 +44,10 @@ drawn once per flush instead of three times (2026-12-06), chunk->paint p95 at 20
 chunk (6-19 ms) meets its target.
 Sampled with py-spy after the tail was drawn once per flush (2026-12-06): of the loop's busy time,
 Textual's layout pass takes ~21 % and its compositor's repaint of the scrolled area ~34 %, the one
-Markdown render of the live tail per flush ~14 %; what is left is message handling.
+Markdown render of the live tail per flush ~14 %; what is left is message handling. On a faster box
+(2026-12-07, later session), two runs: at 200 tok/s chunk->paint p95 43.7 / 41.4 ms, the loop 34 /
+34 % busy (above 25 %, by the floor above), drain 11.6 / 6.4 ms; B5 tti 99 / 76 ms, page-in per 25
+61 / 60 ms, key->paint p95 4.1 / 4.5 ms, 60 mounted, RSS 197 MB.
 
 B9 before the first byte (measured 2026-12-06, 5,000-message chat, 5,000-entry book): 150-165 ms
 median, from 300-320 ms the same day, once the step stopped re-reading and re-folding the whole

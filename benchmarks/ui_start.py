@@ -40,7 +40,9 @@ with their .pyc files, as an installed app has them, 1.68x (255 vs 152 ms). Then
 stopped importing what it does not show (the engine's stream types and events, the views of chats,
 trees and traces, the help, notifications and import screens, the `[keys]` resolver, and TextArea,
 which the app's `?` check imported while the footer was built): 1.53 / 1.54x (246 / 232 vs
-161 / 151 ms), meeting 1.6x.
+161 / 151 ms), meeting 1.6x; two later runs of the benchmarks named in issue 22, one after the other
+on the quiet box: 1.57 / 1.53x (245 / 226 vs 156 / 148 ms). cli_start the same runs: 2.01-2.43x
+(sessions 366-375 ms, presets 303-311, trace list 329-335, bare 151-154): SQLAlchemy's floor above.
 """
 
 from __future__ import annotations
