@@ -156,10 +156,10 @@ def test_trace_show_names_the_inbox_events_a_step_consumed(cli_env: dict[str, st
     assert "queued first" not in json.dumps(detail["record"])  # references, never the queued text
     # Where the step's time went, stage by stage, in the order a step runs them (engine.step.STAGES).
     stages = detail["timing"]["stages"]
-    assert set(stages) == {"claim", "assemble", "pre_step", "request", "prepare", "refresh", "admit", "record",
-                           "first_byte", "stream"}
+    assert set(stages) == {"gather", "claim", "assemble", "pre_step", "request", "prepare", "refresh", "admit",
+                           "record", "first_byte", "stream"}
     [line] = [line for line in shown.splitlines() if line.startswith("stages: ")]
     assert [part.split(" ")[0] for part in line.removeprefix("stages: ").split(" · ")] == [
-        "claim", "assemble", "pre", "request", "prepare", "refresh", "admit", "record", "first", "stream"]
+        "gather", "claim", "assemble", "pre", "request", "prepare", "refresh", "admit", "record", "first", "stream"]
     assert f"prepare {stages['prepare']:.0f} ms · refresh {stages['refresh']:.0f} ms" in line
     assert line.endswith(f"stream {stages['stream']:.0f} ms")

@@ -222,3 +222,17 @@ async def test_a_single_summary_request_lists_as_ok_with_its_stages(  # type: ig
     assert (view.id, view.outcome, [a["status"] for a in view.attempts]) == (done.trace, "ok", [200])
     assert view.latency_ms is not None and view.reply is not None
     assert set(service.traces.trace(view.id)["timing"]["stages"]) == SUMMARY_STAGES
+
+
+async def test_a_sends_trace_times_the_reads_before_its_build(live, server: LoopbackServer) -> None:  # type: ignore[no-untyped-def]
+    # The build a send makes ahead, in a worker, comes with the reads it needed (the playthrough,
+    # MVU's initialisation, the batch, the history): the `gather` stage, first, so a slow step's
+    # time before its claim is named too (B9: ~50 ms before the first byte were in no stage).
+    from tavern_tui.engine.step import STAGES
+
+    service, pid, _session = live
+    server.enqueue_sse(sse_chunks_for("Hello there."))
+    await say(service, pid, "Hi.")
+    stages = service.traces.trace(service.traces.traces(pid)[-1].id)["timing"]["stages"]
+    assert [s for s in STAGES if s in stages][:3] == ["gather", "claim", "assemble"]
+    assert stages["gather"] > 0 and stages_text(stages).startswith("gather ")

@@ -73,7 +73,7 @@ async def test_requests_detail_verify_and_jump(corpus_tavern: Tavern, scripted: 
         assert "3. user · input" in text and QUESTION in text
         assert "1 skipped" in text and "over_budget" in text
         assert "timing  submitted → first byte +" in text
-        assert "stages: claim " in text and " ms · assemble " in text and " ms · first byte " in text
+        assert "stages: gather " in text and " ms · claim " in text and " ms · first byte " in text
         # collapsed but the last two
         sections = list(screen.detail.query(Collapsible))
         assert [s.collapsed for s in sections] == [True, False, False]

@@ -41,6 +41,9 @@ class Prebuilt:
         self.assembly: Assembly | None = assembly
         self.build_ms = build_ms
         """Milliseconds the build ahead took (the step's `assemble` stage when it is sent as it is)."""
+        self.gather_ms = 0.0
+        """Milliseconds of reading what the build needed, before it (the caller's to set; the
+        step's `gather` stage when the build is sent as it is)."""
         self.used = False
         """Whether the last call returned the build made ahead."""
         self.builds = 0

@@ -83,6 +83,8 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     watch.lap("assemble")
     if isinstance(assemble, Prebuilt) and assemble.used:  # built ahead, off the loop: that is the stage's time
         watch.laps["assemble"] = assemble.build_ms
+        if assemble.gather_ms:
+            watch.laps["gather"] = assemble.gather_ms
     assembly = await pre_step(log, session_id, assembly, claimed, options.generation, options.pre_step_hooks)
     watch.lap("pre_step")
     try:

@@ -11,9 +11,12 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-STAGES = ("claim", "assemble", "pre_step", "request", "prepare", "refresh", "admit", "record", "first_byte", "stream")
-"""The stages a step's `timing.stages` names, in order (milliseconds each): the lease, recovery and
-inbox claim; assembling the request; the pre-step hooks on the proposed input; the request
+STAGES = ("gather", "claim", "assemble", "pre_step", "request", "prepare", "refresh", "admit", "record", "first_byte",
+          "stream")
+"""The stages a step's `timing.stages` names, in order (milliseconds each): what was read for the
+build made ahead, in a worker before the step opened (the playthrough, MVU's initialisation, the
+batch, the assembler's inputs, the history; only when the step sends that build: `Prebuilt`);
+the lease, recovery and inbox claim; assembling the request; the pre-step hooks on the proposed input; the request
 hooks on the call config; preparing the call (the provider validates the config and binds
 its adapter); re-reading the runtime context; admitting the input (and system/context); writing the request's
 records, header and trace record; waiting for the first token after the request went out; streaming

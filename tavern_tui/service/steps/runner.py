@@ -13,6 +13,7 @@ prelude (checks, forks, head moves, the assembler, the wait for the key indexes)
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
@@ -324,6 +325,7 @@ class StepRunner:
         if problem is not None:  # nothing can be sent: admit nothing, keep the text queued
             raise await asyncio.to_thread(kept_after_failure, self.inbox, playthrough_id, text, problem)
         # Off the event loop, so the screen keeps answering (and keeps what is typed).
+        started = time.perf_counter()
         try:
             view, assembler, fitted, playing = await asyncio.to_thread(self._prepare_step, playthrough_id,
                                                                        generation, text, claim)
@@ -331,6 +333,8 @@ class StepRunner:
             raise  # a refusal that names its cause (a fit, a cap, a busy chat): the caller keeps the text
         except Exception as exc:  # noqa: BLE001 - anything a card's content broke in the build
             raise await asyncio.to_thread(kept_after_failure, self.inbox, playthrough_id, text, exc) from exc
+        if isinstance(assembler, Prebuilt):  # the trace's `gather` stage: the worker's time less the build's
+            assembler.gather_ms = max(0.0, round((time.perf_counter() - started) * 1000 - assembler.build_ms, 1))
         rounds = 0
         while fitted and fitted.get("dropped_messages") and self.ctx.settings.auto_compact and rounds < 3:
             # Auto-compaction: summarise the oldest block instead of dropping it, then fit again. The
