@@ -145,7 +145,7 @@ class TypeAhead:
         for event in early:
             if self._for_field(event, field):
                 await self._type(event, field)
-        if not early:
+        if self._timer is None:  # nothing was typed ahead (or only keys not for the field): focus now
             self.screen.set_focus(field)
 
     @staticmethod
