@@ -170,8 +170,11 @@ class TavernApp(App[None]):
 
     def _screen_binds(self, key: str) -> bool:
         """The current screen, or a widget in its focus chain, binds `key` itself (a save on ctrl+s)."""
-        return any(key in bindings.key_to_bindings
-                   for node, bindings in self.screen._binding_chain if node is not self)  # noqa: SLF001
+        # The nodes' own maps, not `Screen._binding_chain`: that copies every map of the chain, and
+        # this runs for each footer check (a key a focused text field consumes is no save either way).
+        focused = self.screen.focused
+        nodes = focused.ancestors_with_self if focused is not None else (self.screen,)
+        return any(key in node._bindings.key_to_bindings for node in nodes if node is not self)  # noqa: SLF001
 
     def action_help_key(self) -> None:
         """`?` outside a text field: the help."""

@@ -31,6 +31,14 @@ estimate: computing it reads the whole history, so a burst (swipes, a reload) re
 is counted once."""
 
 
+SEPARATOR = "  ·  "
+"""Between the status line's parts."""
+
+
+def _joined(parts: list[str]) -> str:
+    return SEPARATOR.join(p for p in parts if p)
+
+
 class StatusLine(Static):
     """One line: "<provider> · <model>  ·  [OOC  ·  ]~N tokens  ·  swipe n/m  ·  <state>[ — detail]".
 
@@ -164,7 +172,7 @@ class StatusLine(Static):
     @property
     def line(self) -> str:
         """The whole line (what a wide enough terminal shows; `fitted` is what this one shows)."""
-        return "  ·  ".join(p for p in self._parts() if p)
+        return _joined(self._parts())
 
     def fitted(self, width: int) -> str:
         """The line within `width` cells (0: unknown, the whole line): the state must show, so
@@ -172,14 +180,14 @@ class StatusLine(Static):
         left out" says only "left out"; what still does not fit is cut at the end with "…"
         (by the CSS), the state's detail first."""
         parts = self._parts()
-        joined = "  ·  ".join(p for p in parts if p)
+        joined = _joined(parts)
         if width <= 0 or cell_len(joined) <= width:
             return joined
-        rest = "  ·  ".join(p for p in parts[1:] if p)
-        room = width - cell_len(rest) - len("  ·  ")
+        room = width - cell_len(_joined(parts[1:])) - len(SEPARATOR)
         parts[0] = clip(parts[0], room) if room >= 8 else ""
-        parts[2] = parts[2].replace(" oldest left out)", " left out)") if not parts[0] else parts[2]
-        return "  ·  ".join(p for p in parts if p)
+        if not parts[0]:
+            parts[2] = parts[2].replace(" oldest left out)", " left out)")
+        return _joined(parts)
 
     def _parts(self) -> list[str]:
         """[provider, "OOC" or "", gauge or tokens or "", swipe, state with detail]."""
