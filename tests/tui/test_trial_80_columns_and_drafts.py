@@ -67,7 +67,8 @@ async def test_the_strategy_pane_lists_strategies_and_presets_at_80_columns(corp
         assert screen.preset_list.option_count == presets + 1
         for listing in (screen.strategies, screen.preset_list):
             assert listing.region.height >= 3 + 2, listing.region  # a few rows inside the border
-            assert option_shown(app, listing)
+            # Drawn once the list has scrolled to its highlight (a loaded box is a frame late).
+            await wait_until(pilot, lambda listing=listing: option_shown(app, listing))
         hint = screen.query_one("#strategy-hint-short", Static)
         assert [row.rstrip() for row in drawn(app, hint.content_region)] == [str(hint.content)]  # whole, one row
         assert screen.query_one("#preview").region.height >= 3
