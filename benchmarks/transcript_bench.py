@@ -397,7 +397,9 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
     """B9: a server with a fixed 300 ms time to first byte; Enter → first visible token − 300 ms,
     and last chunk → the reply settled on screen (stored: the events are committed before). Also
     `turn_end`: last chunk → the step over (the state's commit and belief learning done, the
-    keys live again)."""
+    keys live again). Each run sends twice: Enter at once after the text is put in the composer,
+    and Enter after a pause (the draft kept and the request built ahead, `StepRunner.build_ahead`:
+    waited for as a condition), which is how a person usually sends; `before_paused` is the latter."""
     from benchmarks.fixtures import start_db
     from benchmarks.paced_sse import PacedServer, Script, tokenize
     from tavern_tui.tui.app import TavernApp
@@ -405,45 +407,58 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
     db, ids = start_db()
     tokens = tokenize("*She smiles.* The road north is long, but we can rest at the mill tonight. " * 3)
     before: list[float] = []
+    paused: list[float] = []
     after: list[float] = []
     turn_end: list[float] = []
     with PacedServer() as server:
         tavern = _tavern(db, server.base_url)
+        pid = ids["playthrough"]
+
+        async def turn(pilot: Any, screen: Any, n: int, pause: bool) -> tuple[float, float, float]:
+            script = server.enqueue(Script(tokens, ttfb=ttfb, burst=4, seed=n))
+            text = f"Where do we sleep? ({n}{' after a pause' if pause else ''})"
+            with PaintLog() as paints:
+                screen.prompt.value = text
+                if pause:
+                    await _until(pilot, lambda: tavern.steps.ahead.has(pid, text), 30)
+                t_enter = time.perf_counter()
+                _key(pilot, "enter")  # not pilot.press: it waits for the screen to go quiet
+                await _until(pilot, lambda: bool(paints.appends) and paints.appends[-1][1] > 0, 30)
+                first = next(t for t, c in paints.appends if c > 0)
+                await _until(pilot, lambda: screen.reply_stream.box is None and screen.status.state == "idle", 30)
+                shown = time.perf_counter()
+                await _until(pilot, lambda: not screen.generating and screen.status.state == "idle", 30)
+                ended = time.perf_counter()
+            return ((first - t_enter - ttfb) * 1000, (shown - script.done_at) * 1000,
+                    (ended - script.done_at) * 1000)
 
         async def run() -> None:
             app = TavernApp(tavern)
             async with app.run_test(size=SIZE) as pilot:
                 await pilot.pause()
-                screen, _ = await _open_chat(app, pilot, ids["playthrough"])
+                screen, _ = await _open_chat(app, pilot, pid)
                 await app.workers.wait_for_complete()
                 for n in range(runs + 1):  # the first is a warm-up
-                    script = server.enqueue(Script(tokens, ttfb=ttfb, burst=4, seed=n))
-                    with PaintLog() as paints:
-                        screen.prompt.value = f"Where do we sleep? ({n})"
-                        t_enter = time.perf_counter()
-                        _key(pilot, "enter")  # not pilot.press: it waits for the screen to go quiet
-                        await _until(pilot, lambda: bool(paints.appends) and paints.appends[-1][1] > 0, 30)
-                        first = next(t for t, c in paints.appends if c > 0)
-                        await _until(pilot, lambda: screen.reply_stream.box is None
-                                     and screen.status.state == "idle", 30)
-                        shown = time.perf_counter()
-                        await _until(pilot, lambda: not screen.generating and screen.status.state == "idle", 30)
-                        ended = time.perf_counter()
+                    b, a, e = await turn(pilot, screen, n, pause=False)
+                    p, _a, _e = await turn(pilot, screen, n, pause=True)
                     if n:
-                        before.append((first - t_enter - ttfb) * 1000)
-                        after.append((shown - script.done_at) * 1000)
-                        turn_end.append((ended - script.done_at) * 1000)
+                        before.append(b)
+                        paused.append(p)
+                        after.append(a)
+                        turn_end.append(e)
 
         try:
             asyncio.run(run())
-            stages = _stage_medians(tavern, ids["playthrough"], runs)
+            stages = _stage_medians(tavern, pid, runs * 2)  # both kinds of send
         finally:
             tavern.close()
-    b, a = statistics.median(before), statistics.median(after)
+    b, p, a = statistics.median(before), statistics.median(paused), statistics.median(after)
     return {"runs": runs, "before_first_byte_median_ms": round(b, 1), "before_max_ms": round(max(before), 1),
+            "before_paused_median_ms": round(p, 1), "before_paused_max_ms": round(max(paused), 1),
             "after_last_byte_median_ms": round(a, 1), "after_max_ms": round(max(after), 1),
             "turn_end_median_ms": round(statistics.median(turn_end), 1),
-            "ratio_before": round(b / 40, 2), "ratio_after": round(a / 50, 2), "stages_median_ms": stages}
+            "ratio_before": round(b / 40, 2), "ratio_before_paused": round(p / 40, 2), "ratio_after": round(a / 50, 2),
+            "stages_median_ms": stages}
 
 
 def _stage_medians(tavern: Any, playthrough_id: int, runs: int) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -79,6 +81,26 @@ class Store:
         self.events = EventLog(self.engine, self.write_engine)
         self.claims = StepLeases(self.engine, self.write_engine)
         self.search = MessageSearch(self.engine)
+        self._watch: sqlite3.Connection | None = None  # `data_version`'s own connection, never written through
+        self._watch_lock = threading.Lock()
+
+    def data_version(self) -> int | None:
+        """A number that changes whenever anything is committed to the database, by this process or
+        another (SQLite's `PRAGMA data_version` on a connection of its own that never writes, so
+        every commit is another connection's), or None where it cannot be told (not a SQLite file:
+        in memory, another database). Read in microseconds: what was derived from the database
+        (a request built ahead of its step) is still exact while it has not changed."""
+        database = self.engine.url.database
+        if self.engine.dialect.name != "sqlite" or not database or database == ":memory:" or "mode=memory" in database:
+            return None
+        with self._watch_lock:
+            try:
+                if self._watch is None:
+                    self._watch = sqlite3.connect(database, check_same_thread=False,
+                                                  uri=database.startswith("file:"))
+                return int(self._watch.execute("PRAGMA data_version").fetchone()[0])
+            except sqlite3.Error:
+                return None
 
     @contextmanager
     def unit_of_work(self, *, write: bool = True) -> Iterator[UnitOfWork]:
@@ -156,4 +178,8 @@ class Store:
 
     def close(self) -> None:
         """Release connections."""
+        with self._watch_lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
         self.engine.dispose()

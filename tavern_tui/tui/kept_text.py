@@ -38,12 +38,15 @@ class KeptText:
         write: stores a text (runs in a thread; "" removes what was kept).
         title: the failure's title ("Cannot keep the draft").
         delay: the quiet moment before a write, in seconds (read at each change; None: `KEEP_DELAY`).
+        after: runs in the same thread after a write `save` asked for (not one `close` asked
+            for: the screen is going), with the text written.
     """
 
     def __init__(self, screen: Any, write: Callable[[str], object], title: str,
-                 delay: Callable[[], float] | None = None) -> None:
+                 delay: Callable[[], float] | None = None, after: Callable[[str], object] | None = None) -> None:
         self._screen = screen
         self._write = write
+        self._after = after
         self._title = title
         self._delay = delay or (lambda: KEEP_DELAY)
         self.timer: Timer | None = None
@@ -62,7 +65,7 @@ class KeptText:
         """Write `text` now, in a worker (`call`: more of `TavernCalls.call`'s arguments, e.g.
         `then` to leave once it is written); a write waiting for quiet is not needed any more."""
         self.cancel_wait()
-        self._screen.call(self.write_numbered, text, self._ask(), title=self._title, group="kept-text", **call)
+        self._screen.call(self._write_then_after, text, self._ask(), title=self._title, group="kept-text", **call)
 
     def close(self, text: str) -> None:
         """The screen is going away (another screen in its place, the app quitting): when a
@@ -91,10 +94,15 @@ class KeptText:
         self._asked += 1
         return self._asked
 
-    def write_numbered(self, text: str, number: int) -> None:
-        """Write `text` (in a thread) unless a write asked for later came first."""
+    def write_numbered(self, text: str, number: int) -> bool:
+        """Write `text` (in a thread) unless a write asked for later came first; whether it wrote."""
         with self._lock:
             if number <= self._kept:
-                return
+                return False
             self._write(text)
             self._kept = number
+            return True
+
+    def _write_then_after(self, text: str, number: int) -> None:
+        if self.write_numbered(text, number) and self._after is not None and number == self._asked:
+            self._after(text)  # the newest text only: an older write that landed late starts nothing

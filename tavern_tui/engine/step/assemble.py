@@ -44,6 +44,9 @@ class Prebuilt:
         self.gather_ms = 0.0
         """Milliseconds of reading what the build needed, before it (the caller's to set; the
         step's `gather` stage when the build is sent as it is)."""
+        self.ahead_ms = 0.0
+        """Milliseconds the whole build took when it was made before the step began, while the
+        person looked at what they typed (the caller's to set; the step's `ahead` stage)."""
         self.used = False
         """Whether the last call returned the build made ahead."""
         self.builds = 0

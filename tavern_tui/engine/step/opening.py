@@ -85,6 +85,8 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
         watch.laps["assemble"] = assemble.build_ms
         if assemble.gather_ms:
             watch.laps["gather"] = assemble.gather_ms
+        if assemble.ahead_ms:
+            watch.laps["ahead"] = assemble.ahead_ms
     assembly = await pre_step(log, session_id, assembly, claimed, options.generation, options.pre_step_hooks)
     watch.lap("pre_step")
     try:

@@ -11,9 +11,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-STAGES = ("gather", "claim", "assemble", "pre_step", "request", "prepare", "refresh", "admit", "record", "first_byte",
-          "stream")
-"""The stages a step's `timing.stages` names, in order (milliseconds each): what was read for the
+STAGES = ("ahead", "gather", "claim", "assemble", "pre_step", "request", "prepare", "refresh", "admit", "record",
+          "first_byte", "stream")
+"""The stages a step's `timing.stages` names, in order (milliseconds each): the whole build when it
+was made before the step began, while the person looked at what they typed (`Prebuilt.ahead_ms`;
+its `gather` is then only the check that nothing changed since, and its `assemble` 0); what was read for the
 build made ahead, in a worker before the step opened (the playthrough, MVU's initialisation, the
 batch, the assembler's inputs, the history; only when the step sends that build: `Prebuilt`);
 the lease, recovery and inbox claim; assembling the request; the pre-step hooks on the proposed input; the request

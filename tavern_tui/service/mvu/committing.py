@@ -37,21 +37,12 @@ class MvuCommits(MvuPart):
     def ensure_initialised(self, playthrough_id: int) -> bool:
         """Commit the initial record when the head has MVU material and no record yet (before a generation).
         Returns whether a record was committed now."""
-        material = self.material.material(playthrough_id)
-        view, books, _primary, greetings, _macros = material
-        if not has_mvu_material(books, greetings):
-            return False  # no state to start: a long chat's surface (the costly read) is not read for nothing
-        for attempt in range(CAS_TRIES):
-            if attempt:  # another writer committed meanwhile: its variables may be in the macros now
-                material = self.material.material(playthrough_id)
-            events = self.surface_events(view.session_id)
-            surface = surface_of(events)
-            if mvu_head(events, counted_messages(events, [m.ref for m in surface])).record is not None:
+        for _attempt in range(CAS_TRIES):
+            # A retry reads again: another writer committed meanwhile, its variables may be in the macros now.
+            due = self._due_init(playthrough_id)
+            if due is None:
                 return False
-            planned = self.material.planned_init(playthrough_id, surface, material)
-            if planned is None:
-                return False
-            message, result = planned
+            session_id, events, (message, result) = due
             # What could not be read ([InitVar] entries that failed or were refused, e.g. a YAML
             # alias bomb) is kept with the record, so the state pane and the trace say why it is short.
             refused = [{"command": "initial variables", "reason": error} for error in result.errors]
@@ -59,9 +50,27 @@ class MvuCommits(MvuPart):
             part = commit_part(message, None, result.record, init=True,
                                changes=[c.to_json() for c in result.greeting.changes] if result.greeting else [],
                                refused=refused)
-            if self.append(view.session_id, events, part) is not None:
+            if self.append(session_id, events, part) is not None:
                 return True
         raise StoreBusy("the MVU state of this chat kept changing while it was initialised; try again")
+
+    def needs_initialising(self, playthrough_id: int) -> bool:
+        """Whether `ensure_initialised` would commit an initial record now (reads only): a request
+        built ahead of the step is only kept when the step would not write one first."""
+        return self._due_init(playthrough_id) is not None
+
+    def _due_init(self, playthrough_id: int) -> tuple[int, list[Event], Any] | None:
+        """(the head session, its surface events, the planned initial record) when one is due, else None."""
+        material = self.material.material(playthrough_id)
+        view, books, _primary, greetings, _macros = material
+        if not has_mvu_material(books, greetings):
+            return None  # no state to start: a long chat's surface (the costly read) is not read for nothing
+        events = self.surface_events(view.session_id)
+        surface = surface_of(events)
+        if mvu_head(events, counted_messages(events, [m.ref for m in surface])).record is not None:
+            return None
+        planned = self.material.planned_init(playthrough_id, surface, material)
+        return None if planned is None else (view.session_id, events, planned)
 
     def append(self, session_id: int, events: list[Event], part: dict[str, Any],
                origin: str = "reply") -> list[Event] | None:

@@ -82,6 +82,10 @@ class MvuService:
         Returns whether a record was committed now."""
         return self.commits.ensure_initialised(playthrough_id)
 
+    def needs_initialising(self, playthrough_id: int) -> bool:
+        """Whether `ensure_initialised` would commit a record now (reads only; `MvuCommits.needs_initialising`)."""
+        return self.commits.needs_initialising(playthrough_id)
+
     def _append(self, session_id: int, events: list[Event], part: dict[str, Any],
                 origin: str = "reply") -> list[Event] | None:
         """The compare-and-set: append only if no state commit landed in the session since `events` were read."""

@@ -11,6 +11,7 @@ The chat screen holds one (`ChatScreen.sending`) and hands it the composer's Mes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tavern_tui.engine.step import OPENING_SOURCE
@@ -26,10 +27,11 @@ DRAFT_DELAY = KEEP_DELAY
 """Seconds of quiet before the composer's draft is written to the database (read at each change)."""
 
 
-def draft_keeper(chat: Any) -> KeptText:
-    """The chat's `KeptText`: the composer's text kept as the playthrough's draft."""
+def draft_keeper(chat: Any, after: Callable[[str], object] | None = None) -> KeptText:
+    """The chat's `KeptText`: the composer's text kept as the playthrough's draft (`after`: runs
+    in the same worker thread once it is kept, `KeptText`)."""
     return KeptText(chat, lambda text: chat.tavern.inbox.save_draft(chat.playthrough_id, text),
-                    "Cannot keep the draft", delay=lambda: DRAFT_DELAY)
+                    "Cannot keep the draft", delay=lambda: DRAFT_DELAY, after=after)
 
 
 class SendControl:
@@ -45,8 +47,8 @@ class SendControl:
         """The composer holds no text (ctrl+←/→ swipe then, else they move by word)."""
         self.confirmed_secret: str | None = None
         """A refused text that a second Enter on it sends anyway."""
-        self.draft = draft_keeper(chat)
-        """The composer's text, kept as the playthrough's draft."""
+        self.draft = draft_keeper(chat, after=self._build_ahead)
+        """The composer's text, kept as the playthrough's draft; then its request built ahead."""
 
     def prompt_changed(self) -> None:
         """The composer's text changed: the swipe keys follow whether it is empty; the draft is kept."""
@@ -56,6 +58,15 @@ class SendControl:
             self.chat.refresh_bindings()
         if self.chat.queue.editing is None:  # a queued item being edited is not the draft
             self.draft.changed(lambda: self.chat.queue.draft)  # (while an item is edited: the draft held aside)
+
+    def _build_ahead(self, text: str) -> None:
+        """In the draft's worker thread, once the text is kept (the person paused): build the
+        request a send of it would make (`StepRunner.build_ahead`), so Enter sends it without
+        building again. Only in a one-character chat with no reply under way and no queued line
+        being edited; the service keeps the build only while nothing it read changes."""
+        chat, text = self.chat, text.strip()
+        if text and not chat.generating and chat.groups.group is None and chat.queue.editing is None:
+            chat.tavern.steps.build_ahead(chat.playthrough_id, text)
 
     def save_draft(self) -> None:
         """Keep the composer's text as this playthrough's draft now (in a worker; a text holding a
