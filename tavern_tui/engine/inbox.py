@@ -49,6 +49,10 @@ MAX_ATTEMPTS = 50
 """Compare-and-append retries before a splice gives up (each retry means another writer spliced)."""
 
 
+_FOLDED = frozenset({str(EventKind.USER_MESSAGE), str(EventKind.INBOX_SPLICED)})
+"""The event kinds `PendingInputProjection.apply` folds in."""
+
+
 class InboxConflict(TavernError):
     """The queue kept changing under a splice (`MAX_ATTEMPTS` retries) or the item is gone."""
 
@@ -120,8 +124,10 @@ class PendingInputProjection:
             TavernError: a splice body that is neither format, naming the event and field.
         """
         projection = cls(session_id)
+        apply, folded = projection.apply, _FOLDED
         for event in events:
-            projection.apply(event)
+            if event.kind in folded:  # `apply` ignores every other kind: no call for them
+                apply(event)
         return projection
 
     def apply(self, event: Event) -> None:

@@ -1,6 +1,8 @@
 """`open_step` on the store reads the session's own events backwards from the head (issue 22:
-opening a long chat must not read its whole surface) and decides as the whole-surface reading
-(`open_step_in`, the rule of `recover_interrupted`) does."""
+opening a long chat must not read its whole surface), and `open_step_in` reads a surface already
+read backwards too; both decide as the rule of `recover_interrupted` read forwards over the whole
+surface does (`_forward`, kept here as the reference: a header opens a step, its checkpoints
+follow it, a settlement closes it)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,23 @@ def _reply(i: int) -> NewEvent:
 
 def _checkpoint(text: str) -> NewEvent:
     return NewEvent(EventKind.STREAM_CHECKPOINT, None, {"content": text, "reasoning": ""})
+
+
+def _forward(surface: list, session_id: int) -> tuple[list, object] | None:
+    """The reference: (the open step's checkpoint refs, its last activity), or None."""
+    header, checkpoints = None, []
+    for event in (e for e in surface if e.session_id == session_id):
+        if event.kind == EventKind.REQUEST_HEADER:
+            header, checkpoints = event, []
+        elif event.kind == EventKind.STREAM_CHECKPOINT:
+            checkpoints.append(event)
+        elif event.kind in (EventKind.ASSISTANT_MESSAGE, EventKind.ASSISTANT_ATTEMPT, EventKind.USER_MESSAGE) or (
+                event.kind == EventKind.SURFACE_REPLACED and event.source == SUMMARY_SOURCE
+                and event.body.get("request")):
+            header, checkpoints = None, []
+    if header is None:
+        return None
+    return [e.ref for e in checkpoints], (checkpoints[-1] if checkpoints else header).created_at
 
 
 HEADER = NewEvent(EventKind.REQUEST_HEADER, None, {})
@@ -75,12 +94,10 @@ def test_the_bounded_reading_decides_as_the_whole_surface_does(tmp_path: Path, n
         sid = log.create_session()
         if CASES[name]:
             log.append(sid, CASES[name])
-        whole = open_step_in(log.surface_events(sid), sid)
-        bounded = open_step(NoSurface(log), sid)  # type: ignore[arg-type]
-        assert (bounded is None) == (whole is None)
-        if whole is not None and bounded is not None:
-            assert [e.ref for e in bounded.checkpoints] == [e.ref for e in whole.checkpoints]
-            assert bounded.last_activity == whole.last_activity
+        surface = log.surface_events(sid)
+        expected = _forward(surface, sid)
+        for found in (open_step_in(surface, sid), open_step(NoSurface(log), sid)):  # type: ignore[arg-type]
+            assert (None if found is None else ([e.ref for e in found.checkpoints], found.last_activity)) == expected
     finally:
         store.close()
 

@@ -8,7 +8,7 @@ what the step's `stream/checkpoint` events hold becomes one `assistant/attempt`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -49,15 +49,9 @@ def open_step(log: SessionLog, session_id: int) -> OpenStep | None:
     batch = 32
     while True:
         events = reader(session_id, batch, before)
-        for event in events:  # newest first
-            if event.kind == EventKind.STREAM_CHECKPOINT:
-                checkpoints.append(event)
-            elif event.kind == EventKind.REQUEST_HEADER:
-                checkpoints.reverse()
-                last = checkpoints[-1] if checkpoints else event
-                return OpenStep(checkpoints, last.created_at)
-            elif _settles(event):
-                return None
+        decided, step = _newest_first(events, checkpoints)
+        if decided:
+            return step
         if len(events) < batch:
             return None  # the session's start: no header after any settlement
         before = events[-1].seq
@@ -72,25 +66,28 @@ def _settles(event: Event) -> bool:
             and bool(event.body.get("request")))
 
 
-def open_step_in(surface: list[Event], session_id: int) -> OpenStep | None:
-    """`open_step` on the session's surface events, already read."""
-    own = [e for e in surface if e.session_id == session_id]
-    header: Event | None = None
-    checkpoints: list[Event] = []
-    for event in own:
-        if event.kind == EventKind.REQUEST_HEADER:
-            header, checkpoints = event, []
-        elif event.kind == EventKind.STREAM_CHECKPOINT:
+def _newest_first(events: Iterable[Event], checkpoints: list[Event]) -> tuple[bool, OpenStep | None]:
+    """Read a session's own events newest first, collecting `checkpoints` on the way: (whether a
+    header or a settlement decided it, the open step). Checkpoints come after their header, and a
+    settlement after the header closes the step (see `_settles`), so the newest of the two decides."""
+    for event in events:
+        if event.kind == EventKind.STREAM_CHECKPOINT:
             checkpoints.append(event)
+        elif event.kind == EventKind.REQUEST_HEADER:
+            checkpoints.reverse()
+            last = checkpoints[-1] if checkpoints else event
+            return True, OpenStep(checkpoints, last.created_at)
         elif _settles(event):
-            # A user message after the header is an impersonation settling (the person's own
-            # message always comes before its step's header); a compaction's summary settles
-            # its own request.
-            header, checkpoints = None, []
-    if header is None:
-        return None
-    last = checkpoints[-1] if checkpoints else header
-    return OpenStep(checkpoints, last.created_at)
+            return True, None
+    return False, None
+
+
+def open_step_in(surface: list[Event], session_id: int) -> OpenStep | None:
+    """`open_step` on the session's surface events, already read: read from the head backwards
+    until a header or a settlement decides it (a step's opening calls it on the event loop, and a
+    5,000-message surface read forwards cost milliseconds there)."""
+    own = (event for event in reversed(surface) if event.session_id == session_id)
+    return _newest_first(own, [])[1]
 
 
 def recover_interrupted(log: SessionLog, session_id: int, *, stale_after: float = 75.0,
