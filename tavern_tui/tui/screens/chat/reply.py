@@ -52,6 +52,13 @@ if TYPE_CHECKING:
 GENERATION = "generation"
 """Worker group of the reply stream and the compaction (one at a time)."""
 
+HOLD_LIMIT = 0.15
+"""Seconds at most the screen's repaints wait for a step's opening (`PaintHold`)."""
+
+SEND_ALLOWANCE = 0.02
+"""Seconds the repaints still wait once the step's opening is done, so its request goes out on a
+quiet loop first (it takes a few milliseconds then), unless the reply's first update comes sooner."""
+
 Updates = Callable[[], AsyncGenerator[StepUpdate | MemberTurn | LineQueued | Any, None]]
 """Starts a step's stream: `tavern.steps.send(...)`, `regenerate`, `continue_reply` or
 `impersonate`; a group round's (`tavern.groups.play_round`, `speak`) says whose turn it is too."""
@@ -66,6 +73,52 @@ def describe_failure(error: BaseException | None) -> tuple[str, str]:
     return "internal", f"{type(error).__name__}: {error}" if error else "unknown failure"
 
 
+class PaintHold:
+    """The screen's repaints held (`App.batch_update`) from Enter until the step's request has gone
+    out (its opening done, then `SEND_ALLOWANCE`, or its next update), at most `HOLD_LIMIT`
+    seconds: the opening's dozen short hops between the event loop and worker threads each wait
+    for the loop, and a repaint between two of them (the composer cleared, the footer's keys, the
+    status line, the person's line mounted) costs milliseconds each time, before the request goes
+    out (B9, performance-anchors §7). What changed meanwhile is painted at release, a few frames
+    after Enter.
+
+    Args:
+        app: the app whose repaints are held.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._held: Any = None
+        self._timer: Any = None
+
+    def hold(self) -> None:
+        """Hold repaints now (once; released by `release` or after `HOLD_LIMIT`)."""
+        if self._held is not None:
+            return
+        self._held = self._app.batch_update()
+        self._held.__enter__()
+        self._timer = self._app.set_timer(HOLD_LIMIT, self.release)
+
+    def release_soon(self) -> None:
+        """Release after `SEND_ALLOWANCE` (or sooner, by `release`)."""
+        if self._held is None:
+            return
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self._app.set_timer(SEND_ALLOWANCE, self.release)
+
+    def release(self) -> None:
+        """Paint again (what changed while held is painted now); nothing when not held."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        held.__exit__(None, None, None)
+        self._app.screen.refresh()
+
+
 class ReplyControl:
     """One step at a time, streamed into the transcript.
 
@@ -75,6 +128,8 @@ class ReplyControl:
 
     def __init__(self, chat: ChatHost) -> None:
         self.chat = chat
+        self.paints = PaintHold(chat.app)
+        """The screen's repaints, held while a step opens."""
 
     # -- the keys that start a step ---------------------------------------------------------
 
@@ -148,6 +203,7 @@ class ReplyControl:
         status.detail = ""
         status.swipe = ""  # the counter of the reply being replaced; the settled one sets it again
         status.state = "streaming"
+        self.paints.hold()
         chat.run_worker(self._generate(generation, updates, text), group=GENERATION, exclusive=True,
                         exit_on_error=False, description="stream a reply")
 
@@ -155,10 +211,20 @@ class ReplyControl:
         # Only posts Messages: cancellation (Esc) lands inside the service's step, which stores
         # the partial reply before re-raising; aclosing makes that deterministic if it lands here.
         chat = self.chat
-        await chat.settled()  # a swipe still being written comes first
+        try:
+            await chat.settled()  # a swipe still being written comes first
+            await self._stream(generation, updates, text)
+        finally:
+            self.paints.release()
+
+    async def _stream(self, generation: str, updates: Updates, text: str) -> None:
+        """`_generate`'s loop: each update as the Message the screen hands back to this control."""
+        chat = self.chat
         steps = 0  # a turn with tools has several steps (issue 19)
         async with aclosing(updates()) as stream:
             async for update in stream:
+                # The opening is done: its request goes out, then what changed on screen is painted.
+                self.paints.release_soon() if isinstance(update, StepStarted) and not steps else self.paints.release()
                 match update:
                     case MemberTurn() | LineQueued():  # a group round: the next member's steps follow
                         steps = 0
