@@ -13,12 +13,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from tavern_tui.engine.events import Event, EventKind
-from tavern_tui.engine.log import SUMMARY_SOURCE, SurfaceMessage
+from tavern_tui.engine.events import Event
+from tavern_tui.engine.log import SurfaceMessage
 from tavern_tui.engine.step import admit_opening, recover_interrupted
 from tavern_tui.errors import SecretRefused, TavernError
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
+from tavern_tui.service.list_views import (
+    default_title,
+    message_counts,
+    persona_names,
+    playthrough_view,
+    user_names,
+)
 from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.message_views import as_shown, event_view, message_view, surface_views
 from tavern_tui.service.persona import PersonaService
@@ -40,18 +47,8 @@ MIN_CONFIGURED_KEY = 8
 """A configured API key shorter than this ("none", "ollama", "EMPTY") is not looked for verbatim
 in messages: it would refuse ordinary words, and it is no credential worth guarding."""
 
-
-TITLE_CHARS = 48
-"""Characters of the first line a default chat title keeps (then "…")."""
-
 MAX_TITLE = 200
 """The longest title `rename` takes."""
-
-
-def _first_line_title(text: str) -> str:
-    """The first non-blank line of `text`, whitespace folded, cut at `TITLE_CHARS` with "…"."""
-    line = next((" ".join(part.split()) for part in text.splitlines() if part.strip()), "")
-    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 1].rstrip() + "…"
 
 
 class PlaythroughService:
@@ -87,37 +84,15 @@ class PlaythroughService:
     def _playthrough_view(self, record: PlaythroughRecord, names: dict[int, str],
                           counts: dict[int, tuple[int, int, int]],
                           persona_names: dict[int, str] | None = None, default: int = 0) -> PlaythroughView:
-        user, imported = self._user_names(record, persona_names or {}, default)
-        shown, played, summarised = counts.get(record.head_session_id, (0, 0, 0))
-        return PlaythroughView(record.id, record.character_id, names.get(record.character_id, "?"), user,
-                               record.head_session_id, record.created_at, record.updated_at,
-                               shown, record.strategy or "compat", record.preset_id,
-                               self.chat_title(record), record.archived_at is not None,
-                               played, summarised, imported, ooc_of(record.meta), record.opening_draft)
+        names_of = self._user_names(record, persona_names or {}, default)
+        return playthrough_view(record, names.get(record.character_id, "?"), names_of,
+                                counts.get(record.head_session_id, (0, 0, 0)), self.chat_title(record),
+                                ooc_of(record.meta))
 
     def _user_names(self, record: PlaythroughRecord, persona_names: dict[int, str], default: int) -> tuple[str, str]:
-        """(the name new lines are written under, an imported chat's own name or "").
-
-        `{{user}}` is the name chosen with `play_as`; else the persona's the playthrough plays
-        as (its lock, else the default persona) once that persona has one; else, for an imported
-        chat, the configured `user_name` when one is set (its old lines keep the file's name), and
-        otherwise the name it was started with."""
-        try:
-            meta = json.loads(record.meta or "{}")
-        except ValueError:
-            meta = {}
-        meta = meta if isinstance(meta, dict) else {}
-        pin = meta.get("persona")
-        lock = pin.get("lock") if isinstance(pin, dict) else None
-        persona = persona_names.get(lock if lock in persona_names else default, "")
-        imported = record.user_name if isinstance(meta.get("header"), dict) else ""
-        chosen = meta.get("play_as")
-        if isinstance(chosen, str) and chosen.strip():
-            return chosen, imported
-        configured = self.ctx.settings.user_name
-        if imported:  # SillyTavern's default "User" names nobody: the file's own name wins over it
-            return persona or (configured if configured and configured != "User" else imported), imported
-        return persona or record.user_name, imported
+        """(the name new lines are written under, an imported chat's own name or "") by
+        `list_views.user_names`, with the configured `user_name`."""
+        return user_names(record, persona_names, default, self.ctx.settings.user_name)
 
     def name_choices(self, playthrough_id: int) -> tuple[str, str]:
         """(the name new lines get by default, an imported chat's own name or "") of a playthrough:
@@ -155,7 +130,7 @@ class PlaythroughService:
 
     def chat_title(self, record: PlaythroughRecord) -> str:
         """A chat's title (issue 20 item 4): the one given, else its first line (first
-        `TITLE_CHARS` characters of the person's first message on the active path), else the
+        `list_views.TITLE_CHARS` characters of the person's first message on the active path), else the
         day it was started ("3 Dec 2026"). Cached per head session until the log changes."""
         if record.title:
             return record.title
@@ -166,7 +141,7 @@ class PlaythroughService:
         if cached is not None:
             return cached
         line = self.ctx.store.search.first_line(self.ctx.store.events.ancestry(record.head_session_id))
-        title = _first_line_title(line) if line else f"{record.created_at.day} {record.created_at:%b %Y}"
+        title = default_title(line, record.created_at)
         with self._counts_lock:
             if len(self._titles) > 256:
                 self._titles.clear()
@@ -209,32 +184,16 @@ class PlaythroughService:
         return [self._playthrough_view(r, names, counts, personas, default) for r in records]
 
     def _message_count(self, head_session_id: int) -> tuple[int, int, int]:
-        """(messages on a head session's surface, messages played, of those the ones summarised),
-        cached until the next append or fork (every operation reads its playthrough, and counting
-        a 5,000-message chat takes milliseconds).
-
-        A summary shows as one message for its targets; its targets may be an earlier summary
-        (or an edit of one), so the played count adds each summary's targets but itself, and the
-        summarised count is what the summaries no later summary folds stand for (`covers`)."""
+        """(messages on a head session's surface, messages played, of those the ones summarised:
+        `list_views.message_counts`), cached until the next append or fork (every operation reads
+        its playthrough, and counting a 5,000-message chat takes milliseconds)."""
         version = self.ctx.store.events.version()
         key = (head_session_id, version)
         with self._counts_lock:
             cached = self._counts.get(key)
         if cached is not None:
             return cached
-        log = self.ctx.store.events
-        replaced = log.surface_events_of(head_session_id, [EventKind.SURFACE_REPLACED])  # outside the lock: SQL
-        shown = log.count_messages(head_session_id, replaced)
-        summaries = [e for e in replaced if e.source == SUMMARY_SOURCE]
-        folded = {(int(t[0]), int(t[1])) for e in summaries for t in e.body.get("targets") or ()}
-        played = shown + sum(len(e.body.get("targets") or ()) - 1 for e in summaries)
-        summarised = 0
-        for event in summaries:
-            if event.ref not in folded:
-                meta = (event.body.get("message") or {}).get("summary")
-                covers = meta.get("covers") if isinstance(meta, dict) else None
-                summarised += covers if isinstance(covers, int) else len(event.body.get("targets") or ())
-        count = (shown, played, min(summarised, played))
+        count = message_counts(self.ctx.store.events, head_session_id)  # outside the lock: SQL
         with self._counts_lock:
             if len(self._counts) > 256:
                 self._counts.clear()
@@ -462,8 +421,6 @@ class PlaythroughService:
 
 
 def _persona_names(uow: Any) -> tuple[dict[int, str], int]:
-    """({persona id: its document's name}, the default persona's id) in one read."""
-    rows = uow.personas.personas()
-    names = {persona_id: uow.personas.current(principal).name for persona_id, principal, _d, _data in rows}
-    default = next((r[0] for r in rows if r[2]), rows[0][0] if rows else 0)
-    return names, default
+    """({persona id: its document's name}, the default persona's id) in one read (`list_views.persona_names`)."""
+    return persona_names([(persona_id, bool(is_default), uow.personas.current(principal).name)
+                          for persona_id, principal, is_default, _data in uow.personas.personas()])

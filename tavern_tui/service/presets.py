@@ -19,13 +19,12 @@ from tavern_tui.formats.preset_model import ParsedPreset
 from tavern_tui.formats.presets import export_preset, parse_preset
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
+from tavern_tui.service.list_views import DEFAULT_PRESET_DATA, DEFAULT_PRESET_NAME, parse_stored_preset, preset_view
 from tavern_tui.store.repositories import PlaythroughRecord
 from tavern_tui.views import ImportResult, PresetView
 
 STRATEGY_APPLIED = "strategy/applied"
 """Event kind recording an explicit apply (strategy, preset and its hash) in the session log."""
-
-_DEFAULT_PRESET_BYTES = b"{}"
 
 
 def omitted_parameters(record: PlaythroughRecord) -> tuple[str, ...]:
@@ -75,16 +74,14 @@ class PresetService:
                                   data=canonical_json(export_preset(preset)))
 
     def _preset_view(self, record: Any) -> PresetView:
-        preset = self.parsed_preset(record.data, record.name)
-        return PresetView(record.id, record.name, len(preset.prompts), preset.order_source,
-                          sum(1 for item in preset.order if item.enabled), record.source_name, record.created_at)
+        return preset_view(record, self.parsed_preset(record.data, record.name))
 
     def parsed_preset(self, data: str, name: str) -> ParsedPreset:
         """The preset parsed from stored data (parsed once per content and `Tavern`)."""
         key = hashlib.sha256(data.encode("utf-8")).hexdigest()
         cached = self._presets.get(key)
         if cached is None:
-            cached = parse_preset(data.encode("utf-8"), name, name=name)
+            cached = parse_stored_preset(data, name)
             self._presets[key] = cached
         return cached
 
@@ -111,9 +108,8 @@ class PresetService:
         with self.ctx.store.unit_of_work(write=False) as uow:
             preset_record = uow.presets.get(preset_id) if preset_id is not None else None
         if preset_record is None:
-            data = _DEFAULT_PRESET_BYTES.decode()
-            return self.parsed_preset(data, "SillyTavern default"), {"id": None, "name": "SillyTavern default",
-                                                                      "sha256": None}
+            facts = {"id": None, "name": DEFAULT_PRESET_NAME, "sha256": None}
+            return self.parsed_preset(DEFAULT_PRESET_DATA, DEFAULT_PRESET_NAME), facts
         return (self.parsed_preset(preset_record.data, preset_record.name),
                 {"id": preset_record.id, "name": preset_record.name,
                  "sha256": preset_record.data_sha256})

@@ -8,12 +8,10 @@ nothing here reads today's surface to fill in a past request.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import hashlib
 import json
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from tavern_tui.engine.events import Event, EventKind
@@ -25,21 +23,15 @@ from tavern_tui.lore.timed import LORE_STATE_KIND
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
+from tavern_tui.service.trace_views import firsts, list_traces, ref_text, request_facts, settlements, trace_view
 from tavern_tui.views import TraceView
 
 if TYPE_CHECKING:
     from tavern_tui.engine.step import Assembly, StepUpdate
     from tavern_tui.service.tools import ToolService
 
-_SETTLE_KINDS = (str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT), str(EventKind.USER_MESSAGE),
-                 str(EventKind.SURFACE_REPLACED))
-
 _RECORD_KINDS = frozenset({STATE_KIND, LORE_STATE_KIND, EventKind.REQUEST_ASSEMBLY})
 """Kinds a step appends in one batch with its request header (engine.step.header `write_header`)."""
-
-
-def _ref_text(ref: tuple[int, int]) -> str:
-    return f"{ref[0]}:{ref[1]}"
 
 
 def parse_trace_id(text: str) -> tuple[int, int]:
@@ -56,16 +48,6 @@ def _stat_sha(record: Any) -> str | None:
         return None
     text = json.dumps(record.get("stat_data"), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _request_facts(reply: dict[str, Any], first: Event) -> tuple[dict[str, Any], list[Any]]:
-    """(timing, HTTP attempts) of a request: the settling event's (a step's reply or attempt carries
-    them), else those its first attempt's trace record carries (a compaction's summary request keeps
-    its own, `service.compaction`: its summary node carries neither). Empty when neither has them."""
-    own = first.body
-    timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else own.get("timing")
-    attempts = reply.get("attempts") or own.get("attempts")
-    return (dict(timing) if isinstance(timing, dict) else {}), (list(attempts) if isinstance(attempts, list) else [])
 
 
 class TraceService:
@@ -90,7 +72,8 @@ class TraceService:
         """The playthroughs' tools (None: not wired, as in some tests)."""
         return self._tools()
 
-    def _trace_events(self, playthrough_id: int | None = None, session_id: int | None = None) -> list[Event]:
+    def _trace_sessions(self, playthrough_id: int | None = None, session_id: int | None = None) -> list[int] | None:
+        """The sessions whose requests are listed: `session_id`'s, a playthrough's own, or all (None)."""
         sessions: list[int] | None = None
         if session_id is not None:
             sessions = [session_id]
@@ -99,82 +82,11 @@ class TraceService:
                 root = uow.playthroughs.get(playthrough_id).root_session_id
             sessions = [link.id for link in self.ctx.store.events.playthrough_sessions(playthrough_id, root)
                         if link.playthrough_id == playthrough_id]
-        return self.ctx.store.events.events_of_kind([TRACE_REQUEST], sessions)
-
-    def _settlements(self, traces: list[Event]) -> dict[tuple[int, int], Event]:
-        """trace ref → the reply (or attempt) that settled its step: the first settling event
-        after it in its session."""
-        sessions = sorted({t.session_id for t in traces})
-        settles = self.ctx.store.events.events_of_kind(_SETTLE_KINDS, sessions) if sessions else []
-        by_session: dict[int, list[Event]] = {}
-        for event in settles:
-            if event.kind == EventKind.SURFACE_REPLACED:
-                if event.body.get("request"):  # a compaction's summary settles its request
-                    by_session.setdefault(event.session_id, []).append(event)
-            elif event.kind != EventKind.USER_MESSAGE or event.source == "impersonation":
-                by_session.setdefault(event.session_id, []).append(event)
-        result: dict[tuple[int, int], Event] = {}
-        for trace in traces:
-            listed = by_session.get(trace.session_id, [])
-            index = bisect.bisect_right([e.seq for e in listed], trace.seq)
-            if index < len(listed):
-                result[trace.ref] = listed[index]
-        return result
-
-    def _firsts(self, traces: list[Event]) -> dict[tuple[int, int], Event]:
-        """trace ref → the record of its request's first attempt: the trace itself, or the record its
-        `retry_of` names (a retry's record leaves the whole request's `timing` and `attempts` to the
-        first, `stream.retry_records`)."""
-        known = {t.ref: t for t in traces}
-        named = {tuple(r) for t in traces if isinstance(r := t.body.get("retry_of"), list) and len(r) == 2}
-        wanted = sorted(named - known.keys())
-        if wanted:
-            known.update((ref, e) for ref, e in self.ctx.store.events.events_at(wanted).items()
-                         if e.kind == TRACE_REQUEST)
-        result: dict[tuple[int, int], Event] = {}
-        for trace in traces:
-            retry_of = trace.body.get("retry_of")
-            result[trace.ref] = known.get(tuple(retry_of), trace) if isinstance(retry_of, list) else trace
-        return result
-
-    def _trace_view(self, trace: Event, settled: Event | None, first: Event | None = None) -> TraceView:
-        body = trace.body
-        reply = settled.body if settled is not None else {}
-        timing, attempts = _request_facts(reply, first if first is not None else trace)
-        latency = None
-        if timing.get("first_byte") and timing.get("submitted"):
-            delta = datetime.fromisoformat(timing["first_byte"]) - datetime.fromisoformat(timing["submitted"])
-            latency = int(delta.total_seconds() * 1000)
-        number = int(body.get("attempt") or 1)
-        if number < len(attempts):  # a retry followed: this request was refused
-            this = attempts[number - 1]
-            outcome = f"retried ({this.get('status') or this.get('error') or 'failed'})"
-        elif settled is None:
-            outcome = "open"
-        elif settled.kind == EventKind.ASSISTANT_ATTEMPT:
-            outcome = "failed" if reply.get("error") else "stopped"
-        else:
-            outcome = "ok"
-        retry_of = body.get("retry_of")
-        context = recorded if isinstance(recorded := body.get("context"), dict) else {}
-        used = context.get("used")
-        return TraceView(_ref_text(trace.ref), trace.session_id, str(body.get("submitted_at", "")),
-                         str(body.get("provider", "")), str(body.get("model", "")), str(body.get("strategy", "")),
-                         str(body.get("generation", "")), len(body.get("messages", [])), dict(body.get("config", {})),
-                         attempts, reply.get("usage") if number >= len(attempts) else None, latency,
-                         _ref_text(settled.ref) if settled is not None else None, outcome, number,
-                         _ref_text(tuple(retry_of)) if isinstance(retry_of, list) else None,
-                         dict(body.get("omitted") or {}), used if isinstance(used, int) else None,
-                         # A group member's reply (or attempt) names its speaker, as the step wrote it.
-                         str(reply["name"]) if isinstance(reply.get("character_id"), int) and reply.get("name")
-                         else None)
+        return sessions
 
     def traces(self, playthrough_id: int | None = None, *, session_id: int | None = None) -> list[TraceView]:
         """Recorded requests, oldest first: of one playthrough, one session, or all."""
-        events = self._trace_events(playthrough_id, session_id)
-        settled = self._settlements(events)
-        firsts = self._firsts(events)
-        return [self._trace_view(e, settled.get(e.ref), firsts[e.ref]) for e in events]
+        return list_traces(self.ctx.store.events, self._trace_sessions(playthrough_id, session_id))
 
     def trace(self, trace_id: str) -> dict[str, Any]:
         """One trace in full: the record (message sources, refs, hashes), the header it
@@ -187,8 +99,8 @@ class TraceService:
         """
         event = self._trace_event(trace_id)
         ref = event.ref
-        settled = self._settlements([event]).get(ref)
-        first = self._firsts([event])[ref]
+        settled = settlements(self.ctx.store.events, [event]).get(ref)
+        first = firsts(self.ctx.store.events, [event])[ref]
         header_ref = tuple(event.body.get("header", ()))
         context_ref = tuple(event.body.get("request_context") or ())
         wanted = [r for r in (header_ref, context_ref) if len(r) == 2]
@@ -205,8 +117,8 @@ class TraceService:
         # Lines of an imported chat are history as read-only records: the trace says which were sent.
         imported = [i for i, m in enumerate(sent)
                     if (line := bodies.get(tuple(m.get("ref", ())))) is not None and line.body.get("imported")]
-        timing, _attempts = _request_facts(reply, first)
-        return {"id": trace_id, "view": self._trace_view(event, settled, first).to_json(), "record": event.body,
+        timing, _attempts = request_facts(reply, first)
+        return {"id": trace_id, "view": trace_view(event, settled, first).to_json(), "record": event.body,
                 "imported": imported,
                 "attribution": self._attribution(event.body, assembly),
                 "world_info": assembly.get("world_info"), "resources": {k: assembly.get(k) for k in (
@@ -416,7 +328,8 @@ class TraceService:
     def _trace_view_of(self, trace_id: str) -> TraceView:
         event = self._trace_event(trace_id)
         ref = event.ref
-        return self._trace_view(event, self._settlements([event]).get(ref), self._firsts([event])[ref])
+        log = self.ctx.store.events
+        return trace_view(event, settlements(log, [event]).get(ref), firsts(log, [event])[ref])
 
     def _playthrough_of_session(self, session_id: int) -> int:
         found = self.ctx.store.events.playthrough_of(session_id)
@@ -426,10 +339,10 @@ class TraceService:
 
     def verify_all(self) -> list[tuple[str, Verification]]:
         """Verify every recorded request, oldest first (reads each referenced body once)."""
-        events = self._trace_events()
+        events = self.ctx.store.events.events_of_kind([TRACE_REQUEST])
         # The bodies each request sent and its header (where the tools array it offered is kept).
         wanted = sorted({tuple(m["ref"]) for e in events for m in e.body.get("messages", [])}
                         | {tuple(e.body["header"]) for e in events if e.body.get("header")})
         stored = self.ctx.store.events.events_at(wanted)
-        return [(_ref_text(e.ref), verify(e.body, lambda refs: {r: stored[r] for r in refs if r in stored}))
+        return [(ref_text(e.ref), verify(e.body, lambda refs: {r: stored[r] for r in refs if r in stored}))
                 for e in events]

@@ -9,18 +9,22 @@ chain of (session, upto) from the root down; sessions never re-parent, so the ch
 from __future__ import annotations
 
 import functools
-import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from sqlalchemy import Engine, and_, bindparam, func, literal, or_, select, union_all
 
-from tavern_tui.engine.events import MESSAGE_KINDS, Event, EventKind, parse_origin
-from tavern_tui.engine.log import COMPOSER_SOURCE, SUMMARY_SOURCE
+from tavern_tui.engine.events import MESSAGE_KINDS, Event, EventKind
 from tavern_tui.errors import NotFound
+from tavern_tui.store.list_reads import (
+    COUNTED_KINDS,
+    SYSTEM_PROMPT_SOURCE,
+    make_event,
+    surface_adjustment,
+    walk_chain,
+)
 from tavern_tui.store.models import EventRow, SessionRow
-from tavern_tui.store.times import as_utc
 
 __all__ = ["EVENTS", "SESSIONS", "SESSION_EXISTS", "SurfaceReads", "row_to_event"]
 
@@ -51,19 +55,9 @@ def _tail_statement(links: int):  # type: ignore[no-untyped-def]
 
 
 def row_to_event(row) -> Event:  # type: ignore[no-untyped-def]
-    """Turn an `events` row into an `Event` (the body is parsed from the stored text)."""
-    return Event(
-        session_id=row.session_id,
-        seq=row.seq,
-        kind=row.kind,
-        role=row.role,
-        origin=parse_origin(row.origin),
-        source=row.source,
-        body_text=row.body,
-        body_sha256=row.body_sha256,
-        created_at=as_utc(row.created_at),
-        body=json.loads(row.body),
-    )
+    """Turn an `events` row into an `Event` (`list_reads.make_event`: the body parsed from the stored text)."""
+    return make_event(row.session_id, row.seq, row.kind, row.role, row.origin, row.source, row.body,
+                      row.body_sha256, row.created_at)
 
 
 class SurfaceReads:
@@ -82,23 +76,20 @@ class SurfaceReads:
     _pin: threading.local
 
     def _chain(self, session_id: int, through_seq: int | None) -> list[tuple[int, int | None]]:
-        """[(session, upto)] from the root down to `session_id`."""
-        chain: list[tuple[int, int | None]] = []
-        current: int | None = session_id
-        upto = through_seq
-        while current is not None:
-            if current not in self._lineage:
-                with self._engine.connect() as conn:
-                    row = conn.execute(
-                        select(SESSIONS.c.parent_id, SESSIONS.c.fork_seq).where(SESSIONS.c.id == current)
-                    ).first()
-                if row is None:
-                    raise NotFound(f"session {current} does not exist")
-                self._lineage[current] = (row.parent_id, row.fork_seq)
-            chain.append((current, upto))
-            current, upto = self._lineage[current]
-        chain.reverse()
-        return chain
+        """[(session, upto)] from the root down to `session_id` (`list_reads.walk_chain`)."""
+        return walk_chain(session_id, through_seq, self._parent_of)
+
+    def _parent_of(self, session_id: int) -> tuple[int | None, int | None]:
+        """(parent, fork seq) of a session, read once. Raises NotFound."""
+        if session_id not in self._lineage:
+            with self._engine.connect() as conn:
+                row = conn.execute(
+                    select(SESSIONS.c.parent_id, SESSIONS.c.fork_seq).where(SESSIONS.c.id == session_id)
+                ).first()
+            if row is None:
+                raise NotFound(f"session {session_id} does not exist")
+            self._lineage[session_id] = (row.parent_id, row.fork_seq)
+        return self._lineage[session_id]
 
     def surface_events(self, session_id: int, through_seq: int | None = None) -> list[Event]:
         """Events visible from `session_id`, across its fork ancestry, in one query.
@@ -246,29 +237,20 @@ class SurfaceReads:
                 (`surface_events_of`); read here otherwise.
         """
         chain = self._chain(session_id, None)
-        kinds = [str(EventKind.USER_MESSAGE), str(EventKind.ASSISTANT_MESSAGE), str(EventKind.ASSISTANT_ATTEMPT)]
         clauses = [and_(EVENTS.c.session_id == sid, EVENTS.c.seq <= upto) if upto is not None
                    else EVENTS.c.session_id == sid for sid, upto in chain]
         # System lines shown in the chat (an imported `is_system`), not the per-step system section.
-        shown_system = and_(EVENTS.c.kind == str(EventKind.SYSTEM_MESSAGE), EVENTS.c.source != "system-prompt")
+        shown_system = and_(EVENTS.c.kind == str(EventKind.SYSTEM_MESSAGE), EVENTS.c.source != SYSTEM_PROMPT_SOURCE)
         with self._engine.connect() as conn:
             # Two counts, not one with OR: the message kinds are counted on the (session, kind,
             # seq) index alone; only the few system lines visit their rows for `source`.
             count = int(conn.execute(select(func.count()).select_from(EVENTS)
-                                     .where(or_(*clauses), EVENTS.c.kind.in_(kinds))).scalar_one())
+                                     .where(or_(*clauses), EVENTS.c.kind.in_(COUNTED_KINDS))).scalar_one())
             count += int(conn.execute(select(func.count()).select_from(EVENTS)
                                       .where(or_(*clauses), shown_system)).scalar_one())
         if replaced is None:
             replaced = self.surface_events_of(session_id, [EventKind.SURFACE_REPLACED])
-        for event in replaced:
-            targets = event.body.get("targets") or []
-            if event.source == SUMMARY_SOURCE:
-                count += 1 - len(targets)  # a summary shows as one message in place of its targets
-            elif event.source == COMPOSER_SOURCE:
-                count -= 1  # an impersonated line that went into the composer was never shown
-            elif event.body.get("message") is None:
-                count -= len(targets)  # a delete (no replacement) takes its targets off the surface
-        return count
+        return count + surface_adjustment(replaced)
 
     def version(self) -> tuple[int, int]:
         """(newest event id, newest session id): changes whenever anything is appended or forked

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from tavern_tui.cli.context import open_service
+from tavern_tui.cli.context import open_service, service_for, settings
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
 from tavern_tui.cli.output import ljust, print_json, print_rows
 from tavern_tui.errors import TavernError
@@ -111,11 +111,20 @@ def _session_line(p: PlaythroughView, group: str | None = None) -> str:
 
 
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """List playthroughs, most recently played first."""
-    with open_service(args) as tavern:
-        character_id = tavern.library.find_character(args.character).id if args.character else None
-        items = tavern.playthroughs.playthroughs(character_id, include_archived=args.all)
-        groups = {} if args.json else {pid: g.name for g in tavern.groups.groups() for pid in g.playthroughs}
+    """List playthroughs, most recently played first: read before the service opens where it can be
+    (`service.list_reads`; not for `--character`, whose name look-up is the library's)."""
+    from tavern_tui.service.list_reads import SessionList, session_list
+
+    loaded = settings(args)
+    listed = None if args.character else session_list(loaded.db_url, loaded.user_name, include_archived=args.all,
+                                                       with_groups=not args.json)
+    if listed is None:
+        with service_for(loaded) as tavern:
+            character_id = tavern.library.find_character(args.character).id if args.character else None
+            items = tavern.playthroughs.playthroughs(character_id, include_archived=args.all)
+            groups = {} if args.json else {pid: g.name for g in tavern.groups.groups() for pid in g.playthroughs}
+        listed = SessionList(items, groups)
+    items, groups = listed.playthroughs, listed.groups
     return print_rows(out, items, as_json=args.json, line=lambda p: _session_line(p, groups.get(p.id)),
                       empty_hint="no playthroughs yet; start one with `tavern chat CHARACTER --say TEXT` or in the TUI")
 

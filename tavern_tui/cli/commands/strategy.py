@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tavern_tui.cli.context import open_service
+from tavern_tui.cli.context import open_service, service_for, settings
 from tavern_tui.cli.diagnostics import EXIT_OK
 from tavern_tui.cli.output import context_line, ljust, print_json, print_rows
 from tavern_tui.errors import TavernError
@@ -129,12 +129,17 @@ def _preset_line(p: PresetView, label: str) -> str:
 def cmd_presets(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """List the presets: SillyTavern's built-in default first (what a playthrough without a bound
     preset uses; text output only), then the imported ones (presets that share a name show their
-    file and id). `--json` lists the imported ones."""
+    file and id). `--json` lists the imported ones. Read before the service opens where it can be
+    (`service.list_reads`)."""
+    from tavern_tui.service.list_reads import PresetList, preset_list
     from tavern_tui.views import distinct_labels
 
-    with open_service(args) as tavern:
-        items = tavern.presets.presets()
-        default = tavern.presets.preset_of(None)[0]
+    loaded = settings(args)
+    listed = preset_list(loaded.db_url)
+    if listed is None:
+        with service_for(loaded) as tavern:
+            listed = PresetList(tavern.presets.presets(), tavern.presets.preset_of(None)[0])
+    items, default = listed.presets, listed.default
     if not args.json:
         enabled = sum(1 for item in default.order if item.enabled)
         out.write(f"{'-':>4}  {'SillyTavern default (built in)':<32} {len(default.prompts):>4} prompts, {enabled} sent "

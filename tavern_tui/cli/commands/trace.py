@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tavern_tui.cli.context import open_service
+from tavern_tui.cli.context import open_service, service_for, settings
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
 from tavern_tui.cli.output import context_line, print_json, print_rows
 from tavern_tui.views.traces import regex_script_lines
@@ -66,9 +66,15 @@ def _trace_line(t: TraceView) -> str:
 
 
 def cmd_trace_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """`tavern trace list`: the recorded requests of a playthrough, a session or all, oldest first."""
-    with open_service(args) as tavern:
-        items = tavern.traces.traces(args.playthrough, session_id=args.session)
+    """`tavern trace list`: the recorded requests of a playthrough, a session or all, oldest first;
+    read before the service opens where it can be (`service.list_reads`)."""
+    from tavern_tui.service.list_reads import trace_list
+
+    loaded = settings(args)
+    items = trace_list(loaded.db_url, args.playthrough, args.session)
+    if items is None:
+        with service_for(loaded) as tavern:
+            items = tavern.traces.traces(args.playthrough, session_id=args.session)
     return print_rows(out, items, as_json=args.json, line=_trace_line, header=_LIST_HEADER,
                       empty_hint="no recorded requests yet")
 
