@@ -11,10 +11,12 @@ control state, kept in the playthrough's meta (`"ooc": true`); it never becomes 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tavern_tui.config import Settings
-from tavern_tui.service.context import ServiceContext
+
+if TYPE_CHECKING:  # `ooc_of` is read by the lists before the service (and SQLAlchemy) loads
+    from tavern_tui.service.context import ServiceContext
 
 OOC_KEY = "ooc"
 """The playthrough meta key of the toggle (absent or false: roleplay is on)."""

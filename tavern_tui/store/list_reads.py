@@ -86,7 +86,7 @@ def _stored_time(text: str) -> datetime:
 @dataclass(frozen=True, slots=True)
 class PlaythroughRow:
     """A listed playthrough, with the fields of `repositories.PlaythroughRecord` the lists read
-    (times in UTC) and `ooc`: its meta's `"ooc"` is JSON true (`service.roleplay.ooc_of`)."""
+    (times in UTC)."""
 
     id: int
     character_id: int
@@ -101,7 +101,6 @@ class PlaythroughRow:
     strategy: str | None
     archived_at: datetime | None
     opening_draft: int | None
-    ooc: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,12 +115,10 @@ class PresetRow:
 
 
 # `PlaythroughRepository.list`: listed once its opening send is admitted, most recently played
-# first, then the newest id. The OOC flag is read by SQLite's JSON functions: NULL for a meta that
-# is not strict JSON, which `ListReader.playthroughs` refuses (the service lists that one).
+# first, then the newest id.
 _PLAYTHROUGHS = """
 SELECT id, character_id, title, user_name, root_session_id, head_session_id, created_at, updated_at,
-       m, preset_id, strategy, archived_at, opening_draft,
-       CASE WHEN json_valid(m) THEN coalesce(json_type(m, '$.ooc') = 'true', 0) END
+       m, preset_id, strategy, archived_at, opening_draft
 FROM (SELECT *, coalesce(nullif(meta, ''), '{}') AS m FROM playthroughs)
 WHERE opening_draft IS NULL {archived}
 ORDER BY updated_at DESC, id DESC
@@ -226,12 +223,9 @@ class ListReader:
     def playthroughs(self, *, include_archived: bool) -> list[PlaythroughRow]:
         """`PlaythroughRepository.list(None, include_archived=...)`, as rows."""
         query = _PLAYTHROUGHS.replace("{archived}", "" if include_archived else "AND archived_at IS NULL")
-        rows = self._conn.execute(query).fetchall()
-        if any(r[13] is None for r in rows):
-            raise ValueError("a playthrough's meta is not strict JSON")
         return [PlaythroughRow(r[0], r[1], r[2], r[3], r[4], r[5], _stored_time(r[6]), _stored_time(r[7]), r[8],
-                               r[9], r[10], _stored_time(r[11]) if r[11] is not None else None, r[12], bool(r[13]))
-                for r in rows]
+                               r[9], r[10], _stored_time(r[11]) if r[11] is not None else None, r[12])
+                for r in self._conn.execute(query)]
 
     def character_names(self) -> dict[int, str]:
         """{character id: name} of every character, archived ones too."""

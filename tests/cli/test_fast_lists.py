@@ -235,7 +235,8 @@ def test_what_the_fast_path_does_not_read_goes_to_the_service(
     broken = _copy(url, tmp_path / "broken.sqlite3",
                    lambda conn: conn.execute("UPDATE playthroughs SET meta = '{\"ooc\": tru' WHERE id = ?",
                                              (ids["cut"],)))
-    assert list_reads.session_list(broken, "User") is None  # the service reads a meta that is not JSON
+    # A meta that is not JSON reads as the service reads it (`roleplay.ooc_of`: OOC off).
+    assert list_reads.session_list(broken, "User") is not None
     env = _env(broken, isolated_profile)
     assert run_cli(["sessions", "--json"], env).stdout == _served(["sessions", "--json"], env, monkeypatch)[1]
 
