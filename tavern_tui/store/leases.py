@@ -18,6 +18,7 @@ import socket
 import threading
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -82,6 +83,12 @@ def owner_gone(pid: int, host: str, started: str) -> str | None:
     return None
 
 
+def _busy(row: Any) -> StepBusy:
+    """The refusal of a step whose lease `row` a live owner holds, naming the owner."""
+    where = "this window" if row.pid == os.getpid() and row.host == _HOST else f"process {row.pid} on {row.host}"
+    return StepBusy(f"a reply is being written in this playthrough ({where}); wait for it or stop it there")
+
+
 class StepLeases:
     """Step ownership in the database (`engine.step.StepClaims`).
 
@@ -135,10 +142,7 @@ class StepLeases:
                     if row is not None:
                         displaced = self._why_stale(row, stale_after, now)
                         if displaced is None:
-                            where = "this window" if row.pid == os.getpid() and row.host == _HOST else \
-                                f"process {row.pid} on {row.host}"
-                            raise StepBusy(f"a reply is being written in this playthrough ({where}); "
-                                           "wait for it or stop it there")
+                            raise _busy(row)
                         # Conditional on the old token: two claimers displacing one dead owner
                         # cannot both win (the second deletes nothing and its insert collides).
                         conn.execute(delete(LEASES).where(LEASES.c.scope == scope, LEASES.c.token == row.token))
@@ -155,10 +159,24 @@ class StepLeases:
         """Does a live owner hold the step of `session_id`'s playthrough now? (A row whose owner
         is not provably gone nor, on another host, silent for `stale_after` s: what `claim` would
         refuse as busy.) A read; nothing is written."""
+        return self._live_row(session_id, stale_after) is not None
+
+    def refuse_if_held(self, session_id: int, stale_after: float) -> None:
+        """Refuse as `claim` would when a live owner holds the step (`held`): a step about to be
+        prepared learns it before building anything. A read; nothing is written.
+
+        Raises:
+            StepBusy: a live owner holds it, named as `claim` names it.
+        """
+        row = self._live_row(session_id, stale_after)
+        if row is not None:
+            raise _busy(row)
+
+    def _live_row(self, session_id: int, stale_after: float) -> Any:
         scope = self.scope(session_id)
         with self._engine.connect() as conn:
             row = conn.execute(select(LEASES).where(LEASES.c.scope == scope)).first()
-        return row is not None and self._why_stale(row, stale_after, datetime.now(UTC)) is None
+        return row if row is not None and self._why_stale(row, stale_after, datetime.now(UTC)) is None else None
 
     def heartbeat(self, token: str) -> None:
         """Mark the claim alive now (for claimers on other hosts)."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tavern_tui.engine.events import EventKind, NewEvent
+from tavern_tui.engine.step import StepBusy
 from tavern_tui.service import Tavern
 from tavern_tui.service.steps import ahead as ahead_module
 from tests.service.test_compaction_stages import make_service, say
@@ -121,3 +122,19 @@ async def test_a_build_ahead_after_a_persona_edit_moves_the_pin_when_sent(live, 
     # sent build ahead is the edit's one rotation, and the pin moved with it, so the next step has none.
     assert personas[0]["rotation"] == {"from": 0, "to": 1, "reason": "persona_changed"}
     assert "rotation" not in personas[1]
+
+
+async def test_a_send_while_another_window_replies_is_refused_before_it_builds(  # type: ignore[no-untyped-def]
+        live, server: LoopbackServer) -> None:
+    service, pid, session = live
+    assert service.steps.build_ahead(pid, "Are you there?")
+    played = service.playthroughs.playthrough(pid).updated_at
+    held = service.store.claims.claim(session, 60)  # another window's step
+    try:
+        with pytest.raises(StepBusy, match="a reply is being written in this playthrough"):
+            await say(service, pid, "Are you there?")
+    finally:
+        service.store.claims.release(held.token)
+    # Nothing was built, taken or touched.
+    assert service.steps.ahead.has(pid, "Are you there?") and service.steps.ahead.taken == 0
+    assert service.playthroughs.playthrough(pid).updated_at == played and server.requests == []

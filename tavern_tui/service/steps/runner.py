@@ -221,7 +221,8 @@ class StepRunner:
                             queued: Callable[[InboxItemView], object] | None = None,
                             ) -> AsyncGenerator[StepUpdate, None]:
         """`send`, unless a step is under way in this playthrough in another window or command
-        (`InboxService.step_in_progress`, or `send` refusing as busy): then the text is queued
+        (`send` refuses as busy: `StepLeases.refuse_if_held` before it builds anything, in the
+        same worker call as its preparation, or the step's lease): then the text is queued
         (a durable inbox insert; `queued` is told), the running step is waited for, and a step
         claims the queue (`run_queued`) and streams. The queue-instead-of-fail of issue 15,
         in this one function, on today's busy detection.
@@ -232,18 +233,17 @@ class StepRunner:
                 while waiting leaves the text queued).
         """
         assert self.inbox is not None, "send_or_queue needs the inbox service"
-        if not await asyncio.to_thread(self.inbox.step_in_progress, playthrough_id):
-            updates = self.send(playthrough_id, text, allow_secrets=allow_secrets)
-            try:
-                first = await anext(updates)
-            except StepBusy:  # it started elsewhere between the check and the send
-                await updates.aclose()
-            else:
-                async with aclosing(updates):
-                    yield first
-                    async for update in updates:
-                        yield update
-                return
+        updates = self.send(playthrough_id, text, allow_secrets=allow_secrets)
+        try:
+            first = await anext(updates)
+        except StepBusy:  # refused before anything was built (`_prepare_step`), or by the step's lease
+            await updates.aclose()
+        else:
+            async with aclosing(updates):
+                yield first
+                async for update in updates:
+                    yield update
+            return
         item = await asyncio.to_thread(self.inbox.add, playthrough_id, text, steer=steer,
                                        allow_secrets=allow_secrets)
         if queued is not None:
@@ -297,6 +297,11 @@ class StepRunner:
             NotFound: no such playthrough. PersonaCapExceeded: as `_assembler`.
             ContextOverflow / PromptTooLarge: the request cannot fit the context.
         """
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            session_id = uow.playthroughs.get(playthrough_id).head_session_id
+        # Another window or command is replying here: refused before anything is built or touched
+        # (`send_or_queue` queues the text then), as the step's lease would refuse it later.
+        self.ctx.store.claims.refuse_if_held(session_id, self.ctx.stale_after)
         ahead = self._taken_ahead(playthrough_id, text, generation, claim)
         with self.ctx.store.unit_of_work() as uow:
             uow.playthroughs.touch(playthrough_id)
