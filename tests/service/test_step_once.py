@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import tavern_tui.service.steps.runner as runner_module
+import tavern_tui.service.steps.preparing as preparing_module
 from tavern_tui.engine.log import ThreadedLog
 from tavern_tui.engine.step import Prebuilt, StepSettled
 from tavern_tui.service import Tavern
@@ -44,7 +44,7 @@ def seraphina(tavern: Tavern, corpus_dir: Path) -> int:
 async def test_a_send_builds_its_request_once_and_sends_that_build(tavern: Tavern, model: ScriptedModel,
                                                                   seraphina: int,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner_module, "Prebuilt", Recorded)
+    monkeypatch.setattr(preparing_module, "Prebuilt", Recorded)
     Recorded.made = []
     model.enqueue("Welcome.")
     model.enqueue("Rest now.")
@@ -62,7 +62,7 @@ async def test_a_send_builds_its_request_once_and_sends_that_build(tavern: Taver
 async def test_a_line_queued_after_the_fit_is_built_again_with_it(tavern: Tavern, model: ScriptedModel,
                                                                   seraphina: int,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner_module, "Prebuilt", Recorded)
+    monkeypatch.setattr(preparing_module, "Prebuilt", Recorded)
     Recorded.made = []
     model.enqueue("Welcome.")
     real_init = Recorded.__init__
