@@ -19,6 +19,7 @@ from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.log import SUMMARY_SOURCE
 from tavern_tui.formats.preset_model import ParsedPreset
 from tavern_tui.formats.presets import parse_preset
+from tavern_tui.store.records import PlaythroughRecord
 from tavern_tui.views import PlaythroughView, PresetView
 
 TITLE_CHARS = 48
@@ -29,33 +30,6 @@ DEFAULT_PRESET_NAME = "SillyTavern default"
 
 DEFAULT_PRESET_DATA = "{}"
 """The built-in preset's stored form: an empty preset, which the parser fills with SillyTavern's defaults."""
-
-
-class ListedPlaythrough(Protocol):
-    """What the lists read of a playthrough: `repositories.PlaythroughRecord` or `list_reads.PlaythroughRow`."""
-
-    @property
-    def id(self) -> int: ...
-    @property
-    def character_id(self) -> int: ...
-    @property
-    def user_name(self) -> str: ...
-    @property
-    def head_session_id(self) -> int: ...
-    @property
-    def created_at(self) -> datetime: ...
-    @property
-    def updated_at(self) -> datetime: ...
-    @property
-    def meta(self) -> str: ...
-    @property
-    def preset_id(self) -> int | None: ...
-    @property
-    def strategy(self) -> str | None: ...
-    @property
-    def archived_at(self) -> datetime | None: ...
-    @property
-    def opening_draft(self) -> int | None: ...
 
 
 class SurfaceCounts(Protocol):
@@ -123,7 +97,7 @@ def persona_names(personas: Sequence[tuple[int, bool, str]]) -> tuple[dict[int, 
     return names, default
 
 
-def user_names(record: ListedPlaythrough, personas: dict[int, str], default: int,
+def user_names(record: PlaythroughRecord, personas: dict[int, str], default: int,
                configured: str) -> tuple[str, str]:
     """(the name new lines are written under, an imported chat's own name or "").
 
@@ -148,7 +122,7 @@ def user_names(record: ListedPlaythrough, personas: dict[int, str], default: int
     return persona or record.user_name, imported
 
 
-def playthrough_view(record: ListedPlaythrough, character_name: str, names: tuple[str, str],
+def playthrough_view(record: PlaythroughRecord, character_name: str, names: tuple[str, str],
                      counts: tuple[int, int, int], title: str, ooc: bool) -> PlaythroughView:
     """The view of a playthrough: `names` from `user_names`, `counts` from `message_counts`,
     `title` the one given or `default_title`, `ooc` its out-of-character flag."""

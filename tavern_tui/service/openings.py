@@ -46,7 +46,7 @@ from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.presets import STRATEGY_APPLIED, PresetService
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.store.openings import OpeningRecord
-from tavern_tui.store.repositories import PlaythroughRecord
+from tavern_tui.store.records import PlaythroughRecord
 from tavern_tui.text.names import substitute_names
 from tavern_tui.views import OpeningView, PlaythroughView
 

@@ -33,7 +33,7 @@ from tavern_tui.service.presets import PresetService
 from tavern_tui.service.roleplay import ooc_of
 from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.service.strategies import StrategyService
-from tavern_tui.store.repositories import PlaythroughRecord
+from tavern_tui.store.records import PlaythroughRecord
 from tavern_tui.text.names import substitute_names
 from tavern_tui.views import MessageView, PlaythroughView, PresetView, WorldBookView
 

@@ -20,7 +20,7 @@ from tavern_tui.formats.presets import export_preset, parse_preset
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.list_views import DEFAULT_PRESET_DATA, DEFAULT_PRESET_NAME, parse_stored_preset, preset_view
-from tavern_tui.store.repositories import PlaythroughRecord
+from tavern_tui.store.records import PlaythroughRecord
 from tavern_tui.views import ImportResult, PresetView
 
 STRATEGY_APPLIED = "strategy/applied"

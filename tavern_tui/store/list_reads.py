@@ -23,6 +23,7 @@ from tavern_tui.engine.events import Event, EventKind, parse_origin
 from tavern_tui.engine.log import COMPOSER_SOURCE, SUMMARY_SOURCE
 from tavern_tui.errors import NotFound, TavernError
 from tavern_tui.store.first_screen import sqlite_file
+from tavern_tui.store.records import PlaythroughRecord
 from tavern_tui.store.revision import head_revision
 from tavern_tui.store.times import as_utc
 
@@ -81,26 +82,6 @@ def surface_adjustment(replaced: Iterable[Event]) -> int:
 
 def _stored_time(text: str) -> datetime:
     return as_utc(datetime.fromisoformat(text))
-
-
-@dataclass(frozen=True, slots=True)
-class PlaythroughRow:
-    """A listed playthrough, with the fields of `repositories.PlaythroughRecord` the lists read
-    (times in UTC)."""
-
-    id: int
-    character_id: int
-    title: str
-    user_name: str
-    root_session_id: int
-    head_session_id: int
-    created_at: datetime
-    updated_at: datetime
-    meta: str
-    preset_id: int | None
-    strategy: str | None
-    archived_at: datetime | None
-    opening_draft: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,10 +201,10 @@ class ListReader:
                 found[event.ref] = event
         return found
 
-    def playthroughs(self, *, include_archived: bool) -> list[PlaythroughRow]:
+    def playthroughs(self, *, include_archived: bool) -> list[PlaythroughRecord]:
         """`PlaythroughRepository.list(None, include_archived=...)`, as rows."""
         query = _PLAYTHROUGHS.replace("{archived}", "" if include_archived else "AND archived_at IS NULL")
-        return [PlaythroughRow(r[0], r[1], r[2], r[3], r[4], r[5], _stored_time(r[6]), _stored_time(r[7]), r[8],
+        return [PlaythroughRecord(r[0], r[1], r[2], r[3], r[4], r[5], _stored_time(r[6]), _stored_time(r[7]), r[8],
                                r[9], r[10], _stored_time(r[11]) if r[11] is not None else None, r[12])
                 for r in self._conn.execute(query)]
 

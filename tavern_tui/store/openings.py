@@ -26,7 +26,8 @@ from tavern_tui.store.models import (
     SessionRow,
     WorldBook,
 )
-from tavern_tui.store.repositories import BindingRepository, PlaythroughRecord, PlaythroughRepository
+from tavern_tui.store.records import PlaythroughRecord
+from tavern_tui.store.repositories import BindingRepository, PlaythroughRepository
 from tavern_tui.store.times import as_utc
 
 

@@ -24,6 +24,7 @@ from tavern_tui.store.models import (
     SessionRow,
     WorldBookBinding,
 )
+from tavern_tui.store.records import PlaythroughRecord
 from tavern_tui.store.times import as_utc
 
 
@@ -55,30 +56,6 @@ class CharacterRevisionRecord:
     data: str
     reason: str
     created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class PlaythroughRecord:
-    """A stored playthrough; `head_session_id` is the session the chat shows and extends."""
-
-    id: int
-    character_id: int
-    title: str
-    user_name: str
-    root_session_id: int
-    head_session_id: int
-    created_at: datetime
-    updated_at: datetime
-    meta: str = "{}"
-    """JSON text: an imported chat's SillyTavern header and chat_metadata."""
-    preset_id: int | None = None
-    """The preset bound to this playthrough (None: the built-in default preset)."""
-    strategy: str | None = None
-    """The applied assembly strategy (None: nothing applied, the compatibility renderer)."""
-    archived_at: datetime | None = None
-    """When it was archived (hidden from lists, nothing deleted); None: not archived."""
-    opening_draft: int | None = None
-    """The opening draft whose first send prepared it and is not admitted yet (`models.Playthrough`)."""
 
 
 def _character(row: Character) -> CharacterRecord:

@@ -42,7 +42,7 @@ from tavern_tui.service.scripts import ScriptService
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.service.timeline import TimelineService
 from tavern_tui.service.variables import VariableService
-from tavern_tui.store.repositories import PlaythroughRecord
+from tavern_tui.store.records import PlaythroughRecord
 from tavern_tui.text.names import substitute_names
 from tavern_tui.views import PlaythroughView
 
