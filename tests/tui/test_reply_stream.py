@@ -1,14 +1,20 @@
 """The streaming reply's body: finished blocks fold into still chunks, and the chunks read as one
-document (the same rows as the whole text drawn at once, which is how the settled reply shows)."""
+document (the same rows as the whole text drawn at once, which is how the settled reply shows);
+the live tail takes its new lines a few at a time when the reply writes fast (blank until the
+text reaches them), so the screen is laid out less often than the text wraps."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from rich.console import Console
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
+from tavern_tui.tui.widgets import reply_stream
 from tavern_tui.tui.widgets.chat_markdown import ChatRichMarkdown
-from tavern_tui.tui.widgets.reply_stream import FOLD_AT, StreamBody
+from tavern_tui.tui.widgets.reply_stream import FOLD_AT, MAX_RESERVE, LiveMarkdown, StreamBody
 from tests.tui.conftest import wait_until
 from tests.tui.test_chat_line_breaks import rows
 
@@ -78,5 +84,57 @@ async def test_a_streamed_reply_folds_and_reads_as_the_whole_text(size: int) -> 
         lines = REPLY.split("\n")
         starts = [t.map[0] for t in ChatRichMarkdown(REPLY).parsed if t.level == 0 and t.map]
         assert body.tail in {"\n".join(lines[start:]) for start in starts[1:]}
-        await wait_until(pilot, lambda: body.region.height == app.query_one("#whole").region.height)
-        assert _rows(app, "stream") == _rows(app, "whole")
+        whole = app.query_one("#whole")
+
+        def reads_as_the_whole() -> bool:
+            # The same rows as the whole text, then at most MAX_RESERVE blank ones the tail holds.
+            streamed, drawn = _rows(app, "stream"), _rows(app, "whole")
+            return (whole.region.height <= body.region.height <= whole.region.height + MAX_RESERVE
+                    and streamed[:len(drawn)] == drawn and all(not row.strip() for row in streamed[len(drawn):]))
+
+        await wait_until(pilot, reads_as_the_whole)
+
+
+class _Clock:
+    """`time.monotonic` for the stream body, moved on by the test."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def _text_rows(text: str, width: int) -> int:
+    """Rows the live tail's text takes at `width`, drawn by Rich alone (no blank rows held)."""
+    console = Console(width=width, file=io.StringIO())
+    return len(console.render_lines(LiveMarkdown(text), console.options.update_width(width), pad=False))
+
+
+@pytest.mark.parametrize(("seconds_a_line", "most_held"), [(0.05, MAX_RESERVE), (1.0, 1)])
+async def test_the_tail_takes_lines_ahead_as_fast_as_the_reply_writes(
+        seconds_a_line: float, most_held: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(reply_stream, "time", clock)
+    app = _Stacked()
+    async with app.run_test(size=(60, 120)) as pilot:
+        body = app.query_one(StreamBody)
+        await pilot.pause()
+        tail = body.query_one(".stream-tail", Static)
+        rows_then, layouts, held = 0, 0, []
+        for n in range(40):
+            clock.now += seconds_a_line  # one more row of text each time (45 characters at 50 columns)
+            height = body._tail_size[1]
+            await body.append(("word " * 9).strip() + "\n")
+            await pilot.pause()
+            text = _text_rows(body.tail, tail.content_size.width)
+            assert text > rows_then or n == 0  # the text grew by a row
+            rows_then = text
+            layouts += body._tail_size[1] != height
+            held.append(tail.region.height - text)
+        # Never fewer rows than the text, never more blank ones held than the rate allows.
+        assert 0 <= min(held) and max(held) <= most_held
+        if most_held == MAX_RESERVE:  # 20 rows a second: a layout every few rows, not every row
+            assert layouts <= 40 // 3
+        else:  # a row a second: each row lays out as it comes (one held at the most)
+            assert layouts >= 40 // 2

@@ -10,6 +10,8 @@ as a stored message is (`MessageBody`): a widget per folded chunk of blocks plus
 
 from __future__ import annotations
 
+import time
+
 from markdown_it.token import Token
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import CodeBlock, Markdown
@@ -24,6 +26,15 @@ from tavern_tui.tui.widgets.chat_markdown import ChatRichMarkdown
 FOLD_AT = 4
 """Top-level blocks the live tail holds before all but its last fold into a still chunk. A block
 is only folded once another has begun after it, so the text still to come cannot change it."""
+
+RESERVE_SECONDS = 0.8
+"""When the live tail needs another line, it takes as many more as the reply has been writing in
+this many seconds (blank until the text reaches them): each time the tail's height changes, Textual
+lays the whole screen out twice (the tail, then every container whose size followed it), and at
+200 tokens a second a new line came every other flush (B6, performance-anchors §7)."""
+
+MAX_RESERVE = 5
+"""At most this many blank lines wait below the text of a streaming reply."""
 
 
 class _PlainCode(CodeBlock):
@@ -50,19 +61,28 @@ class _DrawnOnce:
 
     Args:
         renderable: what to draw (the tail's `LiveMarkdown`).
+        at_least: lines drawn at the least (blank ones after the text: `RESERVE_SECONDS`).
     """
 
-    def __init__(self, renderable: ChatRichMarkdown) -> None:
+    def __init__(self, renderable: ChatRichMarkdown, at_least: int = 0) -> None:
         self.renderable = renderable
+        self.at_least = at_least
         self._drawn: tuple[tuple[int, str | None, str | None, bool], list[list[Segment]]] | None = None
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+    def lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
+        """The text's lines at `options`' width (drawn once per width)."""
         key = (options.max_width, options.justify, options.overflow, bool(options.no_wrap))
         if self._drawn is None or self._drawn[0] != key:
             self._drawn = (key, console.render_lines(self.renderable, options, pad=False, new_lines=False))
+        return self._drawn[1]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         new_line = Segment.line()
-        for line in self._drawn[1]:
+        lines = self.lines(console, options)
+        for line in lines:
             yield from line
+            yield new_line
+        for _ in range(self.at_least - len(lines)):
             yield new_line
 
 
@@ -94,6 +114,8 @@ class StreamBody(Vertical):
         self._tail = _normal(text)
         self._after_block = False  # the folded text so far ends in a block other than a rule
         self._tail_size = (0, 0)  # (width, height) in cells of the tail when last drawn
+        self._reserved = 0  # the lines the tail is drawn to at the least
+        self._began = 0.0  # when the first text came (time.monotonic)
 
     def compose(self) -> ComposeResult:
         yield Static(_DrawnOnce(LiveMarkdown(self._tail)), classes="stream-tail")
@@ -130,18 +152,28 @@ class StreamBody(Vertical):
             await self.mount(chunk, before=tail)
             markdown = LiveMarkdown(self._tail)
             starts = starts[-1:]
+            self._reserved = 0  # the chunk's mount lays out anyway; the shorter tail starts again
         tail.set_class(bool(self._folded) and _spaced(self._after_block, starts[0][1] if starts else ""), "-spaced")
         drawn = _DrawnOnce(markdown)
         tail.update(drawn, layout=self._height_changes(tail, drawn))
 
     def _height_changes(self, tail: Static, drawn: _DrawnOnce) -> bool:
         """Whether the tail drawn as `drawn` is taller or shorter than now. Most flushes add
-        words to the tail's last line: then the tail repaints alone, with no layout pass over
-        the screen (whose cost grows with every mounted widget)."""
+        words to the tail's last line, or fill a line reserved before (`RESERVE_SECONDS`): then the
+        tail repaints alone, with no layout pass over the screen (whose cost grows with every
+        mounted widget). Sets how many lines `drawn` takes."""
         width = tail.content_size.width
         if not width or tail.styles.height is None or not tail.styles.height.is_auto:
             return True
-        height = visualize(tail, drawn, markup=False).get_height(tail.styles, width)
+        now = time.monotonic()
+        self._began = self._began or now
+        text = visualize(tail, drawn, markup=False).get_height(tail.styles, width)
+        if text > self._reserved:
+            # Lines the reply wrote per second so far, by its characters at this width.
+            rate = len(self.source) / max(width, 1) / max(now - self._began, 0.5)
+            self._reserved = text + min(MAX_RESERVE, int(rate * RESERVE_SECONDS))
+        drawn.at_least = self._reserved
+        height = max(text, self._reserved)
         changed = (width, height) != self._tail_size  # a resize lays out again: so does the next flush
         self._tail_size = (width, height)
         return changed
