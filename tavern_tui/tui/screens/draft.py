@@ -274,7 +274,8 @@ class DraftScreen(TavernScreen[None]):
                                                then=lambda view: self._begun(view, text), failed=refused))
 
     def _begun(self, view: PlaythroughView, text: str) -> None:
-        # The draft is a playthrough now: its chat replaces this screen and sends the line.
+        # The draft is a playthrough now: its chat replaces this screen and sends the line; what
+        # was typed here since Enter (while the playthrough was made) goes into the chat's composer.
         self._gone = True
-        self.app.post_message(PlaythroughChosen(view.id, send=text))
+        self.app.post_message(PlaythroughChosen(view.id, typed=self.prompt.value, send=text))
         self.dismiss()
