@@ -50,8 +50,10 @@ class PresetList:
     default: ParsedPreset
 
 
-def _sessions(reader: ListReader, user_name: str, include_archived: bool, with_groups: bool) -> SessionList:
-    rows = reader.playthroughs(include_archived=include_archived)
+def _sessions(reader: ListReader, user_name: str, include_archived: bool, with_groups: bool,
+              character: str | None) -> SessionList:
+    character_id = reader.character_named(character) if character is not None else None
+    rows = reader.playthroughs(include_archived=include_archived, character_id=character_id)
     characters = reader.character_names()
     personas, default = persona_names(reader.personas())
     views = []
@@ -63,13 +65,15 @@ def _sessions(reader: ListReader, user_name: str, include_archived: bool, with_g
     return SessionList(views, reader.group_names() if with_groups else {})
 
 
-def session_list(db_url: str, user_name: str, *, include_archived: bool = False,
-                 with_groups: bool = False) -> SessionList | None:
-    """The playthroughs of every character, most recently played first (archived ones only with
-    `include_archived`), as `PlaythroughService.playthroughs()` gives them with the configured
-    `user_name`; with `with_groups`, the group chats' group names too. None to open the service
-    instead (see the module text)."""
-    return read_lists(db_url, lambda reader: _sessions(reader, user_name, include_archived, with_groups))
+def session_list(db_url: str, user_name: str, *, include_archived: bool = False, with_groups: bool = False,
+                 character: str | None = None) -> SessionList | None:
+    """The playthroughs of every character (or of `character`, an id or a name as
+    `LibraryService.find_character` takes it: its one-character chats), most recently played first
+    (archived ones only with `include_archived`), as `PlaythroughService.playthroughs()` gives them
+    with the configured `user_name`; with `with_groups`, the group chats' group names too. None to
+    open the service instead (see the module text; a character not found or named twice too, which
+    the service then says)."""
+    return read_lists(db_url, lambda reader: _sessions(reader, user_name, include_archived, with_groups, character))
 
 
 def _presets(reader: ListReader) -> list[PresetView]:

@@ -101,7 +101,7 @@ _PLAYTHROUGHS = """
 SELECT id, character_id, title, user_name, root_session_id, head_session_id, created_at, updated_at,
        m, preset_id, strategy, archived_at, opening_draft
 FROM (SELECT *, coalesce(nullif(meta, ''), '{}') AS m FROM playthroughs)
-WHERE opening_draft IS NULL {archived}
+WHERE opening_draft IS NULL {filters}
 ORDER BY updated_at DESC, id DESC
 """
 
@@ -201,12 +201,35 @@ class ListReader:
                 found[event.ref] = event
         return found
 
-    def playthroughs(self, *, include_archived: bool) -> list[PlaythroughRecord]:
-        """`PlaythroughRepository.list(None, include_archived=...)`, as rows."""
-        query = _PLAYTHROUGHS.replace("{archived}", "" if include_archived else "AND archived_at IS NULL")
+    def playthroughs(self, *, include_archived: bool, character_id: int | None = None) -> list[PlaythroughRecord]:
+        """`PlaythroughRepository.list(character_id, include_archived=...)`: a character's are its
+        one-character chats (a group chat is listed under its group)."""
+        where = "" if include_archived else "AND archived_at IS NULL"
+        params: list[object] = []
+        if character_id is not None:
+            where += " AND character_id = ? AND group_id IS NULL"
+            params.append(character_id)
         return [PlaythroughRecord(r[0], r[1], r[2], r[3], r[4], r[5], _stored_time(r[6]), _stored_time(r[7]), r[8],
-                               r[9], r[10], _stored_time(r[11]) if r[11] is not None else None, r[12])
-                for r in self._conn.execute(query)]
+                                  r[9], r[10], _stored_time(r[11]) if r[11] is not None else None, r[12])
+                for r in self._conn.execute(_PLAYTHROUGHS.replace("{filters}", where), params)]
+
+    def character_named(self, query: str) -> int:
+        """`LibraryService.find(query, "characters")`'s id: the character with id `query`, else
+        the one with that name, case-insensitively as the repository compares (SQLite's `lower`
+        of the name against Python's of the query).
+
+        Raises:
+            NotFound: none, or several (the service then says which, as it always does).
+        """
+        wanted = query.strip()
+        if wanted.isdigit() and len(wanted) <= 18:  # a longer "id" is a name (as `find`)
+            row = self._conn.execute("SELECT id FROM characters WHERE id = ?", (int(wanted),)).fetchone()
+            if row is not None:
+                return int(row[0])
+        rows = self._conn.execute("SELECT id FROM characters WHERE lower(name) = ?", (wanted.lower(),)).fetchall()
+        if len(rows) != 1:
+            raise NotFound(f"not one character named {wanted!r}")
+        return int(rows[0][0])
 
     def character_names(self) -> dict[int, str]:
         """{character id: name} of every character, archived ones too."""

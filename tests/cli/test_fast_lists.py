@@ -2,9 +2,10 @@
 opens (`service.list_reads`), print byte for byte what the service path prints: on the corpus
 cards and presets, with a fork, a swipe, a branch, a compaction, a deleted message, an archived
 chat, a group chat, an imported chat, a persona lock, OOC, a title, recorded traces and two
-presets that share a name. What the fast path does not read (a schema behind, another database,
-`--character`, a playthrough that does not exist, a database file not created yet) goes to the
-service and prints the same."""
+presets that share a name, and `--character` by name (case-insensitive) or id. What the fast path
+does not read (a schema behind, another database, a character named by none or several, a
+playthrough that does not exist, a database file not created yet) goes to the service and prints
+the same."""
 
 from __future__ import annotations
 
@@ -153,7 +154,9 @@ def test_the_lists_read_before_the_service_are_the_services(
     env = _env(url, isolated_profile)
     plain_sessions = tavern.store.events.playthrough_sessions(ids["plain"], tavern.playthroughs.playthrough(
         ids["plain"]).session_id)
+    seraphina = tavern.library.find_character("Seraphina").id
     commands = [*SESSION_COMMANDS, *PRESET_COMMANDS, *TRACE_COMMANDS,
+                ["sessions", "--character", "seraphina", "--json"], ["sessions", "--character", str(seraphina)],
                 ["trace", "list", "--playthrough", str(ids["plain"])],
                 ["trace", "list", "--json", "--session", str(plain_sessions[0].id)]]
     out = {" ".join(c): _same(list(c), env, monkeypatch) for c in commands}
@@ -169,6 +172,10 @@ def test_the_lists_read_before_the_service_are_the_services(
     # The configured name (TAVERN_USER_NAME) over the file's "User", which its old lines keep.
     assert (listed[ids["imported"]]["user_name"], listed[ids["imported"]]["imported_user_name"]) == ("Ada", "User")
     assert listed[ids["plain"]]["title"] == "Hello there."  # its first line
+    # A character's own chats, by name in any case or by id: not the group chat it leads.
+    sera = {p["id"] for p in json.loads(out["sessions --character seraphina --json"])}
+    assert sera == {ids["plain"], ids["branch"], ids["imported"]}
+    assert {int(line.split()[0]) for line in out[f"sessions --character {seraphina}"].splitlines()} == sera
     assert ids["old"] not in {p["id"] for p in json.loads(out["sessions --json"])}
     group_line = next(line for line in out["sessions"].splitlines() if line.split()[0] == str(ids["group"]))
     assert "Glade (group)" in group_line
@@ -244,13 +251,11 @@ def test_what_the_fast_path_does_not_read_goes_to_the_service(
     assert list_reads.preset_list("sqlite://") is None and list_reads.trace_list("sqlite:///:memory:") is None
     assert list_reads.trace_list(url, 9999) is None  # the service says there is no such playthrough
     env = _env(url, isolated_profile)
-    for args in (["trace", "list", "--playthrough", "9999"], ["sessions", "--character", "seraphina", "--json"],
-                 ["sessions", "--character", "Nobody"]):
+    for args in (["trace", "list", "--playthrough", "9999"], ["sessions", "--character", "Nobody"]):
         fast = run_cli(args, env)
         assert (fast.returncode, fast.stdout, fast.stderr) == _served(args, env, monkeypatch), args
     assert "no playthrough with id 9999" in run_cli(["trace", "list", "--playthrough", "9999"], env).stderr
-    sera = json.loads(run_cli(["sessions", "--character", "seraphina", "--json"], env).stdout)
-    assert {p["id"] for p in sera} == {ids["plain"], ids["branch"], ids["imported"]}  # not the group chat
+    assert "no character named 'Nobody'" in run_cli(["sessions", "--character", "Nobody"], env).stderr
 
 
 def test_a_database_not_created_yet_is_created_by_the_service_and_lists_nothing(

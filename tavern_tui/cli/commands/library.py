@@ -112,12 +112,12 @@ def _session_line(p: PlaythroughView, group: str | None = None) -> str:
 
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """List playthroughs, most recently played first: read before the service opens where it can be
-    (`service.list_reads`; not for `--character`, whose name look-up is the library's)."""
+    (`service.list_reads`; a `--character` that names none or several goes to the library, which says so)."""
     from tavern_tui.service.list_reads import SessionList, session_list
 
     loaded = settings(args)
-    listed = None if args.character else session_list(loaded.db_url, loaded.user_name, include_archived=args.all,
-                                                       with_groups=not args.json)
+    listed = session_list(loaded.db_url, loaded.user_name, include_archived=args.all, with_groups=not args.json,
+                          character=args.character)
     if listed is None:
         with service_for(loaded) as tavern:
             character_id = tavern.library.find_character(args.character).id if args.character else None
