@@ -73,12 +73,32 @@ class FitFooter(Footer):
         self._shown: tuple | None = None  # what the keys show now
         self._built: tuple | None = None  # what the key widgets were built from (may hold more keys)
         self._absent: frozenset[tuple[str, str]] = frozenset()  # built keys not bound now: hidden
+        self.waiting = False
+        """Rebuilds wait (a step's request is going out: `wait`, `resume`)."""
+        self._waited = False  # a rebuild waited
+
+    def wait(self) -> None:
+        """Hold rebuilds until `resume`: the keys change as Enter sends (the composer empties, a
+        reply starts), and a rebuild then (~5-10 ms on the loop) delayed the step's request."""
+        self.waiting = True
+
+    def resume(self) -> None:
+        """Rebuild now if one waited (`wait`)."""
+        self.waiting = False
+        if self._waited and self.is_attached:
+            self._waited = False
+            # On the footer's own queue: the caller may run in the app's context (a timer), and a
+            # rebuild must run in the footer's (its keys bind to its data).
+            self.call_later(self.bindings_changed, self.screen)
 
     def bindings_changed(self, screen: Screen) -> None:
         """Queue one rebuild however many times the bindings change before the next refresh
         (`Footer` queues one per change: opening a chat changed them ~20 times, each rebuild
         mounting every key again, issue 22 / benchmark transcript_window)."""
         self._bindings_ready = True
+        if self.waiting:
+            self._waited = True
+            return
         if not screen.app.app_focus or not self.is_attached or screen is not self.screen or self._pending:
             return
         self._pending = True
@@ -118,6 +138,9 @@ class FitFooter(Footer):
         hidden, and shows again when it comes back (each rebuild mounted every key and re-laid
         out the whole screen, twice a turn)."""
         self._pending = False
+        if self.waiting:  # queued before `wait`: it waits too
+            self._waited = True
+            return
         signature, shown = self._signature(), self._shown
         if signature == shown and self.children:
             return

@@ -44,6 +44,7 @@ from tavern_tui.tui.screens.chat.reading import ELSEWHERE, ChatState
 from tavern_tui.tui.screens.chat.stream import step_outcome
 from tavern_tui.tui.screens.state import refused_status, refused_whole
 from tavern_tui.tui.screens.swipe_note import swipe_note
+from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.views import MessageView, SwipeView
 
 if TYPE_CHECKING:
@@ -79,8 +80,9 @@ class PaintHold:
     seconds: the opening's dozen short hops between the event loop and worker threads each wait
     for the loop, and a repaint between two of them (the composer cleared, the footer's keys, the
     status line, the person's line mounted) costs milliseconds each time, before the request goes
-    out (B9, performance-anchors §7). What changed meanwhile is painted at release, a few frames
-    after Enter.
+    out (B9, performance-anchors §7). The footer's rebuild waits too (`FitFooter.wait`), and the
+    person's line is mounted once released (`released`). What changed meanwhile is painted at
+    release, a few frames after Enter.
 
     Args:
         app: the app whose repaints are held.
@@ -90,6 +92,15 @@ class PaintHold:
         self._app = app
         self._held: Any = None
         self._timer: Any = None
+        self._footers: list[FitFooter] = []  # their rebuilds wait while held
+        self._free = asyncio.Event()
+        self._free.set()
+
+    async def released(self) -> None:
+        """Return once repaints are not held (at once when they are not): what would be mounted
+        meanwhile is not painted before the release anyway, so it waits rather than delay the
+        request on the loop."""
+        await self._free.wait()
 
     def hold(self) -> None:
         """Hold repaints now (once; released by `release` or after `HOLD_LIMIT`)."""
@@ -97,6 +108,10 @@ class PaintHold:
             return
         self._held = self._app.batch_update()
         self._held.__enter__()
+        self._free.clear()
+        self._footers = list(self._app.screen.query(FitFooter))
+        for footer in self._footers:
+            footer.wait()
         self._timer = self._app.set_timer(HOLD_LIMIT, self.release)
 
     def release_soon(self) -> None:
@@ -116,6 +131,10 @@ class PaintHold:
             self._timer.stop()
             self._timer = None
         held.__exit__(None, None, None)
+        self._free.set()
+        for footer in self._footers:
+            footer.resume()
+        self._footers = []
         self._app.screen.refresh()
 
 
@@ -264,8 +283,10 @@ class ReplyControl:
     # -- the worker's Messages, handed over by the chat screen ------------------------------
 
     async def started(self, message: ReplyStarted) -> None:
-        """Show the person's message (a send) and a box to stream into (`ReplyStream`)."""
+        """Show the person's message (a send) and a box to stream into (`ReplyStream`), once the
+        step's request has gone out (`PaintHold.released`: they would not be painted sooner)."""
         chat = self.chat
+        await self.paints.released()
         assert chat.playthrough is not None
         await chat.reply_stream.show_lines(message, chat.playthrough.user_name)
         chat.inbox.refresh()  # the claimed batch left the inbox
