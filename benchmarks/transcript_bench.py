@@ -89,6 +89,21 @@ the server in its own process, 200 tok/s reads chunk->paint p95 58-64 ms and bus
 in-process server wrote its chunks only when the app's loop let go of the GIL, which hid the
 wait behind a repaint in progress; the p95 above 50 ms is the truer figure (a flush every
 ~40 ms plus a repaint of the scrolled transcript, see the B6 floor).
+Then two changes to the live tail (`widgets.reply_stream`): it takes its new lines a few at a time
+when the reply writes fast (`RESERVE_SECONDS`: as many as it wrote in the last 0.8 s, at most
+`MAX_RESERVE` 5, blank until the text reaches them), so a height change - two layout passes over
+the screen in Textual, the tail's and then every container's whose size followed - comes about a
+fifth as often at 200 tok/s (busy 43 -> 27 %, chunk->paint p95 64 -> 42 ms); and it holds 2
+top-level blocks before folding instead of 4 (it is drawn again each flush): busy 24-25 % against
+26-28 %. Two runs of all of issue 22's benchmarks afterwards (the box slower than the morning's:
+the bare app 193-207 ms): 200 tok/s chunk->paint p95 44.4 / 51.2 ms, busy 28 / 28 % (before the
+fold change), drain 9.6 / 15.5 ms; with the fold change, 43.2 / 45.1 ms, busy 24 / 25 %, drain
+6.6 / 6.9 ms.
+B9 at the end of that session, after the footer's rebuild and the person's line were made to
+wait until the request is out (`reply.PaintHold`, `FitFooter.wait`), two runs: after a pause
+32.2 / 31.9 ms (meets 40), at once 69.7 / 67.7 ms (the build on the path: world info over 5,000
+entries and the fit, 25-35 ms in the worker, plus the opening's ~15 ms of commits and hops),
+after the last byte 37.8 / 37.1 ms (meets 50).
 """
 
 from __future__ import annotations

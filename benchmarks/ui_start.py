@@ -12,8 +12,9 @@ time summed per top-level package) of one TUI run.
 cli_start: `tavern sessions --json`, `tavern presets --json`, `tavern trace list --json` on the
 same database, each timed spawn → exit, alternating with the bare app (spawn → painted).
 Target ≤ 1.2× the bare app's start (issue 22). On an embedded database at head these three read
-it with sqlite3 (`service.list_reads`), importing neither SQLAlchemy nor the store nor the services;
-anything else (another database, a schema behind, `sessions --character`) opens the service.
+it with sqlite3 (`service.list_reads`), importing neither SQLAlchemy nor the store nor the services
+(`sessions --character NAME|ID` too); anything else (another database, a schema behind, a name
+that matches none or several, an unknown playthrough) opens the service, which says what is wrong.
 
 The floor, measured here (2 cores shared with other jobs, so figures are noisy; ratios come from
 alternating runs): Python + `import textual.app` + one painted widget is the bare app. The TUI on
@@ -50,7 +51,9 @@ later that day, on a busier box: sessions 430 ms, presets 361, trace list 380 (r
 2 cores): sessions 125 / 120 ms, presets 120 / 114, trace list 129 / 120 vs the bare app's
 180 / 175: 0.72 / 0.69x at worst, ratio_worst_vs_1.2x_bare 0.60 / 0.57. What is left is Python, the
 parser of every command (`cli.app`, ~55-90 ms with asyncio and the config it imports) and 1-15 ms
-of the reads.
+of the reads. Two runs of all of issue 22's benchmarks at the end of that session (a slower box:
+the bare app 193-207 ms): cold_start 1.57 / 1.52x (323 / 293 ms); cli_start worst 0.69 / 0.71x
+the bare app (ratio_worst_vs_1.2x_bare 0.58 / 0.59).
 """
 
 from __future__ import annotations
