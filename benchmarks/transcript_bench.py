@@ -98,7 +98,8 @@ top-level blocks before folding instead of 4 (it is drawn again each flush): bus
 26-28 %. Two runs of all of issue 22's benchmarks afterwards (the box slower than the morning's:
 the bare app 193-207 ms): 200 tok/s chunk->paint p95 44.4 / 51.2 ms, busy 28 / 28 % (before the
 fold change), drain 9.6 / 15.5 ms; with the fold change, 43.2 / 45.1 ms, busy 24 / 25 %, drain
-6.6 / 6.9 ms.
+6.6 / 6.9 ms, and two more runs at the session's end 44.2 / 42.3 ms, busy 28 / 26 %, drain
+9.6 / 10.5 ms: the 25 % target is at the edge of this box's run-to-run spread (±2-3 points).
 B9 at the end of that session, after the footer's rebuild and the person's line were made to
 wait until the request is out (`reply.PaintHold`, `FitFooter.wait`), two runs: after a pause
 32.2 / 31.9 ms (meets 40), at once 69.7 / 67.7 ms (the build on the path: world info over 5,000
