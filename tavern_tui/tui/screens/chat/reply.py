@@ -243,7 +243,10 @@ class ReplyControl:
         async with aclosing(updates()) as stream:
             async for update in stream:
                 # The opening is done: its request goes out, then what changed on screen is painted.
-                self.paints.release_soon() if isinstance(update, StepStarted) and not steps else self.paints.release()
+                if isinstance(update, StepStarted) and not steps:
+                    self.paints.release_soon()
+                else:
+                    self.paints.release()
                 match update:
                     case MemberTurn() | LineQueued():  # a group round: the next member's steps follow
                         steps = 0
