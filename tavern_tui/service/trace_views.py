@@ -60,10 +60,11 @@ def settlements(log: TraceReads, traces: list[Event]) -> dict[tuple[int, int], E
                 by_session.setdefault(event.session_id, []).append(event)
         elif event.kind != EventKind.USER_MESSAGE or event.source == "impersonation":
             by_session.setdefault(event.session_id, []).append(event)
+    seqs = {session: [e.seq for e in listed] for session, listed in by_session.items()}  # once a session
     result: dict[tuple[int, int], Event] = {}
     for trace in traces:
         listed = by_session.get(trace.session_id, [])
-        index = bisect.bisect_right([e.seq for e in listed], trace.seq)
+        index = bisect.bisect_right(seqs.get(trace.session_id, []), trace.seq)
         if index < len(listed):
             result[trace.ref] = listed[index]
     return result
