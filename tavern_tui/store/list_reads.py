@@ -64,6 +64,21 @@ def walk_chain(session_id: int, through_seq: int | None,
     return chain
 
 
+def first_user_line(chain: Sequence[tuple[int, int | None]],
+                    fetch: Callable[[str, dict[str, object]], Sequence[object] | None]) -> str | None:
+    """The content of the first `user/message` on a surface given as its ancestry chain ([(session,
+    upto)] root first), or None: a chat's default title. `fetch(sql, params)` runs one statement
+    with named parameters and gives its first row or None (sqlite3's, or SQLAlchemy's `text`)."""
+    for session_id, upto in chain:
+        bound = "" if upto is None else " AND seq <= :upto"
+        row = fetch(f"SELECT body FROM events WHERE session_id = :s AND kind = 'user/message'{bound} "
+                    "ORDER BY seq LIMIT 1", {"s": session_id, "upto": upto})
+        if row is not None:
+            content = json.loads(str(row[0])).get("content")
+            return content if isinstance(content, str) else None
+    return None
+
+
 def surface_adjustment(replaced: Iterable[Event]) -> int:
     """What a surface's `surface/replaced` events change in the count of its stored messages: a
     summary shows as one message in place of its targets, an impersonated line that went into
@@ -145,7 +160,8 @@ class ListReader:
 
     def _events(self, where: str, params: Sequence[object], order: str = "") -> list[Event]:
         rows = self._conn.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE {where}{order}", params).fetchall()
-        return [make_event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _stored_time(r[8])) for r in rows]
+        return [make_event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], datetime.fromisoformat(r[8]))
+                for r in rows]  # `make_event` gives the time in UTC
 
     def surface_events_of(self, session_id: int, kinds: Sequence[str]) -> list[Event]:
         """`EventLog.surface_events_of`: the surface's events of these kinds, in surface order."""
@@ -170,15 +186,8 @@ class ListReader:
         return count + surface_adjustment(replaced)
 
     def first_line(self, chain: Sequence[tuple[int, int | None]]) -> str | None:
-        """`SearchIndex.first_line`: the content of the first `user/message` on the surface."""
-        for session_id, upto in chain:
-            bound = "" if upto is None else " AND seq <= ?"
-            row = self._conn.execute(f"SELECT body FROM events WHERE session_id = ? AND kind = 'user/message'{bound} "
-                                     "ORDER BY seq LIMIT 1", [session_id] + ([] if upto is None else [upto])).fetchone()
-            if row is not None:
-                content = json.loads(row[0]).get("content")
-                return content if isinstance(content, str) else None
-        return None
+        """`MessageSearch.first_line`: the content of the first `user/message` on the surface."""
+        return first_user_line(chain, lambda sql, params: self._conn.execute(sql, params).fetchone())
 
     def events_of_kind(self, kinds: Sequence[str], session_ids: Sequence[int] | None = None) -> list[Event]:
         """`EventLog.events_of_kind`: events of some kinds (in some sessions), by session then seq."""

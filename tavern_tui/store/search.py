@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, text
 
 from tavern_tui.engine.events import Origin, parse_origin
+from tavern_tui.store.list_reads import first_user_line
 
 
 def is_search_index(name: str | None) -> bool:
@@ -109,12 +110,4 @@ class MessageSearch:
         """The content of the first `user/message` on a surface given as its ancestry chain
         (`EventLog.ancestry`: [(session, upto)] root first), or None: a chat's default title."""
         with self._engine.connect() as conn:
-            for session_id, upto in chain:
-                bound = "" if upto is None else " AND seq <= :upto"
-                row = conn.execute(text(
-                    f"SELECT body FROM events WHERE session_id = :s AND kind = 'user/message'{bound} "
-                    "ORDER BY seq LIMIT 1"), {"s": session_id, "upto": upto}).first()
-                if row is not None:
-                    content = json.loads(row.body).get("content")
-                    return content if isinstance(content, str) else None
-        return None
+            return first_user_line(chain, lambda sql, params: conn.execute(text(sql), params).first())
