@@ -27,7 +27,6 @@ from tavern_tui.service.list_views import (
     preset_view,
     user_names,
 )
-from tavern_tui.service.roleplay import ooc_of
 from tavern_tui.store.list_reads import ListReader, read_lists
 from tavern_tui.views import PlaythroughView, PresetView, TraceView
 
@@ -61,7 +60,7 @@ def _sessions(reader: ListReader, user_name: str, include_archived: bool, with_g
         title = row.title or default_title(reader.first_line(reader.chain(row.head_session_id)), row.created_at)
         views.append(playthrough_view(row, characters.get(row.character_id, "?"),
                                       user_names(row, personas, default, user_name),
-                                      message_counts(reader, row.head_session_id), title, ooc_of(row.meta)))
+                                      message_counts(reader, row.head_session_id), title))
     return SessionList(views, reader.group_names() if with_groups else {})
 
 

@@ -19,6 +19,7 @@ from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.log import SUMMARY_SOURCE
 from tavern_tui.formats.preset_model import ParsedPreset
 from tavern_tui.formats.presets import parse_preset
+from tavern_tui.service.roleplay import ooc_of
 from tavern_tui.store.records import PlaythroughRecord
 from tavern_tui.views import PlaythroughView, PresetView
 
@@ -123,14 +124,14 @@ def user_names(record: PlaythroughRecord, personas: dict[int, str], default: int
 
 
 def playthrough_view(record: PlaythroughRecord, character_name: str, names: tuple[str, str],
-                     counts: tuple[int, int, int], title: str, ooc: bool) -> PlaythroughView:
+                     counts: tuple[int, int, int], title: str) -> PlaythroughView:
     """The view of a playthrough: `names` from `user_names`, `counts` from `message_counts`,
-    `title` the one given or `default_title`, `ooc` its out-of-character flag."""
+    `title` the one given or `default_title`; its out-of-character flag from its meta (`ooc_of`)."""
     shown, played, summarised = counts
     return PlaythroughView(record.id, record.character_id, character_name, names[0], record.head_session_id,
                            record.created_at, record.updated_at, shown, record.strategy or "compat",
                            record.preset_id, title, record.archived_at is not None, played, summarised,
-                           names[1], ooc, record.opening_draft)
+                           names[1], ooc_of(record.meta), record.opening_draft)
 
 
 def parse_stored_preset(data: str, name: str) -> ParsedPreset:

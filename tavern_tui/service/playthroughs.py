@@ -30,7 +30,6 @@ from tavern_tui.service.lore import WorldInfoService
 from tavern_tui.service.message_views import as_shown, event_view, message_view, surface_views
 from tavern_tui.service.persona import PersonaService
 from tavern_tui.service.presets import PresetService
-from tavern_tui.service.roleplay import ooc_of
 from tavern_tui.service.secrets import configured_secrets, refuse_configured
 from tavern_tui.service.strategies import StrategyService
 from tavern_tui.store.records import PlaythroughRecord
@@ -86,8 +85,7 @@ class PlaythroughService:
                           persona_names: dict[int, str] | None = None, default: int = 0) -> PlaythroughView:
         names_of = self._user_names(record, persona_names or {}, default)
         return playthrough_view(record, names.get(record.character_id, "?"), names_of,
-                                counts.get(record.head_session_id, (0, 0, 0)), self.chat_title(record),
-                                ooc_of(record.meta))
+                                counts.get(record.head_session_id, (0, 0, 0)), self.chat_title(record))
 
     def _user_names(self, record: PlaythroughRecord, persona_names: dict[int, str], default: int) -> tuple[str, str]:
         """(the name new lines are written under, an imported chat's own name or "") by
