@@ -59,8 +59,7 @@ class InboxService:
 
     def _session(self, playthrough_id: int) -> int:
         """The playthrough's head session (one read: the chat opens with a few of these)."""
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            return uow.playthroughs.get(playthrough_id).head_session_id
+        return self.ctx.playthrough_record(playthrough_id).head_session_id
 
     def _queue(self, playthrough_id: int) -> tuple[int, PendingInputProjection]:
         session_id = self._session(playthrough_id)

@@ -322,8 +322,9 @@ class WorldInfoService:
             "character" (each scope's books in binding order), a book bound in several scopes
             kept once where it first appears; then the card's embedded book ("character").
 
-        Read once per pinned build (`ServiceContext.per_build`): a step's preparation asks for
-        them for MVU's material and again for its assembler.
+        Read once per database version (`ServiceContext.per_version`): a step's preparation asks
+        for them for MVU's material and again for its assembler, and every build between two
+        commits for them again.
 
         Raises:
             NotFound: no such playthrough (when its preset is read from it).
@@ -331,8 +332,8 @@ class WorldInfoService:
         key = ("effective-books", playthrough_id, character.id, character.revision,
                None if chat is None else tuple(chat), "playthrough's" if preset_id is FROM_PLAYTHROUGH else preset_id,
                tuple((other.id, other.revision) for other, _card in also))
-        return self.ctx.per_build(key, lambda: self._effective_books(playthrough_id, character, card, chat,
-                                                                     preset_id, also))
+        return list(self.ctx.per_version(key, lambda: self._effective_books(playthrough_id, character, card, chat,
+                                                                     preset_id, also)))
 
     def _effective_books(self, playthrough_id: int, character: CharacterRecord, card: ParsedCard,
                          chat: Sequence[int] | None, preset_id: int | None | object,

@@ -208,8 +208,8 @@ class PlaythroughService:
         return session, self.ctx.store.events.head_seq(session)
 
     def playthrough(self, playthrough_id: int) -> PlaythroughView:
-        """One playthrough (read once per pinned build: `ServiceContext.per_build`). Raises NotFound."""
-        return self.ctx.per_build(("playthrough", playthrough_id), lambda: self._read_playthrough(playthrough_id))
+        """One playthrough (read once per database version: `ServiceContext.per_version`). Raises NotFound."""
+        return self.ctx.per_version(("playthrough", playthrough_id), lambda: self._read_playthrough(playthrough_id))
 
     def _read_playthrough(self, playthrough_id: int) -> PlaythroughView:
         with self.ctx.store.unit_of_work(write=False) as uow:

@@ -98,15 +98,12 @@ class PresetService:
     def playthrough_preset(self, playthrough_id: int) -> tuple[ParsedPreset, dict[str, Any]]:
         """The preset a playthrough's steps use and its resource facts for the trace
         (`{"id", "name", "sha256"}`; id None for the built-in default)."""
-        with self.ctx.store.unit_of_work() as uow:
-            record = uow.playthroughs.get(playthrough_id)
-        return self.preset_of(record.preset_id)
+        return self.preset_of(self.ctx.playthrough_record(playthrough_id).preset_id)
 
     def preset_of(self, preset_id: int | None) -> tuple[ParsedPreset, dict[str, Any]]:
         """The preset with this id (None: the built-in default) and its facts as
         `playthrough_preset` gives them; an opening draft's preview reads it. Raises NotFound."""
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            preset_record = uow.presets.get(preset_id) if preset_id is not None else None
+        preset_record = self.ctx.per_version(("preset-record", preset_id), lambda: self._preset_record(preset_id))
         if preset_record is None:
             facts = {"id": None, "name": DEFAULT_PRESET_NAME, "sha256": None}
             return self.parsed_preset(DEFAULT_PRESET_DATA, DEFAULT_PRESET_NAME), facts
@@ -114,6 +111,10 @@ class PresetService:
                 {"id": preset_record.id, "name": preset_record.name,
                  "sha256": preset_record.data_sha256})
 
+
+    def _preset_record(self, preset_id: int | None) -> Any:
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            return uow.presets.get(preset_id) if preset_id is not None else None
     def bind_preset(self, playthrough_id: int, preset_id: int | None) -> None:
         """Bind a preset to a playthrough (None: the built-in default). Binding is explicit and
         recorded in the session log; the preset itself is never changed by playing.

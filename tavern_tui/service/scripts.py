@@ -60,11 +60,15 @@ class ScriptService:
         return ImportResult(shown, "regex_scripts", ids[0] if ids else None, names, duplicate=not ids)
 
     def global_scripts(self) -> list[tuple[int, RegexScript]]:
-        """The global scripts with their ids, in run order."""
+        """The global scripts with their ids, in run order (`ServiceContext.per_version`: every
+        build reads them)."""
+        return list(self.ctx.per_version(("global-scripts",), self._read_global_scripts))
+
+    def _read_global_scripts(self) -> tuple[tuple[int, RegexScript], ...]:
         with self.ctx.store.unit_of_work(write=False) as uow:
             rows = uow.regex.scripts()
-        return [(row_id, parse_script(json.loads(data), f"regex script {row_id}", "global"))
-                for row_id, _name, data, _source in rows]
+        return tuple((row_id, parse_script(json.loads(data), f"regex script {row_id}", "global"))
+                     for row_id, _name, data, _source in rows)
 
     def remove_global(self, script_id: int) -> None:
         """Delete a global script. Raises NotFound."""

@@ -19,11 +19,11 @@ from tavern_tui.engine.events import Event, EventKind, NewEvent
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.errors import StoreBusy, TavernError
-from tavern_tui.mvu import MVU_PART, commit_part, extract_commands, has_mvu_material, mvu_head, update_variables
+from tavern_tui.mvu import MVU_PART, commit_part, extract_commands, mvu_head, update_variables
 from tavern_tui.mvu.jsutil import clone
 from tavern_tui.mvu.records import counted_messages, shown_commits
 from tavern_tui.mvu.update import Refusal, UpdateOutcome
-from tavern_tui.service.mvu.material import MvuPart, expander
+from tavern_tui.service.mvu.material import MvuPart, expander, has_material
 from tavern_tui.service.mvu.views import CAS_TRIES, MIN_REPLY, MvuView
 from tavern_tui.service.secrets import configured_secrets
 from tavern_tui.text.secret_values import holds_secret
@@ -63,7 +63,7 @@ class MvuCommits(MvuPart):
         """(the head session, its surface events, the planned initial record) when one is due, else None."""
         material = self.material.material(playthrough_id)
         view, books, _primary, greetings, _macros = material
-        if not has_mvu_material(books, greetings):
+        if not has_material(books, greetings):
             return None  # no state to start: a long chat's surface (the costly read) is not read for nothing
         events = self.surface_events(view.session_id)
         surface = surface_of(events)

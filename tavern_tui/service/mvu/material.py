@@ -18,6 +18,7 @@ from tavern_tui.engine.events import Event
 from tavern_tui.engine.state import STATE_KIND
 from tavern_tui.engine.step import OPENING_SOURCE
 from tavern_tui.mvu import MVU_PART, InitBook, has_mvu_material, initial_record
+from tavern_tui.mvu.init import initvar_entries
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
 from tavern_tui.service.lore import WorldInfoService
@@ -55,8 +56,7 @@ class MvuMaterial:
 
     def _material(self, playthrough_id: int) -> tuple[Any, list[InitBook], str | None, list[str], MacroContext]:
         view = self.playthroughs.playthrough(playthrough_id)
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            character = uow.characters.get(view.character_id)
+        character = self.ctx.character_record(view.character_id)
         card = self.library.card(character)
         books = self.lore.effective_books(view.id, character, card, preset_id=view.preset_id)  # (the assembler's key)
         # MVU's order (variable_init.ts:222-237): global books, the character's primary, its additional ones.
@@ -76,7 +76,7 @@ class MvuMaterial:
         yet; None without MVU material or a message to hold it. `material`: `material(playthrough_id)`
         when the caller has just read it."""
         _view, books, primary, greetings, macros = material if material is not None else self.material(playthrough_id)
-        if not has_mvu_material(books, greetings):
+        if not has_material(books, greetings):
             return None
         shown = [m for m in surface if m.role in ("user", "assistant")]
         if not shown:
@@ -109,6 +109,14 @@ class MvuPart:
         log = self.ctx.store.events
         sessions = [sid for sid, _upto in log.ancestry(session_id)]
         return any(MVU_PART in event.body for event in log.events_of_kind([STATE_KIND], sessions))
+
+
+def has_material(books: list[InitBook], greetings: list[str]) -> bool:
+    """`mvu.has_mvu_material`, each book's answer kept while its `_init_book` comes back (every
+    step asks, and a 5,000-entry book's comments took ~2 ms to look through each time)."""
+    def has_initvar(book: InitBook) -> bool:
+        return per_list(book.entries, f"mvu.has_initvar:{book.name}", lambda: bool(initvar_entries(book)))
+    return any(has_initvar(book) for book in books) or has_mvu_material([], greetings)
 
 
 def _init_book(book: Any) -> InitBook:

@@ -16,10 +16,10 @@ from tavern_tui.assembly.memo import per_list
 from tavern_tui.engine.events import Event, EventKind
 from tavern_tui.engine.log import surface_of
 from tavern_tui.engine.state import STATE_KIND
-from tavern_tui.mvu import MVU_PART, has_mvu_material, mvu_head, snapshot_variables, update_variables
+from tavern_tui.mvu import MVU_PART, mvu_head, snapshot_variables, update_variables
 from tavern_tui.mvu.records import counted_messages, shown_commits
 from tavern_tui.mvu.update import message_after_update
-from tavern_tui.service.mvu.material import MvuMaterial, MvuPart, expander
+from tavern_tui.service.mvu.material import MvuMaterial, MvuPart, expander, has_material
 from tavern_tui.service.mvu.views import MvuBound, MvuView, stat_hash
 from tavern_tui.store.eventlog import EventLog
 
@@ -82,7 +82,7 @@ class MvuReading(MvuPart):
         if not self.has_commits(view.session_id):
             # No record yet: only the initial one could be shown, and only with MVU material.
             material = self.material.material(playthrough_id)
-            if not has_mvu_material(material[1], material[3]):
+            if not has_material(material[1], material[3]):
                 return MvuView(playthrough_id, None)
         events = self.surface_events(view.session_id)
         snapshot = getattr(self.ctx.store.events, "surface_snapshot", None)

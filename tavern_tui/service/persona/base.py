@@ -84,8 +84,7 @@ class PersonaBase:
         self._renders: dict[tuple[PersonaDocument, str], Any] = {}  # `_render`
 
     def _persona_pin(self, playthrough_id: int) -> dict[str, Any]:
-        with self.ctx.store.unit_of_work() as uow:
-            return _pin_of(uow.playthroughs.get(playthrough_id).meta)
+        return _pin_of(self.ctx.playthrough_record(playthrough_id).meta)
 
     def _write_pin(self, playthrough_id: int, **values: Any) -> None:
         with self.ctx.store.unit_of_work() as uow:

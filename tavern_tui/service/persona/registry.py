@@ -42,9 +42,9 @@ class RegistryMixin(DocumentsMixin):
 
     def persona(self, persona: int | None = None) -> PersonaDocument:
         """A persona's current document (`persona`: its id; None: the default persona's;
-        version 0 and no entries until the first write; read once per pinned build,
-        `ServiceContext.per_build`). Raises NotFound."""
-        return self.ctx.per_build(("persona", persona), lambda: self._read_persona(persona))
+        version 0 and no entries until the first write; read once per database version,
+        `ServiceContext.per_version`). Raises NotFound."""
+        return self.ctx.per_version(("persona", persona), lambda: self._read_persona(persona))
 
     def _read_persona(self, persona: int | None) -> PersonaDocument:
         with self.ctx.store.unit_of_work(write=False) as uow:
@@ -59,8 +59,8 @@ class RegistryMixin(DocumentsMixin):
 
     def personas(self) -> list[PersonaView]:
         """Every persona, oldest first, each with its document's name and version (read once per
-        pinned build: a step's preparation asks four times)."""
-        return list(self.ctx.per_build(("personas",), self._read_personas))
+        database version, `ServiceContext.per_version`: a step's preparation asks four times)."""
+        return list(self.ctx.per_version(("personas",), self._read_personas))
 
     def _read_personas(self) -> list[PersonaView]:
         with self.ctx.store.unit_of_work(write=False) as uow:

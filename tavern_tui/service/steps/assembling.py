@@ -188,9 +188,8 @@ class Assembling:
         """`base_assembler` with the character's regex scripts and the templates around it (issue 18).
         `pending`: the person's messages the step sends (MVU applies their commands before the request)."""
         view = view or self.playthroughs.playthrough(playthrough_id)
-        with self.ctx.store.unit_of_work(write=False) as uow:  # both rows in one read
-            playthrough = uow.playthroughs.get(playthrough_id)
-            record = uow.characters.get(view.character_id)
+        playthrough = self.ctx.playthrough_record(playthrough_id)
+        record = self.ctx.character_record(view.character_id)
         bound = self.mvu.bound(playthrough_id, pending) if self.mvu is not None else None
         snapshot = bound.snapshot if bound is not None else None
         inner = self.assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona, record=record,
@@ -283,8 +282,7 @@ class Assembling:
         """(the group setting or None, the books that apply, the card fields `{{char}}` reads). A group
         chat: every member's character lore applies (SillyTavern `getCharacterLore`), and in join mode
         every member's card fields are joined, one per line."""
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            group = group_setting(uow, playthrough.id)
+        group = self.ctx.per_version(("group-setting", playthrough.id), lambda: self._group(playthrough.id))
         others = [(member, self.library.card(member)) for member, _muted in (group.members if group else ())
                   if member.id != record.id]
         books = self.lore.effective_books(view.id, record, card, chat, preset_id=playthrough.preset_id, also=others)
@@ -293,6 +291,10 @@ class Assembling:
             cards = {record.id: card.data, **{member.id: parsed.data for member, parsed in others}}
             card_data = {**card.data, **joined_card(group, record.id, cards, view.user_name)}
         return group, books, card_data
+
+    def _group(self, playthrough_id: int) -> Any:
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            return group_setting(uow, playthrough_id)
 
     def _macros(self, view: PlaythroughView, playthrough_id: int, stored: Any, chat_metadata: Any,
                 generation: Generation, card: Any, group: Any,

@@ -80,15 +80,19 @@ class Preparing:
         # (`send_or_queue` queues the text then), as the step's lease would refuse it later.
         self.ctx.store.claims.refuse_if_held(session_id, self.ctx.stale_after)
         ahead = self._taken_ahead(playthrough_id, text, generation, claim)
-        with self.ctx.store.unit_of_work() as uow:
-            uow.playthroughs.touch(playthrough_id)
+        prepared: Prepared | None
         if ahead is not None:  # built on these very inputs while the person looked at the text
             if playthrough_id > 0:  # the persona pin a real step moves; the build ahead wrote nothing
                 self.persona.persona_step(playthrough_id, pin=True)
-            return ahead
-        with self.ctx.one_version():  # one version read for the build's caches (an MVU init append re-reads it)
-            prepared = self._prepare_pinned(playthrough_id, generation, text, claim)
+            prepared = ahead
+        else:
+            with self.ctx.one_version():  # one version read for the build's caches (an MVU init append re-reads it)
+                prepared = self._prepare_pinned(playthrough_id, generation, text, claim)
         assert prepared is not None
+        # Marked played once built: a write before the build would make every read the builds
+        # between two commits share (`ServiceContext.per_version`) be read again.
+        with self.ctx.store.unit_of_work() as uow:
+            uow.playthroughs.touch(playthrough_id)
         return prepared
 
     def build_ahead(self, playthrough_id: int, text: str) -> bool:
