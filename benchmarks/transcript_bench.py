@@ -434,9 +434,11 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
     """B9: a server with a fixed 300 ms time to first byte; Enter → first visible token − 300 ms,
     and last chunk → the reply settled on screen (stored: the events are committed before). Also
     `turn_end`: last chunk → the step over (the state's commit and belief learning done, the
-    keys live again). Each run sends twice: Enter at once after the text is put in the composer,
-    and Enter after a pause (the draft kept and the request built ahead, `StepRunner.build_ahead`:
-    waited for as a condition), which is how a person usually sends; `before_paused` is the latter."""
+    keys live again). Each run sends twice: Enter at once after the composer took the text (its
+    change handled, as it is by the time a person's Enter follows their last key; the draft not
+    yet kept, nothing built ahead), and Enter after a pause (the draft kept and the request
+    built ahead, `StepRunner.build_ahead`: waited for as a condition), which is how a person
+    usually sends; `before_paused` is the latter."""
     from benchmarks.fixtures import start_db
     from benchmarks.paced_sse import PacedServer, Script, tokenize
     from tavern_tui.tui.app import TavernApp
@@ -456,6 +458,7 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
             text = f"Where do we sleep? ({n}{' after a pause' if pause else ''})"
             with PaintLog() as paints:
                 screen.prompt.value = text
+                await pilot.pause()  # the composer took the text (its change handled), as after the last key
                 if pause:
                     await _until(pilot, lambda: tavern.steps.ahead.has(pid, text), 30)
                 t_enter = time.perf_counter()
