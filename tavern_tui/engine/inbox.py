@@ -19,6 +19,7 @@ the queue the splice was computed on.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tavern_tui.engine.events import Event, EventKind, NewEvent, Origin, parse_origin
+from tavern_tui.engine.log import starts_with
 from tavern_tui.errors import NotFound, TavernError
 
 NEXT_TURN = "next-turn"
@@ -59,6 +61,39 @@ class InboxConflict(TavernError):
 
 class ClaimPending(TavernError):
     """A claim made moments ago is not admitted yet: another process is opening a step."""
+
+
+class _Replays:
+    """The last surfaces replayed into a queue (of at least `SMALLEST` events), one per session,
+    with their queues: a step replays its session's surface at the claim (~2,500 user messages
+    on a 5,000-message chat, ~3.5 ms of the event loop), and between two steps only a dozen
+    events are new, so the replay goes on from the last one when its events are a prefix of the
+    new surface (the same objects: the log never changes an event, `engine.log.starts_with`)."""
+
+    SIZE = 4
+    SMALLEST = 200
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[tuple[Event, ...], PendingInputProjection]] = {}
+        self._lock = threading.Lock()  # the loop and worker threads replay at once
+
+    def start(self, events: Sequence[Event], session_id: int) -> tuple[PendingInputProjection, int]:
+        """(a queue to go on from, how many of `events` it has replayed)."""
+        with self._lock:
+            held = self._last.get(session_id)
+        if held is not None and len(events) >= self.SMALLEST and starts_with(events, held[0]):
+            return held[1].copy(), len(held[0])
+        return PendingInputProjection(session_id), 0
+
+    def keep(self, events: Sequence[Event], projection: PendingInputProjection) -> None:
+        """Keep the replay of `events` (a copy: callers change their queue)."""
+        if len(events) < self.SMALLEST:
+            return
+        with self._lock:
+            self._last.pop(projection.session_id, None)
+            self._last[projection.session_id] = (tuple(events), projection.copy())
+            while len(self._last) > self.SIZE:
+                del self._last[next(iter(self._last))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +158,18 @@ class PendingInputProjection:
         Raises:
             TavernError: a splice body that is neither format, naming the event and field.
         """
-        projection = cls(session_id)
+        events = events if isinstance(events, Sequence) else list(events)
+        projection, done = _REPLAYS.start(events, session_id)
         apply, folded = projection.apply, _FOLDED
-        for event in events:
+        for event in events[done:] if done else events:
             if event.kind in folded:  # `apply` ignores every other kind: no call for them
                 apply(event)
+        _REPLAYS.keep(events, projection)
         return projection
+
+    def copy(self) -> PendingInputProjection:
+        """A projection of its own with the same queue (its items and claims are immutable)."""
+        return PendingInputProjection(self.session_id, list(self.items), self.inbox_seq, list(self.open_claims))
 
     def apply(self, event: Event) -> None:
         """Fold one event in: a splice changes the queue; an admitted `user/message` carrying
@@ -455,3 +496,6 @@ def _apply_new(queue: PendingInputProjection, new: NewEvent) -> None:
     items = [PendingItem(str(m["id"]), body["target"], str(m["content"]), _origin(m), (queue.session_id, 0), now)
              for m in body["inserted"]]
     queue.items[start:start + removed] = items
+
+
+_REPLAYS = _Replays()

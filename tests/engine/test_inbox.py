@@ -359,3 +359,49 @@ def test_an_agent_origin_survives_the_queue() -> None:
     sid = log.create_session()
     change(log, sid, lambda q: [insert_splice(q, [new_message("written by the model", Origin.AGENT)], NEXT_TURN)])
     assert projection(log, sid).items[0].origin == Origin.AGENT
+
+
+def _replayed_in_full(log: MemoryLog, sid: int) -> list[tuple[str, str]]:
+    """The queue replayed event by event, without going on from an earlier replay."""
+    queue_now = PendingInputProjection(sid)
+    for event in log.surface_events(sid):
+        queue_now.apply(event)
+    return [(i.content, i.target) for i in queue_now.items]
+
+
+def test_a_long_surface_is_replayed_from_where_the_last_replay_of_it_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = MemoryLog()
+    sid = log.create_session()
+    log.append(sid, [NewEvent(EventKind.USER_MESSAGE, "user", {"content": f"line {n}"}) for n in range(300)])
+    queue(log, sid, "first")
+    applied: list[Event] = []
+    original = PendingInputProjection.apply
+
+    def counted(self: PendingInputProjection, event: Event) -> None:
+        applied.append(event)
+        original(self, event)
+
+    monkeypatch.setattr(PendingInputProjection, "apply", counted)
+    earlier = projection(log, sid)
+    earlier.items.clear()  # a caller's own queue: changing it changes no later replay
+    applied.clear()
+    queue(log, sid, "steer", NEXT_STEP)
+    now = projection(log, sid)
+    # Only the new splice was replayed (plus the replays `queue` itself made); the result is the full replay's.
+    assert [e.kind for e in applied[-1:]] == [EventKind.INBOX_SPLICED] and len(applied) <= 3
+    assert [(i.content, i.target) for i in now.items] == _replayed_in_full(log, sid) == [
+        ("steer", "next-step"), ("first", "next-turn")]
+
+
+def test_a_surface_that_does_not_go_on_from_the_last_replay_is_replayed_in_full() -> None:
+    log = MemoryLog()
+    sid = log.create_session()
+    log.append(sid, [NewEvent(EventKind.USER_MESSAGE, "user", {"content": f"line {n}"}) for n in range(300)])
+    queue(log, sid, "first")
+    assert [i.content for i in projection(log, sid).items] == ["first"]
+    other = MemoryLog()  # the same session id, other events: not a continuation
+    other_sid = other.create_session()
+    assert other_sid == sid
+    other.append(sid, [NewEvent(EventKind.USER_MESSAGE, "user", {"content": f"line {n}"}) for n in range(300)])
+    queue(other, sid, "second")
+    assert [i.content for i in projection(other, sid).items] == ["second"]
