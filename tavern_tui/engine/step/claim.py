@@ -83,8 +83,9 @@ def extended(surface: list[Event], session_id: int, stored: list[Event]) -> list
     `stored` when they directly follow the session's newest event in it (nothing else was written
     in between); None when they do not (or the surface holds no event of the session itself).
     The step's opening reads the surface once this way (DESIGN.md "One step")."""
-    own = [event.seq for event in surface if event.session_id == session_id]
-    if not own or stored[0].seq != max(own) + 1:
+    # The session's own events come in seq order after its ancestors': the newest is the last one.
+    newest = next((event.seq for event in reversed(surface) if event.session_id == session_id), None)
+    if newest is None or stored[0].seq != newest + 1:
         return None
     if any(b.seq != a.seq + 1 for a, b in zip(stored, stored[1:], strict=False)):
         return None

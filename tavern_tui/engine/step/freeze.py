@@ -7,11 +7,20 @@ references and hashes of exactly what is sent, no bodies).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
+from itertools import compress, count, islice
+from operator import attrgetter, is_not, not_
 from typing import Any
 
 from tavern_tui.engine.events import Event
-from tavern_tui.engine.log import SYSTEM_PROMPT_SOURCE, AsyncSessionLog, SurfaceMessage, sent_to_model, surface_of
+from tavern_tui.engine.log import (
+    SYSTEM_PROMPT_SOURCE,
+    AsyncSessionLog,
+    SurfaceMessage,
+    sent_to_model,
+    surface_of,
+)
 from tavern_tui.engine.step.claim import Claimed, extended, inbox_trace
 from tavern_tui.engine.step.header import Header
 from tavern_tui.engine.step.options import StepOptions
@@ -43,7 +52,8 @@ async def freeze_request(log: AsyncSessionLog, session_id: int, assembly: Assemb
         derived = claimed.fold.copy().add(events[len(claimed.events):]).result()
     else:
         derived = surface_of(events if events is not None else await log.surface_events(session_id))
-    surface = [m for m in derived if sent_to_model(m) and m.ref not in assembly.omit]
+    sendable, refs = _SENDABLE.of(derived)
+    surface = list(compress(sendable, map(not_, map(assembly.omit.__contains__, refs)))) if assembly.omit else sendable
     messages = [_rewritten(m, assembly.rewrite) for m in surface] + extra
     # A rewritten message points at its sent text in the request/assembly record (after `append`).
     slot = {tuple(r["ref"]): len(extra) + i for i, r in enumerate(header.rewritten)}
@@ -99,3 +109,39 @@ def _source_of(message: SurfaceMessage, claimed: tuple[Event, ...]) -> str:
     if message.source in CONTEXT_SOURCES:
         return "context"
     return "input" if any(message.ref == e.ref for e in claimed) else "history"
+
+
+class _Sendable:
+    """Which messages of the last surface frozen go to the model (`sent_to_model`): each step's
+    request walks its whole surface (5,000 messages: ~3.5 ms of the event loop), and between two
+    steps the surface holds the same messages with a few new ones after them. A message is known
+    by its body (the stored event's own dict, shared by every message derived from that event;
+    `sent_to_model` reads only it and the event's source), so only the messages after the part
+    shared with the last surface are looked at. The first message is always looked at: it is the
+    system section, whose newest version a step may have just stored."""
+
+    def __init__(self) -> None:
+        self._last: tuple[tuple[object, ...], tuple[bool, ...]] = ((), ())
+        self._lock = threading.Lock()  # steps of several sessions freeze on the loop; tests in threads
+
+    def of(self, messages: Sequence[SurfaceMessage]) -> tuple[list[SurfaceMessage], list[Any]]:
+        """(the messages sent to the model, in order; their refs)."""
+        bodies = tuple(map(_BODY, messages))
+        with self._lock:
+            last_bodies, last_flags = self._last
+        # The length of the part after the first message shared with the last surface, found in C.
+        shared = min(len(bodies), len(last_bodies)) - 1
+        if shared > 0:
+            shared = next(compress(count(), map(is_not, islice(bodies, 1, None), islice(last_bodies, 1, None))), shared)
+        shared = max(shared, 0)
+        flags = (tuple(map(sent_to_model, messages[:1])) + last_flags[1:1 + shared]
+                 + tuple(map(sent_to_model, messages[1 + shared:])))
+        with self._lock:
+            self._last = (bodies, flags)
+        sendable = list(compress(messages, flags))
+        return sendable, list(map(_REF, sendable))
+
+
+_BODY = attrgetter("body")
+_REF = attrgetter("ref")
+_SENDABLE = _Sendable()
