@@ -23,7 +23,7 @@ from tavern_tui.lore.context import ActivationContext, ScanMessage, SourcedBook
 from tavern_tui.lore.eval_budget import EvalBudget
 from tavern_tui.lore.matching import IndexCache
 from tavern_tui.lore.model import Position
-from tavern_tui.lore.result import ActivatedEntry, ActivationResult, Decision
+from tavern_tui.lore.result import ActivatedEntry, ActivationResult, Decision, compact_uids
 from tavern_tui.lore.settings import WorldInfoSettings
 from tavern_tui.lore.timed import LORE_STATE_KIND, TimedState
 
@@ -106,9 +106,11 @@ def decisions_record(result: ActivationResult) -> dict[str, Any]:
     """The request header's world-info record: every decision, compactly.
 
     Entries that fired, and entries skipped for a specific reason, get their whole decision;
-    the (usually many) entries whose keys simply did not match are listed by book and uid.
+    the (usually many) entries whose keys simply did not match are listed by book and uid, in
+    uid order with runs of consecutive uids as `[first, last]` (`lore.result.compact_uids`).
     """
-    record: dict[str, Any] = {"fired": [], "skipped": [], "no_match": result.no_match_uids(),
+    no_match = {book: compact_uids(uids) for book, uids in result.no_match_uids().items()}
+    record: dict[str, Any] = {"fired": [], "skipped": [], "no_match": no_match,
                               "tokens_used": result.tokens_used, "budget": result.budget,
                               "overflowed": result.overflowed}
     if result.regex_budget:  # issue 23 item 8: the regex time budget and what it used

@@ -187,13 +187,15 @@ def _write_resources(shown: dict[str, Any], out: TextIO) -> None:
 
 def _write_world_info(lore: dict[str, Any], out: TextIO) -> None:
     """The world-info decisions of the step: fired and skipped entries, then the no-match count."""
+    from tavern_tui.lore.result import count_uids  # not loaded by the commands that do not show one
+
     for decision in lore.get("fired", []):
         out.write(f"world info fired: {decision.get('book')}#{decision.get('uid')} [{decision.get('reason')}]: "
                   f"{decision.get('detail') or decision.get('reason')}\n")
     for decision in lore.get("skipped", []):
         out.write(f"world info skipped: {decision.get('book')}#{decision.get('uid')} [{decision.get('reason')}]: "
                   f"{decision.get('detail') or decision.get('reason')}\n")
-    unmatched = sum(len(uids) for uids in lore.get("no_match", {}).values())
+    unmatched = sum(count_uids(uids) for uids in lore.get("no_match", {}).values())
     if unmatched:
         out.write(f"world info: {unmatched} entries had no key match\n")
 

@@ -54,8 +54,10 @@ def _world_info_facts(world_info: Any) -> list[Content]:
         return [_section("world info", ("not recorded for this request", "dim"))]
     fired: Sequence[Mapping[str, Any]] = world_info.get("fired") or []
     skipped: Sequence[Mapping[str, Any]] = world_info.get("skipped") or []
+    from tavern_tui.lore.result import count_uids  # the lore engine loads with the first step, not the app
+
     no_match: Mapping[str, Sequence[Any]] = world_info.get("no_match") or {}
-    unmatched = sum(len(uids) for uids in no_match.values())
+    unmatched = sum(count_uids(uids) for uids in no_match.values())
     budget = f"{world_info.get('tokens_used', '?')} of {world_info.get('budget', '?')} budget tokens"
     parts = [_section("world info", f"{len(fired)} fired · {len(skipped)} skipped · "
                       f"{unmatched} without a match · {budget}",
