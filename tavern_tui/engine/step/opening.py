@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tavern_tui.engine.events import Event
-from tavern_tui.engine.log import AsyncSessionLog
+from tavern_tui.engine.log import AsyncSessionLog, in_one_hop
 from tavern_tui.engine.step.admit import admit
 from tavern_tui.engine.step.assemble import Prebuilt, assemble_claimed, put_back
 from tavern_tui.engine.step.claim import claim_input
@@ -99,13 +99,17 @@ async def _open_held(log: AsyncSessionLog, session_id: int, provider: Provider, 
     watch.lap("prepare")
     refreshed = await refresh_context(log, session_id, assembly, claimed, options.refresh)
     watch.lap("refresh")
-    admitted, stored = await admit(log, session_id, assembly, claimed, options.generation, refreshed.context)
-    watch.lap("admit")
-    header = await write_header(log, session_id, provider, assembly, admitted, options.generation, turn,
-                                context_record(call, refreshed.to_json()))
-    messages, sent = await freeze_request(log, session_id, assembly, header, claimed, admitted,
-                                          [*stored, *header.stored])
-    trace_event = await record_trace(log, session_id, provider, assembly, header, sent, claimed, options, turn)
-    watch.lap("record")
-    request = ChatRequest(messages, header.model, dict(assembly.config), tuple(header.tools))
-    return Opened(admitted[-1] if admitted else None, trace_event, request, header.model, admitted, watch.laps)
+
+    async def write(log: AsyncSessionLog) -> Opened:  # the input, the header, the trace: one hop
+        admitted, stored = await admit(log, session_id, assembly, claimed, options.generation, refreshed.context)
+        watch.lap("admit")
+        header = await write_header(log, session_id, provider, assembly, admitted, options.generation, turn,
+                                    context_record(call, refreshed.to_json()))
+        messages, sent = await freeze_request(log, session_id, assembly, header, claimed, admitted,
+                                              [*stored, *header.stored])
+        trace_event = await record_trace(log, session_id, provider, assembly, header, sent, claimed, options, turn)
+        watch.lap("record")
+        request = ChatRequest(messages, header.model, dict(assembly.config), tuple(header.tools))
+        return Opened(admitted[-1] if admitted else None, trace_event, request, header.model, admitted, watch.laps)
+
+    return await in_one_hop(log, write)
