@@ -4,14 +4,16 @@ and a cancel (mid-stream, during a write, during the opening) still leaves the a
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import aclosing
 
 import pytest
 
+from tavern_tui.engine import log as engine_log
 from tavern_tui.engine.events import Event, EventKind, NewEvent
-from tavern_tui.engine.log import ThreadedLog, awaited_log, until_done
+from tavern_tui.engine.log import AsyncSessionLog, ThreadedLog, awaited_log, in_one_hop, until_done
 from tavern_tui.engine.memory import MemoryLog
 from tavern_tui.engine.step import StepSettled, StepStarted, open_step, run_step
 from tavern_tui.engine.stream import Finished, TextDelta
@@ -79,6 +81,53 @@ async def test_every_log_call_of_a_step_runs_off_the_event_loop_thread(sql_log: 
     assert [name for name, _ in sql_log.calls].count("surface_events") == 2
     assert [name for name, _ in sql_log.calls].count("append") == 7
     assert all(thread != loop_thread for _, thread in sql_log.calls)
+
+
+async def test_the_openings_input_header_and_trace_are_written_in_one_worker_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    log = MemoryLog()
+    sid = log.create_session()
+    hops = itertools.count(1)
+    current = threading.local()
+    kinds_by_hop: list[tuple[int, list[str]]] = []
+    real_in_thread, real_append = engine_log._in_thread, log.append
+
+    async def numbered(call, *args):  # type: ignore[no-untyped-def]
+        number = next(hops)
+
+        def run():  # type: ignore[no-untyped-def]
+            current.hop = number
+            return call(*args)
+        return await real_in_thread(run)
+
+    def append(session_id: int, events: Sequence[NewEvent]) -> list[Event]:
+        kinds_by_hop.append((current.hop, [str(e.kind) for e in events]))
+        return real_append(session_id, events)
+
+    monkeypatch.setattr(engine_log, "_in_thread", numbered)
+    monkeypatch.setattr(log, "append", append)
+    async for _ in run_step(log, sid, ScriptedProvider([TextDelta("Hello"), Finished("stop")]),
+                            RecordingAssembler(), "Hi"):
+        pass
+    hop_of = {kind: hop for hop, kinds in kinds_by_hop for kind in kinds}
+    assert hop_of["user/message"] == hop_of["request/header"] == hop_of["trace/request"]
+    assert hop_of["inbox/spliced"] != hop_of["user/message"] != hop_of["assistant/message"]
+
+
+async def test_a_chain_run_in_one_hop_may_wait_only_for_its_log() -> None:
+    log = ThreadedLog(MemoryLog())
+    sid = log.sync.create_session()
+
+    async def writes(chained: AsyncSessionLog) -> int:
+        await chained.append(sid, [NewEvent(EventKind.USER_MESSAGE, "user", {"content": "one"})])
+        return len(await chained.surface_events(sid))
+
+    async def sleeps(chained: AsyncSessionLog) -> None:
+        await asyncio.sleep(0)
+
+    assert await in_one_hop(log, writes) == 1
+    with pytest.raises(RuntimeError, match="other than its log"):
+        await in_one_hop(log, sleeps)
 
 
 async def test_cancel_mid_stream_on_the_sql_log_stores_the_partial_reply_off_the_loop(
