@@ -240,12 +240,17 @@ async def open_character(pilot: Pilot[object], name: str, *, playthrough: bool =
 
 
 async def workers_idle(pilot: Pilot[object], timeout: float = 10.0) -> None:
-    """Let the app run until no worker is pending or running (the screens read and write the
-    service in thread workers; what one hands back may start the next)."""
+    """Let the app run until no worker is pending or running and no status line waits to ask for
+    its token gauge (the screens read and write the service in thread workers; what one hands
+    back may start the next)."""
     from textual.worker import WorkerState
 
+    from tavern_tui.tui.widgets.status_line import StatusLine
+
     def busy() -> bool:
-        return any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
+        # A status line's gauge waits for a quiet moment on a timer before its worker starts.
+        return any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers) or any(
+            line.gauge_pending for line in pilot.app.screen.query(StatusLine))
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

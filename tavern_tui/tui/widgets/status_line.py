@@ -128,6 +128,11 @@ class StatusLine(Static):
             self._gauge_timer.stop()
         self._gauge_timer = self.set_timer(TOKEN_DELAY, self._want_gauge)
 
+    @property
+    def gauge_pending(self) -> bool:
+        """Whether a marked-stale gauge is waiting for its quiet moment (`gauge_stale`)."""
+        return self._gauge_timer is not None
+
     def _want_gauge(self) -> None:
         self._gauge_timer = None
         self.post_message(self.GaugeWanted(self))
