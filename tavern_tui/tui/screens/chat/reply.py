@@ -109,7 +109,7 @@ class PaintHold:
         self._held = self._app.batch_update()
         self._held.__enter__()
         self._free.clear()
-        self._footers = list(self._app.screen.query(FitFooter))
+        self._footers = list(self._app.screen.query_children(FitFooter))  # each screen yields its own
         for footer in self._footers:
             footer.wait()
         self._timer = self._app.set_timer(HOLD_LIMIT, self.release)
