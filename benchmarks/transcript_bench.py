@@ -434,7 +434,9 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
     """B9: a server with a fixed 300 ms time to first byte; Enter → first visible token − 300 ms,
     and last chunk → the reply settled on screen (stored: the events are committed before). Also
     `turn_end`: last chunk → the step over (the state's commit and belief learning done, the
-    keys live again). Each run sends twice: Enter at once after the composer took the text (its
+    keys live again). Each send begins with the app quiet (`_quiet`: no worker running, the
+    gauge asked for), as a person finds it once they have read the reply and typed their next
+    line. Each run sends twice: Enter at once after the composer took the text (its
     change handled, as it is by the time a person's Enter follows their last key; the draft not
     yet kept, nothing built ahead), and Enter after a pause (the draft kept and the request
     built ahead, `StepRunner.build_ahead`: waited for as a condition), which is how a person
@@ -456,6 +458,7 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
         async def turn(pilot: Any, screen: Any, n: int, pause: bool) -> tuple[float, float, float]:
             script = server.enqueue(Script(tokens, ttfb=ttfb, burst=4, seed=n))
             text = f"Where do we sleep? ({n}{' after a pause' if pause else ''})"
+            await _until(pilot, lambda: _quiet(pilot.app, screen), 30)  # the last reply read, the next line typed
             with PaintLog() as paints:
                 screen.prompt.value = text
                 await pilot.pause()  # the composer took the text (its change handled), as after the last key
@@ -500,6 +503,15 @@ def turn_overhead(workdir: Path, runs: int = 5, ttfb: float = 0.3) -> dict[str, 
             "turn_end_median_ms": round(statistics.median(turn_end), 1),
             "ratio_before": round(b / 40, 2), "ratio_before_paused": round(p / 40, 2), "ratio_after": round(a / 50, 2),
             "stages_median_ms": stages}
+
+
+def _quiet(app: Any, screen: Any) -> bool:
+    """No worker pending or running and the token gauge not waiting to be asked for: the app as a
+    person finds it once they have read a reply and typed their next line (seconds later)."""
+    from textual.worker import WorkerState
+
+    busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
+    return not busy and not screen.status.gauge_pending
 
 
 def _stage_medians(tavern: Any, playthrough_id: int, runs: int) -> str:
