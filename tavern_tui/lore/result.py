@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from itertools import groupby
-from operator import itemgetter
+from itertools import compress, count, groupby, islice, repeat
+from operator import itemgetter, ne, sub
 from typing import Any
 
 from tavern_tui.lore.model import Position, Role
@@ -150,20 +150,20 @@ def compact_uids(uids: Collection[int | str]) -> list[int | str | list[int]]:
     did not match, and on a 5,000-entry book that list was ~28 kB of every header (stored,
     encoded and decoded with each step), in scan order, which no reader needs (they count them;
     the book's entries give the order). Each run reads back as `range(first, last + 1)`."""
-    numbers = sorted(uid for uid in uids if type(uid) is int)
+    if set(map(type, uids)) <= {int}:  # the usual book: every uid a number
+        numbers, words = sorted(uids), []
+    else:
+        numbers = sorted(uid for uid in uids if type(uid) is int)
+        words = sorted(str(uid) for uid in uids if type(uid) is not int)
+    # Where each run starts: after every gap between neighbours (found in C, not a loop per uid).
+    starts = [0, *compress(count(1), map(ne, map(sub, islice(numbers, 1, None), numbers), repeat(1))), len(numbers)]
     out: list[int | str | list[int]] = []
-    index, total = 0, len(numbers)
-    while index < total:
-        end = index + 1
-        while end < total and numbers[end] == numbers[end - 1] + 1:
-            end += 1
-        if end - index >= RUN_AT_LEAST:
-            out.append([numbers[index], numbers[end - 1]])
+    for begin, end in zip(starts, starts[1:]):
+        if end - begin >= RUN_AT_LEAST:
+            out.append([numbers[begin], numbers[end - 1]])
         else:
-            out.extend(numbers[index:end])
-        index = end
-    out.extend(sorted(str(uid) for uid in uids if type(uid) is not int))
-    return out
+            out.extend(numbers[begin:end])
+    return out + words  # type: ignore[operator]
 
 
 def count_uids(items: Sequence[Any]) -> int:
