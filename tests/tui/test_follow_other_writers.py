@@ -8,7 +8,7 @@ from collections.abc import Callable
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tests.conftest import ScriptedModel
-from tests.tui.conftest import ScriptedProvider, wait_until
+from tests.tui.conftest import GATE, ScriptedProvider, wait_until
 from tests.tui.test_app import SIZE, open_seraphina
 
 
@@ -33,3 +33,22 @@ async def test_a_reply_written_by_another_process_shows_in_the_open_chat(
         elsewhere.inbox.add(chat.playthrough_id, "queued over there")
         await wait_until(pilot, lambda: "queued over there" in str(chat.queue.content))
     assert scripted.requests == []  # this window sent nothing
+
+
+async def test_a_line_queued_elsewhere_while_a_reply_streams_here_shows_in_the_strip(
+        make_tavern: Callable[..., Tavern], scripted: ScriptedProvider) -> None:
+    here = make_tavern(scripted)
+    elsewhere = make_tavern(ScriptedModel(delay=0), import_corpus=False)  # a second process
+    app = TavernApp(here)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        scripted.enqueue("*She stirs the fire*", GATE, " and waits.")
+        chat.prompt.value = "Tell me about the forest."
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: chat.reply_stream.box is not None
+                         and chat.reply_stream.box.text == "*She stirs the fire*")
+        elsewhere.inbox.add(chat.playthrough_id, "queued from the command line")
+        await wait_until(pilot, lambda: "queued from the command line" in str(chat.queue.content))
+        assert chat.generating  # shown while the reply is still being written
+        scripted.gate.set()
+        await wait_until(pilot, lambda: not chat.generating)

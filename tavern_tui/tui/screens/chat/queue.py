@@ -29,9 +29,11 @@ class QueueControl:
 
     def __init__(self, chat: ChatHost) -> None:
         self.chat = chat
+        self._shown = 0  # how many times the strip was shown: a read begun before a show is stale
 
     def show(self, items: list[InboxItemView]) -> None:
         """Show `items` (claim order) in the strip; the footer's "Cancel queued" follows."""
+        self._shown += 1
         queue = self.chat.queue
         had = bool(queue.items)
         queue.show(items)
@@ -42,6 +44,19 @@ class QueueControl:
         """Re-read the inbox (in a worker) and show it above the composer."""
         chat = self.chat
         chat.call(chat.tavern.inbox.pending, chat.playthrough_id, title="Cannot read the inbox", then=self.show)
+
+    def follow(self) -> None:
+        """Re-read the inbox (in a worker) for lines queued elsewhere; shown only when they differ
+        and nothing was shown here meanwhile (a line queued here since is not taken away)."""
+        chat, began = self.chat, self._shown
+
+        def followed(items: list[InboxItemView]) -> None:
+            now = [(i.id, i.text) for i in items]
+            if self._shown == began and now != [(i.id, i.text) for i in chat.queue.items]:
+                self.show(items)
+
+        chat.call(chat.tavern.inbox.pending, chat.playthrough_id, title="Cannot read the inbox",
+                  group="follow-inbox", exclusive=True, then=followed)
 
     def save_edit(self, item_id: str, text: str) -> None:
         """Store `text` as queued item `item_id`'s (the strip's `EditSaved`), then re-read the inbox."""

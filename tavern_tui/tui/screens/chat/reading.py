@@ -119,8 +119,13 @@ class ChatReading(MessagePump):
 
     def _follow_tick(self) -> None:
         """Every `FOLLOW_EVERY` s while nothing runs here: ask (in a worker) whether another window
-        or command wrote to this chat since it was read; `_followed` re-reads it if so."""
-        if self.generating or self._watch is not None or self._revision is None:
+        or command wrote to this chat since it was read; `_followed` re-reads it if so. While a
+        reply streams here, only the inbox is read again: a line another window or command queues
+        meanwhile shows in the strip (the reply's own writes would re-read everything)."""
+        if self._watch is not None or self._revision is None:
+            return
+        if self.generating:
+            self.inbox.follow()
             return
         self.call(self.tavern.playthroughs.revision, self.playthrough_id, title="Cannot read the chat",
                   group="follow", exclusive=True, then=self._followed)
