@@ -207,6 +207,13 @@ class PlaythroughService:
             session = uow.playthroughs.get(playthrough_id).head_session_id
         return session, self.ctx.store.events.head_seq(session)
 
+    def follow_mark(self, playthrough_id: int) -> tuple[tuple[int, int], int | None]:
+        """(`revision`, the database's data version): what a chat screen polls to follow other
+        writers. The revision changes with what the chat shows; the data version with anything
+        committed anywhere (`Store.data_version`; None where it cannot be told), such as the
+        persona renamed or the card edited from another shell, which its title shows. Raises NotFound."""
+        return self.revision(playthrough_id), self.ctx.store.data_version()
+
     def playthrough(self, playthrough_id: int) -> PlaythroughView:
         """One playthrough (read once per database version: `ServiceContext.per_version`). Raises NotFound."""
         return self.ctx.per_version(("playthrough", playthrough_id), lambda: self._read_playthrough(playthrough_id))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual.widgets import Static
+
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tests.conftest import ScriptedModel
@@ -52,3 +54,16 @@ async def test_a_line_queued_elsewhere_while_a_reply_streams_here_shows_in_the_s
         assert chat.generating  # shown while the reply is still being written
         scripted.gate.set()
         await wait_until(pilot, lambda: not chat.generating)
+
+
+async def test_a_persona_renamed_elsewhere_shows_in_the_open_chats_title_and_next_line(
+        make_tavern: Callable[..., Tavern], scripted: ScriptedProvider) -> None:
+    here = make_tavern(scripted)
+    elsewhere = make_tavern(ScriptedModel(delay=0), import_corpus=False)  # `tavern persona rename` in another shell
+    app = TavernApp(here)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        title = chat.query_one("#chat-title", Static)
+        elsewhere.persona.rename_persona(None, "Wanderer")
+        await wait_until(pilot, lambda: "playing as Wanderer" in str(title.render()))
+        assert chat.playthrough.user_name == "Wanderer"  # the label the next line of yours gets

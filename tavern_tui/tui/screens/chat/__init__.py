@@ -197,6 +197,7 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, TavernScreen[None]):
         self._preset_names: dict[int, str] = {}  # preset id → name, for the title
         self._watch: Timer | None = None  # while another window or command writes a reply here
         self._revision: tuple[int, int] | None = None  # the chat's revision as last shown (`_follow_tick`)
+        self._data_seen: int | None = None  # the database's data version at the last follow tick
         self._auto_claim = False  # the step that just ended settled: claim what was queued meanwhile
         # The card's regex-script question (asked once per character per run): sends wait for the answer.
         self.allowance = ScriptAllowance(self, allowed=self._scripts_allowed)

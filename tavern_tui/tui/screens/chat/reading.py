@@ -127,15 +127,21 @@ class ChatReading(MessagePump):
         if self.generating:
             self.inbox.follow()
             return
-        self.call(self.tavern.playthroughs.revision, self.playthrough_id, title="Cannot read the chat",
+        self.call(self.tavern.playthroughs.follow_mark, self.playthrough_id, title="Cannot read the chat",
                   group="follow", exclusive=True, then=self._followed)
 
-    def _followed(self, revision: tuple[int, int]) -> None:
-        if revision != self._revision and not self.generating and self._revision is not None:
+    def _followed(self, mark: tuple[tuple[int, int], int | None]) -> None:
+        revision, data = mark
+        if self.generating or self._revision is None:
+            return
+        if revision != self._revision:
             # Seen now, so the next tick does not reload again; the reload's own read sets the
             # revision it shows (a failed reload leaves following on, not stopped).
             self._revision = revision
             self.reload()
+        if data != self._data_seen:  # something else changed (a persona renamed elsewhere): the title
+            self._data_seen = data
+            self._update_title()
 
     async def show_state(self, state: ChatState) -> None:
         """Show what the database holds now, rebuilding the transcript only where it differs."""
