@@ -1,5 +1,6 @@
-"""What the person types right after Enter on an opening draft's first line (while the draft is made
-a playthrough) is in the new chat's composer, not lost with the draft screen."""
+"""An opening draft's first line shows under the greeting as soon as Enter is pressed, and what the
+person types right after (while the draft is made a playthrough) is in the new chat's composer,
+not lost with the draft screen."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tavern_tui.service.openings import OpeningService
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.draft import DraftScreen
+from tavern_tui.tui.widgets.message_box import MessageBox
 from tests.tui.conftest import ScriptedProvider, open_character, wait_until
 from tests.tui.test_app import SIZE
 
@@ -34,6 +36,9 @@ async def test_keys_typed_while_the_first_line_starts_the_playthrough_stay(
         await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
         draft = app.screen
         await pilot.press(*"Hello", "enter")
+        # The line shows under the greeting at once, while the playthrough is still being made.
+        await wait_until(pilot, lambda: [box.text for box in draft.query(MessageBox)] == ["Hello"])
+        assert not made.is_set()
         await pilot.press(*"and more")
         await wait_until(pilot, lambda: draft.prompt.value == "and more")
         made.set()

@@ -35,6 +35,7 @@ from tavern_tui.tui.screens.regex_allowance import ScriptAllowance
 from tavern_tui.tui.widgets.chat_markdown import ChatRichMarkdown
 from tavern_tui.tui.widgets.composer import Composer
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
+from tavern_tui.tui.widgets.message_box import MessageBox
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import OpeningView, PlaythroughView
 
@@ -263,9 +264,16 @@ class DraftScreen(TavernScreen[None]):
             return
         self._sending = True
         self._line.cancel_wait()  # the line goes with the first send (or comes back if refused)
+        # Shown under the greeting now, as the chat shows a sent line: the playthrough is made and
+        # its chat opened before the step starts (~0.4 s), and the person sees the line meanwhile.
+        shown = MessageBox(self.draft.user_name if self.draft is not None else "you", text, classes="-user")
+        greeting = self.query_one("#draft-greeting", VerticalScroll)
+        greeting.mount(shown)
+        greeting.scroll_end(animate=False)
 
         def refused(_: BaseException) -> None:
             self._sending = False
+            shown.remove()
             self.prompt.value = event.text + self.prompt.value  # the draft and the line stay as they were
 
         # Held until the regex-script question is answered: the first request goes through the allowed scripts.
