@@ -47,3 +47,53 @@ async def test_keys_typed_while_the_first_line_starts_the_playthrough_stay(
         await wait_until(pilot, lambda: [b.text for b in chat.transcript.boxes][-2:]
                          == ["Hello", "Welcome, traveller."])
         assert chat.prompt.value == "and more"
+
+
+async def test_the_first_line_stays_in_sight_as_the_chat_opens_and_shows_once(
+        corpus_tavern: Tavern, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tavern_tui.service.steps.runner import StepRunner
+
+    going = threading.Event()
+    prepare = StepRunner._prepare_step
+
+    def slow_prepare(self: Any, *args: Any, **kwargs: Any) -> Any:
+        going.wait(30)  # the chat is open; its step has not begun
+        return prepare(self, *args, **kwargs)
+
+    monkeypatch.setattr(StepRunner, "_prepare_step", slow_prepare)
+    scripted.enqueue("Welcome, traveller.")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_character(pilot, "Skynet", playthrough=False)
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
+        await pilot.press(*"Hello", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted
+                         and bool(app.screen.transcript.boxes))
+        chat = app.screen
+        await wait_until(pilot, lambda: [b.text for b in chat.transcript.boxes][-1:] == ["Hello"])
+        assert not going.is_set() and chat.generating  # shown before the step began
+        going.set()
+        await wait_until(pilot, lambda: not chat.generating)
+        texts = [b.text for b in chat.transcript.boxes]
+        assert texts[-2:] == ["Hello", "Welcome, traveller."] and texts.count("Hello") == 1
+
+
+async def test_a_first_line_refused_as_the_chat_opens_leaves_the_chat_and_goes_back_to_the_composer(
+        corpus_tavern: Tavern, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tavern_tui.errors import TavernError
+    from tavern_tui.service.steps.runner import StepRunner
+
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise TavernError("the line cannot fit the context")  # refused before the step began
+
+    monkeypatch.setattr(StepRunner, "_prepare_step", refuse)
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_character(pilot, "Skynet", playthrough=False)
+        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
+        await pilot.press(*"Hello", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted
+                         and app.screen.prompt.value == "Hello" and not app.screen.generating)
+        chat = app.screen
+        await wait_until(pilot, lambda: "Hello" not in [b.text for b in chat.transcript.boxes])
+    assert scripted.requests == []

@@ -68,6 +68,8 @@ class ChatOpening(MessagePump):
         self._plain_unless_mvu = None if state.mvu_checked else state.plain
         self.transcript.fetch = self._fetch
         await self.transcript.show(state.messages, view.message_count)
+        if self._send_on_open:  # the draft showed the line as Enter was pressed: it stays in sight
+            await self.reply_stream.show_early(self._send_on_open, view.user_name)
         self._update_tokens()
         self.status.swipe = state.swipe
         self.status.ooc = view.ooc  # read with the view, off the loop

@@ -78,6 +78,11 @@ class ReplyStream:
         """The text of the step's settled reply (`ReplySettled`)."""
         self.sent_text = ""
         """The person's line a send started with (given back when the send is refused)."""
+        self.early: MessageBox | None = None
+        """The person's line shown before its step began (an opening draft's first line, shown as
+        the chat opens, as the draft showed it): `show_lines` takes it instead of mounting it
+        again; a step refused before it began leaves it to the next `Transcript.sync`, which
+        shows what is stored."""
 
     def begin(self, generation: str, text: str = "", *, into_composer: bool = False) -> None:
         """A new step (`generation`, on the person's line `text`) starts: forget the last one and
@@ -97,10 +102,18 @@ class ReplyStream:
 
     # -- while it streams ---------------------------------------------------------------------
 
+    async def show_early(self, text: str, user_name: str) -> None:
+        """Show the person's line `text` now, before its step begins (see `early`)."""
+        self.early = await self.transcript.add(MessageBox(user_name, text, classes="-user"))
+
     async def show_lines(self, message: ReplyStarted, user_name: str) -> None:
         """The step started: show the person's line (a send) or the claimed batch's lines."""
         self.started = True
+        early, self.early = self.early, None
         for user_text in message.user_texts or ((message.user_text,) if message.user_text is not None else ()):
+            if early is not None and early.is_mounted and early.text == user_text:
+                early = None  # shown already
+                continue
             await self.transcript.add(MessageBox(user_name, user_text, classes="-user"))
 
     async def open_box(self, generation: str, user_name: str) -> None:
