@@ -67,3 +67,23 @@ async def test_a_persona_renamed_elsewhere_shows_in_the_open_chats_title_and_nex
         elsewhere.persona.rename_persona(None, "Wanderer")
         await wait_until(pilot, lambda: "playing as Wanderer" in str(title.render()))
         assert chat.playthrough.user_name == "Wanderer"  # the label the next line of yours gets
+
+
+async def test_a_persona_renamed_elsewhere_while_a_reply_streams_shows_in_the_title_at_once(
+        make_tavern: Callable[..., Tavern], scripted: ScriptedProvider) -> None:
+    here = make_tavern(scripted)
+    elsewhere = make_tavern(ScriptedModel(delay=0), import_corpus=False)
+    app = TavernApp(here)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        title = chat.query_one("#chat-title", Static)
+        scripted.enqueue("*She stirs the fire*", GATE, " and waits.")
+        chat.prompt.value = "Tell me about the forest."
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: chat.reply_stream.box is not None
+                         and chat.reply_stream.box.text == "*She stirs the fire*")
+        elsewhere.persona.rename_persona(None, "Wanderer")
+        await wait_until(pilot, lambda: "playing as Wanderer" in str(title.render()))
+        assert chat.generating  # a long reply does not hold the title back
+        scripted.gate.set()
+        await wait_until(pilot, lambda: not chat.generating)

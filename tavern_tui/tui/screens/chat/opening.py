@@ -162,9 +162,11 @@ class ChatOpening(MessagePump):
             self.call(self.tavern.presets.find_preset, str(view.preset_id), title="Cannot read the preset",
                       severity="warning", then=lambda found: self._preset_named(view, found.id, found.name))
         name = self.groups.group.name if self.groups.group is not None else view.character_name
-        self.query_one("#chat-title", Static).update(
-            f"{name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}")
-        self.prompt.hints = speaking_as(PLACEHOLDERS, view.user_name)  # a persona switch too
+        title = f"{name} · #{view.id} · playing as {view.user_name} · {view.strategy} · {preset}"
+        shown = self.query_one("#chat-title", Static)
+        if str(shown.content) != title:  # re-read every follow tick something was committed: paint changes only
+            shown.update(title)
+            self.prompt.hints = speaking_as(PLACEHOLDERS, view.user_name)  # a persona switch too
 
     def _preset_named(self, view: PlaythroughView, preset_id: int, name: str) -> None:
         self._preset_names[preset_id] = name or f"#{preset_id}"

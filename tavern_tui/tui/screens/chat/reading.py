@@ -119,22 +119,22 @@ class ChatReading(MessagePump):
 
     def _follow_tick(self) -> None:
         """Every `FOLLOW_EVERY` s while nothing runs here: ask (in a worker) whether another window
-        or command wrote to this chat since it was read; `_followed` re-reads it if so. While a
-        reply streams here, only the inbox is read again: a line another window or command queues
-        meanwhile shows in the strip (the reply's own writes would re-read everything)."""
+        or command wrote to this chat since it was read; `_followed` re-reads it if so, and the
+        title when anything else was committed (a persona renamed elsewhere). While a reply
+        streams here the chat is not re-read (its own writes would re-read everything), but the
+        inbox is: a line another window or command queues meanwhile shows in the strip."""
         if self._watch is not None or self._revision is None:
             return
         if self.generating:
             self.inbox.follow()
-            return
         self.call(self.tavern.playthroughs.follow_mark, self.playthrough_id, title="Cannot read the chat",
                   group="follow", exclusive=True, then=self._followed)
 
     def _followed(self, mark: tuple[tuple[int, int], int | None]) -> None:
         revision, data = mark
-        if self.generating or self._revision is None:
+        if self._revision is None:
             return
-        if revision != self._revision:
+        if revision != self._revision and not self.generating:
             # Seen now, so the next tick does not reload again; the reload's own read sets the
             # revision it shows (a failed reload leaves following on, not stopped).
             self._revision = revision
