@@ -75,3 +75,18 @@ async def test_a_long_toast_stays_off_the_composer_at_80_columns(corpus_tavern: 
         row = next(line for line in screen_text(app).splitlines() if "error — internal" in line)
         assert row.rstrip().endswith("…")
         assert [n.text for n in app.notices] == [f"internal: RuntimeError: {failure}"]  # once, whole
+
+
+async def test_the_notifications_wrap_inside_their_box_at_80_columns(corpus_tavern: Tavern) -> None:
+    words = "Message cursor: alt+up picks a message, then e edits it, c continues from here · [enter] opens it"
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        app.notify(words, title="Message cursor")
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, NoticesScreen) and app.screen.is_mounted)
+        await pilot.pause()
+        shown = screen_text(app)
+        # Every word is on the screen: none cut off at the box's right edge (RichLog drew 78 wide).
+        assert " ".join(shown.split()).count("opens it") == 1
+        assert all(word in shown for word in words.split())

@@ -58,7 +58,8 @@ class NoticesScreen(ModalScreen[None]):
             box.border_title = f"Notifications ({len(self._notices)})"
             # No auto scroll: each write would follow the end, and the list (newest first)
             # would open scrolled into its oldest entries.
-            yield RichLog(id="notices-log", wrap=True, markup=False, highlight=False, auto_scroll=False)
+            # min_width: RichLog renders at least 78 cells wide, past the box at 80 columns (text cut off).
+            yield RichLog(id="notices-log", wrap=True, markup=False, highlight=False, auto_scroll=False, min_width=20)
             yield Static("Esc closes · newest first", id="notices-hint", markup=False)
 
     def on_mount(self) -> None:
