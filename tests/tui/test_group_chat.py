@@ -14,7 +14,8 @@ from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
 from tavern_tui.tui.modals.choose import ChooseScreen
 from tavern_tui.tui.screens.chat import TOKEN_DELAY, ChatScreen
-from tavern_tui.tui.screens.help import HelpScreen
+from tavern_tui.tui.screens.group_round import SPEAK_ID
+from tavern_tui.tui.screens.help import HelpScreen, help_rows
 from tavern_tui.tui.screens.home import HomeScreen
 from tavern_tui.tui.screens.lore import LoreScreen
 from tavern_tui.tui.widgets.message_box import MessageBox
@@ -357,3 +358,12 @@ async def test_ctrl_k_on_a_group_says_a_group_has_no_card(corpus_tavern: Tavern)
         await pilot.press("ctrl+k")
         await wait_until(pilot, lambda: any("A group has no card" in n.message for n in pilot.app._notifications))
         assert not any("Import a character first" in n.message for n in pilot.app._notifications)
+
+
+async def test_the_help_of_a_group_chat_lists_its_keys(corpus_tavern: Tavern) -> None:
+    _glade(corpus_tavern)
+    async with TavernApp(corpus_tavern).run_test(size=SIZE) as pilot:
+        chat = await open_group(pilot)
+        listed = {row.binding_id for rows in help_rows(chat).values() for row in rows}
+        # Speak and mute, and alt+N for each of the two members (`fit_speak_keys` keeps those).
+        assert {"chat.group_speak", "chat.group_mute", f"{SPEAK_ID}1", f"{SPEAK_ID}2"} <= listed

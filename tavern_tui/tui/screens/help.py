@@ -4,7 +4,8 @@ on, by group, generated from the bindings in force there (issue 21 item 2).
 Nothing here lists keys by hand: the rows are the screen's binding chain (the focused widget,
 its containers, the screen, the app) after the config's `[keys]` remaps, so a remapped or new
 key shows as it is. A key the screen refuses just now (Stop while nothing streams) is listed,
-marked "not now".
+marked "not now"; a key that cannot apply there at all (a screen's `help_skips(action)`: a group
+chat's keys in a chat with one character) is not listed.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
     the keys are those in force, after the keymap.
     """
     app = screen.app
+    skips = getattr(screen, "help_skips", None)  # keys that cannot apply on this screen as it is
     groups: dict[str, list[HelpRow]] = {}
     seen: set[tuple[str, str]] = set()
     chain = list(screen._modal_binding_chain)  # focused widget … screen … app
@@ -80,6 +82,8 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
         for key, binding in bindings:
             # Scrolling and focus moves are every widget's keys, not this screen's (its own stay).
             if binding.system or (node is not screen and binding.action.startswith(_HIDDEN_ACTIONS)):
+                continue
+            if skips is not None and skips(binding.action.split("(", 1)[0]):
                 continue
             ident = binding.id or f"{binding.action}:{key}"
             by_binding.setdefault(ident, []).append(app.get_key_display(binding.with_key(key)))
@@ -97,6 +101,8 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
     # its declared BINDINGS, marked by whether the screen allows them now.
     listed = {row.binding_id for rows in groups.values() for row in rows}
     for key, binding in screen._bindings:
+        if skips is not None and skips(binding.action.split("(", 1)[0]):
+            continue
         if binding.id and binding.id not in listed and not binding.system:
             listed.add(binding.id)
             state = app._check_action_state(binding.action, screen)

@@ -288,6 +288,10 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, TavernScreen[None]):
             return self.groups.allows(action, parameters)
         return True
 
+    def help_skips(self, action: str) -> bool:
+        """Keys F1 leaves out here: a group chat's, in a chat with one character."""
+        return action in GROUP_ACTIONS and self.groups.group is None
+
     # -- actions --------------------------------------------------------------------------
 
     def action_tree(self) -> None:
