@@ -177,6 +177,13 @@ class _Server(ThreadingHTTPServer):
     scripts: queue.Queue[Script]
     _out = threading.Lock()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that closed its kept-alive connection (the app shutting down) is not an error
+        worth a traceback in the figures; anything else is printed as the standard library does."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
     def report(self, script: Script) -> None:
         """One answer's timings, as a JSON line on stdout (for `PacedServer.take_reports`)."""
         line = json.dumps({"id": script.id, "received_at": script.received_at, "done_at": script.done_at,
