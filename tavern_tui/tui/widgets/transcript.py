@@ -246,7 +246,11 @@ class Transcript(VerticalScroll):
         return box.virtual_region.y - round(self.scroll_y)
 
     def _keep_place(self, box: MessageBox | None, offset: int | None) -> None:
-        """After the next refresh, scroll so `box` is `offset` rows from the top of the view again."""
+        """Scroll so `box` is `offset` rows from the top of the view again: at once, on a layout of
+        the screen made now (called inside the page-in's `batch_update`, so the screen is painted
+        once, in place: a layout left to the next refresh painted the new boxes at the old scroll
+        offset for a frame, and a PageUp pressed then went on from there), and again after the
+        next refresh, when boxes that rendered at their width may have changed height."""
         if box is None or offset is None:
             return
 
@@ -254,6 +258,8 @@ class Transcript(VerticalScroll):
             if box.is_attached:
                 self.scroll_to(y=max(0, box.virtual_region.y - offset), animate=False, immediate=True)
 
+        self.screen._refresh_layout()  # Textual's own layout pass (textual is pinned): new heights now
+        restore()
         self.call_after_refresh(restore)
 
     async def load_earlier(self) -> int:
@@ -289,7 +295,7 @@ class Transcript(VerticalScroll):
                     await self.remove_children(mounted[-extra:])
                     self._last -= extra
                 self._update_markers()
-            self._keep_place(reading, offset)
+                self._keep_place(reading, offset)
             return len(boxes)
         finally:
             self._loading = False
@@ -319,7 +325,7 @@ class Transcript(VerticalScroll):
                     await self.remove_children(mounted[:extra])
                     self._first += extra
                 self._update_markers()
-            self._keep_place(reading, offset)
+                self._keep_place(reading, offset)
             if self.at_tail:
                 self.call_after_refresh(self.anchor)
             return len(boxes)

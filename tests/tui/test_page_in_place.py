@@ -1,0 +1,36 @@
+"""Paging earlier messages in keeps the reading place in the same paint: the new boxes are laid
+out and the view scrolled past them before the screen is drawn again, so no frame shows the new
+boxes at the old scroll offset (a trial caught that frame while pressing PageUp, and a PageUp
+pressed then skipped a dozen messages)."""
+
+from __future__ import annotations
+
+from tavern_tui.service import Tavern
+from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.widgets.transcript import WINDOW
+from tests.tui.conftest import wait_until, workers_idle
+from tests.tui.test_app import SIZE, open_seraphina
+
+
+async def test_a_page_in_keeps_the_place_before_the_next_paint(corpus_tavern: Tavern) -> None:
+    seraphina = corpus_tavern.library.find_character("Seraphina")
+    pid = corpus_tavern.playthroughs.new_playthrough(seraphina.id).id
+    for i in range(40):
+        async for _ in corpus_tavern.steps.send(pid, f"line {i}"):
+            pass
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await workers_idle(pilot)
+        transcript = chat.transcript
+        await wait_until(pilot, lambda: 0 < transcript.max_scroll_y <= transcript.scroll_y, timeout=30)
+        transcript.scroll_to(y=3, animate=False, immediate=True)  # near the top, not at it (no page-in yet)
+        await pilot.pause()
+        reading = transcript.boxes[0]
+        offset = reading.virtual_region.y - round(transcript.scroll_y)
+        assert await transcript.load_earlier() == WINDOW
+        # No refresh has run since the mount: the place is kept already.
+        assert transcript.scroll_y > 3
+        assert reading.virtual_region.y - round(transcript.scroll_y) == offset
+        await pilot.pause()
+        assert reading.virtual_region.y - round(transcript.scroll_y) == offset  # and stays after it
