@@ -19,23 +19,35 @@ from tests.tui.conftest import ScriptedProvider, open_character, wait_until
 from tests.tui.test_app import SIZE
 
 
+def _held(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> threading.Event:
+    """Make `owner.name` wait in its worker thread until the returned event is set."""
+    go = threading.Event()
+    original = getattr(owner, name)
+
+    def held(self: Any, *args: Any, **kwargs: Any) -> Any:
+        go.wait(30)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, held)
+    return go
+
+
+async def _first_line(pilot: Any, text: str) -> DraftScreen:
+    """Open Skynet's opening draft, type `text` and press Enter; the draft screen."""
+    await open_character(pilot, "Skynet", playthrough=False)
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, DraftScreen) and pilot.app.screen.draft is not None)
+    draft = pilot.app.screen
+    await pilot.press(*text, "enter")
+    return draft  # type: ignore[no-any-return]
+
+
 async def test_keys_typed_while_the_first_line_starts_the_playthrough_stay(
         corpus_tavern: Tavern, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    made = threading.Event()
-    begin = OpeningService.begin
-
-    def slow_begin(self: Any, *args: Any, **kwargs: Any) -> Any:
-        made.wait(30)  # the playthrough is being made: the person goes on typing
-        return begin(self, *args, **kwargs)
-
-    monkeypatch.setattr(OpeningService, "begin", slow_begin)
+    made = _held(monkeypatch, OpeningService, "begin")  # the playthrough is being made: the person goes on typing
     scripted.enqueue("Welcome, traveller.")
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
-        await open_character(pilot, "Skynet", playthrough=False)
-        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
-        draft = app.screen
-        await pilot.press(*"Hello", "enter")
+        draft = await _first_line(pilot, "Hello")
         # The line shows under the greeting at once, while the playthrough is still being made.
         await wait_until(pilot, lambda: [box.text for box in draft.query(MessageBox)] == ["Hello"])
         assert not made.is_set()
@@ -53,20 +65,11 @@ async def test_the_first_line_stays_in_sight_as_the_chat_opens_and_shows_once(
         corpus_tavern: Tavern, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     from tavern_tui.service.steps.runner import StepRunner
 
-    going = threading.Event()
-    prepare = StepRunner._prepare_step
-
-    def slow_prepare(self: Any, *args: Any, **kwargs: Any) -> Any:
-        going.wait(30)  # the chat is open; its step has not begun
-        return prepare(self, *args, **kwargs)
-
-    monkeypatch.setattr(StepRunner, "_prepare_step", slow_prepare)
+    going = _held(monkeypatch, StepRunner, "_prepare_step")  # the chat is open; its step has not begun
     scripted.enqueue("Welcome, traveller.")
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
-        await open_character(pilot, "Skynet", playthrough=False)
-        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
-        await pilot.press(*"Hello", "enter")
+        await _first_line(pilot, "Hello")
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted
                          and bool(app.screen.transcript.boxes))
         chat = app.screen
@@ -89,9 +92,7 @@ async def test_a_first_line_refused_as_the_chat_opens_leaves_the_chat_and_goes_b
     monkeypatch.setattr(StepRunner, "_prepare_step", refuse)
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
-        await open_character(pilot, "Skynet", playthrough=False)
-        await wait_until(pilot, lambda: isinstance(app.screen, DraftScreen) and app.screen.draft is not None)
-        await pilot.press(*"Hello", "enter")
+        await _first_line(pilot, "Hello")
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted
                          and app.screen.prompt.value == "Hello" and not app.screen.generating)
         chat = app.screen
