@@ -13,9 +13,10 @@ import pytest
 
 from tavern_tui.engine import log as engine_log
 from tavern_tui.engine.events import Event, EventKind, NewEvent
-from tavern_tui.engine.log import AsyncSessionLog, ThreadedLog, awaited_log, in_one_hop, until_done
+from tavern_tui.engine.log import AsyncSessionLog, ThreadedLog, awaited_log, until_done
 from tavern_tui.engine.memory import MemoryLog
 from tavern_tui.engine.step import StepSettled, StepStarted, open_step, run_step
+from tavern_tui.engine.step.one_hop import in_one_hop
 from tavern_tui.engine.stream import Finished, TextDelta
 from tavern_tui.store.store import Store
 from tests.engine.test_step import RecordingAssembler, ScriptedProvider

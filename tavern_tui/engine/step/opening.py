@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tavern_tui.engine.events import Event
-from tavern_tui.engine.log import AsyncSessionLog, in_one_hop
+from tavern_tui.engine.log import AsyncSessionLog
 from tavern_tui.engine.step.admit import admit
 from tavern_tui.engine.step.assemble import Prebuilt, assemble_claimed, put_back
 from tavern_tui.engine.step.claim import claim_input
 from tavern_tui.engine.step.freeze import freeze_request, record_trace
 from tavern_tui.engine.step.header import context_record, write_header
 from tavern_tui.engine.step.lease import Claim, Lease
+from tavern_tui.engine.step.one_hop import in_one_hop
 from tavern_tui.engine.step.options import StepOptions
 from tavern_tui.engine.step.prepare import prepare_adapter
 from tavern_tui.engine.step.prestep import pre_step
