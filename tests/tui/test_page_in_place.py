@@ -34,3 +34,27 @@ async def test_a_page_in_keeps_the_place_before_the_next_paint(corpus_tavern: Ta
         assert reading.virtual_region.y - round(transcript.scroll_y) == offset
         await pilot.pause()
         assert reading.virtual_region.y - round(transcript.scroll_y) == offset  # and stays after it
+
+
+async def test_a_page_up_near_the_top_pages_in_and_moves_a_whole_page(corpus_tavern: Tavern) -> None:
+    seraphina = corpus_tavern.library.find_character("Seraphina")
+    pid = corpus_tavern.playthroughs.new_playthrough(seraphina.id).id
+    for i in range(40):
+        async for _ in corpus_tavern.steps.send(pid, f"line {i}"):
+            pass
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await workers_idle(pilot)
+        transcript = chat.transcript
+        await wait_until(pilot, lambda: 0 < transcript.max_scroll_y <= transcript.scroll_y, timeout=30)
+        transcript.scroll_to(y=3, animate=False, immediate=True)  # three rows below the top
+        await pilot.pause()
+        reading, page = transcript.boxes[0], transcript.scrollable_content_region.height
+        before = reading.virtual_region.y - round(transcript.scroll_y)
+        await pilot.press("pageup")  # the chat's key: the composer keeps the focus
+        await wait_until(pilot, lambda: len(transcript.boxes) == 2 * WINDOW
+                         and transcript.scroll_y == transcript.scroll_target_y, timeout=30)
+        await pilot.pause()
+        # A whole page up from where it was, not the three rows left above the old top.
+        assert reading.virtual_region.y - round(transcript.scroll_y) == before + page

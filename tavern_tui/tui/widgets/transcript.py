@@ -374,6 +374,20 @@ class Transcript(VerticalScroll):
         self.anchor()
         return box
 
+    async def page_up(self) -> None:
+        """One page up; within a page of the top, the earlier messages are paged in first (the
+        place kept), so the press moves a whole page rather than stopping at the old top."""
+        if self.scroll_y < self.scrollable_content_region.height and self.earlier_count > 0:
+            await self.load_earlier()
+        self.scroll_page_up()
+
+    async def page_down(self) -> None:
+        """One page down; within a page of the bottom while reading back, the later messages are
+        paged in first, as `page_up` does."""
+        if self.max_scroll_y - self.scroll_y < self.scrollable_content_region.height and not self.at_tail:
+            await self.load_later()
+        self.scroll_page_down()
+
     def _settled(self) -> None:
         self._settling = False
 

@@ -491,9 +491,9 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, TavernScreen[None]):
             transcript.call_after_refresh(show_oldest)
         self.refresh_bindings()
 
-    def action_scroll_transcript(self, direction: int) -> None:
-        """Page the transcript while the prompt keeps focus."""
+    async def action_scroll_transcript(self, direction: int) -> None:
+        """Page the transcript while the prompt keeps focus (paging messages in near its ends)."""
         if direction < 0:
-            self.transcript.scroll_page_up()
+            await self.transcript.page_up()
         else:
-            self.transcript.scroll_page_down()
+            await self.transcript.page_down()
