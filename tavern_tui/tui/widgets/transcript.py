@@ -246,21 +246,35 @@ class Transcript(VerticalScroll):
         return box.virtual_region.y - round(self.scroll_y)
 
     def _keep_place(self, box: MessageBox | None, offset: int | None) -> None:
-        """Scroll so `box` is `offset` rows from the top of the view again: at once, on a layout of
-        the screen made now (called inside the page-in's `batch_update`, so the screen is painted
-        once, in place: a layout left to the next refresh painted the new boxes at the old scroll
-        offset for a frame, and a PageUp pressed then went on from there), and again after the
-        next refresh, when boxes that rendered at their width may have changed height."""
+        """Scroll so `box` is `offset` rows from the top of the view again, called inside the
+        page-in's `batch_update` so the screen is painted once, in place.
+
+        Textual's own layout pass (textual is pinned) runs twice here: once for the new boxes'
+        heights, then again for the scroll just set. Inside a batch a layout pass queues a paint
+        of the map it built; built before the scroll it painted the new batch's top for a frame
+        (a trial in tmux saw it on every page-in; the compositor's map showed it headless). After
+        the next refresh, boxes that rendered at their width may have moved `box`: the view
+        follows by that much, leaving any scroll made since (the page key's own) in place."""
         if box is None or offset is None:
             return
+        screen = self.screen
+        screen._refresh_layout()
+        self.scroll_to(y=max(0, box.virtual_region.y - offset), animate=False, immediate=True)
+        screen._refresh_layout(scroll=True)
+        placed = box.virtual_region.y
 
-        def restore() -> None:
-            if box.is_attached:
-                self.scroll_to(y=max(0, box.virtual_region.y - offset), animate=False, immediate=True)
+        def follow() -> None:
+            moved = box.virtual_region.y - placed if box.is_attached else 0
+            if moved:
+                self.scroll_to(y=max(0, self.scroll_y + moved), animate=False, immediate=True)
 
-        self.screen._refresh_layout()  # Textual's own layout pass (textual is pinned): new heights now
-        restore()
-        self.call_after_refresh(restore)
+        self.call_after_refresh(follow)
+
+    def _stop_scrolling(self) -> None:
+        """End a scroll still under way at its target: a page-in then measures the place the
+        reader asked for (the animation would go on in the old coordinates), and a page key
+        moves a page on from there."""
+        self.app.animator.force_stop_animation(self, "scroll_y")
 
     async def load_earlier(self) -> int:
         """Mount up to `window` older messages above the first one, keeping the reading position;
@@ -284,6 +298,7 @@ class Transcript(VerticalScroll):
             boxes = self._boxes_for(self._messages[start:self._first])
             mounted = self.boxes
             reading = mounted[0] if mounted else None
+            self._stop_scrolling()
             offset = self._viewport_offset(reading)
             self.release_anchor()
             with self.app.batch_update():
@@ -316,6 +331,7 @@ class Transcript(VerticalScroll):
             boxes = self._boxes_for(self._messages[self._last:end])
             mounted = self.boxes
             reading = mounted[-1] if mounted else None
+            self._stop_scrolling()
             offset = self._viewport_offset(reading)
             with self.app.batch_update():
                 await self.mount_all(boxes, before="#later")
@@ -376,17 +392,23 @@ class Transcript(VerticalScroll):
 
     async def page_up(self) -> None:
         """One page up; within a page of the top, the earlier messages are paged in first (the
-        place kept), so the press moves a whole page rather than stopping at the old top."""
-        if self.scroll_y < self.scrollable_content_region.height and self.earlier_count > 0:
+        place kept), so the press moves a whole page rather than stopping at the old top. The
+        scroll starts now (Textual's page keys start theirs after the next refresh), so a press
+        while the last one still scrolls goes on from where that one was going."""
+        self._stop_scrolling()
+        page = self.scrollable_content_region.height
+        if self.scroll_y < page and self.earlier_count > 0:
             await self.load_earlier()
-        self.scroll_page_up()
+        self.scroll_to(y=self.scroll_y - page, immediate=True)
 
     async def page_down(self) -> None:
         """One page down; within a page of the bottom while reading back, the later messages are
         paged in first, as `page_up` does."""
-        if self.max_scroll_y - self.scroll_y < self.scrollable_content_region.height and not self.at_tail:
+        self._stop_scrolling()
+        page = self.scrollable_content_region.height
+        if self.max_scroll_y - self.scroll_y < page and not self.at_tail:
             await self.load_later()
-        self.scroll_page_down()
+        self.scroll_to(y=self.scroll_y + page, immediate=True)
 
     def _settled(self) -> None:
         self._settling = False
