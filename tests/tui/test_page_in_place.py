@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual import events
 from textual.screen import Screen
 
@@ -49,13 +50,19 @@ async def test_a_page_in_keeps_the_place_before_the_next_paint(corpus_tavern: Ta
         assert reading.virtual_region.y - round(transcript.scroll_y) == offset  # and stays after it
 
 
-async def test_a_page_up_near_the_top_pages_in_and_moves_a_whole_page(corpus_tavern: Tavern) -> None:
+@pytest.mark.parametrize("focused", ["composer", "transcript"])
+async def test_a_page_up_near_the_top_pages_in_and_moves_a_whole_page(corpus_tavern: Tavern, focused: str) -> None:
+    """Whether the composer has the focus (the chat's key) or the transcript (the message
+    cursor's, where the scroll container's own key answered and paged in only at the very top)."""
     app = TavernApp(corpus_tavern)
     async with app.run_test(size=SIZE) as pilot:
         transcript = await _near_the_top(corpus_tavern, pilot)
+        if focused == "transcript":
+            transcript.focus()
+            await pilot.pause()
         reading, page = transcript.boxes[0], transcript.scrollable_content_region.height
         before = reading.virtual_region.y - round(transcript.scroll_y)
-        await pilot.press("pageup")  # the chat's key: the composer keeps the focus
+        await pilot.press("pageup")
         await wait_until(pilot, lambda: len(transcript.boxes) == 2 * WINDOW
                          and transcript.scroll_y == transcript.scroll_target_y, timeout=30)
         await pilot.pause()

@@ -410,6 +410,14 @@ class Transcript(VerticalScroll):
             await self.load_later()
         self.scroll_to(y=self.scroll_y + page, immediate=True)
 
+    async def action_page_up(self) -> None:
+        """PageUp with the transcript focused (the message cursor on): as the chat's page key."""
+        await self.page_up()
+
+    async def action_page_down(self) -> None:
+        """PageDown with the transcript focused: as the chat's page key."""
+        await self.page_down()
+
     def _settled(self) -> None:
         self._settling = False
 
