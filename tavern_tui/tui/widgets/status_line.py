@@ -34,6 +34,9 @@ is counted once."""
 SEPARATOR = "  ·  "
 """Between the status line's parts."""
 
+PROVIDER_SEPARATOR = " · "
+"""Between the provider's kind and its model in the label (`Tavern.provider_label`)."""
+
 
 def _joined(parts: list[str]) -> str:
     return SEPARATOR.join(p for p in parts if p)
@@ -184,7 +187,8 @@ class StatusLine(Static):
 
     def fitted(self, width: int) -> str:
         """The line within `width` cells (0: unknown, the whole line): the state must show, so
-        the provider label gives way first (clipped, then left out), then the gauge's "oldest
+        the provider label gives way first (its kind before the model: "fast-model" rather
+        than "openai-compatible ·…"; then clipped, then left out), then the gauge's "oldest
         left out" says only "left out"; what still does not fit is cut at the end with "…"
         (by the CSS), the state's detail first."""
         parts = self._parts()
@@ -192,7 +196,8 @@ class StatusLine(Static):
         if width <= 0 or cell_len(joined) <= width:
             return joined
         room = width - cell_len(_joined(parts[1:])) - len(SEPARATOR)
-        parts[0] = clip(parts[0], room) if room >= 8 else ""
+        model = parts[0].split(PROVIDER_SEPARATOR, 1)[-1]
+        parts[0] = clip(model, room) if room >= 8 else ""
         if not parts[0]:
             parts[2] = parts[2].replace(" oldest left out)", " left out)")
         return _joined(parts)
