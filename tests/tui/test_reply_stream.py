@@ -9,6 +9,7 @@ import io
 
 import pytest
 from rich.console import Console
+from rich.markdown import Markdown as RichMarkdown
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
@@ -138,3 +139,23 @@ async def test_the_tail_takes_lines_ahead_as_fast_as_the_reply_writes(
             assert layouts <= 40 // 3
         else:  # a row a second: each row lays out as it comes (one held at the most)
             assert layouts >= 40 // 2
+
+
+_FENCES = [
+    "```\nx = 1\n\n\ty = 2    \n  a line long enough to wrap at the narrower widths of a terminal, and more\n```",
+    "Before the code.\n\n```\nfor i in range(3):\n    print(i)\n```\n\nAfter it.",
+    "```\n\n\nan unclosed fence, as while it streams\n",
+    "```\nwide 字 characters 字字字字字字字字字字字字字字字字字字字字字字字字字字字\n```",
+]
+
+
+@pytest.mark.parametrize("width", [20, 41, 118])
+@pytest.mark.parametrize("text", _FENCES)
+def test_a_code_block_in_the_tail_draws_as_rich_draws_it(text: str, width: int) -> None:
+    """The live tail draws a fence's lines one at a time (each kept per width): the lines are
+    those Rich's own Markdown draws for a fence with no language (plain text, padded, wrapped,
+    on the theme's background), as the settled reply shows it."""
+    console = Console(width=width, file=io.StringIO(), color_system="truecolor", force_terminal=True)
+    for _ in range(2):  # drawn, then from what was kept
+        live = console.render_lines(LiveMarkdown(text), console.options, pad=False)
+        assert live == console.render_lines(RichMarkdown(text), console.options, pad=False)
