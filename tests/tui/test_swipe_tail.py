@@ -147,3 +147,63 @@ async def test_the_queue_strip_shown_unchanged_lays_nothing_out(layouts: list[st
         strip.show([])
         await pilot.pause()
         assert layouts and strip.has_class("-empty")
+
+
+def _long(seq: int, label: str, *, session: int) -> MessageView:
+    """A reply of 40 paragraphs: far taller than the 24-row view."""
+    return _view(seq, "\n\n".join(f"{label} paragraph {n}." for n in range(40)), session=session)
+
+
+async def _reading_a_long_reply(app: _Chat, pilot: Pilot[None]) -> tuple[Transcript, list[MessageView]]:
+    """Five short messages and a long last reply, shown and laid out, the view at its end."""
+    transcript = app.query_one(Transcript)
+    history = [*_history()[:-1], _long(6, "First", session=1)]
+    await transcript.show(history, total=len(history))
+    for _ in range(20):
+        await pilot.pause()
+        if transcript.max_scroll_y > 0 and transcript.scroll_y == transcript.max_scroll_y:
+            break
+    return transcript, history
+
+
+def _top_offset(transcript: Transcript) -> int:
+    return transcript.boxes[-1].virtual_region.y - round(transcript.scroll_y)
+
+
+async def test_a_swipe_while_reading_the_top_of_a_long_reply_shows_the_other_variant_from_the_same_place() -> None:
+    # A trial: reading the top of a long reply, a swipe showed the other variant's end.
+    app = _Chat()
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript, history = await _reading_a_long_reply(app, pilot)
+        transcript.scroll_to(y=transcript.boxes[-1].virtual_region.y - 3, animate=False, immediate=True)
+        await pilot.pause()
+        assert _top_offset(transcript) == 3
+
+        assert await transcript.sync([*history[:-1], _long(6, "Second", session=2)], total=len(history))
+        await pilot.pause()
+        assert _top_offset(transcript) == 3
+        assert "Second paragraph 0." in screen_text(app)
+
+
+async def test_a_swipe_at_the_end_of_a_long_reply_shows_the_other_variant_from_its_start() -> None:
+    app = _Chat()
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript, history = await _reading_a_long_reply(app, pilot)
+        assert _top_offset(transcript) < 0  # the reply's top is above the view
+
+        assert await transcript.sync([*history[:-1], _long(6, "Second", session=2)], total=len(history))
+        await pilot.pause()
+        assert _top_offset(transcript) == 0
+        assert "Second paragraph 0." in screen_text(app)
+        assert "Second paragraph 39." not in screen_text(app)
+
+
+async def test_a_swipe_to_a_variant_that_fits_shows_the_end_of_the_chat_and_follows_it() -> None:
+    app = _Chat()
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript, history = await _reading_a_long_reply(app, pilot)
+
+        assert await transcript.sync([*history[:-1], _view(6, "Short.", session=2)], total=len(history))
+        await pilot.pause()
+        assert transcript.scroll_y == transcript.max_scroll_y
+        assert transcript.is_anchored and "Short." in screen_text(app)

@@ -205,6 +205,8 @@ class MessageBox(Vertical):
         self._reasoning_stream: MarkdownStream | None = None
         self.view: MessageView | None = None
         """The stored message shown here; None while a reply is still streaming."""
+        self.resized = False
+        """Whether the last `show_view` changed the body's height (the screen lays out again)."""
 
     def set_member(self, position: int | None) -> None:
         """Colour the speaker label as the group member at `position` (0-based); None: no member
@@ -448,7 +450,8 @@ class MessageBox(Vertical):
         shown = rendered(view)
         # A variant as tall as the one shown is drawn in place: no layout pass of the screen
         # (every mounted widget), only the body's repaint (benchmarks swipe_repaint).
-        body.update(shown, layout=_height_at(body, shown) != body.content_size.height)
+        self.resized = _height_at(body, shown) != body.content_size.height
+        body.update(shown, layout=self.resized)
         self.view = view
         return True
 

@@ -216,6 +216,8 @@ class Transcript(VerticalScroll):
         # Only the end changed (a swipe, a regenerated or continued reply): replace just those
         # boxes; remounting the whole window costs a few hundred ms (benchmarks swipe_repaint).
         stale, fresh = boxes[common:], list(tail[common:])
+        swiped = stale[0] if len(stale) == len(fresh) == 1 else None
+        place = self._viewport_offset(swiped)
         # Same count (a swipe): show the new messages in the boxes already there.
         while stale and fresh and await stale[0].show_view(fresh[0]):
             if self.member_of is not None:
@@ -224,11 +226,33 @@ class Transcript(VerticalScroll):
             fresh.pop(0)
         if stale:
             await self.remove_children(stale)
+            swiped = None
         if fresh:
             await self.mount_all(self._boxes_for(fresh), before="#later")
         await self._trim_top()
-        self.anchor()
+        if swiped is None or place is None:
+            self.anchor()
+        else:
+            self._show_swiped(swiped, max(0, place))
         return True
+
+    def _show_swiped(self, box: MessageBox, offset: int) -> None:
+        """After the last message was swiped in `box`: its top stays `offset` rows from the top
+        of the view (0 when it was above: the other variant is read from its start), as a
+        browser keeps its place in SillyTavern; a variant that fits below that place shows at
+        the end of the chat, which follows new text again. A taller or shorter variant is laid
+        out first (inside the caller's batch, as a page-in is), so the frame drawn is in place."""
+        screen = self.screen
+        if box.resized:
+            screen._refresh_layout()
+        target = box.virtual_region.y - offset
+        if target >= self.max_scroll_y:
+            self.anchor()
+        else:
+            self.release_anchor()
+            self.scroll_to(y=target, animate=False, immediate=True)
+        if box.resized:
+            screen._refresh_layout(scroll=True)
 
     async def _trim_top(self) -> None:
         """Unmount the oldest boxes past `max_mounted` (the reader is at the tail)."""
