@@ -180,7 +180,9 @@ class DraftScreen(TavernScreen[None]):
             if shown != self.prompt.value:
                 self.prompt.value = shown
         self.query_one("#draft-title", ScreenTitle).update(
-            f"{draft.character_name} · new playthrough (draft #{draft.id}: nothing is played until you send)")
+            # No draft number: the playthrough it becomes takes the next playthrough's number
+            # ("draft #1" became "#2"), and drafts are the CLI's to list by number.
+            f"{draft.character_name} · new playthrough (nothing is played until you send)")
         greeting = self.query_one("#draft-greeting", VerticalScroll)
         greeting.border_title = (f"Greeting {draft.greeting_index + 1}/{draft.greeting_count} · ctrl+←/→ swipes"
                                  if draft.greeting_count > 1 else "Greeting")
