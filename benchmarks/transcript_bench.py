@@ -123,6 +123,16 @@ hop to a worker (`engine.log.in_one_hop`) moved ~5 ms of the opening off the loo
 change past the noise in this figure. B6 in the same two runs: 200 tok/s chunk->paint p95 41.7 /
 43.5 ms, busy 23 / 25 %, drain 7.7 / 6.2 ms (the collector's share of the busy time, measured
 with `gc.callbacks`: ~2 points; raising its thresholds moved busy by one point, left as it is).
+Fifth session (2026-12-07): a page-in lays the screen out twice inside its batch (for the new
+boxes' heights, then for the scroll set past them; a layout pass in a batch queues a paint of the
+map it built, which had drawn the new batch's top for a frame): page-in per 25 89-115 ms (from
+72-95), still under 120. A code fence being written draws each of its lines once per width
+(`reply_stream._code_line`; drawing the whole fence again each flush was ~13 % of the loop's
+profiled work at 200 tok/s): chunk->paint p95 44-46 -> 40-42 ms, 50 tok/s busy 15 -> 11-13 %.
+Three passes of issue 22's benchmarks that session, one after the other on an idle box (the bare
+app 181-202 ms): B6 200 tok/s busy 29 / 26 / 23 %, chunk->paint p95 49.3 / 49.4 / 40.5 ms;
+B9 at once 41.9 / 38.6 / 39.6 ms; B5 page-in per 25 106 / 115 / 106 ms. Standalone B6 runs the
+same hour read 23-32 % busy: the 25 % target sits inside this box's run-to-run spread.
 """
 
 from __future__ import annotations
