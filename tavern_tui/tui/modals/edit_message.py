@@ -9,6 +9,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
+from tavern_tui.tui.typed_first import after_typed_keys
+
 HINT = "ctrl+s saves · Esc cancels · the tree keeps the original"
 """The keys' hint under the text (one row in the box at 80 columns; it wraps on a narrower one)."""
 
@@ -72,6 +74,7 @@ class EditMessageScreen(ModalScreen[str | None]):
         area.move_cursor(area.document.end)  # typing goes after the text, as in the composer
         area.focus()
 
+    @after_typed_keys
     def action_save(self) -> None:
         """Dismiss with the edited text (unchanged or blank text counts as a cancel)."""
         text = self.query_one(TextArea).text

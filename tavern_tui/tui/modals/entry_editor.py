@@ -17,6 +17,7 @@ from textual.widgets import Checkbox, Input, Label, Select, TextArea
 from tavern_tui.lore.model import Position, WorldBook, WorldInfoEntry
 from tavern_tui.tui.lore_labels import POSITION_NAMES
 from tavern_tui.tui.screens.base import TavernCalls
+from tavern_tui.tui.typed_first import after_typed_keys
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
 from tavern_tui.views import WorldBookView
 
@@ -223,6 +224,7 @@ class EntryEditor(TavernCalls, SaveCancelModal[WorldBookView | None]):
     def _text(self, selector: str) -> str:
         return self.query_one(selector, Input).value.strip()
 
+    @after_typed_keys
     def action_save(self) -> None:
         """Store the book with this entry replaced (in a worker); on failure say why and stay open."""
         if not self.begin_save():

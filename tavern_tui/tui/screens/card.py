@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 
 from tavern_tui.tui.labels import clip
 from tavern_tui.tui.screens.base import TavernScreen
+from tavern_tui.tui.typed_first import after_typed_keys
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import CARD_TEXT_FIELDS, PROMPT_FIELDS, CardView
@@ -81,6 +82,7 @@ class FieldEditor(ModalScreen[str | None]):
         area.focus()
         area.move_cursor(area.document.end)  # typing goes after what is there
 
+    @after_typed_keys
     def action_save(self) -> None:
         """Answer the text (unchanged text counts as a cancel)."""
         text = self.query_one(TextArea).text

@@ -29,6 +29,7 @@ from tavern_tui.config.store import keyring_available, save_config
 from tavern_tui.errors import FormatError
 from tavern_tui.providers.base import ProviderSettings, endpoint_problem
 from tavern_tui.tui.screens.base import ESC_AGAIN, TavernScreen, TypeAhead
+from tavern_tui.tui.typed_first import after_typed_keys
 from tavern_tui.tui.widgets.fit_footer import FitFooter
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 
@@ -272,6 +273,7 @@ class SettingsScreen(TavernScreen[bool]):
         }
         return new, changes, api_key
 
+    @after_typed_keys
     def action_save(self) -> None:
         """Write the config file (the key to the keyring when there is one) in a thread, then use
         the new settings at once."""

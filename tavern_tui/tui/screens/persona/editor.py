@@ -20,6 +20,7 @@ from textual.widgets import Checkbox, Input, Label, Select, Static, TextArea
 
 from tavern_tui.errors import Conflict
 from tavern_tui.persona.model import SENSITIVITIES, PersonaDocument
+from tavern_tui.tui.typed_first import after_typed_keys
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
 
 SaveFn = Callable[[str, str, bool], PersonaDocument]
@@ -99,6 +100,7 @@ class PersonaEditor(SaveCancelModal[PersonaDocument | Conflict | None]):
         """The refusal shown, "" when none."""
         return str(self.query_one("#persona-editor-error", Static).content)
 
+    @after_typed_keys
     def action_save(self) -> None:
         """Save in a worker; say why when the text is empty."""
         if self.saving:

@@ -17,6 +17,7 @@ from textual.widgets import Input, Label, Select, Static
 
 from tavern_tui.assembly.strategies import BUILTINS, OPTIONS, StrategySpec
 from tavern_tui.errors import Conflict
+from tavern_tui.tui.typed_first import after_typed_keys
 from tavern_tui.tui.widgets.save_cancel import SaveCancelModal, refusal_text
 
 if TYPE_CHECKING:
@@ -149,6 +150,7 @@ class StrategyEditor(SaveCancelModal[StrategySpec | None]):
             line = f"Saves {name} v1 (a new strategy)."
         self.query_one("#strategy-saves-as", Static).update(line)
 
+    @after_typed_keys
     def action_save(self) -> None:
         """Save the version in a worker, expecting the name's newest version as the pane read it."""
         if not self.begin_save():
