@@ -11,9 +11,9 @@ from dataclasses import replace
 from tavern_tui.engine.timeline import Ref
 from tavern_tui.service.context import ServiceContext
 from tavern_tui.service.library import LibraryService
+from tavern_tui.service.message_views import written_name
 from tavern_tui.service.playthroughs import PlaythroughService
 from tavern_tui.service.timeline import TimelineService
-from tavern_tui.service.timeline.tree import member_name
 from tavern_tui.store.search import words
 from tavern_tui.views import PlaythroughView, SearchResultView
 
@@ -91,17 +91,18 @@ class ChatService:
         return self._members_named(results)
 
     def _members_named(self, results: list[SearchResultView]) -> list[SearchResultView]:
-        """`results` with each reply a group member wrote under that member's name (its stored body
-        names it beside its `character_id`), not the playthrough's first character's."""
-        replies = [r.shown_ref for r in results if r.role == "assistant" and r.shown_ref is not None]
-        if not replies:
+        """`results` each under the name its line was written under (`written_name`: a person's
+        line under the persona's name then, a group member's reply under that member's), not
+        the playthrough's names now, as the chat names them."""
+        lines = [r.shown_ref for r in results if r.role in ("user", "assistant") and r.shown_ref is not None]
+        if not lines:
             return results
-        bodies = self.ctx.store.events.bodies(replies)
+        bodies = self.ctx.store.events.bodies(lines)
         named = []
         for result in results:
             body = bodies.get(result.shown_ref) if result.shown_ref is not None else None
             message = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), dict) else body
-            name = member_name(message)  # an edit's body holds the message it shows
+            name = written_name(result.role, message)  # an edit's body holds the message it shows
             named.append(replace(result, speaker=name) if name else result)
         return named
 

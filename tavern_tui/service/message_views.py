@@ -27,19 +27,29 @@ from tavern_tui.views import MessageView, PlaythroughView
 PLACEHOLDER = "<StatusPlaceHolderImpl/>"  # mvu.update.PLACEHOLDER, not imported: the chat opens without MVU's parsers
 
 
+def written_name(role: str | None, body: Any) -> str | None:
+    """The name a line was written under, from its stored body: a person's line's `speaker` or
+    `name` (the persona's name then, or an imported line's), a group member's reply's `name`
+    beside its `character_id`; None when it names none (the playthrough's names then apply).
+    The chat, the tree and search all name a line by it, so a later rename or switch relabels
+    no old line (SillyTavern keeps `name` on each message)."""
+    if not isinstance(body, dict):
+        return None
+    if role == "user":
+        written = body.get("speaker") or body.get("name")
+        return written if isinstance(written, str) and written.strip() else None
+    if role == "assistant" and isinstance(body.get("character_id"), int):
+        named = body.get("name")
+        return named if isinstance(named, str) and named else None
+    return None
+
+
 def message_view(message: SurfaceMessage, char: str, user: str) -> MessageView:
     """One surface message as the chat shows it, `char` and `user` naming the speakers whose
-    lines carry no name of their own."""
+    lines carry no name of their own (`written_name`)."""
     origin = message.effective_origin
-    if message.role == "user":
-        # The name it was written under (an imported line's, or the persona's then), so a
-        # later rename or switch relabels no old line (issue 20 item 6; SillyTavern keeps `name`).
-        written = message.body.get("speaker") or message.body.get("name")
-        speaker = written if isinstance(written, str) and written.strip() else user
-    elif message.role == "assistant":
-        # A group member's reply keeps the name it was written under (as a user line does).
-        named = message.body.get("name") if isinstance(message.body.get("character_id"), int) else None
-        speaker = named if isinstance(named, str) and named else char
+    if message.role in ("user", "assistant"):
+        speaker = written_name(message.role, message.body) or (user if message.role == "user" else char)
     elif message.role == "tool":
         speaker = str(message.body.get("name") or "tool")
     else:

@@ -91,6 +91,12 @@ async def test_a_rename_changes_no_old_line(tavern: Tavern, seraphina: int, tmp_
     users = [(m.speaker, m.content) for m in tavern.playthroughs.messages(pid) if m.role == "user"]
     assert users == [("Ann", "I am Ann."), ("Annika", "Now Annika.")]
     assert tavern.persona.find_persona(ann.id).name == "Annika"
+    # Search and the tree name each line as the chat does (a trial saw the new name there).
+    found = {(r.speaker, r.snippet) for r in tavern.chats.search("Ann") + tavern.chats.search("Annika")
+             if r.role == "user"}
+    assert found == {("Ann", "I am Ann."), ("Annika", "Now Annika.")}
+    tree = {v.preview: v.speaker for v in tavern.timeline.timeline(pid).variants if v.role == "user"}
+    assert tree == {"I am Ann.": "Ann", "Now Annika.": "Annika"}
     # An imported chat keeps the names its lines were written under (SillyTavern's `name`).
     header = {"user_name": "Rowan", "character_name": "Seraphina", "create_date": "2024-01-01@10h00m00s",
               "chat_metadata": {}}

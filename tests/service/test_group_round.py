@@ -236,7 +236,7 @@ async def test_the_tree_names_each_members_reply(looped: Tavern, server: Loopbac
     await _round(looped, playthrough.id, "Hello.")
     variants = looped.timeline.timeline(playthrough.id).variants
     assert [(v.role, v.speaker, v.preview) for v in variants][-3:] == [
-        ("user", None, "Hello."), ("assistant", "Seraphina", "Welcome."), ("assistant", "Shodan", "Insect.")]
+        ("user", "Ann", "Hello."), ("assistant", "Seraphina", "Welcome."), ("assistant", "Shodan", "Insect.")]
     assert variants[-1].to_json()["speaker"] == "Shodan"
 
 

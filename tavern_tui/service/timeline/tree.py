@@ -10,11 +10,12 @@ delete, the summary that folds it).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tavern_tui.engine.events import EventKind
 from tavern_tui.engine.log import SUMMARY_SOURCE
 from tavern_tui.engine.timeline import Ref, Timeline
+from tavern_tui.service.message_views import written_name
 from tavern_tui.service.shown import shown_on_path
 from tavern_tui.views import TimelineView, VariantView
 
@@ -28,13 +29,6 @@ PREVIEW_CHARS = 80
 def _preview(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
-
-
-def member_name(body: dict[str, Any] | None) -> str | None:
-    """The group member a reply's body names (`name` beside its `character_id`); None otherwise."""
-    if isinstance(body, dict) and isinstance(body.get("character_id"), int) and isinstance(body.get("name"), str):
-        return body["name"] or None
-    return None
 
 
 def branch_links(log: EventLog, timeline: Timeline, branches: list[tuple[int, int]],
@@ -84,7 +78,7 @@ def timeline_view(playthrough_id: int, timeline: Timeline, links: dict[Ref, list
                                  on_path is not None and on_path.deleted,
                                  row.kind == EventKind.ASSISTANT_ATTEMPT, tuple(links.get(ref, ())),
                                  summarised=on_path is not None and on_path.summary is not None,
-                                 speaker=member_name(row.body)))
+                                 speaker=written_name(row.role, row.body)))
         if ref in closing:  # the summary node, once, right after the last message it folds
             summary = shown[ref].summary
             assert summary is not None and summary.message is not None
