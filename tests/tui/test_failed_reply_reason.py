@@ -27,3 +27,23 @@ async def test_a_reply_that_failed_before_any_text_shows_why_after_a_restart(
         assert failed.view is not None and failed.view.partial and failed.view.content == ""
         assert str(failed.header.mark) == "error · network"  # type: ignore[union-attr]
         await wait_until(pilot, lambda: str(failed.body.render()) == f"no reply: {WHY}")
+
+
+async def test_a_swipe_back_to_a_reply_that_failed_shows_why(corpus_tavern: Tavern, scripted: ScriptedProvider) -> None:
+    # A trial: after a failed reply and a regeneration, ctrl+← showed "error · network" over an
+    # empty body (the swipe shows the other variant in the same box, which drew only its text).
+    scripted.enqueue(NetworkError(WHY))
+    scripted.enqueue("The lantern is lit again.")
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "Are you there?")
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: not chat.generating and chat.status.swipe == "swipe 2/2")
+        await workers_idle(pilot)
+        await pilot.press("ctrl+left")
+        await wait_until(pilot, lambda: chat.status.swipe == "swipe 1/2")
+        await workers_idle(pilot)
+        failed = chat.transcript.boxes[-1]
+        assert failed.view is not None and failed.view.partial
+        assert str(failed.body.render()) == f"no reply: {WHY}"

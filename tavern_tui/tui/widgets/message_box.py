@@ -80,6 +80,15 @@ def rendered(view: MessageView, text: str | None = None) -> ChatRichMarkdown:
     return found
 
 
+def _no_reply(view: MessageView) -> Text | None:
+    """What a reply that failed before any text shows where its text would be: why (the status
+    line says it once, cut short at 80 columns, and not after a restart or a swipe back to it);
+    None for any other message."""
+    if view.partial and view.error and not view.shown.strip():
+        return Text(f"no reply: {view.error}", style="italic")
+    return None
+
+
 class MessageBody(Static):
     """The body of a stored message: one `Static` holding its parsed Markdown (`rendered`)."""
 
@@ -95,7 +104,7 @@ def _part_widget(view: MessageView, part: Part) -> Collapsible | MessageBody:
     return panel_widget(part) if part.is_panel else MessageBody(rendered(view, part.text), classes="message-body")
 
 
-def _height_at(body: Static, renderable: ChatRichMarkdown) -> int | None:
+def _height_at(body: Static, renderable: Text | ChatRichMarkdown) -> int | None:
     """The rows `renderable` takes in `body` at its current width, measured as Textual's layout
     measures it (the drawing is kept: `ChatRichMarkdown` draws once per width); None before the
     body has a width."""
@@ -281,10 +290,9 @@ class MessageBox(Vertical):
     @staticmethod
     def _body_parts(view: MessageView) -> ComposeResult:
         # The message's own words first; a folded page is one line after them.
-        if view.partial and view.error and not view.shown.strip():
-            # A reply that failed before any text: why, where its text would be (the status line
-            # says it once, cut short at 80 columns, and not after a restart).
-            yield MessageBody(Text(f"no reply: {view.error}", style="italic"), classes="message-body")
+        failed = _no_reply(view)
+        if failed is not None:
+            yield MessageBody(failed, classes="message-body")
             return
         parts = split_panels(view.shown)
         if len(parts) == 1:
@@ -447,7 +455,7 @@ class MessageBox(Vertical):
             self._set_speaker(view.speaker)
         self.set_mark(message_mark(view))
         self._content = view.shown
-        shown = rendered(view)
+        shown: Text | ChatRichMarkdown = _no_reply(view) or rendered(view)
         # A variant as tall as the one shown is drawn in place: no layout pass of the screen
         # (every mounted widget), only the body's repaint (benchmarks swipe_repaint).
         self.resized = _height_at(body, shown) != body.content_size.height
