@@ -3,9 +3,11 @@ on, by group, generated from the bindings in force there (issue 21 item 2).
 
 Nothing here lists keys by hand: the rows are the screen's binding chain (the focused widget,
 its containers, the screen, the app) after the config's `[keys]` remaps, so a remapped or new
-key shows as it is. A key the screen refuses just now (Stop while nothing streams) is listed,
-marked "not now"; a key that cannot apply there at all (a screen's `help_skips(action)`: a group
-chat's keys in a chat with one character) is not listed.
+key shows as it is, plus the keys a widget of that chain handles itself and declares beside the
+code that handles them (`HELP_KEYS`: the composer's Enter, ctrl+J, alt+Enter, ↑). A key the
+screen refuses just now (Stop while nothing streams) is listed, marked "not now"; a key that
+cannot apply there at all (a screen's `help_skips(action)`: a group chat's keys in a chat with
+one character) is not listed.
 """
 
 from __future__ import annotations
@@ -75,6 +77,11 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
     chain = list(screen._modal_binding_chain)  # focused widget … screen … app
     order = sorted(chain, key=lambda link: 0 if link[0] is screen else (2 if link[0] is app else 1))
     for node, bindings in order:
+        # Keys a widget handles itself (in the order typed, not as bindings) come first in its
+        # group, never "not now" and with no id ([keys] cannot remap them).
+        for keys, does in getattr(node, "HELP_KEYS", ()):
+            if node is not screen and node is not app:
+                groups.setdefault(f"In the {type(node).__name__.lower()}", []).append(HelpRow(keys, does, "", True))
         # Keyed by the binding's id (else its action): "escape,r" is one binding per key in the
         # chain, shown as one row with both keys.
         by_binding: dict[str, list[str]] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from textual import events
 from textual.binding import Binding
@@ -51,6 +52,16 @@ class Composer(TextArea, inherit_bindings=False):
     # up/down (the transcript), which TextArea binds to select-line, select-all and cursor paging.
     BINDINGS = [b for b in TextArea.BINDINGS
                 if not isinstance(b, Binding) or not set(b.key.split(",")) & {"f6", "f7", "pageup", "pagedown"}]
+
+    HELP_KEYS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("enter", "Send (while a reply streams: queue the line; on an empty box: send what is queued, "
+                  "or have the model speak first)"),
+        ("alt+enter ctrl+t", "Queue the line as a steer (taken at the next step boundary)"),
+        ("ctrl+j shift+enter", "New line (shift+Enter where the terminal tells it from Enter)"),
+        ("↑", "On an empty box: edit the last queued line, or your last sent message"),
+    )
+    """The keys `_on_key` handles itself (not bindings: they must act in the order typed), for the
+    help screen (`help.help_rows`), which lists them first under the composer's group."""
 
     DEFAULT_CSS = """
     Composer {
