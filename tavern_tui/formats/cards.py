@@ -175,7 +175,8 @@ def parse_card(data: bytes, file: str) -> ParsedCard:
 
     Raises:
         FormatError(file, reason, field), with field:
-            "" — empty file; "not a PNG or JSON card"; JSON top level not an object;
+            "" — empty file; "not a PNG or JSON card"; a JSON file that is not UTF-8 or does not
+            parse (where, and whether the file looks cut short); JSON top level not an object;
             PNG structure errors — see `png.walk_chunks` (field names the chunk);
             "" with reason "no character card chunk" — PNG without chara/ccv3 tEXt;
             "chara"/"ccv3" — bad base64, not UTF-8, not JSON (with line/column), not an object;
@@ -326,16 +327,28 @@ def _decode_chunk(text: bytes, file: str, chunk: str) -> dict:
 
 
 def _load_json(data: bytes, file: str) -> dict:
-    """Decode a .json card file (UTF-8, optional BOM) into its top-level object."""
-    hint = ""
+    """Decode a .json card file (UTF-8, optional BOM) into its top-level object. A file that
+    begins as JSON does ("{" or "[") is named a broken JSON file (whatever it was meant to be),
+    with where it breaks and, when it breaks at its very end, that it looks cut short; anything
+    else is "not a PNG or JSON card"."""
+    looks_json = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[")
     try:
         text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise FormatError(file, f"not a PNG or JSON card{hint}") from None
+    except UnicodeDecodeError as exc:
+        if not looks_json:
+            raise FormatError(file, "not a PNG or JSON card") from None
+        cut = " (it ends mid-character: the file looks cut short)" if exc.reason == "unexpected end of data" else ""
+        raise FormatError(file, f"a JSON file that is not UTF-8 text at byte {exc.start}{cut}") from None
     try:
         obj = loads_bounded(text, file)
     except json.JSONDecodeError as exc:
-        raise FormatError(file, f"not a PNG or JSON card{hint} (JSON error: {_json_error(exc)})") from exc
+        if not looks_json:
+            raise FormatError(file, f"not a PNG or JSON card (JSON error: {_json_error(exc)})") from exc
+        # At the end of the text, or in a string never closed (a string runs to the end only
+        # then: a line break in it fails sooner).
+        ended = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        cut = " (it ends before the JSON does: the file looks cut short)" if ended else ""
+        raise FormatError(file, f"a JSON file that does not parse: {_json_error(exc)}{cut}") from exc
     if not isinstance(obj, dict):
         raise FormatError(file, f"card JSON is a {type_name(obj)}, not an object")
     return obj

@@ -224,7 +224,20 @@ def test_not_png_or_json() -> None:
 
 def test_broken_json_reports_position() -> None:
     err = raises(b'{"name": "x",\n  "description": }', "card.json")
-    assert "not a PNG or JSON card" in err.reason and "line 2" in err.reason
+    assert err.reason.startswith("a JSON file that does not parse:") and "line 2" in err.reason
+    assert "cut short" not in err.reason
+
+
+def test_a_json_card_cut_short_says_so(corpus_dir: Path) -> None:
+    # A trial cut ai_v3_with_book.json at 700 bytes: "not a PNG or JSON card" said nothing of why.
+    whole = (corpus_dir / "cards" / "ai_v3_with_book.json").read_bytes()
+    err = raises(whole[:700], "trunc.json")
+    assert err.reason.startswith("a JSON file that")
+    assert "cut short" in err.reason
+    text = whole.decode("utf-8")
+    cut = text[: len(text) // 2].encode("utf-8")  # cut between characters: the JSON ends early
+    err = raises(cut, "half.json")
+    assert err.reason.startswith("a JSON file that does not parse:") and "cut short" in err.reason
 
 
 def test_png_without_card_chunk(corpus_dir: Path) -> None:
