@@ -15,6 +15,7 @@ from textual.widgets import Checkbox, Input, OptionList
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.modals.edit_message import EditMessageScreen
 from tavern_tui.tui.modals.import_screen import CharacterPicker, ImportScreen
 from tavern_tui.tui.screens.chat import ChatScreen
 from tavern_tui.tui.screens.home import HomeScreen
@@ -296,3 +297,19 @@ async def test_a_chat_whose_character_is_missing_offers_the_character_list(corpu
         await workers_idle(pilot)
         [played] = corpus_tavern.playthroughs.playthroughs(seraphina.id)
         assert [m.content for m in corpus_tavern.playthroughs.messages(played.id)] == ["Who goes there?"]
+
+
+async def test_typing_with_the_message_cursor_on_goes_to_the_composer(corpus_tavern: Tavern,
+                                                                     scripted: ScriptedProvider) -> None:
+    # A trial: with the cursor on a message, "ok" typed vanished (the transcript had the focus).
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await _open_chat(pilot)
+        await _exchange(pilot, chat, scripted, "First words", "First answer.")
+        await pilot.press("alt+up")
+        assert chat.cursor_message is not None and app.focused is chat.transcript
+        await pilot.press("o", "k")
+        assert chat.prompt.value == "ok" and app.focused is chat.prompt
+        assert chat.cursor_message is None  # the cursor left with the first key typed
+        await pilot.press("alt+up", "e")  # the cursor's own keys still act
+        await wait_until(pilot, lambda: isinstance(app.screen, EditMessageScreen))

@@ -63,9 +63,11 @@ CURSOR_BINDINGS = [
 
 CURSOR_ACTIONS = frozenset(b.action.split("(", 1)[0] for b in CURSOR_BINDINGS)
 
-CURSOR_HINT = ("e edit · d delete · b new playthrough from here · c continue from here · [ ] other variants · "
-               "y copy · x expand · t its request · alt+↑/↓ move · Esc leaves (F1 lists every key)")
-"""Said the first time a chat's cursor is put on a message: its keys are not in the footer."""
+CURSOR_HINT = ("e edit · d delete · b branch · c continue here · [ ] variants · y copy · x expand · t request · "
+               "Esc leaves")
+"""Said the first time a chat's cursor is put on a message (its keys are not in the footer), short and
+briefly: the toast stands over the transcript's foot, where the message under the cursor often is
+(a trial at 80x24: 8 lines over it). F1 lists each key in full."""
 
 
 def variant_ref(tavern: Any, playthrough_id: int, ref: tuple[int, int]) -> tuple[int, int]:
@@ -157,7 +159,7 @@ class MessageCursor:
             return
         if self.cursor_ref is None and not self._cursor_hinted:  # the keys are not in the footer: said once a chat
             self._cursor_hinted = True
-            self.notify(CURSOR_HINT, title="Message cursor", timeout=8)  # type: ignore[attr-defined]
+            self.notify(CURSOR_HINT, title="Message cursor", timeout=5)  # type: ignore[attr-defined]
         self.cursor_ref = box.view.ref
         self.transcript.focus()  # type: ignore[attr-defined]
         self.transcript.scroll_to_widget(box, animate=False)  # type: ignore[attr-defined]

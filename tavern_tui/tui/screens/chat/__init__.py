@@ -242,9 +242,14 @@ class ChatScreen(MessageCursor, ChatOpening, ChatReading, TavernScreen[None]):
         self.dismiss()
 
     def on_key(self, event: events.Key) -> None:
-        """A printable key with nothing focused (the screen is still being set up) goes into
-        the composer rather than being lost."""
-        if self.focused is None and event.is_printable and event.character and self.is_mounted:
+        """A printable key with nothing focused (the screen is still being set up), or with the
+        message cursor on and no key of it (a trial's "ok" vanished), goes into the composer
+        rather than being lost; the cursor leaves."""
+        if not (event.is_printable and event.character and self.is_mounted):
+            return
+        if self.focused is None or (self.focused is self.transcript and event.key not in self.active_bindings):
+            if self.cursor_ref is not None:
+                self.action_cursor_leave()
             self.prompt.focus()
             self.prompt.insert(event.character)
             event.stop()
