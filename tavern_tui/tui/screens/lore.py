@@ -214,8 +214,9 @@ class LoreScreen(TavernScreen[None]):
         for card in self.card_views.values():
             options.append(Option(self._card_prompt(card), id=f"c{card.id}"))
         self.books.set_options(options)
-        # How many there are, in the frame: at 80 columns the list shows one or two at a time.
-        self.books.border_title = f"Library · {plural(len(options), 'book')}" if options else "Library"
+        # How many there are, in the frame: at 80 columns the list shows one or two at a time. The
+        # card's own book is listed after them but is not the library's (the note says so).
+        self.books.border_title = f"Library · {plural(len(views), 'book')}" if views else "Library"
         if current is None and applying:  # opening from a chat: start on a book that applies there
             current = applying[0]
         if not views:
