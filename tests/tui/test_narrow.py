@@ -11,6 +11,7 @@ from textual.widgets._footer import FooterKey, FooterLabel
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tests.tui.conftest import GATE, ScriptedProvider, wait_until
 from tests.tui.test_app import open_seraphina, send
@@ -252,3 +253,17 @@ async def test_stop_comes_and_goes_with_a_reply_without_rebuilding_the_footer(co
         await wait_until(pilot, lambda: not chat.generating and ("esc", "Stop") not in footer_keys(chat))
         assert CHAT_KEYS | CHAT_EXTRA <= footer_keys(chat) and cut_keys(chat) == []
         assert {id(key) for key in footer.query(FooterKey)} == built
+
+
+async def test_trace_footer_at_80_columns_cuts_no_key(corpus_tavern: Tavern) -> None:
+    # A trial at 80x24: the trace's footer ran past the palette key ("^q Qu▏").
+    app = TavernApp(corpus_tavern)
+    async with app.run_test(size=NARROW) as pilot:
+        chat = await open_seraphina(pilot)
+        await send(pilot, chat, "Hello.")
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, TraceScreen) and app.screen.loaded)
+        screen = app.screen
+        want = {("esc", "Back"), ("v", "Verify"), ("^p", "palette · f1 help")}
+        await wait_until(pilot, lambda: want <= footer_keys(screen))
+        assert cut_keys(screen) == []

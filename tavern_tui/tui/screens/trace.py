@@ -14,7 +14,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Collapsible, Footer, OptionList, Static
+from textual.widgets import Collapsible, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import WorkerCancelled, WorkerFailed
 
@@ -25,7 +25,7 @@ from tavern_tui.tui.labels import clip, event_label, plural, relative_time
 from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.trace_facts import facts_content
 from tavern_tui.tui.screens.trace_requests import duration, moment_of, newest_first, request_tokens
-from tavern_tui.tui.widgets.fit_footer import ProviderSource, ScreenKeys
+from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
 from tavern_tui.views import PlaythroughView, TraceView
 
@@ -191,7 +191,8 @@ class TraceScreen(TavernScreen[bool]):
             with VerticalScroll(id="trace-detail") as detail:
                 detail.border_title = HISTORY_LABEL
                 yield Static("", id="trace-empty", markup=False)
-        yield Footer()
+        # At 80 columns the keys did not fit: the least used go first (the palette lists them).
+        yield FitFooter(drop=("quit", "app.focus_next"))
 
     def on_mount(self) -> None:
         def read() -> tuple[PlaythroughView, list[TraceView], str]:
