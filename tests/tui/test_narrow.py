@@ -11,6 +11,7 @@ from textual.widgets._footer import FooterKey, FooterLabel
 
 from tavern_tui.service import Tavern
 from tavern_tui.tui.app import TavernApp
+from tavern_tui.tui.screens.persona.labels import NARROW_TEXT_WIDTH
 from tavern_tui.tui.screens.trace import TraceScreen
 from tavern_tui.tui.screens.tree import TreeScreen
 from tests.tui.conftest import GATE, ScriptedProvider, wait_until
@@ -154,6 +155,11 @@ async def test_persona_tables_at_80_columns_keep_every_column_on_screen(corpus_t
         await pilot.pause()
         for table in (screen.entries, screen.nomination_table):  # the last column (Marks, Sensitivity) not cut off
             assert table.virtual_size.width <= table.scrollable_content_region.width
+        # The entry's text takes the room the other columns leave (a trial: cut at 28 characters
+        # beside an empty Marks column), not a fixed narrow measure.
+        shown = str(screen.entries.get_row_at(0)[1])
+        assert len(shown) > NARROW_TEXT_WIDTH + 5 and shown.endswith("…")
+        assert screen.entries.virtual_size.width >= screen.entries.scrollable_content_region.width - 2
 
 
 async def test_strategy_pane_footer_at_80_columns(corpus_tavern: Tavern) -> None:

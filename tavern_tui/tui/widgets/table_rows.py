@@ -34,3 +34,21 @@ def fill_rows(table: DataTable[object], rows: Iterable[tuple[str, Sequence[Cell]
     for column, width in zip(columns, widths, strict=False):
         if column.auto_width:
             column.content_width = max(column.content_width, width)
+
+
+def room_for(table: DataTable[object], column: int, rows: Iterable[Sequence[Cell]], least: int) -> int:
+    """Cells the `column`th column may take for its text so that every column stays on screen:
+    the table's width less each other column's widest cell or label and every column's padding
+    (`cell_padding` on each side); at least `least`, and `least` while the table has no width
+    yet. `rows` hold the other columns' cells (the `column`th is not read)."""
+    available = table.scrollable_content_region.width
+    if available <= 0:
+        return least
+    columns = list(table.columns.values())
+    widths = [_width(c.label) for c in columns]
+    for cells in rows:
+        for index, cell in enumerate(cells[:len(widths)]):
+            if index != column:
+                widths[index] = max(widths[index], _width(cell))
+    others = sum(w for i, w in enumerate(widths) if i != column)
+    return max(least, available - others - 2 * table.cell_padding * len(columns))

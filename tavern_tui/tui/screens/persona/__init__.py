@@ -31,6 +31,7 @@ from tavern_tui.tui.screens.base import TavernScreen
 from tavern_tui.tui.screens.persona.editor import PersonaEditor
 from tavern_tui.tui.screens.persona.history import PersonaHistoryScreen
 from tavern_tui.tui.screens.persona.labels import (
+    TEXT_WIDTH,
     _marks_cell,
     conflict_note,
     entry_marks,
@@ -42,7 +43,7 @@ from tavern_tui.tui.screens.persona.labels import (
 from tavern_tui.tui.screens.persona.snapshot import PersonaSnapshot, read_snapshot
 from tavern_tui.tui.widgets.fit_footer import FitFooter, ProviderSource, ScreenKeys
 from tavern_tui.tui.widgets.screen_title import ScreenTitle
-from tavern_tui.tui.widgets.table_rows import fill_rows
+from tavern_tui.tui.widgets.table_rows import fill_rows, room_for
 
 if TYPE_CHECKING:
     from tavern_tui.service import Tavern
@@ -232,11 +233,14 @@ class PersonaScreen(TavernScreen[None]):
     def _fill_entries(self, doc: PersonaDocument, rendered: RenderedPersona | None, keep: int | None) -> None:
         table = self.entries
         # A str cell is markup: the person's text goes in as Text.
-        width = text_width(self.app.size.width)
-        fill_rows(table, ((str(entry.id), [str(entry.id), Text(clip(entry.text, width)),
-                                           Text(provenance_label(entry)), entry.sensitivity,
-                                           _marks_cell(entry_marks(entry, rendered))])
-                          for entry in doc.entries))
+        rows = [[str(entry.id), "", Text(provenance_label(entry)), entry.sensitivity,
+                 _marks_cell(entry_marks(entry, rendered))] for entry in doc.entries]
+        # What the other columns leave (a trial at 80 columns: the text cut at 28 beside an empty
+        # Marks column), within the wide screen's measure.
+        width = min(TEXT_WIDTH, room_for(table, 1, rows, text_width(self.app.size.width)))
+        for row, entry in zip(rows, doc.entries, strict=True):
+            row[1] = Text(clip(entry.text, width))
+        fill_rows(table, ((str(entry.id), row) for entry, row in zip(doc.entries, rows, strict=True)))
         table.border_subtitle = "empty: nothing is sent · a adds an entry" if not doc.entries else \
             plural(len(doc.entries), "entry", "entries")
         ids = [e.id for e in doc.entries]
