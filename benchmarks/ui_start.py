@@ -54,6 +54,14 @@ parser of every command (`cli.app`, ~55-90 ms with asyncio and the config it imp
 of the reads. Two runs of all of issue 22's benchmarks at the end of that session (a slower box:
 the bare app 193-207 ms): cold_start 1.57 / 1.52x (323 / 293 ms); cli_start worst 0.69 / 0.71x
 the bare app (ratio_worst_vs_1.2x_bare 0.58 / 0.59).
+Fifth session (2026-12-07), three passes (the bare app 181 / 202 / 193 ms): cold_start 1.62 / 1.52 /
+1.59x, standalone runs 1.56-1.62x: the target sits inside this box's run-to-run spread. Where the
+time goes, from an in-process timeline (a wrapper timing imports and the first `App._display`):
+imports up to `tavern_tui.tui.app` end at ~172 ms against the bare app's ~150 ms for
+`textual.app` (our CLI, config and first-screen modules pull in stdlib the bare app gets through
+Textual anyway), then ~67 ms to the first frame against the bare app's ~20 (the first screen read,
+~5 stylesheet parses of our widgets' CSS, ~50 ms of it under a profiler, composing and laying out
+the home screen). No single piece is large.
 """
 
 from __future__ import annotations
