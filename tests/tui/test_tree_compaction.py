@@ -59,7 +59,8 @@ async def test_f5_after_a_compaction_shows_the_originals_and_one_summary_node(
         line_005 = next(v for v in nodes if v.preview.startswith("Line 005"))
         assert variant_marks(line_005) == ["summarised"] and RECAP not in line_005.preview
         assert sum(v.preview == RECAP for v in nodes) == 1
-        assert "16 variants" in str(tree.query_one("#tree-title").content)
+        # The greeting and the 15 lines, all on the path (the summary is not a message of its own).
+        assert "16 messages shown · 0 other variants" in str(tree.query_one("#tree-title").content)
         # Editing a summarised original is refused with a reason (the summary node is the one to edit).
         tree.tree.move_cursor(tree.tree.nodes[line_005.ref])
         await pilot.pause()

@@ -311,11 +311,13 @@ class TreeScreen(TavernScreen[int | None]):
 
     def _show(self, view: PlaythroughView, timeline: TimelineView, name: str, cursor: Ref | None) -> None:
         forks = sum(1 for v in timeline.variants if v.position[1] > 1 and v.position[0] == 1)
-        # Every message variant of the tree (swipes, branches, hidden ones), not the chat's count.
-        variants = sum(1 for v in timeline.variants if v.summary_of is None)
+        # The path the chat shows, then every other message variant of the tree (swipes,
+        # branches): "3 variants" for a plain chat of three messages read as three alternatives.
+        messages = [v for v in timeline.variants if v.summary_of is None]
+        shown = sum(1 for v in messages if v.active)
         self.query_one("#tree-title", Static).update(
-            f"Branches · {name} #{view.id} · {plural(variants, 'variant')}"
-            f" · {plural(forks, 'branch point')}")
+            f"Branches · {name} #{view.id} · {plural(shown, 'message')} shown"
+            f" · {plural(len(messages) - shown, 'other variant')} · {plural(forks, 'branch point')}")
         self.tree.show(timeline, {"user": view.user_name, "assistant": view.character_name})
         self.tree.focus()
         target = cursor if cursor in self.tree.nodes else (timeline.path[-1] if timeline.path else None)
