@@ -74,6 +74,16 @@ def test_chat_with_a_group_prints_each_members_reply_after_its_name(cli_env: dic
     assert "assistant/agent Seraphina: Welcome, traveller." in tree
     assert "1/2 assistant/agent Shodan: Insect." in tree and "2/2 assistant/agent Shodan: Pathetic." in tree
 
+    # --json: every member's reply with its speaker (a trial got the last reply alone, unnamed).
+    server.enqueue_sse(sse_chunks_for("Again, welcome."))
+    server.enqueue_sse(sse_chunks_for("Again, insect."))
+    again = run_cli(["chat", "Glade", "--say", "Once more.", "--json"], cli_env)
+    assert again.returncode == 0, again.stderr
+    replies = json.loads(again.stdout)["replies"]
+    assert [(r["speaker"], r["content"]) for r in replies] == [("Seraphina", "Again, welcome."),
+                                                             ("Shodan", "Again, insect.")]
+    assert replies[-1]["swipe"] == "1/1" and replies[0]["swipe"] is None
+
 
 def test_a_swipe_of_a_failed_members_reply_asks_that_member(cli_env: dict[str, str],
                                                             server: LoopbackServer) -> None:

@@ -55,7 +55,8 @@ def add_chat(commands: Commands) -> None:
     p_chat.add_argument("--steer", action="store_true",
                         help="with --say: while a reply is being written, queue the text as a steer (next step) "
                              "instead of for the next turn")
-    p_chat.add_argument("--json", action="store_true", help="print the stored reply as JSON at the end")
+    p_chat.add_argument("--json", action="store_true",
+                        help="print the stored reply as JSON (a group chat: every member's, in \"replies\")")
     p_chat.add_argument("--allow-secrets", action="store_true",
                         help="send a --say text that looks like a key or token anyway (never the configured API key)")
     add_selection_options(p_chat)
@@ -168,12 +169,12 @@ async def _run_step(tavern: Tavern, playthrough_id: int, args: argparse.Namespac
         updates = await _say(tavern, playthrough_id, args, out, err)
         if updates is None:
             return EXIT_OK
-    settled = None
+    settled: list[StepSettled] = []  # a group round settles one reply per member who spoke
     reasoning = [False]  # whether the last thing written was thinking (on err)
     try:
         async for update in updates:
             if isinstance(update, StepSettled):
-                settled = update
+                settled.append(update)
             else:
                 _write_update(update, args, out, err, reasoning)
     except StepFailed as exc:
@@ -183,14 +184,26 @@ async def _run_step(tavern: Tavern, playthrough_id: int, args: argparse.Namespac
     finally:
         for problem in tavern.tools.take_problems():
             err.write(f"[tools] {problem}\n")
-    if args.json and settled is not None:
-        event = settled.event
-        json.dump({"playthrough": playthrough_id, "session_id": event.session_id, "seq": event.seq,
-                   "role": event.role, "origin": event.origin.value if event.origin else None,
-                   "content": event.content, "usage": event.body.get("usage"),
-                   "swipe": tavern.timeline.swipe_state(playthrough_id).label}, out, ensure_ascii=False)
+    if args.json and settled:
+        swipe = tavern.timeline.swipe_state(playthrough_id).label
+        replies = [_reply_json(playthrough_id, s.event, swipe if s is settled[-1] else None) for s in settled]
+        # A group chat: every member's reply, each with its speaker (the last one's alone lost the rest).
+        json.dump({"playthrough": playthrough_id, "replies": replies} if group else replies[-1], out,
+                  ensure_ascii=False)
     out.write("\n")
     return EXIT_OK
+
+
+def _reply_json(playthrough_id: int, event: Any, swipe: str | None) -> dict[str, Any]:
+    """A stored reply as `chat --json` prints it; `speaker` is the group member's name it was
+    written under (None in a one-character chat); `swipe` is the last reply's "n/m" (None for a
+    group round's earlier replies)."""
+    from tavern_tui.service.message_views import written_name
+
+    return {"playthrough": playthrough_id, "session_id": event.session_id, "seq": event.seq,
+            "role": event.role, "origin": event.origin.value if event.origin else None,
+            "speaker": written_name(event.role, event.body), "content": event.content,
+            "usage": event.body.get("usage"), "swipe": swipe}
 
 
 def _write_update(update: Any, args: argparse.Namespace, out: TextIO, err: TextIO, reasoning: list[bool]) -> None:
