@@ -198,3 +198,22 @@ def test_the_world_book_pane_names_a_failed_template(service: Tavern, tmp_path: 
     [(where, error)] = preview.template_failures
     assert where == "world info: loop-book/0 (forever)" and "timed out" in error
     assert f"· template failed in loop-book/0 (forever): {error}" in totals_line(preview)
+
+
+async def test_a_preview_with_another_preset_applies_the_cards_scripts(service: Tavern, server: LoopbackServer,
+                                                                      corpus_dir: Path) -> None:
+    # A trial: `tavern preview P --preset NAME` showed the update blocks a real send strips.
+    cid = mvu_card(service, corpus_dir)
+    service.scripts.set_allowed(cid)
+    pid = service.playthroughs.new_playthrough(cid, user_name="Ann").id
+    await exchange(service, server, pid, "你好", REPLY)
+    [preset] = [r for r in service.imports.import_paths([corpus_dir / "presets" / "st_openai_default_staging.json"])]
+    assert preset.ok and preset.id is not None, preset.error
+
+    def blocks(shown: dict) -> int:
+        return sum("UpdateVariable" in str(m["content"]) or "StatusPlaceHolderImpl" in str(m["content"])
+                   for m in shown["messages"])
+
+    assert blocks(service.steps.preview(pid, "再见")) == 0
+    assert blocks(service.steps.preview_selection(pid, "再见", preset=preset.id)) == 0
+    assert blocks(service.steps.preview_selection(pid, "再见", preset=None)) == 0  # the built-in default

@@ -184,16 +184,19 @@ class Assembling:
 
     def assembler(self, playthrough_id: int, generation: Generation, strategy: str | None = None,
                   view: PlaythroughView | None = None, *, pin_persona: bool = False,
-                  pending: Sequence[str] = ()) -> Any:
+                  pending: Sequence[str] = (), playthrough: PlaythroughRecord | None = None,
+                  chat: Sequence[int] | None = None) -> Any:
         """`base_assembler` with the character's regex scripts and the templates around it (issue 18).
-        `pending`: the person's messages the step sends (MVU applies their commands before the request)."""
+        `pending`: the person's messages the step sends (MVU applies their commands before the request).
+        `playthrough` and `chat`: selections a preview changed in memory (`assembler_for`), so a
+        preview with another preset or book shows the request a step would send with them."""
         view = view or self.playthroughs.playthrough(playthrough_id)
-        playthrough = self.ctx.playthrough_record(playthrough_id)
+        playthrough = playthrough or self.ctx.playthrough_record(playthrough_id)
         record = self.ctx.character_record(view.character_id)
         bound = self.mvu.bound(playthrough_id, pending) if self.mvu is not None else None
         snapshot = bound.snapshot if bound is not None else None
         inner = self.assembler_for(view, playthrough, generation, strategy, pin_persona=pin_persona, record=record,
-                                   message_vars=snapshot)
+                                   message_vars=snapshot, chat=chat)
         scripts = self.scripts.script_set(view.character_id, record) if self.scripts is not None else ScriptSet()
         # Templates read MVU's bound snapshot first (`getvar('stat_data.…')`), as macros do.
         return ScriptedAssembler(inner, scripts, templates=self.ctx.settings.templates, message_vars=snapshot,

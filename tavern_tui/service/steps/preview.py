@@ -139,7 +139,10 @@ class Previews:
             if preset is not False:
                 playthrough = replace(playthrough, preset_id=preset)  # in memory only
             chat = list(bound) + [b for b in lore if b not in bound]
-            assembler = self.assembling.assembler_for(view, playthrough, Generation(), strategy, chat=chat)
+            # The card's regex scripts, templates and MVU state as a step has them (a trial's
+            # `preview --preset` showed the update blocks a real send strips).
+            assembler = self.assembling.assembler(playthrough_id, Generation(), strategy, view,
+                                                  playthrough=playthrough, chat=chat)
             return self._with_tools(self._dry_run(assembler, self.assembling.surface(view.session_id),
                                                   self.assembling.batch(playthrough_id, text)), playthrough_id)
 
