@@ -13,7 +13,7 @@
     tavern show PLAYTHROUGH [--json] [--system]
     tavern tree PLAYTHROUGH [--json]
     tavern export PLAYTHROUGH --jsonl FILE
-    tavern trace list [--playthrough P | --session S] | show ID | verify ID|--all | replay ID [--model M]
+    tavern trace list [PLAYTHROUGH | --playthrough P | --session S] | show ID | verify ID|--all | replay ID [--model M]
     tavern edit PLAYTHROUGH SESSION:SEQ --text TEXT [--allow-secrets] | tavern delete PLAYTHROUGH SESSION:SEQ [--to-end]
     tavern persona show | edit --expected-version N [--add TEXT | --remove ID | --file F] | history |
                    nominations | affirm ID | decline ID | import FILE | ceiling P LEVEL | consolidate

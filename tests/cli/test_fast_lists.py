@@ -157,7 +157,7 @@ def test_the_lists_read_before_the_service_are_the_services(
     seraphina = tavern.library.find_character("Seraphina").id
     commands = [*SESSION_COMMANDS, *PRESET_COMMANDS, *TRACE_COMMANDS,
                 ["sessions", "--character", "seraphina", "--json"], ["sessions", "--character", str(seraphina)],
-                ["trace", "list", "--playthrough", str(ids["plain"])],
+                ["trace", "list", "--playthrough", str(ids["plain"])], ["trace", "list", str(ids["plain"])],
                 ["trace", "list", "--json", "--session", str(plain_sessions[0].id)]]
     out = {" ".join(c): _same(list(c), env, monkeypatch) for c in commands}
 
@@ -194,6 +194,8 @@ def test_the_lists_read_before_the_service_are_the_services(
     # Two sends and a swipe in `plain`, two sends in `cut`, one summary request in `long`.
     assert len(traces) == 6 and {t["outcome"] for t in traces} == {"ok"}
     assert len(out[f"trace list --playthrough {ids['plain']}"].splitlines()) == 1 + 3  # the header, then three
+    # The playthrough as `show` and `preview` take it (a trial: "unrecognized arguments: 1").
+    assert out[f"trace list {ids['plain']}"] == out[f"trace list --playthrough {ids['plain']}"]
     assert [t["session_id"] for t in json.loads(out[f"trace list --json --session {plain_sessions[0].id}"])] == [
         plain_sessions[0].id] * 2
 

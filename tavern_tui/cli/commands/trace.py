@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from tavern_tui.cli.context import open_service, service_for, settings
 from tavern_tui.cli.diagnostics import EXIT_FAILED, EXIT_OK
 from tavern_tui.cli.output import context_line, print_json, print_rows
+from tavern_tui.errors import TavernError
 from tavern_tui.views.traces import regex_script_lines
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ def add_trace(commands: Commands) -> None:
     which = p_list.add_mutually_exclusive_group()
     which.add_argument("--playthrough", type=int, metavar="P", help="only this playthrough's requests (every branch)")
     which.add_argument("--session", type=int, metavar="S", help="only the requests recorded in this session")
+    p_list.add_argument("shown", nargs="?", type=int, metavar="PLAYTHROUGH",
+                        help="as --playthrough (as `show` and `preview` take it)")
     p_list.add_argument("--json", action="store_true", help="a JSON list, one object per request")
     p_show = sub.add("show", cmd_trace_show, help="one request: message sources, refs, hashes, world info, config")
     p_show.add_argument("trace_id", metavar="ID", help="SESSION:SEQ, as `trace list` prints")
@@ -70,6 +73,11 @@ def cmd_trace_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     read before the service opens where it can be (`service.list_reads`)."""
     from tavern_tui.service.list_reads import trace_list
 
+    if args.shown is not None:
+        if args.session is not None or args.playthrough not in (None, args.shown):
+            raise TavernError("trace list: give the playthrough once (PLAYTHROUGH or --playthrough), "
+                              "or --session alone")
+        args.playthrough = args.shown
     loaded = settings(args)
     items = trace_list(loaded.db_url, args.playthrough, args.session)
     if items is None:
