@@ -125,8 +125,10 @@ class GroupService:
         named = [r for r in records if r.name.casefold() == text.casefold()]
         if named:
             return named[-1]
-        known = ", ".join(repr(r.name) for r in records) or "none yet (`tavern group new NAME --member CHARACTER`)"
-        raise NotFound(f"no group named {text!r}; groups: {known}")
+        known = (", ".join(f"{r.id} {r.name!r}" for r in records)
+                 or "none yet (`tavern group new NAME --member CHARACTER`)")
+        what = "with id" if text.isdigit() else "named"
+        raise NotFound(f"no group {what} {text!r}; groups: {known}")
 
     def groups(self) -> list[GroupView]:
         """Every group, oldest first, with its playthroughs."""

@@ -34,6 +34,8 @@ def test_new_list_show_and_cast_changes(cli_env: dict[str, str]) -> None:
     assert [m["name"] for m in shown["group"]["members"]] == ["Seraphina", "Shodan"]
     assert shown["group"]["strategy"] == "list" and shown["group"]["playthroughs"] == [shown["playthrough"]["id"]]
 
+    first = run_cli(["group", "show", "Glade"], cli_env).stdout.splitlines()[0]
+    assert first.endswith(f"· playthrough #{shown['playthrough']['id']}")  # an id, not a count (a trial)
     listed = run_cli(["group", "list"], cli_env)
     assert listed.stdout == f"{shown['group']['id']} Glade · Seraphina, Shodan · list\n"
     # `tavern sessions` lists the group's chat under the group's name, not its first member's.
@@ -43,7 +45,9 @@ def test_new_list_show_and_cast_changes(cli_env: dict[str, str]) -> None:
     assert muted.returncode == 0 and "2. Shodan (character" in muted.stdout and muted.stdout.rstrip().endswith("muted")
     missing = run_cli(["group", "mute", "Meadow", "Shodan"], cli_env)
     assert (missing.returncode, missing.stdout) == (1, "")
-    assert "no group named 'Meadow'; groups: 'Glade'" in missing.stderr
+    assert "no group named 'Meadow'; groups: 1 'Glade'" in missing.stderr
+    by_id = run_cli(["group", "show", "99"], cli_env)  # an id that is none: said as an id (a trial)
+    assert by_id.returncode == 1 and "no group with id '99'; groups: 1 'Glade'" in by_id.stderr
     unknown = run_cli(["group", "new", "X", "--member", "Nobody"], cli_env)
     assert unknown.returncode == 1 and "Nobody" in unknown.stderr
     assert json.loads(run_cli(["group", "list", "--json"], cli_env).stdout)[0]["members"][1]["muted"] is True

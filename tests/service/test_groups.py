@@ -45,7 +45,7 @@ def test_cast_changes_and_their_refusals(tavern: Tavern, corpus_dir: Path) -> No
         tavern.groups.add_member("Glade", "Shodan")
     with pytest.raises(TavernError, match="not a member of 'Glade'"):
         tavern.groups.set_muted("Glade", "Seraphina", True)
-    with pytest.raises(NotFound, match="no group named 'Meadow'; groups: 'Glade'"):
+    with pytest.raises(NotFound, match="no group named 'Meadow'; groups: 1 'Glade'"):
         tavern.groups.group("Meadow")
     with pytest.raises(TavernError, match="named twice"):
         tavern.groups.new_group("Twice", ["Shodan", "Shodan"])

@@ -78,7 +78,8 @@ def _describe(group: GroupView) -> str:
     """A group on a few lines: name, settings, then each member."""
     lines = [f"group {group.id} {group.name} · {group.strategy} order · {group.mode} cards"
              + (" · self-responses" if group.allow_self_responses else "")
-             + (f" · playthroughs {', '.join(map(str, group.playthroughs))}" if group.playthroughs else "")]
+             + (f" · {'playthroughs' if len(group.playthroughs) > 1 else 'playthrough'} "
+                f"#{', #'.join(map(str, group.playthroughs))}" if group.playthroughs else "")]
     for index, member in enumerate(group.members, start=1):
         talk = "0.5 (unset)" if member.talkativeness is None else f"{member.talkativeness:g}"
         lines.append(f"  {index}. {member.name} (character {member.character_id}) talkativeness {talk}"
