@@ -69,6 +69,7 @@ class ChatService:
         character_id = self.library.find_character(character).id if character else None
         chats = {p.id: p for p in self.playthroughs.playthroughs(character_id, include_archived=include_archived)}
         chains: dict[int, list[tuple[int, int | None]]] = {}
+        groups = self._group_names()
         results: list[SearchResultView] = []
         seen: set[tuple[int, Ref]] = set()
         for hit in self.ctx.store.search.search(query, limit=limit * 4):
@@ -82,13 +83,20 @@ class ChatService:
             if chat.session_id not in chains:
                 chains[chat.session_id] = self.ctx.store.events.ancestry(chat.session_id)
             role = hit.role or "assistant"
-            results.append(SearchResultView(chat.id, chat.character_id, chat.character_name, chat.chat_title, ref,
+            results.append(SearchResultView(chat.id, chat.character_id, groups.get(chat.id, chat.character_name),
+                                            chat.chat_title, ref,
                                             role, chat.user_name if role == "user" else chat.character_name,
                                             snippet(hit.text, query), chat.archived,
                                             on_surface(ref, chains[chat.session_id]), (hit.session_id, hit.seq)))
             if len(results) >= limit:
                 break
         return self._members_named(results)
+
+    def _group_names(self) -> dict[int, str]:
+        """Playthrough id → its group's name, for the group chats (a result is named by its
+        group, as the chat's header and `tavern sessions` name it, not by its first member)."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            return {pid: group.name for group in uow.groups.all() for pid in uow.groups.playthroughs(group.id)}
 
     def _members_named(self, results: list[SearchResultView]) -> list[SearchResultView]:
         """`results` each under the name its line was written under (`written_name`: a person's

@@ -117,6 +117,7 @@ class SearchResultView:
             playthrough's head onto its branch. For an edit, the message it replaced.
         snippet: the text around the first matched word (at most ~120 characters).
         on_head: the message is on the playthrough's active path now.
+        character_name: the chat's character, or a group chat's group name.
     """
 
     playthrough_id: int

@@ -246,5 +246,6 @@ async def test_a_search_hit_in_a_group_chat_names_the_member_who_wrote_it(looped
                              ("Welcome to the glade, Ann.", "Insect. Another visitor."))
     [hit] = looped.chats.search("insect visitor")
     assert (hit.playthrough_id, hit.role, hit.speaker) == (pid, "assistant", "Shodan")
+    assert hit.character_name == "Glade"  # the chat is the group's, not its first member's (a trial)
     [hit] = looped.chats.search("welcome glade")
     assert hit.speaker == "Seraphina"
