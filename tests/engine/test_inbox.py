@@ -267,13 +267,16 @@ async def test_a_process_killed_between_claim_and_admission_loses_nothing(db_url
     worker = subprocess.Popen([sys.executable, "-c", CRASH_WORKER, db_url, str(sid), str(marker)], cwd=REPO)
     try:
         deadline = time.monotonic() + 60
-        while not marker.exists():
+        # The file exists before its text is written: wait for the text (a run read it empty).
+        while not marker.exists() or not marker.read_text():
             assert worker.poll() is None, "the worker died before claiming"
             assert time.monotonic() < deadline, "the worker never claimed"
             time.sleep(0.05)
         assert marker.read_text() == "do not lose me"
         os.kill(worker.pid, signal.SIGKILL)
     finally:
+        if worker.poll() is None:
+            worker.kill()  # a failed check above leaves it asleep in the claim
         worker.wait(30)
     assert worker.returncode == -signal.SIGKILL
     after_crash = projection(store.events, sid)  # type: ignore[arg-type]
