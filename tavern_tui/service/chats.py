@@ -69,7 +69,9 @@ class ChatService:
         character_id = self.library.find_character(character).id if character else None
         chats = {p.id: p for p in self.playthroughs.playthroughs(character_id, include_archived=include_archived)}
         chains: dict[int, list[tuple[int, int | None]]] = {}
-        groups = self._group_names()
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            # A group chat's hit is named by its group, as the chat's header and `sessions` name it.
+            groups = uow.groups.names_by_playthrough()
         results: list[SearchResultView] = []
         seen: set[tuple[int, Ref]] = set()
         for hit in self.ctx.store.search.search(query, limit=limit * 4):
@@ -91,12 +93,6 @@ class ChatService:
             if len(results) >= limit:
                 break
         return self._members_named(results)
-
-    def _group_names(self) -> dict[int, str]:
-        """Playthrough id → its group's name, for the group chats (a result is named by its
-        group, as the chat's header and `tavern sessions` name it, not by its first member)."""
-        with self.ctx.store.unit_of_work(write=False) as uow:
-            return {pid: group.name for group in uow.groups.all() for pid in uow.groups.playthroughs(group.id)}
 
     def _members_named(self, results: list[SearchResultView]) -> list[SearchResultView]:
         """`results` each under the name its line was written under (`written_name`: a person's

@@ -136,6 +136,11 @@ class GroupService:
             pairs = [(r, uow.groups.playthroughs(r.id)) for r in uow.groups.all()]
         return [self._view(record, ids) for record, ids in pairs]
 
+    def names_by_playthrough(self) -> dict[int, str]:
+        """{playthrough id: its group's name} of every group chat (how lists name a group chat)."""
+        with self.ctx.store.unit_of_work(write=False) as uow:
+            return uow.groups.names_by_playthrough()
+
     def group_of(self, playthrough_id: int) -> GroupView | None:
         """The group a playthrough plays (None: a one-character playthrough)."""
         with self.ctx.store.unit_of_work(write=False) as uow:

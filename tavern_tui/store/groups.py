@@ -114,6 +114,12 @@ class GroupRepository:
         row = self._session.get(Playthrough, playthrough_id)
         return None if row is None else row.group_id
 
+    def names_by_playthrough(self) -> dict[int, str]:
+        """{playthrough id: its group's name} of every group chat, in one query (what lists name a
+        group chat by: `tavern sessions`, search)."""
+        query = select(Playthrough.id, GroupRow.name).join(GroupRow, GroupRow.id == Playthrough.group_id)
+        return {pid: name for pid, name in self._session.execute(query)}
+
     def playthroughs(self, group_id: int) -> list[int]:
         """The ids of the playthroughs that play the group, oldest first."""
         query = select(Playthrough.id).where(Playthrough.group_id == group_id).order_by(Playthrough.id)

@@ -122,7 +122,7 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         with service_for(loaded) as tavern:
             character_id = tavern.library.find_character(args.character).id if args.character else None
             items = tavern.playthroughs.playthroughs(character_id, include_archived=args.all)
-            groups = {} if args.json else {pid: g.name for g in tavern.groups.groups() for pid in g.playthroughs}
+            groups = {} if args.json else tavern.groups.names_by_playthrough()
         listed = SessionList(items, groups)
     items, groups = listed.playthroughs, listed.groups
     return print_rows(out, items, as_json=args.json, line=lambda p: _session_line(p, groups.get(p.id)),
