@@ -53,8 +53,8 @@ class HelpRow:
     available: bool
 
 
-def _group_name(node: DOMNode, binding: Binding, screen: Screen) -> str:
-    if binding.group is not None:
+def _group_name(node: DOMNode, binding: Binding | None, screen: Screen) -> str:
+    if binding is not None and binding.group is not None:
         return binding.group.description
     if node is screen.app:
         return "Everywhere"
@@ -81,7 +81,7 @@ def help_rows(screen: Screen) -> dict[str, list[HelpRow]]:
         # group, never "not now" and with no id ([keys] cannot remap them).
         for keys, does in getattr(node, "HELP_KEYS", ()):
             if node is not screen and node is not app:
-                groups.setdefault(f"In the {type(node).__name__.lower()}", []).append(HelpRow(keys, does, "", True))
+                groups.setdefault(_group_name(node, None, screen), []).append(HelpRow(keys, does, "", True))
         # Keyed by the binding's id (else its action): "escape,r" is one binding per key in the
         # chain, shown as one row with both keys.
         by_binding: dict[str, list[str]] = {}

@@ -19,7 +19,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import TextArea
 
-NEWLINE_KEYS = ("shift+enter", "ctrl+j", "newline")
+NEWLINE_KEYS = ("ctrl+j", "shift+enter", "newline")
 """Keys that insert a newline ("newline" is how some terminals' LF arrives)."""
 
 ALT_DIGITS = ("inverted_exclamation_mark", "trade_mark_sign", "pound_sign", "cent_sign", "infinity",
@@ -56,8 +56,9 @@ class Composer(TextArea, inherit_bindings=False):
     HELP_KEYS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("enter", "Send (while a reply streams: queue the line; on an empty box: send what is queued, "
                   "or have the model speak first)"),
-        ("alt+enter ctrl+t", "Queue the line as a steer (taken at the next step boundary)"),
-        ("ctrl+j shift+enter", "New line (shift+Enter where the terminal tells it from Enter)"),
+        (" ".join(STEER_KEYS), "Queue the line as a steer (taken at the next step boundary)"),
+        (" ".join(k for k in NEWLINE_KEYS if k != "newline"),  # "newline": how some terminals send ctrl+J
+         "New line (shift+Enter where the terminal tells it from Enter)"),
         ("↑", "On an empty box: edit the last queued line, or your last sent message"),
     )
     """The keys `_on_key` handles itself (not bindings: they must act in the order typed), for the
